@@ -1,0 +1,58 @@
+// Telemetry: flat, small events describing every chunk movement, timestamped on the
+// worker's clock (aligned to the coordinator's at join). Telemetry never fails a run: a sink
+// that cannot keep up counts what it dropped.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace arl {
+
+enum class EventKind : uint8_t { SendStart, SendEnd, RecvEnd, ReduceEnd, StepEnd, IterationEnd };
+enum class TelemetryLevel : uint8_t { Off, Steps, Chunks };
+
+std::string_view toString(EventKind k);
+std::string_view toString(TelemetryLevel l);
+std::optional<TelemetryLevel> parseTelemetryLevel(std::string_view s);
+
+struct TelemetryEvent {
+  uint64_t runId = 0;
+  uint32_t iteration = 0;
+  int32_t rank = -1;
+  uint32_t step = 0;
+  EventKind kind = EventKind::SendStart;
+  uint8_t phase = 0;  // arl::Phase
+  int32_t peer = -1;
+  uint32_t chunk = 0;
+  uint64_t offset = 0;  // elements
+  uint64_t bytes = 0;
+  int64_t tNs = 0;          // worker clock, aligned to the coordinator's
+  uint64_t provenance = 0;  // rank mask of contributions in the chunk
+};
+
+class TelemetrySink {
+ public:
+  virtual ~TelemetrySink() = default;
+  virtual void record(const TelemetryEvent& e) noexcept = 0;
+};
+
+// Keeps up to `capacity` events and counts the rest as dropped. Thread-safe.
+class BoundedSink final : public TelemetrySink {
+ public:
+  explicit BoundedSink(size_t capacity);
+  void record(const TelemetryEvent& e) noexcept override;
+  std::vector<TelemetryEvent> take();  // moves the kept events out
+  uint64_t dropped() const { return dropped_.load(); }
+
+ private:
+  std::mutex mu_;
+  size_t capacity_;
+  std::vector<TelemetryEvent> events_;
+  std::atomic<uint64_t> dropped_{0};
+};
+
+}  // namespace arl

@@ -1,0 +1,64 @@
+// Transport: ordered, reliable delivery of chunk payloads between ranks. Messages from one
+// sender to one receiver arrive in the order sent (FIFO per channel), matching the schedule.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace arl {
+
+// Fixed header in front of every data-plane payload. A receiver compares it with what its
+// own schedule expects, so a mismatch is caught on the first receive and never summed.
+struct ChunkHeader {
+  uint32_t magic = kMagic;
+  uint32_t opSignature = 0;  // hash of algorithm, collective, dtype, op, count, ranks, slice
+  uint64_t epoch = 0;        // run epoch
+  uint64_t seq = 0;          // collective sequence number within the run
+  int32_t src = -1;          // sending rank
+  uint32_t step = 0;
+  uint32_t chunk = 0;
+  uint32_t slice = 0;
+  uint64_t offset = 0;  // element offset of the payload in the sender's view of the vector
+  uint64_t length = 0;  // payload bytes
+
+  static constexpr uint32_t kMagic = 0x41524C43;  // "ARLC"
+};
+static_assert(sizeof(ChunkHeader) == 56);
+
+// Completion of an asynchronous send: the sender may reuse the memory once done().
+class SendCompletion {
+ public:
+  virtual ~SendCompletion() = default;
+  virtual bool done() const = 0;
+  virtual void wait() = 0;
+};
+
+// A received payload. Owns (or pins) its bytes until destroyed.
+class InMessage {
+ public:
+  virtual ~InMessage() = default;
+  virtual const ChunkHeader& header() const = 0;
+  virtual const void* data() const = 0;
+  virtual size_t size() const = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Starts sending `bytes` at `data` to `peer`. The memory must stay valid and unchanged
+  // until the returned completion reports done. Throws PeerError if the peer is gone.
+  virtual std::shared_ptr<SendCompletion> send(int peer, const ChunkHeader& h, const void* data,
+                                               size_t bytes) = 0;
+  // Next message from `peer` (FIFO). Throws PeerError naming the peer and `step` when
+  // nothing arrives within `timeout` or the transport was aborted.
+  virtual std::unique_ptr<InMessage> recv(int peer, uint32_t step,
+                                          std::chrono::milliseconds timeout) = 0;
+  // Makes every blocked and future call fail promptly (run aborted elsewhere).
+  virtual void abort() = 0;
+};
+
+}  // namespace arl
