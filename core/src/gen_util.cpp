@@ -1,0 +1,68 @@
+#include "gen_util.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace arl::gen {
+
+Schedule makeSkeleton(std::string_view algo, const GenParams& p) {
+  if (p.nranks < 1)
+    throw GenError("ranks must be at least 1 (got " + std::to_string(p.nranks) + ")");
+  if (p.nranks > 64) {
+    throw GenError("ranks must be at most 64 (got " + std::to_string(p.nranks) + ")");
+  }
+  if (p.sliceElems == 0) throw GenError("chunk (slice size) must be greater than 0");
+  if (p.root < 0 || p.root >= p.nranks) {
+    throw GenError("root must be in 0.." + std::to_string(p.nranks - 1) + " (got " +
+                   std::to_string(p.root) + ")");
+  }
+  if (p.ranksPerHost < 0) throw GenError("ranks-per-host must not be negative");
+  const uint64_t limit = std::numeric_limits<uint64_t>::max() / 64 / 8;
+  if (p.count > limit) throw GenError("count " + std::to_string(p.count) + " is too large");
+  if (!algorithmSupports(algo, p.collective)) {
+    throw GenError("algorithm '" + std::string(algo) + "' does not implement " +
+                   std::string(toString(p.collective)));
+  }
+  Schedule s;
+  s.algorithm = std::string(algo);
+  s.collective = p.collective;
+  s.nranks = p.nranks;
+  s.root = p.root;
+  s.count = p.count;
+  s.sliceElems = p.sliceElems;
+  s.inputElems = inputElemsFor(p.collective, p.nranks, p.count);
+  s.outputElems = outputElemsFor(p.collective, p.nranks, p.count);
+  s.ranks.assign(static_cast<size_t>(p.nranks), {});
+  return s;
+}
+
+std::vector<int> ringOrder(const GenParams& p) {
+  std::vector<int> order(static_cast<size_t>(p.nranks));
+  if (p.ring.empty()) {
+    for (int i = 0; i < p.nranks; ++i) order[static_cast<size_t>(i)] = i;
+    return order;
+  }
+  if (p.ring.size() != order.size()) {
+    throw GenError("ring order has " + std::to_string(p.ring.size()) + " entries for " +
+                   std::to_string(p.nranks) + " ranks");
+  }
+  std::vector<bool> seen(order.size(), false);
+  for (int r : p.ring) {
+    if (r < 0 || r >= p.nranks || seen[static_cast<size_t>(r)]) {
+      throw GenError("ring order is not a permutation of the ranks (bad entry " +
+                     std::to_string(r) + ")");
+    }
+    seen[static_cast<size_t>(r)] = true;
+  }
+  return p.ring;
+}
+
+void finishSteps(Schedule& s) {
+  uint32_t n = 0;
+  for (const auto& ops : s.ranks) {
+    for (const Op& op : ops) n = std::max(n, op.step + 1);
+  }
+  s.nsteps = n;
+}
+
+}  // namespace arl::gen
