@@ -32,6 +32,7 @@ struct LocalRunOptions {
   // Failure injection for tests: rank `failRank` stops (throws) before op `failAtOp`.
   int failRank = -1;
   int failAtOp = -1;
+  uint64_t runId = 0;  // copied into every telemetry event
 };
 
 struct LocalRunResult {

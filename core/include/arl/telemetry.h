@@ -32,6 +32,8 @@ struct TelemetryEvent {
   uint64_t bytes = 0;
   int64_t tNs = 0;          // worker clock, aligned to the coordinator's
   uint64_t provenance = 0;  // rank mask of contributions in the chunk
+
+  bool operator==(const TelemetryEvent&) const = default;
 };
 
 class TelemetrySink {

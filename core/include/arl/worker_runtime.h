@@ -1,0 +1,64 @@
+// The worker runtime: everything allreduce-worker does between "connect" and "exit". It owns
+// the worker's control DEALER (core is where ZeroMQ sockets live), joins a coordinator,
+// aligns clocks, heartbeats, and runs what it is told on an executor thread:
+//
+//   Hello -> Welcome, Ping/Pong x N (clock offset: the exchange with the smallest round trip)
+//   RunConfig        generate + annotate the schedule, allocate buffers once, fill inputs,
+//                    bind the data plane (ipc:// when every rank is on this host, else tcp://)
+//   -> Ready         carries the data-plane endpoint and the clock offset
+//   Start            carries every rank's endpoint: connect, run warmup + timed iterations
+//   -> IterationResult per timed iteration, TelemetryBatch every ~50 ms or 4096 events,
+//      RunDone (with #wrong of the last iteration) or RunFailed(rank, peer, step, reason)
+//   Abort            aborts the data plane; the executor thread reports RunFailed
+//   Shutdown         exit 0
+//
+// The worker leaves by itself (non-zero exit, one log line) when the coordinator has been
+// silent for `liveness` heartbeat intervals, and a local worker also when its parent is gone.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace arl {
+
+struct WorkerOptions {
+  std::string connect;  // coordinator's control endpoint, "tcp://HOST:PORT"
+  std::string backend = "cpu";
+  std::string name;  // display name; "" = "<host>:<pid>"
+  int device = -1;   // accelerator index (-1: none)
+  // Host name reported to the coordinator; "" = gethostname(). Ranks whose host names differ
+  // talk over tcp:// and are grouped apart by hierarchical schedules, so naming two workers
+  // of one machine differently makes it behave like two hosts (a teaching aid, and a test).
+  std::string hostName;
+  // Liveness until the coordinator's Welcome sets its own values.
+  std::chrono::milliseconds heartbeat{250};
+  int liveness = 4;
+  // How long to wait for the coordinator's first answer (it may start after the worker).
+  std::chrono::milliseconds joinTimeout{10000};
+  // Pid of the lab that spawned this worker (0: started by hand). The worker leaves when its
+  // parent changes: a second guard besides PR_SET_PDEATHSIG, which the spawner sets.
+  int64_t parentPid = 0;
+  bool verbose = false;  // log every control message
+};
+
+// Parses allreduce-worker's command line (without argv[0]). Throws ConfigError naming the
+// offending argument; `--help` sets *help and returns defaults.
+WorkerOptions parseWorkerArgs(const std::vector<std::string>& args, bool* help = nullptr);
+
+// allreduce-worker's usage text.
+std::string workerUsage();
+
+// Runs one worker session. Returns the process exit code: 0 after a Shutdown, non-zero when
+// the coordinator went silent, the parent died, or the configuration was refused (the reason
+// is logged as one line on stderr).
+int runWorker(const WorkerOptions& opt);
+
+// Test-only fault injection, read by the worker from the environment and documented in
+// docs/runtime.md: ARL_TEST_CORRUPT_HEADER="RANK:FIELD" makes rank RANK corrupt FIELD (magic,
+// signature, epoch, seq, src, step, chunk, slice, offset or length) of the first data-plane
+// header it sends in every run. Never set outside tests.
+inline constexpr const char* kCorruptHeaderEnv = "ARL_TEST_CORRUPT_HEADER";
+
+}  // namespace arl

@@ -1,0 +1,345 @@
+// Binary-tree schedules for all five collectives.
+//
+// The tree. Positions 0..n-1 form NCCL's in-order binary tree (NCCL 2.4, "double binary
+// trees"; after Sanders, Speck & Traeff, "Two-tree algorithms for full bandwidth broadcast,
+// reduction and scan", Parallel Computing 35(12), 2009). Position 0 is the root and has a single
+// child, the largest power of two below n. Any other position v with lowest set bit b has
+// parent (v - b) + 2b, or v - b when that is n or more; its children are therefore v - b/2 and
+// the first of v + b/2, v + b/4, ... below n. Odd positions are leaves, even ones interior, and
+// the depth is ceil(log2 n) edges. A collective maps positions to ranks (mirrored, shifted or
+// rotated to a root) and moves data along the edges.
+//
+// A "step" is one level of the tree: in a reduction, step k is the hop made by the ranks at
+// depth D - k (D the tree's depth) towards their parents, so leaves at the bottom move at step 0
+// and the root's children at step D - 1; in a broadcast, step k is the hop from depth k to depth
+// k + 1. Every hop is pipelined by slice, so a deep tree still streams one slice per hop time.
+//
+// Deadlock freedom at channel capacity 1 holds by construction. The schedule is a sequence of
+// rounds, each moving one slice through one whole tree (a reduction bottom-up or a broadcast
+// top-down); every rank's program is its part of each round, in round order. A round alone
+// runs to completion at capacity 1 (each edge carries one message, leaves first), and leaves
+// every channel empty, so any sequence of rounds runs to completion; since every rank's
+// program is deterministic, all executions then finish (Kahn networks are confluent).
+//
+// allreduce - NCCL's double binary tree. Tree 0 uses rank = position; tree 1 is mirrored
+//   (rank n-1-position) for even n and shifted (rank position+1 mod n) for odd n, so that a
+//   rank that is a leaf in one tree is interior in the other (for odd n exactly one rank is
+//   interior in both). Each tree carries one half of the vector: reduce up to its root, then
+//   broadcast down. Rounds are ordered "all reductions, then all broadcasts", with the two
+//   trees interleaved slice by slice, as NCCL's non-split tree kernel runs its up loop before
+//   its down loop. (Placing the broadcast of slice j right after the reduction of slice j + L
+//   would couple every slice to a full leaf-root-leaf round trip.) 2D steps; a rank sends each
+//   half at most once up and at most twice down: at most about 2 x count elements, like ring.
+// reduce - one tree rotated so that position 0 is p.root; the slices stream up. D steps; every
+//   non-root rank sends count elements once.
+// broadcast - the same tree; the root sends from Input and copies it to its Output. D steps;
+//   interior ranks send count elements once per child.
+// reducescatter - for every rank b, a tree rotated to root b reduces block b of the Input into
+//   b's Output. D steps; every rank sends (n-1) x count elements, as in ring.
+// allgather - for every rank b, a tree rotated to root b broadcasts b's block. D steps; every
+//   rank receives (n-1) x count elements and sends each block at most twice.
+//
+// Partial sums of ranks with two children go to Output for allreduce (overwritten by the
+// broadcast later) and to Scratch for reduce and reducescatter, whose Output is not theirs to
+// use on those ranks (in place it would be the caller's Input).
+#include <algorithm>
+#include <vector>
+
+#include "gen_util.h"
+
+namespace arl {
+
+namespace {
+
+using gen::Range;
+
+// NCCL's in-order binary tree over positions 0..n-1 (see the file comment).
+struct PosTree {
+  int n = 0;
+  std::vector<int> parent;                 // -1 for the root (position 0)
+  std::vector<std::vector<int>> children;  // ascending positions, at most two
+  std::vector<int> depth;                  // edges from the root
+  int maxDepth = 0;
+};
+
+PosTree inOrderTree(int n) {
+  PosTree t;
+  t.n = n;
+  t.parent.assign(static_cast<size_t>(n), -1);
+  t.children.assign(static_cast<size_t>(n), {});
+  t.depth.assign(static_cast<size_t>(n), 0);
+  for (int v = 1; v < n; ++v) {
+    const int low = v & -v;
+    const int natural = (v - low) | (low << 1);
+    t.parent[static_cast<size_t>(v)] = natural < n ? natural : v - low;
+  }
+  for (int v = 1; v < n; ++v)
+    t.children[static_cast<size_t>(t.parent[static_cast<size_t>(v)])].push_back(v);
+  // Depths by a walk from the root; parents are not always smaller than their children.
+  std::vector<int> stack{0};
+  while (!stack.empty()) {
+    const int v = stack.back();
+    stack.pop_back();
+    for (int c : t.children[static_cast<size_t>(v)]) {
+      t.depth[static_cast<size_t>(c)] = t.depth[static_cast<size_t>(v)] + 1;
+      t.maxDepth = std::max(t.maxDepth, t.depth[static_cast<size_t>(c)]);
+      stack.push_back(c);
+    }
+  }
+  for (int v = 0; v < n; ++v) {
+    ARL_ENFORCE(
+        t.children[static_cast<size_t>(v)].size() <= 2,
+        "position " << v << " has " << t.children[static_cast<size_t>(v)].size() << " children");
+  }
+  return t;
+}
+
+// A tree laid onto ranks: rankOf[position].
+struct RankTree {
+  const PosTree* shape = nullptr;
+  std::vector<int> rankOf;
+  int rank(int pos) const { return rankOf[static_cast<size_t>(pos)]; }
+};
+
+RankTree rotated(const PosTree& shape, int root) {
+  RankTree t{&shape, std::vector<int>(static_cast<size_t>(shape.n))};
+  for (int v = 0; v < shape.n; ++v) t.rankOf[static_cast<size_t>(v)] = (v + root) % shape.n;
+  return t;
+}
+
+// NCCL's second tree: mirrored for even n, shifted by one for odd n.
+RankTree complementary(const PosTree& shape) {
+  const int n = shape.n;
+  RankTree t{&shape, std::vector<int>(static_cast<size_t>(n))};
+  for (int v = 0; v < n; ++v) {
+    t.rankOf[static_cast<size_t>(v)] = (n % 2 == 0) ? n - 1 - v : (v + 1) % n;
+  }
+  return t;
+}
+
+// Where one round's data lives on every rank. Offsets are of the round's slice start.
+struct RoundBuffers {
+  BufRef src;         // each rank's contribution (reduction) / the root's data (broadcast)
+  BufRef rootDst;     // where the root's result goes (reduction)
+  BufRef partial;     // where ranks with several children accumulate (reduction)
+  BufRef dst;         // where non-root ranks receive (broadcast)
+  bool* usedPartial;  // set when `partial` is written (so the caller sizes Scratch)
+};
+
+struct RoundTag {
+  Phase phase;
+  uint32_t stepBase;  // step of the first hop of this round's kind
+  uint32_t chunk;
+  uint32_t slice;
+};
+
+// One slice reduced up the tree: leaves Send, a rank with children reduces the first child's
+// payload with its own contribution, then any further child's, and passes the sum up; the root
+// keeps it. Step of a hop = stepBase + D - depth(sender).
+void reduceRound(Schedule& s, const RankTree& t, const RoundBuffers& b, uint64_t count,
+                 const RoundTag& tag) {
+  const PosTree& sh = *t.shape;
+  for (int v = 0; v < sh.n; ++v) {
+    const int r = t.rank(v);
+    const auto& kids = sh.children[static_cast<size_t>(v)];
+    auto& prog = s.ranks[static_cast<size_t>(r)];
+    const int depth = sh.depth[static_cast<size_t>(v)];
+    const uint32_t sendStep = tag.stepBase + static_cast<uint32_t>(sh.maxDepth - depth);
+    const uint32_t recvStep = sendStep - 1;  // children sit one level deeper
+    const bool root = sh.parent[static_cast<size_t>(v)] < 0;
+    const int up = root ? -1 : t.rank(sh.parent[static_cast<size_t>(v)]);
+    if (kids.empty()) {
+      if (root) {
+        prog.push_back(gen::makeOp(OpKind::Copy, tag.phase, -1, -1, b.src, b.rootDst, count,
+                                   tag.stepBase, tag.chunk, tag.slice));
+      } else {
+        prog.push_back(gen::makeOp(OpKind::Send, tag.phase, up, -1, b.src, {}, count, sendStep,
+                                   tag.chunk, tag.slice));
+      }
+      continue;
+    }
+    const BufRef acc = root ? b.rootDst : b.partial;
+    for (size_t k = 0; k < kids.size(); ++k) {
+      const int child = t.rank(kids[k]);
+      const BufRef operand = k == 0 ? b.src : acc;
+      const bool last = k + 1 == kids.size();
+      if (last && !root) {
+        prog.push_back(gen::makeOp(OpKind::RecvReduceSend, tag.phase, up, child, operand, {}, count,
+                                   sendStep, tag.chunk, tag.slice));
+      } else {
+        prog.push_back(gen::makeOp(OpKind::RecvReduceCopy, tag.phase, -1, child, operand, acc,
+                                   count, recvStep, tag.chunk, tag.slice));
+        if (!root) *b.usedPartial = true;
+      }
+    }
+  }
+}
+
+// One slice broadcast down the tree: the root sends its data to each child; an interior rank
+// receives into `dst`, forwarding to its first child in the same op and sending to the second
+// from `dst`; leaves receive. Step of a hop = stepBase + depth(sender).
+void broadcastRound(Schedule& s, const RankTree& t, const RoundBuffers& b, uint64_t count,
+                    const RoundTag& tag) {
+  const PosTree& sh = *t.shape;
+  for (int v = 0; v < sh.n; ++v) {
+    const int r = t.rank(v);
+    const auto& kids = sh.children[static_cast<size_t>(v)];
+    auto& prog = s.ranks[static_cast<size_t>(r)];
+    const int depth = sh.depth[static_cast<size_t>(v)];
+    const uint32_t sendStep = tag.stepBase + static_cast<uint32_t>(depth);
+    const bool root = sh.parent[static_cast<size_t>(v)] < 0;
+    if (root) {
+      for (int kid : kids) {
+        prog.push_back(gen::makeOp(OpKind::Send, tag.phase, t.rank(kid), -1, b.src, {}, count,
+                                   sendStep, tag.chunk, tag.slice));
+      }
+      continue;
+    }
+    const int up = t.rank(sh.parent[static_cast<size_t>(v)]);
+    if (kids.empty()) {
+      prog.push_back(gen::makeOp(OpKind::Recv, tag.phase, -1, up, {}, b.dst, count, sendStep - 1,
+                                 tag.chunk, tag.slice));
+      continue;
+    }
+    prog.push_back(gen::makeOp(OpKind::RecvCopySend, tag.phase, t.rank(kids[0]), up, {}, b.dst,
+                               count, sendStep, tag.chunk, tag.slice));
+    for (size_t k = 1; k < kids.size(); ++k) {
+      prog.push_back(gen::makeOp(OpKind::Send, tag.phase, t.rank(kids[k]), -1, b.dst, {}, count,
+                                 sendStep, tag.chunk, tag.slice));
+    }
+  }
+}
+
+// n == 1: every collective is a copy of Input into Output.
+void singleRank(Schedule& s) {
+  const uint64_t len = std::min(s.inputElems, s.outputElems);
+  if (len == 0) return;
+  s.ranks[0].push_back(
+      gen::makeOp(OpKind::Copy, Phase::Local, -1, -1, gen::in(0), gen::out(0), len, 0, 0, 0));
+}
+
+void treeAllReduce(Schedule& s, const GenParams& p) {
+  const PosTree shape = inOrderTree(p.nranks);
+  const RankTree trees[2] = {rotated(shape, 0), complementary(shape)};
+  const Range halves[2] = {gen::part(p.count, 2, 0), gen::part(p.count, 2, 1)};
+  const uint64_t nslices[2] = {gen::sliceCount(halves[0].len, p.sliceElems),
+                               gen::sliceCount(halves[1].len, p.sliceElems)};
+  const uint64_t maxSlices = std::max(nslices[0], nslices[1]);
+  const auto D = static_cast<uint32_t>(shape.maxDepth);
+  bool unusedFlag = false;
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool up = pass == 0;
+    for (uint64_t j = 0; j < maxSlices; ++j) {
+      for (uint32_t t = 0; t < 2; ++t) {
+        if (j >= nslices[t]) continue;
+        const Range sl = gen::slice(halves[t], p.sliceElems, j);
+        // The sum accumulates in Output: the broadcast overwrites it later, and Input is read
+        // only by the first op of each slice, before Output is written (safe in place).
+        RoundBuffers b{gen::in(sl.begin), gen::out(sl.begin), gen::out(sl.begin),
+                       gen::out(sl.begin), &unusedFlag};
+        if (up) {
+          reduceRound(s, trees[t], b, sl.len, {Phase::Reduce, 0, t, static_cast<uint32_t>(j)});
+        } else {
+          b.src = gen::out(sl.begin);  // the root broadcasts the sum it holds in Output
+          broadcastRound(s, trees[t], b, sl.len,
+                         {Phase::Broadcast, D, t, static_cast<uint32_t>(j)});
+        }
+      }
+    }
+  }
+}
+
+void treeReduce(Schedule& s, const GenParams& p) {
+  const PosTree shape = inOrderTree(p.nranks);
+  const RankTree tree = rotated(shape, p.root);
+  const Range all{0, p.count};
+  bool usedScratch = false;
+  for (uint64_t j = 0; j < gen::sliceCount(p.count, p.sliceElems); ++j) {
+    const Range sl = gen::slice(all, p.sliceElems, j);
+    RoundBuffers b{gen::in(sl.begin), gen::out(sl.begin), gen::scratch(sl.begin), {}, &usedScratch};
+    reduceRound(s, tree, b, sl.len, {Phase::Reduce, 0, 0, static_cast<uint32_t>(j)});
+  }
+  if (usedScratch) s.scratchElems = p.count;
+}
+
+void treeBroadcast(Schedule& s, const GenParams& p) {
+  const PosTree shape = inOrderTree(p.nranks);
+  const RankTree tree = rotated(shape, p.root);
+  if (p.count > 0) {
+    s.ranks[static_cast<size_t>(p.root)].push_back(
+        gen::makeOp(OpKind::Copy, Phase::Local, -1, -1, gen::in(0), gen::out(0), p.count, 0, 0, 0));
+  }
+  const Range all{0, p.count};
+  bool unusedFlag = false;
+  for (uint64_t j = 0; j < gen::sliceCount(p.count, p.sliceElems); ++j) {
+    const Range sl = gen::slice(all, p.sliceElems, j);
+    RoundBuffers b{gen::in(sl.begin), {}, {}, gen::out(sl.begin), &unusedFlag};
+    broadcastRound(s, tree, b, sl.len, {Phase::Broadcast, 0, 0, static_cast<uint32_t>(j)});
+  }
+}
+
+void treeReduceScatter(Schedule& s, const GenParams& p) {
+  const PosTree shape = inOrderTree(p.nranks);
+  std::vector<RankTree> trees;
+  for (int b = 0; b < p.nranks; ++b) trees.push_back(rotated(shape, b));
+  const Range block{0, p.count};
+  bool usedScratch = false;
+  for (uint64_t j = 0; j < gen::sliceCount(p.count, p.sliceElems); ++j) {
+    const Range sl = gen::slice(block, p.sliceElems, j);
+    for (int b = 0; b < p.nranks; ++b) {
+      const uint64_t base = static_cast<uint64_t>(b) * p.count + sl.begin;
+      // Partial sums of every block use the same count elements of Scratch: a rank writes a
+      // slice there and reads it back in its next op, before any other block's round.
+      RoundBuffers buf{gen::in(base), gen::out(sl.begin), gen::scratch(sl.begin), {}, &usedScratch};
+      reduceRound(s, trees[static_cast<size_t>(b)], buf, sl.len,
+                  {Phase::ReduceScatter, 0, static_cast<uint32_t>(b), static_cast<uint32_t>(j)});
+    }
+  }
+  if (usedScratch) s.scratchElems = p.count;
+}
+
+void treeAllGather(Schedule& s, const GenParams& p) {
+  const PosTree shape = inOrderTree(p.nranks);
+  std::vector<RankTree> trees;
+  for (int b = 0; b < p.nranks; ++b) trees.push_back(rotated(shape, b));
+  if (p.count > 0) {
+    for (int r = 0; r < p.nranks; ++r) {
+      s.ranks[static_cast<size_t>(r)].push_back(gen::makeOp(
+          OpKind::Copy, Phase::Local, -1, -1, gen::in(0),
+          gen::out(static_cast<uint64_t>(r) * p.count), p.count, 0, static_cast<uint32_t>(r), 0));
+    }
+  }
+  const Range block{0, p.count};
+  bool unusedFlag = false;
+  for (uint64_t j = 0; j < gen::sliceCount(p.count, p.sliceElems); ++j) {
+    const Range sl = gen::slice(block, p.sliceElems, j);
+    for (int b = 0; b < p.nranks; ++b) {
+      const uint64_t base = static_cast<uint64_t>(b) * p.count + sl.begin;
+      RoundBuffers buf{gen::in(sl.begin), {}, {}, gen::out(base), &unusedFlag};
+      broadcastRound(s, trees[static_cast<size_t>(b)], buf, sl.len,
+                     {Phase::AllGather, 0, static_cast<uint32_t>(b), static_cast<uint32_t>(j)});
+    }
+  }
+}
+
+}  // namespace
+
+// Binary-tree schedule for any collective (see the file comment for each one).
+Schedule treeSchedule(const GenParams& p) {
+  Schedule s = gen::makeSkeleton("tree", p);
+  if (p.nranks == 1) {
+    singleRank(s);
+  } else {
+    switch (p.collective) {
+      case Collective::AllReduce: treeAllReduce(s, p); break;
+      case Collective::Reduce: treeReduce(s, p); break;
+      case Collective::Broadcast: treeBroadcast(s, p); break;
+      case Collective::ReduceScatter: treeReduceScatter(s, p); break;
+      case Collective::AllGather: treeAllGather(s, p); break;
+    }
+  }
+  gen::finishSteps(s);
+  return s;
+}
+
+}  // namespace arl

@@ -1,0 +1,588 @@
+// The lab runtime end to end: a Coordinator in this process, real allreduce-worker processes,
+// real ZeroMQ sockets on loopback. Covers every algorithm and collective on 2-4 ranks, failure
+// of a worker (killed, stopped) mid-run, a worker started by hand, garbage on the control port
+// and a corrupted data-plane header.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include <gtest/gtest.h>
+
+#include "arl/coordinator.h"
+#include "arl/errors.h"
+#include "arl/generators.h"
+#include "arl/process.h"
+#include "arl/protocol.h"
+#include "arl/worker_runtime.h"
+
+namespace arl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Processes whose parent is this test process and whose command is allreduce-worker.
+std::vector<int64_t> workerChildren() {
+  std::vector<int64_t> out;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return out;
+  const pid_t self = ::getpid();
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in("/proc/" + name + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) continue;
+    const auto open = line.find('(');
+    const auto close = line.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    const std::string comm = line.substr(open + 1, close - open - 1);
+    // Fields after the command: state, ppid, ...
+    std::istringstream rest(line.substr(close + 2));
+    std::string state;
+    long ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == self && comm.rfind("allreduce-work", 0) == 0) out.push_back(std::stoll(name));
+  }
+  ::closedir(d);
+  return out;
+}
+
+CoordinatorOptions localOptions(int n) {
+  CoordinatorOptions o;
+  o.localWorkers = n;
+  o.workerBinary = ARL_WORKER_BINARY;
+  o.joinTimeout = milliseconds(20000);
+  return o;
+}
+
+RunRequest smallRequest(const std::string& algo, Collective c) {
+  RunRequest r;
+  r.algorithm = algo;
+  r.collective = c;
+  r.count = 1037;  // odd, and not a multiple of any rank count used here
+  r.sliceBytes = 256;
+  r.warmup = 1;
+  r.iterations = 2;
+  r.check = true;
+  r.telemetry = TelemetryLevel::Chunks;
+  return r;
+}
+
+// Records what the coordinator reports, for the assertions.
+struct Recorder {
+  std::mutex mu;
+  std::vector<std::string> logs;
+  std::vector<RunState> states;
+  std::atomic<int> iterations{0};
+  std::atomic<uint64_t> telemetryEvents{0};
+
+  std::function<void(const CoordinatorEvent&)> listener() {
+    return [this](const CoordinatorEvent& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (const auto* l = std::get_if<LogEvent>(&e)) logs.push_back(l->text);
+      if (const auto* s = std::get_if<StateEvent>(&e)) states.push_back(s->state);
+      if (std::get_if<IterationEvent>(&e)) ++iterations;
+      if (const auto* t = std::get_if<TelemetryBatchEvent>(&e)) {
+        telemetryEvents += t->events.size();
+      }
+    };
+  }
+  int logsContaining(const std::string& what) {
+    std::lock_guard<std::mutex> lock(mu);
+    int n = 0;
+    for (const auto& l : logs) n += l.find(what) != std::string::npos;
+    return n;
+  }
+  std::string allLogs() {
+    std::lock_guard<std::mutex> lock(mu);
+    std::string s;
+    for (const auto& l : logs) s += l + "\n";
+    return s;
+  }
+};
+
+void expectNoWorkerChildren(const std::vector<int64_t>& pids) {
+  EXPECT_TRUE(workerChildren().empty()) << "allreduce-worker children remain";
+  for (int64_t pid : pids) EXPECT_FALSE(processAlive(pid)) << "worker pid " << pid << " alive";
+}
+
+std::vector<int64_t> pidsOf(const std::vector<WorkerInfo>& ws) {
+  std::vector<int64_t> out;
+  for (const auto& w : ws) out.push_back(w.pid);
+  return out;
+}
+
+int64_t pidOfRank(const Coordinator& c, int rank) {
+  for (const auto& w : c.workers())
+    if (w.rank == rank) return w.pid;
+  return 0;
+}
+
+// ---- Every algorithm and collective, exact results -------------------------------------------
+
+class RuntimeSweep : public ::testing::TestWithParam<int> {};
+
+TEST_P(RuntimeSweep, EveryAlgorithmAndCollectiveIsExact) {
+  const int n = GetParam();
+  std::vector<int64_t> pids;
+  {
+    Coordinator coord(localOptions(n));
+    Recorder rec;
+    coord.setListener(rec.listener());
+    coord.waitForWorkers();
+    ASSERT_EQ(coord.workers().size(), static_cast<size_t>(n));
+    pids = pidsOf(coord.workers());
+    const DataType dtypes[] = {DataType::Float, DataType::Int32, DataType::Double, DataType::Half,
+                               DataType::BFloat16};
+    const RedOp ops[] = {RedOp::Sum, RedOp::Max, RedOp::Prod, RedOp::Min, RedOp::Avg};
+    int k = 0;
+    for (const std::string& algo : algorithmNames()) {
+      for (Collective c : kAllCollectives) {
+        if (!algorithmSupports(algo, c)) continue;
+        RunRequest req = smallRequest(algo, c);
+        req.dtype = dtypes[k % 5];
+        req.op = ops[(k / 2) % 5];
+        req.inPlace = k % 3 == 1;
+        req.root = n - 1;
+        ++k;
+        const RunResult res = coord.run(req);
+        SCOPED_TRACE(algo + " " + std::string(toString(c)) + " " +
+                     std::string(toString(req.dtype)) + " " + std::string(toString(req.op)) +
+                     (req.inPlace ? " in place" : "") + " on " + std::to_string(n) + " ranks");
+        ASSERT_EQ(res.state, RunState::Done) << res.error;
+        EXPECT_EQ(res.nranks, n);
+        EXPECT_EQ(res.wrong, 0u);
+        EXPECT_EQ(res.iterationUs.size(), 2u);
+        EXPECT_GT(res.timeUs, 0.0);
+        EXPECT_EQ(res.perRank.size(), static_cast<size_t>(2 * n));
+        EXPECT_FALSE(res.events.empty());
+        EXPECT_TRUE(res.error.empty());
+        for (size_t i = 1; i < res.events.size(); ++i) {
+          ASSERT_LE(res.events[i - 1].tNs, res.events[i].tNs);
+        }
+      }
+    }
+    EXPECT_GE(k, 15);
+  }
+  expectNoWorkerChildren(pids);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, RuntimeSweep, ::testing::Values(2, 3, 4));
+
+TEST(Runtime, HierarchicalOnTwoGroupsOfOneHost) {
+  Coordinator coord(localOptions(4));
+  coord.waitForWorkers();
+  RunRequest req = smallRequest("hierarchical", Collective::AllReduce);
+  req.ranksPerHost = 2;
+  const RunResult res = coord.run(req);
+  ASSERT_EQ(res.state, RunState::Done) << res.error;
+  EXPECT_EQ(res.wrong, 0u);
+}
+
+// ---- Refusals before any worker is touched ---------------------------------------------------
+
+TEST(Runtime, BadRequestsAreRefusedBeforeWorkersAreTouched) {
+  Coordinator coord(localOptions(2));
+  Recorder rec;
+  coord.setListener(rec.listener());
+  coord.waitForWorkers();
+  RunRequest unknown = smallRequest("spiral", Collective::AllReduce);
+  EXPECT_THROW(
+      {
+        try {
+          coord.submit(unknown);
+        } catch (const ConfigError& e) {
+          EXPECT_NE(std::string(e.what()).find("spiral"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      ConfigError);
+  RunRequest zero = smallRequest("ring", Collective::AllReduce);
+  zero.sliceBytes = 0;
+  EXPECT_THROW(coord.submit(zero), ConfigError);
+  RunRequest unsupported = smallRequest("halving-doubling", Collective::Broadcast);
+  EXPECT_THROW(coord.submit(unsupported), ConfigError);
+  RunRequest noIterations = smallRequest("ring", Collective::AllReduce);
+  noIterations.iterations = 0;
+  EXPECT_THROW(coord.submit(noIterations), ConfigError);
+  RunRequest badRoot = smallRequest("tree", Collective::Reduce);
+  badRoot.root = 5;
+  EXPECT_THROW(coord.submit(badRoot), ConfigError);
+  {
+    std::lock_guard<std::mutex> lock(rec.mu);
+    EXPECT_TRUE(rec.states.empty()) << "a refused request reached the workers";
+  }
+  // The session is intact.
+  const RunResult ok = coord.run(smallRequest("ring", Collective::AllReduce));
+  EXPECT_EQ(ok.state, RunState::Done) << ok.error;
+  EXPECT_EQ(ok.wrong, 0u);
+}
+
+TEST(Runtime, MissingWorkerBinaryIsAConfigError) {
+  CoordinatorOptions o = localOptions(1);
+  o.workerBinary = "/nonexistent/allreduce-worker";
+  EXPECT_THROW(Coordinator c(o), ConfigError);
+}
+
+// ---- Failures mid-run ------------------------------------------------------------------------
+
+// A run long enough to be interrupted: 4 MiB per rank, many iterations.
+RunRequest longRequest() {
+  RunRequest r;
+  r.algorithm = "ring";
+  r.count = 1 << 20;
+  r.sliceBytes = 256 << 10;
+  r.warmup = 1;
+  r.iterations = 100000;
+  r.check = false;
+  r.telemetry = TelemetryLevel::Steps;
+  return r;
+}
+
+struct FailureCase {
+  int signal;
+  int rank;
+  const char* words;  // what the error must say besides the rank
+};
+
+class RuntimeFailure : public ::testing::TestWithParam<FailureCase> {};
+
+// The run ends within 3 s of the signal (the design gives about 0.01 s for a death and 1.0 s
+// of silence plus one heartbeat for a stop; 3 s leaves room for a loaded 2-core machine),
+// with an error that names the rank, the step and the reason; the worker is gone, a
+// replacement joins, and the next run is exact.
+TEST_P(RuntimeFailure, WorkerLostMidRunEndsTheRunAndTheNextRunWorks) {
+  const FailureCase fc = GetParam();
+  std::vector<int64_t> pids;
+  {
+    Coordinator coord(localOptions(4));
+    Recorder rec;
+    coord.setListener(rec.listener());
+    coord.waitForWorkers();
+    pids = pidsOf(coord.workers());
+    const int64_t victim = pidOfRank(coord, fc.rank);
+    ASSERT_GT(victim, 0);
+
+    auto fut = coord.submit(longRequest());
+    const auto waitStart = Clock::now();
+    while (rec.iterations.load() < 8 && Clock::now() - waitStart < std::chrono::seconds(30)) {
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    ASSERT_GE(rec.iterations.load(), 8) << "the long run did not get going";
+    const auto t0 = Clock::now();
+    ASSERT_EQ(::kill(static_cast<pid_t>(victim), fc.signal), 0);
+    ASSERT_EQ(fut.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    const double detectS = std::chrono::duration<double>(Clock::now() - t0).count();
+    const RunResult res = fut.get();
+    std::printf("[ measured ] signal %d on rank %d: run ended after %.3f s: %s\n", fc.signal,
+                fc.rank, detectS, res.error.c_str());
+    EXPECT_LT(detectS, 3.0);
+    EXPECT_EQ(res.state, RunState::Failed);
+    EXPECT_EQ(res.failedRank, fc.rank);
+    EXPECT_NE(res.error.find("rank " + std::to_string(fc.rank)), std::string::npos) << res.error;
+    EXPECT_NE(res.error.find(fc.words), std::string::npos) << res.error;
+    EXPECT_NE(res.error.find("step"), std::string::npos) << res.error;
+    EXPECT_NE(res.error.find(std::to_string(victim)), std::string::npos) << res.error;
+
+    // The lost worker was removed (a stopped one killed) and reaped.
+    EXPECT_FALSE(processAlive(victim));
+    // The next run: the replacement joins first, the world keeps its size, results are exact.
+    const RunResult next = coord.run(smallRequest("ring", Collective::AllReduce));
+    ASSERT_EQ(next.state, RunState::Done) << next.error;
+    EXPECT_EQ(next.nranks, 4);
+    EXPECT_EQ(next.wrong, 0u);
+    for (const auto& w : coord.workers()) {
+      EXPECT_NE(w.pid, victim);
+      pids.push_back(w.pid);
+    }
+  }
+  expectNoWorkerChildren(pids);
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, RuntimeFailure,
+                         ::testing::Values(FailureCase{SIGKILL, 2, "killed by signal 9"},
+                                           FailureCase{SIGSTOP, 1, "stopped responding"}),
+                         [](const auto& info) {
+                           return std::string(info.param.signal == SIGKILL ? "Killed" : "Stopped");
+                         });
+
+TEST(Runtime, AbortEndsTheRunPromptly) {
+  Coordinator coord(localOptions(3));
+  Recorder rec;
+  coord.setListener(rec.listener());
+  coord.waitForWorkers();
+  auto fut = coord.submit(longRequest());
+  while (rec.iterations.load() < 3) std::this_thread::sleep_for(milliseconds(5));
+  const auto t0 = Clock::now();
+  coord.abort("stopped by the test");
+  ASSERT_EQ(fut.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 2.0);
+  const RunResult res = fut.get();
+  EXPECT_EQ(res.state, RunState::Aborted);
+  EXPECT_NE(res.error.find("stopped by the test"), std::string::npos) << res.error;
+  EXPECT_EQ(coord.workers().size(), 3u);
+  const RunResult next = coord.run(smallRequest("tree", Collective::AllReduce));
+  EXPECT_EQ(next.state, RunState::Done) << next.error;
+  EXPECT_EQ(next.wrong, 0u);
+}
+
+// ---- A worker started by hand ----------------------------------------------------------------
+
+TEST(Runtime, WorkerStartedByHandJoinsAndTakesPart) {
+  CoordinatorOptions o = localOptions(2);
+  o.expectRemote = 1;
+  int64_t remotePid = 0;
+  std::vector<int64_t> pids;
+  {
+    Coordinator coord(o);
+    const std::string cmd = coord.joinCommand();
+    const std::string prefix = "allreduce-worker --connect ";
+    ASSERT_EQ(cmd.rfind(prefix, 0), 0u) << cmd;
+    const std::string endpoint = cmd.substr(prefix.size());
+    EXPECT_EQ(endpoint, coord.endpoint());
+    EXPECT_EQ(endpoint.rfind("tcp://127.0.0.1:", 0), 0u) << endpoint;
+    remotePid = spawnChild({ARL_WORKER_BINARY, "--connect", endpoint, "--name", "by-hand"});
+    coord.waitForWorkers();
+    const auto ws = coord.workers();
+    ASSERT_EQ(ws.size(), 3u);
+    int remote = 0;
+    for (const auto& w : ws) {
+      if (!w.local) {
+        ++remote;
+        EXPECT_EQ(w.pid, remotePid);
+        EXPECT_EQ(w.name, "by-hand");
+      }
+    }
+    EXPECT_EQ(remote, 1);
+    pids = pidsOf(ws);
+    const RunResult res = coord.run(smallRequest("ring", Collective::AllReduce));
+    ASSERT_EQ(res.state, RunState::Done) << res.error;
+    EXPECT_EQ(res.nranks, 3);
+    EXPECT_EQ(res.wrong, 0u);
+    bool sawRemote = false;
+    for (const auto& ri : res.perRank) {
+      for (const auto& w : res.workers) sawRemote |= w.rank == ri.rank && !w.local;
+    }
+    EXPECT_TRUE(sawRemote);
+  }
+  // The coordinator told the hand-started worker to shut down: it leaves with code 0.
+  const auto st = waitFor(remotePid, milliseconds(3000));
+  ASSERT_TRUE(st.has_value()) << "the hand-started worker did not leave";
+  EXPECT_FALSE(st->signaled);
+  EXPECT_EQ(st->code, 0);
+  expectNoWorkerChildren(pids);
+}
+
+// A worker that reports another host name makes the run span two "hosts": every rank then
+// binds its data plane on tcp:// (advertising a reachable address) instead of ipc://.
+TEST(Runtime, RanksOnDifferentHostsUseTcp) {
+  CoordinatorOptions o = localOptions(2);
+  o.expectRemote = 1;
+  o.listen = "tcp://0.0.0.0:*";
+  int64_t remotePid = 0;
+  {
+    Coordinator coord(o);
+    EXPECT_EQ(coord.endpoint().rfind("tcp://0.0.0.0:", 0), 0u) << coord.endpoint();
+    // A wildcard listen address is no address to connect to: the join line names this host.
+    EXPECT_EQ(coord.joinCommand().find("0.0.0.0"), std::string::npos) << coord.joinCommand();
+    const std::string port = coord.endpoint().substr(coord.endpoint().rfind(':'));
+    remotePid = spawnChild({ARL_WORKER_BINARY, "--connect", "tcp://127.0.0.1" + port, "--host",
+                            "pretend-host", "--name", "elsewhere"});
+    coord.waitForWorkers();
+    const RunResult res = coord.run(smallRequest("ring", Collective::AllReduce));
+    ASSERT_EQ(res.state, RunState::Done) << res.error;
+    EXPECT_EQ(res.wrong, 0u);
+    ASSERT_EQ(res.workers.size(), 3u);
+    for (const auto& w : res.workers) {
+      EXPECT_EQ(w.dataEndpoint.rfind("tcp://", 0), 0u) << w.name << ": " << w.dataEndpoint;
+    }
+    // Ranks of one host are contiguous: the two local workers first, then the other host.
+    EXPECT_EQ(res.workers.back().host, "pretend-host");
+    // Hierarchical groups by the reported hosts: 2 + 1 ranks is refused before any worker
+    // sees it, with the per-host counts in the message.
+    RunRequest h = smallRequest("hierarchical", Collective::AllReduce);
+    try {
+      coord.submit(h);
+      ADD_FAILURE() << "uneven hosts accepted for hierarchical";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("pretend-host: 1"), std::string::npos) << e.what();
+    }
+  }
+  const auto st = waitFor(remotePid, milliseconds(3000));
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->code, 0);
+}
+
+// Local workers die with the process that started them, even when it is killed outright.
+TEST(Runtime, LocalWorkersDieWithTheirParent) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t lab = ::fork();
+  ASSERT_GE(lab, 0);
+  if (lab == 0) {
+    ::close(fds[0]);
+    try {
+      Coordinator coord(localOptions(2));
+      coord.waitForWorkers();
+      for (const auto& w : coord.workers()) {
+        const long long pid = w.pid;
+        if (::write(fds[1], &pid, sizeof pid) != sizeof pid) ::_exit(3);
+      }
+      ::close(fds[1]);
+      for (;;) ::pause();
+    } catch (...) {
+      ::_exit(2);
+    }
+  }
+  ::close(fds[1]);
+  std::vector<int64_t> pids;
+  long long pid = 0;
+  while (::read(fds[0], &pid, sizeof pid) == static_cast<ssize_t>(sizeof pid)) pids.push_back(pid);
+  ::close(fds[0]);
+  ASSERT_EQ(pids.size(), 2u);
+  for (int64_t p : pids) EXPECT_TRUE(processAlive(p));
+  ASSERT_EQ(::kill(lab, SIGKILL), 0);
+  const auto st = waitFor(lab, milliseconds(5000));
+  ASSERT_TRUE(st.has_value());
+  const auto deadline = Clock::now() + std::chrono::seconds(3);
+  bool anyAlive = true;
+  while (anyAlive && Clock::now() < deadline) {
+    anyAlive = false;
+    for (int64_t p : pids) anyAlive |= processAlive(p);
+    if (anyAlive) std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_FALSE(anyAlive) << "a local worker outlived its parent";
+}
+
+TEST(Runtime, WorkerLeavesWhenTheCoordinatorGoesSilent) {
+  // A ROUTER that never answers: the worker waits for its join timeout (10 s) at most; a
+  // coordinator that answered once and then stopped is covered by the 4-heartbeat rule.
+  zmq::context_t ctx;
+  zmq::socket_t router(ctx, zmq::socket_type::router);
+  router.set(zmq::sockopt::linger, 0);
+  router.bind("tcp://127.0.0.1:*");
+  const std::string ep = router.get(zmq::sockopt::last_endpoint);
+  const int64_t pid = spawnChild({ARL_WORKER_BINARY, "--connect", ep});
+  // Answer the Hello with a Welcome, then fall silent.
+  std::vector<zmq::message_t> frames;
+  zmq::pollitem_t items[] = {{router.handle(), 0, ZMQ_POLLIN, 0}};
+  ASSERT_EQ(zmq::poll(items, 1, milliseconds(5000)), 1);
+  zmq::message_t id;
+  ASSERT_TRUE(router.recv(id));
+  Welcome w;
+  w.rank = 0;
+  w.worldSize = 1;
+  w.heartbeatIntervalMs = 100;
+  w.heartbeatLiveness = 3;
+  const Frames f = w.encode();
+  router.send(id, zmq::send_flags::sndmore);
+  router.send(zmq::buffer(f[0]), zmq::send_flags::sndmore);
+  router.send(zmq::buffer(f[1]), zmq::send_flags::none);
+  const auto t0 = Clock::now();
+  const auto st = waitFor(pid, milliseconds(5000));
+  ASSERT_TRUE(st.has_value()) << "the worker did not leave";
+  EXPECT_NE(st->code, 0);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 2.0);
+}
+
+// ---- Garbage on the control port -------------------------------------------------------------
+
+TEST(Runtime, GarbageAndTruncatedFramesAreLoggedAndIgnored) {
+  Coordinator coord(localOptions(3));
+  Recorder rec;
+  coord.setListener(rec.listener());
+  coord.waitForWorkers();
+
+  RunRequest req = smallRequest("ring", Collective::AllReduce);
+  req.count = 1 << 20;
+  req.sliceBytes = 128 << 10;
+  req.iterations = 20;
+  req.telemetry = TelemetryLevel::Steps;
+  auto fut = coord.submit(req);
+
+  zmq::context_t ctx;
+  zmq::socket_t raw(ctx, zmq::socket_type::dealer);
+  raw.set(zmq::sockopt::linger, 0);
+  raw.connect(coord.endpoint());
+  auto sendFrames = [&](const std::vector<std::string>& frames) {
+    for (size_t i = 0; i < frames.size(); ++i) {
+      raw.send(zmq::buffer(frames[i]),
+               i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    }
+  };
+  Hello h;
+  h.name = "intruder";
+  h.hostName = "nowhere";
+  h.pid = 1;
+  h.backend = "cpu";
+  const Frames hello = h.encode();
+  const std::string head(hello[0].begin(), hello[0].end());
+  const std::string body(hello[1].begin(), hello[1].end());
+  Ping ping;
+  ping.t0Ns = 5;
+  const Frames pingFrames = ping.encode();
+  // Garbage for as long as the run goes on, so that it arrives while the run is active.
+  int rounds = 0;
+  do {
+    sendFrames({"complete garbage"});                                     // one frame
+    sendFrames({"ARL0xxxxxxxxxxxx", body});                               // bad magic
+    sendFrames({head.substr(0, 7), body});                                // truncated header
+    sendFrames({head, body.substr(0, body.size() / 2)});                  // truncated body
+    sendFrames({head, body, "extra"});                                    // three frames
+    sendFrames({std::string(pingFrames[0].begin(), pingFrames[0].end()),  // valid, no Hello
+                std::string(pingFrames[1].begin(), pingFrames[1].end())});
+    ++rounds;
+  } while (fut.wait_for(milliseconds(20)) != std::future_status::ready);
+  EXPECT_GE(rounds, 1);
+  const RunResult res = fut.get();
+  EXPECT_EQ(res.state, RunState::Done) << res.error;
+  EXPECT_EQ(res.wrong, 0u);
+  EXPECT_EQ(res.nranks, 3);
+  EXPECT_EQ(coord.workers().size(), 3u);
+  EXPECT_GE(rec.logsContaining("malformed"), 4) << rec.allLogs();
+  EXPECT_GE(rec.logsContaining("has not said Hello"), 1) << rec.allLogs();
+}
+
+// ---- A corrupted data-plane header -----------------------------------------------------------
+
+TEST(Runtime, DataPlaneHeaderMismatchIsReportedNotSummed) {
+  // Test-only fault injection (docs/runtime.md): rank 1 corrupts the epoch of the first
+  // header it sends. The workers inherit the environment when they are spawned.
+  ::setenv(kCorruptHeaderEnv, "1:epoch", 1);
+  std::vector<int64_t> pids;
+  {
+    Coordinator coord(localOptions(3));
+    coord.waitForWorkers();
+    ::unsetenv(kCorruptHeaderEnv);
+    pids = pidsOf(coord.workers());
+    const auto t0 = Clock::now();
+    const RunResult res = coord.run(smallRequest("ring", Collective::AllReduce));
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 2.0);
+    EXPECT_EQ(res.state, RunState::Failed);
+    EXPECT_NE(res.error.find("header mismatch"), std::string::npos) << res.error;
+    EXPECT_NE(res.error.find("epoch"), std::string::npos) << res.error;
+    EXPECT_NE(res.error.find("from rank 1"), std::string::npos) << res.error;
+    EXPECT_NE(res.error.find("step"), std::string::npos) << res.error;
+    // Nobody was removed: the workers are healthy, the data was wrong.
+    EXPECT_EQ(coord.workers().size(), 3u);
+  }
+  ::unsetenv(kCorruptHeaderEnv);
+  expectNoWorkerChildren(pids);
+}
+
+}  // namespace
+}  // namespace arl
