@@ -103,10 +103,12 @@ std::string joinNames(const Known& values) {
 int parseInt(std::string_view flag, const std::string& v, int lo, int hi) {
   int x = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (ec != std::errc() || p != v.data() + v.size()) {
+  // from_chars reports a number too large for int as out of range, having read all of it.
+  const bool whole = !v.empty() && p == v.data() + v.size();
+  if (!whole || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
     throw UsageError{std::string(flag) + " expects an integer (got '" + v + "')"};
   }
-  if (x < lo || x > hi) {
+  if (ec == std::errc::result_out_of_range || x < lo || x > hi) {
     throw UsageError{std::string(flag) + " must be between " + std::to_string(lo) + " and " +
                      std::to_string(hi) + " (got " + v + ")"};
   }

@@ -295,9 +295,8 @@ struct Coordinator::Impl {
 
   // Ranks in join order, grouped by host (this machine first, then the others in the order
   // they first joined), so that the ranks of one host are contiguous: what hierarchical
-  // schedules and the ring expect.
-  // During a run the ranks of its participants stay as they are, and workers that join meanwhile
-  // get rank -1 until it ends.
+  // schedules and the ring expect. During a run the ranks of its participants stay as they
+  // are, and workers that join meanwhile get rank -1 until it ends.
   void assignRanks() {
     if (run) {
       for (auto& p : peers)
@@ -357,7 +356,9 @@ struct Coordinator::Impl {
 
   // ---- Local children ------------------------------------------------------------------------
 
-  void spawnLocal() {
+  // Starts one local worker. `counted`: already included in pendingLocal (the initial ones
+  // are counted by the constructor, so that a submit() right after it waits for them).
+  void spawnLocal(bool counted) {
     std::vector<std::string> argv = {workerBinary,
                                      "--connect",
                                      localEndpoint,
@@ -369,13 +370,14 @@ struct Coordinator::Impl {
     try {
       const int64_t pid = spawnChild(argv);
       children[pid] = Child{pid, false};
-      {
+      if (!counted) {
         std::lock_guard<std::mutex> lock(mu);
         ++pendingLocal;
       }
       log(0, "started local worker (pid " + std::to_string(pid) + ")");
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(mu);
+      if (counted) --pendingLocal;
       joinError = std::string("cannot start a local worker: ") + e.what();
       cv.notify_all();
     }
@@ -403,7 +405,7 @@ struct Coordinator::Impl {
                std::to_string(info.pid) + ") removed: " + why);
     assignRanks();
     emit(WorkerEvent{info, false});
-    if (info.local && respawn && !stopping.load()) spawnLocal();
+    if (info.local && respawn && !stopping.load()) spawnLocal(false);
     publish();
   }
 
@@ -498,34 +500,35 @@ struct Coordinator::Impl {
     run = std::move(r);
     ActiveRun& a = *run;
 
-    // The plan was made from a snapshot: the workers must still be the same ones.
-    for (int k = 0; k < a.n; ++k) {
-      Peer* p = findPeer(a.ids[static_cast<size_t>(k)]);
-      if (p == nullptr || static_cast<int>(peers.size()) != a.n) {
-        a.workers.clear();
+    // The plan was made from a snapshot: its workers must still be here. Workers that
+    // joined since then sit this run out (rank -1).
+    for (const auto& id : a.ids) {
+      if (findPeer(id) == nullptr) {
         for (const auto& q : peers) a.workers.push_back(q.info);
-        finishRun(RunState::Failed, "the workers changed between submit() and the start of run " +
+        finishRun(RunState::Failed, "a worker left between submit() and the start of run " +
                                         std::to_string(a.runId) + "; submit again");
         return;
       }
     }
-    // Ranks follow the plan (assignRanks order at submit time).
     std::vector<Peer> ordered;
     for (const auto& id : a.ids) ordered.push_back(*findPeer(id));
+    for (const auto& p : peers) {
+      if (rankOf(p.id) < 0) ordered.push_back(p);
+    }
     peers = std::move(ordered);
     for (size_t k = 0; k < peers.size(); ++k) {
-      peers[k].info.rank = static_cast<int>(k);
+      peers[k].info.rank = k < n ? static_cast<int>(k) : -1;
       peers[k].progressKnown = false;
-      a.workers.push_back(peers[k].info);
+      if (k < n) a.workers.push_back(peers[k].info);
     }
     publish();
     emit(StateEvent{a.runId, RunState::Configuring,
                     "run " + std::to_string(a.runId) + ": " + a.cfg.algorithm + " " +
                         std::string(toString(a.cfg.collective)) + " on " + std::to_string(a.n) +
                         " ranks"});
-    for (auto& p : peers) {
-      welcome(p);
-      sendMsg(p.id, a.cfg);
+    for (int k = 0; k < a.n; ++k) {
+      welcome(peers[static_cast<size_t>(k)]);
+      sendMsg(a.ids[static_cast<size_t>(k)], a.cfg);
     }
   }
 
@@ -581,12 +584,15 @@ struct Coordinator::Impl {
     }
     a.nextBatchSeq[k] = m.seq + 1;
     a.workerDropped[k] = std::max(a.workerDropped[k], m.dropped);
-    if (!m.events.empty()) {
+    // Progress: the newest event that belongs to a step (IterationEnd carries no real step).
+    for (auto it = m.events.rbegin(); it != m.events.rend(); ++it) {
+      if (it->kind == EventKind::IterationEnd) continue;
       if (Peer* p = findPeer(a.ids[k])) {
         p->progressKnown = true;
-        p->iteration = m.events.back().iteration;
-        p->step = m.events.back().step;
+        p->iteration = it->iteration;
+        p->step = it->step;
       }
+      break;
     }
     const uint64_t room = a.req.maxEvents > a.events.size() ? a.req.maxEvents - a.events.size() : 0;
     const uint64_t keep = std::min<uint64_t>(room, m.events.size());
@@ -644,7 +650,7 @@ struct Coordinator::Impl {
     for (int k = 0; k < a.n; ++k) {
       const auto u = static_cast<size_t>(k);
       if (k == rank && kind != FailKind::Reported && kind != FailKind::Protocol) continue;
-      if (a.done[u] || a.gone[u]) continue;
+      if (a.done[u] || a.gone[u] || a.acked[u]) continue;
       sendMsg(a.ids[u], ab);
     }
     log(kind == FailKind::Aborted ? 1 : 2, "run " + std::to_string(a.runId) + ": " + text);
@@ -900,7 +906,7 @@ struct Coordinator::Impl {
   // ---- The loop ------------------------------------------------------------------------------
 
   void loop() {
-    for (int k = 0; k < opt.localWorkers; ++k) spawnLocal();
+    for (int k = 0; k < opt.localWorkers; ++k) spawnLocal(true);
     nextHeartbeat = Clock::now() + opt.heartbeat;
     while (!stopping.load()) {
       zmq::pollitem_t items[] = {{router.handle(), 0, ZMQ_POLLIN, 0}};
@@ -1109,6 +1115,7 @@ Coordinator::Coordinator(CoordinatorOptions opt) : impl_(std::make_unique<Impl>(
     }
   }
   I.opt = std::move(opt);
+  I.pendingLocal = I.opt.localWorkers;
 
   const std::string listen = I.opt.listen.empty() ? "tcp://127.0.0.1:*" : I.opt.listen;
   I.router = zmq::socket_t(I.ctx, zmq::socket_type::router);

@@ -30,7 +30,9 @@ std::string_view kernelsName(CpuKernels k) {
 // Either the same start (in place) or disjoint: the kernels read each vector before writing
 // it, which is safe for exact aliasing only.
 void checkAliasing(const void* dst, const void* src, size_t bytes, const char* what) {
-  if (bytes == 0 || dst == src) return;
+  if (bytes == 0 || dst == src) {
+    return;
+  }
   const auto d = reinterpret_cast<uintptr_t>(dst);
   const auto s = reinterpret_cast<uintptr_t>(src);
   ARL_ENFORCE(d + bytes <= s || s + bytes <= d, "dst " << dst << " partially overlaps " << what
@@ -58,7 +60,9 @@ CpuBackend::CpuBackend(CpuBackendOptions opt) : streamThreshold_(opt.streamThres
 
 CpuBackend::~CpuBackend() {
   // Memory a caller forgot to deallocate dies with the backend that owns it.
-  for (auto& [p, bytes] : allocations_) std::free(p);
+  for (auto& [p, bytes] : allocations_) {
+    std::free(p);
+  }
 }
 
 void* CpuBackend::allocate(size_t bytes) {
@@ -66,7 +70,9 @@ void* CpuBackend::allocate(size_t bytes) {
       bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
   ARL_ENFORCE(rounded >= bytes, "allocation of " << bytes << " bytes overflows");
   void* p = std::aligned_alloc(kAlignment, rounded);
-  if (p == nullptr) throw std::bad_alloc();
+  if (p == nullptr) {
+    throw std::bad_alloc();
+  }
   // Touch every page now: the first write to a fresh mapping faults page by page.
   std::memset(p, 0, rounded);
   std::lock_guard lock(mu_);
@@ -75,7 +81,9 @@ void* CpuBackend::allocate(size_t bytes) {
 }
 
 void CpuBackend::deallocate(void* p) {
-  if (p == nullptr) return;
+  if (p == nullptr) {
+    return;
+  }
   {
     std::lock_guard lock(mu_);
     const auto it = allocations_.find(p);
@@ -87,11 +95,15 @@ void CpuBackend::deallocate(void* p) {
 }
 
 void CpuBackend::upload(void* dst, const void* host, size_t bytes) {
-  if (bytes != 0 && dst != host) std::memmove(dst, host, bytes);
+  if (bytes != 0 && dst != host) {
+    std::memmove(dst, host, bytes);
+  }
 }
 
 void CpuBackend::download(void* host, const void* src, size_t bytes) {
-  if (bytes != 0 && host != src) std::memmove(host, src, bytes);
+  if (bytes != 0 && host != src) {
+    std::memmove(host, src, bytes);
+  }
 }
 
 Backend::Ticket CpuBackend::reduceFromHost(void* dst, const void* local, const void* payload,
@@ -106,12 +118,16 @@ Backend::Ticket CpuBackend::reduceFromHost(void* dst, const void* local, const v
 }
 
 Backend::Ticket CpuBackend::copyFromHost(void* dst, const void* payload, size_t bytes) {
-  if (bytes != 0 && dst != payload) std::memmove(dst, payload, bytes);
+  if (bytes != 0 && dst != payload) {
+    std::memmove(dst, payload, bytes);
+  }
   return issue();
 }
 
 Backend::Ticket CpuBackend::copy(void* dst, const void* src, size_t bytes) {
-  if (bytes != 0 && dst != src) std::memmove(dst, src, bytes);
+  if (bytes != 0 && dst != src) {
+    std::memmove(dst, src, bytes);
+  }
   return issue();
 }
 

@@ -20,19 +20,25 @@ Range wholeSlice(const Schedule& s, uint64_t k) {
 
 // A single rank's all-reduce is a copy of its input.
 void singleRankCopy(Schedule& s) {
-  if (s.count == 0) return;
+  if (s.count == 0) {
+    return;
+  }
   s.ranks[0].push_back(makeOp(OpKind::Copy, Phase::Local, -1, -1, in(0), out(0), s.count, 0, 0, 0));
 }
 
 int ceilLog2(int n) {
   int l = 0;
-  while ((1 << l) < n) ++l;
+  while ((1 << l) < n) {
+    ++l;
+  }
   return l;
 }
 
 int floorLog2(int n) {
   int l = 0;
-  while ((2 << l) <= n) ++l;
+  while ((2 << l) <= n) {
+    ++l;
+  }
   return l;
 }
 
@@ -65,7 +71,9 @@ Schedule reduceBroadcastAllReduce(const GenParams& p) {
     const int parent = r == 0 ? -1 : r - (1 << up);
     std::vector<int> childLevels;
     for (int k = 0; k < up; ++k) {
-      if (r + (1 << k) < n) childLevels.push_back(k);
+      if (r + (1 << k) < n) {
+        childLevels.push_back(k);
+      }
     }
 
     // Reduce: children in increasing level, the last child's sum forwarded straight on.

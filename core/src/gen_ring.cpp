@@ -45,7 +45,9 @@ struct Ring {
   int rankAt(int pos) const { return order[static_cast<size_t>(mod(pos, n))]; }
   int positionOf(int rank) const {
     for (int i = 0; i < n; ++i) {
-      if (order[static_cast<size_t>(i)] == rank) return i;
+      if (order[static_cast<size_t>(i)] == rank) {
+        return i;
+      }
     }
     return -1;
   }
@@ -53,7 +55,9 @@ struct Ring {
 
 // One local copy of the whole range (a single rank has nothing to exchange).
 void localCopy(Schedule& s, uint64_t count) {
-  if (count == 0) return;
+  if (count == 0) {
+    return;
+  }
   s.ranks[0].push_back(makeOp(OpKind::Copy, Phase::Local, -1, -1, in(0), out(0), count, 0, 0, 0));
 }
 
@@ -69,7 +73,9 @@ void ringAllReduce(Schedule& s, const Ring& ring, uint64_t sliceElems) {
       for (int j = 0; j <= 2 * n - 2; ++j) {
         const int chunk = ring.rankAt(i - 1 - j);
         const Range ch = gen::part(count, n, static_cast<uint64_t>(chunk));
-        if (sl >= gen::sliceCount(ch.len, sliceElems)) continue;
+        if (sl >= gen::sliceCount(ch.len, sliceElems)) {
+          continue;
+        }
         const Range r = gen::slice(ch, sliceElems, sl);
         const auto step = static_cast<uint32_t>(j == 2 * n - 2 ? 2 * n - 3 : j);
         const Phase phase = j < n - 1 ? Phase::ReduceScatter : Phase::AllGather;

@@ -21,23 +21,33 @@
 // every channel empty, so any sequence of rounds runs to completion; since every rank's
 // program is deterministic, all executions then finish (Kahn networks are confluent).
 //
+// Rounds of one tree run back to back ("passes"): a pass streams its slices down a pipeline
+// at one slice per hop. Interleaving the rounds of several trees slice by slice would tie
+// every tree's pipeline to the others': a rank's program is sequential, so a rank waiting for
+// slice j of one tree holds back its ops in the other, and at capacity 1 no rank can run
+// ahead to hide that. (In the one-port model of model.h's simulate(), 16M floats in 128K
+// slices: interleaved, the all-reduce took 1.6x ring's time at 4 ranks and 5.8x at 31; in
+// passes, 1.25x to 1.5x from 2 to 64 ranks. For small vectors the tree's log n depth wins:
+// at 256 floats it beats ring from 8 ranks up.)
+//
 // allreduce - NCCL's double binary tree. Tree 0 uses rank = position; tree 1 is mirrored
 //   (rank n-1-position) for even n and shifted (rank position+1 mod n) for odd n, so that a
 //   rank that is a leaf in one tree is interior in the other (for odd n exactly one rank is
-//   interior in both). Each tree carries one half of the vector: reduce up to its root, then
-//   broadcast down. Rounds are ordered "all reductions, then all broadcasts", with the two
-//   trees interleaved slice by slice, as NCCL's non-split tree kernel runs its up loop before
-//   its down loop. (Placing the broadcast of slice j right after the reduction of slice j + L
-//   would couple every slice to a full leaf-root-leaf round trip.) 2D steps; a rank sends each
-//   half at most once up and at most twice down: at most about 2 x count elements, like ring.
+//   interior in both) and every rank does about the same work. Each tree carries one half of
+//   the vector, reduced up to its root and broadcast back down. Four passes: tree 0 up, tree 1
+//   up, tree 0 down, tree 1 down (NCCL's non-split tree kernel likewise runs its up loop
+//   before its down loop). 2D steps. A rank sends each half at most once up and at most twice
+//   down: at most 2 x count elements, 2(n-1)/n x count on average, as in ring.
 // reduce - one tree rotated so that position 0 is p.root; the slices stream up. D steps; every
 //   non-root rank sends count elements once.
 // broadcast - the same tree; the root sends from Input and copies it to its Output. D steps;
 //   interior ranks send count elements once per child.
 // reducescatter - for every rank b, a tree rotated to root b reduces block b of the Input into
-//   b's Output. D steps; every rank sends (n-1) x count elements, as in ring.
-// allgather - for every rank b, a tree rotated to root b broadcasts b's block. D steps; every
-//   rank receives (n-1) x count elements and sends each block at most twice.
+//   b's Output, one pass per block. D steps; every rank sends (n-1) x count elements, as in
+//   ring.
+// allgather - for every rank b, a tree rotated to root b broadcasts b's block, one pass per
+//   block. D steps; every rank receives (n-1) x count elements and sends each block at most
+//   twice, so it takes up to twice ring's time on one port per rank, as broadcast does.
 //
 // Partial sums of ranks with two children go to Output for allreduce (overwritten by the
 // broadcast later) and to Scratch for reduce and reducescatter, whose Output is not theirs to
@@ -136,13 +146,13 @@ struct RoundTag {
 // One slice reduced up the tree: leaves Send, a rank with children reduces the first child's
 // payload with its own contribution, then any further child's, and passes the sum up; the root
 // keeps it. Step of a hop = stepBase + D - depth(sender).
-void reduceRound(Schedule& s, const RankTree& t, const RoundBuffers& b, uint64_t count,
-                 const RoundTag& tag) {
+void reduceRound(std::vector<std::vector<Op>>& progs, const RankTree& t, const RoundBuffers& b,
+                 uint64_t count, const RoundTag& tag) {
   const PosTree& sh = *t.shape;
   for (int v = 0; v < sh.n; ++v) {
     const int r = t.rank(v);
     const auto& kids = sh.children[static_cast<size_t>(v)];
-    auto& prog = s.ranks[static_cast<size_t>(r)];
+    auto& prog = progs[static_cast<size_t>(r)];
     const int depth = sh.depth[static_cast<size_t>(v)];
     const uint32_t sendStep = tag.stepBase + static_cast<uint32_t>(sh.maxDepth - depth);
     const uint32_t recvStep = sendStep - 1;  // children sit one level deeper
@@ -178,13 +188,13 @@ void reduceRound(Schedule& s, const RankTree& t, const RoundBuffers& b, uint64_t
 // One slice broadcast down the tree: the root sends its data to each child; an interior rank
 // receives into `dst`, forwarding to its first child in the same op and sending to the second
 // from `dst`; leaves receive. Step of a hop = stepBase + depth(sender).
-void broadcastRound(Schedule& s, const RankTree& t, const RoundBuffers& b, uint64_t count,
-                    const RoundTag& tag) {
+void broadcastRound(std::vector<std::vector<Op>>& progs, const RankTree& t, const RoundBuffers& b,
+                    uint64_t count, const RoundTag& tag) {
   const PosTree& sh = *t.shape;
   for (int v = 0; v < sh.n; ++v) {
     const int r = t.rank(v);
     const auto& kids = sh.children[static_cast<size_t>(v)];
-    auto& prog = s.ranks[static_cast<size_t>(r)];
+    auto& prog = progs[static_cast<size_t>(r)];
     const int depth = sh.depth[static_cast<size_t>(v)];
     const uint32_t sendStep = tag.stepBase + static_cast<uint32_t>(depth);
     const bool root = sh.parent[static_cast<size_t>(v)] < 0;
@@ -221,28 +231,24 @@ void singleRank(Schedule& s) {
 void treeAllReduce(Schedule& s, const GenParams& p) {
   const PosTree shape = inOrderTree(p.nranks);
   const RankTree trees[2] = {rotated(shape, 0), complementary(shape)};
-  const Range halves[2] = {gen::part(p.count, 2, 0), gen::part(p.count, 2, 1)};
-  const uint64_t nslices[2] = {gen::sliceCount(halves[0].len, p.sliceElems),
-                               gen::sliceCount(halves[1].len, p.sliceElems)};
-  const uint64_t maxSlices = std::max(nslices[0], nslices[1]);
   const auto D = static_cast<uint32_t>(shape.maxDepth);
   bool unusedFlag = false;
-  for (int pass = 0; pass < 2; ++pass) {
-    const bool up = pass == 0;
-    for (uint64_t j = 0; j < maxSlices; ++j) {
-      for (uint32_t t = 0; t < 2; ++t) {
-        if (j >= nslices[t]) continue;
-        const Range sl = gen::slice(halves[t], p.sliceElems, j);
+  // Four passes, each a whole pipeline: tree 0 up, tree 1 up, tree 0 down, tree 1 down.
+  for (const bool up : {true, false}) {
+    for (uint32_t t = 0; t < 2; ++t) {
+      const Range half = gen::part(p.count, 2, t);
+      for (uint64_t j = 0; j < gen::sliceCount(half.len, p.sliceElems); ++j) {
+        const Range sl = gen::slice(half, p.sliceElems, j);
+        const auto js = static_cast<uint32_t>(j);
         // The sum accumulates in Output: the broadcast overwrites it later, and Input is read
         // only by the first op of each slice, before Output is written (safe in place).
         RoundBuffers b{gen::in(sl.begin), gen::out(sl.begin), gen::out(sl.begin),
                        gen::out(sl.begin), &unusedFlag};
         if (up) {
-          reduceRound(s, trees[t], b, sl.len, {Phase::Reduce, 0, t, static_cast<uint32_t>(j)});
+          reduceRound(s.ranks, trees[t], b, sl.len, {Phase::Reduce, 0, t, js});
         } else {
           b.src = gen::out(sl.begin);  // the root broadcasts the sum it holds in Output
-          broadcastRound(s, trees[t], b, sl.len,
-                         {Phase::Broadcast, D, t, static_cast<uint32_t>(j)});
+          broadcastRound(s.ranks, trees[t], b, sl.len, {Phase::Broadcast, D, t, js});
         }
       }
     }
@@ -257,7 +263,7 @@ void treeReduce(Schedule& s, const GenParams& p) {
   for (uint64_t j = 0; j < gen::sliceCount(p.count, p.sliceElems); ++j) {
     const Range sl = gen::slice(all, p.sliceElems, j);
     RoundBuffers b{gen::in(sl.begin), gen::out(sl.begin), gen::scratch(sl.begin), {}, &usedScratch};
-    reduceRound(s, tree, b, sl.len, {Phase::Reduce, 0, 0, static_cast<uint32_t>(j)});
+    reduceRound(s.ranks, tree, b, sl.len, {Phase::Reduce, 0, 0, static_cast<uint32_t>(j)});
   }
   if (usedScratch) s.scratchElems = p.count;
 }
@@ -274,7 +280,7 @@ void treeBroadcast(Schedule& s, const GenParams& p) {
   for (uint64_t j = 0; j < gen::sliceCount(p.count, p.sliceElems); ++j) {
     const Range sl = gen::slice(all, p.sliceElems, j);
     RoundBuffers b{gen::in(sl.begin), {}, {}, gen::out(sl.begin), &unusedFlag};
-    broadcastRound(s, tree, b, sl.len, {Phase::Broadcast, 0, 0, static_cast<uint32_t>(j)});
+    broadcastRound(s.ranks, tree, b, sl.len, {Phase::Broadcast, 0, 0, static_cast<uint32_t>(j)});
   }
 }
 
@@ -284,14 +290,14 @@ void treeReduceScatter(Schedule& s, const GenParams& p) {
   for (int b = 0; b < p.nranks; ++b) trees.push_back(rotated(shape, b));
   const Range block{0, p.count};
   bool usedScratch = false;
-  for (uint64_t j = 0; j < gen::sliceCount(p.count, p.sliceElems); ++j) {
-    const Range sl = gen::slice(block, p.sliceElems, j);
-    for (int b = 0; b < p.nranks; ++b) {
+  for (int b = 0; b < p.nranks; ++b) {
+    for (uint64_t j = 0; j < gen::sliceCount(p.count, p.sliceElems); ++j) {
+      const Range sl = gen::slice(block, p.sliceElems, j);
       const uint64_t base = static_cast<uint64_t>(b) * p.count + sl.begin;
       // Partial sums of every block use the same count elements of Scratch: a rank writes a
       // slice there and reads it back in its next op, before any other block's round.
       RoundBuffers buf{gen::in(base), gen::out(sl.begin), gen::scratch(sl.begin), {}, &usedScratch};
-      reduceRound(s, trees[static_cast<size_t>(b)], buf, sl.len,
+      reduceRound(s.ranks, trees[static_cast<size_t>(b)], buf, sl.len,
                   {Phase::ReduceScatter, 0, static_cast<uint32_t>(b), static_cast<uint32_t>(j)});
     }
   }
@@ -311,12 +317,12 @@ void treeAllGather(Schedule& s, const GenParams& p) {
   }
   const Range block{0, p.count};
   bool unusedFlag = false;
-  for (uint64_t j = 0; j < gen::sliceCount(p.count, p.sliceElems); ++j) {
-    const Range sl = gen::slice(block, p.sliceElems, j);
-    for (int b = 0; b < p.nranks; ++b) {
+  for (int b = 0; b < p.nranks; ++b) {
+    for (uint64_t j = 0; j < gen::sliceCount(p.count, p.sliceElems); ++j) {
+      const Range sl = gen::slice(block, p.sliceElems, j);
       const uint64_t base = static_cast<uint64_t>(b) * p.count + sl.begin;
       RoundBuffers buf{gen::in(sl.begin), {}, {}, gen::out(base), &unusedFlag};
-      broadcastRound(s, trees[static_cast<size_t>(b)], buf, sl.len,
+      broadcastRound(s.ranks, trees[static_cast<size_t>(b)], buf, sl.len,
                      {Phase::AllGather, 0, static_cast<uint32_t>(b), static_cast<uint32_t>(j)});
     }
   }

@@ -23,20 +23,36 @@ void store(void* p, T v) {
 
 template <typename F, typename U>
 F minNumImpl(F a, F b) {
-  if (std::isnan(b)) return a;
-  if (std::isnan(a)) return b;
-  if (a < b) return a;
-  if (b < a) return b;
+  if (std::isnan(b)) {
+    return a;
+  }
+  if (std::isnan(a)) {
+    return b;
+  }
+  if (a < b) {
+    return a;
+  }
+  if (b < a) {
+    return b;
+  }
   // Equal values: the bits differ at most in the sign of zero, and OR picks -0.
   return std::bit_cast<F>(static_cast<U>(std::bit_cast<U>(a) | std::bit_cast<U>(b)));
 }
 
 template <typename F, typename U>
 F maxNumImpl(F a, F b) {
-  if (std::isnan(b)) return a;
-  if (std::isnan(a)) return b;
-  if (a > b) return a;
-  if (b > a) return b;
+  if (std::isnan(b)) {
+    return a;
+  }
+  if (std::isnan(a)) {
+    return b;
+  }
+  if (a > b) {
+    return a;
+  }
+  if (b > a) {
+    return b;
+  }
   return std::bit_cast<F>(static_cast<U>(std::bit_cast<U>(a) & std::bit_cast<U>(b)));
 }
 
@@ -73,10 +89,14 @@ S intOp(RedOp op, S a, S b) {
 // to odd", IEEE TC 2008), so half and bfloat16 get a single rounding from the double.
 float doubleToFloatOdd(double v) {
   const float f = static_cast<float>(v);
-  if (std::isnan(v) || std::isinf(f) || static_cast<double>(f) == v) return f;
+  if (std::isnan(v) || std::isinf(f) || static_cast<double>(f) == v) {
+    return f;
+  }
   uint32_t bits = std::bit_cast<uint32_t>(f);
   // Step the magnitude back toward zero when rounding went away from zero: truncation.
-  if (std::fabs(static_cast<double>(f)) > std::fabs(v)) bits -= 1;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(v)) {
+    bits -= 1;
+  }
   return std::bit_cast<float>(bits | 1u);
 }
 
@@ -152,7 +172,9 @@ void reduceScalar(DataType t, RedOp op, const void* a, const void* b, void* out)
 
 void finalizeScalar(DataType t, RedOp op, void* elem, int nranks) {
   ARL_ENFORCE(nranks >= 1, "nranks " << nranks);
-  if (op != RedOp::Avg) return;
+  if (op != RedOp::Avg) {
+    return;
+  }
   switch (t) {
     case DataType::Float: store(elem, load<float>(elem) / static_cast<float>(nranks)); return;
     case DataType::Double: store(elem, load<double>(elem) / static_cast<double>(nranks)); return;
@@ -174,7 +196,9 @@ void finalizeScalar(DataType t, RedOp op, void* elem, int nranks) {
 
 bool sameValue(DataType t, const void* a, const void* b) {
   const size_t n = dtypeSize(t);
-  if (std::memcmp(a, b, n) == 0) return true;
+  if (std::memcmp(a, b, n) == 0) {
+    return true;
+  }
   switch (t) {
     case DataType::Float: return std::isnan(load<float>(a)) && std::isnan(load<float>(b));
     case DataType::Double: return std::isnan(load<double>(a)) && std::isnan(load<double>(b));

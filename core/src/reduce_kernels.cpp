@@ -73,7 +73,9 @@ const char* isaName(Isa isa) { return isa == Isa::Avx2 ? "avx2" : "portable"; }
 
 void reduce(Isa isa, void* dst, const void* a, const void* b, size_t count, DataType t, RedOp op,
             bool stream) {
-  if (count == 0) return;
+  if (count == 0) {
+    return;
+  }
 #if ARL_HAVE_AVX2_BUILD
   if (isa == Isa::Avx2) {
     avx2::reduceEntry(dst, a, b, count, t, op, stream);

@@ -43,7 +43,9 @@ struct Seg {
 using Pieces = std::vector<Seg>;
 
 bool canMerge(const Seg& a, const Seg& b) {
-  if (a.defined != b.defined) return false;
+  if (a.defined != b.defined) {
+    return false;
+  }
   return !a.defined || (a.mask == b.mask && a.inBase + a.len == b.inBase);
 }
 
@@ -53,12 +55,16 @@ class SymBuffer {
   void reset(uint64_t size) {
     m_.clear();
     size_ = size;
-    if (size > 0) m_.emplace(0, Seg{size, false, 0, 0, -1});
+    if (size > 0) {
+      m_.emplace(0, Seg{size, false, 0, 0, -1});
+    }
   }
 
   // Appends to `out` the pieces covering [start, start + len), clipped to the range.
   void read(uint64_t start, uint64_t len, Pieces& out) const {
-    if (len == 0) return;
+    if (len == 0) {
+      return;
+    }
     auto it = m_.upper_bound(start);
     --it;
     const uint64_t end = start + len;
@@ -75,8 +81,12 @@ class SymBuffer {
   // Replaces [start, start + total length of pieces) with `pieces`.
   void write(uint64_t start, const Pieces& pieces) {
     uint64_t len = 0;
-    for (const Seg& p : pieces) len += p.len;
-    if (len == 0) return;
+    for (const Seg& p : pieces) {
+      len += p.len;
+    }
+    if (len == 0) {
+      return;
+    }
     const auto first = split(start);
     const auto stop = split(start + len);
     m_.erase(first, stop);
@@ -84,16 +94,22 @@ class SymBuffer {
     auto head = stop;
     for (const Seg& p : pieces) {
       auto ins = m_.emplace_hint(stop, pos, p);
-      if (head == stop) head = ins;
+      if (head == stop) {
+        head = ins;
+      }
       pos += p.len;
     }
     // Coalesce the written range with itself and with both neighbours, so that a buffer
     // written slice by slice shrinks back to a few segments.
     auto cur = head;
-    if (cur != m_.begin()) --cur;
+    if (cur != m_.begin()) {
+      --cur;
+    }
     for (;;) {
       const auto next = std::next(cur);
-      if (next == m_.end()) break;
+      if (next == m_.end()) {
+        break;
+      }
       const bool last = next == stop;
       if (canMerge(cur->second, next->second)) {
         cur->second.len += next->second.len;
@@ -101,7 +117,9 @@ class SymBuffer {
       } else {
         cur = next;
       }
-      if (last) break;
+      if (last) {
+        break;
+      }
     }
   }
 
@@ -110,9 +128,13 @@ class SymBuffer {
 
   // Makes `pos` the start of a segment; returns that segment (end() at the buffer's end).
   Iter split(uint64_t pos) {
-    if (pos >= size_) return m_.end();
+    if (pos >= size_) {
+      return m_.end();
+    }
     auto it = std::prev(m_.upper_bound(pos));
-    if (it->first == pos) return it;
+    if (it->first == pos) {
+      return it;
+    }
     Seg tail = it->second;
     const uint64_t cut = pos - it->first;
     tail.len -= cut;
@@ -141,11 +163,17 @@ std::string rankSet(uint64_t mask) {
       continue;
     }
     int j = i;
-    while (j + 1 < kMaxRanks && ((mask >> (j + 1)) & 1U) != 0) ++j;
-    if (!first) s += ",";
+    while (j + 1 < kMaxRanks && ((mask >> (j + 1)) & 1U) != 0) {
+      ++j;
+    }
+    if (!first) {
+      s += ",";
+    }
     first = false;
     s += std::to_string(i);
-    if (j > i) s += (j == i + 1 ? "," : "-") + std::to_string(j);
+    if (j > i) {
+      s += (j == i + 1 ? "," : "-") + std::to_string(j);
+    }
     i = j + 1;
   }
   return s + "}";
@@ -174,7 +202,9 @@ std::string opWhere(int rank, size_t index, const Op& op) {
 
 uint64_t unionMask(const Pieces& p) {
   uint64_t m = 0;
-  for (const Seg& s : p) m |= s.mask;
+  for (const Seg& s : p) {
+    m |= s.mask;
+  }
   return m;
 }
 
@@ -189,13 +219,19 @@ class Machine {
     prov_ = prov;
     if (prov_ != nullptr) {
       prov_->assign(static_cast<size_t>(n_), {});
-      for (int r = 0; r < n_; ++r) (*prov_)[static_cast<size_t>(r)].assign(ops(r).size(), 0);
+      for (int r = 0; r < n_; ++r) {
+        (*prov_)[static_cast<size_t>(r)].assign(ops(r).size(), 0);
+      }
     }
     setUpBuffers();
     chans_.assign(static_cast<size_t>(n_) * static_cast<size_t>(n_), {});
     state_.assign(static_cast<size_t>(n_), {});
-    if (std::string e = simulate(); !e.empty()) return e;
-    if (std::string e = leftovers(); !e.empty()) return e;
+    if (std::string e = simulate(); !e.empty()) {
+      return e;
+    }
+    if (std::string e = leftovers(); !e.empty()) {
+      return e;
+    }
     return postcondition();
   }
 
@@ -219,13 +255,19 @@ class Machine {
     if (inPlace_) {
       switch (s_.collective) {
         case Collective::ReduceScatter:
-          if (b == Buffer::Output) return {0, window};
+          if (b == Buffer::Output) {
+            return {0, window};
+          }
           break;
         case Collective::AllGather:
-          if (b == Buffer::Input) return {1, window};
+          if (b == Buffer::Input) {
+            return {1, window};
+          }
           break;
         default:
-          if (b == Buffer::Input) return {1, 0};
+          if (b == Buffer::Input) {
+            return {1, 0};
+          }
           break;
       }
     }
@@ -264,7 +306,9 @@ class Machine {
   }
 
   void writeRange(int r, const BufRef& ref, Pieces data, int32_t writer) {
-    for (Seg& p : data) p.writer = writer;
+    for (Seg& p : data) {
+      p.writer = writer;
+    }
     const Place pl = place(r, ref.buf);
     phys(r, pl.phys).write(pl.base + ref.offset, data);
   }
@@ -324,7 +368,9 @@ class Machine {
   }
 
   void record(int r, size_t i, uint64_t mask) {
-    if (prov_ != nullptr) (*prov_)[static_cast<size_t>(r)][i] = mask;
+    if (prov_ != nullptr) {
+      (*prov_)[static_cast<size_t>(r)][i] = mask;
+    }
   }
 
   enum class Stepped { Advanced, Blocked, Failed };
@@ -340,7 +386,9 @@ class Machine {
     };
 
     if (op.kind == OpKind::Copy) {
-      if (std::string e = readRange(r, op.src, op.count, a_); !e.empty()) return fail(e);
+      if (std::string e = readRange(r, op.src, op.count, a_); !e.empty()) {
+        return fail(e);
+      }
       record(r, st.pc, unionMask(a_));
       writeRange(r, op.dst, a_, idx);
       ++st.pc;
@@ -350,7 +398,9 @@ class Machine {
     bool tookMessage = false;
     if (opRecvs(op.kind) && !st.holding) {
       std::deque<Message>& in = chan(op.recvPeer, r);
-      if (in.empty()) return Stepped::Blocked;
+      if (in.empty()) {
+        return Stepped::Blocked;
+      }
       Message msg = std::move(in.front());
       in.pop_front();
       if (msg.count != op.count) {
@@ -361,14 +411,18 @@ class Machine {
       }
       Pieces value;
       if (opReduces(op.kind)) {
-        if (std::string e = readRange(r, op.src, op.count, a_); !e.empty()) return fail(e);
+        if (std::string e = readRange(r, op.src, op.count, a_); !e.empty()) {
+          return fail(e);
+        }
         if (std::string e = reduce(msg.data, a_, op.src.offset, op.src.buf, value); !e.empty()) {
           return fail(e + " (message from rank " + std::to_string(op.recvPeer) + ")");
         }
       } else {
         value = std::move(msg.data);
       }
-      if (opWritesDst(op.kind)) writeRange(r, op.dst, value, idx);
+      if (opWritesDst(op.kind)) {
+        writeRange(r, op.dst, value, idx);
+      }
       if (!opSends(op.kind)) {
         record(r, st.pc, unionMask(value));
         ++st.pc;
@@ -380,7 +434,9 @@ class Machine {
     }
 
     // The op sends: a Send, or a receiving op that holds its message.
-    if (full(r, op.sendPeer)) return tookMessage ? Stepped::Advanced : Stepped::Blocked;
+    if (full(r, op.sendPeer)) {
+      return tookMessage ? Stepped::Advanced : Stepped::Blocked;
+    }
     Message msg;
     msg.opIndex = idx;
     msg.step = op.step;
@@ -406,14 +462,24 @@ class Machine {
         while (st.pc < ops(r).size()) {
           std::string err;
           const Stepped res = stepRank(r, err);
-          if (res == Stepped::Failed) return err;
-          if (res == Stepped::Blocked) break;
+          if (res == Stepped::Failed) {
+            return err;
+          }
+          if (res == Stepped::Blocked) {
+            break;
+          }
           progress = true;
         }
-        if (st.pc < ops(r).size()) allDone = false;
+        if (st.pc < ops(r).size()) {
+          allDone = false;
+        }
       }
-      if (allDone) return {};
-      if (!progress) return deadlock();
+      if (allDone) {
+        return {};
+      }
+      if (!progress) {
+        return deadlock();
+      }
     }
   }
 
@@ -422,7 +488,9 @@ class Machine {
     bool first = true;
     for (int r = 0; r < n_; ++r) {
       const RankState& st = state_[static_cast<size_t>(r)];
-      if (st.pc >= ops(r).size()) continue;
+      if (st.pc >= ops(r).size()) {
+        continue;
+      }
       const Op& op = ops(r)[st.pc];
       m += first ? " " : "; ";
       first = false;
@@ -441,7 +509,9 @@ class Machine {
     for (int from = 0; from < n_; ++from) {
       for (int to = 0; to < n_; ++to) {
         const std::deque<Message>& c = chan(from, to);
-        if (c.empty()) continue;
+        if (c.empty()) {
+          continue;
+        }
         const Message& msg = c.front();
         const size_t i = static_cast<size_t>(msg.opIndex);
         return std::string(inPlace_ ? "in-place run: " : "") + opWhere(from, i, ops(from)[i]) +
@@ -474,7 +544,9 @@ class Machine {
         what = "was never written";
       } else if (p.mask != x.mask) {
         what = "holds contributions of ranks " + rankSet(p.mask) + ", expected " + rankSet(x.mask);
-        if ((x.mask & ~p.mask) != 0) what += " (missing " + rankSet(x.mask & ~p.mask) + ")";
+        if ((x.mask & ~p.mask) != 0) {
+          what += " (missing " + rankSet(x.mask & ~p.mask) + ")";
+        }
       } else if (p.inBase != want) {
         what = "holds input element " + std::to_string(p.inBase) + " at element " +
                std::to_string(pos) + ", expected input element " + std::to_string(want);
@@ -507,17 +579,24 @@ class Machine {
           want.push_back({0, c, all, static_cast<uint64_t>(r) * c});
           break;
         case Collective::AllGather:
-          for (int k = 0; k < n_; ++k)
+          for (int k = 0; k < n_; ++k) {
             want.push_back({static_cast<uint64_t>(k) * c, c, 1ULL << k, 0});
+          }
           break;
         case Collective::Reduce:
-          if (r == s_.root) want.push_back({0, c, all, 0});
+          if (r == s_.root) {
+            want.push_back({0, c, all, 0});
+          }
           break;
         case Collective::Broadcast: want.push_back({0, c, 1ULL << s_.root, 0}); break;
       }
       for (const Expect& x : want) {
-        if (x.len == 0) continue;
-        if (std::string e = checkOutput(r, x); !e.empty()) return e;
+        if (x.len == 0) {
+          continue;
+        }
+        if (std::string e = checkOutput(r, x); !e.empty()) {
+          return e;
+        }
       }
     }
     return {};
@@ -545,7 +624,9 @@ uint64_t bufSize(const Schedule& s, Buffer b) {
 
 // Checks what needs no execution: header, peers, counts, bounds, writes to Input.
 std::string checkStatic(const Schedule& s) {
-  if (s.nranks < 1) return "schedule has " + std::to_string(s.nranks) + " ranks";
+  if (s.nranks < 1) {
+    return "schedule has " + std::to_string(s.nranks) + " ranks";
+  }
   if (s.nranks > kMaxRanks) {
     return "the verifier supports at most " + std::to_string(kMaxRanks) +
            " ranks (rank sets are 64-bit masks); the schedule has " + std::to_string(s.nranks);
@@ -571,7 +652,9 @@ std::string checkStatic(const Schedule& s) {
     for (size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
       auto fail = [&](const std::string& what) { return opWhere(r, i, op) + ": " + what; };
-      if (op.count == 0) return fail("moves 0 elements");
+      if (op.count == 0) {
+        return fail("moves 0 elements");
+      }
       auto badPeer = [&](int p) { return p < 0 || p >= s.nranks || p == r; };
       if (opSends(op.kind) && badPeer(op.sendPeer)) {
         return fail("sends to rank " + std::to_string(op.sendPeer) +
@@ -608,8 +691,12 @@ VerifyResult runAll(const Schedule& s, const VerifyOptions& opt,
                     std::vector<std::vector<uint64_t>>* prov) {
   VerifyResult res;
   res.message = checkStatic(s);
-  if (res.message.empty()) res.message = Machine(s, opt, false).run(prov);
-  if (res.message.empty() && opt.checkInPlace) res.message = Machine(s, opt, true).run(nullptr);
+  if (res.message.empty()) {
+    res.message = Machine(s, opt, false).run(prov);
+  }
+  if (res.message.empty() && opt.checkInPlace) {
+    res.message = Machine(s, opt, true).run(nullptr);
+  }
   res.ok = res.message.empty();
   return res;
 }

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <zmq.hpp>
 
 #include "arl/errors.h"
@@ -32,6 +33,8 @@ using std::chrono::milliseconds;
 constexpr milliseconds kAbortCheck{50};
 // Poll interval while an acknowledgement waits for its connection to come up.
 constexpr milliseconds kAckRetry{5};
+// How long a failing rank still tries to acknowledge goodbyes it owes.
+constexpr milliseconds kAckGrace{300};
 
 // Control messages of the goodbye exchange: a ChunkHeader with one of these magics and an
 // empty payload. FIN follows a rank's last data message to a peer; ACK answers a FIN once
@@ -292,6 +295,21 @@ struct ZmqDataPlane::Impl {
     }
   }
 
+  // Keeps trying to send owed ACKs for at most `budget`: a rank that is going down anyway
+  // still lets the peers it acknowledges close without waiting out their linger.
+  void flushAcksFor(milliseconds budget) {
+    const auto deadline = Clock::now() + budget;
+    try {
+      for (flushAcks(); acksOwed > 0 && !shared->isAborted() && Clock::now() < deadline;
+           flushAcks()) {
+        // Unread data may be waiting on the PULL socket, so sleep rather than poll it.
+        std::this_thread::sleep_for(std::min(until(deadline), kAckRetry));
+      }
+    } catch (const std::exception&) {
+      // Best effort only.
+    }
+  }
+
   PeerError malformed(int src, uint32_t step, const std::string& what) {
     return shared->fail(rank, src, step, "malformed message " + fromWhom(src) + ": " + what);
   }
@@ -523,6 +541,8 @@ bool ZmqDataPlane::close() {
     } catch (const std::exception&) {
       clean = false;  // a malformed message or a socket error: close without more ado
     }
+  } else if (impl_->ctx && !st.isAborted()) {
+    impl_->flushAcksFor(kAckGrace);
   }
   impl_->closed = true;
   // The last ACKs we sent may still be queued: give them a moment. Everything else was
@@ -659,6 +679,7 @@ std::unique_ptr<InMessage> ZmqDataPlane::recv(int peer, uint32_t step,
     if (st.isAborted()) throw st.fail(rank_, peer, step, "run aborted");
     // A FIN follows a peer's last message, so with its queue empty nothing more will come.
     if (impl_->finSeen[static_cast<size_t>(peer)]) {
+      impl_->flushAcksFor(kAckGrace);
       throw st.fail(rank_, peer, step,
                     "rank " + std::to_string(peer) +
                         " closed its data plane before sending data for step " +

@@ -61,7 +61,7 @@ Buffers& buffersFor(size_t bytes) {
 
 void BM_Memcpy(benchmark::State& state, size_t bytes) {
   Buffers& buf = buffersFor(bytes);
-  for (auto _ : state) {
+  for (auto _ : state) {  // NOLINT(clang-analyzer-deadcode.DeadStores): the loop idiom
     std::memcpy(buf.dst, buf.a, bytes);
     benchmark::DoNotOptimize(buf.dst);
     benchmark::ClobberMemory();
@@ -86,7 +86,7 @@ void BM_Reduce(benchmark::State& state, size_t bytes, ReduceCase c) {
   Buffers& buf = buffersFor(bytes);
   const size_t count = bytes / arl::dtypeSize(c.type);
   unsigned char* dst = c.inPlace ? buf.a : buf.dst;
-  for (auto _ : state) {
+  for (auto _ : state) {  // NOLINT(clang-analyzer-deadcode.DeadStores): the loop idiom
     backend.reduceFromHost(dst, buf.a, buf.b, count, c.type, c.op);
     benchmark::DoNotOptimize(dst);
     benchmark::ClobberMemory();
@@ -183,7 +183,9 @@ class CapturingReporter : public benchmark::ConsoleReporter {
         shown.push_back(run);
       }
     }
-    if (!shown.empty()) ConsoleReporter::ReportRuns(shown);
+    if (!shown.empty()) {
+      ConsoleReporter::ReportRuns(shown);
+    }
   }
 
   struct Samples {
@@ -209,7 +211,9 @@ double median(std::vector<double> v) {
 
 bool hasFlag(int argc, char** argv, const char* flag) {
   for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], flag, std::strlen(flag)) == 0) return true;
+    if (std::strncmp(argv[i], flag, std::strlen(flag)) == 0) {
+      return true;
+    }
   }
   return false;
 }
@@ -237,20 +241,27 @@ void printRatio(const CapturingReporter& rep, const char* label, const std::stri
 int main(int argc, char** argv) {
   // Defaults for a noisy machine, unless the command line says otherwise.
   std::vector<std::string> extra;
-  if (!hasFlag(argc, argv, "--benchmark_repetitions"))
+  if (!hasFlag(argc, argv, "--benchmark_repetitions")) {
     extra.emplace_back("--benchmark_repetitions=5");
+  }
   if (!hasFlag(argc, argv, "--benchmark_enable_random_interleaving")) {
     extra.emplace_back("--benchmark_enable_random_interleaving=true");
   }
-  if (!hasFlag(argc, argv, "--benchmark_min_time")) extra.emplace_back("--benchmark_min_time=0.3");
+  if (!hasFlag(argc, argv, "--benchmark_min_time")) {
+    extra.emplace_back("--benchmark_min_time=0.3");
+  }
   std::vector<char*> args(argv, argv + argc);
-  for (std::string& e : extra) args.push_back(e.data());
+  for (std::string& e : extra) {
+    args.push_back(e.data());
+  }
   int nargs = static_cast<int>(args.size());
   args.push_back(nullptr);
 
   registerAll();
   benchmark::Initialize(&nargs, args.data());
-  if (benchmark::ReportUnrecognizedArguments(nargs, args.data())) return 1;
+  if (benchmark::ReportUnrecognizedArguments(nargs, args.data())) {
+    return 1;
+  }
   std::printf("cpu kernels: %s\n",
               CpuBackend().kernels() == CpuKernels::Avx2 ? "avx2" : "portable");
   CapturingReporter reporter;

@@ -232,6 +232,14 @@ TEST(Runtime, BadRequestsAreRefusedBeforeWorkersAreTouched) {
   EXPECT_EQ(ok.wrong, 0u);
 }
 
+TEST(Runtime, RunRightAfterConstructionWaitsForTheLocalWorkers) {
+  Coordinator coord(localOptions(3));
+  const RunResult res = coord.run(smallRequest("ring", Collective::AllReduce));
+  ASSERT_EQ(res.state, RunState::Done) << res.error;
+  EXPECT_EQ(res.nranks, 3);
+  EXPECT_EQ(res.wrong, 0u);
+}
+
 TEST(Runtime, MissingWorkerBinaryIsAConfigError) {
   CoordinatorOptions o = localOptions(1);
   o.workerBinary = "/nonexistent/allreduce-worker";
@@ -258,6 +266,10 @@ struct FailureCase {
   int rank;
   const char* words;  // what the error must say besides the rank
 };
+
+void PrintTo(const FailureCase& c, std::ostream* os) {
+  *os << "signal " << c.signal << " on rank " << c.rank;
+}
 
 class RuntimeFailure : public ::testing::TestWithParam<FailureCase> {};
 

@@ -36,7 +36,9 @@ template <typename T>
 Bytes bytesOf(std::initializer_list<T> values) {
   Bytes b(values.size() * sizeof(T));
   size_t i = 0;
-  for (T v : values) std::memcpy(b.data() + sizeof(T) * i++, &v, sizeof(T));
+  for (T v : values) {
+    std::memcpy(b.data() + sizeof(T) * i++, &v, sizeof(T));
+  }
   return b;
 }
 
@@ -51,7 +53,9 @@ T elem(const Bytes& b, size_t i) {
 std::vector<CpuBackendOptions> allBackendOptions() {
   std::vector<CpuBackendOptions> all;
   for (CpuKernels k : {CpuKernels::Portable, CpuKernels::Avx2}) {
-    if (!CpuBackend::kernelsSupported(k)) continue;
+    if (!CpuBackend::kernelsSupported(k)) {
+      continue;
+    }
     for (size_t threshold : {size_t{0}, std::numeric_limits<size_t>::max()}) {
       CpuBackendOptions o;
       o.kernels = k;
@@ -71,9 +75,13 @@ std::string describe(const CpuBackendOptions& o) {
 int64_t firstMismatch(DataType t, const unsigned char* got, const unsigned char* want,
                       size_t count) {
   const size_t es = dtypeSize(t);
-  if (count == 0 || std::memcmp(got, want, count * es) == 0) return -1;
+  if (count == 0 || std::memcmp(got, want, count * es) == 0) {
+    return -1;
+  }
   for (size_t i = 0; i < count; ++i) {
-    if (!sameValue(t, got + i * es, want + i * es)) return static_cast<int64_t>(i);
+    if (!sameValue(t, got + i * es, want + i * es)) {
+      return static_cast<int64_t>(i);
+    }
   }
   return -1;
 }
@@ -100,12 +108,18 @@ Bytes runReduce(CpuBackend& be, DataType t, RedOp op, const Bytes& local, const 
   auto* d = static_cast<unsigned char*>(be.allocate(bytes + 64));
   unsigned char* lp = l + es;
   unsigned char* dp = inPlace ? lp : d + es;
-  if (bytes > 0) be.upload(lp, local.data(), bytes);
+  if (bytes > 0) {
+    be.upload(lp, local.data(), bytes);
+  }
   Bytes host(bytes + 1);
-  if (bytes > 0) std::memcpy(host.data() + 1, payload.data(), bytes);
+  if (bytes > 0) {
+    std::memcpy(host.data() + 1, payload.data(), bytes);
+  }
   be.wait(be.reduceFromHost(dp, lp, host.data() + 1, count, t, op));
   Bytes out(bytes);
-  if (bytes > 0) be.download(out.data(), dp, bytes);
+  if (bytes > 0) {
+    be.download(out.data(), dp, bytes);
+  }
   be.deallocate(l);
   be.deallocate(d);
   return out;
@@ -114,7 +128,9 @@ Bytes runReduce(CpuBackend& be, DataType t, RedOp op, const Bytes& local, const 
 Bytes referenceReduce(DataType t, RedOp op, const Bytes& a, const Bytes& b) {
   const size_t es = dtypeSize(t);
   Bytes out(a.size());
-  for (size_t i = 0; i < a.size(); i += es) reduceScalar(t, op, &a[i], &b[i], &out[i]);
+  for (size_t i = 0; i < a.size(); i += es) {
+    reduceScalar(t, op, &a[i], &b[i], &out[i]);
+  }
   return out;
 }
 
@@ -153,7 +169,9 @@ TEST_P(CpuBackendReduce, MatchesScalarReferenceForEveryKernelAndLength) {
 std::vector<TypeOp> allTypeOps() {
   std::vector<TypeOp> all;
   for (DataType t : kAllDataTypes) {
-    for (RedOp op : kAllRedOps) all.push_back({t, op});
+    for (RedOp op : kAllRedOps) {
+      all.push_back({t, op});
+    }
   }
   return all;
 }
@@ -175,7 +193,9 @@ TEST(CpuBackendConversions, EveryHalfAndBFloat16PatternSurvivesTheKernels) {
   for (DataType t : {DataType::Half, DataType::BFloat16}) {
     const uint16_t negZero = 0x8000;
     Bytes zeros(all.size());
-    for (size_t i = 0; i < zeros.size(); i += 2) std::memcpy(&zeros[i], &negZero, 2);
+    for (size_t i = 0; i < zeros.size(); i += 2) {
+      std::memcpy(&zeros[i], &negZero, 2);
+    }
     for (const CpuBackendOptions& o : allBackendOptions()) {
       CpuBackend be(o);
       const Bytes got = runReduce(be, t, RedOp::Sum, all, zeros, false);
@@ -315,10 +335,14 @@ TEST(CpuBackendRounding, IntegersWrapAndCompareWithTheirSign) {
 Bytes runFinalize(CpuBackend& be, DataType t, RedOp op, const Bytes& in, int nranks) {
   const size_t es = dtypeSize(t);
   auto* p = static_cast<unsigned char*>(be.allocate(in.size() + 64));
-  if (!in.empty()) be.upload(p + es, in.data(), in.size());
+  if (!in.empty()) {
+    be.upload(p + es, in.data(), in.size());
+  }
   be.wait(be.finalize(p + es, in.size() / es, t, op, nranks));
   Bytes out(in.size());
-  if (!in.empty()) be.download(out.data(), p + es, in.size());
+  if (!in.empty()) {
+    be.download(out.data(), p + es, in.size());
+  }
   be.deallocate(p);
   return out;
 }
@@ -391,7 +415,7 @@ TEST(CpuBackendAvg, FinalizeLeavesOtherOperatorsAlone) {
 
 // ---- The conversions and the scalar reference ----
 
-TEST(Numeric, HalfRoundTripsEveryPattern) {
+TEST(NumericReference, HalfRoundTripsEveryPattern) {
   for (uint32_t i = 0; i < 65536; ++i) {
     const auto h = static_cast<uint16_t>(i);
     const float f = halfToFloat(h);
@@ -416,7 +440,7 @@ TEST(Numeric, HalfRoundTripsEveryPattern) {
   }
 }
 
-TEST(Numeric, BFloat16RoundTripsEveryPattern) {
+TEST(NumericReference, BFloat16RoundTripsEveryPattern) {
   for (uint32_t i = 0; i < 65536; ++i) {
     const auto b = static_cast<uint16_t>(i);
     const float f = bf16ToFloat(b);
@@ -432,7 +456,7 @@ TEST(Numeric, BFloat16RoundTripsEveryPattern) {
   }
 }
 
-TEST(Numeric, FloatToHalfRoundsToNearestEven) {
+TEST(NumericReference, FloatToHalfRoundsToNearestEven) {
   EXPECT_EQ(floatToHalf(1.0f + 0x1p-11f), 0x3c00);      // tie -> even
   EXPECT_EQ(floatToHalf(1.0f + 3 * 0x1p-11f), 0x3c02);  // tie -> even (up)
   EXPECT_EQ(floatToHalf(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);
@@ -451,7 +475,7 @@ TEST(Numeric, FloatToHalfRoundsToNearestEven) {
   EXPECT_TRUE(halfIsNan(floatToHalf(std::bit_cast<float>(0x7f800001u))));
 }
 
-TEST(Numeric, FromDoubleRoundsOnceAndWrapsIntegers) {
+TEST(NumericReference, FromDoubleRoundsOnceAndWrapsIntegers) {
   uint16_t h = 0;
   // 1 + 2^-11 + 2^-40 is just above the half tie: once rounded it is 0x3c01; rounding to
   // float first would land on the tie and give 0x3c00.
@@ -486,7 +510,7 @@ TEST(Numeric, FromDoubleRoundsOnceAndWrapsIntegers) {
   }
 }
 
-TEST(Numeric, SameValueTreatsAllNaNsAlike) {
+TEST(NumericReference, SameValueTreatsAllNaNsAlike) {
   const uint16_t n1 = 0x7e00, n2 = 0xfd01, one = 0x3c00;
   EXPECT_TRUE(sameValue(DataType::Half, &n1, &n2));
   EXPECT_FALSE(sameValue(DataType::Half, &n1, &one));
@@ -509,7 +533,9 @@ TEST(CpuBackend, AllocatesAlignedZeroedMemory) {
     auto* p = static_cast<unsigned char*>(be.allocate(bytes));
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
-    for (size_t i = 0; i < bytes; ++i) ASSERT_EQ(p[i], 0) << i;
+    for (size_t i = 0; i < bytes; ++i) {
+      ASSERT_EQ(p[i], 0) << i;
+    }
     be.deallocate(p);
   }
   be.deallocate(nullptr);

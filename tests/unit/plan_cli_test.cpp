@@ -146,6 +146,7 @@ TEST(PlanCli, BadInputIsOneLineNamingTheArgument) {
       {"--ranks 0", "--ranks"},
       {"--ranks 65", "--ranks"},
       {"--ranks four", "--ranks"},
+      {"--ranks 99999999999", "--ranks must be between"},
       {"--algo nope", "--algo"},
       {"--dtype complex", "--dtype"},
       {"--op xor", "--op"},

@@ -580,6 +580,7 @@ TEST(ZmqDataPlane, WildcardBindAdvertisesReachableHost) {
   const std::vector<std::string> eps = {r0.bind(opt), r1.bind(opt)};
   EXPECT_EQ(eps[1].rfind("tcp://127.0.0.1:", 0), 0u) << eps[1];
   r0.connect(eps, {1});
+  r1.connect(eps, {});  // sends nothing, but answers r0's goodbye
   const char byte = 4;
   r0.send(1, headerFor(0), &byte, 1);
   EXPECT_EQ(r1.recv(0, 0, milliseconds(10000))->size(), 1u);

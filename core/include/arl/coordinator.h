@@ -135,10 +135,16 @@ class Coordinator {
   void waitForWorkers();
   std::vector<WorkerInfo> workers() const;
 
-  // Registers the event listener (called on the coordinator thread; must not block long).
+  // Registers the event listener (called on the coordinator thread; must not block long: the
+  // same thread watches heartbeats).
   void setListener(std::function<void(const CoordinatorEvent&)> listener);
 
   // Starts a run; the future completes when it is done, failed or aborted. One run at a time.
+  // Bad requests (unknown algorithm, unsupported collective, zero or ragged chunk, root out of
+  // range, ...) and a second run while one is active throw ConfigError here, before any worker
+  // is touched; failures after that are a RunResult with state Failed and `error` set. Waits
+  // first (up to joinTimeout) for local workers that are still starting, so that replacements
+  // of lost workers take part and the world keeps its size. See docs/runtime.md.
   std::future<RunResult> submit(const RunRequest& req);
   RunResult run(const RunRequest& req) { return submit(req).get(); }
 

@@ -37,8 +37,12 @@ constexpr uint16_t floatToHalf(float f) {
   const uint32_t bits = std::bit_cast<uint32_t>(f);
   const uint32_t sign = (bits >> 16) & 0x8000u;
   const uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (abs > 0x7f800000u) {
+    return static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));
+  }
+  if (abs >= 0x477ff000u) {
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  }
   if (abs >= 0x38800000u) {  // normal half: drop 13 mantissa bits, rounding to even
     const uint32_t r = abs - 0x38000000u + 0xfffu + ((abs >> 13) & 1u);
     return static_cast<uint16_t>(sign | (r >> 13));
@@ -46,7 +50,9 @@ constexpr uint16_t floatToHalf(float f) {
   // Subnormal half (or zero): value / 2^-24 rounded to an integer, ties to even. The float's
   // 24-bit significand m scaled by 2^(e+1) for unbiased exponent e; shifts beyond 25 leave 0.
   const uint32_t e = abs >> 23;
-  if (e < 102) return static_cast<uint16_t>(sign);  // below 2^-25: rounds to zero
+  if (e < 102) {
+    return static_cast<uint16_t>(sign);  // below 2^-25: rounds to zero
+  }
   const uint32_t m = (abs & 0x7fffffu) | 0x800000u;
   const uint32_t shift = 126u - e;  // 14..24
   const uint32_t q = m >> shift;
@@ -65,7 +71,9 @@ constexpr float bf16ToFloat(uint16_t b) {
 // quiet NaN keeping the top 7 payload bits.
 constexpr uint16_t floatToBf16(float f) {
   const uint32_t bits = std::bit_cast<uint32_t>(f);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) {
+    return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  }
   return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }
 

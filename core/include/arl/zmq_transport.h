@@ -93,7 +93,9 @@ class ZmqDataPlane final : public Transport {
   // Throws ConfigError on bad options and PeerError when the bind fails.
   std::string bind(const BindOptions& opt);
   // Phase 2: connects PUSH sockets to `peers` (ranks) at endpointsByRank[peer]. Sending to a
-  // rank not listed connects on first use. Throws ConfigError on a bad list.
+  // rank not listed connects on first use, and so does acknowledging a peer's goodbye: call
+  // connect() on every rank, with no peers if it sends nothing. Throws ConfigError on a bad
+  // list.
   void connect(const std::vector<std::string>& endpointsByRank, const std::vector<int>& peers);
   // The endpoint returned by bind() ("" before).
   const std::string& endpoint() const { return endpoint_; }

@@ -1,0 +1,883 @@
+// allreduce-lab bench: nccl-tests for the lab. Starts (or accepts) worker processes through
+// the Coordinator, sweeps sizes and algorithms on real buffers, and prints nccl-tests' table
+// (size, count, type, redop, root, time, algbw, busbw, #wrong) with the algorithm and the cost
+// model's prediction beside each measurement. Optionally writes the results as JSON and CSV,
+// a Perfetto trace and a recording (export.h). Every argument is checked before any worker
+// starts; SIGINT or SIGTERM aborts the run and shuts the workers down.
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "arl/coordinator.h"
+#include "arl/errors.h"
+#include "arl/export.h"
+#include "arl/generators.h"
+#include "arl/metrics.h"
+#include "arl/model.h"
+#include "cli_util.h"
+#include "commands.h"
+
+namespace arl::app {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kProg = "allreduce-lab bench";
+constexpr int kMaxWorkers = 64;            // ranks are 64-bit masks in provenance sets
+constexpr int kMaxIterations = 1'000'000;  // protocol.h's limit, per run
+constexpr int kMaxInflight = 1024;
+constexpr size_t kMaxSizes = 1000;
+// Upper bound on the pipeline slices of one run, over all ranks (as `plan` has).
+constexpr uint64_t kMaxSlices = uint64_t{4} << 20;
+// How long to wait for workers to join: local ones start in well under a second; remote
+// ones are started by hand once the join command is printed.
+constexpr std::chrono::seconds kLocalJoinTimeout{20};
+constexpr std::chrono::seconds kRemoteJoinTimeout{300};
+
+void usage(std::FILE* to) {
+  std::fprintf(
+      to,
+      "usage: allreduce-lab bench [options]\n"
+      "Runs collectives on worker processes over ZeroMQ, real buffers and real reductions, and\n"
+      "prints nccl-tests' table: time, algbw, busbw and #wrong per size and algorithm, beside\n"
+      "the cost model's prediction. Flags and meanings follow nccl-tests.\n"
+      "\n"
+      "Sizes (bytes; K, M, G = 2^10, 2^20, 2^30). The size is the collective's total S, as in\n"
+      "nccl-tests: count = size / type size, and size / type size / ranks per rank for\n"
+      "reducescatter and allgather.\n"
+      "  -b, --minbytes SIZE     smallest size (default 32M)\n"
+      "  -e, --maxbytes SIZE     largest size (default 32M)\n"
+      "  -f, --stepfactor F      multiply the size by F (>= 2) between runs\n"
+      "  -i, --stepbytes SIZE    or add SIZE between runs (default 1M; not with -f)\n"
+      "Operation:\n"
+      "  --collective NAME       allreduce, reducescatter, allgather, reduce, broadcast\n"
+      "                          (default allreduce)\n"
+      "  --algo NAME[,NAME...]   algorithms to compare, or 'all' (every algorithm that\n"
+      "                          implements the collective); default ring. Known: %s\n"
+      "  -o, --op NAME           sum, prod, min, max, avg (default sum)\n"
+      "  -d, --datatype NAME     float, double, half, bfloat16, int32, int64, uint8 (default\n"
+      "                          float)\n"
+      "  -r, --root R            root of reduce and broadcast (default 0)\n"
+      "  --in-place              run in place (NCCL's in-place buffers)\n"
+      "  --chunk SIZE            pipeline slice in bytes (default 64K)\n"
+      "  --inflight K            slices in flight per rank (default 4)\n"
+      "Performance:\n"
+      "  -n, --iters N           timed iterations per run (default 20)\n"
+      "  -w, --warmup_iters N    untimed iterations before them (default 5)\n"
+      "  -c, --check 0|1         check every element of the result (default 1)\n"
+      "Workers:\n"
+      "  --workers N             local worker processes to start (default 4)\n"
+      "  --expect N              remote workers to wait for (default 0)\n"
+      "  --listen tcp://ADDR:PORT  control endpoint for remote workers; the command that\n"
+      "                          joins one is printed on stderr\n"
+      "  --ranks-per-host K      ranks per host for hierarchical (default: from host names)\n"
+      "  --backend NAME          cpu (cuda and nccl need a CUDA build; default cpu)\n"
+      "Telemetry and outputs:\n"
+      "  --telemetry LEVEL       off, steps or chunks (default chunks; docs/telemetry.md)\n"
+      "  --max-events N          telemetry events kept per run, all ranks together\n"
+      "                          (default 1000000; the rest are dropped and counted)\n"
+      "  --json FILE             results as JSON ({\"config\": ..., \"results\": [...]})\n"
+      "  --csv FILE              results as CSV\n"
+      "  --trace FILE            Chrome trace-event JSON for ui.perfetto.dev\n"
+      "  --record FILE           a recording of everything, for replay\n"
+      "  -h, --help              this help\n"
+      "Exit status: 0 when every run completed and no element was wrong; 1 when a run failed\n"
+      "or an element was wrong; 2 on bad arguments; 128+N when stopped by signal N.\n",
+      joinStrings(algorithmNames()).c_str());
+}
+
+// ---- Arguments -------------------------------------------------------------------------------
+
+struct BenchArgs {
+  BenchConfig cfg;
+  std::vector<uint64_t> sizes;  // as asked (-b, -e, -f / -i)
+  bool help = false;
+};
+
+int nranksOf(const BenchConfig& c) { return c.workers + c.expect; }
+
+// The NCCL API count of a run of `bytes` (nccl-tests' setupArgs): size / type size, and per
+// rank for reduce-scatter and all-gather, whose size is the whole array.
+uint64_t apiCount(const BenchConfig& c, uint64_t bytes) {
+  uint64_t n = bytes / dtypeSize(c.dtype);
+  if (c.collective == Collective::ReduceScatter || c.collective == Collective::AllGather) {
+    n /= static_cast<uint64_t>(nranksOf(c));
+  }
+  return n;
+}
+
+void checkOutputPath(std::string_view flag, const std::string& path) {
+  if (path.empty()) throw UsageError{std::string(flag) + " needs a file name"};
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    throw UsageError{std::string(flag) + " " + path + " is a directory"};
+  }
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw UsageError{std::string(flag) + " " + path + ": directory '" + dir + "' does not exist"};
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    throw UsageError{std::string(flag) + " " + path + ": directory '" + dir +
+                     "' is not writable"};
+  }
+}
+
+// "tcp://HOST:PORT" with a numeric port (or '*': any free port).
+void checkListen(const std::string& ep) {
+  const std::string bad = "--listen expects tcp://ADDR:PORT (got '" + ep + "')";
+  if (ep.rfind("tcp://", 0) != 0) throw UsageError{bad};
+  const std::string rest = ep.substr(6);
+  const auto colon = rest.rfind(':');
+  if (colon == std::string::npos || colon == 0) throw UsageError{bad};
+  const std::string port = rest.substr(colon + 1);
+  if (port == "*") return;
+  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) ||
+      std::stoi(port) < 1 || std::stoi(port) > 65535) {
+    throw UsageError{"--listen: port '" + port + "' is not a number in 1..65535"};
+  }
+}
+
+// Generates the schedule of the run of `bytes` with `algo`: the generator is the authority on
+// what it accepts, and the schedule tells how much memory each rank needs.
+Schedule trySchedule(const BenchConfig& c, const std::string& algo, uint64_t bytes) {
+  GenParams gp;
+  gp.collective = c.collective;
+  gp.nranks = nranksOf(c);
+  gp.count = apiCount(c, bytes);
+  gp.sliceElems = c.chunkBytes / dtypeSize(c.dtype);
+  gp.root = c.root;
+  gp.ranksPerHost = c.ranksPerHost;
+  try {
+    return generate(algo, gp);
+  } catch (const GenError& e) {
+    throw UsageError{"--algo " + algo + " with " + std::to_string(gp.nranks) + " ranks and " +
+                     formatSize(bytes) + " bytes: " + e.what()};
+  }
+}
+
+BenchArgs parseArgs(const std::vector<std::string>& args) {
+  BenchArgs a;
+  BenchConfig& c = a.cfg;
+  std::optional<std::string> minb, maxb, factor, stepb, iters, warmup, check, op, dtype, root,
+      algo, collective, workers, expect, listen, rph, backend, chunk, inflight, telemetry,
+      maxEvents, json, csv, trace, record;
+  FlagScanner fs;
+  fs.value({"-b", "--minbytes"}, &minb);
+  fs.value({"-e", "--maxbytes"}, &maxb);
+  fs.value({"-f", "--stepfactor"}, &factor);
+  fs.value({"-i", "--stepbytes"}, &stepb);
+  fs.value({"-n", "--iters"}, &iters);
+  fs.value({"-w", "--warmup_iters", "--warmup"}, &warmup);
+  fs.value({"-c", "--check"}, &check);
+  fs.value({"-o", "--op"}, &op);
+  fs.value({"-d", "--datatype", "--dtype"}, &dtype);
+  fs.value({"-r", "--root"}, &root);
+  fs.value({"--algo"}, &algo);
+  fs.value({"--collective"}, &collective);
+  fs.value({"--workers"}, &workers);
+  fs.value({"--expect"}, &expect);
+  fs.value({"--listen"}, &listen);
+  fs.value({"--ranks-per-host"}, &rph);
+  fs.value({"--backend"}, &backend);
+  fs.value({"--chunk"}, &chunk);
+  fs.value({"--inflight"}, &inflight);
+  fs.value({"--telemetry"}, &telemetry);
+  fs.value({"--max-events"}, &maxEvents);
+  fs.value({"--json"}, &json);
+  fs.value({"--csv"}, &csv);
+  fs.value({"--trace"}, &trace);
+  fs.value({"--record"}, &record);
+  fs.flag({"--in-place"}, &c.inPlace);
+  if (!fs.scan(args)) {
+    a.help = true;
+    return a;
+  }
+
+  // The backend first: a build without CUDA says so before anything else.
+  if (backend) {
+    if (*backend == "cuda" || *backend == "nccl") {
+      throw UsageError{"--backend: backend " + *backend + " is not built in this binary"};
+    }
+    if (*backend != "cpu") {
+      throw UsageError{"--backend: unknown backend '" + *backend + "' (known: cpu, cuda, nccl)"};
+    }
+    c.backend = *backend;
+  }
+  if (workers) c.workers = parseIntArg("--workers", *workers, 0, kMaxWorkers);
+  if (expect) c.expect = parseIntArg("--expect", *expect, 0, kMaxWorkers);
+  if (nranksOf(c) == 0) throw UsageError{"--workers 0 and --expect 0 leave no rank to run on"};
+  if (nranksOf(c) > kMaxWorkers) {
+    throw UsageError{"--workers " + std::to_string(c.workers) + " plus --expect " +
+                     std::to_string(c.expect) + " exceeds " + std::to_string(kMaxWorkers) +
+                     " ranks"};
+  }
+  const int n = nranksOf(c);
+  if (listen) {
+    checkListen(*listen);
+    c.listen = *listen;
+  }
+  if (collective) c.collective = parseCollectiveArg("--collective", *collective);
+  if (dtype) c.dtype = parseDataTypeArg("-d", *dtype);
+  if (op) c.op = parseRedOpArg("-o", *op);
+  if (telemetry) {
+    auto t = parseTelemetryLevel(*telemetry);
+    if (!t) throw UsageError{"--telemetry: unknown level '" + *telemetry + "' (known: off, steps, chunks)"};
+    c.telemetry = *t;
+  }
+  if (maxEvents) c.maxEvents = parseSizeArg("--max-events", *maxEvents, "events");
+  if (iters) c.iters = parseIntArg("-n", *iters, 1, kMaxIterations);
+  if (warmup) c.warmup = parseIntArg("-w", *warmup, 0, kMaxIterations);
+  if (check) {
+    if (*check != "0" && *check != "1") throw UsageError{"-c expects 0 or 1 (got '" + *check + "')"};
+    c.check = *check == "1";
+  }
+  if (root) c.root = parseIntArg("-r", *root, 0, n - 1);
+  if (rph) c.ranksPerHost = parseIntArg("--ranks-per-host", *rph, 0, n);
+  if (inflight) c.inflight = parseIntArg("--inflight", *inflight, 1, kMaxInflight);
+
+  const uint64_t elem = dtypeSize(c.dtype);
+  if (chunk) c.chunkBytes = parseSizeArg("--chunk", *chunk, "bytes");
+  if (c.chunkBytes == 0) throw UsageError{"--chunk must be greater than 0"};
+  if (c.chunkBytes % elem != 0) {
+    throw UsageError{"--chunk " + std::to_string(c.chunkBytes) + " is not a whole number of " +
+                     std::string(toString(c.dtype)) + " elements (" + std::to_string(elem) +
+                     " bytes each)"};
+  }
+
+  if (algo) {
+    c.algorithms.clear();
+    if (*algo == "all") {
+      for (const std::string& name : algorithmNames()) {
+        if (algorithmSupports(name, c.collective)) c.algorithms.push_back(name);
+      }
+    } else {
+      size_t p = 0;
+      while (p <= algo->size()) {
+        const size_t comma = std::min(algo->find(',', p), algo->size());
+        const std::string name = algo->substr(p, comma - p);
+        if (name.empty()) throw UsageError{"--algo: empty name in '" + *algo + "'"};
+        parseAlgorithmArg("--algo", name);
+        if (std::find(c.algorithms.begin(), c.algorithms.end(), name) == c.algorithms.end()) {
+          c.algorithms.push_back(name);
+        }
+        p = comma + 1;
+      }
+    }
+  }
+  for (const std::string& name : c.algorithms) {
+    if (!algorithmSupports(name, c.collective)) {
+      throw UsageError{"--algo " + name + " does not implement --collective " +
+                       std::string(toString(c.collective)) + " (it implements " +
+                       collectivesOf(name) + ")"};
+    }
+  }
+
+  // Sizes, as nccl-tests steps them.
+  if (minb) c.minBytes = parseSizeArg("-b", *minb, "bytes");
+  if (maxb) c.maxBytes = parseSizeArg("-e", *maxb, "bytes");
+  if (factor && stepb) throw UsageError{"-f and -i exclude each other: step by a factor or by bytes"};
+  if (factor) {
+    const uint64_t f = parseSizeArg("-f", *factor, "times");
+    if (f < 2) throw UsageError{"-f must be at least 2 (got " + *factor + ")"};
+    c.stepFactor = f;
+  }
+  if (stepb) c.stepBytes = parseSizeArg("-i", *stepb, "bytes");
+  if (c.stepFactor == 0 && c.stepBytes == 0) throw UsageError{"-i must be greater than 0"};
+  if (c.minBytes == 0) throw UsageError{"-b must be greater than 0"};
+  if (c.maxBytes < c.minBytes) {
+    throw UsageError{"-e " + std::to_string(c.maxBytes) + " is smaller than -b " +
+                     std::to_string(c.minBytes)};
+  }
+  for (uint64_t s = c.minBytes; s <= c.maxBytes;) {
+    if (a.sizes.size() >= kMaxSizes) {
+      throw UsageError{"-b, -e and " + std::string(c.stepFactor ? "-f" : "-i") +
+                       " give more than " + std::to_string(kMaxSizes) +
+                       " sizes; use a larger step"};
+    }
+    a.sizes.push_back(s);
+    const uint64_t next = c.stepFactor ? s * c.stepFactor : s + c.stepBytes;
+    if ((c.stepFactor && next / c.stepFactor != s) || next <= s) break;  // 64-bit overflow
+    s = next;
+  }
+  const bool perRank =
+      c.collective == Collective::ReduceScatter || c.collective == Collective::AllGather;
+  if (apiCount(c, c.minBytes) == 0) {
+    throw UsageError{"-b " + std::to_string(c.minBytes) + " is less than one " +
+                     std::string(toString(c.dtype)) + " element" +
+                     (perRank ? " per rank (" + std::string(toString(c.collective)) + " over " +
+                                    std::to_string(n) + " ranks needs at least " +
+                                    std::to_string(elem * static_cast<uint64_t>(n)) + " bytes)"
+                              : " (" + std::to_string(elem) + " bytes)")};
+  }
+  // Every rank's buffers must fit the 64-bit offsets of the generators and the wire.
+  const uint64_t limit = std::numeric_limits<uint64_t>::max() / 64 / 8;
+  if (c.maxBytes / elem > limit / static_cast<uint64_t>(n)) {
+    throw UsageError{"-e " + std::to_string(c.maxBytes) + " is too large for " +
+                     std::to_string(n) + " ranks of " + std::string(toString(c.dtype))};
+  }
+  const uint64_t sliceElems = c.chunkBytes / elem;
+  const uint64_t vectorElems = c.maxBytes / elem;  // the largest per-rank buffer
+  if (vectorElems / sliceElems + 1 > kMaxSlices / static_cast<uint64_t>(n)) {
+    throw UsageError{"--chunk " + std::to_string(c.chunkBytes) + " cuts -e " +
+                     std::to_string(c.maxBytes) + " on each of " + std::to_string(n) +
+                     " ranks into more than " + std::to_string(kMaxSlices) +
+                     " slices in all; use a larger --chunk or a smaller -e"};
+  }
+
+  if (json) checkOutputPath("--json", *json), c.jsonPath = *json;
+  if (csv) checkOutputPath("--csv", *csv), c.csvPath = *csv;
+  if (trace) checkOutputPath("--trace", *trace), c.tracePath = *trace;
+  if (record) checkOutputPath("--record", *record), c.recordPath = *record;
+  std::set<std::string> outs;
+  for (const std::string* p : {&c.jsonPath, &c.csvPath, &c.tracePath, &c.recordPath}) {
+    if (!p->empty() && !outs.insert(*p).second) {
+      throw UsageError{"two outputs name the same file '" + *p + "'"};
+    }
+  }
+
+  // The generators refuse what they cannot do (a root out of range, ranks per host that do
+  // not divide the ranks, ...): ask them now, for the smallest and the largest size.
+  uint64_t needBytes = 0;  // per rank, at the largest size
+  for (const std::string& name : c.algorithms) {
+    (void)trySchedule(c, name, a.sizes.front());
+    const Schedule s = trySchedule(c, name, a.sizes.back());
+    needBytes = std::max(needBytes, (s.inputElems + s.outputElems + s.scratchElems) * elem);
+  }
+  // Local workers hold their buffers plus a host copy of the input and of the expected
+  // result; refuse what would not fit in half of this machine's memory.
+  if (c.workers > 0) {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGE_SIZE);
+    const long double need = static_cast<long double>(needBytes) * 2 * c.workers;
+    if (pages > 0 && pageSize > 0 && need > static_cast<long double>(pages) * pageSize / 2) {
+      throw UsageError{"-e " + formatSize(c.maxBytes) + " needs about " +
+                       std::to_string(static_cast<uint64_t>(need / (1 << 20))) + " MiB on " +
+                       std::to_string(c.workers) +
+                       " local workers, more than half of this machine's memory"};
+    }
+  }
+  return a;
+}
+
+// ---- Signals ---------------------------------------------------------------------------------
+
+// Blocks SIGINT and SIGTERM in every thread started after it (so the coordinator's thread
+// never sees them) and waits for them on its own thread. The first signal calls `onSignal`;
+// a second one ends the process at once (local workers die with it: PR_SET_PDEATHSIG).
+class SignalWatch {
+ public:
+  SignalWatch() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~SignalWatch() {
+    stop_.store(true);
+    thread_.join();
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SignalWatch(const SignalWatch&) = delete;
+  SignalWatch& operator=(const SignalWatch&) = delete;
+
+  void setHandler(std::function<void(int)> f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    handler_ = std::move(f);
+  }
+  int signal() const { return sig_.load(); }
+
+ private:
+  void loop() {
+    const timespec tick{0, 50'000'000};
+    while (!stop_.load()) {
+      const int s = sigtimedwait(&set_, nullptr, &tick);
+      if (s <= 0) continue;
+      if (sig_.load() != 0) {
+        static const char msg[] = "\nallreduce-lab bench: second signal, quitting now\n";
+        (void)!::write(2, msg, sizeof msg - 1);
+        ::_exit(128 + s);
+      }
+      sig_.store(s);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (handler_) handler_(s);
+    }
+  }
+
+  sigset_t set_{}, old_{};
+  std::atomic<bool> stop_{false};
+  std::atomic<int> sig_{0};
+  std::mutex mu_;
+  std::function<void(int)> handler_;
+  std::thread thread_;
+};
+
+// ---- Progress and output ---------------------------------------------------------------------
+
+// The \r-updated progress line on stderr, only when stderr is a terminal. Lines printed
+// while it shows clear it first.
+class Progress {
+ public:
+  Progress() : tty_(::isatty(2) == 1) {}
+
+  void show(const std::string& text) {
+    if (!tty_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto now = Clock::now();
+    if (shown_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    std::fprintf(stderr, "\r\033[K%s", text.c_str());
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    clearLocked();
+  }
+  // Prints a whole line on `to` with the progress line out of the way.
+  void line(std::FILE* to, const std::string& text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    clearLocked();
+    std::fprintf(to, "%s\n", text.c_str());
+    std::fflush(to);
+  }
+
+ private:
+  void clearLocked() {
+    if (!shown_) return;
+    std::fputs("\r\033[K", stderr);
+    std::fflush(stderr);
+    shown_ = false;
+  }
+  bool tty_;
+  std::mutex mu_;
+  bool shown_ = false;
+  Clock::time_point last_{};
+};
+
+std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+std::string fmt(const char* f, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, f);
+  std::vsnprintf(buf, sizeof buf, f, ap);
+  va_end(ap);
+  return buf;
+}
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+// Ranks per host as the coordinator derives it for hierarchical when not given: the common
+// number of workers per host, or all ranks when hosts hold different numbers.
+int effectiveRanksPerHost(const BenchConfig& c, const std::vector<WorkerInfo>& ws) {
+  if (c.ranksPerHost > 0) return c.ranksPerHost;
+  std::map<std::string, int> perHost;
+  for (const WorkerInfo& w : ws) ++perHost[w.host];
+  if (perHost.empty()) return 0;
+  const int first = perHost.begin()->second;
+  for (const auto& [h, k] : perHost) {
+    if (k != first) return static_cast<int>(ws.size());
+  }
+  return first;
+}
+
+class Bench {
+ public:
+  explicit Bench(BenchArgs a) : a_(std::move(a)), c_(a_.cfg) {
+    report_.config = c_;
+    for (const std::string& n : c_.algorithms) algoWidth_ = std::max(algoWidth_, n.size());
+  }
+
+  int run();
+
+ private:
+  int interruptedExit() {
+    const int s = signals_.signal();
+    progress_.line(stderr, std::string(kProg) + ": interrupted by " +
+                               (s == SIGTERM ? "SIGTERM" : "SIGINT") +
+                               "; the run was aborted and the workers shut down");
+    return 128 + s;
+  }
+  bool interrupted() const { return signals_.signal() != 0; }
+  void waitForWorkers(Coordinator& coord);
+  void printHeader(const std::vector<WorkerInfo>& ws);
+  void printRow(const BenchRow& row);
+  void printFooter();
+  bool writeOutputs();
+  void onEvent(const CoordinatorEvent& ev);
+
+  BenchArgs a_;
+  const BenchConfig& c_;
+  BenchReport report_;
+  SignalWatch signals_;
+  Progress progress_;
+  size_t algoWidth_ = 9;
+  // Progress state, written by the coordinator's thread through the listener.
+  std::mutex progressMu_;
+  std::string runLabel_;
+  size_t runIndex_ = 0, runTotal_ = 0;
+  uint64_t iterationReports_ = 0;
+  std::atomic<bool> joinFailed_{false};
+  std::atomic<bool> joining_{true};
+  uint64_t eventsKept_ = 0, eventsDropped_ = 0;
+};
+
+void Bench::onEvent(const CoordinatorEvent& ev) {
+  if (const auto* l = std::get_if<LogEvent>(&ev)) {
+    if (l->level >= 2 && joining_.load()) joinFailed_.store(true);
+    if (l->level >= 1) progress_.line(stderr, std::string(kProg) + ": " + l->text);
+    return;
+  }
+  if (const auto* w = std::get_if<WorkerEvent>(&ev)) {
+    if (joining_.load() && w->joined) {
+      std::lock_guard<std::mutex> lock(progressMu_);
+      ++iterationReports_;  // reused as the join count while joining
+      progress_.show(fmt("waiting for workers: %" PRIu64 " of %d joined", iterationReports_,
+                         nranksOf(c_)));
+    }
+    return;
+  }
+  if (const auto* it = std::get_if<IterationEvent>(&ev)) {
+    std::lock_guard<std::mutex> lock(progressMu_);
+    ++iterationReports_;
+    const uint64_t n = static_cast<uint64_t>(std::max(nranksOf(c_), 1));
+    progress_.show(fmt("[%zu/%zu] %s: iteration %" PRIu64 "/%d", runIndex_, runTotal_,
+                       runLabel_.c_str(), std::min<uint64_t>(iterationReports_ / n, c_.iters),
+                       c_.iters));
+    (void)it;
+  }
+}
+
+void Bench::waitForWorkers(Coordinator& coord) {
+  const size_t need = static_cast<size_t>(nranksOf(c_));
+  const auto timeout = c_.expect > 0 ? kRemoteJoinTimeout : kLocalJoinTimeout;
+  const auto deadline = Clock::now() + timeout;
+  // Polled rather than blocking in waitForWorkers(), so that a signal is answered at once.
+  while (!interrupted()) {
+    if (coord.workers().size() >= need || joinFailed_.load()) {
+      coord.waitForWorkers();  // returns at once, or throws the coordinator's reason
+      return;
+    }
+    if (Clock::now() >= deadline) {
+      const auto ws = coord.workers();
+      size_t local = 0;
+      for (const WorkerInfo& w : ws) local += w.local ? 1 : 0;
+      std::string msg = std::to_string(ws.size()) + " of " + std::to_string(need) +
+                        " workers joined within " + std::to_string(timeout.count()) + " s";
+      if (local < static_cast<size_t>(c_.workers)) {
+        msg += "; " + std::to_string(c_.workers - static_cast<int>(local)) +
+               " local worker(s) missing";
+      }
+      if (ws.size() - local < static_cast<size_t>(c_.expect)) {
+        msg += "; " + std::to_string(c_.expect - static_cast<int>(ws.size() - local)) +
+               " remote worker(s) missing (start each with: " + coord.joinCommand() + ")";
+      }
+      throw PeerError(-1, -1, -1, msg);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
+  const int n = static_cast<int>(ws.size());
+  std::string step = c_.stepFactor ? std::to_string(c_.stepFactor) + "(factor)"
+                                   : std::to_string(c_.stepBytes) + "(bytes)";
+  std::printf("# allreduce-lab bench: %s, nranks %d (%d local, %d remote), backend %s\n",
+              std::string(toString(c_.collective)).c_str(), n, c_.workers, c_.expect,
+              c_.backend.c_str());
+  std::printf(
+      "# minBytes %" PRIu64 " maxBytes %" PRIu64
+      " step: %s warmup iters: %d iters: %d validation: %d\n",
+      c_.minBytes, c_.maxBytes, step.c_str(), c_.warmup, c_.iters, c_.check ? 1 : 0);
+  std::printf("# chunk %" PRIu64 " bytes, inflight %d, %s, telemetry %s (at most %" PRIu64
+              " events per run)\n",
+              c_.chunkBytes, c_.inflight, c_.inPlace ? "in-place" : "out-of-place",
+              std::string(toString(c_.telemetry)).c_str(), c_.maxEvents);
+  std::printf("#\n# Using workers\n");
+  for (const WorkerInfo& w : ws) {
+    std::printf("#  Rank %2d Pid %7" PRId64 " on %10s %-6s %s\n", w.rank, w.pid, w.host.c_str(),
+                w.backend.c_str(), w.local ? "local" : "remote");
+  }
+  const ModelParams& p = report_.model;
+  std::printf("#\n# predicted: the cost model's time (%s: alpha %.1f us, link %.2f GB/s,\n"
+              "#   reduce %.2f GB/s), not a measurement\n",
+              report_.modelSource.c_str(), p.alpha * 1e6, 1e-9 / p.beta, 1e-9 / p.gamma);
+  const int aw = static_cast<int>(algoWidth_);
+  std::printf("#\n#%11s  %12s  %8s  %6s  %6s  %-*s  %7s  %6s  %6s  %6s  %9s\n", "size", "count",
+              "type", "redop", "root", aw, "algorithm", "time", "algbw", "busbw", "#wrong",
+              "predicted");
+  std::printf("#%11s  %12s  %8s  %6s  %6s  %-*s  %7s  %6s  %6s  %6s  %9s\n", "(B)", "(elements)",
+              "", "", "", aw, "", "(us)", "(GB/s)", "(GB/s)", "", "(us,model)");
+  std::fflush(stdout);
+}
+
+void Bench::printRow(const BenchRow& row) {
+  const RunRequest& q = row.result.request;
+  const bool rooted = q.collective == Collective::Reduce || q.collective == Collective::Broadcast;
+  const std::string redop = collectiveReduces(q.collective) ? std::string(toString(q.op)) : "none";
+  const std::string wrong = q.check ? std::to_string(row.metrics.wrong) : "N/A";
+  const std::string predicted =
+      std::isfinite(row.predictedUs) ? formatTimeUs(row.predictedUs) : std::string("-");
+  progress_.line(stdout, fmt("%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i  %-*s  %7s  %6.2f  "
+                             "%6.2f  %6s  %9s",
+                             row.sizeBytes, row.count, std::string(toString(q.dtype)).c_str(),
+                             redop.c_str(), rooted ? q.root : -1, static_cast<int>(algoWidth_),
+                             q.algorithm.c_str(), formatTimeUs(row.metrics.timeUs).c_str(),
+                             row.metrics.algbwGBps, row.metrics.busbwGBps, wrong.c_str(),
+                             predicted.c_str()));
+}
+
+void Bench::printFooter() {
+  uint64_t wrong = 0;
+  double sum = 0;
+  size_t done = 0;
+  std::map<std::string, std::pair<double, size_t>> perAlgo;
+  for (const BenchRow& row : report_.rows) {
+    if (row.result.state != RunState::Done) continue;
+    wrong += row.metrics.wrong;
+    sum += row.metrics.busbwGBps;
+    ++done;
+    auto& pa = perAlgo[row.result.request.algorithm];
+    pa.first += row.metrics.busbwGBps;
+    ++pa.second;
+  }
+  std::string out;
+  if (c_.check) {
+    out += fmt("# Wrong elements        : %" PRIu64 " %s\n", wrong, wrong ? "FAILED" : "OK");
+  } else {
+    out += "# Wrong elements        : N/A (-c 0: results not checked)\n";
+  }
+  out += fmt("# Avg bus bandwidth     : %g\n", done ? sum / static_cast<double>(done) : 0.0);
+  if (perAlgo.size() > 1) {
+    std::string per;
+    for (const std::string& name : c_.algorithms) {
+      auto it = perAlgo.find(name);
+      if (it == perAlgo.end()) continue;
+      per += fmt("%s%s %.3g", per.empty() ? "" : ", ", name.c_str(),
+                 it->second.first / static_cast<double>(it->second.second));
+    }
+    out += "# Avg bus bandwidth per algorithm: " + per + "\n";
+  }
+  if (c_.telemetry == TelemetryLevel::Off) {
+    out += "# Telemetry             : off\n";
+  } else {
+    out += fmt("# Telemetry             : %s, %" PRIu64 " events kept, %" PRIu64
+               " dropped (limit %" PRIu64 " per run)%s\n",
+               std::string(toString(c_.telemetry)).c_str(), eventsKept_, eventsDropped_,
+               c_.maxEvents, eventsDropped_ ? "; see docs/telemetry.md" : "");
+  }
+  out += "#";
+  progress_.line(stdout, out);
+}
+
+bool Bench::writeOutputs() {
+  bool ok = true;
+  auto write = [&](const std::string& path, auto&& make) {
+    if (path.empty()) return;
+    try {
+      writeTextFile(path, make());
+    } catch (const std::exception& e) {
+      progress_.line(stderr, std::string(kProg) + ": " + e.what());
+      ok = false;
+    }
+  };
+  write(c_.jsonPath, [&] { return benchResultsJson(report_); });
+  write(c_.csvPath, [&] { return benchResultsCsv(report_); });
+  write(c_.tracePath, [&] {
+    TraceStats st;
+    std::string t = chromeTraceJson(report_, &st);
+    if (st.unmatchedRecvs || st.unmatchedSends) {
+      progress_.line(stderr, fmt("%s: trace: %" PRIu64 " sends and %" PRIu64
+                                 " receives could not be paired (telemetry dropped?)",
+                                 kProg, st.unmatchedSends, st.unmatchedRecvs));
+    }
+    return t;
+  });
+  write(c_.recordPath, [&] { return recordingJson(report_); });
+  return ok;
+}
+
+int Bench::run() {
+  const bool keepEvents = !c_.tracePath.empty() || !c_.recordPath.empty();
+  CoordinatorOptions opt;
+  opt.localWorkers = c_.workers;
+  opt.expectRemote = c_.expect;
+  opt.listen = c_.listen;
+  opt.backend = c_.backend;
+  opt.joinTimeout = c_.expect > 0 ? std::chrono::milliseconds(kRemoteJoinTimeout)
+                                  : std::chrono::milliseconds(kLocalJoinTimeout);
+  std::unique_ptr<Coordinator> coord;
+  try {
+    coord = std::make_unique<Coordinator>(opt);
+  } catch (const ConfigError& e) {
+    progress_.line(stderr, std::string(kProg) + ": " + e.what());
+    return 2;
+  }
+  Coordinator* cp = coord.get();
+  coord->setListener([this](const CoordinatorEvent& ev) { onEvent(ev); });
+  signals_.setHandler([this, cp](int s) {
+    progress_.line(stderr, std::string(kProg) + ": " + (s == SIGTERM ? "SIGTERM" : "SIGINT") +
+                               ": aborting (a second signal quits at once)");
+    cp->abort(std::string("interrupted by ") + (s == SIGTERM ? "SIGTERM" : "SIGINT"));
+  });
+  if (!c_.listen.empty() || c_.expect > 0) {
+    progress_.line(stderr, std::string(kProg) + ": listening on " + coord->endpoint() +
+                               "; a remote worker joins with:");
+    progress_.line(stderr, coord->joinCommand());
+  }
+
+  try {
+    waitForWorkers(*coord);
+  } catch (const std::exception& e) {
+    progress_.line(stderr, std::string(kProg) + ": " + e.what());
+    return 1;
+  }
+  joining_.store(false);
+  if (interrupted()) return interruptedExit();
+  progress_.clear();
+
+  const std::vector<WorkerInfo> ws = coord->workers();
+  report_.workers = ws;
+  const int n = static_cast<int>(ws.size());
+  const int rph = effectiveRanksPerHost(c_, ws);
+  printHeader(ws);
+
+  runTotal_ = a_.sizes.size() * c_.algorithms.size();
+  bool anyWrong = false;
+  std::string failure;
+  for (uint64_t size : a_.sizes) {
+    for (const std::string& algo : c_.algorithms) {
+      BenchRow row;
+      row.count = apiCount(c_, size);
+      row.sizeBytes = collectiveBytes(c_.collective, n, row.count, c_.dtype);
+      CostQuery cq;
+      cq.algorithm = algo;
+      cq.collective = c_.collective;
+      cq.nranks = n;
+      cq.bytes = row.sizeBytes;
+      cq.sliceBytes = c_.chunkBytes;
+      cq.ranksPerHost = rph;
+      try {
+        row.predictedUs = predictSeconds(cq, report_.model) * 1e6;
+      } catch (const std::exception&) {
+        row.predictedUs = std::numeric_limits<double>::quiet_NaN();
+      }
+      RunRequest q;
+      q.algorithm = algo;
+      q.collective = c_.collective;
+      q.dtype = c_.dtype;
+      q.op = c_.op;
+      q.count = row.count;
+      q.sliceBytes = c_.chunkBytes;
+      q.root = c_.root;
+      q.ranksPerHost = c_.ranksPerHost;
+      q.inflight = c_.inflight;
+      q.inPlace = c_.inPlace;
+      q.warmup = c_.warmup;
+      q.iterations = c_.iters;
+      q.check = c_.check;
+      q.telemetry = c_.telemetry;
+      q.maxEvents = c_.maxEvents;
+      {
+        std::lock_guard<std::mutex> lock(progressMu_);
+        ++runIndex_;
+        runLabel_ = algo + " " + std::string(toString(c_.collective)) + " " + formatSize(size);
+        iterationReports_ = 0;
+      }
+      if (interrupted()) return interruptedExit();
+      row.startNs = nowNs();
+      try {
+        auto fut = coord->submit(q);
+        while (fut.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) {
+        }
+        row.result = fut.get();
+      } catch (const ConfigError& e) {
+        progress_.line(stderr, std::string(kProg) + ": " + runLabel_ + ": " + e.what());
+        return 2;
+      }
+      row.endNs = nowNs();
+      row.metrics = computeMetrics(c_.collective, n, row.count, c_.dtype, row.result.iterationUs,
+                                   row.result.wrong);
+      eventsKept_ += row.result.events.size();
+      eventsDropped_ += row.result.eventsDropped;
+      if (!keepEvents) {
+        row.result.events.clear();
+        row.result.events.shrink_to_fit();
+      }
+      const RunState st = row.result.state;
+      if (st == RunState::Done) {
+        printRow(row);
+        anyWrong |= c_.check && row.metrics.wrong > 0;
+      }
+      report_.rows.push_back(std::move(row));
+      if (st != RunState::Done) {
+        const RunResult& res = report_.rows.back().result;
+        if (interrupted()) {
+          report_.error = res.error;
+          break;
+        }
+        failure = runLabel_ + " " + std::string(toString(st)) + ": " + res.error;
+        report_.error = failure;
+        break;
+      }
+    }
+    if (!report_.error.empty()) break;
+  }
+  progress_.clear();
+  if (!interrupted()) printFooter();
+  const bool written = writeOutputs();
+  // Workers leave before the exit status is decided (the destructor waits for them).
+  coord.reset();
+  if (interrupted()) return interruptedExit();
+  if (!failure.empty()) {
+    progress_.line(stderr, std::string(kProg) + ": " + failure);
+    return 1;
+  }
+  if (anyWrong) {
+    progress_.line(stderr, std::string(kProg) + ": some results had wrong elements (#wrong > 0)");
+    return 1;
+  }
+  return written ? 0 : 1;
+}
+
+}  // namespace
+
+int benchCommand(const std::vector<std::string>& args) {
+  BenchArgs a;
+  try {
+    a = parseArgs(args);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "%s: %s\n", kProg, e.message.c_str());
+    return 2;
+  }
+  if (a.help) {
+    usage(stdout);
+    return 0;
+  }
+  Bench bench(std::move(a));
+  return bench.run();
+}
+
+}  // namespace arl::app
