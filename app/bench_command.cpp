@@ -11,9 +11,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <functional>
 #include <limits>
@@ -132,13 +134,14 @@ void checkOutputPath(std::string_view flag, const std::string& path) {
     throw UsageError{std::string(flag) + " " + path + " is a directory"};
   }
   const auto slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     throw UsageError{std::string(flag) + " " + path + ": directory '" + dir + "' does not exist"};
   }
   if (::access(dir.c_str(), W_OK) != 0) {
-    throw UsageError{std::string(flag) + " " + path + ": directory '" + dir +
-                     "' is not writable"};
+    throw UsageError{std::string(flag) + " " + path + ": directory '" + dir + "' is not writable"};
   }
 }
 
@@ -178,9 +181,9 @@ Schedule trySchedule(const BenchConfig& c, const std::string& algo, uint64_t byt
 BenchArgs parseArgs(const std::vector<std::string>& args) {
   BenchArgs a;
   BenchConfig& c = a.cfg;
-  std::optional<std::string> minb, maxb, factor, stepb, iters, warmup, check, op, dtype, root,
-      algo, collective, workers, expect, listen, rph, backend, chunk, inflight, telemetry,
-      maxEvents, json, csv, trace, record;
+  std::optional<std::string> minb, maxb, factor, stepb, iters, warmup, check, op, dtype, root, algo,
+      collective, workers, expect, listen, rph, backend, chunk, inflight, telemetry, maxEvents,
+      json, csv, trace, record;
   FlagScanner fs;
   fs.value({"-b", "--minbytes"}, &minb);
   fs.value({"-e", "--maxbytes"}, &maxb);
@@ -241,14 +244,17 @@ BenchArgs parseArgs(const std::vector<std::string>& args) {
   if (op) c.op = parseRedOpArg("-o", *op);
   if (telemetry) {
     auto t = parseTelemetryLevel(*telemetry);
-    if (!t) throw UsageError{"--telemetry: unknown level '" + *telemetry + "' (known: off, steps, chunks)"};
+    if (!t)
+      throw UsageError{"--telemetry: unknown level '" + *telemetry +
+                       "' (known: off, steps, chunks)"};
     c.telemetry = *t;
   }
   if (maxEvents) c.maxEvents = parseSizeArg("--max-events", *maxEvents, "events");
   if (iters) c.iters = parseIntArg("-n", *iters, 1, kMaxIterations);
   if (warmup) c.warmup = parseIntArg("-w", *warmup, 0, kMaxIterations);
   if (check) {
-    if (*check != "0" && *check != "1") throw UsageError{"-c expects 0 or 1 (got '" + *check + "')"};
+    if (*check != "0" && *check != "1")
+      throw UsageError{"-c expects 0 or 1 (got '" + *check + "')"};
     c.check = *check == "1";
   }
   if (root) c.root = parseIntArg("-r", *root, 0, n - 1);
@@ -295,7 +301,8 @@ BenchArgs parseArgs(const std::vector<std::string>& args) {
   // Sizes, as nccl-tests steps them.
   if (minb) c.minBytes = parseSizeArg("-b", *minb, "bytes");
   if (maxb) c.maxBytes = parseSizeArg("-e", *maxb, "bytes");
-  if (factor && stepb) throw UsageError{"-f and -i exclude each other: step by a factor or by bytes"};
+  if (factor && stepb)
+    throw UsageError{"-f and -i exclude each other: step by a factor or by bytes"};
   if (factor) {
     const uint64_t f = parseSizeArg("-f", *factor, "times");
     if (f < 2) throw UsageError{"-f must be at least 2 (got " + *factor + ")"};
@@ -332,8 +339,8 @@ BenchArgs parseArgs(const std::vector<std::string>& args) {
   // Every rank's buffers must fit the 64-bit offsets of the generators and the wire.
   const uint64_t limit = std::numeric_limits<uint64_t>::max() / 64 / 8;
   if (c.maxBytes / elem > limit / static_cast<uint64_t>(n)) {
-    throw UsageError{"-e " + std::to_string(c.maxBytes) + " is too large for " +
-                     std::to_string(n) + " ranks of " + std::string(toString(c.dtype))};
+    throw UsageError{"-e " + std::to_string(c.maxBytes) + " is too large for " + std::to_string(n) +
+                     " ranks of " + std::string(toString(c.dtype))};
   }
   const uint64_t sliceElems = c.chunkBytes / elem;
   const uint64_t vectorElems = c.maxBytes / elem;  // the largest per-rank buffer
@@ -344,10 +351,16 @@ BenchArgs parseArgs(const std::vector<std::string>& args) {
                      " slices in all; use a larger --chunk or a smaller -e"};
   }
 
-  if (json) checkOutputPath("--json", *json), c.jsonPath = *json;
-  if (csv) checkOutputPath("--csv", *csv), c.csvPath = *csv;
-  if (trace) checkOutputPath("--trace", *trace), c.tracePath = *trace;
-  if (record) checkOutputPath("--record", *record), c.recordPath = *record;
+  const std::pair<const char*, std::pair<std::optional<std::string>*, std::string*>> outputs[] = {
+      {"--json", {&json, &c.jsonPath}},
+      {"--csv", {&csv, &c.csvPath}},
+      {"--trace", {&trace, &c.tracePath}},
+      {"--record", {&record, &c.recordPath}}};
+  for (const auto& [flag, o] : outputs) {
+    if (!*o.first) continue;
+    checkOutputPath(flag, **o.first);
+    *o.second = **o.first;
+  }
   std::set<std::string> outs;
   for (const std::string* p : {&c.jsonPath, &c.csvPath, &c.tracePath, &c.recordPath}) {
     if (!p->empty() && !outs.insert(*p).second) {
@@ -539,6 +552,7 @@ class Bench {
   std::string runLabel_;
   size_t runIndex_ = 0, runTotal_ = 0;
   uint64_t iterationReports_ = 0;
+  int joined_ = 0;
   std::atomic<bool> joinFailed_{false};
   std::atomic<bool> joining_{true};
   uint64_t eventsKept_ = 0, eventsDropped_ = 0;
@@ -553,20 +567,18 @@ void Bench::onEvent(const CoordinatorEvent& ev) {
   if (const auto* w = std::get_if<WorkerEvent>(&ev)) {
     if (joining_.load() && w->joined) {
       std::lock_guard<std::mutex> lock(progressMu_);
-      ++iterationReports_;  // reused as the join count while joining
-      progress_.show(fmt("waiting for workers: %" PRIu64 " of %d joined", iterationReports_,
-                         nranksOf(c_)));
+      ++joined_;
+      progress_.show(fmt("waiting for workers: %d of %d joined", joined_, nranksOf(c_)));
     }
     return;
   }
-  if (const auto* it = std::get_if<IterationEvent>(&ev)) {
+  if (std::holds_alternative<IterationEvent>(ev)) {
     std::lock_guard<std::mutex> lock(progressMu_);
     ++iterationReports_;
     const uint64_t n = static_cast<uint64_t>(std::max(nranksOf(c_), 1));
     progress_.show(fmt("[%zu/%zu] %s: iteration %" PRIu64 "/%d", runIndex_, runTotal_,
                        runLabel_.c_str(), std::min<uint64_t>(iterationReports_ / n, c_.iters),
                        c_.iters));
-    (void)it;
   }
 }
 
@@ -594,7 +606,7 @@ void Bench::waitForWorkers(Coordinator& coord) {
         msg += "; " + std::to_string(c_.expect - static_cast<int>(ws.size() - local)) +
                " remote worker(s) missing (start each with: " + coord.joinCommand() + ")";
       }
-      throw PeerError(-1, -1, -1, msg);
+      throw std::runtime_error(msg);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -607,23 +619,23 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
   std::printf("# allreduce-lab bench: %s, nranks %d (%d local, %d remote), backend %s\n",
               std::string(toString(c_.collective)).c_str(), n, c_.workers, c_.expect,
               c_.backend.c_str());
-  std::printf(
-      "# minBytes %" PRIu64 " maxBytes %" PRIu64
-      " step: %s warmup iters: %d iters: %d validation: %d\n",
-      c_.minBytes, c_.maxBytes, step.c_str(), c_.warmup, c_.iters, c_.check ? 1 : 0);
+  std::printf("# minBytes %" PRIu64 " maxBytes %" PRIu64
+              " step: %s warmup iters: %d iters: %d validation: %d\n",
+              c_.minBytes, c_.maxBytes, step.c_str(), c_.warmup, c_.iters, c_.check ? 1 : 0);
   std::printf("# chunk %" PRIu64 " bytes, inflight %d, %s, telemetry %s (at most %" PRIu64
               " events per run)\n",
               c_.chunkBytes, c_.inflight, c_.inPlace ? "in-place" : "out-of-place",
               std::string(toString(c_.telemetry)).c_str(), c_.maxEvents);
   std::printf("#\n# Using workers\n");
   for (const WorkerInfo& w : ws) {
-    std::printf("#  Rank %2d Pid %7" PRId64 " on %10s %-6s %s\n", w.rank, w.pid, w.host.c_str(),
+    std::printf("#  Rank %2d Pid %7" PRId64 " on %s (%s, %s)\n", w.rank, w.pid, w.host.c_str(),
                 w.backend.c_str(), w.local ? "local" : "remote");
   }
   const ModelParams& p = report_.model;
-  std::printf("#\n# predicted: the cost model's time (%s: alpha %.1f us, link %.2f GB/s,\n"
-              "#   reduce %.2f GB/s), not a measurement\n",
-              report_.modelSource.c_str(), p.alpha * 1e6, 1e-9 / p.beta, 1e-9 / p.gamma);
+  std::printf(
+      "#\n# predicted: the cost model's time, not a measurement (%s:\n"
+      "#   alpha %.1f us per message, link %.2f GB/s, reduce %.2f GB/s)\n",
+      report_.modelSource.c_str(), p.alpha * 1e6, 1e-9 / p.beta, 1e-9 / p.gamma);
   const int aw = static_cast<int>(algoWidth_);
   std::printf("#\n#%11s  %12s  %8s  %6s  %6s  %-*s  %7s  %6s  %6s  %6s  %9s\n", "size", "count",
               "type", "redop", "root", aw, "algorithm", "time", "algbw", "busbw", "#wrong",
@@ -640,13 +652,13 @@ void Bench::printRow(const BenchRow& row) {
   const std::string wrong = q.check ? std::to_string(row.metrics.wrong) : "N/A";
   const std::string predicted =
       std::isfinite(row.predictedUs) ? formatTimeUs(row.predictedUs) : std::string("-");
-  progress_.line(stdout, fmt("%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i  %-*s  %7s  %6.2f  "
-                             "%6.2f  %6s  %9s",
-                             row.sizeBytes, row.count, std::string(toString(q.dtype)).c_str(),
-                             redop.c_str(), rooted ? q.root : -1, static_cast<int>(algoWidth_),
-                             q.algorithm.c_str(), formatTimeUs(row.metrics.timeUs).c_str(),
-                             row.metrics.algbwGBps, row.metrics.busbwGBps, wrong.c_str(),
-                             predicted.c_str()));
+  progress_.line(
+      stdout, fmt("%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i  %-*s  %7s  %6.2f  "
+                  "%6.2f  %6s  %9s",
+                  row.sizeBytes, row.count, std::string(toString(q.dtype)).c_str(), redop.c_str(),
+                  rooted ? q.root : -1, static_cast<int>(algoWidth_), q.algorithm.c_str(),
+                  formatTimeUs(row.metrics.timeUs).c_str(), row.metrics.algbwGBps,
+                  row.metrics.busbwGBps, wrong.c_str(), predicted.c_str()));
 }
 
 void Bench::printFooter() {
@@ -735,6 +747,17 @@ int Bench::run() {
     progress_.line(stderr, std::string(kProg) + ": " + e.what());
     return 2;
   }
+  // Shuts the workers down (the destructor waits for them, killing stragglers) once the
+  // signal handler can no longer reach the coordinator.
+  auto shutdown = [&] {
+    signals_.setHandler(nullptr);
+    coord.reset();
+  };
+  struct Guard {
+    std::function<void()> f;
+    ~Guard() { f(); }
+  } guard{shutdown};
+
   Coordinator* cp = coord.get();
   coord->setListener([this](const CoordinatorEvent& ev) { onEvent(ev); });
   signals_.setHandler([this, cp](int s) {
@@ -751,11 +774,15 @@ int Bench::run() {
   try {
     waitForWorkers(*coord);
   } catch (const std::exception& e) {
+    shutdown();
     progress_.line(stderr, std::string(kProg) + ": " + e.what());
     return 1;
   }
   joining_.store(false);
-  if (interrupted()) return interruptedExit();
+  if (interrupted()) {
+    shutdown();
+    return interruptedExit();
+  }
   progress_.clear();
 
   const std::vector<WorkerInfo> ws = coord->workers();
@@ -767,8 +794,10 @@ int Bench::run() {
   runTotal_ = a_.sizes.size() * c_.algorithms.size();
   bool anyWrong = false;
   std::string failure;
-  for (uint64_t size : a_.sizes) {
+  for (size_t si = 0; si < a_.sizes.size() && report_.error.empty() && !interrupted(); ++si) {
+    const uint64_t size = a_.sizes[si];
     for (const std::string& algo : c_.algorithms) {
+      if (interrupted()) break;
       BenchRow row;
       row.count = apiCount(c_, size);
       row.sizeBytes = collectiveBytes(c_.collective, n, row.count, c_.dtype);
@@ -806,21 +835,29 @@ int Bench::run() {
         runLabel_ = algo + " " + std::string(toString(c_.collective)) + " " + formatSize(size);
         iterationReports_ = 0;
       }
-      if (interrupted()) return interruptedExit();
       row.startNs = nowNs();
       try {
         auto fut = coord->submit(q);
+        // A signal that came just before the run started found nothing to abort: repeat it.
+        bool abortSent = false;
         while (fut.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) {
+          if (interrupted() && !abortSent) {
+            coord->abort("interrupted by " +
+                         std::string(signals_.signal() == SIGTERM ? "SIGTERM" : "SIGINT"));
+            abortSent = true;
+          }
         }
         row.result = fut.get();
       } catch (const ConfigError& e) {
+        shutdown();
         progress_.line(stderr, std::string(kProg) + ": " + runLabel_ + ": " + e.what());
         return 2;
       }
       row.endNs = nowNs();
       row.metrics = computeMetrics(c_.collective, n, row.count, c_.dtype, row.result.iterationUs,
                                    row.result.wrong);
-      eventsKept_ += row.result.events.size();
+      row.eventsKept = row.result.events.size();
+      eventsKept_ += row.eventsKept;
       eventsDropped_ += row.result.eventsDropped;
       if (!keepEvents) {
         row.result.events.clear();
@@ -834,22 +871,18 @@ int Bench::run() {
       report_.rows.push_back(std::move(row));
       if (st != RunState::Done) {
         const RunResult& res = report_.rows.back().result;
-        if (interrupted()) {
-          report_.error = res.error;
-          break;
-        }
-        failure = runLabel_ + " " + std::string(toString(st)) + ": " + res.error;
-        report_.error = failure;
+        report_.error = res.error.empty() ? std::string(toString(st)) : res.error;
+        if (!interrupted())
+          failure = runLabel_ + " " + std::string(toString(st)) + ": " + res.error;
         break;
       }
     }
-    if (!report_.error.empty()) break;
   }
   progress_.clear();
+  if (interrupted() && report_.error.empty()) report_.error = "interrupted";
   if (!interrupted()) printFooter();
   const bool written = writeOutputs();
-  // Workers leave before the exit status is decided (the destructor waits for them).
-  coord.reset();
+  shutdown();
   if (interrupted()) return interruptedExit();
   if (!failure.empty()) {
     progress_.line(stderr, std::string(kProg) + ": " + failure);

@@ -8,5 +8,6 @@
 namespace arl::app {
 
 int planCommand(const std::vector<std::string>& args);
+int benchCommand(const std::vector<std::string>& args);
 
 }  // namespace arl::app

@@ -13,6 +13,7 @@ void usage(std::FILE* to) {
       "usage: allreduce-lab <command> [options]\n"
       "commands:\n"
       "  plan    print, verify, model and optionally run a collective schedule in process\n"
+      "  bench   run collectives on worker processes and report nccl-tests' metrics\n"
       "run 'allreduce-lab <command> --help' for the options of a command\n",
       to);
 }
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   try {
     if (cmd == "plan") return arl::app::planCommand(args);
+    if (cmd == "bench") return arl::app::benchCommand(args);
     if (cmd == "-h" || cmd == "--help" || cmd == "help") {
       usage(stdout);
       return 0;

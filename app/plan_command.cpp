@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <exception>
@@ -22,6 +21,7 @@
 #include "arl/metrics.h"
 #include "arl/model.h"
 #include "arl/verifier.h"
+#include "cli_util.h"
 #include "commands.h"
 
 namespace arl::app {
@@ -34,11 +34,6 @@ constexpr int kMaxRanks = 64;
 constexpr size_t kFullTableOps = 400;
 // Upper bound on the pipeline slices one plan may hold (each becomes ops on several ranks).
 constexpr uint64_t kMaxSlices = uint64_t{4} << 20;
-
-// Bad user input: reported on one line, exit code 2, before anything runs.
-struct UsageError {
-  std::string message;
-};
 
 void usage(std::FILE* to) {
   std::string algos;
@@ -93,114 +88,43 @@ struct PlanArgs {
   bool help = false;
 };
 
-template <typename Known>
-std::string joinNames(const Known& values) {
-  std::string s;
-  for (auto v : values) s += (s.empty() ? "" : ", ") + std::string(toString(v));
-  return s;
-}
-
-int parseInt(std::string_view flag, const std::string& v, int lo, int hi) {
-  int x = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  // from_chars reports a number too large for int as out of range, having read all of it.
-  const bool whole = !v.empty() && p == v.data() + v.size();
-  if (!whole || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
-    throw UsageError{std::string(flag) + " expects an integer (got '" + v + "')"};
-  }
-  if (ec == std::errc::result_out_of_range || x < lo || x > hi) {
-    throw UsageError{std::string(flag) + " must be between " + std::to_string(lo) + " and " +
-                     std::to_string(hi) + " (got " + v + ")"};
-  }
-  return x;
-}
-
-uint64_t parseSizeArg(std::string_view flag, const std::string& v, std::string_view unit) {
-  auto x = parseSize(v);
-  if (!x) {
-    throw UsageError{std::string(flag) + " expects a number of " + std::string(unit) +
-                     " with an optional K, M or G suffix that fits in 64 bits (got '" + v + "')"};
-  }
-  return *x;
-}
-
 PlanArgs parseArgs(const std::vector<std::string>& args) {
   PlanArgs a;
   std::optional<std::string> algo, collective, dtype, op, ranks, count, chunk, root, rph, inflight,
       iters, warmup;
-  const std::map<std::string_view, std::optional<std::string>*> valued{
-      {"--algo", &algo},          {"--collective", &collective},
-      {"--dtype", &dtype},        {"--op", &op},
-      {"--ranks", &ranks},        {"--count", &count},
-      {"--chunk", &chunk},        {"--root", &root},
-      {"--ranks-per-host", &rph}, {"--inflight", &inflight},
-      {"--iters", &iters},        {"--warmup", &warmup}};
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    if (arg == "-h" || arg == "--help") {
-      a.help = true;
-      return a;
-    }
-    if (arg == "--run" || arg == "--json" || arg == "--in-place") {
-      (arg == "--run" ? a.run : arg == "--json" ? a.json : a.inPlace) = true;
-      continue;
-    }
-    std::optional<std::string> inlineValue;
-    if (auto eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
-      inlineValue = arg.substr(eq + 1);
-      arg.resize(eq);
-    }
-    auto it = valued.find(arg);
-    if (it == valued.end()) throw UsageError{"unknown argument '" + args[i] + "' (see --help)"};
-    if (inlineValue) {
-      *it->second = *inlineValue;
-    } else {
-      if (i + 1 >= args.size()) throw UsageError{arg + " needs a value"};
-      *it->second = args[++i];
-    }
+  FlagScanner fs;
+  fs.value({"--algo"}, &algo);
+  fs.value({"--collective"}, &collective);
+  fs.value({"--dtype"}, &dtype);
+  fs.value({"--op"}, &op);
+  fs.value({"--ranks"}, &ranks);
+  fs.value({"--count"}, &count);
+  fs.value({"--chunk"}, &chunk);
+  fs.value({"--root"}, &root);
+  fs.value({"--ranks-per-host"}, &rph);
+  fs.value({"--inflight"}, &inflight);
+  fs.value({"--iters"}, &iters);
+  fs.value({"--warmup"}, &warmup);
+  fs.flag({"--run"}, &a.run);
+  fs.flag({"--json"}, &a.json);
+  fs.flag({"--in-place"}, &a.inPlace);
+  if (!fs.scan(args)) {
+    a.help = true;
+    return a;
   }
 
-  if (algo) {
-    const auto& names = algorithmNames();
-    if (std::find(names.begin(), names.end(), *algo) == names.end()) {
-      std::string known;
-      for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
-      throw UsageError{"--algo: unknown algorithm '" + *algo + "' (known: " + known + ")"};
-    }
-    a.algo = *algo;
-  }
-  if (collective) {
-    auto c = parseCollective(*collective);
-    if (!c) {
-      throw UsageError{"--collective: unknown collective '" + *collective +
-                       "' (known: " + joinNames(kAllCollectives) + ")"};
-    }
-    a.collective = *c;
-  }
-  if (dtype) {
-    auto t = parseDataType(*dtype);
-    if (!t) {
-      throw UsageError{"--dtype: unknown type '" + *dtype +
-                       "' (known: " + joinNames(kAllDataTypes) + ")"};
-    }
-    a.dtype = *t;
-  }
-  if (op) {
-    auto o = parseRedOp(*op);
-    if (!o) {
-      throw UsageError{"--op: unknown reduction '" + *op + "' (known: " + joinNames(kAllRedOps) +
-                       ")"};
-    }
-    a.op = *o;
-  }
-  if (ranks) a.ranks = parseInt("--ranks", *ranks, 1, kMaxRanks);
+  if (algo) a.algo = parseAlgorithmArg("--algo", *algo);
+  if (collective) a.collective = parseCollectiveArg("--collective", *collective);
+  if (dtype) a.dtype = parseDataTypeArg("--dtype", *dtype);
+  if (op) a.op = parseRedOpArg("--op", *op);
+  if (ranks) a.ranks = parseIntArg("--ranks", *ranks, 1, kMaxRanks);
   if (count) a.count = parseSizeArg("--count", *count, "elements");
   if (chunk) a.chunkBytes = parseSizeArg("--chunk", *chunk, "bytes");
-  if (root) a.root = parseInt("--root", *root, 0, a.ranks - 1);
-  if (rph) a.ranksPerHost = parseInt("--ranks-per-host", *rph, 0, kMaxRanks);
-  if (inflight) a.inflight = parseInt("--inflight", *inflight, 1, 1 << 20);
-  if (iters) a.iters = parseInt("--iters", *iters, 1, 1 << 24);
-  if (warmup) a.warmup = parseInt("--warmup", *warmup, 0, 1 << 24);
+  if (root) a.root = parseIntArg("--root", *root, 0, a.ranks - 1);
+  if (rph) a.ranksPerHost = parseIntArg("--ranks-per-host", *rph, 0, kMaxRanks);
+  if (inflight) a.inflight = parseIntArg("--inflight", *inflight, 1, 1 << 20);
+  if (iters) a.iters = parseIntArg("--iters", *iters, 1, 1 << 24);
+  if (warmup) a.warmup = parseIntArg("--warmup", *warmup, 0, 1 << 24);
 
   const uint64_t elem = dtypeSize(a.dtype);
   if (a.chunkBytes == 0) throw UsageError{"--chunk must be greater than 0"};
@@ -219,14 +143,9 @@ PlanArgs parseArgs(const std::vector<std::string>& args) {
                      std::to_string(elem) + "-byte elements overflows the lab's 64-bit offsets"};
   }
   if (!algorithmSupports(a.algo, a.collective)) {
-    std::string supported;
-    for (Collective c : kAllCollectives) {
-      if (algorithmSupports(a.algo, c)) {
-        supported += (supported.empty() ? "" : ", ") + std::string(toString(c));
-      }
-    }
     throw UsageError{"--algo " + a.algo + " does not implement --collective " +
-                     std::string(toString(a.collective)) + " (it implements " + supported + ")"};
+                     std::string(toString(a.collective)) + " (it implements " +
+                     collectivesOf(a.algo) + ")"};
   }
   const uint64_t sliceElems = a.chunkBytes / elem;
   const uint64_t vectorElems = std::max(inputElemsFor(a.collective, a.ranks, a.count),

@@ -36,6 +36,7 @@
 #include "arl/generators.h"
 #include "arl/process.h"
 #include "arl/protocol.h"
+#include "coord_wakeup.h"
 
 namespace arl {
 
@@ -189,6 +190,7 @@ struct Coordinator::Impl {
   std::string joinCmd;
   std::thread thread;
   std::atomic<bool> stopping{false};
+  Wakeup wake;  // raised by API threads when they queue a command or stop the loop
 
   // Shared with API threads (guarded by mu).
   mutable std::mutex mu;
@@ -691,7 +693,7 @@ struct Coordinator::Impl {
         }
         error += ")";
       } else if (a.state == RunState::Configuring) {
-        error += " while the run was being configured";
+        error += " before its first step (the run was still being configured)";
       } else {
         error += " before reporting any step";
       }
@@ -785,8 +787,8 @@ struct Coordinator::Impl {
                      "told it to shut down");
         }
       } else if (unknownLogged.size() < 10000 && unknownLogged.insert(id).second) {
-        log(1, "ignored " + std::string(typeName(env->type())) + " from " + who +
-                   " that has not said Hello");
+        logLimited(1, "ignored " + std::string(typeName(env->type())) + " from " + who +
+                          " that has not said Hello");
       }
       return;
     }
@@ -909,12 +911,14 @@ struct Coordinator::Impl {
     for (int k = 0; k < opt.localWorkers; ++k) spawnLocal(true);
     nextHeartbeat = Clock::now() + opt.heartbeat;
     while (!stopping.load()) {
-      zmq::pollitem_t items[] = {{router.handle(), 0, ZMQ_POLLIN, 0}};
+      zmq::pollitem_t items[] = {{router.handle(), 0, ZMQ_POLLIN, 0},
+                                 {nullptr, wake.fd(), ZMQ_POLLIN, 0}};
       try {
-        zmq::poll(items, 1, kTick);
+        zmq::poll(items, 2, kTick);
       } catch (const zmq::error_t& e) {
         if (e.num() != EINTR) throw;
       }
+      if (items[1].revents & ZMQ_POLLIN) wake.clear();
       for (int i = 0; i < 1000; ++i) {
         std::vector<zmq::message_t> frames;
         zmq::recv_result_t got;
@@ -1158,6 +1162,7 @@ Coordinator::Coordinator(CoordinatorOptions opt) : impl_(std::make_unique<Impl>(
 
 Coordinator::~Coordinator() {
   impl_->stopping.store(true);
+  impl_->wake.raise();
   if (impl_->thread.joinable()) impl_->thread.join();
   impl_->router.close();
 }
@@ -1231,6 +1236,7 @@ std::future<RunResult> Coordinator::submit(const RunRequest& req) {
     // Seen as active from now on, before the coordinator thread picks the command up.
     I.runActive = true;
   }
+  I.wake.raise();
   return future;
 }
 
@@ -1240,6 +1246,7 @@ void Coordinator::abort(const std::string& reason) {
   c.kind = Command::Kind::Abort;
   c.reason = reason;
   impl_->commands.push_back(std::move(c));
+  impl_->wake.raise();
 }
 
 }  // namespace arl

@@ -559,7 +559,7 @@ class Run {
     if (opt_.op != RedOp::Avg) return;
     uint64_t elems = 0;
     switch (s_.collective) {
-      case Collective::AllReduce: elems = s_.outputElems; break;
+      case Collective::AllReduce:
       case Collective::ReduceScatter: elems = s_.outputElems; break;
       case Collective::Reduce: elems = rank_ == s_.root ? s_.outputElems : 0; break;
       case Collective::AllGather:

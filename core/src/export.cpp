@@ -130,7 +130,7 @@ void writeModel(JsonWriter& j, const BenchReport& r) {
 
 uint64_t totalEvents(const BenchReport& r) {
   uint64_t n = 0;
-  for (const BenchRow& row : r.rows) n += row.result.events.size();
+  for (const BenchRow& row : r.rows) n += eventCount(row);
   return n;
 }
 
@@ -305,6 +305,10 @@ struct TraceBuilder {
     // Reductions start when the receive they consume ended.
     using RecvKey = std::tuple<int, uint32_t, int, uint32_t, uint64_t>;
     std::map<RecvKey, int64_t> lastRecvEnd;
+    // A receive's slice starts no earlier than the rank's previous arrival, so that a rank's
+    // receives read as one sequence instead of dozens of overlapping in-flight intervals.
+    std::map<int, int64_t> prevArrival;       // rank -> last RecvEnd so far
+    std::map<size_t, int64_t> arrivalBefore;  // RecvEnd index -> the rank's previous RecvEnd
 
     for (size_t i = 0; i < ev.size(); ++i) {
       const TelemetryEvent& e = ev[i];
@@ -324,6 +328,10 @@ struct TraceBuilder {
           break;
         }
         case EventKind::RecvEnd: {
+          if (auto p = prevArrival.find(e.rank); p != prevArrival.end()) {
+            arrivalBefore[i] = p->second;
+          }
+          prevArrival[e.rank] = e.tNs;
           chanRecvs[{e.peer, e.rank, e.iteration, e.step}].push_back(i);
           lastRecvEnd[{e.rank, e.iteration, e.peer, e.chunk, e.offset}] = e.tNs;
           break;
@@ -410,8 +418,13 @@ struct TraceBuilder {
           }
         }
         if (match) {
-          // In flight from the moment the sender started sending until it arrived.
-          s.start = std::min(s.end, rel(ev[match->startEv].tNs));
+          // In flight from the moment the sender started sending until it arrived (or, when
+          // it waited behind earlier messages, since the previous arrival).
+          int64_t start = ev[match->startEv].tNs;
+          if (auto p = arrivalBefore.find(recvs[k]); p != arrivalBefore.end()) {
+            start = std::max(start, p->second);
+          }
+          s.start = std::min(s.end, rel(start));
           match->matched = true;
         } else {
           ++stats.unmatchedRecvs;
@@ -436,13 +449,14 @@ struct TraceBuilder {
       std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
         return std::tie(slices[a].start, slices[a].end) < std::tie(slices[b].start, slices[b].end);
       });
-      std::vector<int64_t> lastEnd;  // per sub-lane
+      std::vector<int64_t> lastEnd;  // per sub-lane, ns; slices start at 0 or later
       for (size_t i : idx) {
         Slice& s = slices[i];
         int sub = -1;
         for (size_t k = 0; k < lastEnd.size(); ++k) {
-          // Strictly after: a slice that starts where another ends would look nested.
-          if (lastEnd[k] < s.start) {
+          // A slice may start where the previous one ends: viewers close a slice at its end
+          // timestamp before opening the next (Perfetto's SliceTracker pops when end <= ts).
+          if (lastEnd[k] <= s.start) {
             sub = static_cast<int>(k);
             break;
           }
@@ -766,6 +780,10 @@ std::vector<TelemetryEvent> parseEvents(const std::string& text, uint64_t runId,
 
 // ---- Results -------------------------------------------------------------------------------
 
+uint64_t eventCount(const BenchRow& row) {
+  return std::max<uint64_t>(row.eventsKept, row.result.events.size());
+}
+
 std::string benchResultsJson(const BenchReport& r) {
   JsonWriter j;
   j.beginObject().key("config");
@@ -838,7 +856,7 @@ std::string benchResultsJson(const BenchReport& r) {
         .key("run_id")
         .value(res.runId)
         .key("events")
-        .value(static_cast<uint64_t>(res.events.size()))
+        .value(eventCount(row))
         .key("events_dropped")
         .value(res.eventsDropped)
         .endObject();
@@ -873,7 +891,7 @@ std::string benchResultsCsv(const BenchReport& r) {
         q.check ? std::to_string(row.metrics.wrong) : "",
         jsonNumber(row.predictedUs),
         std::to_string(res.iterationUs.size()),
-        std::to_string(res.events.size()),
+        std::to_string(eventCount(row)),
         std::to_string(res.eventsDropped),
         std::string(toString(res.state)),
         res.error};

@@ -73,9 +73,13 @@ void intraHost(Schedule& s, const Layout& L, int host, bool reduce, uint32_t ste
           // position t of it when c = j - t - 1. All-gather: the chain starts at c, c = j - t.
           const int c = mod(reduce ? j - t - 1 : j - t, m);
           const int sh = u * m + c;
-          if (sh >= L.K) continue;
+          if (sh >= L.K) {
+            continue;
+          }
           const Range range = L.shard(sh);
-          if (i >= gen::sliceCount(range.len, sliceElems)) continue;
+          if (i >= gen::sliceCount(range.len, sliceElems)) {
+            continue;
+          }
           const Range sl = gen::slice(range, sliceElems, i);
           const auto chunk = static_cast<uint32_t>(sh);
           const auto slice = static_cast<uint32_t>(i);
@@ -111,7 +115,9 @@ void interHost(Schedule& s, const Layout& L, uint32_t stepBase, uint64_t sliceEl
     for (int j = 0; j < m; ++j) {
       auto& prog = s.ranks[static_cast<size_t>(L.rank(host, j))];
       std::vector<int> owned;
-      for (int sh = j; sh < L.K; sh += m) owned.push_back(sh);
+      for (int sh = j; sh < L.K; sh += m) {
+        owned.push_back(sh);
+      }
       // Ring neighbours of this rank in shard sh's ring: the owners on the adjacent hosts.
       auto owner = [&](int h, int sh) { return L.rank(h, sh % L.hostSize(h)); };
       const uint64_t maxSlices =
@@ -142,7 +148,9 @@ void interHost(Schedule& s, const Layout& L, uint32_t stepBase, uint64_t sliceEl
             b = mod(b, H);
             Range sub = gen::part(shard.len, static_cast<uint64_t>(H), static_cast<uint64_t>(b));
             sub.begin += shard.begin;
-            if (i >= gen::sliceCount(sub.len, sliceElems)) continue;
+            if (i >= gen::sliceCount(sub.len, sliceElems)) {
+              continue;
+            }
             const Range sl = gen::slice(sub, sliceElems, i);
             const uint32_t step = stepBase + static_cast<uint32_t>(t == 2 * H - 2 ? 2 * H - 3 : t);
             const Phase phase = t < H - 1 ? Phase::ReduceScatter : Phase::AllGather;
@@ -182,9 +190,13 @@ Schedule hierarchicalAllReduce(const GenParams& p) {
       intraHost(s, L, h, true, 0, p.sliceElems);
     }
   }
-  if (L.H > 1) interHost(s, L, base2, p.sliceElems);
+  if (L.H > 1) {
+    interHost(s, L, base2, p.sliceElems);
+  }
   for (int h = 0; h < L.H; ++h) {
-    if (L.hostSize(h) > 1) intraHost(s, L, h, false, base3, p.sliceElems);
+    if (L.hostSize(h) > 1) {
+      intraHost(s, L, h, false, base3, p.sliceElems);
+    }
   }
   gen::finishSteps(s);
   return s;

@@ -83,8 +83,9 @@ PosTree inOrderTree(int n) {
     const int natural = (v - low) | (low << 1);
     t.parent[static_cast<size_t>(v)] = natural < n ? natural : v - low;
   }
-  for (int v = 1; v < n; ++v)
+  for (int v = 1; v < n; ++v) {
     t.children[static_cast<size_t>(t.parent[static_cast<size_t>(v)])].push_back(v);
+  }
   // Depths by a walk from the root; parents are not always smaller than their children.
   std::vector<int> stack{0};
   while (!stack.empty()) {
@@ -113,7 +114,9 @@ struct RankTree {
 
 RankTree rotated(const PosTree& shape, int root) {
   RankTree t{&shape, std::vector<int>(static_cast<size_t>(shape.n))};
-  for (int v = 0; v < shape.n; ++v) t.rankOf[static_cast<size_t>(v)] = (v + root) % shape.n;
+  for (int v = 0; v < shape.n; ++v) {
+    t.rankOf[static_cast<size_t>(v)] = (v + root) % shape.n;
+  }
   return t;
 }
 
@@ -179,7 +182,9 @@ void reduceRound(std::vector<std::vector<Op>>& progs, const RankTree& t, const R
       } else {
         prog.push_back(gen::makeOp(OpKind::RecvReduceCopy, tag.phase, -1, child, operand, acc,
                                    count, recvStep, tag.chunk, tag.slice));
-        if (!root) *b.usedPartial = true;
+        if (!root) {
+          *b.usedPartial = true;
+        }
       }
     }
   }
@@ -223,7 +228,9 @@ void broadcastRound(std::vector<std::vector<Op>>& progs, const RankTree& t, cons
 // n == 1: every collective is a copy of Input into Output.
 void singleRank(Schedule& s) {
   const uint64_t len = std::min(s.inputElems, s.outputElems);
-  if (len == 0) return;
+  if (len == 0) {
+    return;
+  }
   s.ranks[0].push_back(
       gen::makeOp(OpKind::Copy, Phase::Local, -1, -1, gen::in(0), gen::out(0), len, 0, 0, 0));
 }
@@ -265,7 +272,9 @@ void treeReduce(Schedule& s, const GenParams& p) {
     RoundBuffers b{gen::in(sl.begin), gen::out(sl.begin), gen::scratch(sl.begin), {}, &usedScratch};
     reduceRound(s.ranks, tree, b, sl.len, {Phase::Reduce, 0, 0, static_cast<uint32_t>(j)});
   }
-  if (usedScratch) s.scratchElems = p.count;
+  if (usedScratch) {
+    s.scratchElems = p.count;
+  }
 }
 
 void treeBroadcast(Schedule& s, const GenParams& p) {
@@ -287,7 +296,10 @@ void treeBroadcast(Schedule& s, const GenParams& p) {
 void treeReduceScatter(Schedule& s, const GenParams& p) {
   const PosTree shape = inOrderTree(p.nranks);
   std::vector<RankTree> trees;
-  for (int b = 0; b < p.nranks; ++b) trees.push_back(rotated(shape, b));
+  trees.reserve(static_cast<size_t>(p.nranks));
+  for (int b = 0; b < p.nranks; ++b) {
+    trees.push_back(rotated(shape, b));
+  }
   const Range block{0, p.count};
   bool usedScratch = false;
   for (int b = 0; b < p.nranks; ++b) {
@@ -301,13 +313,18 @@ void treeReduceScatter(Schedule& s, const GenParams& p) {
                   {Phase::ReduceScatter, 0, static_cast<uint32_t>(b), static_cast<uint32_t>(j)});
     }
   }
-  if (usedScratch) s.scratchElems = p.count;
+  if (usedScratch) {
+    s.scratchElems = p.count;
+  }
 }
 
 void treeAllGather(Schedule& s, const GenParams& p) {
   const PosTree shape = inOrderTree(p.nranks);
   std::vector<RankTree> trees;
-  for (int b = 0; b < p.nranks; ++b) trees.push_back(rotated(shape, b));
+  trees.reserve(static_cast<size_t>(p.nranks));
+  for (int b = 0; b < p.nranks; ++b) {
+    trees.push_back(rotated(shape, b));
+  }
   if (p.count > 0) {
     for (int r = 0; r < p.nranks; ++r) {
       s.ranks[static_cast<size_t>(r)].push_back(gen::makeOp(

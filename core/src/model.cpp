@@ -83,27 +83,32 @@ CostTerms ringCost(Collective coll, int n, double S, double s) {
 }
 
 // NCCL's trees (see gen_tree.cpp): an in-order binary tree of depth D = ceil(log2 n), every
-// hop pipelined by slice, so each phase pays D latencies and a pipeline fill of D - 1 slices
-// on top of its streaming time. NCCL's tuning model charges its tree all-reduce 2 D
-// latencies and half the ring's bus bandwidth (a rank's port carries about 2 S); so does this.
-//  allreduce:     two complementary trees each reduce then broadcast one half. Each rank
-//                 sends S up (both halves) and S down (twice the half of the tree it is
-//                 interior in), and reduces two children's halves: S.
+// hop pipelined by slice, so each pass pays D latencies and a pipeline fill of D - 1 slices
+// on top of its streaming time.
+//  allreduce:     two complementary trees each reduce then broadcast one half. NCCL's tuning
+//                 model charges this 2 D latencies and half the ring's bus bandwidth (a
+//                 rank's port carries about 2 S: S up, both halves, and S down, twice the half
+//                 of the tree it is interior in); a rank reduces two children's halves, S.
+//                 The generator runs the four passes one after the other, which the
+//                 simulation shows costs somewhat more.
 //  reduce:        one tree; every rank sends S once; an interior rank reduces 2 S.
 //  broadcast:     one tree; an interior rank sends S to each of two children.
-//  reducescatter: n trees, one rooted at each rank, each reducing one n-th; a rank sends and
-//                 reduces (n-1)/n S.
-//  allgather:     n trees broadcasting one n-th each; a rank sends (n-1)/n S.
+//  reducescatter: n trees, one rooted at each rank, each reducing one n-th, in n passes one
+//                 after the other: n D latencies; each pass is held to its busiest rank, one
+//                 that reduces two children's n-th and sends one, so S on the link and 2 S
+//                 reduced in all.
+//  allgather:     n trees broadcasting one n-th each, in n passes: n D latencies, and the
+//                 busiest rank of each pass sends its n-th to two children: 2 S in all.
 CostTerms treeCost(Collective coll, int n, double S, double s) {
   CostTerms c;
   if (n <= 1 || S <= 0) return c;
   const double D = ceilLog2(n);
-  const double part = coll == Collective::AllReduce                                          ? S / 2
-                      : (coll == Collective::ReduceScatter || coll == Collective::AllGather) ? S / n
-                                                                                             : S;
+  // The piece each tree pipelines: half the vector, one n-th, or all of it.
+  double part = S;
+  if (coll == Collective::AllReduce) part = S / 2;
+  if (coll == Collective::ReduceScatter || coll == Collective::AllGather) part = S / n;
   const double slice = part / slices(part, s);
   const double fill = (D - 1) * slice;
-  const double rest = static_cast<double>(n - 1) / n * S;
   switch (coll) {
     case Collective::AllReduce:
       c.alphaCount = 2 * D;
@@ -120,13 +125,13 @@ CostTerms treeCost(Collective coll, int n, double S, double s) {
       c.betaBytes = 2 * S + 2 * fill;
       return c;
     case Collective::ReduceScatter:
-      c.alphaCount = D;
-      c.betaBytes = rest + fill;
-      c.gammaBytes = rest + 2 * fill;
+      c.alphaCount = n * D;
+      c.betaBytes = S + n * fill;
+      c.gammaBytes = 2 * S + 2 * n * fill;
       return c;
     case Collective::AllGather:
-      c.alphaCount = D;
-      c.betaBytes = rest + 2 * fill;
+      c.alphaCount = n * D;
+      c.betaBytes = 2 * S + 2 * n * fill;
       return c;
   }
   return c;

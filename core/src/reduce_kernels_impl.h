@@ -228,8 +228,6 @@ inline void streamStore(unsigned char* p, P v) {
 #endif
   } else if constexpr (sizeof(P) == 16) {
     _mm_stream_si128(reinterpret_cast<__m128i*>(p), vcast<__m128i>(v));
-  } else if constexpr (sizeof(P) == 8) {
-    _mm_stream_si64(reinterpret_cast<long long*>(p), vcast<long long>(v));
   } else {
     std::memcpy(p, &v, sizeof(P));
   }

@@ -35,6 +35,7 @@
 #include "arl/protocol.h"
 #include "arl/verifier.h"
 #include "arl/zmq_transport.h"
+#include "coord_wakeup.h"
 
 namespace arl {
 
@@ -179,10 +180,16 @@ class Outbox final : public TelemetrySink {
     }
   }
 
+  // Queues a message behind the events recorded so far and wakes the control thread.
   void post(Message m) {
-    std::lock_guard<std::mutex> lock(mu_);
-    msgs_.push_back({events_.size(), std::move(m)});
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      msgs_.push_back({events_.size(), std::move(m)});
+    }
+    if (wake_ != nullptr) wake_->raise();
   }
+
+  void setWakeup(Wakeup* w) { wake_ = w; }
 
   uint64_t dropped() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -215,6 +222,7 @@ class Outbox final : public TelemetrySink {
   std::vector<TelemetryEvent> events_;
   std::vector<std::pair<size_t, Message>> msgs_;
   uint64_t dropped_ = 0;
+  Wakeup* wake_ = nullptr;  // set before the run thread starts
 };
 
 // ---- One run ---------------------------------------------------------------------------------
@@ -277,7 +285,13 @@ void runJobMain(RunJob& j) {
   CpuBackend backend;
   std::unique_ptr<ZmqDataPlane> dp;
   {
+    // Destroyed in reverse order, after the data plane is closed below: the executors free
+    // their temporaries and `mem` the buffers, which zero-copy sends may read until then.
     RunMemory mem(backend);
+    Schedule s;
+    std::unique_ptr<CorruptingTransport> corrupting;
+    std::optional<Executor> warm;
+    std::optional<Executor> timed;
     try {
       const size_t es = dtypeSize(c.dtype);
       GenParams p;
@@ -288,7 +302,6 @@ void runJobMain(RunJob& j) {
       p.root = c.root;
       p.ranksPerHost = static_cast<int>(c.ranksPerHost);
       p.ring.assign(c.ringOrder.begin(), c.ringOrder.end());
-      Schedule s;
       try {
         s = generate(c.algorithm, p);
       } catch (const GenError& e) {
@@ -371,7 +384,6 @@ void runJobMain(RunJob& j) {
       dp->connect(endpoints, dataPlanePeers(s, rank).sendTo);
 
       Transport* transport = dp.get();
-      std::unique_ptr<CorruptingTransport> corrupting;
       if (j.corruption && j.corruption->rank == rank) {
         corrupting = std::make_unique<CorruptingTransport>(*dp, j.corruption->field);
         transport = corrupting.get();
@@ -393,8 +405,8 @@ void runJobMain(RunJob& j) {
       // Warmup iterations report nothing: telemetry describes the timed iterations only.
       ExecOptions warmOpt = eo;
       warmOpt.telemetry = TelemetryLevel::Off;
-      Executor warm(s, rank, *transport, backend, nullptr, warmOpt);
-      Executor timed(s, rank, *transport, backend, &j.out, eo);
+      warm.emplace(s, rank, *transport, backend, nullptr, warmOpt);
+      timed.emplace(s, rank, *transport, backend, &j.out, eo);
 
       const uint32_t total = c.warmup + c.iterations;
       std::vector<unsigned char> got(c.check && haveExpected ? outBytes : 0);
@@ -409,9 +421,9 @@ void runJobMain(RunJob& j) {
         j.step.store(0);
         const int64_t t0 = steadyNs();
         if (isTimed) {
-          timed.run(bufs, it - c.warmup, it);
+          timed->run(bufs, it - c.warmup, it);
         } else {
-          warm.run(bufs, it, it);
+          warm->run(bufs, it, it);
         }
         backend.synchronize();
         const int64_t t1 = steadyNs();
@@ -461,6 +473,8 @@ void runJobMain(RunJob& j) {
       std::lock_guard<std::mutex> lock(j.mu);
       j.dp = nullptr;
     }
+    timed.reset();
+    warm.reset();
   }
   j.finished.store(true);
 }
@@ -478,6 +492,14 @@ class WorkerSession {
     hbInterval_ = opt.heartbeat;
     liveness_ = opt.liveness;
     corruption_ = corruptionFromEnv();
+  }
+
+  // Also on the error paths: no run thread may outlive the session.
+  ~WorkerSession() {
+    if (job_ && job_->th.joinable()) {
+      stopJob();
+      job_->th.join();
+    }
   }
 
   int run() {
@@ -511,12 +533,14 @@ class WorkerSession {
     nextHeartbeat_ = started + hbInterval_;
 
     for (;;) {
-      zmq::pollitem_t items[] = {{sock_.handle(), 0, ZMQ_POLLIN, 0}};
+      zmq::pollitem_t items[] = {{sock_.handle(), 0, ZMQ_POLLIN, 0},
+                                 {nullptr, wake_.fd(), ZMQ_POLLIN, 0}};
       try {
-        zmq::poll(items, 1, milliseconds(10));
+        zmq::poll(items, 2, milliseconds(10));
       } catch (const zmq::error_t& e) {
         if (e.num() != EINTR) throw;
       }
+      if (items[1].revents & ZMQ_POLLIN) wake_.clear();
       for (int i = 0; i < 256; ++i) {
         std::vector<zmq::message_t> frames;
         zmq::recv_result_t r;
@@ -618,21 +642,25 @@ class WorkerSession {
     sendEvents(t->events.size());
   }
 
+  // Aborts the run and waits for its thread to finish (a data plane abort makes every blocked
+  // call fail at once); a thread that does not stop within 2 s ends the process.
+  void stopJob() {
+    job_->abort();
+    const auto deadline = Clock::now() + std::chrono::seconds(2);
+    while (!job_->finished.load() && Clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    if (!job_->finished.load()) {
+      logLine("run thread did not stop within 2 s; exiting hard");
+      std::fflush(stderr);
+      std::_Exit(5);
+    }
+  }
+
   // Joins a finished run thread once everything it queued has been sent.
   void reapJob(bool wait) {
     if (!job_) return;
-    if (wait) {
-      job_->abort();
-      const auto deadline = Clock::now() + std::chrono::seconds(2);
-      while (!job_->finished.load() && Clock::now() < deadline) {
-        std::this_thread::sleep_for(milliseconds(2));
-      }
-      if (!job_->finished.load()) {
-        logLine("run thread did not stop within 2 s; exiting hard");
-        std::fflush(stderr);
-        std::_Exit(5);
-      }
-    }
+    if (wait) stopJob();
     if (!job_->finished.load()) return;
     flushOutbox(true);
     if (job_->th.joinable()) job_->th.join();
@@ -700,6 +728,7 @@ class WorkerSession {
     j.coordinatorHost = tcpHostOf(opt_.connect);
     j.offsetNs = offsetNs_;
     j.corruption = corruption_;
+    j.out.setWakeup(&wake_);
     if (!welcomed_ || rank_ < 0 || rank_ >= c.worldSize) {
       RunFailed f;
       f.epoch = epoch;
@@ -766,6 +795,7 @@ class WorkerSession {
   std::string name_;
   zmq::context_t ctx_{1};
   zmq::socket_t sock_;
+  Wakeup wake_;  // raised by the run thread when it queues a message
   std::optional<Corruption> corruption_;
 
   milliseconds hbInterval_;

@@ -254,6 +254,7 @@ RunOutcome runSchedule(const Schedule& s, const RunSpec& spec) {
 
   std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       try {

@@ -195,6 +195,16 @@ TEST(Export, ResultsJsonHoldsConfigAndEveryResultField) {
   EXPECT_EQ(res[1].at("algorithm").string, "tree");
   EXPECT_EQ(res[1].at("wrong").type, JsonValue::Type::Null);
   EXPECT_EQ(res[1].at("events_dropped").integer, 5);
+  EXPECT_EQ(res[1].at("events").integer, static_cast<int64_t>(r.rows[1].result.events.size()));
+
+  // Events released after the run (bench keeps them only for a trace or a recording) are
+  // still counted.
+  r.rows[0].eventsKept = r.rows[0].result.events.size();
+  r.rows[0].result.events.clear();
+  const JsonValue released = parseJson(benchResultsJson(r));
+  EXPECT_EQ(released.at("results").array[0].at("events").integer,
+            static_cast<int64_t>(r.rows[0].eventsKept));
+  EXPECT_GT(r.rows[0].eventsKept, 0u);
 }
 
 struct ParsedTrace {
@@ -311,15 +321,25 @@ TEST(Export, TraceHasRankProcessesLanesFlowPairsAndCounters) {
     EXPECT_NEAR(bytes, 2.0 * 2 * (kRanks - 1) * kBytes, 2.0) << "pid " << pid;
   }
 
-  // Slices of one lane never overlap: the format needs them nested, and they are flat.
-  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<double, double>>> byTid;
+  // Slices of one lane never overlap: the format needs them nested, and they are flat. In
+  // nanoseconds as Perfetto reads them (microseconds times 1000, truncated), a slice may
+  // start exactly where the previous one ends.
+  const auto ns = [](double us) { return static_cast<int64_t>(us * 1000.0); };
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<int64_t, int64_t>>> byTid;
   for (const JsonValue* e : t.slices) {
+    const int64_t start = ns(e->at("ts").number);
     byTid[{e->at("pid").integer, e->at("tid").integer}].emplace_back(
-        e->at("ts").number, e->at("ts").number + e->at("dur").number);
+        start, start + ns(e->at("dur").number));
   }
   for (auto& [k, v] : byTid) {
     std::sort(v.begin(), v.end());
-    for (size_t i = 1; i < v.size(); ++i) EXPECT_GT(v[i].first, v[i - 1].second);
+    for (size_t i = 1; i < v.size(); ++i) EXPECT_GE(v[i].first, v[i - 1].second);
+  }
+  // Exact nanoseconds survive the microsecond text: the synthetic sends last 20 us.
+  for (const JsonValue* e : t.slices) {
+    if (laneOf(t, *e) == "send") {
+      EXPECT_EQ(ns(e->at("dur").number), 20'000);
+    }
   }
   // Timestamps are relative to the first run's start.
   double minTs = 1e300;

@@ -22,7 +22,9 @@ constexpr uint64_t kLarge = 1000003;
 
 std::vector<int> rankCounts() {
   std::vector<int> v;
-  for (int n = 1; n <= 16; ++n) v.push_back(n);
+  for (int n = 1; n <= 16; ++n) {
+    v.push_back(n);
+  }
   v.push_back(31);
   v.push_back(64);
   return v;
@@ -36,13 +38,21 @@ std::vector<int> rankCounts() {
 // whose schedules grow with n^2.
 std::vector<std::pair<uint64_t, uint64_t>> sizesFor(int n, bool perRankTrees) {
   std::vector<uint64_t> counts{0, 1, 7, kLarge};
-  if (n > 2) counts.push_back(static_cast<uint64_t>(n - 1));
+  if (n > 2) {
+    counts.push_back(static_cast<uint64_t>(n - 1));
+  }
   std::vector<std::pair<uint64_t, uint64_t>> out;
   for (uint64_t count : counts) {
     for (uint64_t slice : {uint64_t{1}, uint64_t{3}, uint64_t{1024}, uint64_t{65536}}) {
-      if (count == kLarge && slice < 1024) continue;
-      if (count == kLarge && slice == 1024 && (n > 16 || perRankTrees)) continue;
-      if (n > 16 && count > 1 && slice == 1 && perRankTrees) continue;
+      if (count == kLarge && slice < 1024) {
+        continue;
+      }
+      if (count == kLarge && slice == 1024 && (n > 16 || perRankTrees)) {
+        continue;
+      }
+      if (n > 16 && count > 1 && slice == 1 && perRankTrees) {
+        continue;
+      }
       out.emplace_back(count, slice);
     }
   }
@@ -74,7 +84,9 @@ GenParams params(Collective c, int n, uint64_t count, uint64_t slice) {
 
 int ceilLog2(int n) {
   int d = 0;
-  while ((1 << d) < n) ++d;
+  while ((1 << d) < n) {
+    ++d;
+  }
   return d;
 }
 
@@ -170,7 +182,9 @@ TEST(TreeHdHierGenerators, EmptyVectorHasNoOps) {
   for (const char* algo : {"tree", "halving-doubling", "hierarchical"}) {
     for (int n : {1, 2, 5}) {
       const Schedule s = generate(algo, params(Collective::AllReduce, n, 0, 4));
-      for (const auto& ops : s.ranks) EXPECT_TRUE(ops.empty()) << algo << " n=" << n;
+      for (const auto& ops : s.ranks) {
+        EXPECT_TRUE(ops.empty()) << algo << " n=" << n;
+      }
       EXPECT_EQ(s.nsteps, 0U) << algo;
     }
   }
@@ -183,7 +197,9 @@ std::set<int> interiorRanks(const Schedule& s, uint32_t tree) {
   std::set<int> out;
   for (int r = 0; r < s.nranks; ++r) {
     for (const Op& op : s.ranks[static_cast<size_t>(r)]) {
-      if (op.phase == Phase::Reduce && op.chunk == tree && op.recvPeer >= 0) out.insert(r);
+      if (op.phase == Phase::Reduce && op.chunk == tree && op.recvPeer >= 0) {
+        out.insert(r);
+      }
     }
   }
   return out;
@@ -223,7 +239,9 @@ TEST(TreeGenerator, EveryRankHasAtMostTwoChildrenPerTree) {
     for (int r = 0; r < n; ++r) {
       std::set<int> children[2];
       for (const Op& op : s.ranks[static_cast<size_t>(r)]) {
-        if (op.phase == Phase::Reduce && op.recvPeer >= 0) children[op.chunk].insert(op.recvPeer);
+        if (op.phase == Phase::Reduce && op.recvPeer >= 0) {
+          children[op.chunk].insert(op.recvPeer);
+        }
       }
       EXPECT_LE(children[0].size(), 2U) << "n=" << n << " rank " << r;
       EXPECT_LE(children[1].size(), 2U) << "n=" << n << " rank " << r;
@@ -289,7 +307,7 @@ TEST(HalvingDoublingGenerator, PowerOfTwoSendsTwoTimesPMinusOneOverP) {
     const Schedule odd = halvingDoublingAllReduce(params(Collective::AllReduce, p, kLarge, 65536));
     const double ideal = 2.0 * (p - 1) / p * static_cast<double>(kLarge);
     for (int r = 0; r < p; ++r) {
-      const double sent = static_cast<double>(bytesSent(odd, r, DataType::Float) / 4);
+      const double sent = static_cast<double>(bytesSent(odd, r, DataType::Float)) / 4.0;
       EXPECT_NEAR(sent, ideal, 2.0 * p) << "p=" << p << " rank " << r;
     }
   }
@@ -366,7 +384,9 @@ TEST(HierarchicalGenerator, OnlyAShardCrossesHosts) {
       uint64_t inside = 0;
       uint64_t across = 0;
       for (const Op& op : s.ranks[static_cast<size_t>(r)]) {
-        if (!opSends(op.kind)) continue;
+        if (!opSends(op.kind)) {
+          continue;
+        }
         (hostOf(op.sendPeer, rph) == hostOf(r, rph) ? inside : across) += op.count;
       }
       EXPECT_EQ(inside, 2 * (static_cast<uint64_t>(rph) - 1) * shard) << "n=" << n << " r=" << r;
@@ -385,7 +405,9 @@ TEST(HierarchicalGenerator, UnevenHostOwnsSeveralShards) {
   for (int r : {8, 9}) {
     std::set<int> remote;
     for (const Op& op : s.ranks[static_cast<size_t>(r)]) {
-      if (opSends(op.kind) && hostOf(op.sendPeer, 4) != 2) remote.insert(op.sendPeer);
+      if (opSends(op.kind) && hostOf(op.sendPeer, 4) != 2) {
+        remote.insert(op.sendPeer);
+      }
     }
     const std::set<int> want = r == 8 ? std::set<int>{0, 2} : std::set<int>{1, 3};
     EXPECT_EQ(remote, want) << "rank " << r;  // sends go to host 0, the next in the ring

@@ -95,6 +95,7 @@ TEST(Loopback, AbortWakesEveryBlockedReceiver) {
   LoopbackFabric fabric(3);
   std::vector<std::string> errs(3);
   std::vector<std::thread> threads;
+  threads.reserve(3);
   for (int r = 0; r < 3; ++r) {
     threads.emplace_back([&, r] {
       errs[static_cast<size_t>(r)] =
@@ -201,7 +202,7 @@ TEST(LocalRun, InjectedFailureStopsEveryRankAndNamesTheFailingOne) {
   const auto t0 = std::chrono::steady_clock::now();
   try {
     runLocal(s, opt);
-    FAIL() << "no error";
+    ADD_FAILURE() << "no error";
   } catch (const PeerError& e) {
     EXPECT_EQ(e.rank, 2);
     EXPECT_EQ(std::string(e.what()).rfind("rank 2: injected failure before op 3", 0), 0u)

@@ -54,7 +54,13 @@ struct BenchRow {
   int64_t endNs = 0;       // coordinator clock when its result arrived
   Metrics metrics;         // nccl-tests' time, algbw, busbw, #wrong
   RunResult result;        // request, workers, times, per-rank times, telemetry, state, error
+  // Telemetry events the run delivered; set when result.events was released to save memory
+  // (bench keeps them only for a trace or a recording). See eventCount().
+  uint64_t eventsKept = 0;
 };
+
+// Events the run delivered: result.events.size(), or eventsKept when they were released.
+uint64_t eventCount(const BenchRow& row);
 
 // A whole session: configuration, workers, model and one row per run, in run order.
 struct BenchReport {

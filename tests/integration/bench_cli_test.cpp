@@ -1,0 +1,376 @@
+// `allreduce-lab bench` end to end: the real binary, real allreduce-worker processes, real
+// sockets. The lab binary is run from a scratch copy whose allreduce-worker is a wrapper that
+// logs each worker's pid before exec'ing the real one, so a test can tell whether any worker
+// was started, and which processes to look for afterwards.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "arl/export.h"
+#include "arl/generators.h"
+#include "arl/json.h"
+#include "arl/process.h"
+
+namespace arl {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+size_t lines(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += c == '\n' ? 1 : 0;
+  return n;
+}
+
+class BenchCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::path(::testing::TempDir()) / ("bench_cli_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "app");
+    fs::create_directories(dir_ / "workers");
+    fs::copy_file(ARL_LAB_BINARY, dir_ / "app" / "allreduce-lab");
+    // Found by the lab as ../workers/allreduce-worker next to its binary.
+    const fs::path wrapper = dir_ / "workers" / "allreduce-worker";
+    std::ofstream(wrapper) << "#!/bin/sh\necho $$ >> '" << (dir_ / "worker-pids").string()
+                           << "'\nexec '" << ARL_WORKER_BINARY << "' \"$@\"\n";
+    fs::permissions(wrapper, fs::perms::owner_all);
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  void SetUp() override { fs::remove(dir_ / "worker-pids"); }
+
+  static std::string lab() { return (dir_ / "app" / "allreduce-lab").string(); }
+  static std::string file(const std::string& name) { return (dir_ / name).string(); }
+
+  // Pids of every worker started since SetUp.
+  static std::vector<int64_t> workerPids() {
+    std::vector<int64_t> pids;
+    std::ifstream in(dir_ / "worker-pids");
+    int64_t p = 0;
+    while (in >> p) pids.push_back(p);
+    return pids;
+  }
+
+  struct Proc {
+    pid_t pid = -1;
+    std::string out, err;
+  };
+
+  // Starts `allreduce-lab bench args...` with stdout and stderr in files.
+  static Proc start(const std::vector<std::string>& args, const std::string& tag) {
+    Proc p;
+    p.out = file(tag + ".out");
+    p.err = file(tag + ".err");
+    std::vector<std::string> argv = {lab(), "bench"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    p.pid = ::fork();
+    if (p.pid == 0) {
+      std::freopen(p.out.c_str(), "w", stdout);
+      std::freopen(p.err.c_str(), "w", stderr);
+      std::vector<char*> cargv;
+      for (auto& a : argv) cargv.push_back(a.data());
+      cargv.push_back(nullptr);
+      ::execv(cargv[0], cargv.data());
+      ::_exit(127);
+    }
+    return p;
+  }
+
+  // Waits for the process; kills it and fails after `timeout`. Returns its exit code, or
+  // 128 + signal.
+  static int finish(const Proc& p, std::chrono::seconds timeout = std::chrono::seconds(120)) {
+    const auto deadline = Clock::now() + timeout;
+    int st = 0;
+    while (::waitpid(p.pid, &st, WNOHANG) == 0) {
+      if (Clock::now() > deadline) {
+        ::kill(p.pid, SIGKILL);
+        ::waitpid(p.pid, &st, 0);
+        ADD_FAILURE() << "bench did not finish within " << timeout.count() << " s";
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }
+
+  struct Result {
+    int rc;
+    std::string out, err;
+  };
+  static Result run(const std::vector<std::string>& args, const std::string& tag = "run") {
+    const Proc p = start(args, tag);
+    Result r;
+    r.rc = finish(p);
+    r.out = slurp(p.out);
+    r.err = slurp(p.err);
+    return r;
+  }
+
+  // Waits until `path` contains `text`.
+  static bool waitForText(const std::string& path, const std::string& text,
+                          std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      if (slurp(path).find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+  // No worker this test started is still running.
+  static void expectNoWorkerLeft() {
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    for (int64_t pid : workerPids()) {
+      while (processAlive(pid) && Clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      EXPECT_FALSE(processAlive(pid)) << "worker pid " << pid << " outlived the bench";
+    }
+  }
+
+  static fs::path dir_;
+};
+
+fs::path BenchCli::dir_;
+
+TEST_F(BenchCli, EveryAlgorithmSweepsExactlyAndWritesJson) {
+  const std::string json = file("out.json");
+  const Result r = run({"--workers", "4", "--algo", "all", "-b", "4K", "-e", "64K", "-f", "4", "-c",
+                        "1", "--json", json});
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_EQ(workerPids().size(), 4u);
+  // nccl-tests' table: header with the ranks and workers, a row per run, the average.
+  EXPECT_NE(r.out.find("nranks 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("#  Rank  3 Pid"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("busbw"), std::string::npos);
+  EXPECT_NE(r.out.find("#wrong"), std::string::npos);
+  EXPECT_NE(r.out.find("predicted"), std::string::npos);
+  EXPECT_NE(r.out.find("# Avg bus bandwidth"), std::string::npos);
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << "no progress line when stderr is a file";
+
+  const JsonValue v = parseJson(slurp(json));
+  EXPECT_EQ(v.at("config").at("minbytes").integer, 4096);
+  EXPECT_EQ(v.at("config").at("maxbytes").integer, 65536);
+  EXPECT_EQ(v.at("config").at("stepfactor").integer, 4);
+  EXPECT_EQ(v.at("workers").array.size(), 4u);
+  std::set<std::string> seen;
+  std::set<int64_t> sizes;
+  for (const JsonValue& row : v.at("results").array) {
+    seen.insert(row.at("algorithm").string);
+    sizes.insert(row.at("size_bytes").integer);
+    EXPECT_EQ(row.at("wrong").integer, 0) << row.at("algorithm").string;
+    EXPECT_EQ(row.at("state").string, "done");
+    EXPECT_EQ(row.at("ranks").integer, 4);
+    EXPECT_GT(row.at("time_us").number, 0);
+    EXPECT_GT(row.at("predicted_us").number, 0);
+    EXPECT_EQ(row.at("iterations").array.size(), 20u);  // nccl-tests' default -n
+    EXPECT_EQ(row.at("count").integer * 4, row.at("size_bytes").integer);
+  }
+  for (const std::string& a : algorithmNames()) EXPECT_TRUE(seen.count(a)) << a;
+  EXPECT_EQ(sizes, (std::set<int64_t>{4096, 16384, 65536}));
+  EXPECT_EQ(v.at("results").array.size(), 3 * algorithmNames().size());
+  expectNoWorkerLeft();
+}
+
+TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* names;
+  };
+  const Case cases[] = {
+      {{"-b", "0"}, "-b"},
+      {{"-b", "8K", "-e", "4K"}, "-e"},
+      {{"-b", "1.5K"}, "-b"},
+      {{"-f", "1"}, "-f"},
+      {{"-f", "2", "-i", "1K"}, "-i"},
+      {{"-n", "0"}, "-n"},
+      {{"-w", "-1"}, "-w"},
+      {{"-c", "2"}, "-c"},
+      {{"-o", "xor"}, "-o"},
+      {{"-d", "complex"}, "-d"},
+      {{"--algo", "nope"}, "--algo"},
+      {{"--algo", "ring,,tree"}, "--algo"},
+      {{"--algo", "recursive-doubling", "--collective", "reduce"}, "--collective"},
+      {{"--collective", "alltoall"}, "--collective"},
+      {{"--workers", "65"}, "--workers"},
+      {{"--workers", "0"}, "--workers"},
+      {{"--workers", "40", "--expect", "30"}, "--expect"},
+      {{"--ranks-per-host", "5"}, "--ranks-per-host"},
+      {{"--chunk", "6"}, "--chunk"},
+      {{"--chunk", "0"}, "--chunk"},
+      {{"--inflight", "0"}, "--inflight"},
+      {{"--backend", "cuda"}, "backend cuda is not built in this binary"},
+      {{"--backend", "nccl"}, "backend nccl is not built in this binary"},
+      {{"--backend", "tpu"}, "--backend"},
+      {{"--listen", "127.0.0.1:5555"}, "--listen"},
+      {{"--listen", "tcp://127.0.0.1:99999"}, "--listen"},
+      {{"--telemetry", "loud"}, "--telemetry"},
+      {{"-r", "4"}, "-r"},
+      {{"--json", "/nonexistent/dir/out.json"}, "--json"},
+      {{"--trace", "/"}, "--trace"},
+      {{"--csv", "same.csv", "--record", "same.csv"}, "same.csv"},
+      {{"--collective", "allgather", "-b", "8"}, "-b"},
+      {{"-e", "64G"}, "-e"},
+      {{"--frobnicate"}, "--frobnicate"},
+      {{"-b"}, "-b"},
+  };
+  for (const Case& c : cases) {
+    std::string shown;
+    for (const auto& a : c.args) shown += a + " ";
+    const Result r = run(c.args, "bad");
+    EXPECT_EQ(r.rc, 2) << shown << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << shown << ": " << r.err;
+    EXPECT_NE(r.err.find(c.names), std::string::npos) << shown << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("allreduce-lab bench: ", 0), 0u) << r.err;
+    EXPECT_EQ(r.out, "") << shown;
+    EXPECT_TRUE(workerPids().empty()) << shown << ": a worker was started";
+  }
+  const Result help = run({"--help"}, "help");
+  EXPECT_EQ(help.rc, 0);
+  EXPECT_NE(help.out.find("-b, --minbytes"), std::string::npos);
+  EXPECT_TRUE(workerPids().empty());
+}
+
+TEST_F(BenchCli, TraceRecordingAndCsvDescribeTheRun) {
+  const std::string trace = file("t.json"), rec = file("r.json"), csv = file("c.csv");
+  const Result r = run({"--workers", "3",   "--algo",   "ring,tree", "-b",    "96K",     "-e",
+                        "96K",       "-n",  "2",        "-w",        "1",     "--chunk", "16K",
+                        "--trace",   trace, "--record", rec,         "--csv", csv});
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+
+  const JsonValue t = parseJson(slurp(trace));
+  std::set<std::string> processes;
+  std::set<std::string> lanes;
+  std::map<int64_t, int> flowEnds;  // bind_id -> 1 for out, 2 for in, 3 for both
+  size_t counters = 0, slices = 0;
+  for (const JsonValue& e : t.at("traceEvents").array) {
+    const std::string& ph = e.at("ph").string;
+    if (ph == "M" && e.at("name").string == "process_name") {
+      processes.insert(e.at("args").at("name").string);
+    } else if (ph == "M" && e.at("name").string == "thread_name") {
+      lanes.insert(e.at("args").at("name").string);
+    } else if (ph == "X") {
+      ++slices;
+      if (e.has("flow_out")) flowEnds[e.at("bind_id").integer] |= 1;
+      if (e.has("flow_in")) flowEnds[e.at("bind_id").integer] |= 2;
+    } else if (ph == "C") {
+      ++counters;
+    }
+  }
+  for (int rank = 0; rank < 3; ++rank) {
+    bool found = false;
+    for (const std::string& p : processes)
+      found |= p.rfind("rank " + std::to_string(rank) + " (", 0) == 0;
+    EXPECT_TRUE(found) << "rank " << rank;
+  }
+  for (const char* lane : {"send", "recv", "reduce"}) EXPECT_TRUE(lanes.count(lane)) << lane;
+  EXPECT_GT(slices, 0u);
+  EXPECT_GT(counters, 0u);
+  ASSERT_FALSE(flowEnds.empty());
+  for (const auto& [id, ends] : flowEnds) EXPECT_EQ(ends, 3) << "flow " << id << " is unpaired";
+  const JsonValue& other = t.at("otherData");
+  EXPECT_EQ(other.at("unmatched_sends").integer, 0);
+  EXPECT_EQ(other.at("unmatched_recvs").integer, 0);
+  EXPECT_EQ(other.at("flows").integer, static_cast<int64_t>(flowEnds.size()));
+
+  const BenchReport back = readRecording(rec);
+  ASSERT_EQ(back.rows.size(), 2u);
+  EXPECT_EQ(back.workers.size(), 3u);
+  for (const BenchRow& row : back.rows) {
+    EXPECT_EQ(row.result.state, RunState::Done);
+    EXPECT_FALSE(row.result.events.empty());
+    EXPECT_EQ(row.result.perRank.size(), 3u * 2);
+    EXPECT_EQ(row.result.iterationUs.size(), 2u);
+    EXPECT_GT(row.endNs, row.startNs);
+    for (const TelemetryEvent& e : row.result.events) {
+      // Coordinator clock: inside the run, give or take the clock alignment.
+      EXPECT_GT(e.tNs, row.startNs - 50'000'000);
+      EXPECT_LT(e.tNs, row.endNs + 50'000'000);
+    }
+  }
+  EXPECT_EQ(back.config.algorithms, (std::vector<std::string>{"ring", "tree"}));
+  EXPECT_EQ(lines(slurp(csv)), 3u);  // header + 2 runs
+}
+
+TEST_F(BenchCli, ListenPrintsTheJoinCommandAndRemoteWorkersTakePart) {
+  const Proc p = start({"--workers", "1", "--expect", "1", "--listen", "tcp://127.0.0.1:*", "-b",
+                        "4K", "-e", "4K", "-n", "2", "-w", "0"},
+                       "listen");
+  ASSERT_TRUE(waitForText(p.err, "allreduce-worker --connect tcp://127.0.0.1:")) << slurp(p.err);
+  std::string line;
+  {
+    std::istringstream in(slurp(p.err));
+    while (std::getline(in, line) && line.rfind("allreduce-worker --connect ", 0) != 0) {
+    }
+  }
+  // Run the printed command as a user would, with the real binary's path.
+  const std::string endpoint = line.substr(std::string("allreduce-worker --connect ").size());
+  const int64_t remote = spawnChild({ARL_WORKER_BINARY, "--connect", endpoint});
+  const int rc = finish(p);
+  const std::string out = slurp(p.out);
+  EXPECT_EQ(rc, 0) << slurp(p.err) << out;
+  EXPECT_NE(out.find("nranks 2 (1 local, 1 remote)"), std::string::npos) << out;
+  EXPECT_NE(out.find("remote"), std::string::npos);
+  // The remote worker leaves when the lab shuts down.
+  EXPECT_TRUE(waitFor(remote, std::chrono::seconds(10)).has_value());
+  killAndReap(remote);
+}
+
+TEST_F(BenchCli, SigintAbortsTheRunAndLeavesNoWorker) {
+  const Proc p = start(
+      {"--workers", "2", "-b", "8M", "-e", "8M", "-n", "100000", "-w", "0", "--telemetry", "off"},
+      "sigint");
+  ASSERT_TRUE(waitForText(p.out, "#  Rank  1 Pid")) << slurp(p.err);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // well into the run
+  ::kill(p.pid, SIGINT);
+  const int rc = finish(p, std::chrono::seconds(30));
+  const std::string err = slurp(p.err);
+  EXPECT_EQ(rc, 128 + SIGINT) << err;
+  EXPECT_NE(err.find("interrupted by SIGINT"), std::string::npos) << err;
+  EXPECT_EQ(workerPids().size(), 2u);
+  expectNoWorkerLeft();
+}
+
+TEST_F(BenchCli, AWorkerKilledMidRunFailsTheBenchNamingRankAndStep) {
+  const Proc p =
+      start({"--workers", "3", "-b", "8M", "-e", "8M", "-n", "100000", "-w", "0"}, "killed");
+  ASSERT_TRUE(waitForText(p.out, "#  Rank  2 Pid")) << slurp(p.err);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::vector<int64_t> pids = workerPids();
+  ASSERT_EQ(pids.size(), 3u);
+  ::kill(static_cast<pid_t>(pids[1]), SIGKILL);
+  const int rc = finish(p, std::chrono::seconds(30));
+  const std::string err = slurp(p.err);
+  EXPECT_EQ(rc, 1) << err;
+  // The coordinator's report: the rank, its pid, how it died and where it was.
+  const std::string last = err.substr(err.rfind("allreduce-lab bench: "));
+  EXPECT_NE(last.find("ring allreduce 8M failed: rank "), std::string::npos) << err;
+  EXPECT_NE(last.find("killed by signal 9"), std::string::npos) << err;
+  EXPECT_NE(last.find("step"), std::string::npos) << err;
+  expectNoWorkerLeft();
+}
+
+}  // namespace
+}  // namespace arl
