@@ -25,8 +25,8 @@
 //
 // Op fields: `chunk` is the shard in phases 1 and 3 and shard x H + sub-block in phase 2.
 // Every chain is pipelined by slice, slice-major like NCCL's ring loop, so one message per
-// channel suffices (no deadlock at capacity 1): within a slice every rank handles at most one
-// chain per step, receiving before it sends. The phases use disjoint channels (inside a host,
+// channel suffices (no deadlock at capacity 1): within a slice and pass every rank handles at most
+// one chain per step, receiving before it sends. The phases use disjoint channels (inside a host,
 // across hosts) and each runs to completion before the next on every rank. Input is read only
 // in phase 1, and only for shards whose Output the rank does not write before reading them, so
 // the schedule is also correct in place.

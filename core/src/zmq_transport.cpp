@@ -9,10 +9,10 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <filesystem>
 #include <mutex>
 #include <string_view>
 #include <system_error>
@@ -45,7 +45,9 @@ constexpr uint32_t kAckMagic = 0x41524C41;  // "ARLA"
 bool knownMagic(uint32_t m) { return m == ChunkHeader::kMagic || m == kFinMagic || m == kAckMagic; }
 
 std::string formatDuration(milliseconds t) {
-  if (t.count() >= 1000 && t.count() % 1000 == 0) return std::to_string(t.count() / 1000) + " s";
+  if (t.count() >= 1000 && t.count() % 1000 == 0) {
+    return std::to_string(t.count() / 1000) + " s";
+  }
   return std::to_string(t.count()) + " ms";
 }
 
@@ -127,11 +129,15 @@ class ZeroCopyCompletion final : public SendCompletion {
   bool done() const override { return st_->done.load(std::memory_order_acquire); }
 
   void wait() override {
-    if (done()) return;
+    if (done()) {
+      return;
+    }
     const auto deadline = Clock::now() + timeout_;
     std::unique_lock<std::mutex> lk(st_->m);
     while (!st_->done.load(std::memory_order_acquire)) {
-      if (shared_->isAborted()) throw shared_->fail(rank_, peer_, step_, "run aborted");
+      if (shared_->isAborted()) {
+        throw shared_->fail(rank_, peer_, step_, "run aborted");
+      }
       const auto now = Clock::now();
       if (now >= deadline) {
         throw shared_->fail(rank_, peer_, step_,
@@ -180,16 +186,22 @@ void waitSocket(zmq::socket_t& sock, short events, const SharedState& st, millis
   try {
     zmq::poll(items, std::min(timeout, kAbortCheck));
   } catch (const zmq::error_t& e) {
-    if (e.num() != EINTR) throw;
+    if (e.num() != EINTR) {
+      throw;
+    }
   }
 }
 
 // Sender named in a header frame, or -1 when the frame is not a readable header.
 int senderOf(const zmq::message_t& frame, int nranks) {
-  if (frame.size() != sizeof(ChunkHeader)) return -1;
+  if (frame.size() != sizeof(ChunkHeader)) {
+    return -1;
+  }
   ChunkHeader h;
   std::memcpy(&h, frame.data(), sizeof h);
-  if (!knownMagic(h.magic) || h.src < 0 || h.src >= nranks) return -1;
+  if (!knownMagic(h.magic) || h.src < 0 || h.src >= nranks) {
+    return -1;
+  }
   return h.src;
 }
 
@@ -237,7 +249,9 @@ struct ZmqDataPlane::Impl {
   // Connects the PUSH socket to `peer` unless it exists. Throws ConfigError.
   zmq::socket_t& pushTo(int peer) {
     zmq::socket_t& s = push[static_cast<size_t>(peer)];
-    if (s.handle() != nullptr) return s;
+    if (s.handle() != nullptr) {
+      return s;
+    }
     if (endpoints.empty() || endpoints[static_cast<size_t>(peer)].empty()) {
       throw ConfigError(who() + "no endpoint known for rank " + std::to_string(peer));
     }
@@ -269,7 +283,9 @@ struct ZmqDataPlane::Impl {
     h.src = rank;
     h.length = 0;
     zmq::message_t head(&h, sizeof h);
-    if (!s.send(head, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return false;
+    if (!s.send(head, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+      return false;
+    }
     // The high-water mark is checked on the first frame only: the rest always goes.
     zmq::message_t empty;
     (void)s.send(empty, zmq::send_flags::none);
@@ -279,9 +295,13 @@ struct ZmqDataPlane::Impl {
   // Answers the FINs read so far, as far as the connections allow. An ACK that cannot be
   // sent at all (no endpoint) is given up: its FIN's sender then waits out its linger.
   void flushAcks() {
-    if (acksOwed == 0) return;
+    if (acksOwed == 0) {
+      return;
+    }
     for (int q = 0; q < nranks; ++q) {
-      if (!ackOwed[static_cast<size_t>(q)]) continue;
+      if (!ackOwed[static_cast<size_t>(q)]) {
+        continue;
+      }
       bool settled = false;
       try {
         settled = trySendControl(q, kAckMagic);
@@ -321,14 +341,20 @@ struct ZmqDataPlane::Impl {
   bool readOne(uint32_t step, int forPeer, std::unique_ptr<InMessage>& out) {
     zmq::message_t head;
     try {
-      if (!pull.recv(head, zmq::recv_flags::dontwait)) return false;
+      if (!pull.recv(head, zmq::recv_flags::dontwait)) {
+        return false;
+      }
     } catch (const zmq::error_t& e) {
-      if (e.num() == EINTR) return false;
+      if (e.num() == EINTR) {
+        return false;
+      }
       throw shared->fail(rank, forPeer, step,
                          std::string("data-plane receive failed: ") + e.what());
     }
     const int src = senderOf(head, nranks);
-    if (!head.more()) throw malformed(src, step, "1 frame, expected 2 (header, payload)");
+    if (!head.more()) {
+      throw malformed(src, step, "1 frame, expected 2 (header, payload)");
+    }
     // The remaining frames of a multipart message are already here (atomic delivery).
     zmq::message_t body;
     (void)pull.recv(body, zmq::recv_flags::none);
@@ -383,8 +409,12 @@ struct ZmqDataPlane::Impl {
   // Both halves of the goodbye are complete.
   bool settled() const {
     for (size_t p = 0; p < static_cast<size_t>(nranks); ++p) {
-      if (sentTo[p] && !ackSeen[p]) return false;
-      if (recvFrom[p] && (!finSeen[p] || ackOwed[p])) return false;
+      if (sentTo[p] && !ackSeen[p]) {
+        return false;
+      }
+      if (recvFrom[p] && (!finSeen[p] || ackOwed[p])) {
+        return false;
+      }
     }
     return true;
   }
@@ -395,20 +425,32 @@ struct ZmqDataPlane::Impl {
     SharedState& st = *shared;
     // FIN after the data: FIFO per connection puts it behind everything we sent.
     for (int p = 0; p < nranks; ++p) {
-      if (!sentTo[static_cast<size_t>(p)]) continue;
+      if (!sentTo[static_cast<size_t>(p)]) {
+        continue;
+      }
       while (!trySendControl(p, kFinMagic)) {
-        if (st.isAborted() || Clock::now() >= deadline) return false;
+        if (st.isAborted() || Clock::now() >= deadline) {
+          return false;
+        }
         waitSocket(push[static_cast<size_t>(p)], ZMQ_POLLOUT, st, until(deadline));
       }
     }
     for (;;) {
       flushAcks();
-      if (settled()) return true;
-      if (st.isAborted() || Clock::now() >= deadline) return false;
+      if (settled()) {
+        return true;
+      }
+      if (st.isAborted() || Clock::now() >= deadline) {
+        return false;
+      }
       std::unique_ptr<InMessage> unread;
-      while (readOne(0, -1, unread)) unread.reset();  // data nobody asked for is dropped
+      while (readOne(0, -1, unread)) {
+        unread.reset();  // data nobody asked for is dropped
+      }
       flushAcks();
-      if (settled()) return true;
+      if (settled()) {
+        return true;
+      }
       waitSocket(pull, ZMQ_POLLIN, st,
                  std::min(until(deadline), acksOwed ? kAckRetry : kAbortCheck));
     }
@@ -422,8 +464,12 @@ DataPlanePeers dataPlanePeers(const Schedule& s, int rank) {
   }
   DataPlanePeers p;
   for (const Op& op : s.ranks[static_cast<size_t>(rank)]) {
-    if (op.sendPeer >= 0) p.sendTo.push_back(op.sendPeer);
-    if (op.recvPeer >= 0) p.recvFrom.push_back(op.recvPeer);
+    if (op.sendPeer >= 0) {
+      p.sendTo.push_back(op.sendPeer);
+    }
+    if (op.recvPeer >= 0) {
+      p.recvFrom.push_back(op.recvPeer);
+    }
   }
   for (auto* v : {&p.sendTo, &p.recvFrom}) {
     std::sort(v->begin(), v->end());
@@ -445,13 +491,25 @@ ZmqDataPlane::~ZmqDataPlane() { close(); }
 std::string ZmqDataPlane::bind(const BindOptions& opt) {
   ARL_ENFORCE(!impl_->ctx && !impl_->closed, "data plane of rank " << rank_ << " bound twice");
   const std::string who = impl_->who();
-  if (opt.sndHwm < 0 || opt.rcvHwm < 0) throw ConfigError(who + "high-water marks must be >= 0");
-  if (opt.ioThreads < 1) throw ConfigError(who + "ioThreads must be >= 1");
-  if (opt.tcpBufferBytes < 0) throw ConfigError(who + "tcpBufferBytes must be >= 0");
-  if (opt.sendTimeout.count() < 0) throw ConfigError(who + "sendTimeout must be >= 0");
-  if (opt.closeLinger.count() < 0) throw ConfigError(who + "closeLinger must be >= 0");
+  if (opt.sndHwm < 0 || opt.rcvHwm < 0) {
+    throw ConfigError(who + "high-water marks must be >= 0");
+  }
+  if (opt.ioThreads < 1) {
+    throw ConfigError(who + "ioThreads must be >= 1");
+  }
+  if (opt.tcpBufferBytes < 0) {
+    throw ConfigError(who + "tcpBufferBytes must be >= 0");
+  }
+  if (opt.sendTimeout.count() < 0) {
+    throw ConfigError(who + "sendTimeout must be >= 0");
+  }
+  if (opt.closeLinger.count() < 0) {
+    throw ConfigError(who + "closeLinger must be >= 0");
+  }
   const bool tcp = opt.kind == BindOptions::Kind::Tcp;
-  if (tcp && opt.tcpHost.empty()) throw ConfigError(who + "tcp host is empty");
+  if (tcp && opt.tcpHost.empty()) {
+    throw ConfigError(who + "tcp host is empty");
+  }
   if (tcp && opt.tcpAdvertiseHost.empty() && isWildcardHost(opt.tcpHost)) {
     throw ConfigError(who + "tcp host '" + opt.tcpHost +
                       "' is a wildcard; set an address peers can reach (tcpAdvertiseHost)");
@@ -464,13 +522,14 @@ std::string ZmqDataPlane::bind(const BindOptions& opt) {
   } else {
     std::string base = opt.ipcBaseDir;
     if (base.empty()) {
-      const char* t = std::getenv("TMPDIR");
-      base = (t != nullptr && *t != '\0') ? t : "/tmp";
+      std::error_code ec;  // temp_directory_path() honours $TMPDIR
+      const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+      base = ec ? std::string("/tmp") : tmp.string();
     }
     std::string templ = base + "/arl-dp-XXXXXX";
     if (::mkdtemp(templ.data()) == nullptr) {
       throw ConfigError(who + "cannot create a private ipc directory under " + base + ": " +
-                        std::strerror(errno));
+                        std::generic_category().message(errno));
     }
     impl_->ipcDir = templ;
     impl_->ipcFile = templ + "/rank" + std::to_string(rank_) + ".sock";
@@ -492,7 +551,9 @@ std::string ZmqDataPlane::bind(const BindOptions& opt) {
     impl_->pull.set(zmq::sockopt::linger, 0);
     impl_->pull.set(zmq::sockopt::rcvhwm, opt.rcvHwm);
     impl_->pull.set(zmq::sockopt::maxmsgsize, opt.maxMessageBytes);
-    if (tcp && opt.tcpBufferBytes > 0) impl_->pull.set(zmq::sockopt::rcvbuf, opt.tcpBufferBytes);
+    if (tcp && opt.tcpBufferBytes > 0) {
+      impl_->pull.set(zmq::sockopt::rcvbuf, opt.tcpBufferBytes);
+    }
     impl_->pull.bind(bindAddr);
     endpoint_ = impl_->pull.get(zmq::sockopt::last_endpoint);
   } catch (const zmq::error_t& e) {
@@ -526,11 +587,15 @@ void ZmqDataPlane::connect(const std::vector<std::string>& endpointsByRank,
     }
   }
   impl_->endpoints = endpointsByRank;
-  for (int p : peers) impl_->pushTo(p);
+  for (int p : peers) {
+    impl_->pushTo(p);
+  }
 }
 
 bool ZmqDataPlane::close() {
-  if (!impl_ || impl_->closed) return false;
+  if (!impl_ || impl_->closed) {
+    return false;
+  }
   SharedState& st = *impl_->shared;
   const bool graceful =
       impl_->ctx && !st.isAborted() && !st.failed.load() && std::uncaught_exceptions() == 0;
@@ -550,7 +615,9 @@ bool ZmqDataPlane::close() {
   const int linger =
       graceful ? static_cast<int>(std::min<int64_t>(impl_->opt.closeLinger.count(), 1000)) : 0;
   for (auto& s : impl_->push) {
-    if (s.handle() == nullptr) continue;
+    if (s.handle() == nullptr) {
+      continue;
+    }
     try {
       s.set(zmq::sockopt::linger, linger);
     } catch (const zmq::error_t&) {
@@ -565,8 +632,12 @@ bool ZmqDataPlane::close() {
     impl_->ctx->close();
     impl_->ctx.reset();
   }
-  if (!impl_->ipcFile.empty()) ::unlink(impl_->ipcFile.c_str());
-  if (!impl_->ipcDir.empty()) ::rmdir(impl_->ipcDir.c_str());
+  if (!impl_->ipcFile.empty()) {
+    ::unlink(impl_->ipcFile.c_str());
+  }
+  if (!impl_->ipcDir.empty()) {
+    ::rmdir(impl_->ipcDir.c_str());
+  }
   return clean;
 }
 
@@ -583,7 +654,9 @@ std::shared_ptr<SendCompletion> ZmqDataPlane::send(int peer, const ChunkHeader& 
   ARL_ENFORCE(impl_->ctx && !impl_->closed,
               "send on a data plane not bound or closed, rank " << rank_);
   SharedState& st = *impl_->shared;
-  if (st.isAborted()) throw st.fail(rank_, peer, h.step, "run aborted");
+  if (st.isAborted()) {
+    throw st.fail(rank_, peer, h.step, "run aborted");
+  }
   zmq::socket_t* sockp = nullptr;
   try {
     sockp = &impl_->pushTo(peer);
@@ -614,7 +687,9 @@ std::shared_ptr<SendCompletion> ZmqDataPlane::send(int peer, const ChunkHeader& 
     completion = std::make_shared<ZeroCopyCompletion>(std::move(zc), impl_->shared, rank_, peer,
                                                       h.step, impl_->opt.sendTimeout);
   } else {
-    if (bytes > 0) body = zmq::message_t(data, bytes);
+    if (bytes > 0) {
+      body = zmq::message_t(data, bytes);
+    }
     static const auto kDone = std::make_shared<DoneCompletion>();
     completion = kDone;
   }
@@ -622,9 +697,13 @@ std::shared_ptr<SendCompletion> ZmqDataPlane::send(int peer, const ChunkHeader& 
   const auto deadline = Clock::now() + impl_->opt.sendTimeout;
   auto sendFrame = [&](zmq::message_t& m, zmq::send_flags more) {
     for (;;) {
-      if (st.isAborted()) throw st.fail(rank_, peer, h.step, "run aborted");
+      if (st.isAborted()) {
+        throw st.fail(rank_, peer, h.step, "run aborted");
+      }
       try {
-        if (sock.send(m, more | zmq::send_flags::dontwait)) return;
+        if (sock.send(m, more | zmq::send_flags::dontwait)) {
+          return;
+        }
       } catch (const zmq::error_t& e) {
         if (e.num() != EINTR) {
           throw st.fail(rank_, peer, h.step,
@@ -656,7 +735,9 @@ std::unique_ptr<InMessage> ZmqDataPlane::recv(int peer, uint32_t step,
               "recv on a data plane not bound or closed, rank " << rank_);
   SharedState& st = *impl_->shared;
   auto& mine = impl_->queues[static_cast<size_t>(peer)];
-  if (st.isAborted()) throw st.fail(rank_, peer, step, "run aborted");
+  if (st.isAborted()) {
+    throw st.fail(rank_, peer, step, "run aborted");
+  }
   if (!mine.empty()) {
     auto m = std::move(mine.front());
     mine.pop_front();
@@ -667,7 +748,9 @@ std::unique_ptr<InMessage> ZmqDataPlane::recv(int peer, uint32_t step,
   for (;;) {
     std::unique_ptr<InMessage> m;
     while (impl_->readOne(step, peer, m)) {
-      if (!m) continue;  // a goodbye message
+      if (!m) {
+        continue;  // a goodbye message
+      }
       const int src = m->header().src;
       if (src == peer) {
         impl_->flushAcks();
@@ -676,7 +759,9 @@ std::unique_ptr<InMessage> ZmqDataPlane::recv(int peer, uint32_t step,
       impl_->queues[static_cast<size_t>(src)].push_back(std::move(m));
     }
     impl_->flushAcks();
-    if (st.isAborted()) throw st.fail(rank_, peer, step, "run aborted");
+    if (st.isAborted()) {
+      throw st.fail(rank_, peer, step, "run aborted");
+    }
     // A FIN follows a peer's last message, so with its queue empty nothing more will come.
     if (impl_->finSeen[static_cast<size_t>(peer)]) {
       impl_->flushAcksFor(kAckGrace);

@@ -40,7 +40,9 @@ void dataPlaneThroughput(benchmark::State& state, BindOptions::Kind kind, bool z
                          size_t bytes) {
   BindOptions opt;
   opt.kind = kind;
-  if (!zeroCopy) opt.zeroCopyMinBytes = std::numeric_limits<size_t>::max();
+  if (!zeroCopy) {
+    opt.zeroCopyMinBytes = std::numeric_limits<size_t>::max();
+  }
   ZmqDataPlane tx(0, 2);
   ZmqDataPlane rx(1, 2);
   const std::vector<std::string> endpoints = {tx.bind(opt), rx.bind(opt)};
@@ -92,7 +94,9 @@ void dataPlaneThroughput(benchmark::State& state, BindOptions::Kind kind, bool z
       received.wait(got, std::memory_order_acquire);
     }
   }
-  if (!txError.empty()) tx.abort();  // close() then releases the payloads at once
+  if (!txError.empty()) {
+    tx.abort();  // close() then releases the payloads at once
+  }
   receiver.join();
   if (!txError.empty() || !rxError.empty()) {
     state.SkipWithError((txError.empty() ? rxError : txError).c_str());

@@ -34,6 +34,7 @@ BindOptions optionsFor(Kind k) {
 // Runs f(rank) on one thread per rank, rethrowing the first failure on the calling thread.
 void onThreads(int n, const std::function<void(int)>& f) {
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(n));
   std::mutex m;
   std::exception_ptr first;
   for (int r = 0; r < n; ++r) {
@@ -42,12 +43,18 @@ void onThreads(int n, const std::function<void(int)>& f) {
         f(r);
       } catch (...) {
         std::lock_guard<std::mutex> lk(m);
-        if (!first) first = std::current_exception();
+        if (!first) {
+          first = std::current_exception();
+        }
       }
     });
   }
-  for (auto& t : threads) t.join();
-  if (first) std::rethrow_exception(first);
+  for (auto& t : threads) {
+    t.join();
+  }
+  if (first) {
+    std::rethrow_exception(first);
+  }
 }
 
 // n data planes, bound and connected to every other rank, as the coordinator would set them
@@ -80,7 +87,9 @@ Mesh makeMesh(int n, const BindOptions& opt) {
   for (int r = 0; r < n; ++r) {
     std::vector<int> peers;
     for (int p = 0; p < n; ++p) {
-      if (p != r) peers.push_back(p);
+      if (p != r) {
+        peers.push_back(p);
+      }
     }
     mesh.dp[static_cast<size_t>(r)]->connect(endpoints, peers);
   }
@@ -139,7 +148,9 @@ TEST_P(ZmqDataPlaneTest, FifoPerPeerWithInterleavedSenders) {
   };
   std::vector<std::vector<std::vector<unsigned char>>> sent(kRanks);
   for (int src = 1; src < kRanks; ++src) {
-    for (uint32_t i = 0; i < kMessages; ++i) sent[src].push_back(pattern(src, i, sizeOf(src, i)));
+    for (uint32_t i = 0; i < kMessages; ++i) {
+      sent[src].push_back(pattern(src, i, sizeOf(src, i)));
+    }
   }
   onThreads(kRanks, [&](int r) {
     ZmqDataPlane& t = *dp[static_cast<size_t>(r)];
@@ -149,7 +160,9 @@ TEST_P(ZmqDataPlaneTest, FifoPerPeerWithInterleavedSenders) {
         const auto& p = sent[r][i];
         pending.push_back(t.send(0, headerFor(i, i * 10), p.data(), p.size()));
       }
-      for (auto& c : pending) c->wait();
+      for (auto& c : pending) {
+        c->wait();
+      }
       return;
     }
     // Receive order: two from rank 2, one from rank 1, repeated; leftovers at the end.
@@ -165,8 +178,12 @@ TEST_P(ZmqDataPlaneTest, FifoPerPeerWithInterleavedSenders) {
       EXPECT_TRUE(samePayload(*m, sent[src][i])) << "payload of rank " << src << " message " << i;
     };
     while (next[1] < kMessages || next[2] < kMessages) {
-      for (int k = 0; k < 2 && next[2] < kMessages; ++k) take(2);
-      if (next[1] < kMessages) take(1);
+      for (int k = 0; k < 2 && next[2] < kMessages; ++k) {
+        take(2);
+      }
+      if (next[1] < kMessages) {
+        take(1);
+      }
     }
     EXPECT_EQ(t.queued(1), 0u);
     EXPECT_EQ(t.queued(2), 0u);
@@ -180,7 +197,9 @@ TEST_P(ZmqDataPlaneTest, MessagesFromOtherPeersAreQueuedWhileWaiting) {
   auto dp = makeMesh(3, opt);
   constexpr uint32_t kMessages = 5;
   std::vector<std::vector<unsigned char>> sent;
-  for (uint32_t i = 0; i < kMessages; ++i) sent.push_back(pattern(1, i, 1000 + i));
+  for (uint32_t i = 0; i < kMessages; ++i) {
+    sent.push_back(pattern(1, i, 1000 + i));
+  }
   for (uint32_t i = 0; i < kMessages; ++i) {
     EXPECT_TRUE(dp[1]->send(0, headerFor(i), sent[i].data(), sent[i].size())->done());
   }
@@ -210,7 +229,9 @@ TEST_P(ZmqDataPlaneTest, LargeZeroCopyPayloadsArriveIntact) {
   opt.tcpBufferBytes = 64 * 1024;
   auto dp = makeMesh(2, opt);
   std::vector<std::vector<unsigned char>> sent;
-  for (uint32_t i = 0; i < kMessages; ++i) sent.push_back(pattern(0, i, kBytes));
+  for (uint32_t i = 0; i < kMessages; ++i) {
+    sent.push_back(pattern(0, i, kBytes));
+  }
 
   std::mutex m;
   std::vector<std::shared_ptr<SendCompletion>> completions;
@@ -362,7 +383,9 @@ TEST_P(ZmqDataPlaneTest, AbortUnblocksWaitingRecvAndFailsLaterCalls) {
       error = e.what();
     }
   });
-  while (!started) std::this_thread::yield();
+  while (!started) {
+    std::this_thread::yield();
+  }
   std::this_thread::sleep_for(milliseconds(100));
   const auto abortedAt = std::chrono::steady_clock::now();
   dp[0]->abort();
@@ -390,13 +413,16 @@ TEST_P(ZmqDataPlaneTest, AbortUnblocksBlockedSendAndCompletionWait) {
   std::thread sender([&] {
     std::vector<std::shared_ptr<SendCompletion>> pending;
     try {
-      for (uint32_t i = 0; i < 64; ++i)
+      for (uint32_t i = 0; i < 64; ++i) {
         pending.push_back(dp[0]->send(1, headerFor(i), big.data(), big.size()));
+      }
     } catch (const PeerError& e) {
       sendError = e.what();
     }
     for (auto& c : pending) {
-      if (c->done()) continue;
+      if (c->done()) {
+        continue;
+      }
       try {
         c->wait();
       } catch (const PeerError& e) {
@@ -423,7 +449,9 @@ TEST_P(ZmqDataPlaneTest, SendTimesOutWhenPeerNeverReads) {
   auto dp = makeMesh(2, opt);
   const std::vector<unsigned char> big(4u << 20, 0x33);
   try {
-    for (uint32_t i = 0; i < 64; ++i) dp[0]->send(1, headerFor(i), big.data(), big.size());
+    for (uint32_t i = 0; i < 64; ++i) {
+      dp[0]->send(1, headerFor(i), big.data(), big.size());
+    }
     FAIL() << "64 x 4 MiB queued on a link bounded to a few messages";
   } catch (const PeerError& e) {
     EXPECT_EQ(e.peer, 1);
@@ -444,7 +472,9 @@ TEST_P(ZmqDataPlaneTest, CloseRightAfterSendingLosesNothing) {
   // Copied payloads: each send is done at once, so rank 0 reaches close() while most of
   // them are still queued.
   std::vector<std::vector<unsigned char>> sent;
-  for (uint32_t i = 0; i < 300; ++i) sent.push_back(pattern(0, i, 1000));
+  for (uint32_t i = 0; i < 300; ++i) {
+    sent.push_back(pattern(0, i, 1000));
+  }
   std::vector<char> clean(2, 0);
   onThreads(2, [&](int r) {
     if (r == 0) {
@@ -452,7 +482,9 @@ TEST_P(ZmqDataPlaneTest, CloseRightAfterSendingLosesNothing) {
       for (uint32_t i = 0; i < sent.size(); ++i) {
         pending.push_back(dp[0]->send(1, headerFor(i), sent[i].data(), sent[i].size()));
       }
-      for (auto& c : pending) c->wait();
+      for (auto& c : pending) {
+        c->wait();
+      }
       clean[0] = dp[0]->close();
       return;
     }
@@ -635,7 +667,9 @@ TEST_P(ZmqDataPlaneTest, RingAllReduceOverTheDataPlane) {
       CpuBackend backend;
       const size_t bytes = p.count * sizeof(float);
       std::vector<float> host(p.count);
-      for (uint64_t i = 0; i < p.count; ++i) host[i] = input(r, i);
+      for (uint64_t i = 0; i < p.count; ++i) {
+        host[i] = input(r, i);
+      }
       RankBuffers bufs;
       bufs.input = backend.allocate(bytes);
       bufs.output = backend.allocate(bytes);
@@ -651,8 +685,12 @@ TEST_P(ZmqDataPlaneTest, RingAllReduceOverTheDataPlane) {
           backend.download(out.data(), bufs.output, bytes);
           for (uint64_t i = 0; i < p.count; ++i) {
             float want = 0;
-            for (int q = 0; q < kRanks; ++q) want += input(q, i);
-            if (out[i] != want) ++wrong[static_cast<size_t>(r)];
+            for (int q = 0; q < kRanks; ++q) {
+              want += input(q, i);
+            }
+            if (out[i] != want) {
+              ++wrong[static_cast<size_t>(r)];
+            }
           }
         }
       } catch (...) {

@@ -90,7 +90,7 @@ class ZmqDataPlane final : public Transport {
 
   // Phase 1: binds this rank's PULL socket and returns the endpoint peers connect to
   // ("ipc:///tmp/arl-dp-XXXXXX/rank3.sock", "tcp://10.0.0.5:41234"). Call once.
-  // Throws ConfigError on bad options and PeerError when the bind fails.
+  // Throws ConfigError on bad options or when the bind fails.
   std::string bind(const BindOptions& opt);
   // Phase 2: connects PUSH sockets to `peers` (ranks) at endpointsByRank[peer]. Sending to a
   // rank not listed connects on first use, and so does acknowledging a peer's goodbye: call
@@ -122,9 +122,8 @@ class ZmqDataPlane final : public Transport {
   // Messages received from `peer` and queued while recv() waited for another peer.
   size_t queued(int peer) const;
 
-  struct Impl;  // ZeroMQ state, private to zmq_transport.cpp
-
  private:
+  struct Impl;  // ZeroMQ state, private to zmq_transport.cpp
   int rank_;
   int nranks_;
   std::string endpoint_;
