@@ -34,6 +34,7 @@
 #include "arl/generators.h"
 #include "arl/metrics.h"
 #include "arl/model.h"
+#include "arl/protocol.h"
 #include "cli_util.h"
 #include "commands.h"
 
@@ -44,9 +45,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kProg = "allreduce-lab bench";
-constexpr int kMaxWorkers = 64;            // ranks are 64-bit masks in provenance sets
-constexpr int kMaxIterations = 1'000'000;  // protocol.h's limit, per run
-constexpr int kMaxInflight = 1024;
+// The protocol's limits (protocol.h): ranks are bits of 64-bit provenance masks.
+constexpr int kMaxWorkers = kMaxRanks;
+constexpr int kMaxIters = static_cast<int>(kMaxIterations);
+constexpr int kMaxInflightSlices = static_cast<int>(kMaxInflight);
 constexpr size_t kMaxSizes = 1000;
 // Upper bound on the pipeline slices of one run, over all ranks (as `plan` has).
 constexpr uint64_t kMaxSlices = uint64_t{4} << 20;
@@ -250,8 +252,8 @@ BenchArgs parseArgs(const std::vector<std::string>& args) {
     c.telemetry = *t;
   }
   if (maxEvents) c.maxEvents = parseSizeArg("--max-events", *maxEvents, "events");
-  if (iters) c.iters = parseIntArg("-n", *iters, 1, kMaxIterations);
-  if (warmup) c.warmup = parseIntArg("-w", *warmup, 0, kMaxIterations);
+  if (iters) c.iters = parseIntArg("-n", *iters, 1, kMaxIters);
+  if (warmup) c.warmup = parseIntArg("-w", *warmup, 0, kMaxIters);
   if (check) {
     if (*check != "0" && *check != "1")
       throw UsageError{"-c expects 0 or 1 (got '" + *check + "')"};
@@ -259,7 +261,7 @@ BenchArgs parseArgs(const std::vector<std::string>& args) {
   }
   if (root) c.root = parseIntArg("-r", *root, 0, n - 1);
   if (rph) c.ranksPerHost = parseIntArg("--ranks-per-host", *rph, 0, n);
-  if (inflight) c.inflight = parseIntArg("--inflight", *inflight, 1, kMaxInflight);
+  if (inflight) c.inflight = parseIntArg("--inflight", *inflight, 1, kMaxInflightSlices);
 
   const uint64_t elem = dtypeSize(c.dtype);
   if (chunk) c.chunkBytes = parseSizeArg("--chunk", *chunk, "bytes");
@@ -700,6 +702,7 @@ void Bench::printFooter() {
                std::string(toString(c_.telemetry)).c_str(), eventsKept_, eventsDropped_,
                c_.maxEvents, eventsDropped_ ? "; see docs/telemetry.md" : "");
   }
+  if (!report_.error.empty()) out += "# Stopped early         : " + report_.error + "\n";
   out += "#";
   progress_.line(stdout, out);
 }

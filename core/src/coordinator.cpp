@@ -326,7 +326,10 @@ struct Coordinator::Impl {
     for (size_t r = 0; r < peers.size(); ++r) peers[r].info.rank = static_cast<int>(r);
   }
 
-  void publish() {
+  // Publishes the worker list for API threads. `joinedLocal`: a local child has just joined;
+  // its pendingLocal count drops in the same critical section as the list grows, so submit()
+  // never sees "no local worker pending" with the newcomer missing from the list.
+  void publish(bool joinedLocal = false) {
     std::vector<WorkerInfo> infos;
     std::vector<std::string> ids;
     for (const auto& p : peers) {
@@ -338,6 +341,7 @@ struct Coordinator::Impl {
       snapshot = std::move(infos);
       snapshotIds = std::move(ids);
       runActive = run != nullptr;
+      if (joinedLocal) --pendingLocal;
     }
     cv.notify_all();
   }
@@ -862,11 +866,7 @@ struct Coordinator::Impl {
     p.info.device = h.deviceIndex;
     auto c = children.find(h.pid);
     p.info.local = c != children.end() && !c->second.joined && h.hostName == hostName();
-    if (p.info.local) {
-      c->second.joined = true;
-      std::lock_guard<std::mutex> lock(mu);
-      --pendingLocal;
-    }
+    if (p.info.local) c->second.joined = true;
     peers.push_back(p);
     removedIds.erase(id);
     assignRanks();
@@ -876,8 +876,9 @@ struct Coordinator::Impl {
                (added->info.local ? ", local" : ", remote") + ")" +
                (added->info.rank >= 0 ? " as rank " + std::to_string(added->info.rank)
                                       : "; it gets a rank when the current run ends"));
+    const bool local = added->info.local;
     emit(WorkerEvent{added->info, true});
-    publish();
+    publish(local);
   }
 
   // ---- Commands ------------------------------------------------------------------------------

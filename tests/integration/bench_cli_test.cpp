@@ -37,6 +37,20 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
+// User plus system CPU time of a process so far (/proc/PID/stat fields 14 and 15).
+double cpuSeconds(int64_t pid) {
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 2));
+  std::string field;
+  long ticks = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i >= 14) ticks += std::stol(field);
+  }
+  return static_cast<double>(ticks) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
 size_t lines(const std::string& s) {
   size_t n = 0;
   for (char c : s) n += c == '\n' ? 1 : 0;
@@ -314,6 +328,24 @@ TEST_F(BenchCli, TraceRecordingAndCsvDescribeTheRun) {
   EXPECT_EQ(lines(slurp(csv)), 3u);  // header + 2 runs
 }
 
+TEST_F(BenchCli, TelemetryPastMaxEventsIsDroppedCountedAndReported) {
+  const std::string json = file("drop.json"), trace = file("drop-trace.json");
+  // 2 ranks, 2 iterations, one slice per step: 10 events per rank and iteration.
+  const Result r = run({"--workers", "2", "-b", "64K", "-e", "64K", "-n", "2", "-w", "0",
+                        "--max-events", "10", "--json", json, "--trace", trace});
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;  // telemetry never fails a run
+  EXPECT_NE(r.out.find("10 events kept, 30 dropped (limit 10 per run)"), std::string::npos)
+      << r.out;
+  const JsonValue v = parseJson(slurp(json));
+  EXPECT_EQ(v.at("telemetry").at("events").integer, 10);
+  EXPECT_EQ(v.at("telemetry").at("events_dropped").integer, 30);
+  EXPECT_EQ(v.at("results").array[0].at("events_dropped").integer, 30);
+  EXPECT_EQ(v.at("results").array[0].at("wrong").integer, 0);
+  const JsonValue t = parseJson(slurp(trace));
+  EXPECT_EQ(t.at("otherData").at("events_dropped").integer, 30);
+  EXPECT_NE(r.err.find("could not be paired"), std::string::npos) << r.err;
+}
+
 TEST_F(BenchCli, ListenPrintsTheJoinCommandAndRemoteWorkersTakePart) {
   const Proc p = start({"--workers", "1", "--expect", "1", "--listen", "tcp://127.0.0.1:*", "-b",
                         "4K", "-e", "4K", "-n", "2", "-w", "0"},
@@ -357,9 +389,14 @@ TEST_F(BenchCli, AWorkerKilledMidRunFailsTheBenchNamingRankAndStep) {
   const Proc p =
       start({"--workers", "3", "-b", "8M", "-e", "8M", "-n", "100000", "-w", "0"}, "killed");
   ASSERT_TRUE(waitForText(p.out, "#  Rank  2 Pid")) << slurp(p.err);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const std::vector<int64_t> pids = workerPids();
   ASSERT_EQ(pids.size(), 3u);
+  // Well into the iterations (the report then names a step), however loaded the machine:
+  // setting up an 8 MiB run takes a few milliseconds of CPU, an iteration tens.
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (cpuSeconds(pids[1]) < 0.5 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   ::kill(static_cast<pid_t>(pids[1]), SIGKILL);
   const int rc = finish(p, std::chrono::seconds(30));
   const std::string err = slurp(p.err);

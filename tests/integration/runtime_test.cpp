@@ -314,8 +314,8 @@ TEST_P(RuntimeFailure, WorkerLostMidRunEndsTheRunAndTheNextRunWorks) {
     EXPECT_FALSE(processAlive(victim));
     // The next run: the replacement joins first, the world keeps its size, results are exact.
     const RunResult next = coord.run(smallRequest("ring", Collective::AllReduce));
-    ASSERT_EQ(next.state, RunState::Done) << next.error;
-    EXPECT_EQ(next.nranks, 4);
+    ASSERT_EQ(next.state, RunState::Done) << next.error << "\n" << rec.allLogs();
+    EXPECT_EQ(next.nranks, 4) << rec.allLogs();
     EXPECT_EQ(next.wrong, 0u);
     for (const auto& w : coord.workers()) {
       EXPECT_NE(w.pid, victim);
@@ -338,7 +338,11 @@ TEST(Runtime, AbortEndsTheRunPromptly) {
   coord.setListener(rec.listener());
   coord.waitForWorkers();
   auto fut = coord.submit(longRequest());
-  while (rec.iterations.load() < 3) std::this_thread::sleep_for(milliseconds(5));
+  const auto waitStart = Clock::now();
+  while (rec.iterations.load() < 3 && Clock::now() - waitStart < std::chrono::seconds(60)) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  ASSERT_GE(rec.iterations.load(), 3) << "the long run did not get going";
   const auto t0 = Clock::now();
   coord.abort("stopped by the test");
   ASSERT_EQ(fut.wait_for(std::chrono::seconds(5)), std::future_status::ready);
