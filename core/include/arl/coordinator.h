@@ -20,13 +20,13 @@
 namespace arl {
 
 struct CoordinatorOptions {
-  int localWorkers = 4;              // allreduce-worker child processes to start
-  std::string workerBinary;          // path of allreduce-worker; empty = next to the caller
-  std::string listen;                // control endpoint to bind; empty = tcp://127.0.0.1:<free>
-  int expectRemote = 0;              // remote workers to wait for (they connect themselves)
-  std::string backend = "cpu";       // backend the local workers use
+  int localWorkers = 4;         // allreduce-worker child processes to start
+  std::string workerBinary;     // path of allreduce-worker; empty = next to the caller
+  std::string listen;           // control endpoint to bind; empty = tcp://127.0.0.1:<free>
+  int expectRemote = 0;         // remote workers to wait for (they connect themselves)
+  std::string backend = "cpu";  // backend the local workers use
   std::chrono::milliseconds heartbeat{250};
-  int missedHeartbeats = 4;          // silence after which a worker is declared dead
+  int missedHeartbeats = 4;  // silence after which a worker is declared dead
   std::chrono::milliseconds joinTimeout{20000};
   std::vector<std::string> workerExtraArgs;  // appended to every local worker's command line
 };
