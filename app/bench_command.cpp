@@ -82,7 +82,7 @@ void usage(std::FILE* to) {
       "                          float)\n"
       "  -r, --root R            root of reduce and broadcast (default 0)\n"
       "  --in-place              run in place (NCCL's in-place buffers)\n"
-      "  --chunk SIZE            pipeline slice in bytes (default 64K)\n"
+      "  --chunk SIZE            pipeline slice in bytes (default 1M)\n"
       "  --inflight K            slices in flight per rank (default 4)\n"
       "Performance:\n"
       "  -n, --iters N           timed iterations per run (default 20)\n"

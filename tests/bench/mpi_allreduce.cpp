@@ -26,6 +26,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "arl/metrics.h"
@@ -75,12 +76,16 @@ bool parseSize(const char* s, uint64_t* out, std::string* err) {
     return false;
   }
   uint64_t mul = 1;
-  if (*end == 'K' || *end == 'k')
-    mul = 1ull << 10, ++end;
-  else if (*end == 'M' || *end == 'm')
-    mul = 1ull << 20, ++end;
-  else if (*end == 'G' || *end == 'g')
-    mul = 1ull << 30, ++end;
+  switch (*end) {
+    case 'K':
+    case 'k': mul = 1ull << 10; break;
+    case 'M':
+    case 'm': mul = 1ull << 20; break;
+    case 'G':
+    case 'g': mul = 1ull << 30; break;
+    default: break;
+  }
+  if (mul != 1) ++end;
   if (*end != '\0') {
     *err = std::string("not a size: '") + s + "'";
     return false;
@@ -102,43 +107,46 @@ bool parseInt(const char* s, int lo, int hi, int* out) {
   return true;
 }
 
-// 0 on success, 1 when help was printed, 2 with `err` set on bad arguments.
+// Stores `msg` in `err` and returns 2, parseArgs' code for bad arguments.
+int bad(std::string* err, std::string msg) {
+  *err = std::move(msg);
+  return 2;
+}
+
+// 0 on success, 1 when help was asked for, 2 with `err` set on bad arguments.
 int parseArgs(int argc, char** argv, Args* a, std::string* err) {
   for (int i = 1; i < argc; ++i) {
     const std::string f = argv[i];
     if (f == "-h" || f == "--help") return 1;
-    if (i + 1 >= argc) {
-      *err = f + " needs a value";
-      return 2;
-    }
+    if (i + 1 >= argc) return bad(err, f + " needs a value");
     const char* v = argv[++i];
+    std::string why;
     int n = 0;
     if (f == "-b" || f == "--minbytes") {
-      if (!parseSize(v, &a->minBytes, err)) return *err = f + ": " + *err, 2;
+      if (!parseSize(v, &a->minBytes, &why)) return bad(err, f + ": " + why);
     } else if (f == "-e" || f == "--maxbytes") {
-      if (!parseSize(v, &a->maxBytes, err)) return *err = f + ": " + *err, 2;
+      if (!parseSize(v, &a->maxBytes, &why)) return bad(err, f + ": " + why);
     } else if (f == "-f" || f == "--stepfactor") {
-      if (!parseInt(v, 2, 1 << 20, &n)) return *err = f + " expects an integer >= 2", 2;
+      if (!parseInt(v, 2, 1 << 20, &n)) return bad(err, f + " expects an integer >= 2");
       a->factor = static_cast<uint64_t>(n);
     } else if (f == "-n" || f == "--iters") {
-      if (!parseInt(v, 1, 1'000'000, &a->iters)) return *err = f + " expects 1..1000000", 2;
+      if (!parseInt(v, 1, 1'000'000, &a->iters)) return bad(err, f + " expects 1..1000000");
     } else if (f == "-w" || f == "--warmup_iters") {
-      if (!parseInt(v, 0, 1'000'000, &a->warmup)) return *err = f + " expects 0..1000000", 2;
+      if (!parseInt(v, 0, 1'000'000, &a->warmup)) return bad(err, f + " expects 0..1000000");
     } else if (f == "-c" || f == "--check") {
-      if (!parseInt(v, 0, 1, &a->check)) return *err = f + " expects 0 or 1", 2;
+      if (!parseInt(v, 0, 1, &a->check)) return bad(err, f + " expects 0 or 1");
     } else if (f == "--json") {
       a->json = v;
-      if (a->json.empty()) return *err = "--json needs a file name", 2;
+      if (a->json.empty()) return bad(err, "--json needs a file name");
     } else {
-      *err = "unknown argument '" + f + "'";
-      return 2;
+      return bad(err, "unknown argument '" + f + "'");
     }
   }
-  if (a->minBytes < sizeof(float)) return *err = "-b must be at least 4 bytes (one float)", 2;
-  if (a->maxBytes < a->minBytes) return *err = "-e must not be smaller than -b", 2;
+  if (a->minBytes < sizeof(float)) return bad(err, "-b must be at least 4 bytes (one float)");
+  if (a->maxBytes < a->minBytes) return bad(err, "-e must not be smaller than -b");
   // MPI counts are ints.
   if (a->maxBytes / sizeof(float) > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
-    return *err = "-e is too large for an MPI count of floats", 2;
+    return bad(err, "-e is too large for an MPI count of floats");
   }
   return 0;
 }

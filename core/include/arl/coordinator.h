@@ -49,8 +49,8 @@ struct RunRequest {
   Collective collective = Collective::AllReduce;
   DataType dtype = DataType::Float;
   RedOp op = RedOp::Sum;
-  uint64_t count = 0;           // NCCL API count
-  uint64_t sliceBytes = 65536;  // pipeline slice ("chunk") size
+  uint64_t count = 0;                       // NCCL API count
+  uint64_t sliceBytes = uint64_t{1} << 20;  // pipeline slice ("chunk") size
   int root = 0;
   int ranksPerHost = 0;  // 0 = group by the workers' real host names
   int inflight = 4;

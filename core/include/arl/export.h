@@ -33,7 +33,9 @@ struct BenchConfig {
   std::vector<std::string> algorithms = {"ring"};
   int workers = 4;  // local workers
   int ranksPerHost = 0;
-  uint64_t chunkBytes = uint64_t{64} << 10;
+  // 1 MiB: on the ZeroMQ data plane each message costs about 30 us of CPU, so fewer, larger
+  // slices win until the pipeline gets too short (docs/performance.md, "Chunk size").
+  uint64_t chunkBytes = uint64_t{1} << 20;
   int inflight = 4;
   std::string backend = "cpu";
   std::string listen;
