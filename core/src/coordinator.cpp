@@ -36,6 +36,7 @@
 #include "arl/generators.h"
 #include "arl/process.h"
 #include "arl/protocol.h"
+#include "control_poll.h"
 #include "coord_wakeup.h"
 
 namespace arl {
@@ -912,26 +913,10 @@ struct Coordinator::Impl {
     for (int k = 0; k < opt.localWorkers; ++k) spawnLocal(true);
     nextHeartbeat = Clock::now() + opt.heartbeat;
     while (!stopping.load()) {
-      zmq::pollitem_t items[] = {{router.handle(), 0, ZMQ_POLLIN, 0},
-                                 {nullptr, wake.fd(), ZMQ_POLLIN, 0}};
-      try {
-        zmq::poll(items, 2, kTick);
-      } catch (const zmq::error_t& e) {
-        if (e.num() != EINTR) throw;
-      }
-      if (items[1].revents & ZMQ_POLLIN) wake.clear();
-      for (int i = 0; i < 1000; ++i) {
-        std::vector<zmq::message_t> frames;
-        zmq::recv_result_t got;
-        try {
-          got = zmq::recv_multipart(router, std::back_inserter(frames), zmq::recv_flags::dontwait);
-        } catch (const zmq::error_t& e) {
-          if (e.num() == EINTR) continue;
-          throw;
-        }
-        if (!got) break;
+      pollAndDrain(router, wake, kTick, 1000, [&](std::vector<zmq::message_t>& frames) {
         onMessage(frames);
-      }
+        return true;
+      });
       processCommands();
       reapChildren();
       checkLiveness();

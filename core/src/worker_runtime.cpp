@@ -35,6 +35,7 @@
 #include "arl/protocol.h"
 #include "arl/verifier.h"
 #include "arl/zmq_transport.h"
+#include "control_poll.h"
 #include "coord_wakeup.h"
 
 namespace arl {
@@ -536,27 +537,13 @@ class WorkerSession {
     nextHeartbeat_ = started + hbInterval_;
 
     for (;;) {
-      zmq::pollitem_t items[] = {{sock_.handle(), 0, ZMQ_POLLIN, 0},
-                                 {nullptr, wake_.fd(), ZMQ_POLLIN, 0}};
-      try {
-        zmq::poll(items, 2, milliseconds(10));
-      } catch (const zmq::error_t& e) {
-        if (e.num() != EINTR) throw;
-      }
-      if (items[1].revents & ZMQ_POLLIN) wake_.clear();
-      for (int i = 0; i < 256; ++i) {
-        std::vector<zmq::message_t> frames;
-        zmq::recv_result_t r;
-        try {
-          r = zmq::recv_multipart(sock_, std::back_inserter(frames), zmq::recv_flags::dontwait);
-        } catch (const zmq::error_t& e) {
-          if (e.num() == EINTR) continue;
-          throw;
-        }
-        if (!r) break;
+      std::optional<int> exitCode;
+      pollAndDrain(sock_, wake_, milliseconds(10), 256, [&](std::vector<zmq::message_t>& frames) {
         lastHeard_ = Clock::now();
-        if (auto code = handle(frames)) return leave(*code);
-      }
+        exitCode = handle(frames);
+        return !exitCode;
+      });
+      if (exitCode) return leave(*exitCode);
       flushOutbox(false);
       const auto now = Clock::now();
       if (now >= nextHeartbeat_) {
