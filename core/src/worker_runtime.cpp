@@ -674,9 +674,13 @@ class WorkerSession {
     return std::visit([&](const auto& m) { return on(m, epoch); }, env->message);
   }
 
+  bool announces() const { return opt_.verbose || opt_.parentPid == 0; }
+
   std::optional<int> on(const Welcome& w, uint64_t) {
     if (!welcomed_) {
-      logLine("joined " + opt_.connect + " as " + name_);
+      // A worker started by hand says where it joined; a coordinator's own child stays quiet
+      // so that its lines do not mix into the coordinator's output.
+      if (announces()) logLine("joined " + opt_.connect + " as " + name_);
     } else if (opt_.verbose && (w.rank != rank_ || w.worldSize != world_)) {
       logLine("now rank " + std::to_string(w.rank) + " of " + std::to_string(w.worldSize));
     }
@@ -755,7 +759,9 @@ class WorkerSession {
   }
 
   std::optional<int> on(const Shutdown& s, uint64_t) {
-    logLine("shutdown requested" + (s.reason.empty() ? std::string() : ": " + s.reason));
+    if (announces()) {
+      logLine("shutdown requested" + (s.reason.empty() ? std::string() : ": " + s.reason));
+    }
     return 0;
   }
 
