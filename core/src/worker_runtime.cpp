@@ -247,6 +247,9 @@ struct RunJob {
   ZmqDataPlane* dp = nullptr;  // the run thread's data plane while it exists (guarded by mu)
 
   std::atomic<bool> finished{false};
+  // RunDone or RunFailed is queued: the run is over for the coordinator, though the thread
+  // may still be releasing its data plane and buffers.
+  std::atomic<bool> reported{false};
   std::atomic<bool> running{false};  // inside warmup/timed iterations
   std::atomic<uint32_t> iteration{0};
   std::atomic<uint32_t> step{0};
@@ -455,8 +458,10 @@ void runJobMain(RunJob& j) {
       // j.dp stays set meanwhile: an Abort still interrupts the goodbye.
       dp->close();
       j.out.post(done);
+      j.reported.store(true);
     } catch (const PeerError& e) {
       j.out.post(RunFailed::from(e, c.epoch, iteration));
+      j.reported.store(true);
       failed = true;
     } catch (const std::exception& e) {
       RunFailed f;
@@ -466,6 +471,7 @@ void runJobMain(RunJob& j) {
       f.iteration = iteration;
       f.reason = e.what();
       j.out.post(f);
+      j.reported.store(true);
       failed = true;
     }
     j.running.store(false);
@@ -706,7 +712,7 @@ class WorkerSession {
 
   std::optional<int> on(const RunConfig& c, uint64_t epoch) {
     if (job_) {
-      if (!job_->finished.load()) {
+      if (!job_->finished.load() && !job_->reported.load()) {
         logLine("RunConfig for run " + std::to_string(c.runId) + " while run " +
                 std::to_string(job_->cfg.runId) + " is active: aborting the old run");
       }
