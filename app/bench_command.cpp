@@ -95,6 +95,8 @@ void usage(std::FILE* to) {
       "                          joins one is printed on stderr\n"
       "  --ranks-per-host K      ranks per host for hierarchical (default: from host names)\n"
       "  --backend NAME          cpu (cuda and nccl need a CUDA build; default cpu)\n"
+      "  --data-plane NAME       auto, shm or zmq: shared memory or ZeroMQ between workers\n"
+      "                          (default auto: shm when every worker is on one host)\n"
       "Telemetry and outputs:\n"
       "  --telemetry LEVEL       off, steps or chunks (default chunks; docs/telemetry.md)\n"
       "  --max-events N          telemetry events kept per run, all ranks together\n"
@@ -185,7 +187,7 @@ BenchArgs parseArgs(const std::vector<std::string>& args) {
   BenchConfig& c = a.cfg;
   std::optional<std::string> minb, maxb, factor, stepb, iters, warmup, check, op, dtype, root, algo,
       collective, workers, expect, listen, rph, backend, chunk, inflight, telemetry, maxEvents,
-      json, csv, trace, record;
+      dataPlane, json, csv, trace, record;
   FlagScanner fs;
   fs.value({"-b", "--minbytes"}, &minb);
   fs.value({"-e", "--maxbytes"}, &maxb);
@@ -208,6 +210,7 @@ BenchArgs parseArgs(const std::vector<std::string>& args) {
   fs.value({"--inflight"}, &inflight);
   fs.value({"--telemetry"}, &telemetry);
   fs.value({"--max-events"}, &maxEvents);
+  fs.value({"--data-plane"}, &dataPlane);
   fs.value({"--json"}, &json);
   fs.value({"--csv"}, &csv);
   fs.value({"--trace"}, &trace);
@@ -252,6 +255,14 @@ BenchArgs parseArgs(const std::vector<std::string>& args) {
     c.telemetry = *t;
   }
   if (maxEvents) c.maxEvents = parseSizeArg("--max-events", *maxEvents, "events");
+  if (dataPlane) {
+    auto d = parseDataPlaneKind(*dataPlane);
+    if (!d) {
+      throw UsageError{"--data-plane: unknown data plane '" + *dataPlane +
+                       "' (known: auto, shm, zmq)"};
+    }
+    c.dataPlane = *d;
+  }
   if (iters) c.iters = parseIntArg("-n", *iters, 1, kMaxIters);
   if (warmup) c.warmup = parseIntArg("-w", *warmup, 0, kMaxIters);
   if (check) {
@@ -624,10 +635,17 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
   std::printf("# minBytes %" PRIu64 " maxBytes %" PRIu64
               " step: %s warmup iters: %d iters: %d validation: %d\n",
               c_.minBytes, c_.maxBytes, step.c_str(), c_.warmup, c_.iters, c_.check ? 1 : 0);
+  // What the workers will choose: auto means shared memory when they share one host.
+  std::string plane(toString(c_.dataPlane));
+  if (c_.dataPlane == DataPlaneKind::Auto) {
+    const bool oneHost = std::all_of(
+        ws.begin(), ws.end(), [&](const WorkerInfo& w) { return w.host == ws.front().host; });
+    plane = oneHost ? "shm (auto)" : "zmq (auto: several hosts)";
+  }
   std::printf("# chunk %" PRIu64 " bytes, inflight %d, %s, telemetry %s (at most %" PRIu64
-              " events per run)\n",
+              " events per run), data plane %s\n",
               c_.chunkBytes, c_.inflight, c_.inPlace ? "in-place" : "out-of-place",
-              std::string(toString(c_.telemetry)).c_str(), c_.maxEvents);
+              std::string(toString(c_.telemetry)).c_str(), c_.maxEvents, plane.c_str());
   std::printf("#\n# Using workers\n");
   for (const WorkerInfo& w : ws) {
     std::printf("#  Rank %2d Pid %7" PRId64 " on %s (%s, %s)\n", w.rank, w.pid, w.host.c_str(),
@@ -832,6 +850,7 @@ int Bench::run() {
       q.check = c_.check;
       q.telemetry = c_.telemetry;
       q.maxEvents = c_.maxEvents;
+      q.dataPlane = c_.dataPlane;
       {
         std::lock_guard<std::mutex> lock(progressMu_);
         ++runIndex_;

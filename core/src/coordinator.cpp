@@ -1044,6 +1044,7 @@ struct Coordinator::Impl {
         static_cast<uint32_t>(std::min<int64_t>(req.recvTimeout.count(), kMaxRecvTimeoutMs + 1));
     for (int r = 0; r < n; ++r) c.ringOrder.push_back(r);
     for (const auto& w : workers) c.hosts.push_back(w.host);
+    c.dataPlane = req.dataPlane;
 
     // The generator is the authority on what it accepts: run it once here, before any
     // worker sees the request.

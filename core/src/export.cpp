@@ -27,6 +27,20 @@ namespace {
 
 // ---- Pieces shared by the results file and the recording -----------------------------------
 
+// perIterationPerRank[i][r]: rank r's time in timed iteration i, in us, from a result's
+// per-rank reports (ranks that did not report an iteration count as 0).
+std::vector<std::vector<double>> perIterationPerRankUs(const RunResult& res) {
+  std::vector<std::vector<double>> m;
+  for (const RankIteration& ri : res.perRank) {
+    if (ri.rank < 0 || ri.rank >= res.nranks) continue;
+    if (m.size() <= ri.iteration) m.resize(ri.iteration + size_t{1});
+    auto& row = m[ri.iteration];
+    row.resize(static_cast<size_t>(res.nranks), 0.0);
+    row[static_cast<size_t>(ri.rank)] = static_cast<double>(ri.timeNs) / 1e3;
+  }
+  return m;
+}
+
 void writeConfig(JsonWriter& j, const BenchConfig& c) {
   j.beginObject()
       .key("minbytes")
@@ -69,6 +83,8 @@ void writeConfig(JsonWriter& j, const BenchConfig& c) {
       .value(c.expect)
       .key("telemetry")
       .value(toString(c.telemetry))
+      .key("data_plane")
+      .value(toString(c.dataPlane))
       .key("max_events")
       .value(c.maxEvents)
       .key("root")
@@ -521,6 +537,8 @@ void writeRequest(JsonWriter& j, const RunRequest& q) {
       .value(q.check)
       .key("telemetry")
       .value(toString(q.telemetry))
+      .key("data_plane")
+      .value(toString(q.dataPlane))
       .key("max_events")
       .value(q.maxEvents)
       .key("recv_timeout_ms")
@@ -613,6 +631,7 @@ class Obj {
     }
     return static_cast<int>(x);
   }
+  bool has(std::string_view k) const { return v_.object.find(k) != v_.object.end(); }
   template <typename T, typename Parse>
   T parsed(std::string_view k, Parse parse) const {
     const std::string& s = str(k);
@@ -654,6 +673,8 @@ BenchConfig readConfig(const Obj& o) {
   c.listen = o.str("listen");
   c.expect = o.i32("expect");
   c.telemetry = o.parsed<TelemetryLevel>("telemetry", parseTelemetryLevel);
+  // Absent from files written before the shared-memory data plane existed.
+  if (o.has("data_plane")) c.dataPlane = o.parsed<DataPlaneKind>("data_plane", parseDataPlaneKind);
   c.maxEvents = o.u64("max_events");
   c.root = o.i32("root");
   c.inPlace = o.boolean("in_place");
@@ -703,6 +724,7 @@ RunRequest readRequest(const Obj& o) {
   q.iterations = o.i32("iterations");
   q.check = o.boolean("check");
   q.telemetry = o.parsed<TelemetryLevel>("telemetry", parseTelemetryLevel);
+  if (o.has("data_plane")) q.dataPlane = o.parsed<DataPlaneKind>("data_plane", parseDataPlaneKind);
   q.maxEvents = o.u64("max_events");
   q.recvTimeout = std::chrono::milliseconds(o.i64("recv_timeout_ms"));
   return q;
@@ -833,6 +855,8 @@ std::string benchResultsJson(const BenchReport& r) {
         .value(q.inflight)
         .key("time_us")
         .value(row.metrics.timeUs)
+        .key("time_rank_mean_us")
+        .value(slowestOfRankMeansUs(perIterationPerRankUs(res)))
         .key("algbw_gbps")
         .value(row.metrics.algbwGBps)
         .key("busbw_gbps")

@@ -50,6 +50,17 @@ double slowestRankMeanUs(const std::vector<std::vector<double>>& perIterationPer
   return sum / static_cast<double>(perIterationPerRankUs.size());
 }
 
+double slowestOfRankMeansUs(const std::vector<std::vector<double>>& perIterationPerRankUs) {
+  std::vector<double> sums;
+  for (const auto& ranks : perIterationPerRankUs) {
+    if (sums.size() < ranks.size()) sums.resize(ranks.size(), 0.0);
+    for (size_t r = 0; r < ranks.size(); ++r) sums[r] += ranks[r];
+  }
+  if (sums.empty()) return 0;
+  return *std::max_element(sums.begin(), sums.end()) /
+         static_cast<double>(perIterationPerRankUs.size());
+}
+
 Metrics metricsFromTime(Collective c, int nranks, uint64_t count, DataType t, double timeUs,
                         uint64_t wrong) {
   Metrics m;

@@ -149,7 +149,7 @@ std::optional<std::string> checkText(std::string_view field, std::string_view s)
 std::optional<std::string> checkEndpoint(std::string_view field, std::string_view s) {
   if (validEndpoint(s)) return std::nullopt;
   return std::string(field) + " " + quoted(s) +
-         " is not an endpoint (tcp://HOST:PORT, ipc://PATH or inproc://NAME, at most " +
+         " is not an endpoint (tcp://HOST:PORT, ipc://PATH, inproc://NAME or shm://NAME, at most " +
          std::to_string(kMaxEndpointBytes) + " bytes)";
 }
 
@@ -195,6 +195,7 @@ constexpr Collective kLastCollective = Collective::Broadcast;
 constexpr DataType kLastDataType = DataType::Uint8;
 constexpr RedOp kLastRedOp = RedOp::Avg;
 constexpr TelemetryLevel kLastTelemetryLevel = TelemetryLevel::Chunks;
+constexpr DataPlaneKind kLastDataPlane = DataPlaneKind::Shm;
 constexpr LogLevel kLastLogLevel = LogLevel::Error;
 constexpr EventKind kLastEventKind = EventKind::IterationEnd;
 constexpr Phase kLastPhase = Phase::Local;
@@ -290,6 +291,10 @@ std::optional<std::string> check(const RunConfig& m) {
   }
   for (size_t r = 0; r < m.hosts.size(); ++r) {
     if (auto e = checkName("host of rank " + std::to_string(r), m.hosts[r])) return e;
+    if (m.dataPlane == DataPlaneKind::Shm && m.hosts[r] != m.hosts[0]) {
+      return "the shm data plane needs every rank on one host (rank " + std::to_string(r) +
+             " is on " + m.hosts[r] + ", rank 0 on " + m.hosts[0] + ")";
+    }
   }
   for (size_t r = 0; r < m.endpoints.size(); ++r) {
     if (auto e = checkEndpoint("endpoint of rank " + std::to_string(r), m.endpoints[r])) return e;
@@ -566,6 +571,7 @@ void toPb(const RunConfig& m, pb::RunConfig& p) {
   p.set_link_latency_us(m.linkLatencyUs);
   p.set_link_bytes_per_second(m.linkBytesPerSecond);
   for (const auto& host : m.hosts) p.add_hosts(host);
+  p.set_data_plane(static_cast<pb::DataPlane>(enumToWire(m.dataPlane)));
 }
 Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
   const auto coll = enumFromWire(p.collective(), kLastCollective);
@@ -576,6 +582,10 @@ Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
   if (!op) return "unknown reduction operator " + std::to_string(p.op());
   const auto level = enumFromWire(p.telemetry(), kLastTelemetryLevel);
   if (!level) return "unknown telemetry level " + std::to_string(p.telemetry());
+  const auto plane = p.data_plane() == pb::DATA_PLANE_UNSPECIFIED
+                         ? std::optional<DataPlaneKind>(DataPlaneKind::Auto)
+                         : enumFromWire(p.data_plane(), kLastDataPlane);
+  if (!plane) return "unknown data plane " + std::to_string(p.data_plane());
   if (p.epoch() != h.epoch) {
     return "epoch " + std::to_string(p.epoch()) + " differs from the header's epoch " +
            std::to_string(h.epoch);
@@ -609,6 +619,7 @@ Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
   m.linkLatencyUs = p.link_latency_us();
   m.linkBytesPerSecond = p.link_bytes_per_second();
   m.hosts.assign(p.hosts().begin(), p.hosts().end());
+  m.dataPlane = *plane;
   return std::nullopt;
 }
 
@@ -1136,6 +1147,8 @@ bool validEndpoint(std::string_view s) {
   };
   if (auto r = rest("ipc://")) return !r->empty();
   if (auto r = rest("inproc://")) return !r->empty();
+  // A shared-memory segment's name: one path component.
+  if (auto r = rest("shm://")) return !r->empty() && r->find('/') == std::string_view::npos;
   if (auto r = rest("tcp://")) {
     // HOST:PORT with HOST non-empty ("[::1]" for IPv6) and PORT 1..5 digits or '*'.
     const size_t colon = r->rfind(':');

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +34,7 @@
 #include "arl/generators.h"
 #include "arl/process.h"
 #include "arl/protocol.h"
+#include "arl/shm_transport.h"
 #include "arl/verifier.h"
 #include "arl/zmq_transport.h"
 #include "control_poll.h"
@@ -181,13 +183,15 @@ class Outbox final : public TelemetrySink {
     }
   }
 
-  // Queues a message behind the events recorded so far and wakes the control thread.
-  void post(Message m) {
+  // Queues a message behind the events recorded so far and wakes the control thread, or
+  // leaves it for the control thread's next regular look (at most 10 ms away) when `wake` is
+  // false: a wake-up per iteration would take a core from the ranks while they run.
+  void post(Message m, bool wake = true) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       msgs_.push_back({events_.size(), std::move(m)});
     }
-    if (wake_ != nullptr) wake_->raise();
+    if (wake && wake_ != nullptr) wake_->raise();
   }
 
   void setWakeup(Wakeup* w) { wake_ = w; }
@@ -244,11 +248,12 @@ struct RunJob {
   bool started = false;  // Start received (guarded by mu)
   bool aborted = false;  // Abort received or the worker is leaving (guarded by mu)
   std::vector<std::string> endpoints;
-  ZmqDataPlane* dp = nullptr;  // the run thread's data plane while it exists (guarded by mu)
+  Transport* dp = nullptr;  // the run thread's data plane while it exists (guarded by mu)
 
   std::atomic<bool> finished{false};
-  // RunDone or RunFailed is queued: the run is over for the coordinator, though the thread
-  // may still be releasing its data plane and buffers.
+  // Set just before RunDone or RunFailed is queued (so before the coordinator can answer it):
+  // the run is over for the coordinator, though the thread may still be releasing its data
+  // plane and buffers.
   std::atomic<bool> reported{false};
   std::atomic<bool> running{false};  // inside warmup/timed iterations
   std::atomic<uint32_t> iteration{0};
@@ -262,6 +267,22 @@ struct RunJob {
     cv.notify_all();
   }
 };
+
+// A duration in microseconds from the environment, `fallback` when unset; a value that is not
+// a whole number from 0 to 1e9 fails the run with a message naming the variable.
+std::chrono::microseconds microsecondsFromEnv(const char* name,
+                                              std::chrono::microseconds fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  int64_t x = 0;
+  const char* end = v + std::strlen(v);
+  const auto [p, ec] = std::from_chars(v, end, x);
+  if (ec != std::errc() || p != end || x < 0 || x > 1'000'000'000) {
+    throw ConfigError(std::string(name) + "='" + v +
+                      "' is not a whole number of microseconds from 0 to 1000000000");
+  }
+  return std::chrono::microseconds(x);
+}
 
 // Backend memory of this rank for one run, freed after the data plane is closed.
 struct RunMemory {
@@ -287,7 +308,14 @@ void runJobMain(RunJob& j) {
   int64_t iteration = -1;  // for RunFailed: -1 before the first iteration
   bool failed = false;
   CpuBackend backend;
-  std::unique_ptr<ZmqDataPlane> dp;
+  // The run's data plane: one of the two, and `dp` pointing at it.
+  std::unique_ptr<ZmqDataPlane> zmqDp;
+  std::unique_ptr<ShmDataPlane> shmDp;
+  Transport* dp = nullptr;
+  const auto closeDataPlane = [&] {
+    if (zmqDp) zmqDp->close();
+    if (shmDp) shmDp->close();
+  };
   {
     // Destroyed in reverse order, after the data plane is closed below: the executors free
     // their temporaries and `mem` the buffers, which zero-copy sends may read until then.
@@ -348,6 +376,12 @@ void runJobMain(RunJob& j) {
       const bool oneHost =
           c.hosts.empty() || std::all_of(c.hosts.begin(), c.hosts.end(),
                                          [&](const std::string& h) { return h == j.myHost; });
+      if (c.dataPlane == DataPlaneKind::Shm && !oneHost) {
+        throw PeerError(rank, -1, -1, "the shm data plane needs every rank on this host");
+      }
+      const bool useShm =
+          c.dataPlane == DataPlaneKind::Shm || (c.dataPlane == DataPlaneKind::Auto && oneHost);
+      const DataPlanePeers peers = dataPlanePeers(s, rank);
       if (!oneHost) {
         bo.kind = BindOptions::Kind::Tcp;
         bo.tcpHost = "0.0.0.0";
@@ -358,17 +392,42 @@ void runJobMain(RunJob& j) {
         if (adv.empty()) adv = "127.0.0.1";
         bo.tcpAdvertiseHost = adv;
       }
-      dp = std::make_unique<ZmqDataPlane>(rank, n);
+      if (useShm) {
+        shmDp = std::make_unique<ShmDataPlane>(rank, n);
+        dp = shmDp.get();
+      } else {
+        zmqDp = std::make_unique<ZmqDataPlane>(rank, n);
+        dp = zmqDp.get();
+      }
       {
         std::lock_guard<std::mutex> lock(j.mu);
         if (j.aborted) throw PeerError(rank, -1, -1, "run aborted before it started");
-        j.dp = dp.get();
+        j.dp = dp;
       }
       Ready ready;
       ready.epoch = c.epoch;
       ready.rank = rank;
       ready.runId = c.runId;
-      ready.dataEndpoint = dp->bind(bo);
+      if (useShm) {
+        // Each ring holds `inflight` + 1 of the largest messages this rank receives.
+        uint64_t maxElems = 0;
+        for (const auto& prog : s.ranks) {
+          for (const Op& op : prog) {
+            if (op.sendPeer == rank) maxElems = std::max<uint64_t>(maxElems, op.count);
+          }
+        }
+        ShmOptions so;
+        so.ringBytes = shmRingBytes(maxElems * es, static_cast<int>(c.inflight));
+        so.spin = microsecondsFromEnv("ARL_SHM_SPIN_US", so.spin);
+        so.yieldFor = microsecondsFromEnv("ARL_SHM_YIELD_US", so.yieldFor);
+        try {
+          ready.dataEndpoint = shmDp->bind(so, peers.recvFrom);
+        } catch (const ConfigError& e) {
+          throw PeerError(rank, -1, -1, e.what());
+        }
+      } else {
+        ready.dataEndpoint = zmqDp->bind(bo);
+      }
       ready.clockOffsetNs = j.offsetNs;
       j.out.post(ready);
 
@@ -385,9 +444,14 @@ void runJobMain(RunJob& j) {
                         "Start carries " + std::to_string(endpoints.size()) +
                             " data-plane endpoints for a world of " + std::to_string(n));
       }
-      dp->connect(endpoints, dataPlanePeers(s, rank).sendTo);
+      try {
+        if (shmDp) shmDp->connect(endpoints, peers.sendTo);
+        if (zmqDp) zmqDp->connect(endpoints, peers.sendTo);
+      } catch (const ConfigError& e) {
+        throw PeerError(rank, -1, -1, e.what());
+      }
 
-      Transport* transport = dp.get();
+      Transport* transport = dp;
       if (j.corruption && j.corruption->rank == rank) {
         corrupting = std::make_unique<CorruptingTransport>(*dp, j.corruption->field);
         transport = corrupting.get();
@@ -445,7 +509,7 @@ void runJobMain(RunJob& j) {
           r.wrong = countWrong(got.data(), expected.data(), c.dtype, s.outputElems);
           wrongTotal += r.wrong;
         }
-        j.out.post(r);
+        j.out.post(r, /*wake=*/false);
       }
       j.running.store(false);
       RunDone done;
@@ -456,12 +520,12 @@ void runJobMain(RunJob& j) {
       // The data plane says goodbye to its peers (close() waits for their last messages)
       // before RunDone leaves, so no send of this run is in flight when the next one starts.
       // j.dp stays set meanwhile: an Abort still interrupts the goodbye.
-      dp->close();
+      closeDataPlane();
+      j.reported.store(true);
       j.out.post(done);
-      j.reported.store(true);
     } catch (const PeerError& e) {
-      j.out.post(RunFailed::from(e, c.epoch, iteration));
       j.reported.store(true);
+      j.out.post(RunFailed::from(e, c.epoch, iteration));
       failed = true;
     } catch (const std::exception& e) {
       RunFailed f;
@@ -470,15 +534,15 @@ void runJobMain(RunJob& j) {
       f.step = j.running.load() ? static_cast<int64_t>(j.step.load()) : -1;
       f.iteration = iteration;
       f.reason = e.what();
-      j.out.post(f);
       j.reported.store(true);
+      j.out.post(f);
       failed = true;
     }
     j.running.store(false);
     // A failed run says no goodbye (its peers may be gone): abort, then close at once.
     // Close before the memory goes: zero-copy sends may still reference it.
     if (dp && failed) dp->abort();
-    if (dp) dp->close();
+    closeDataPlane();
     {
       std::lock_guard<std::mutex> lock(j.mu);
       j.dp = nullptr;
@@ -865,7 +929,8 @@ WorkerOptions parseWorkerArgs(const std::vector<std::string>& args, bool* help) 
     }
   }
   if (o.connect.empty()) throw ConfigError("--connect ENDPOINT is required");
-  if (!validEndpoint(o.connect) || o.connect.rfind("inproc://", 0) == 0) {
+  if (!validEndpoint(o.connect) || o.connect.rfind("inproc://", 0) == 0 ||
+      o.connect.rfind("shm://", 0) == 0) {
     throw ConfigError("--connect: '" + o.connect +
                       "' is not an endpoint (expected tcp://HOST:PORT or ipc://PATH)");
   }

@@ -7,13 +7,17 @@
 // over its shared-memory transport). Send and receive buffers are allocated and touched once
 // for the largest size and reused by every call. Per size: an untimed checked call when -c 1
 // (its result is compared element by element with the exact sum, nccl-tests' #wrong), then
-// -w warm-up calls, a barrier, and -n timed calls back to back. Each rank's time is the mean
-// of its timed calls; the reported time is the slowest rank's (max over ranks); algbw and
-// busbw follow nccl-tests (arl/metrics.h: busbw = algbw * 2(n-1)/n, GB = 1e9 bytes).
+// -w warm-up calls, a barrier, and -n timed calls back to back, each timed on its own. The
+// reported time is the lab's (arl/metrics.h): the mean over the calls of the slowest rank's
+// time for that call; beside it, time_rank_mean_us is each rank's mean with the largest taken
+// (what timing the whole loop on every rank gives; lower when the ranks take turns being
+// slowest, as they do with more ranks than cores). algbw and busbw follow nccl-tests
+// (busbw = algbw * 2(n-1)/n, GB = 1e9 bytes), from time_us.
 //
 // Rank 0 prints nccl-tests' table and, with --json FILE, writes
-// {"config": {...}, "results": [{"size_bytes", "count", "algorithm", "time_us", "algbw_gbps",
-// "busbw_gbps", "wrong"}, ...]} with the field names `allreduce-lab bench --json` uses.
+// {"config": {...}, "results": [{"size_bytes", "count", "algorithm", "time_us",
+// "time_rank_mean_us", "algbw_gbps", "busbw_gbps", "wrong"}, ...]} with the field names
+// `allreduce-lab bench --json` uses.
 // Exit status: 0 when every element was right, 1 when some were wrong, 2 on bad arguments.
 #include <mpi.h>
 
@@ -48,6 +52,7 @@ struct Row {
   uint64_t bytes = 0;
   uint64_t count = 0;
   arl::Metrics m;
+  double rankMeanUs = 0;  // slowestOfRankMeansUs
 };
 
 void usage(std::FILE* to) {
@@ -203,9 +208,10 @@ bool writeJson(const std::string& path, const Args& a, int nranks, const std::ve
     std::fprintf(f,
                  "%s\n  {\"size_bytes\": %" PRIu64 ", \"count\": %" PRIu64
                  ", \"algorithm\": \"mpi-default\", \"ranks\": %d, \"time_us\": %.3f, "
-                 "\"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, \"wrong\": ",
-                 k == 0 ? "" : ",", r.bytes, r.count, nranks, r.m.timeUs, r.m.algbwGBps,
-                 r.m.busbwGBps);
+                 "\"time_rank_mean_us\": %.3f, \"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, "
+                 "\"wrong\": ",
+                 k == 0 ? "" : ",", r.bytes, r.count, nranks, r.m.timeUs, r.rankMeanUs,
+                 r.m.algbwGBps, r.m.busbwGBps);
     if (a.check) {
       std::fprintf(f, "%" PRIu64 "}", r.m.wrong);
     } else {
@@ -256,6 +262,10 @@ int main(int argc, char** argv) {
 
   std::vector<Row> rows;
   uint64_t wrongTotal = 0;
+  std::vector<double> callUs(static_cast<size_t>(a.iters));
+  // Gathered on rank 0 only.
+  std::vector<double> allUs(rank == 0 ? static_cast<size_t>(a.iters) * static_cast<size_t>(nranks)
+                                      : 0);
   for (uint64_t bytes = a.minBytes;;) {
     const uint64_t count = bytes / sizeof(float);
     const int icount = static_cast<int>(count);
@@ -273,19 +283,32 @@ int main(int argc, char** argv) {
       MPI_Allreduce(send.data(), recv.data(), icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = MPI_Wtime();
+    double prev = MPI_Wtime();
     for (int i = 0; i < a.iters; ++i) {
       MPI_Allreduce(send.data(), recv.data(), icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      const double now = MPI_Wtime();
+      callUs[static_cast<size_t>(i)] = (now - prev) * 1e6;
+      prev = now;
     }
-    const double meanUs = (MPI_Wtime() - t0) * 1e6 / a.iters;
-    double slowestUs = 0;
-    MPI_Allreduce(&meanUs, &slowestUs, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    // Every rank's call times on rank 0, as the lab's coordinator gathers its workers'.
+    MPI_Gather(callUs.data(), a.iters, MPI_DOUBLE, allUs.data(), a.iters, MPI_DOUBLE, 0,
+               MPI_COMM_WORLD);
+    std::vector<std::vector<double>> perCallPerRank(
+        rank == 0 ? static_cast<size_t>(a.iters) : 0,
+        std::vector<double>(static_cast<size_t>(nranks)));
+    for (int r = 0; rank == 0 && r < nranks; ++r) {
+      for (int i = 0; i < a.iters; ++i) {
+        perCallPerRank[static_cast<size_t>(i)][static_cast<size_t>(r)] =
+            allUs[static_cast<size_t>(r) * static_cast<size_t>(a.iters) + static_cast<size_t>(i)];
+      }
+    }
 
     Row row;
     row.bytes = count * sizeof(float);
     row.count = count;
     row.m = arl::metricsFromTime(arl::Collective::AllReduce, nranks, count, arl::DataType::Float,
-                                 slowestUs, wrong);
+                                 arl::slowestRankMeanUs(perCallPerRank), wrong);
+    row.rankMeanUs = arl::slowestOfRankMeansUs(perCallPerRank);
     rows.push_back(row);
     wrongTotal += wrong;
     if (rank == 0) {

@@ -186,6 +186,7 @@ TEST_F(BenchCli, EveryAlgorithmSweepsExactlyAndWritesJson) {
 
   const JsonValue v = parseJson(slurp(json));
   EXPECT_EQ(v.at("config").at("minbytes").integer, 4096);
+  EXPECT_EQ(v.at("config").at("data_plane").string, "auto");
   EXPECT_EQ(v.at("config").at("maxbytes").integer, 65536);
   EXPECT_EQ(v.at("config").at("stepfactor").integer, 4);
   EXPECT_EQ(v.at("workers").array.size(), 4u);
@@ -241,6 +242,7 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
       {{"--listen", "127.0.0.1:5555"}, "--listen"},
       {{"--listen", "tcp://127.0.0.1:99999"}, "--listen"},
       {{"--telemetry", "loud"}, "--telemetry"},
+      {{"--data-plane", "rdma"}, "--data-plane: unknown data plane 'rdma'"},
       {{"-r", "4"}, "-r"},
       {{"--json", "/nonexistent/dir/out.json"}, "--json"},
       {{"--trace", "/"}, "--trace"},

@@ -132,12 +132,28 @@ int64_t pidOfRank(const Coordinator& c, int rank) {
   return 0;
 }
 
+// Names in /dev/shm of data-plane segments created by one of `pids`.
+std::vector<std::string> shmSegmentsOf(const std::vector<int64_t>& pids) {
+  std::vector<std::string> found;
+  DIR* d = ::opendir("/dev/shm");
+  if (d == nullptr) return found;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    for (int64_t pid : pids) {
+      if (name.rfind("arl-dp-" + std::to_string(pid) + "-", 0) == 0) found.push_back(name);
+    }
+  }
+  ::closedir(d);
+  return found;
+}
+
 // ---- Every algorithm and collective, exact results -------------------------------------------
 
-class RuntimeSweep : public ::testing::TestWithParam<int> {};
+class RuntimeSweep : public ::testing::TestWithParam<std::tuple<int, DataPlaneKind>> {};
 
 TEST_P(RuntimeSweep, EveryAlgorithmAndCollectiveIsExact) {
-  const int n = GetParam();
+  const int n = std::get<0>(GetParam());
+  const DataPlaneKind plane = std::get<1>(GetParam());
   std::vector<int64_t> pids;
   {
     Coordinator coord(localOptions(n));
@@ -158,6 +174,7 @@ TEST_P(RuntimeSweep, EveryAlgorithmAndCollectiveIsExact) {
         req.op = ops[(k / 2) % 5];
         req.inPlace = k % 3 == 1;
         req.root = n - 1;
+        req.dataPlane = plane;
         ++k;
         const RunResult res = coord.run(req);
         SCOPED_TRACE(algo + " " + std::string(toString(c)) + " " +
@@ -177,11 +194,20 @@ TEST_P(RuntimeSweep, EveryAlgorithmAndCollectiveIsExact) {
       }
     }
     EXPECT_GE(k, 15);
+    // Every worker removed its segment's name once its peers had mapped it.
+    EXPECT_TRUE(shmSegmentsOf(pids).empty()) << shmSegmentsOf(pids).front();
   }
   expectNoWorkerChildren(pids);
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, RuntimeSweep, ::testing::Values(2, 3, 4));
+INSTANTIATE_TEST_SUITE_P(Ranks, RuntimeSweep,
+                         ::testing::Combine(::testing::Values(2, 3, 4),
+                                            ::testing::Values(DataPlaneKind::Shm,
+                                                              DataPlaneKind::Zmq)),
+                         [](const auto& info) {
+                           return std::to_string(std::get<0>(info.param)) + "ranks_" +
+                                  std::string(toString(std::get<1>(info.param)));
+                         });
 
 TEST(Runtime, HierarchicalOnTwoGroupsOfOneHost) {
   Coordinator coord(localOptions(4));
@@ -265,10 +291,11 @@ struct FailureCase {
   int signal;
   int rank;
   const char* words;  // what the error must say besides the rank
+  DataPlaneKind plane;
 };
 
 void PrintTo(const FailureCase& c, std::ostream* os) {
-  *os << "signal " << c.signal << " on rank " << c.rank;
+  *os << "signal " << c.signal << " on rank " << c.rank << " over " << toString(c.plane);
 }
 
 class RuntimeFailure : public ::testing::TestWithParam<FailureCase> {};
@@ -289,7 +316,9 @@ TEST_P(RuntimeFailure, WorkerLostMidRunEndsTheRunAndTheNextRunWorks) {
     const int64_t victim = pidOfRank(coord, fc.rank);
     ASSERT_GT(victim, 0);
 
-    auto fut = coord.submit(longRequest());
+    RunRequest req = longRequest();
+    req.dataPlane = fc.plane;
+    auto fut = coord.submit(req);
     const auto waitStart = Clock::now();
     while (rec.iterations.load() < 8 && Clock::now() - waitStart < std::chrono::seconds(30)) {
       std::this_thread::sleep_for(milliseconds(5));
@@ -310,7 +339,8 @@ TEST_P(RuntimeFailure, WorkerLostMidRunEndsTheRunAndTheNextRunWorks) {
     EXPECT_NE(res.error.find("step"), std::string::npos) << res.error;
     EXPECT_NE(res.error.find(std::to_string(victim)), std::string::npos) << res.error;
 
-    // The lost worker was removed (a stopped one killed) and reaped.
+    // The lost worker was removed (a stopped one killed) and reaped, and no segment name of
+    // it survives the next run (its own removal or the next bind's sweep).
     EXPECT_FALSE(processAlive(victim));
     // The next run: the replacement joins first, the world keeps its size, results are exact.
     const RunResult next = coord.run(smallRequest("ring", Collective::AllReduce));
@@ -321,16 +351,21 @@ TEST_P(RuntimeFailure, WorkerLostMidRunEndsTheRunAndTheNextRunWorks) {
       EXPECT_NE(w.pid, victim);
       pids.push_back(w.pid);
     }
+    EXPECT_TRUE(shmSegmentsOf({victim}).empty()) << shmSegmentsOf({victim}).front();
   }
   expectNoWorkerChildren(pids);
 }
 
-INSTANTIATE_TEST_SUITE_P(Signals, RuntimeFailure,
-                         ::testing::Values(FailureCase{SIGKILL, 2, "killed by signal 9"},
-                                           FailureCase{SIGSTOP, 1, "stopped responding"}),
-                         [](const auto& info) {
-                           return std::string(info.param.signal == SIGKILL ? "Killed" : "Stopped");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Signals, RuntimeFailure,
+    ::testing::Values(FailureCase{SIGKILL, 2, "killed by signal 9", DataPlaneKind::Shm},
+                      FailureCase{SIGSTOP, 1, "stopped responding", DataPlaneKind::Shm},
+                      FailureCase{SIGKILL, 2, "killed by signal 9", DataPlaneKind::Zmq},
+                      FailureCase{SIGSTOP, 1, "stopped responding", DataPlaneKind::Zmq}),
+    [](const auto& info) {
+      return std::string(info.param.signal == SIGKILL ? "Killed" : "Stopped") + "_" +
+             std::string(toString(info.param.plane));
+    });
 
 TEST(Runtime, AbortEndsTheRunPromptly) {
   Coordinator coord(localOptions(3));

@@ -597,6 +597,11 @@ TEST(Protocol, TwoPhaseSetupRoundTripsAndIsChecked) {
              "de02",
              std::string(kMaxNameBytes, 'h')};
   expectRoundTrip(c);
+  c.dataPlane = DataPlaneKind::Zmq;
+  expectRoundTrip(c);
+  c.hosts.assign(4, "node01");
+  c.dataPlane = DataPlaneKind::Shm;
+  expectRoundTrip(c);
   expectRoundTrip(Hello{"w", "h", 1, "cpu", -1, kProtocolVersion, ""});
   expectRoundTrip(Ready{7, 3, 42, "tcp://10.0.0.7:40001", -1'500'000});
   expectRoundTrip(Ready{7, 3, 42, "", kI64Min});
@@ -609,6 +614,16 @@ TEST(Protocol, TwoPhaseSetupRoundTripsAndIsChecked) {
   };
   rejects(withAppended(sampleConfig(4), [](Bytes& b) { putBytes(b, 23, "node9"); }),
           "1 host names for a world of 4");
+  // Field 24, the data plane: 3 (shm) needs one host; values past the last are unknown.
+  rejects(withAppended(sampleConfig(2),
+                       [](Bytes& b) {
+                         putBytes(b, 23, "node1");
+                         putBytes(b, 23, "node2");
+                         putField(b, 24, 3);
+                       }),
+          "the shm data plane needs every rank on one host");
+  rejects(withAppended(sampleConfig(1), [](Bytes& b) { putField(b, 24, 9); }),
+          "unknown data plane 9");
   rejects(withAppended(sampleConfig(1), [](Bytes& b) { putBytes(b, 23, "a\tb"); }),
           "host of rank 0");
   rejects(withAppended(sampleConfig(1), [](Bytes& b) { putBytes(b, 23, ""); }),
@@ -857,6 +872,9 @@ TEST(Protocol, EndpointsAreChecked) {
   EXPECT_TRUE(validEndpoint("tcp://[::1]:65535"));
   EXPECT_TRUE(validEndpoint("ipc:///tmp/arl/rank0"));
   EXPECT_TRUE(validEndpoint("inproc://rank0"));
+  EXPECT_TRUE(validEndpoint("shm://arl-dp-1234-r0-0-00c0ffee"));
+  EXPECT_FALSE(validEndpoint("shm://"));
+  EXPECT_FALSE(validEndpoint("shm://dir/name"));
   EXPECT_FALSE(validEndpoint(""));
   EXPECT_FALSE(validEndpoint("tcp://host"));
   EXPECT_FALSE(validEndpoint("tcp://:5555"));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "arl/telemetry.h"
+#include "arl/transport.h"
 #include "arl/types.h"
 
 namespace arl {
@@ -61,6 +62,7 @@ struct RunRequest {
   TelemetryLevel telemetry = TelemetryLevel::Chunks;
   uint64_t maxEvents = 1'000'000;  // telemetry events kept per run (all ranks together)
   std::chrono::milliseconds recvTimeout{3000};
+  DataPlaneKind dataPlane = DataPlaneKind::Auto;
 };
 
 enum class RunState : uint8_t { Idle, Configuring, Running, Done, Failed, Aborted };

@@ -33,8 +33,9 @@ struct BenchConfig {
   std::vector<std::string> algorithms = {"ring"};
   int workers = 4;  // local workers
   int ranksPerHost = 0;
-  // 1 MiB: on the ZeroMQ data plane each message costs about 30 us of CPU, so fewer, larger
-  // slices win until the pipeline gets too short (docs/performance.md, "Chunk size").
+  // 1 MiB: fewer, larger slices win until the pipeline gets too short, on the ZeroMQ data
+  // plane (about 30 us of CPU a message) more so than on shared memory
+  // (docs/performance.md, "Chunk size").
   uint64_t chunkBytes = uint64_t{1} << 20;
   int inflight = 4;
   std::string backend = "cpu";
@@ -42,6 +43,7 @@ struct BenchConfig {
   int expect = 0;  // remote workers
   TelemetryLevel telemetry = TelemetryLevel::Chunks;
   uint64_t maxEvents = 1'000'000;
+  DataPlaneKind dataPlane = DataPlaneKind::Auto;  // --data-plane
   int root = 0;
   bool inPlace = false;
   std::string jsonPath, csvPath, tracePath, recordPath;

@@ -36,6 +36,12 @@ struct Metrics {
 // timed iteration i. Returns 0 for no iterations.
 double slowestRankMeanUs(const std::vector<std::vector<double>>& perIterationPerRankUs);
 
+// The slowest rank's mean: each rank's mean over the timed iterations, then the largest of
+// those (0 for no iterations). This is how MPI benchmarks that time a loop of calls on every
+// rank report; it is never above slowestRankMeanUs, and falls below it when the ranks take
+// turns being slowest (as they do with more ranks than cores).
+double slowestOfRankMeansUs(const std::vector<std::vector<double>>& perIterationPerRankUs);
+
 // Metrics from the per-iteration slowest-rank times (as LocalRunResult::iterationUs holds).
 // Bandwidths are 0 when the time is not positive (nothing was timed).
 Metrics computeMetrics(Collective c, int nranks, uint64_t count, DataType t,

@@ -23,6 +23,7 @@
 
 #include "arl/errors.h"
 #include "arl/telemetry.h"
+#include "arl/transport.h"
 #include "arl/types.h"
 
 namespace arl {
@@ -272,6 +273,9 @@ struct RunConfig {
   // hosts[r]: host name of rank r, or empty (not given). A worker binds ipc:// when every
   // rank is on its host, tcp:// otherwise.
   std::vector<std::string> hosts;
+  // Auto: shared memory when every rank is on one host (see hosts), ZeroMQ otherwise. Shm
+  // with ranks on several hosts is refused.
+  DataPlaneKind dataPlane = DataPlaneKind::Auto;
 
   Frames encode() const;
   static DecodeResult<RunConfig> decode(ByteView header, ByteView body);
@@ -441,8 +445,9 @@ std::string describe(const Message& m);
 // Checks a message against the rules decode() applies: nullopt when valid, else the reason.
 std::optional<std::string> validate(const Message& m);
 
-// An endpoint a peer can connect to: "tcp://HOST:PORT", "ipc://PATH" or "inproc://NAME",
-// printable ASCII without spaces, at most kMaxEndpointBytes.
+// An endpoint a peer can connect to: "tcp://HOST:PORT", "ipc://PATH", "inproc://NAME" or
+// "shm://NAME" (a shared-memory segment, NAME without '/'), printable ASCII without spaces,
+// at most kMaxEndpointBytes.
 bool validEndpoint(std::string_view endpoint);
 
 // Splits events into batches of at most kMaxEventsPerBatch, numbered from `firstSeq`, each

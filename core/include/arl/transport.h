@@ -6,8 +6,31 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
 
 namespace arl {
+
+// Which data plane carries chunk payloads between worker processes. Auto: shared memory when
+// every rank is on one host, ZeroMQ otherwise. Zmq: ZeroMQ PUSH/PULL, ipc:// on one host and
+// tcp:// across hosts. Shm: shared memory (one host only).
+enum class DataPlaneKind : uint8_t { Auto, Zmq, Shm };
+
+constexpr std::string_view toString(DataPlaneKind k) {
+  switch (k) {
+    case DataPlaneKind::Auto: return "auto";
+    case DataPlaneKind::Zmq: return "zmq";
+    case DataPlaneKind::Shm: return "shm";
+  }
+  return "?";
+}
+
+constexpr std::optional<DataPlaneKind> parseDataPlaneKind(std::string_view s) {
+  if (s == "auto") return DataPlaneKind::Auto;
+  if (s == "zmq") return DataPlaneKind::Zmq;
+  if (s == "shm") return DataPlaneKind::Shm;
+  return std::nullopt;
+}
 
 // Fixed header in front of every data-plane payload. A receiver compares it with what its
 // own schedule expects, so a mismatch is caught on the first receive and never summed.
