@@ -1,28 +1,61 @@
-// Throughput of the ZeroMQ data plane between two ranks in one process (each with its own
-// ZeroMQ context and I/O thread, as two worker processes would have): ipc:// against
-// tcp://127.0.0.1, zero-copy sends against copying ones, 64 KiB to 16 MiB messages.
+// Throughput and small-message round trips of the two data planes between two ranks in one
+// process, each rank with a data plane of its own as two worker processes would have:
 //
-// The sender keeps at most 4 sends in flight, as the executor does with its default
-// ExecOptions::inflight; the receiver takes each message and drops it without reading the
-// payload, so the figure is the transport's alone. One iteration moves at least 64 MiB and
-// ends when the receiver has every message. GB/s is 1e9 bytes per second of wall time.
+//   DataPlane/shm/<size>                         arl::ShmDataPlane, shared-memory rings
+//   DataPlane/{ipc,tcp}/{zerocopy,copy}/<size>   arl::ZmqDataPlane over ipc:// or
+//                                                tcp://127.0.0.1, zero-copy or copying sends,
+//                                                each rank with its own ZeroMQ context and
+//                                                I/O thread
+//   DataPlane/{shm,ipc,tcp}/pingpong/4KiB        round trip of a 4 KiB message
+//
+// Throughput, 64 KiB to 16 MiB messages: one sender thread (rank 0) and one receiver thread
+// (rank 1). The sender keeps at most 4 sends in flight, as the executor does with its default
+// ExecOptions::inflight. A shm send (like a copying ZeroMQ one) is complete on return, so
+// there the bound is the transport's own: the receiver's ring, sized as the worker sizes it,
+// shmRingBytes(message, 4) (room for 5 messages). The receiver takes each message and drops it
+// without reading the payload, so the figure is the transport's alone: for shm one copy, into
+// the receiver's ring; for ZeroMQ what it takes to hand the receiver a message (copying sends:
+// into ZeroMQ's buffer, through the socket, into a fresh receive buffer). One iteration moves
+// at least 64 MiB and ends when the receiver has every message. GB/s is 1e9 bytes per second
+// of wall time. As the receiver reads nothing, a shm ring that fits in the last-level cache
+// (5 messages of 64 KiB or 1 MiB) stays there: those figures are a memcpy within the cache,
+// an upper bound for a receiver that reduces the data out of the ring.
+//
+// Round trip: rank 0 sends a 4 KiB message and waits for the answer; rank 1 (another thread)
+// receives each message, drops it unread and sends a 4 KiB message back. The time of one
+// iteration is one round trip (two messages, each one send and one receive), in microseconds
+// of wall time; 16 untimed round trips come first (they connect ZeroMQ's sockets). ZeroMQ
+// copies 4 KiB payloads (below BindOptions::zeroCopyMinBytes), so it has no zero-copy variant
+// here.
+//
+// The shm cases wait as a worker does: ShmOptions' defaults, or ARL_SHM_SPIN_US and
+// ARL_SHM_YIELD_US when set (docs/dataplane.md); the values used head the output. On a machine
+// with fewer free cores than the two threads need, the round trips measure the scheduler.
 //
 //   dataplane_bench                                    # everything, once
 //   dataplane_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 //   dataplane_bench --benchmark_filter='ipc/.*/1MiB'
+//   dataplane_bench --benchmark_filter='shm/|pingpong'
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "arl/errors.h"
+#include "arl/shm_transport.h"
+#include "arl/transport.h"
 #include "arl/zmq_transport.h"
 
 namespace {
@@ -30,24 +63,66 @@ namespace {
 using arl::BindOptions;
 using arl::ChunkHeader;
 using arl::SendCompletion;
+using arl::ShmDataPlane;
+using arl::ShmOptions;
+using arl::Transport;
 using arl::ZmqDataPlane;
 
 constexpr size_t KiB = size_t{1} << 10;
 constexpr size_t MiB = size_t{1} << 20;
 constexpr int kInflight = 4;
+constexpr size_t kPingBytes = 4 * KiB;
+constexpr int kWarmupRoundTrips = 16;
+constexpr std::chrono::seconds kRecvTimeout{30};
 
-void dataPlaneThroughput(benchmark::State& state, BindOptions::Kind kind, bool zeroCopy,
-                         size_t bytes) {
-  BindOptions opt;
-  opt.kind = kind;
-  if (!zeroCopy) {
-    opt.zeroCopyMinBytes = std::numeric_limits<size_t>::max();
+// Two ranks of the ZeroMQ data plane; rank 1 sends to rank 0 only when `duplex`.
+struct ZmqPair {
+  ZmqDataPlane r0{0, 2};
+  ZmqDataPlane r1{1, 2};
+
+  ZmqPair(const BindOptions& opt, bool duplex) {
+    const std::vector<std::string> endpoints = {r0.bind(opt), r1.bind(opt)};
+    r0.connect(endpoints, {1});
+    r1.connect(endpoints, duplex ? std::vector<int>{0} : std::vector<int>{});
   }
-  ZmqDataPlane tx(0, 2);
-  ZmqDataPlane rx(1, 2);
-  const std::vector<std::string> endpoints = {tx.bind(opt), rx.bind(opt)};
-  tx.connect(endpoints, {1});
-  rx.connect(endpoints, {});
+  // Both ranks close at once, as finished workers do, so each goodbye meets its peer's.
+  void close() {
+    std::thread closer([&] { r1.close(); });
+    r0.close();
+    closer.join();
+  }
+};
+
+// Two ranks of the shared-memory data plane; rank 1 sends to rank 0 only when `duplex`.
+struct ShmPair {
+  ShmDataPlane r0{0, 2};
+  ShmDataPlane r1{1, 2};
+
+  ShmPair(const ShmOptions& opt, bool duplex) {
+    const std::vector<int> none;
+    const std::vector<std::string> endpoints = {r0.bind(opt, duplex ? std::vector<int>{1} : none),
+                                                r1.bind(opt, {0})};
+    r0.connect(endpoints, {1});
+    r1.connect(endpoints, duplex ? std::vector<int>{0} : none);
+  }
+  // No goodbye exchange: what a closed rank sent stays readable.
+  void close() {
+    r0.close();
+    r1.close();
+  }
+};
+
+std::string joinErrors(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return a + "; " + b;
+}
+
+template <class Pair, class Options>
+void throughput(benchmark::State& state, const Options& opt, size_t bytes) {
+  Pair pair(opt, false);
+  Transport& tx = pair.r0;
+  Transport& rx = pair.r1;
 
   const size_t batch = std::max<size_t>(8, 64 * MiB / bytes);
   const uint64_t total = static_cast<uint64_t>(state.max_iterations) * batch;
@@ -59,12 +134,13 @@ void dataPlaneThroughput(benchmark::State& state, BindOptions::Kind kind, bool z
   std::thread receiver([&] {
     try {
       for (uint64_t i = 0; i < total; ++i) {
-        rx.recv(0, static_cast<uint32_t>(i), std::chrono::seconds(30));
+        rx.recv(0, static_cast<uint32_t>(i), kRecvTimeout);  // dropped unread
         received.store(i + 1, std::memory_order_release);
         received.notify_one();
       }
     } catch (const arl::PeerError& e) {
       rxError = e.what();
+      tx.abort();  // a sender waiting for room would wait for a reader that is gone
       received.store(total, std::memory_order_release);
       received.notify_one();
     }
@@ -94,17 +170,14 @@ void dataPlaneThroughput(benchmark::State& state, BindOptions::Kind kind, bool z
       received.wait(got, std::memory_order_acquire);
     }
   }
-  if (!txError.empty()) {
-    tx.abort();  // close() then releases the payloads at once
-  }
   receiver.join();
   if (!txError.empty() || !rxError.empty()) {
-    state.SkipWithError((txError.empty() ? rxError : txError).c_str());
+    tx.abort();  // close() then releases the payloads at once
+    rx.abort();
+    state.SkipWithError(joinErrors(txError, rxError).c_str());
   }
-  // Both ranks close at once, as finished workers do, so each goodbye meets its peer's.
-  std::thread closer([&] { rx.close(); });
-  tx.close();
-  closer.join();
+  window.clear();
+  pair.close();
 
   const double moved = static_cast<double>(state.iterations()) * static_cast<double>(batch) *
                        static_cast<double>(bytes);
@@ -113,24 +186,152 @@ void dataPlaneThroughput(benchmark::State& state, BindOptions::Kind kind, bool z
   state.counters["msgs"] = static_cast<double>(batch);
 }
 
-const bool kRegistered = [] {
+template <class Pair, class Options>
+void roundTrip(benchmark::State& state, const Options& opt) {
+  Pair pair(opt, true);
+  Transport& a = pair.r0;
+  Transport& b = pair.r1;
+
+  const uint64_t total = kWarmupRoundTrips + static_cast<uint64_t>(state.max_iterations);
+  std::vector<unsigned char> ping(kPingBytes, 0x5a);
+  std::vector<unsigned char> pong(kPingBytes, 0xa5);
+
+  std::string echoError;
+  std::thread echo([&] {
+    try {
+      for (uint64_t i = 0; i < total; ++i) {
+        const auto step = static_cast<uint32_t>(i);
+        b.recv(0, step, kRecvTimeout);  // dropped unread
+        ChunkHeader h;
+        h.step = step;
+        b.send(0, h, pong.data(), pong.size())->wait();
+      }
+    } catch (const arl::PeerError& e) {
+      echoError = e.what();
+      a.abort();  // rank 0 would wait for answers that never come
+    }
+  });
+
+  uint64_t done = 0;
+  const auto once = [&] {
+    const auto step = static_cast<uint32_t>(done);
+    ChunkHeader h;
+    h.step = step;
+    a.send(1, h, ping.data(), ping.size())->wait();
+    a.recv(1, step, kRecvTimeout);  // dropped unread
+    ++done;
+  };
+  std::string error;
+  try {
+    for (int i = 0; i < kWarmupRoundTrips; ++i) once();
+  } catch (const arl::PeerError& e) {
+    error = e.what();
+  }
+  if (error.empty()) {
+    for (auto _ : state) {
+      try {
+        once();
+      } catch (const arl::PeerError& e) {
+        error = e.what();
+        break;
+      }
+    }
+  }
+  if (!error.empty()) b.abort();  // the echo would wait for messages that never come
+  echo.join();
+  if (!error.empty() || !echoError.empty()) {
+    a.abort();
+    b.abort();
+    state.SkipWithError(joinErrors(error, echoError).c_str());
+  }
+  pair.close();
+
+  state.SetItemsProcessed(state.iterations());  // items_per_second: round trips per second
+}
+
+// As the worker reads them (worker_runtime.cpp): whole microseconds, 0 to 1e9.
+bool microsecondsFromEnv(const char* name, std::chrono::microseconds& out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return true;
+  int64_t x = 0;
+  const char* end = v + std::strlen(v);
+  const auto [p, ec] = std::from_chars(v, end, x);
+  if (ec != std::errc() || p != end || x < 0 || x > 1'000'000'000) {
+    std::fprintf(stderr, "%s='%s' is not a whole number of microseconds from 0 to 1000000000\n",
+                 name, v);
+    return false;
+  }
+  out = std::chrono::microseconds(x);
+  return true;
+}
+
+std::string sizeName(size_t bytes) {
+  return bytes >= MiB ? std::to_string(bytes / MiB) + "MiB" : std::to_string(bytes / KiB) + "KiB";
+}
+
+void registerAll(const ShmOptions& waits) {
+  for (size_t bytes : {64 * KiB, 1 * MiB, 16 * MiB}) {
+    ShmOptions opt = waits;
+    opt.ringBytes = arl::shmRingBytes(bytes, kInflight);
+    benchmark::RegisterBenchmark(
+        ("DataPlane/shm/" + sizeName(bytes)).c_str(),
+        [opt, bytes](benchmark::State& st) { throughput<ShmPair>(st, opt, bytes); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
   for (auto kind : {BindOptions::Kind::Ipc, BindOptions::Kind::Tcp}) {
+    const std::string kindName = kind == BindOptions::Kind::Ipc ? "ipc" : "tcp";
     for (bool zeroCopy : {true, false}) {
       for (size_t bytes : {64 * KiB, 1 * MiB, 16 * MiB}) {
-        const std::string name = std::string("DataPlane/") +
-                                 (kind == BindOptions::Kind::Ipc ? "ipc" : "tcp") + "/" +
-                                 (zeroCopy ? "zerocopy" : "copy") + "/" +
-                                 (bytes >= MiB ? std::to_string(bytes / MiB) + "MiB"
-                                               : std::to_string(bytes / KiB) + "KiB");
-        benchmark::RegisterBenchmark(name.c_str(), dataPlaneThroughput, kind, zeroCopy, bytes)
+        BindOptions opt;
+        opt.kind = kind;
+        if (!zeroCopy) {
+          opt.zeroCopyMinBytes = std::numeric_limits<size_t>::max();
+        }
+        const std::string name = "DataPlane/" + kindName + "/" + (zeroCopy ? "zerocopy" : "copy") +
+                                 "/" + sizeName(bytes);
+        benchmark::RegisterBenchmark(
+            name.c_str(),
+            [opt, bytes](benchmark::State& st) { throughput<ZmqPair>(st, opt, bytes); })
             ->UseRealTime()
             ->Unit(benchmark::kMillisecond);
       }
     }
   }
-  return true;
-}();
+
+  ShmOptions shm = waits;
+  shm.ringBytes = arl::shmRingBytes(kPingBytes, kInflight);
+  benchmark::RegisterBenchmark(("DataPlane/shm/pingpong/" + sizeName(kPingBytes)).c_str(),
+                               [shm](benchmark::State& st) { roundTrip<ShmPair>(st, shm); })
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
+  for (auto kind : {BindOptions::Kind::Ipc, BindOptions::Kind::Tcp}) {
+    BindOptions opt;
+    opt.kind = kind;
+    const std::string name = std::string("DataPlane/") +
+                             (kind == BindOptions::Kind::Ipc ? "ipc" : "tcp") + "/pingpong/" +
+                             sizeName(kPingBytes);
+    benchmark::RegisterBenchmark(name.c_str(),
+                                 [opt](benchmark::State& st) { roundTrip<ZmqPair>(st, opt); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+  }
+}
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  ShmOptions waits;
+  if (!microsecondsFromEnv("ARL_SHM_SPIN_US", waits.spin) ||
+      !microsecondsFromEnv("ARL_SHM_YIELD_US", waits.yieldFor)) {
+    return 2;
+  }
+  benchmark::AddCustomContext("shm_spin_us", std::to_string(waits.spin.count()));
+  benchmark::AddCustomContext("shm_yield_us", std::to_string(waits.yieldFor.count()));
+  registerAll(waits);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

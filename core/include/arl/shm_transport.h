@@ -15,10 +15,10 @@
 //   dp.close();
 //
 // Waiting. A receiver waiting for data (and a sender waiting for room) first polls the ring
-// for ShmOptions::spin, then yields the core ShmOptions::yields times, then sleeps on a futex
-// in the shared segment that the other side wakes when it sees a sleeper. Polling first is
-// what makes a small message cost microseconds; yielding and sleeping keep a machine with
-// more ranks than cores moving. Sleeps are cut into slices of at most 10 ms, after each of
+// for ShmOptions::spin, then looks between yields of the core for ShmOptions::yieldFor, then
+// sleeps on a futex in the shared segment that the other side wakes when it sees a sleeper.
+// Looking without a system call in between is what makes a small message cost microseconds;
+// yielding and sleeping keep a machine with more ranks than cores moving. Sleeps are cut into slices of at most 10 ms, after each of
 // which the abort flag, the peer's process and the deadline are looked at.
 //
 // Sends copy the payload into the ring and are complete on return (the caller's memory is
