@@ -35,6 +35,7 @@
 #include "arl/metrics.h"
 #include "arl/model.h"
 #include "arl/protocol.h"
+#include "arl/shm_transport.h"
 #include "cli_util.h"
 #include "commands.h"
 
@@ -262,6 +263,12 @@ BenchArgs parseArgs(const std::vector<std::string>& args) {
                        "' (known: auto, shm, zmq)"};
     }
     c.dataPlane = *d;
+  }
+  // The workers inherit the environment: a bad wait setting is refused here, before any starts.
+  try {
+    (void)shmWaitsFromEnv(ShmOptions{});
+  } catch (const ConfigError& e) {
+    throw UsageError{e.what()};
   }
   if (iters) c.iters = parseIntArg("-n", *iters, 1, kMaxIters);
   if (warmup) c.warmup = parseIntArg("-w", *warmup, 0, kMaxIters);

@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <new>
@@ -304,6 +306,29 @@ void sweepStaleSegments() {
 size_t shmRingBytes(size_t maxMessageBytes, int inflight) {
   const size_t record = sizeof(RecHead) + roundUp(maxMessageBytes, kLine);
   return std::max(kMinRing, record * static_cast<size_t>(std::max(inflight, 1) + 1));
+}
+
+namespace {
+
+std::chrono::microseconds microsecondsFromEnv(const char* name, std::chrono::microseconds dflt) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return dflt;
+  int64_t x = 0;
+  const char* end = v + std::strlen(v);
+  const auto [p, ec] = std::from_chars(v, end, x);
+  if (ec != std::errc() || p != end || x < 0 || x > 1'000'000'000) {
+    throw ConfigError(std::string(name) + "='" + v +
+                      "' is not a whole number of microseconds from 0 to 1000000000");
+  }
+  return std::chrono::microseconds(x);
+}
+
+}  // namespace
+
+ShmOptions shmWaitsFromEnv(ShmOptions base) {
+  base.spin = microsecondsFromEnv("ARL_SHM_SPIN_US", base.spin);
+  base.yieldFor = microsecondsFromEnv("ARL_SHM_YIELD_US", base.yieldFor);
+  return base;
 }
 
 struct ShmDataPlane::Impl {

@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -268,22 +267,6 @@ struct RunJob {
   }
 };
 
-// A duration in microseconds from the environment, `fallback` when unset; a value that is not
-// a whole number from 0 to 1e9 fails the run with a message naming the variable.
-std::chrono::microseconds microsecondsFromEnv(const char* name,
-                                              std::chrono::microseconds fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  int64_t x = 0;
-  const char* end = v + std::strlen(v);
-  const auto [p, ec] = std::from_chars(v, end, x);
-  if (ec != std::errc() || p != end || x < 0 || x > 1'000'000'000) {
-    throw ConfigError(std::string(name) + "='" + v +
-                      "' is not a whole number of microseconds from 0 to 1000000000");
-  }
-  return std::chrono::microseconds(x);
-}
-
 // Backend memory of this rank for one run, freed after the data plane is closed.
 struct RunMemory {
   Backend& backend;
@@ -416,10 +399,8 @@ void runJobMain(RunJob& j) {
             if (op.sendPeer == rank) maxElems = std::max<uint64_t>(maxElems, op.count);
           }
         }
-        ShmOptions so;
+        ShmOptions so = shmWaitsFromEnv(ShmOptions{});
         so.ringBytes = shmRingBytes(maxElems * es, static_cast<int>(c.inflight));
-        so.spin = microsecondsFromEnv("ARL_SHM_SPIN_US", so.spin);
-        so.yieldFor = microsecondsFromEnv("ARL_SHM_YIELD_US", so.yieldFor);
         try {
           ready.dataEndpoint = shmDp->bind(so, peers.recvFrom);
         } catch (const ConfigError& e) {

@@ -40,7 +40,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -249,22 +248,6 @@ void roundTrip(benchmark::State& state, const Options& opt) {
   state.SetItemsProcessed(state.iterations());  // items_per_second: round trips per second
 }
 
-// As the worker reads them (worker_runtime.cpp): whole microseconds, 0 to 1e9.
-bool microsecondsFromEnv(const char* name, std::chrono::microseconds& out) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return true;
-  int64_t x = 0;
-  const char* end = v + std::strlen(v);
-  const auto [p, ec] = std::from_chars(v, end, x);
-  if (ec != std::errc() || p != end || x < 0 || x > 1'000'000'000) {
-    std::fprintf(stderr, "%s='%s' is not a whole number of microseconds from 0 to 1000000000\n",
-                 name, v);
-    return false;
-  }
-  out = std::chrono::microseconds(x);
-  return true;
-}
-
 std::string sizeName(size_t bytes) {
   return bytes >= MiB ? std::to_string(bytes / MiB) + "MiB" : std::to_string(bytes / KiB) + "KiB";
 }
@@ -324,8 +307,10 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   ShmOptions waits;
-  if (!microsecondsFromEnv("ARL_SHM_SPIN_US", waits.spin) ||
-      !microsecondsFromEnv("ARL_SHM_YIELD_US", waits.yieldFor)) {
+  try {
+    waits = arl::shmWaitsFromEnv(waits);  // as the worker reads them
+  } catch (const arl::ConfigError& e) {
+    std::fprintf(stderr, "dataplane_bench: %s\n", e.what());
     return 2;
   }
   benchmark::AddCustomContext("shm_spin_us", std::to_string(waits.spin.count()));

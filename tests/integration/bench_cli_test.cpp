@@ -263,6 +263,16 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
     EXPECT_EQ(r.out, "") << shown;
     EXPECT_TRUE(workerPids().empty()) << shown << ": a worker was started";
   }
+  // The workers' shared-memory wait settings come from the environment, and are refused up front.
+  ::setenv("ARL_SHM_YIELD_US", "-5", 1);
+  const Result env = run({"--workers", "2", "-b", "4K", "-e", "4K"}, "badenv");
+  ::unsetenv("ARL_SHM_YIELD_US");
+  EXPECT_EQ(env.rc, 2) << env.err;
+  EXPECT_EQ(lines(env.err), 1u) << env.err;
+  EXPECT_NE(env.err.find("ARL_SHM_YIELD_US='-5' is not a whole number of microseconds"),
+            std::string::npos)
+      << env.err;
+  EXPECT_TRUE(workerPids().empty()) << "a worker was started";
   const Result help = run({"--help"}, "help");
   EXPECT_EQ(help.rc, 0);
   EXPECT_NE(help.out.find("-b, --minbytes"), std::string::npos);

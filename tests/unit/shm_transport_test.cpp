@@ -27,11 +27,15 @@
 #include "arl/executor.h"
 #include "arl/generators.h"
 #include "arl/zmq_transport.h"  // dataPlanePeers
+#include "transport_test_util.h"
 
 namespace arl {
 namespace {
 
 namespace fs = std::filesystem;
+using arl::transport_test::headerFor;
+using arl::transport_test::pattern;
+using arl::transport_test::samePayload;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
@@ -122,29 +126,6 @@ Mesh fullMesh(int n, const ShmOptions& opt) {
     }
   }
   return makeMesh(n, sendTo, opt);
-}
-
-ChunkHeader headerFor(uint32_t step, uint32_t chunk = 0) {
-  ChunkHeader h;
-  h.epoch = 7;
-  h.seq = 3;
-  h.step = step;
-  h.chunk = chunk;
-  return h;
-}
-
-// Payload whose every byte depends on (stream, index), so a swap or a corruption shows.
-std::vector<unsigned char> pattern(int stream, uint32_t i, size_t bytes) {
-  std::vector<unsigned char> v(bytes);
-  for (size_t j = 0; j < bytes; ++j) {
-    v[j] =
-        static_cast<unsigned char>(j * 131 + i * 17 + static_cast<size_t>(stream) * 71 + (j >> 12));
-  }
-  return v;
-}
-
-bool samePayload(const InMessage& m, const std::vector<unsigned char>& v) {
-  return m.size() == v.size() && (v.empty() || std::memcmp(m.data(), v.data(), v.size()) == 0);
 }
 
 size_t recordBytes(size_t payload) { return 64 + (payload + 63) / 64 * 64; }

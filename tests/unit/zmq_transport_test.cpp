@@ -18,10 +18,14 @@
 #include "arl/errors.h"
 #include "arl/executor.h"
 #include "arl/generators.h"
+#include "transport_test_util.h"
 
 namespace arl {
 namespace {
 
+using arl::transport_test::headerFor;
+using arl::transport_test::pattern;
+using arl::transport_test::samePayload;
 using std::chrono::milliseconds;
 using Kind = BindOptions::Kind;
 
@@ -94,28 +98,6 @@ Mesh makeMesh(int n, const BindOptions& opt) {
     mesh.dp[static_cast<size_t>(r)]->connect(endpoints, peers);
   }
   return mesh;
-}
-
-ChunkHeader headerFor(uint32_t step, uint32_t chunk = 0) {
-  ChunkHeader h;
-  h.epoch = 7;
-  h.seq = 3;
-  h.step = step;
-  h.chunk = chunk;
-  return h;
-}
-
-// Payload whose every byte depends on (sender, index), so a swap or a corruption shows.
-std::vector<unsigned char> pattern(int src, uint32_t i, size_t bytes) {
-  std::vector<unsigned char> v(bytes);
-  for (size_t j = 0; j < bytes; ++j) {
-    v[j] = static_cast<unsigned char>(j * 131 + i * 17 + static_cast<size_t>(src) * 71 + (j >> 12));
-  }
-  return v;
-}
-
-bool samePayload(const InMessage& m, const std::vector<unsigned char>& v) {
-  return m.size() == v.size() && (v.empty() || std::memcmp(m.data(), v.data(), v.size()) == 0);
 }
 
 class ZmqDataPlaneTest : public ::testing::TestWithParam<Kind> {};

@@ -18,8 +18,9 @@
 // for ShmOptions::spin, then looks between yields of the core for ShmOptions::yieldFor, then
 // sleeps on a futex in the shared segment that the other side wakes when it sees a sleeper.
 // Looking without a system call in between is what makes a small message cost microseconds;
-// yielding and sleeping keep a machine with more ranks than cores moving. Sleeps are cut into slices of at most 10 ms, after each of
-// which the abort flag, the peer's process and the deadline are looked at.
+// yielding and sleeping keep a machine with more ranks than cores moving. Sleeps are cut into
+// slices of at most 10 ms, after each of which the abort flag, the peer's process and the deadline
+// are looked at.
 //
 // Sends copy the payload into the ring and are complete on return (the caller's memory is
 // free at once); send() blocks while the ring is full. A received message is a view into the
@@ -73,6 +74,10 @@ struct ShmOptions {
 // room for inflight + 1 records (one may be lost to the wrap at the ring's end), at least
 // 64 KiB.
 size_t shmRingBytes(size_t maxMessageBytes, int inflight);
+
+// `base` with spin and yieldFor taken from ARL_SHM_SPIN_US and ARL_SHM_YIELD_US where set
+// (whole microseconds, 0 to 1e9). Throws ConfigError naming the variable on anything else.
+ShmOptions shmWaitsFromEnv(ShmOptions base);
 
 class ShmDataPlane final : public Transport {
  public:
