@@ -932,6 +932,19 @@ struct Coordinator::Impl {
       finishRun(RunState::Aborted, run->failText);
     }
     for (const auto& p : peers) sendMsg(p.id, Shutdown{"the lab is closing"});
+    // A child that has not joined yet (a replacement still starting) cannot be told to leave
+    // and holds nothing: it goes at once instead of being waited for.
+    for (auto it = children.begin(); it != children.end();) {
+      if (it->second.joined) {
+        ++it;
+        continue;
+      }
+      if (!killAndReap(it->first, milliseconds(2000))) {
+        std::fprintf(stderr, "allreduce-lab: local worker pid %lld could not be reaped\n",
+                     static_cast<long long>(it->first));
+      }
+      it = children.erase(it);
+    }
     const auto deadline = Clock::now() + kShutdownWait;
     while (!children.empty() && Clock::now() < deadline) {
       std::vector<int64_t> ended;

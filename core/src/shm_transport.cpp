@@ -1,3 +1,5 @@
+// The shared-memory data plane (see shm_transport.h): segments, SPSC rings of records, and
+// the poll-yield-sleep wait between the two processes of a channel.
 #include "arl/shm_transport.h"
 
 #include <dirent.h>
