@@ -498,9 +498,10 @@ void runJobMain(RunJob& j) {
       done.rank = rank;
       done.wrongTotal = wrongTotal;
       done.eventsDropped = j.out.dropped();
-      // The data plane says goodbye to its peers (close() waits for their last messages)
-      // before RunDone leaves, so no send of this run is in flight when the next one starts.
-      // j.dp stays set meanwhile: an Abort still interrupts the goodbye.
+      // The data plane is closed before RunDone leaves, so no send of this run is in flight
+      // when the next one starts: ZeroMQ's close() says goodbye to its peers (it waits for
+      // their last messages; j.dp stays set meanwhile, so an Abort still interrupts it);
+      // shared memory needs no goodbye, its data already sits in the receivers' rings.
       closeDataPlane();
       j.reported.store(true);
       j.out.post(done);
