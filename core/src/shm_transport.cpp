@@ -138,6 +138,11 @@ std::string errnoText(int e) { return std::system_category().message(e); }
 
 enum class WaitEnd { Ready, Timeout, Aborted, PeerGone, Closed };
 
+// Until this steady-clock time (ns since its epoch), waits sleep without yielding (see
+// ShmOptions::yieldStall). For the whole process: the load that made a yield stall is
+// outside this data plane, and outlives it.
+std::atomic<int64_t> g_noYieldUntil{0};
+
 // Polls, yields, then sleeps on `signal` until ready(); see "Waiting" in the header.
 // closed() is looked at only when not ready, and ready() once more after it is true, so
 // whatever was published before the close is still taken.
@@ -146,19 +151,33 @@ WaitEnd waitFor(const ShmOptions& o, const std::atomic<bool>& aborted, Ready rea
                 std::atomic<uint32_t>& signal, std::atomic<uint32_t>& waiters,
                 const std::atomic<int32_t>& peerPid, Clock::time_point deadline) {
   if (ready()) return WaitEnd::Ready;
-  const auto spinEnd = std::min(Clock::now() + o.spin, deadline);
-  do {
-    for (int i = 0; i < 32; ++i) {
-      cpuRelax();
-      if (ready()) return WaitEnd::Ready;
-    }
-  } while (Clock::now() < spinEnd);
-  if (o.yieldFor.count() > 0) {
-    const auto yieldEnd = std::min(Clock::now() + o.yieldFor, deadline);
+  if (o.spin.count() > 0) {
+    const auto spinEnd = std::min(Clock::now() + o.spin, deadline);
     do {
-      ::sched_yield();
-      if (ready()) return WaitEnd::Ready;
-    } while (Clock::now() < yieldEnd);
+      for (int i = 0; i < 32; ++i) {
+        cpuRelax();
+        if (ready()) return WaitEnd::Ready;
+      }
+    } while (Clock::now() < spinEnd);
+  }
+  if (o.yieldFor.count() > 0) {
+    auto now = Clock::now();
+    if (now.time_since_epoch().count() >= g_noYieldUntil.load(std::memory_order_relaxed)) {
+      const auto yieldEnd = std::min(now + o.yieldFor, deadline);
+      do {
+        ::sched_yield();
+        const auto before = now;
+        now = Clock::now();
+        if (ready()) return WaitEnd::Ready;
+        // A yield that took this long handed the core to something that ran a whole time
+        // slice, most likely not a rank of ours: sleep instead of yielding for a while.
+        if (now - before > o.yieldStall) {
+          g_noYieldUntil.store((now + o.yieldBackoff).time_since_epoch().count(),
+                               std::memory_order_relaxed);
+          break;
+        }
+      } while (now < yieldEnd);
+    }
   }
   for (;;) {
     if (aborted.load(std::memory_order_relaxed)) return WaitEnd::Aborted;
@@ -330,6 +349,7 @@ std::chrono::microseconds microsecondsFromEnv(const char* name, std::chrono::mic
 ShmOptions shmWaitsFromEnv(ShmOptions base) {
   base.spin = microsecondsFromEnv("ARL_SHM_SPIN_US", base.spin);
   base.yieldFor = microsecondsFromEnv("ARL_SHM_YIELD_US", base.yieldFor);
+  base.yieldStall = microsecondsFromEnv("ARL_SHM_YIELD_STALL_US", base.yieldStall);
   return base;
 }
 

@@ -66,6 +66,14 @@ struct ShmOptions {
   // ARL_SHM_YIELD_US when set (docs/dataplane.md).
   std::chrono::microseconds spin{0};
   std::chrono::microseconds yieldFor{2000};
+  // A single yield that takes longer than yieldStall gave the core to a program that ran a
+  // whole time slice (a compiler, say), not to a rank that had a message to pass on. With
+  // such programs about, a rank that yields waits out their slices (milliseconds) and spends
+  // the CPU share that would get it scheduled when its data comes, while one asleep on the
+  // futex is woken and scheduled at once. So after such a yield every wait in the process
+  // sleeps without yielding for yieldBackoff.
+  std::chrono::microseconds yieldStall{200};
+  std::chrono::milliseconds yieldBackoff{1000};
   // How long send() may wait for room in a peer's ring before failing with PeerError.
   std::chrono::milliseconds sendTimeout{30000};
 };
@@ -75,8 +83,9 @@ struct ShmOptions {
 // 64 KiB.
 size_t shmRingBytes(size_t maxMessageBytes, int inflight);
 
-// `base` with spin and yieldFor taken from ARL_SHM_SPIN_US and ARL_SHM_YIELD_US where set
-// (whole microseconds, 0 to 1e9). Throws ConfigError naming the variable on anything else.
+// `base` with spin, yieldFor and yieldStall taken from ARL_SHM_SPIN_US, ARL_SHM_YIELD_US and
+// ARL_SHM_YIELD_STALL_US where set (whole microseconds, 0 to 1e9). Throws ConfigError naming the
+// variable on anything else.
 ShmOptions shmWaitsFromEnv(ShmOptions base);
 
 class ShmDataPlane final : public Transport {
