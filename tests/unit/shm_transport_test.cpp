@@ -966,3 +966,43 @@ TEST(ShmDataPlane, AllReduceOverTheDataPlane) {
 
 }  // namespace
 }  // namespace arl
+
+namespace arl {
+namespace {
+
+// The wait settings a worker takes from its environment, and the refusal of anything that is
+// not a whole number of microseconds.
+TEST(ShmDataPlane, WaitSettingsFromTheEnvironment) {
+  const char* names[] = {"ARL_SHM_SPIN_US", "ARL_SHM_YIELD_US", "ARL_SHM_YIELD_STALL_US"};
+  for (const char* n : names) ::unsetenv(n);
+  ShmOptions base;
+  base.spin = std::chrono::microseconds(3);
+  const ShmOptions same = shmWaitsFromEnv(base);
+  EXPECT_EQ(same.spin.count(), 3);
+  EXPECT_EQ(same.yieldFor, base.yieldFor);
+  EXPECT_EQ(same.yieldStall, base.yieldStall);
+
+  ::setenv("ARL_SHM_SPIN_US", "7", 1);
+  ::setenv("ARL_SHM_YIELD_US", "0", 1);
+  ::setenv("ARL_SHM_YIELD_STALL_US", "1000000000", 1);
+  const ShmOptions set = shmWaitsFromEnv(base);
+  EXPECT_EQ(set.spin.count(), 7);
+  EXPECT_EQ(set.yieldFor.count(), 0);
+  EXPECT_EQ(set.yieldStall.count(), 1'000'000'000);
+
+  for (const char* bad : {"-1", "1e3", "12 ", "abc", "1000000001"}) {
+    ::setenv("ARL_SHM_YIELD_STALL_US", bad, 1);
+    try {
+      (void)shmWaitsFromEnv(base);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("ARL_SHM_YIELD_STALL_US='") + bad + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  for (const char* n : names) ::unsetenv(n);
+}
+
+}  // namespace
+}  // namespace arl
