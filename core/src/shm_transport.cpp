@@ -482,7 +482,12 @@ std::unique_ptr<OutChannel> attach(const std::string& endpoint, int rank, int pe
   }
   const std::string name = "/" + endpoint.substr(scheme.size());
   const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
-  if (fd < 0) throw bad(errnoText(errno) + " (is it on another host?)");
+  if (fd < 0) {
+    const int e = errno;
+    throw bad(errnoText(e) + (e == EACCES
+                                  ? " (a worker of another user? run with the zmq data plane)"
+                                  : " (is it on another host?)"));
+  }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < sizeof(SegHeader)) {
     ::close(fd);
