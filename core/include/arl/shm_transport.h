@@ -72,7 +72,10 @@ struct ShmOptions {
   // the CPU share that would get it scheduled when its data comes, while one asleep on the
   // futex is woken and scheduled at once. So after such a yield every wait in the process
   // sleeps without yielding for yieldBackoff.
-  std::chrono::microseconds yieldStall{200};
+  // 2.5 ms: here a busy program's turn took 3-5 ms, while the lab's own threads (a worker's
+  // control thread shipping telemetry, the coordinator) stalled yields for up to 1-2 ms,
+  // which a lower threshold mistook for foreign load (docs/performance.md).
+  std::chrono::microseconds yieldStall{2500};
   std::chrono::milliseconds yieldBackoff{1000};
   // How long send() may wait for room in a peer's ring before failing with PeerError.
   std::chrono::milliseconds sendTimeout{30000};
