@@ -34,6 +34,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using arl::transport_test::headerFor;
+using arl::transport_test::onThreads;
 using arl::transport_test::pattern;
 using arl::transport_test::samePayload;
 using std::chrono::milliseconds;
@@ -58,26 +59,6 @@ ShmOptions ringOf(size_t bytes) {
 // The /dev/shm file behind an endpoint.
 std::string shmPath(const std::string& endpoint) {
   return "/dev/shm/" + endpoint.substr(std::strlen(ShmDataPlane::kScheme));
-}
-
-// Runs f(rank) on one thread per rank, rethrowing the first failure on the calling thread.
-void onThreads(int n, const std::function<void(int)>& f) {
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(n));
-  std::mutex m;
-  std::exception_ptr first;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        f(r);
-      } catch (...) {
-        std::lock_guard<std::mutex> lk(m);
-        if (!first) first = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  if (first) std::rethrow_exception(first);
 }
 
 // Polls cond until it holds or `limit` passes; true when it held.

@@ -24,6 +24,7 @@ namespace arl {
 namespace {
 
 using arl::transport_test::headerFor;
+using arl::transport_test::onThreads;
 using arl::transport_test::pattern;
 using arl::transport_test::samePayload;
 using std::chrono::milliseconds;
@@ -33,32 +34,6 @@ BindOptions optionsFor(Kind k) {
   BindOptions o;
   o.kind = k;
   return o;
-}
-
-// Runs f(rank) on one thread per rank, rethrowing the first failure on the calling thread.
-void onThreads(int n, const std::function<void(int)>& f) {
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(n));
-  std::mutex m;
-  std::exception_ptr first;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        f(r);
-      } catch (...) {
-        std::lock_guard<std::mutex> lk(m);
-        if (!first) {
-          first = std::current_exception();
-        }
-      }
-    });
-  }
-  for (auto& t : threads) {
-    t.join();
-  }
-  if (first) {
-    std::rethrow_exception(first);
-  }
 }
 
 // n data planes, bound and connected to every other rank, as the coordinator would set them
