@@ -28,14 +28,14 @@
 #include <thread>
 #include <vector>
 
-#include "arl/coordinator.h"
-#include "arl/errors.h"
-#include "arl/export.h"
-#include "arl/generators.h"
-#include "arl/metrics.h"
-#include "arl/model.h"
-#include "arl/protocol.h"
-#include "arl/shm_transport.h"
+#include "runtime/coordinator.h"
+#include "base/errors.h"
+#include "export/export.h"
+#include "schedule/generators.h"
+#include "model/metrics.h"
+#include "model/model.h"
+#include "runtime/protocol.h"
+#include "transport/shm/shm_transport.h"
 #include "cli_util.h"
 #include "commands.h"
 

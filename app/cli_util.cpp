@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "arl/generators.h"
+#include "schedule/generators.h"
 
 namespace arl::app {
 

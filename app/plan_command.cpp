@@ -14,13 +14,13 @@
 #include <string_view>
 #include <vector>
 
-#include "arl/errors.h"
-#include "arl/generators.h"
-#include "arl/json.h"
-#include "arl/local_run.h"
-#include "arl/metrics.h"
-#include "arl/model.h"
-#include "arl/verifier.h"
+#include "base/errors.h"
+#include "schedule/generators.h"
+#include "export/json.h"
+#include "exec/local_run.h"
+#include "model/metrics.h"
+#include "model/model.h"
+#include "schedule/verifier.h"
 #include "cli_util.h"
 #include "commands.h"
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "arl/errors.h"
-#include "arl/worker_runtime.h"
+#include "base/errors.h"
+#include "runtime/worker_runtime.h"
 
 int main(int argc, char** argv) {
   // Keep freed memory in the process. ZeroMQ mallocs every received message; glibc would

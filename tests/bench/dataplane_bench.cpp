@@ -52,10 +52,10 @@
 #include <thread>
 #include <vector>
 
-#include "arl/errors.h"
-#include "arl/shm_transport.h"
-#include "arl/transport.h"
-#include "arl/zmq_transport.h"
+#include "base/errors.h"
+#include "transport/shm/shm_transport.h"
+#include "transport/transport.h"
+#include "transport/zmq/zmq_transport.h"
 
 namespace {
 

@@ -33,8 +33,8 @@
 #include <utility>
 #include <vector>
 
-#include "arl/metrics.h"
-#include "arl/types.h"
+#include "model/metrics.h"
+#include "base/types.h"
 
 namespace {
 

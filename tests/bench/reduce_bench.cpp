@@ -19,8 +19,8 @@
 
 #include <unistd.h>
 
-#include "arl/cpu_backend.h"
-#include "arl/types.h"
+#include "backend/cpu/cpu_backend.h"
+#include "base/types.h"
 
 namespace {
 

@@ -19,10 +19,10 @@
 
 #include <gtest/gtest.h>
 
-#include "arl/export.h"
-#include "arl/generators.h"
-#include "arl/json.h"
-#include "arl/process.h"
+#include "export/export.h"
+#include "schedule/generators.h"
+#include "export/json.h"
+#include "runtime/process.h"
 
 namespace arl {
 namespace {

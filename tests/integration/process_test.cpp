@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "arl/process.h"
+#include "runtime/process.h"
 
 namespace arl {
 namespace {

@@ -21,12 +21,12 @@
 
 #include <gtest/gtest.h>
 
-#include "arl/coordinator.h"
-#include "arl/errors.h"
-#include "arl/generators.h"
-#include "arl/process.h"
-#include "arl/protocol.h"
-#include "arl/worker_runtime.h"
+#include "runtime/coordinator.h"
+#include "base/errors.h"
+#include "schedule/generators.h"
+#include "runtime/process.h"
+#include "runtime/protocol.h"
+#include "runtime/worker_runtime.h"
 
 namespace arl {
 namespace {

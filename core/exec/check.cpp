@@ -1,0 +1,132 @@
+#include "exec/check.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/errors.h"
+#include "exec/numeric.h"
+#include "schedule/schedule.h"
+
+namespace arl {
+
+namespace {
+
+// A small integer hash (murmur3's finaliser) so that values do not repeat with a short period.
+uint32_t mix(uint32_t a, uint64_t b) {
+  uint32_t h = (a + 1u) * 0x9E3779B1u ^ static_cast<uint32_t>(b) * 0x85EBCA77u ^
+               static_cast<uint32_t>(b >> 32) * 0xC2B2AE3Du;
+  h ^= h >> 16;
+  h *= 0x85EBCA6Bu;
+  h ^= h >> 13;
+  h *= 0xC2B2AE35u;
+  h ^= h >> 16;
+  return h;
+}
+
+bool isSigned(DataType t) { return t != DataType::Uint8; }
+
+// Element i of rank r's Input, as an exact integer value (see check.h for the choices).
+double inputValue(Collective c, DataType t, RedOp op, int r, int n, uint64_t i) {
+  const uint32_t ur = static_cast<uint32_t>(r);
+  const double shift = isSigned(t) ? -128.0 : 0.0;
+  if (!collectiveReduces(c)) return static_cast<double>(mix(ur, i) % 256) + shift;
+  switch (op) {
+    case RedOp::Sum:
+    case RedOp::Avg:
+      return isSigned(t) ? static_cast<double>(mix(ur, i) % 4) - 1.0
+                         : static_cast<double>(1 + mix(ur, i) % 3);
+    case RedOp::Prod: return mix(ur, i) % 4 == 0 ? 2.0 : 1.0;
+    case RedOp::Min:
+    case RedOp::Max: {
+      // (r + i) mod n is a permutation of the ranks, so values are distinct per element; the
+      // low bits from the hash make the extreme differ between elements.
+      const uint64_t place = (static_cast<uint64_t>(r) + i) % static_cast<uint64_t>(n);
+      return static_cast<double>(place * 4 + mix(0, i) % 4) + shift;
+    }
+  }
+  return 0;
+}
+
+constexpr size_t kMaxElem = 8;
+
+// out = reduction over all ranks of input element `i` (in rank order; the inputs make the
+// order irrelevant), finalised for Avg.
+void reduceElement(void* out, Collective c, DataType t, RedOp op, int n, uint64_t i) {
+  unsigned char acc[kMaxElem];
+  unsigned char v[kMaxElem];
+  fromDouble(t, inputValue(c, t, op, 0, n, i), acc);
+  for (int r = 1; r < n; ++r) {
+    fromDouble(t, inputValue(c, t, op, r, n, i), v);
+    reduceScalar(t, op, acc, v, acc);
+  }
+  finalizeScalar(t, op, acc, n);
+  std::memcpy(out, acc, dtypeSize(t));
+}
+
+}  // namespace
+
+void fillInput(void* host, Collective c, DataType t, RedOp op, int rank, int nranks,
+               uint64_t count) {
+  ARL_ENFORCE(nranks >= 1 && rank >= 0 && rank < nranks, "rank " << rank << " of " << nranks);
+  const size_t es = dtypeSize(t);
+  auto* p = static_cast<unsigned char*>(host);
+  const uint64_t elems = inputElemsFor(c, nranks, count);
+  for (uint64_t i = 0; i < elems; ++i)
+    fromDouble(t, inputValue(c, t, op, rank, nranks, i), p + i * es);
+}
+
+bool fillExpected(void* host, Collective c, DataType t, RedOp op, int rank, int nranks,
+                  uint64_t count, int root) {
+  ARL_ENFORCE(nranks >= 1 && rank >= 0 && rank < nranks, "rank " << rank << " of " << nranks);
+  ARL_ENFORCE(root >= 0 && root < nranks, "root " << root << " of " << nranks);
+  const size_t es = dtypeSize(t);
+  auto* p = static_cast<unsigned char*>(host);
+  switch (c) {
+    case Collective::AllReduce:
+      for (uint64_t i = 0; i < count; ++i) reduceElement(p + i * es, c, t, op, nranks, i);
+      return true;
+    case Collective::Reduce:
+      if (rank != root) return false;
+      for (uint64_t i = 0; i < count; ++i) reduceElement(p + i * es, c, t, op, nranks, i);
+      return true;
+    case Collective::ReduceScatter: {
+      const uint64_t base = static_cast<uint64_t>(rank) * count;
+      for (uint64_t i = 0; i < count; ++i) reduceElement(p + i * es, c, t, op, nranks, base + i);
+      return true;
+    }
+    case Collective::AllGather:
+      for (int q = 0; q < nranks; ++q) {
+        const uint64_t base = static_cast<uint64_t>(q) * count;
+        for (uint64_t i = 0; i < count; ++i) {
+          fromDouble(t, inputValue(c, t, op, q, nranks, i), p + (base + i) * es);
+        }
+      }
+      return true;
+    case Collective::Broadcast:
+      for (uint64_t i = 0; i < count; ++i) {
+        fromDouble(t, inputValue(c, t, op, root, nranks, i), p + i * es);
+      }
+      return true;
+  }
+  return false;
+}
+
+uint64_t countWrong(const void* got, const void* expected, DataType t, uint64_t n) {
+  const size_t es = dtypeSize(t);
+  const auto* g = static_cast<const unsigned char*>(got);
+  const auto* e = static_cast<const unsigned char*>(expected);
+  // Nearly every check passes: compare whole blocks bytewise and look at single elements
+  // (NaN payloads may differ and still count as equal) only inside a block that differs.
+  constexpr uint64_t kBlock = 4096;
+  uint64_t wrong = 0;
+  for (uint64_t b = 0; b < n; b += kBlock) {
+    const uint64_t len = std::min(kBlock, n - b);
+    if (std::memcmp(g + b * es, e + b * es, len * es) == 0) continue;
+    for (uint64_t i = b; i < b + len; ++i) {
+      if (!sameValue(t, g + i * es, e + i * es)) ++wrong;
+    }
+  }
+  return wrong;
+}
+
+}  // namespace arl

@@ -1,0 +1,42 @@
+// Inputs whose collective results are known exactly, and the comparison of outputs with them.
+//
+// The inputs are chosen so that every algorithm gives the same bits for every type and
+// operator, whatever order it combines the ranks in (after nccl-tests' idea of checkable
+// data, with values picked for exactness rather than randomness):
+//  - sum / avg: integers in {1, 2, 3} (uint8) or {-1, 0, 1, 2} (signed types): every partial
+//    sum of up to 64 ranks is an integer of magnitude <= 192, exact in every type, even
+//    bfloat16 (8-bit significand) and uint8; avg divides that exact sum once;
+//  - prod: factors in {1, 2}: partial products are powers of two, exact until they overflow,
+//    and since no factor is below 1, a product that overflows (to infinity, or wraps to 0 in
+//    integers) does so in every order alike;
+//  - min / max: per element, the ranks hold distinct integers in [0, 255] (shifted by -128
+//    for signed types), with the extreme varying from element to element;
+//  - all-gather / broadcast: integers in [0, 255] (shifted likewise) that differ by rank and
+//    element, so a misplaced chunk shows.
+// Values vary by element through a small integer hash, so a shifted or misplaced chunk
+// changes the result. Expected results are computed with the scalar reference of
+// numeric.h (reduceScalar, finalizeScalar), i.e. the CPU backend's rounding.
+#pragma once
+
+#include <cstdint>
+
+#include "base/types.h"
+
+namespace arl {
+
+// Fills the rank's Input: inputElemsFor(c, nranks, count) elements of type t at `host`.
+// `count` is the NCCL count (Schedule::count).
+void fillInput(void* host, Collective c, DataType t, RedOp op, int rank, int nranks,
+               uint64_t count);
+
+// Fills the rank's expected Output (outputElemsFor(c, nranks, count) elements at `host`) and
+// returns true; returns false, leaving `host` untouched, when the rank's output is not
+// defined by the collective (Reduce on a rank other than the root).
+bool fillExpected(void* host, Collective c, DataType t, RedOp op, int rank, int nranks,
+                  uint64_t count, int root);
+
+// Number of the n elements that differ (nccl-tests' "#wrong"): elements must have identical
+// bits, except that any NaN equals any NaN.
+uint64_t countWrong(const void* got, const void* expected, DataType t, uint64_t n);
+
+}  // namespace arl

@@ -1,0 +1,602 @@
+// The executor runs one rank's ops in program order over a Transport and a Backend.
+//
+// Pipelining. Every op leaves an entry in a window of at most ExecOptions::inflight entries:
+// the asynchronous backend operation it started (a ticket), the send it started (a
+// completion), and what those still use (the received message, a staged host view, a
+// temporary). When the window is full the oldest entry is waited for. Entries retire in
+// program order, so telemetry and resource release stay ordered.
+//
+// Hazards, and how they are met without the host ever reading backend memory:
+//  - a send reads data an asynchronous backend op produced: the data is staged with
+//    Backend::stageOut, which is ordered after every earlier backend op (stream order), and
+//    the send starts only once the staging ticket completes;
+//  - an op overwrites a region an outstanding zero-copy send still reads: before the op is
+//    issued, every older entry up to the last such send is retired;
+//  - a backend op reads a received message: the message lives in the entry until the
+//    backend's ticket completes;
+//  - a RecvReduceSend result needs a home of its own (it is sent, not stored): it is reduced
+//    into one of `inflight` temporaries, owned by the entry until its send completes.
+// Sends are started as soon as their data is staged, never deferred, so a rank that then
+// blocks in recv() cannot hold back a message its peer is waiting for.
+#include "exec/executor.h"
+
+#include <algorithm>
+#include <deque>
+#include <optional>
+#include <string>
+
+#include "base/errors.h"
+
+namespace arl {
+
+namespace {
+
+constexpr uint32_t kFnvOffset = 2166136261u;
+constexpr uint32_t kFnvPrime = 16777619u;
+
+void fnvBytes(uint32_t& h, const void* p, size_t n) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (size_t i = 0; i < n; ++i) {
+    h ^= b[i];
+    h *= kFnvPrime;
+  }
+}
+
+// Fixed-width little-endian so the signature is the same on every host.
+void fnvU64(uint32_t& h, uint64_t v) {
+  unsigned char b[8];
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<unsigned char>(v >> (8 * i));
+  fnvBytes(h, b, sizeof b);
+}
+
+// Element offset the header of a sending op carries: where, in the sender's buffers, the
+// data the payload was produced from lives. Both ends derive it from the schedule.
+uint64_t payloadOffset(const Op& op) {
+  switch (op.kind) {
+    case OpKind::Send:
+    case OpKind::RecvReduceSend: return op.src.offset;
+    case OpKind::RecvReduceCopySend:
+    case OpKind::RecvCopySend: return op.dst.offset;
+    default: return 0;
+  }
+}
+
+// Where the op lands or reduces data on this rank (telemetry offset of receive events).
+uint64_t localOffset(const Op& op) { return opWritesDst(op.kind) ? op.dst.offset : op.src.offset; }
+
+uint64_t bufferElems(const Schedule& s, Buffer b) {
+  switch (b) {
+    case Buffer::Input: return s.inputElems;
+    case Buffer::Output: return s.outputElems;
+    case Buffer::Scratch: return s.scratchElems;
+  }
+  return 0;
+}
+
+std::string bufName(Buffer b) {
+  switch (b) {
+    case Buffer::Input: return "input";
+    case Buffer::Output: return "output";
+    case Buffer::Scratch: return "scratch";
+  }
+  return "?";
+}
+
+std::string hex32(uint32_t v) {
+  static const char* digits = "0123456789abcdef";
+  std::string s = "0x";
+  for (int i = 7; i >= 0; --i) s += digits[(v >> (4 * i)) & 0xF];
+  return s;
+}
+
+}  // namespace
+
+uint32_t opSignature(const Schedule& s, DataType t, RedOp op) {
+  uint32_t h = kFnvOffset;
+  fnvBytes(h, s.algorithm.data(), s.algorithm.size());
+  fnvU64(h, s.algorithm.size());  // separates the name from what follows
+  fnvU64(h, static_cast<uint64_t>(s.collective));
+  fnvU64(h, static_cast<uint64_t>(t));
+  // The operator means nothing to a collective that does not reduce; leaving it out keeps
+  // two ranks that were given different (ignored) operators compatible.
+  fnvU64(h, collectiveReduces(s.collective) ? static_cast<uint64_t>(op) : 0xFF);
+  fnvU64(h, s.count);
+  fnvU64(h, static_cast<uint64_t>(s.nranks));
+  fnvU64(h, s.sliceElems);
+  fnvU64(h, static_cast<uint64_t>(s.root));
+  return h;
+}
+
+namespace {
+
+// The executor's private state; Executor::State (declared in the header) derives from it so
+// that the run's helpers below can name it.
+struct ExecState {
+  // What a receive op expects from the matching send of its peer (the k-th message on the
+  // channel peer -> rank is the k-th op of the peer that sends to rank).
+  // Identity fields come from the sender's op because a receiving op's own step may differ
+  // from the message's (a RecvReduceSend is labelled with the step of what it sends).
+  struct RecvPlan {
+    bool known = false;  // false when the peer's program sends fewer messages than we receive
+    uint32_t step = 0;
+    uint32_t chunk = 0;
+    uint32_t slice = 0;
+    uint64_t senderOffset = 0;
+    uint64_t provenance = 0;
+  };
+  struct Entry {
+    size_t opIndex = 0;
+    std::unique_ptr<InMessage> msg;
+    std::optional<Backend::Ticket> ticket;
+    bool ticketDone = true;
+    bool reduceEndPending = false;
+    std::shared_ptr<SendCompletion> send;
+    bool sendEndEmitted = true;
+    const void* staged = nullptr;  // view to hand back with releaseStaged
+    // Backend bytes a zero-copy send still reads (empty when the payload is a copy).
+    const unsigned char* readLo = nullptr;
+    const unsigned char* readHi = nullptr;
+    int tmpSlot = -1;
+    bool stepEnd = false;
+  };
+
+  uint32_t signature = 0;
+  size_t esize = 0;
+  std::vector<RecvPlan> recvPlan;   // per op of this rank
+  std::vector<bool> lastOfStep;     // per op: last op of its step in program order
+  std::vector<uint64_t> stepBytes;  // per step: bytes this rank sends in it
+  uint64_t totalBytes = 0;
+  uint64_t tmpElems = 0;  // largest RecvReduceSend count
+  std::vector<void*> tmp;
+  std::vector<bool> tmpBusy;
+  std::deque<Entry> window;
+
+  // Per-run context.
+  RankBuffers bufs;
+  uint32_t iteration = 0;
+};
+
+}  // namespace
+
+struct Executor::State : ExecState {};
+
+Executor::Executor(const Schedule& s, int rank, Transport& transport, Backend& backend,
+                   TelemetrySink* sink, ExecOptions opt)
+    : s_(s),
+      rank_(rank),
+      transport_(transport),
+      backend_(backend),
+      sink_(sink),
+      opt_(std::move(opt)),
+      state_(std::make_unique<State>()) {
+  if (opt_.inflight < 1) {
+    throw ConfigError("inflight must be at least 1 (got " + std::to_string(opt_.inflight) + ")");
+  }
+  ARL_ENFORCE(rank >= 0 && rank < s.nranks, "rank " << rank << " of " << s.nranks);
+  ARL_ENFORCE(s.ranks.size() == static_cast<size_t>(s.nranks),
+              "schedule has " << s.ranks.size() << " programs for " << s.nranks << " ranks");
+  State& st = *state_;
+  st.signature = opSignature(s, opt_.dtype, opt_.op);
+  st.esize = dtypeSize(opt_.dtype);
+
+  const auto& ops = s.ranks[static_cast<size_t>(rank)];
+  const auto checkRef = [&](const Op& op, size_t i, BufRef ref) {
+    const uint64_t size = bufferElems(s, ref.buf);
+    ARL_ENFORCE(ref.offset <= size && op.count <= size - ref.offset,
+                "rank " << rank << " op " << i << " (" << toString(op.kind) << ") reaches "
+                        << bufName(ref.buf) << "[" << ref.offset << ", " << ref.offset + op.count
+                        << ") beyond its " << size << " elements");
+  };
+  const auto checkPeer = [&](int peer, size_t i) {
+    ARL_ENFORCE(peer >= 0 && peer < s.nranks,
+                "rank " << rank << " op " << i << " names peer " << peer);
+  };
+
+  // Messages each peer sends to this rank, in its program order.
+  std::vector<std::vector<const Op*>> incoming(static_cast<size_t>(s.nranks));
+  for (int p = 0; p < s.nranks; ++p) {
+    for (const Op& op : s.ranks[static_cast<size_t>(p)]) {
+      if (opSends(op.kind) && op.sendPeer == rank) incoming[static_cast<size_t>(p)].push_back(&op);
+    }
+  }
+  std::vector<size_t> received(static_cast<size_t>(s.nranks), 0);
+
+  st.recvPlan.resize(ops.size());
+  st.lastOfStep.assign(ops.size(), false);
+  st.stepBytes.assign(s.nsteps + 1, 0);
+  std::vector<size_t> lastIndex(s.nsteps + 1, ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    ARL_ENFORCE(op.step <= s.nsteps, "rank " << rank << " op " << i << " has step " << op.step
+                                             << " beyond the schedule's " << s.nsteps);
+    if (opReadsSrc(op.kind)) checkRef(op, i, op.src);
+    if (opWritesDst(op.kind)) checkRef(op, i, op.dst);
+    if (opSends(op.kind)) {
+      checkPeer(op.sendPeer, i);
+      st.stepBytes[op.step] += op.count * st.esize;
+      st.totalBytes += op.count * st.esize;
+    }
+    if (opRecvs(op.kind)) {
+      checkPeer(op.recvPeer, i);
+      auto& from = incoming[static_cast<size_t>(op.recvPeer)];
+      size_t& k = received[static_cast<size_t>(op.recvPeer)];
+      if (k < from.size()) {
+        const Op& sop = *from[k];
+        st.recvPlan[i] = {true, sop.step, sop.chunk, sop.slice, payloadOffset(sop), sop.provenance};
+      }
+      ++k;
+    }
+    if (op.kind == OpKind::RecvReduceSend) st.tmpElems = std::max(st.tmpElems, op.count);
+    lastIndex[op.step] = i;
+  }
+  for (size_t i : lastIndex) {
+    if (i < ops.size()) st.lastOfStep[i] = true;
+  }
+}
+
+Executor::~Executor() {
+  State& st = *state_;
+  for (void* p : st.tmp) backend_.deallocate(p);
+}
+
+namespace {
+
+// The body of one run; a class so that the many small steps share their context plainly.
+class Run {
+ public:
+  using State = ExecState;
+
+  Run(const Schedule& s, int rank, Transport& transport, Backend& backend, TelemetrySink* sink,
+      const ExecOptions& opt, State& st, uint64_t seq)
+      : s_(s),
+        rank_(rank),
+        transport_(transport),
+        backend_(backend),
+        sink_(opt.telemetry == TelemetryLevel::Off ? nullptr : sink),
+        chunks_(opt.telemetry == TelemetryLevel::Chunks),
+        opt_(opt),
+        st_(st),
+        seq_(seq) {}
+
+  void execute() {
+    const auto& ops = s_.ranks[static_cast<size_t>(rank_)];
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (opt_.beforeOp) opt_.beforeOp(i, ops[i]);
+      issue(i, ops[i]);
+      poll();
+    }
+    while (!st_.window.empty()) retireOldest();
+    finalizeAvg();
+    if (sink_) {
+      TelemetryEvent e = event(EventKind::IterationEnd, s_.nsteps, Phase::Local);
+      e.bytes = st_.totalBytes;
+      sink_->record(e);
+    }
+  }
+
+  // After a failure: let the backend finish with every message and temporary before they
+  // are released. Sends that have not completed keep their staged views (the transport may
+  // still read them); the backend reclaims those when it is destroyed.
+  void abandon() noexcept {
+    for (auto& e : st_.window) {
+      try {
+        if (e.ticket && !e.ticketDone) backend_.wait(*e.ticket);
+        const bool sent = !e.send || e.send->done();
+        if (sent && e.staged) backend_.releaseStaged(e.staged);
+      } catch (...) {
+        // Nothing more can be done for this entry; the run is already failing.
+      }
+      if (e.tmpSlot >= 0) st_.tmpBusy[static_cast<size_t>(e.tmpSlot)] = false;
+    }
+    st_.window.clear();
+  }
+
+ private:
+  using Entry = State::Entry;
+
+  int64_t now() const {
+    if (opt_.clock) return opt_.clock();
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+  TelemetryEvent event(EventKind kind, uint32_t step, Phase phase) const {
+    TelemetryEvent e;
+    e.runId = opt_.runId;
+    e.iteration = st_.iteration;
+    e.rank = rank_;
+    e.step = step;
+    e.kind = kind;
+    e.phase = static_cast<uint8_t>(phase);
+    e.tNs = now();
+    return e;
+  }
+
+  void chunkEvent(EventKind kind, const Op& op, uint32_t step, int peer, uint64_t offset,
+                  uint64_t prov) {
+    if (!chunks_ || !sink_) return;
+    TelemetryEvent e = event(kind, step, op.phase);
+    e.peer = peer;
+    e.chunk = op.chunk;
+    e.offset = offset;
+    e.bytes = op.count * st_.esize;
+    e.provenance = prov;
+    sink_->record(e);
+  }
+
+  const Op& opAt(size_t i) const { return s_.ranks[static_cast<size_t>(rank_)][i]; }
+
+  unsigned char* addr(BufRef ref) const {
+    void* base = nullptr;
+    switch (ref.buf) {
+      case Buffer::Input: base = st_.bufs.input; break;
+      case Buffer::Output: base = st_.bufs.output; break;
+      case Buffer::Scratch: base = st_.bufs.scratch; break;
+    }
+    return static_cast<unsigned char*>(base) + ref.offset * st_.esize;
+  }
+
+  // Waits for the entry's backend op and send; emits their end events once.
+  void complete(Entry& e, bool block) {
+    const Op& op = opAt(e.opIndex);
+    if (e.ticket && !e.ticketDone) {
+      if (block) backend_.wait(*e.ticket);
+      if (block || backend_.done(*e.ticket)) {
+        e.ticketDone = true;
+        if (e.reduceEndPending) {
+          e.reduceEndPending = false;
+          chunkEvent(EventKind::ReduceEnd, op, op.step, op.recvPeer, localOffset(op),
+                     op.provenance);
+        }
+      }
+    }
+    if (e.send && !e.sendEndEmitted) {
+      if (block) e.send->wait();
+      if (block || e.send->done()) {
+        e.sendEndEmitted = true;
+        chunkEvent(EventKind::SendEnd, op, op.step, op.sendPeer, payloadOffset(op), op.provenance);
+      }
+    }
+  }
+
+  bool finished(const Entry& e) const { return e.ticketDone && e.sendEndEmitted; }
+
+  void release(Entry& e) {
+    e.msg.reset();
+    if (e.staged) backend_.releaseStaged(e.staged);
+    e.staged = nullptr;
+    if (e.tmpSlot >= 0) st_.tmpBusy[static_cast<size_t>(e.tmpSlot)] = false;
+    e.tmpSlot = -1;
+    if (e.stepEnd && sink_) {
+      const Op& op = opAt(e.opIndex);
+      TelemetryEvent ev = event(EventKind::StepEnd, op.step, op.phase);
+      ev.bytes = st_.stepBytes[op.step];
+      sink_->record(ev);
+    }
+  }
+
+  void retireOldest() {
+    Entry& e = st_.window.front();
+    complete(e, true);
+    release(e);
+    st_.window.pop_front();
+  }
+
+  // Observes completions without blocking and retires finished entries in order.
+  void poll() {
+    for (Entry& e : st_.window) complete(e, false);
+    while (!st_.window.empty() && finished(st_.window.front())) {
+      release(st_.window.front());
+      st_.window.pop_front();
+    }
+  }
+
+  // Before writing [lo, hi): retire everything up to the newest zero-copy send reading it.
+  void waitForReaders(const unsigned char* lo, const unsigned char* hi) {
+    size_t last = 0;
+    bool found = false;
+    for (size_t j = 0; j < st_.window.size(); ++j) {
+      const Entry& e = st_.window[j];
+      if (e.readLo && e.readLo < hi && lo < e.readHi && !e.sendEndEmitted) {
+        last = j;
+        found = true;
+      }
+    }
+    if (!found) return;
+    for (size_t j = 0; j <= last; ++j) retireOldest();
+  }
+
+  // The step of the message op i receives: the sender's, when the schedule names it.
+  uint32_t recvStep(size_t i, const Op& op) const {
+    const State::RecvPlan& plan = st_.recvPlan[i];
+    return plan.known ? plan.step : op.step;
+  }
+
+  [[noreturn]] void mismatch(size_t i, const Op& op, const std::string& field,
+                             const std::string& want, const std::string& got) {
+    const uint32_t step = recvStep(i, op);
+    throw PeerError(rank_, op.recvPeer, step,
+                    "header mismatch from rank " + std::to_string(op.recvPeer) + " at step " +
+                        std::to_string(step) + ": expected " + field + " " + want + ", got " +
+                        field + " " + got);
+  }
+
+  void validate(size_t i, const Op& op, const InMessage& m) {
+    const ChunkHeader& h = m.header();
+    const auto num = [](auto v) { return std::to_string(v); };
+    if (h.magic != ChunkHeader::kMagic)
+      mismatch(i, op, "magic", hex32(ChunkHeader::kMagic), hex32(h.magic));
+    if (h.opSignature != st_.signature) {
+      mismatch(i, op, "op signature", hex32(st_.signature), hex32(h.opSignature));
+    }
+    if (h.epoch != opt_.epoch) mismatch(i, op, "epoch", num(opt_.epoch), num(h.epoch));
+    if (h.seq != seq_) mismatch(i, op, "sequence number", num(seq_), num(h.seq));
+    if (h.src != op.recvPeer) mismatch(i, op, "source rank", num(op.recvPeer), num(h.src));
+    // What the schedule says the peer sends; without a matching send (the peer sends fewer
+    // messages than this rank receives) the op's own chunk and slice are all there is.
+    const State::RecvPlan& plan = st_.recvPlan[i];
+    if (plan.known && h.step != plan.step) mismatch(i, op, "step", num(plan.step), num(h.step));
+    const uint32_t chunk = plan.known ? plan.chunk : op.chunk;
+    const uint32_t slice = plan.known ? plan.slice : op.slice;
+    if (h.chunk != chunk) mismatch(i, op, "chunk", num(chunk), num(h.chunk));
+    if (h.slice != slice) mismatch(i, op, "slice", num(slice), num(h.slice));
+    if (plan.known && h.offset != plan.senderOffset) {
+      mismatch(i, op, "offset", num(plan.senderOffset), num(h.offset));
+    }
+    const uint64_t bytes = op.count * st_.esize;
+    if (h.length != bytes) mismatch(i, op, "length", num(bytes), num(h.length));
+    if (m.size() != h.length) mismatch(i, op, "payload size", num(h.length), num(m.size()));
+  }
+
+  int acquireTmp() {
+    if (st_.tmp.empty()) {
+      const size_t slots = static_cast<size_t>(opt_.inflight);
+      const size_t bytes = std::max<uint64_t>(st_.tmpElems, 1) * st_.esize;
+      for (size_t k = 0; k < slots; ++k) st_.tmp.push_back(backend_.allocate(bytes));
+      st_.tmpBusy.assign(slots, false);
+    }
+    for (size_t k = 0; k < st_.tmpBusy.size(); ++k) {
+      if (!st_.tmpBusy[k]) {
+        st_.tmpBusy[k] = true;
+        return static_cast<int>(k);
+      }
+    }
+    ARL_ENFORCE(false, "no free temporary with " << st_.window.size() << " entries in flight");
+    return -1;
+  }
+
+  // Stages backend bytes at `p` for sending (waiting for the staging), then starts the send.
+  void stageAndSend(Entry& e, const Op& op, const unsigned char* p, uint64_t bytes) {
+    const void* view = nullptr;
+    const Backend::Ticket t = backend_.stageOut(p, bytes, &view);
+    backend_.wait(t);
+    e.staged = view;
+    // Stream order: staging completes after the reduction that produced the data.
+    complete(e, true);
+    if (view == p) {
+      e.readLo = p;
+      e.readHi = p + bytes;
+    }
+    startSend(e, op, view, bytes);
+  }
+
+  void startSend(Entry& e, const Op& op, const void* data, uint64_t bytes) {
+    ChunkHeader h;
+    h.opSignature = st_.signature;
+    h.epoch = opt_.epoch;
+    h.seq = seq_;
+    h.src = rank_;
+    h.step = op.step;
+    h.chunk = op.chunk;
+    h.slice = op.slice;
+    h.offset = payloadOffset(op);
+    h.length = bytes;
+    chunkEvent(EventKind::SendStart, op, op.step, op.sendPeer, h.offset, op.provenance);
+    e.send = transport_.send(op.sendPeer, h, data, bytes);
+    e.sendEndEmitted = false;
+  }
+
+  void issue(size_t i, const Op& op) {
+    while (st_.window.size() >= static_cast<size_t>(opt_.inflight)) retireOldest();
+    const uint64_t bytes = op.count * st_.esize;
+    if (opWritesDst(op.kind)) {
+      unsigned char* d = addr(op.dst);
+      waitForReaders(d, d + bytes);
+    }
+    Entry e;
+    e.opIndex = i;
+    e.stepEnd = st_.lastOfStep[i];
+    if (opRecvs(op.kind)) {
+      e.msg = transport_.recv(op.recvPeer, recvStep(i, op), opt_.recvTimeout);
+      validate(i, op, *e.msg);
+      chunkEvent(EventKind::RecvEnd, op, recvStep(i, op), op.recvPeer, localOffset(op),
+                 st_.recvPlan[i].provenance);
+    }
+    // Avg reduces as a sum; the division happens once, in finalizeAvg().
+    const RedOp rop = opt_.op == RedOp::Avg ? RedOp::Sum : opt_.op;
+    const auto setTicket = [&](Backend::Ticket t, bool reduces) {
+      e.ticket = t;
+      e.ticketDone = false;
+      e.reduceEndPending = reduces;
+    };
+    switch (op.kind) {
+      case OpKind::Send: stageAndSend(e, op, addr(op.src), bytes); break;
+      case OpKind::Recv:
+        setTicket(backend_.copyFromHost(addr(op.dst), e.msg->data(), bytes), false);
+        break;
+      case OpKind::RecvReduceSend: {
+        e.tmpSlot = acquireTmp();
+        auto* t = static_cast<unsigned char*>(st_.tmp[static_cast<size_t>(e.tmpSlot)]);
+        setTicket(
+            backend_.reduceFromHost(t, addr(op.src), e.msg->data(), op.count, opt_.dtype, rop),
+            true);
+        stageAndSend(e, op, t, bytes);
+        break;
+      }
+      case OpKind::RecvReduceCopySend:
+        setTicket(backend_.reduceFromHost(addr(op.dst), addr(op.src), e.msg->data(), op.count,
+                                          opt_.dtype, rop),
+                  true);
+        stageAndSend(e, op, addr(op.dst), bytes);
+        break;
+      case OpKind::RecvCopySend:
+        // Forward the received bytes themselves: the send need not wait for the copy.
+        startSend(e, op, e.msg->data(), bytes);
+        setTicket(backend_.copyFromHost(addr(op.dst), e.msg->data(), bytes), false);
+        break;
+      case OpKind::RecvReduceCopy:
+        setTicket(backend_.reduceFromHost(addr(op.dst), addr(op.src), e.msg->data(), op.count,
+                                          opt_.dtype, rop),
+                  true);
+        break;
+      case OpKind::Copy: setTicket(backend_.copy(addr(op.dst), addr(op.src), bytes), false); break;
+    }
+    st_.window.push_back(std::move(e));
+  }
+
+  void finalizeAvg() {
+    if (opt_.op != RedOp::Avg) return;
+    uint64_t elems = 0;
+    switch (s_.collective) {
+      case Collective::AllReduce:
+      case Collective::ReduceScatter: elems = s_.outputElems; break;
+      case Collective::Reduce: elems = rank_ == s_.root ? s_.outputElems : 0; break;
+      case Collective::AllGather:
+      case Collective::Broadcast: return;
+    }
+    if (elems == 0) return;
+    backend_.wait(backend_.finalize(st_.bufs.output, elems, opt_.dtype, RedOp::Avg, s_.nranks));
+  }
+
+  const Schedule& s_;
+  int rank_;
+  Transport& transport_;
+  Backend& backend_;
+  TelemetrySink* sink_;
+  bool chunks_;
+  const ExecOptions& opt_;
+  State& st_;
+  uint64_t seq_;
+};
+
+}  // namespace
+
+void Executor::run(const RankBuffers& bufs, uint32_t iteration, uint64_t seq) {
+  State& st = *state_;
+  ARL_ENFORCE(st.window.empty(), "executor of rank " << rank_ << " re-entered");
+  ARL_ENFORCE(s_.inputElems == 0 || bufs.input, "rank " << rank_ << ": no input buffer");
+  ARL_ENFORCE(s_.outputElems == 0 || bufs.output, "rank " << rank_ << ": no output buffer");
+  ARL_ENFORCE(s_.scratchElems == 0 || bufs.scratch, "rank " << rank_ << ": no scratch buffer");
+  st.bufs = bufs;
+  st.iteration = iteration;
+  Run r(s_, rank_, transport_, backend_, sink_, opt_, st, seq);
+  try {
+    r.execute();
+  } catch (...) {
+    r.abandon();
+    throw;
+  }
+}
+
+}  // namespace arl

@@ -1,0 +1,94 @@
+// Executor: the one piece of code that moves bytes. Runs one rank's part of a schedule over a
+// Transport, with a Backend for memory and arithmetic, reporting to a TelemetrySink.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "backend/backend.h"
+#include "schedule/schedule.h"
+#include "exec/telemetry.h"
+#include "transport/transport.h"
+
+namespace arl {
+
+struct ExecOptions {
+  DataType dtype = DataType::Float;
+  RedOp op = RedOp::Sum;
+  int inflight = 4;  // slices in flight: outstanding sends / asynchronous backend ops
+  TelemetryLevel telemetry = TelemetryLevel::Chunks;
+  std::chrono::milliseconds recvTimeout{3000};
+  uint64_t runId = 0;
+  uint64_t epoch = 0;
+  // Clock for telemetry timestamps (ns); defaults to steady_clock.
+  std::function<int64_t()> clock;
+  // Called before each op with its index in the rank's program; may throw to inject a
+  // failure (tests, LocalRunOptions::failAtOp). Empty = no hook.
+  std::function<void(size_t opIndex, const Op& op)> beforeOp;
+};
+
+// Backend memory of one rank. For an in-place run the caller aliases input into output
+// (see inPlaceOffset()); scratch may be null when the schedule needs none.
+struct RankBuffers {
+  void* input = nullptr;
+  void* output = nullptr;
+  void* scratch = nullptr;
+};
+
+// Signature of (schedule, dtype, op) carried in every chunk header: FNV-1a of the algorithm,
+// collective, dtype, op (left out for collectives that do not reduce), count, ranks, slice
+// size and root. Stable across hosts and builds.
+uint32_t opSignature(const Schedule& s, DataType t, RedOp op);
+
+// Runs ops in program order with up to ExecOptions::inflight ops outstanding (asynchronous
+// backend work, sends not yet complete). Each receive is checked against the schedule before
+// its data is used: magic, op signature, epoch, sequence number, source rank, and the step,
+// chunk, slice and offset of the matching send in the peer's program (the k-th message on a
+// channel is the sender's k-th op to this rank), and the length this op expects; a mismatch
+// throws PeerError naming both ranks, the step and the field. ChunkHeader::offset is the
+// element offset, in the sender's buffers, of the data the payload was produced from: the
+// op's src for Send and RecvReduceSend, its dst for RecvReduceCopySend and RecvCopySend.
+//
+// Telemetry (ExecOptions::telemetry):
+//  - Chunks: SendStart just before a payload is handed to the transport; SendEnd when the
+//    executor observes the send complete (the transport may reuse nothing of ours from then
+//    on; for the loopback, whose sends copy, that is right after SendStart); RecvEnd when a
+//    message has arrived and passed the header check (step = the message's step); ReduceEnd
+//    when the backend's reduction is observed complete. Offsets: the header offset for sends,
+//    where the data lands on this rank for RecvEnd/ReduceEnd. Provenance: that of the
+//    payload (Op::provenance, set by annotate()), the reduced result for ReduceEnd. Plus the
+//    Steps events.
+//  - Steps: StepEnd when the last op of a step (in program order) has completed, with the
+//    bytes the rank sent in that step; IterationEnd when run() is done.
+//  - Off: nothing.
+
+class Executor {
+ public:
+  // `s` must outlive the executor. Throws ConfigError on bad options (inflight < 1).
+  Executor(const Schedule& s, int rank, Transport& transport, Backend& backend, TelemetrySink* sink,
+           ExecOptions opt);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+  // Runs one collective (iteration `iteration`, sequence number `seq`). Throws PeerError on
+  // a failed peer, timeout or mismatched header. On return every send and backend operation
+  // is complete, and for Avg the result region has been finalised (AllReduce and
+  // ReduceScatter: Output; Reduce: Output on the root). After a throw, backend work on
+  // received messages is complete; the transport should be aborted before buffers are freed.
+  void run(const RankBuffers& bufs, uint32_t iteration, uint64_t seq);
+
+ private:
+  const Schedule& s_;
+  int rank_;
+  Transport& transport_;
+  Backend& backend_;
+  TelemetrySink* sink_;
+  ExecOptions opt_;
+  // Per-rank plan precomputed from the schedule, and temporaries kept across runs.
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace arl

@@ -1,0 +1,49 @@
+// Runs a whole schedule in one process: one thread per rank over the loopback transport,
+// on real buffers of the CPU backend. Used by `allreduce-lab plan --run` and by the tests.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "schedule/schedule.h"
+#include "exec/telemetry.h"
+
+namespace arl {
+
+// Shaping of every loopback link (a teaching aid: what a slow link does).
+struct LinkShape {
+  std::chrono::microseconds latency{0};  // added to every message
+  double bytesPerSecond = 0;             // 0 = uncapped
+};
+
+struct LocalRunOptions {
+  DataType dtype = DataType::Float;
+  RedOp op = RedOp::Sum;
+  bool inPlace = false;
+  int warmup = 0;
+  int iterations = 1;
+  int inflight = 4;
+  bool check = true;  // compare every rank's output with the expected result
+  TelemetryLevel telemetry = TelemetryLevel::Off;
+  TelemetrySink* sink = nullptr;  // receives telemetry when not null
+  LinkShape link;
+  std::chrono::milliseconds recvTimeout{3000};
+  // Failure injection for tests: rank `failRank` stops (throws) before op `failAtOp`.
+  int failRank = -1;
+  int failAtOp = -1;
+  uint64_t runId = 0;  // copied into every telemetry event
+};
+
+struct LocalRunResult {
+  std::vector<double> iterationUs;  // per timed iteration: the slowest rank's time
+  double timeUs = 0;                // mean of iterationUs (nccl-tests' "time")
+  uint64_t wrong = 0;               // elements that differ from the expected result (all ranks)
+  // Host copies of every rank's Output after the last iteration.
+  std::vector<std::vector<unsigned char>> outputs;
+};
+
+// Throws PeerError (from the failing rank) when a rank fails; no thread is left running.
+LocalRunResult runLocal(const Schedule& s, const LocalRunOptions& opt);
+
+}  // namespace arl

@@ -1,0 +1,55 @@
+#include "exec/telemetry.h"
+
+namespace arl {
+
+std::string_view toString(EventKind k) {
+  switch (k) {
+    case EventKind::SendStart: return "send_start";
+    case EventKind::SendEnd: return "send_end";
+    case EventKind::RecvEnd: return "recv_end";
+    case EventKind::ReduceEnd: return "reduce_end";
+    case EventKind::StepEnd: return "step_end";
+    case EventKind::IterationEnd: return "iteration_end";
+  }
+  return "?";
+}
+
+std::string_view toString(TelemetryLevel l) {
+  switch (l) {
+    case TelemetryLevel::Off: return "off";
+    case TelemetryLevel::Steps: return "steps";
+    case TelemetryLevel::Chunks: return "chunks";
+  }
+  return "?";
+}
+
+std::optional<TelemetryLevel> parseTelemetryLevel(std::string_view s) {
+  if (s == "off") return TelemetryLevel::Off;
+  if (s == "steps") return TelemetryLevel::Steps;
+  if (s == "chunks") return TelemetryLevel::Chunks;
+  return std::nullopt;
+}
+
+BoundedSink::BoundedSink(size_t capacity) : capacity_(capacity) {}
+
+void BoundedSink::record(const TelemetryEvent& e) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (events_.size() >= capacity_) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  try {
+    events_.push_back(e);
+  } catch (...) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+std::vector<TelemetryEvent> BoundedSink::take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<TelemetryEvent> out;
+  out.swap(events_);
+  return out;
+}
+
+}  // namespace arl

@@ -1,0 +1,126 @@
+// Exporters of a benchmark session (`allreduce-lab bench`): results as JSON and CSV, a
+// Chrome trace-event file that ui.perfetto.dev opens, and a recording that keeps everything a
+// replay needs, with its reader. Formats are documented in docs/bench.md and
+// docs/trace-and-recording.md. No Qt here: the window reads recordings through this header.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/coordinator.h"
+#include "model/metrics.h"
+#include "model/model.h"
+#include "exec/telemetry.h"
+#include "base/types.h"
+
+namespace arl {
+
+// What `allreduce-lab bench` was asked to do, after parsing (nccl-tests' flags and ours).
+struct BenchConfig {
+  uint64_t minBytes = uint64_t{32} << 20;  // -b
+  uint64_t maxBytes = uint64_t{32} << 20;  // -e
+  uint64_t stepFactor = 0;                 // -f; 0 = sizes grow by stepBytes instead
+  uint64_t stepBytes = uint64_t{1} << 20;  // -i
+  int iters = 20;                          // -n
+  int warmup = 5;                          // -w
+  bool check = true;                       // -c
+  RedOp op = RedOp::Sum;                   // -o
+  DataType dtype = DataType::Float;        // -d
+  Collective collective = Collective::AllReduce;
+  std::vector<std::string> algorithms = {"ring"};
+  int workers = 4;  // local workers
+  int ranksPerHost = 0;
+  // 1 MiB: fewer, larger slices win until the pipeline gets too short, on the ZeroMQ data
+  // plane (about 30 us of CPU a message) more so than on shared memory
+  // (docs/performance.md, "Chunk size").
+  uint64_t chunkBytes = uint64_t{1} << 20;
+  int inflight = 4;
+  std::string backend = "cpu";
+  std::string listen;
+  int expect = 0;  // remote workers
+  TelemetryLevel telemetry = TelemetryLevel::Chunks;
+  uint64_t maxEvents = 1'000'000;
+  DataPlaneKind dataPlane = DataPlaneKind::Auto;  // --data-plane
+  int root = 0;
+  bool inPlace = false;
+  std::string jsonPath, csvPath, tracePath, recordPath;
+};
+
+// One run of the sweep: one size with one algorithm.
+struct BenchRow {
+  uint64_t sizeBytes = 0;  // S, nccl-tests' size column
+  uint64_t count = 0;      // NCCL API count (per rank for reduce-scatter and all-gather)
+  double predictedUs = 0;  // the cost model's prediction (BenchReport::modelSource)
+  int64_t startNs = 0;     // coordinator clock when the run was submitted
+  int64_t endNs = 0;       // coordinator clock when its result arrived
+  Metrics metrics;         // nccl-tests' time, algbw, busbw, #wrong
+  RunResult result;        // request, workers, times, per-rank times, telemetry, state, error
+  // Telemetry events the run delivered; set when result.events was released to save memory
+  // (bench keeps them only for a trace or a recording). See eventCount().
+  uint64_t eventsKept = 0;
+};
+
+// Events the run delivered: result.events.size(), or eventsKept when they were released.
+uint64_t eventCount(const BenchRow& row);
+
+// A whole session: configuration, workers, model and one row per run, in run order.
+struct BenchReport {
+  BenchConfig config;
+  std::vector<WorkerInfo> workers;  // in rank order
+  ModelParams model;
+  std::string modelSource = "alpha-beta-gamma closed form, default parameters";
+  std::vector<BenchRow> rows;
+  std::string error;  // why the session stopped early ("" when it ran to the end)
+};
+
+// Results as one JSON object: {"config": {...}, "workers": [...], "model": {...},
+// "results": [{size_bytes, count, dtype, op, algorithm, collective, ranks, time_us, ...}]}.
+// `wrong` is null when checking was off.
+std::string benchResultsJson(const BenchReport& r);
+
+// The same rows as CSV with a header row; fields with commas or quotes are quoted (RFC 4180).
+std::string benchResultsCsv(const BenchReport& r);
+
+// What the trace writer found while pairing telemetry events.
+struct TraceStats {
+  uint64_t slices = 0;          // complete events ("X") for sends, receives and reductions
+  uint64_t flows = 0;           // send -> receive arrows
+  uint64_t unmatchedSends = 0;  // sends whose receive is not in the telemetry
+  uint64_t unmatchedRecvs = 0;  // receives whose send is not in the telemetry
+  uint64_t counterSamples = 0;  // "C" events
+};
+
+// Chrome trace-event JSON (opens in ui.perfetto.dev and chrome://tracing): one process per
+// rank, lanes send/recv/reduce/steps/iterations, one complete event per slice, a flow arrow
+// (flow v2: bind_id with flow_out/flow_in) from every send to its receive, and a per-rank
+// counter of bytes sent per millisecond. Timestamps in microseconds on the coordinator's
+// clock, relative to the first run's start. See docs/trace-and-recording.md.
+std::string chromeTraceJson(const BenchReport& r, TraceStats* stats = nullptr);
+
+// The recording format's name and version; readers refuse other versions.
+inline constexpr std::string_view kRecordingFormat = "allreduce-lab-recording";
+inline constexpr int kRecordingVersion = 1;
+
+// Thrown by the recording reader; what() says what is wrong and where.
+struct RecordingError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Everything a replay needs (config, workers, model, every run with its per-rank iteration
+// times and all telemetry events, dropped counts) as JSON text.
+std::string recordingJson(const BenchReport& r);
+
+// Reads recordingJson() output back. Throws RecordingError for malformed text, another
+// format or version, or a missing or mistyped field (naming it).
+BenchReport parseRecording(std::string_view text);
+
+// parseRecording() of a file's contents; RecordingError names the path when it cannot be read.
+BenchReport readRecording(const std::string& path);
+
+// Writes `text` to `path` (replacing it). Throws ConfigError naming the path on failure.
+void writeTextFile(const std::string& path, std::string_view text);
+
+}  // namespace arl

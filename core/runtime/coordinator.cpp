@@ -1,0 +1,1252 @@
+// The coordinator (coordinator.h). One thread owns the ROUTER socket, the worker table, the
+// local children and the state of the current run; API calls reach it through a command
+// queue that the loop drains every tick (10 ms), and read what it publishes (the worker
+// list, whether a run is active) under a mutex.
+//
+// Liveness follows the zguide's Paranoid Pirate: any message counts as life, heartbeats go
+// both ways every `heartbeat`, and a worker silent for `missedHeartbeats` intervals is dead.
+// Local children are also watched with waitpid(WNOHANG) every tick, so a killed child is
+// noticed within milliseconds, not heartbeats.
+//
+// A run: RunConfig (no endpoints) -> every rank binds its data plane and answers Ready with
+// its endpoint -> Start with every endpoint -> IterationResult / TelemetryBatch ... ->
+// RunDone from every rank. Any failure (a death, a silence, a RunFailed, abort()) sends
+// Abort to the other ranks and collects their acknowledgements (RunDone or RunFailed) for at
+// most kAckWait before the result is delivered, so that the next run starts on idle workers.
+#include "runtime/coordinator.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <thread>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "base/errors.h"
+#include "schedule/generators.h"
+#include "runtime/process.h"
+#include "runtime/protocol.h"
+#include "control_poll.h"
+#include "coord_wakeup.h"
+
+namespace arl {
+
+std::string_view toString(RunState s) {
+  switch (s) {
+    case RunState::Idle: return "idle";
+    case RunState::Configuring: return "configuring";
+    case RunState::Running: return "running";
+    case RunState::Done: return "done";
+    case RunState::Failed: return "failed";
+    case RunState::Aborted: return "aborted";
+  }
+  return "?";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kTick{10};
+// How long a failed or aborted run waits for the other ranks to acknowledge the Abort.
+constexpr milliseconds kAckWait{500};
+// How long the ranks may take to build the schedule, allocate and bind (Ready).
+constexpr std::chrono::seconds kConfigureTimeout{60};
+// How long the destructor waits for workers to leave after Shutdown before killing them.
+constexpr milliseconds kShutdownWait{1000};
+
+int64_t steadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+std::string seconds1(Clock::duration d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", std::chrono::duration<double>(d).count());
+  return buf;
+}
+
+// A routing identity fit for a log line: printable as is, else hex.
+std::string printableId(const std::string& id) {
+  const bool printable = !id.empty() && std::all_of(id.begin(), id.end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7F;
+  });
+  if (printable) return id;
+  std::string out = "0x";
+  char buf[3];
+  for (unsigned char c : id) {
+    std::snprintf(buf, sizeof buf, "%02x", c);
+    out += buf;
+  }
+  return out;
+}
+
+// "tcp://HOST:PORT" -> (HOST, PORT).
+std::pair<std::string, std::string> splitTcp(const std::string& ep) {
+  const std::string rest = ep.rfind("tcp://", 0) == 0 ? ep.substr(6) : ep;
+  const auto colon = rest.rfind(':');
+  if (colon == std::string::npos) return {rest, ""};
+  return {rest.substr(0, colon), rest.substr(colon + 1)};
+}
+
+bool isWildcard(const std::string& host) {
+  return host == "0.0.0.0" || host == "*" || host == "[::]" || host == "::";
+}
+
+// ---- Commands from API threads ---------------------------------------------------------------
+
+struct RunPlan {
+  RunRequest req;
+  RunConfig cfg;                 // everything but epoch/run id
+  std::vector<std::string> ids;  // routing identity of each rank
+};
+
+struct SubmitCmd {
+  RunPlan plan;
+  std::promise<RunResult> promise;
+};
+
+struct Command {
+  enum class Kind { Submit, Abort } kind = Kind::Submit;
+  std::shared_ptr<SubmitCmd> submit;
+  std::string reason;
+};
+
+// ---- State kept by the coordinator thread ----------------------------------------------------
+
+struct Peer {
+  std::string id;
+  WorkerInfo info;
+  uint64_t joinSeq = 0;
+  Clock::time_point lastSeen;
+  // Last progress the worker reported (heartbeat or telemetry) in the current run.
+  bool progressKnown = false;
+  uint32_t iteration = 0;
+  uint32_t step = 0;
+  int welcomedRank = -1;
+  int welcomedWorld = 0;
+};
+
+struct Child {
+  int64_t pid = 0;
+  bool joined = false;
+};
+
+enum class FailKind { None, Died, Silent, Reported, Aborted, Protocol };
+
+struct ActiveRun {
+  uint64_t runId = 0;
+  uint64_t epoch = 0;
+  RunRequest req;
+  RunConfig cfg;
+  std::promise<RunResult> promise;
+  RunState state = RunState::Configuring;
+  Clock::time_point configDeadline;
+  int n = 0;
+  std::vector<std::string> ids;
+  std::vector<WorkerInfo> workers;
+  std::vector<bool> ready, done, acked, gone;
+  std::vector<std::string> endpoints;
+  std::vector<std::vector<int64_t>> iterNs;      // [iteration][rank], -1 = not reported
+  std::vector<std::vector<uint64_t>> iterWrong;  // [iteration][rank]
+  std::vector<RankIteration> perRank;
+  std::vector<TelemetryEvent> events;
+  uint64_t coordDropped = 0;
+  std::vector<uint64_t> workerDropped;
+  std::vector<uint64_t> nextBatchSeq;
+
+  // Failure being wound down (kind != None): acknowledgements are collected until ackDeadline.
+  FailKind kind = FailKind::None;
+  int failedRank = -1;
+  std::string failText;  // without the step: "rank 2 (pid 12) died: killed by signal 9"
+  std::optional<RunFailed> reported;
+  bool failProgressKnown = false;
+  uint32_t failIteration = 0;
+  uint32_t failStep = 0;
+  // Steps at which other ranks were waiting for the failed rank (from their RunFailed).
+  std::optional<RunFailed> waitingPeer;
+  Clock::time_point ackDeadline;
+};
+
+}  // namespace
+
+struct Coordinator::Impl {
+  CoordinatorOptions opt;
+  std::string workerBinary;
+  zmq::context_t ctx{1};
+  zmq::socket_t router;
+  std::string boundEndpoint;  // as ZeroMQ reports it
+  std::string localEndpoint;  // what local children connect to
+  std::string joinCmd;
+  std::thread thread;
+  std::atomic<bool> stopping{false};
+  Wakeup wake;  // raised by API threads when they queue a command or stop the loop
+
+  // Shared with API threads (guarded by mu).
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Command> commands;
+  std::vector<WorkerInfo> snapshot;
+  std::vector<std::string> snapshotIds;  // routing identity of each snapshot entry
+  int pendingLocal = 0;                  // local children spawned that have not joined yet
+  std::string joinError;                 // a local child that died before joining
+  bool runActive = false;
+  bool threadDone = false;
+
+  std::mutex listenerMu;
+  std::function<void(const CoordinatorEvent&)> listener;
+
+  // Coordinator thread only.
+  std::vector<Peer> peers;  // in rank order
+  std::map<int64_t, Child> children;
+  std::set<std::string> removedIds;
+  std::set<std::string> unknownLogged;
+  uint64_t joinSeq = 0;
+  uint64_t nextRunId = 1;
+  std::unique_ptr<ActiveRun> run;
+  Clock::time_point nextHeartbeat;
+  // Log rate limit for messages from unknown or misbehaving senders.
+  Clock::time_point logWindow;
+  int logsInWindow = 0;
+  int logsSuppressed = 0;
+
+  // ---- Events and logs -----------------------------------------------------------------------
+
+  void emit(const CoordinatorEvent& e) {
+    std::lock_guard<std::mutex> lock(listenerMu);
+    if (listener) {
+      try {
+        listener(e);
+      } catch (const std::exception& ex) {
+        std::fprintf(stderr, "allreduce-lab: coordinator listener threw: %s\n", ex.what());
+      }
+    } else if (const auto* l = std::get_if<LogEvent>(&e); l && l->level >= 1) {
+      std::fprintf(stderr, "allreduce-lab: %s\n", l->text.c_str());
+    }
+  }
+
+  void log(int level, const std::string& text) { emit(LogEvent{level, text}); }
+
+  // For lines a remote party can provoke at will: at most 20 per second.
+  void logLimited(int level, const std::string& text) {
+    const auto now = Clock::now();
+    if (now - logWindow >= std::chrono::seconds(1)) {
+      if (logsSuppressed > 0) {
+        log(1, std::to_string(logsSuppressed) + " similar log lines suppressed");
+      }
+      logWindow = now;
+      logsInWindow = 0;
+      logsSuppressed = 0;
+    }
+    if (++logsInWindow <= 20) {
+      log(level, text);
+    } else {
+      ++logsSuppressed;
+    }
+  }
+
+  // ---- Sending -------------------------------------------------------------------------------
+
+  bool sendTo(const std::string& id, const Frames& f) {
+    try {
+      if (!router.send(zmq::buffer(id), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+        logLimited(1, "control queue to " + printableId(id) + " is full; message dropped");
+        return false;
+      }
+      for (size_t i = 0; i < f.size(); ++i) {
+        router.send(zmq::buffer(f[i]),
+                    i + 1 < f.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      }
+      return true;
+    } catch (const zmq::error_t& e) {
+      // EHOSTUNREACH (ROUTER_MANDATORY): the peer disconnected; liveness will remove it.
+      logLimited(1, "cannot send to worker " + printableId(id) + ": " + e.what());
+      return false;
+    }
+  }
+
+  template <class M>
+  bool sendMsg(const std::string& id, const M& m) {
+    return sendTo(id, m.encode());
+  }
+
+  Peer* findPeer(const std::string& id) {
+    for (auto& p : peers)
+      if (p.id == id) return &p;
+    return nullptr;
+  }
+
+  int rankOf(const std::string& id) const {
+    if (!run) return -1;
+    for (int r = 0; r < run->n; ++r)
+      if (run->ids[static_cast<size_t>(r)] == id) return r;
+    return -1;
+  }
+
+  // ---- Ranks ---------------------------------------------------------------------------------
+
+  // Ranks in join order, grouped by host (this machine first, then the others in the order
+  // they first joined), so that the ranks of one host are contiguous: what hierarchical
+  // schedules and the ring expect. During a run the ranks of its participants stay as they
+  // are, and workers that join meanwhile get rank -1 until it ends.
+  void assignRanks() {
+    if (run) {
+      for (auto& p : peers)
+        if (rankOf(p.id) < 0) p.info.rank = -1;
+      return;
+    }
+    // This machine first (its local workers), then the other hosts as they joined.
+    std::vector<std::string> hostOrder = {hostName()};
+    std::vector<Peer*> byJoin;
+    for (auto& p : peers) byJoin.push_back(&p);
+    std::sort(byJoin.begin(), byJoin.end(),
+              [](const Peer* a, const Peer* b) { return a->joinSeq < b->joinSeq; });
+    for (const Peer* p : byJoin) {
+      if (std::find(hostOrder.begin(), hostOrder.end(), p->info.host) == hostOrder.end()) {
+        hostOrder.push_back(p->info.host);
+      }
+    }
+    auto hostIndex = [&](const std::string& h) {
+      return std::find(hostOrder.begin(), hostOrder.end(), h) - hostOrder.begin();
+    };
+    std::stable_sort(peers.begin(), peers.end(), [&](const Peer& a, const Peer& b) {
+      const auto ha = hostIndex(a.info.host), hb = hostIndex(b.info.host);
+      return ha != hb ? ha < hb : a.joinSeq < b.joinSeq;
+    });
+    for (size_t r = 0; r < peers.size(); ++r) peers[r].info.rank = static_cast<int>(r);
+  }
+
+  // Publishes the worker list for API threads. `joinedLocal`: a local child has just joined;
+  // its pendingLocal count drops in the same critical section as the list grows, so submit()
+  // never sees "no local worker pending" with the newcomer missing from the list.
+  void publish(bool joinedLocal = false) {
+    std::vector<WorkerInfo> infos;
+    std::vector<std::string> ids;
+    for (const auto& p : peers) {
+      infos.push_back(p.info);
+      ids.push_back(p.id);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      snapshot = std::move(infos);
+      snapshotIds = std::move(ids);
+      runActive = run != nullptr;
+      if (joinedLocal) --pendingLocal;
+    }
+    cv.notify_all();
+  }
+
+  void welcome(Peer& p) {
+    const int world = static_cast<int>(peers.size());
+    if (p.info.rank < 0 || (p.welcomedRank == p.info.rank && p.welcomedWorld == world)) return;
+    Welcome w;
+    w.rank = p.info.rank;
+    w.worldSize = world;
+    w.heartbeatIntervalMs = static_cast<uint32_t>(opt.heartbeat.count());
+    w.heartbeatLiveness = static_cast<uint32_t>(opt.missedHeartbeats);
+    if (sendMsg(p.id, w)) {
+      p.welcomedRank = p.info.rank;
+      p.welcomedWorld = world;
+    }
+  }
+
+  // ---- Local children ------------------------------------------------------------------------
+
+  // Starts one local worker. `counted`: already included in pendingLocal (the initial ones
+  // are counted by the constructor, so that a submit() right after it waits for them).
+  void spawnLocal(bool counted) {
+    std::vector<std::string> argv = {workerBinary,
+                                     "--connect",
+                                     localEndpoint,
+                                     "--backend",
+                                     opt.backend,
+                                     "--parent-pid",
+                                     std::to_string(::getpid())};
+    argv.insert(argv.end(), opt.workerExtraArgs.begin(), opt.workerExtraArgs.end());
+    try {
+      const int64_t pid = spawnChild(argv);
+      children[pid] = Child{pid, false};
+      if (!counted) {
+        std::lock_guard<std::mutex> lock(mu);
+        ++pendingLocal;
+      }
+      log(0, "started local worker (pid " + std::to_string(pid) + ")");
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (counted) --pendingLocal;
+      joinError = std::string("cannot start a local worker: ") + e.what();
+      cv.notify_all();
+    }
+  }
+
+  // Removes a worker from the session: kills a local one (also when stopped) and reaps it.
+  void removePeer(const std::string& id, const std::string& why, bool respawn) {
+    auto it = std::find_if(peers.begin(), peers.end(), [&](const Peer& p) { return p.id == id; });
+    if (it == peers.end()) return;
+    WorkerInfo info = it->info;
+    peers.erase(it);
+    removedIds.insert(id);
+    if (info.local) {
+      auto c = children.find(info.pid);
+      if (c != children.end()) {
+        killAndReap(info.pid, milliseconds(1000));
+        children.erase(c);
+      }
+    }
+    if (run) {
+      const int r = rankOf(id);
+      if (r >= 0) run->gone[static_cast<size_t>(r)] = true;
+    }
+    log(1, "worker " + info.name + " (rank " + std::to_string(info.rank) + ", pid " +
+               std::to_string(info.pid) + ") removed: " + why);
+    assignRanks();
+    emit(WorkerEvent{info, false});
+    if (info.local && respawn && !stopping.load()) spawnLocal(false);
+    publish();
+  }
+
+  // waitpid(WNOHANG) on every child: a killed local worker is noticed within a tick.
+  void reapChildren() {
+    std::vector<std::pair<int64_t, ExitStatus>> ended;
+    for (auto& [pid, c] : children) {
+      if (auto st = tryReap(pid)) ended.emplace_back(pid, *st);
+    }
+    for (const auto& [pid, st] : ended) {
+      const bool joined = children[pid].joined;
+      children.erase(pid);
+      Peer* p = nullptr;
+      for (auto& q : peers)
+        if (q.info.local && q.info.pid == pid) p = &q;
+      if (p == nullptr) {
+        if (!joined) {
+          {
+            std::lock_guard<std::mutex> lock(mu);
+            --pendingLocal;
+            joinError = "local worker (pid " + std::to_string(pid) + ", " + workerBinary + ") " +
+                        st.describe() + " before joining";
+          }
+          cv.notify_all();
+          log(2, "local worker (pid " + std::to_string(pid) + ") " + st.describe() +
+                     " before joining");
+        }
+        continue;
+      }
+      const std::string id = p->id;
+      const int r = rankOf(id);
+      if (run && run->kind == FailKind::None && r >= 0 && !stopping.load()) {
+        fail(FailKind::Died, r,
+             "rank " + std::to_string(r) + " (pid " + std::to_string(pid) +
+                 ") died: " + st.describe());
+      }
+      // Already reaped: removePeer finds no child left to kill.
+      removePeer(id, st.describe(), true);
+    }
+  }
+
+  // ---- Liveness ------------------------------------------------------------------------------
+
+  void checkLiveness() {
+    const auto now = Clock::now();
+    const auto limit = opt.heartbeat * opt.missedHeartbeats;
+    std::vector<std::string> dead;
+    for (const auto& p : peers)
+      if (now - p.lastSeen > limit) dead.push_back(p.id);
+    for (const auto& id : dead) {
+      Peer* p = findPeer(id);
+      const std::string silence = seconds1(now - p->lastSeen);
+      const int r = rankOf(id);
+      if (run && run->kind == FailKind::None && r >= 0) {
+        fail(FailKind::Silent, r,
+             "rank " + std::to_string(r) + " (pid " + std::to_string(p->info.pid) +
+                 ") stopped responding (no heartbeat for " + silence + ")");
+      }
+      removePeer(id, "no heartbeat for " + silence, true);
+    }
+    if (now >= nextHeartbeat) {
+      Heartbeat hb;
+      for (const auto& p : peers) sendMsg(p.id, hb);
+      nextHeartbeat = now + opt.heartbeat;
+    }
+  }
+
+  // ---- Runs ----------------------------------------------------------------------------------
+
+  void startRun(std::shared_ptr<SubmitCmd> cmd) {
+    auto r = std::make_unique<ActiveRun>();
+    r->runId = nextRunId++;
+    r->epoch = r->runId;
+    r->req = cmd->plan.req;
+    r->cfg = cmd->plan.cfg;
+    r->cfg.runId = r->runId;
+    r->cfg.epoch = r->epoch;
+    r->promise = std::move(cmd->promise);
+    r->ids = cmd->plan.ids;
+    r->n = static_cast<int>(r->ids.size());
+    const auto n = static_cast<size_t>(r->n);
+    r->ready.assign(n, false);
+    r->done.assign(n, false);
+    r->acked.assign(n, false);
+    r->gone.assign(n, false);
+    r->endpoints.assign(n, "");
+    r->workerDropped.assign(n, 0);
+    r->nextBatchSeq.assign(n, 0);
+    r->iterNs.assign(r->req.iterations, std::vector<int64_t>(n, -1));
+    r->iterWrong.assign(r->req.iterations, std::vector<uint64_t>(n, 0));
+    r->configDeadline = Clock::now() + kConfigureTimeout;
+    run = std::move(r);
+    ActiveRun& a = *run;
+
+    // The plan was made from a snapshot: its workers must still be here. Workers that
+    // joined since then sit this run out (rank -1).
+    for (const auto& id : a.ids) {
+      if (findPeer(id) == nullptr) {
+        for (const auto& q : peers) a.workers.push_back(q.info);
+        finishRun(RunState::Failed, "a worker left between submit() and the start of run " +
+                                        std::to_string(a.runId) + "; submit again");
+        return;
+      }
+    }
+    std::vector<Peer> ordered;
+    for (const auto& id : a.ids) ordered.push_back(*findPeer(id));
+    for (const auto& p : peers) {
+      if (rankOf(p.id) < 0) ordered.push_back(p);
+    }
+    peers = std::move(ordered);
+    for (size_t k = 0; k < peers.size(); ++k) {
+      peers[k].info.rank = k < n ? static_cast<int>(k) : -1;
+      peers[k].progressKnown = false;
+      if (k < n) a.workers.push_back(peers[k].info);
+    }
+    publish();
+    emit(StateEvent{a.runId, RunState::Configuring,
+                    "run " + std::to_string(a.runId) + ": " + a.cfg.algorithm + " " +
+                        std::string(toString(a.cfg.collective)) + " on " + std::to_string(a.n) +
+                        " ranks"});
+    for (int k = 0; k < a.n; ++k) {
+      welcome(peers[static_cast<size_t>(k)]);
+      sendMsg(a.ids[static_cast<size_t>(k)], a.cfg);
+    }
+  }
+
+  void onReady(const Ready& m, int r) {
+    ActiveRun& a = *run;
+    if (a.state != RunState::Configuring || a.kind != FailKind::None) return;
+    if (m.dataEndpoint.empty()) {
+      fail(FailKind::Protocol, r,
+           "rank " + std::to_string(r) + " reported no data-plane endpoint in Ready");
+      return;
+    }
+    a.ready[static_cast<size_t>(r)] = true;
+    a.endpoints[static_cast<size_t>(r)] = m.dataEndpoint;
+    a.workers[static_cast<size_t>(r)].dataEndpoint = m.dataEndpoint;
+    a.workers[static_cast<size_t>(r)].clockOffsetNs = -m.clockOffsetNs;
+    if (Peer* p = findPeer(a.ids[static_cast<size_t>(r)])) {
+      p->info.dataEndpoint = m.dataEndpoint;
+      p->info.clockOffsetNs = -m.clockOffsetNs;
+    }
+    if (!std::all_of(a.ready.begin(), a.ready.end(), [](bool b) { return b; })) return;
+    Start s;
+    s.epoch = a.epoch;
+    s.runId = a.runId;
+    s.endpoints = a.endpoints;
+    for (const auto& id : a.ids) sendMsg(id, s);
+    a.state = RunState::Running;
+    publish();
+    emit(StateEvent{a.runId, RunState::Running,
+                    "run " + std::to_string(a.runId) + ": every rank is ready; started"});
+  }
+
+  void onIteration(const IterationResult& m, int r) {
+    ActiveRun& a = *run;
+    if (m.iteration >= a.iterNs.size()) {
+      logLimited(1, "rank " + std::to_string(r) + " reported iteration " +
+                        std::to_string(m.iteration) + " of a run with " +
+                        std::to_string(a.iterNs.size()) + " iterations; ignored");
+      return;
+    }
+    a.iterNs[m.iteration][static_cast<size_t>(r)] = static_cast<int64_t>(m.timeNs);
+    a.iterWrong[m.iteration][static_cast<size_t>(r)] = m.wrong;
+    RankIteration ri{r, m.iteration, static_cast<int64_t>(m.timeNs), m.wrong};
+    a.perRank.push_back(ri);
+    emit(IterationEvent{a.runId, ri});
+  }
+
+  void onTelemetry(TelemetryBatch& m, int r) {
+    ActiveRun& a = *run;
+    const auto k = static_cast<size_t>(r);
+    if (m.seq != a.nextBatchSeq[k]) {
+      logLimited(1, "rank " + std::to_string(r) + ": telemetry batch " + std::to_string(m.seq) +
+                        " arrived, expected " + std::to_string(a.nextBatchSeq[k]));
+    }
+    a.nextBatchSeq[k] = m.seq + 1;
+    a.workerDropped[k] = std::max(a.workerDropped[k], m.dropped);
+    // Progress: the newest event that belongs to a step (IterationEnd carries no real step).
+    for (auto it = m.events.rbegin(); it != m.events.rend(); ++it) {
+      if (it->kind == EventKind::IterationEnd) continue;
+      if (Peer* p = findPeer(a.ids[k])) {
+        p->progressKnown = true;
+        p->iteration = it->iteration;
+        p->step = it->step;
+      }
+      break;
+    }
+    const uint64_t room = a.req.maxEvents > a.events.size() ? a.req.maxEvents - a.events.size() : 0;
+    const uint64_t keep = std::min<uint64_t>(room, m.events.size());
+    a.events.insert(a.events.end(), m.events.begin(),
+                    m.events.begin() + static_cast<std::ptrdiff_t>(keep));
+    a.coordDropped += m.events.size() - keep;
+    if (!m.events.empty()) emit(TelemetryBatchEvent{a.runId, r, std::move(m.events)});
+  }
+
+  void onDone(const RunDone& m, int r) {
+    ActiveRun& a = *run;
+    const auto k = static_cast<size_t>(r);
+    a.done[k] = true;
+    a.acked[k] = true;
+    a.workerDropped[k] = std::max(a.workerDropped[k], m.eventsDropped);
+    if (a.kind != FailKind::None) return;
+    if (std::all_of(a.done.begin(), a.done.end(), [](bool b) { return b; })) {
+      finishRun(RunState::Done, "");
+    }
+  }
+
+  void onFailed(const RunFailed& m, int r) {
+    ActiveRun& a = *run;
+    a.acked[static_cast<size_t>(r)] = true;
+    if (a.kind == FailKind::None) {
+      a.reported = m;
+      fail(FailKind::Reported, r, m.message());
+      return;
+    }
+    if (a.failedRank >= 0 && m.peer == a.failedRank && m.step >= 0 && !a.waitingPeer) {
+      a.waitingPeer = m;
+    }
+  }
+
+  // Starts winding the run down: Abort to every other rank, then acknowledgements.
+  void fail(FailKind kind, int rank, const std::string& text) {
+    ActiveRun& a = *run;
+    if (a.kind != FailKind::None) return;
+    a.kind = kind;
+    a.failedRank = rank;
+    a.failText = text;
+    if (rank >= 0 && (kind == FailKind::Died || kind == FailKind::Silent)) {
+      if (Peer* p = findPeer(a.ids[static_cast<size_t>(rank)]); p && p->progressKnown) {
+        a.failProgressKnown = true;
+        a.failIteration = p->iteration;
+        a.failStep = p->step;
+      }
+      a.acked[static_cast<size_t>(rank)] = true;
+    }
+    a.ackDeadline = Clock::now() + kAckWait;
+    Abort ab;
+    ab.epoch = a.epoch;
+    ab.runId = a.runId;
+    ab.reason = text;
+    for (int k = 0; k < a.n; ++k) {
+      const auto u = static_cast<size_t>(k);
+      if (k == rank && kind != FailKind::Reported && kind != FailKind::Protocol) continue;
+      if (a.done[u] || a.gone[u] || a.acked[u]) continue;
+      sendMsg(a.ids[u], ab);
+    }
+    log(kind == FailKind::Aborted ? 1 : 2, "run " + std::to_string(a.runId) + ": " + text);
+  }
+
+  // Completes a failing run once every live rank acknowledged the Abort, or time is up.
+  void pollFailure() {
+    if (!run) return;
+    ActiveRun& a = *run;
+    if (a.kind == FailKind::None) {
+      if (a.state == RunState::Configuring && Clock::now() > a.configDeadline) {
+        std::string missing;
+        for (int k = 0; k < a.n; ++k)
+          if (!a.ready[static_cast<size_t>(k)])
+            missing += (missing.empty() ? "" : ", ") + std::to_string(k);
+        fail(FailKind::Protocol, -1,
+             "rank(s) " + missing + " did not become ready within " +
+                 std::to_string(kConfigureTimeout.count()) + " s");
+      }
+      return;
+    }
+    bool all = true;
+    for (int k = 0; k < a.n; ++k) {
+      const auto u = static_cast<size_t>(k);
+      if (!a.acked[u] && !a.gone[u]) all = false;
+    }
+    if (!all && Clock::now() < a.ackDeadline) return;
+    std::string error = a.failText;
+    if (a.kind == FailKind::Died || a.kind == FailKind::Silent) {
+      if (a.failProgressKnown) {
+        error += " at step " + std::to_string(a.failStep) + " (iteration " +
+                 std::to_string(a.failIteration) + ")";
+      } else if (a.waitingPeer) {
+        error += " at step " + std::to_string(a.waitingPeer->step) + " (rank " +
+                 std::to_string(a.waitingPeer->rank) + " was waiting for its data";
+        if (a.waitingPeer->iteration >= 0) {
+          error += " in iteration " + std::to_string(a.waitingPeer->iteration);
+        }
+        error += ")";
+      } else if (a.state == RunState::Configuring) {
+        error += " before its first step (the run was still being configured)";
+      } else {
+        error += " before reporting any step";
+      }
+    }
+    finishRun(a.kind == FailKind::Aborted ? RunState::Aborted : RunState::Failed, error);
+  }
+
+  void finishRun(RunState state, const std::string& error) {
+    ActiveRun& a = *run;
+    RunResult res;
+    res.runId = a.runId;
+    res.request = a.req;
+    res.nranks = a.n;
+    res.workers = a.workers;
+    res.state = state;
+    res.error = error;
+    res.failedRank = state == RunState::Done ? -1 : a.failedRank;
+    res.perRank = a.perRank;
+    for (size_t i = 0; i < a.iterNs.size(); ++i) {
+      const auto& ns = a.iterNs[i];
+      if (ns.empty() || std::any_of(ns.begin(), ns.end(), [](int64_t t) { return t < 0; })) {
+        continue;
+      }
+      res.iterationUs.push_back(static_cast<double>(*std::max_element(ns.begin(), ns.end())) / 1e3);
+    }
+    if (!res.iterationUs.empty()) {
+      res.timeUs = std::accumulate(res.iterationUs.begin(), res.iterationUs.end(), 0.0) /
+                   static_cast<double>(res.iterationUs.size());
+    }
+    if (!a.iterWrong.empty()) {
+      const auto& last = a.iterWrong.back();
+      res.wrong = std::accumulate(last.begin(), last.end(), uint64_t{0});
+    }
+    std::stable_sort(
+        a.events.begin(), a.events.end(),
+        [](const TelemetryEvent& x, const TelemetryEvent& y) { return x.tNs < y.tNs; });
+    res.events = std::move(a.events);
+    res.eventsDropped = a.coordDropped + std::accumulate(a.workerDropped.begin(),
+                                                         a.workerDropped.end(), uint64_t{0});
+    std::string msg = state == RunState::Done ? "run " + std::to_string(a.runId) + " done"
+                                              : "run " + std::to_string(a.runId) + " " +
+                                                    std::string(toString(state)) + ": " + error;
+    for (auto& p : peers) p.progressKnown = false;
+    auto promise = std::move(a.promise);
+    const uint64_t id = a.runId;
+    run.reset();
+    // Workers that joined or left during the run get their ranks now.
+    assignRanks();
+    for (auto& p : peers) welcome(p);
+    publish();
+    emit(StateEvent{id, state, msg});
+    promise.set_value(std::move(res));
+  }
+
+  // ---- Incoming messages ---------------------------------------------------------------------
+
+  void onMessage(std::vector<zmq::message_t>& frames) {
+    if (frames.empty()) return;
+    const std::string id(static_cast<const char*>(frames[0].data()), frames[0].size());
+    Peer* peer = findPeer(id);
+    if (peer) peer->lastSeen = Clock::now();
+    std::vector<Bytes> body;
+    for (size_t i = 1; i < frames.size(); ++i) {
+      const auto* p = static_cast<const uint8_t*>(frames[i].data());
+      body.emplace_back(p, p + frames[i].size());
+    }
+    auto env = decode(std::span<const Bytes>(body));
+    const std::string who =
+        peer ? "rank " + std::to_string(peer->info.rank) + " (" + peer->info.name + ")"
+             : "unknown sender " + printableId(id);
+    if (!env) {
+      logLimited(1,
+                 "ignored a malformed control message from " + who + ": " + env.error().message());
+      return;
+    }
+    if (!sentByWorker(env->type())) {
+      logLimited(1, "ignored " + std::string(typeName(env->type())) + " from " + who +
+                        " (only the coordinator sends it)");
+      return;
+    }
+    if (auto* h = std::get_if<Hello>(&env->message)) {
+      onHello(id, *h);
+      return;
+    }
+    if (!peer) {
+      if (removedIds.count(id)) {
+        if (unknownLogged.insert(id).second) {
+          sendMsg(id, Shutdown{"this worker was removed from the session"});
+          log(1, "worker " + printableId(id) +
+                     " was removed from the session and spoke again; "
+                     "told it to shut down");
+        }
+      } else if (unknownLogged.size() < 10000 && unknownLogged.insert(id).second) {
+        logLimited(1, "ignored " + std::string(typeName(env->type())) + " from " + who +
+                          " that has not said Hello");
+      }
+      return;
+    }
+    if (auto* ping = std::get_if<Ping>(&env->message)) {
+      const int64_t t1 = steadyNs();
+      sendMsg(id, Pong::answering(*ping, t1, steadyNs()));
+      return;
+    }
+    if (auto* hb = std::get_if<Heartbeat>(&env->message)) {
+      if (hb->inRun) {
+        peer->progressKnown = true;
+        peer->iteration = hb->iteration;
+        peer->step = hb->step;
+      }
+      return;
+    }
+    if (auto* l = std::get_if<Log>(&env->message)) {
+      log(l->level >= LogLevel::Warning ? (l->level == LogLevel::Error ? 2 : 1) : 0,
+          who + ": " + l->text);
+      return;
+    }
+    // Run-scoped messages: only the current run's epoch, only from its ranks.
+    if (!run || env->epoch() != run->epoch) return;
+    const int r = rankOf(id);
+    if (r < 0) return;
+    std::visit(
+        [&](auto& m) {
+          using T = std::decay_t<decltype(m)>;
+          if constexpr (requires { m.rank; }) {
+            if (m.rank != r) {
+              logLimited(1, who + " sent " + std::string(typeName(T::kType)) + " for rank " +
+                                std::to_string(m.rank) + "; ignored");
+              return;
+            }
+          }
+          if constexpr (std::is_same_v<T, Ready>) onReady(m, r);
+          if constexpr (std::is_same_v<T, IterationResult>) onIteration(m, r);
+          if constexpr (std::is_same_v<T, TelemetryBatch>) onTelemetry(m, r);
+          if constexpr (std::is_same_v<T, RunDone>) onDone(m, r);
+          if constexpr (std::is_same_v<T, RunFailed>) onFailed(m, r);
+        },
+        env->message);
+  }
+
+  void onHello(const std::string& id, const Hello& h) {
+    if (findPeer(id)) {
+      logLimited(1, "ignored a second Hello from " + printableId(id));
+      return;
+    }
+    if (h.protocolVersion != kProtocolVersion) {
+      sendMsg(id, Shutdown{"protocol version " + std::to_string(h.protocolVersion) +
+                           " is not supported (the lab speaks " + std::to_string(kProtocolVersion) +
+                           ")"});
+      log(1,
+          "refused worker " + h.name + ": protocol version " + std::to_string(h.protocolVersion));
+      return;
+    }
+    if (peers.size() >= static_cast<size_t>(kMaxRanks)) {
+      sendMsg(id, Shutdown{"the session is full (" + std::to_string(kMaxRanks) + " workers)"});
+      log(1, "refused worker " + h.name + ": the session is full");
+      return;
+    }
+    Peer p;
+    p.id = id;
+    p.joinSeq = joinSeq++;
+    p.lastSeen = Clock::now();
+    p.info.name = h.name;
+    p.info.host = h.hostName;
+    p.info.pid = h.pid;
+    p.info.backend = h.backend;
+    p.info.device = h.deviceIndex;
+    auto c = children.find(h.pid);
+    p.info.local = c != children.end() && !c->second.joined && h.hostName == hostName();
+    if (p.info.local) c->second.joined = true;
+    peers.push_back(p);
+    removedIds.erase(id);
+    assignRanks();
+    Peer* added = findPeer(id);
+    welcome(*added);
+    log(0, "worker " + h.name + " joined from " + h.hostName + " (pid " + std::to_string(h.pid) +
+               (added->info.local ? ", local" : ", remote") + ")" +
+               (added->info.rank >= 0 ? " as rank " + std::to_string(added->info.rank)
+                                      : "; it gets a rank when the current run ends"));
+    const bool local = added->info.local;
+    emit(WorkerEvent{added->info, true});
+    publish(local);
+  }
+
+  // ---- Commands ------------------------------------------------------------------------------
+
+  void processCommands() {
+    std::deque<Command> cmds;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      cmds.swap(commands);
+    }
+    for (auto& c : cmds) {
+      if (c.kind == Command::Kind::Submit) {
+        if (run) {
+          RunResult res;
+          res.request = c.submit->plan.req;
+          res.state = RunState::Failed;
+          res.error = "a run is already in progress";
+          c.submit->promise.set_value(std::move(res));
+          continue;
+        }
+        startRun(c.submit);
+      } else if (run && run->kind == FailKind::None) {
+        fail(FailKind::Aborted, -1, c.reason.empty() ? "aborted" : c.reason);
+      }
+    }
+  }
+
+  // ---- The loop ------------------------------------------------------------------------------
+
+  void loop() {
+    for (int k = 0; k < opt.localWorkers; ++k) spawnLocal(true);
+    nextHeartbeat = Clock::now() + opt.heartbeat;
+    while (!stopping.load()) {
+      pollAndDrain(router, wake, kTick, 1000, [&](std::vector<zmq::message_t>& frames) {
+        onMessage(frames);
+        return true;
+      });
+      processCommands();
+      reapChildren();
+      checkLiveness();
+      pollFailure();
+    }
+    shutdownAll();
+  }
+
+  void shutdownAll() {
+    if (run) {
+      if (run->kind == FailKind::None)
+        fail(FailKind::Aborted, -1, "the coordinator is shutting down");
+      finishRun(RunState::Aborted, run->failText);
+    }
+    for (const auto& p : peers) sendMsg(p.id, Shutdown{"the lab is closing"});
+    // A child that has not joined yet (a replacement still starting) cannot be told to leave
+    // and holds nothing: it goes at once instead of being waited for.
+    for (auto it = children.begin(); it != children.end();) {
+      if (it->second.joined) {
+        ++it;
+        continue;
+      }
+      if (!killAndReap(it->first, milliseconds(2000))) {
+        std::fprintf(stderr, "allreduce-lab: local worker pid %lld could not be reaped\n",
+                     static_cast<long long>(it->first));
+      }
+      it = children.erase(it);
+    }
+    const auto deadline = Clock::now() + kShutdownWait;
+    while (!children.empty() && Clock::now() < deadline) {
+      std::vector<int64_t> ended;
+      for (auto& [pid, c] : children)
+        if (tryReap(pid)) ended.push_back(pid);
+      for (int64_t pid : ended) children.erase(pid);
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    if (!children.empty()) {
+      std::string list;
+      for (auto& [pid, c] : children) list += (list.empty() ? "" : ", ") + std::to_string(pid);
+      log(1, "killing local worker(s) that did not leave within " + seconds1(kShutdownWait) +
+                 ": pid " + list);
+    }
+    for (auto& [pid, c] : children) {
+      if (!killAndReap(pid, milliseconds(2000))) {
+        std::fprintf(stderr, "allreduce-lab: local worker pid %lld could not be reaped\n",
+                     static_cast<long long>(pid));
+      }
+    }
+    children.clear();
+    for (const auto& p : peers) emit(WorkerEvent{p.info, false});
+    peers.clear();
+    publish();
+  }
+
+  // ---- Validation (API threads) --------------------------------------------------------------
+
+  // Validates a request against the given workers (in rank order) and builds the RunConfig.
+  // Throws ConfigError naming the bad parameter; touches no worker.
+  static RunPlan plan(const RunRequest& req, const std::vector<WorkerInfo>& workers,
+                      const std::vector<std::string>& ids) {
+    const int n = static_cast<int>(workers.size());
+    if (n == 0) throw ConfigError("no workers have joined; start some or wait for them");
+    if (req.collective != Collective::AllReduce &&
+        !algorithmSupports(req.algorithm, req.collective)) {
+      const auto& names = algorithmNames();
+      if (std::find(names.begin(), names.end(), req.algorithm) != names.end()) {
+        throw ConfigError("algorithm '" + req.algorithm + "' does not implement " +
+                          std::string(toString(req.collective)));
+      }
+    }
+    const size_t es = dtypeSize(req.dtype);
+    if (req.sliceBytes == 0) throw ConfigError("chunk (slice size) must be greater than 0 bytes");
+    if (req.sliceBytes % es != 0) {
+      throw ConfigError("chunk of " + std::to_string(req.sliceBytes) +
+                        " bytes is not a whole number of " + std::string(toString(req.dtype)) +
+                        " elements (" + std::to_string(es) + " bytes each)");
+    }
+    if (req.iterations < 1) {
+      throw ConfigError("iterations must be at least 1 (got " + std::to_string(req.iterations) +
+                        ")");
+    }
+    if (req.warmup < 0) {
+      throw ConfigError("warmup must not be negative (got " + std::to_string(req.warmup) + ")");
+    }
+    if (req.inflight < 1) {
+      throw ConfigError("inflight must be at least 1 (got " + std::to_string(req.inflight) + ")");
+    }
+    if (req.recvTimeout.count() <= 0) {
+      throw ConfigError("receive timeout must be positive (got " +
+                        std::to_string(req.recvTimeout.count()) + " ms)");
+    }
+    if (req.ranksPerHost < 0 || req.ranksPerHost > n) {
+      throw ConfigError("ranks per host must be in 0.." + std::to_string(n) + " (got " +
+                        std::to_string(req.ranksPerHost) + ")");
+    }
+
+    // Ranks per host from the real host names when not given.
+    int rph = req.ranksPerHost;
+    if (rph == 0) {
+      std::map<std::string, int> perHost;
+      for (const auto& w : workers) ++perHost[w.host];
+      const int first = perHost.begin()->second;
+      const bool even = std::all_of(perHost.begin(), perHost.end(),
+                                    [&](const auto& kv) { return kv.second == first; });
+      if (even) {
+        rph = first;
+      } else if (req.algorithm == "hierarchical") {
+        std::string counts;
+        for (const auto& [h, c] : perHost) {
+          counts += (counts.empty() ? "" : ", ") + h + ": " + std::to_string(c);
+        }
+        throw ConfigError("hierarchical needs the same number of ranks on every host (" + counts +
+                          "); set ranks per host");
+      } else {
+        rph = n;
+      }
+    }
+
+    RunConfig c;
+    c.runId = 1;
+    c.epoch = 1;
+    c.worldSize = n;
+    c.algorithm = req.algorithm;
+    c.collective = req.collective;
+    c.dtype = req.dtype;
+    c.op = req.op;
+    c.count = req.count;
+    c.sliceBytes = req.sliceBytes;
+    c.root = req.root;
+    c.ranksPerHost = static_cast<uint32_t>(rph);
+    c.inflight = static_cast<uint32_t>(std::min<int64_t>(req.inflight, kMaxInflight + 1));
+    c.inPlace = req.inPlace;
+    c.warmup = static_cast<uint32_t>(std::min<int64_t>(req.warmup, kMaxIterations + 1));
+    c.iterations = static_cast<uint32_t>(std::min<int64_t>(req.iterations, kMaxIterations + 1));
+    c.check = req.check;
+    c.telemetry = req.telemetry;
+    c.recvTimeoutMs =
+        static_cast<uint32_t>(std::min<int64_t>(req.recvTimeout.count(), kMaxRecvTimeoutMs + 1));
+    for (int r = 0; r < n; ++r) c.ringOrder.push_back(r);
+    for (const auto& w : workers) c.hosts.push_back(w.host);
+    c.dataPlane = req.dataPlane;
+
+    // The generator is the authority on what it accepts: run it once here, before any
+    // worker sees the request.
+    GenParams p;
+    p.collective = c.collective;
+    p.nranks = n;
+    p.count = c.count;
+    p.sliceElems = c.sliceBytes / es;
+    p.root = c.root;
+    p.ranksPerHost = rph;
+    try {
+      (void)generate(c.algorithm, p);
+    } catch (const GenError& e) {
+      throw ConfigError(e.what());
+    }
+    if (auto why = validate(Message(c))) throw ConfigError(*why);
+
+    RunPlan out;
+    out.req = req;
+    out.cfg = std::move(c);
+    out.ids = ids;
+    return out;
+  }
+};
+
+// ---- Public API --------------------------------------------------------------------------------
+
+Coordinator::Coordinator(CoordinatorOptions opt) : impl_(std::make_unique<Impl>()) {
+  Impl& I = *impl_;
+  if (opt.localWorkers < 0) {
+    throw ConfigError("local workers must not be negative (got " +
+                      std::to_string(opt.localWorkers) + ")");
+  }
+  if (opt.expectRemote < 0) {
+    throw ConfigError("expected remote workers must not be negative (got " +
+                      std::to_string(opt.expectRemote) + ")");
+  }
+  if (opt.localWorkers + opt.expectRemote > kMaxRanks) {
+    throw ConfigError("at most " + std::to_string(kMaxRanks) + " workers (asked for " +
+                      std::to_string(opt.localWorkers + opt.expectRemote) + ")");
+  }
+  if (opt.heartbeat.count() < 1 ||
+      opt.heartbeat.count() > static_cast<int64_t>(kMaxHeartbeatIntervalMs)) {
+    throw ConfigError("heartbeat must be in 1.." + std::to_string(kMaxHeartbeatIntervalMs) + " ms");
+  }
+  if (opt.missedHeartbeats < 1 || opt.missedHeartbeats > static_cast<int>(kMaxHeartbeatLiveness)) {
+    throw ConfigError("missed heartbeats must be in 1.." + std::to_string(kMaxHeartbeatLiveness));
+  }
+  if (opt.backend != "cpu") {
+    throw ConfigError("backend '" + opt.backend + "' is not available in this build (known: cpu)");
+  }
+  if (opt.localWorkers > 0) {
+    I.workerBinary = findWorkerBinary(opt.workerBinary);
+    if (I.workerBinary.empty()) {
+      throw ConfigError(opt.workerBinary.empty()
+                            ? "allreduce-worker not found next to " + selfExeDir() +
+                                  " (looked in ../workers/ and ./); set the worker binary"
+                            : "worker binary '" + opt.workerBinary + "' is not an executable file");
+    }
+  }
+  I.opt = std::move(opt);
+  I.pendingLocal = I.opt.localWorkers;
+
+  const std::string listen = I.opt.listen.empty() ? "tcp://127.0.0.1:*" : I.opt.listen;
+  I.router = zmq::socket_t(I.ctx, zmq::socket_type::router);
+  I.router.set(zmq::sockopt::router_mandatory, 1);
+  I.router.set(zmq::sockopt::linger, 0);
+  I.router.set(zmq::sockopt::rcvhwm, 0);  // telemetry is lossless: never drop incoming
+  try {
+    I.router.bind(listen);
+  } catch (const zmq::error_t& e) {
+    throw ConfigError("cannot bind the control endpoint " + listen + ": " + e.what());
+  }
+  I.boundEndpoint = I.router.get(zmq::sockopt::last_endpoint);
+  if (I.boundEndpoint.rfind("tcp://", 0) == 0) {
+    auto [host, port] = splitTcp(I.boundEndpoint);
+    const bool wild = isWildcard(host);
+    I.localEndpoint = wild ? "tcp://127.0.0.1:" + port : I.boundEndpoint;
+    std::string shown = host;
+    if (wild) {
+      shown = hostAddress();
+      if (shown.empty()) shown = hostName();
+    }
+    I.joinCmd = "allreduce-worker --connect tcp://" + shown + ":" + port;
+  } else {
+    I.localEndpoint = I.boundEndpoint;
+    I.joinCmd = "allreduce-worker --connect " + I.boundEndpoint;
+  }
+  // The thread owns the socket from here on (a thread start is a full memory barrier).
+  I.thread = std::thread([&I] {
+    try {
+      I.loop();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "allreduce-lab: coordinator thread failed: %s\n", e.what());
+      I.shutdownAll();
+    }
+    std::lock_guard<std::mutex> lock(I.mu);
+    I.threadDone = true;
+    I.cv.notify_all();
+  });
+}
+
+Coordinator::~Coordinator() {
+  impl_->stopping.store(true);
+  impl_->wake.raise();
+  if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->router.close();
+}
+
+std::string Coordinator::endpoint() const { return impl_->boundEndpoint; }
+std::string Coordinator::joinCommand() const { return impl_->joinCmd; }
+
+void Coordinator::waitForWorkers() {
+  Impl& I = *impl_;
+  const int need = I.opt.localWorkers + I.opt.expectRemote;
+  std::unique_lock<std::mutex> lock(I.mu);
+  const bool ok = I.cv.wait_for(lock, I.opt.joinTimeout, [&] {
+    return static_cast<int>(I.snapshot.size()) >= need || !I.joinError.empty() || I.threadDone;
+  });
+  if (!I.joinError.empty()) throw ConfigError(I.joinError);
+  if (I.threadDone) throw ConfigError("the coordinator has stopped");
+  if (ok) return;
+  int local = 0, remote = 0;
+  for (const auto& w : I.snapshot) (w.local ? local : remote)++;
+  std::string msg = std::to_string(I.snapshot.size()) + " of " + std::to_string(need) +
+                    " workers joined within " + seconds1(I.opt.joinTimeout) + ":";
+  if (local < I.opt.localWorkers) {
+    msg += " " + std::to_string(I.opt.localWorkers - local) + " local worker(s) missing;";
+  }
+  if (remote < I.opt.expectRemote) {
+    msg += " " + std::to_string(I.opt.expectRemote - remote) +
+           " remote worker(s) missing (start each with: " + I.joinCmd + ");";
+  }
+  msg.pop_back();
+  throw ConfigError(msg);
+}
+
+std::vector<WorkerInfo> Coordinator::workers() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->snapshot;
+}
+
+void Coordinator::setListener(std::function<void(const CoordinatorEvent&)> listener) {
+  std::lock_guard<std::mutex> lock(impl_->listenerMu);
+  impl_->listener = std::move(listener);
+}
+
+std::future<RunResult> Coordinator::submit(const RunRequest& req) {
+  Impl& I = *impl_;
+  std::vector<WorkerInfo> workers;
+  std::vector<std::string> ids;
+  {
+    std::unique_lock<std::mutex> lock(I.mu);
+    // Replacements of failed local workers join first, so the world keeps its size.
+    I.cv.wait_for(lock, I.opt.joinTimeout,
+                  [&] { return I.pendingLocal <= 0 || I.threadDone || !I.joinError.empty(); });
+    if (I.threadDone) throw ConfigError("the coordinator has stopped");
+    if (I.runActive) throw ConfigError("a run is already in progress");
+    workers = I.snapshot;
+    ids = I.snapshotIds;
+  }
+  auto cmd = std::make_shared<SubmitCmd>();
+  cmd->plan = Impl::plan(req, workers, ids);
+  auto future = cmd->promise.get_future();
+  {
+    std::lock_guard<std::mutex> lock(I.mu);
+    if (I.runActive || std::any_of(I.commands.begin(), I.commands.end(), [](const Command& c) {
+          return c.kind == Command::Kind::Submit;
+        })) {
+      throw ConfigError("a run is already in progress");
+    }
+    Command c;
+    c.kind = Command::Kind::Submit;
+    c.submit = std::move(cmd);
+    I.commands.push_back(std::move(c));
+    // Seen as active from now on, before the coordinator thread picks the command up.
+    I.runActive = true;
+  }
+  I.wake.raise();
+  return future;
+}
+
+void Coordinator::abort(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Command c;
+  c.kind = Command::Kind::Abort;
+  c.reason = reason;
+  impl_->commands.push_back(std::move(c));
+  impl_->wake.raise();
+}
+
+}  // namespace arl

@@ -1,0 +1,1268 @@
+// Control-plane codec: plain structs <-> (header frame, protobuf body frame).
+//
+// Decoding runs in three layers, each of which may refuse with a typed DecodeError:
+//   1. the header frame: size, magic, version, type (decodeHeader);
+//   2. the body frame: size limit, then protobuf parsing into arl::pb::<Type>;
+//   3. conversion into the public struct (enums, narrowing, column lengths) and the
+//      semantic rules of check(T) (ranks, counts, strings, permutations).
+// Encoding applies the same check(T) with ARL_ENFORCE, so that what we send, we accept.
+#include "runtime/protocol.h"
+
+#include <algorithm>
+#include <limits>
+#include <sstream>
+
+#include "arl.pb.h"
+#include "schedule/schedule.h"
+
+namespace arl {
+
+namespace {
+
+// ---- Little-endian header bytes ----------------------------------------------------------
+
+void putLe(uint8_t* p, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+uint64_t getLe(const uint8_t* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= uint64_t{p[i]} << (8 * i);
+  return v;
+}
+
+// ---- Text rules ---------------------------------------------------------------------------
+
+// Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlongs, no surrogates,
+// nothing above U+10FFFF), or 0 when the bytes there are not one.
+size_t utf8SeqLen(const unsigned char* p, size_t n) {
+  auto cont = [&](size_t i) { return i < n && (p[i] & 0xC0) == 0x80; };
+  const unsigned char b = p[0];
+  if (b < 0x80) return 1;
+  if (b >= 0xC2 && b <= 0xDF) return cont(1) ? 2 : 0;
+  if (b >= 0xE0 && b <= 0xEF) {
+    if (n < 2) return 0;
+    const unsigned char lo = b == 0xE0 ? 0xA0 : 0x80;
+    const unsigned char hi = b == 0xED ? 0x9F : 0xBF;
+    return (p[1] >= lo && p[1] <= hi && cont(2)) ? 3 : 0;
+  }
+  if (b >= 0xF0 && b <= 0xF4) {
+    if (n < 2) return 0;
+    const unsigned char lo = b == 0xF0 ? 0x90 : 0x80;
+    const unsigned char hi = b == 0xF4 ? 0x8F : 0xBF;
+    return (p[1] >= lo && p[1] <= hi && cont(2) && cont(3)) ? 4 : 0;
+  }
+  return 0;
+}
+
+bool validUtf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = utf8SeqLen(p + i, s.size() - i);
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
+// Free text as it may go on the wire: invalid bytes become '?', and the text is cut at a
+// character boundary so that it fits in kMaxTextBytes.
+std::string sanitizedText(std::string_view s) {
+  std::string out;
+  out.reserve(std::min(s.size(), kMaxTextBytes));
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  for (size_t i = 0; i < s.size();) {
+    size_t len = utf8SeqLen(p + i, s.size() - i);
+    const bool bad = len == 0;
+    if (bad) len = 1;
+    if (out.size() + len > kMaxTextBytes) break;
+    if (bad) {
+      out.push_back('?');
+    } else {
+      out.append(s.substr(i, len));
+    }
+    i += len;
+  }
+  return out;
+}
+
+std::string quoted(std::string_view s) {
+  constexpr size_t kShown = 40;
+  std::string out = "\"";
+  for (char c : s.substr(0, kShown)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7F) {
+      out.push_back(c);
+    } else {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out.push_back(hex[u >> 4]);
+      out.push_back(hex[u & 15]);
+    }
+  }
+  if (s.size() > kShown) out += "...";
+  return out + "\"";
+}
+
+// A display name (worker, host): 1..kMaxNameBytes of UTF-8 without control characters.
+std::optional<std::string> checkName(std::string_view field, std::string_view s) {
+  if (s.empty()) return std::string(field) + " is empty";
+  if (s.size() > kMaxNameBytes) {
+    return std::string(field) + " is " + std::to_string(s.size()) + " bytes, more than " +
+           std::to_string(kMaxNameBytes);
+  }
+  if (!validUtf8(s)) return std::string(field) + " " + quoted(s) + " is not valid UTF-8";
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7F) {
+      return std::string(field) + " " + quoted(s) + " contains a control character";
+    }
+  }
+  return std::nullopt;
+}
+
+// An identifier (backend, algorithm): 1..kMaxNameBytes of printable ASCII without spaces.
+std::optional<std::string> checkIdent(std::string_view field, std::string_view s) {
+  if (s.empty()) return std::string(field) + " is empty";
+  if (s.size() > kMaxNameBytes) {
+    return std::string(field) + " is " + std::to_string(s.size()) + " bytes, more than " +
+           std::to_string(kMaxNameBytes);
+  }
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u >= 0x7F) {
+      return std::string(field) + " " + quoted(s) + " is not printable ASCII without spaces";
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> checkText(std::string_view field, std::string_view s) {
+  if (s.size() > kMaxTextBytes) {
+    return std::string(field) + " is " + std::to_string(s.size()) + " bytes, more than " +
+           std::to_string(kMaxTextBytes);
+  }
+  if (!validUtf8(s)) return std::string(field) + " " + quoted(s) + " is not valid UTF-8";
+  return std::nullopt;
+}
+
+std::optional<std::string> checkEndpoint(std::string_view field, std::string_view s) {
+  if (validEndpoint(s)) return std::nullopt;
+  return std::string(field) + " " + quoted(s) +
+         " is not an endpoint (tcp://HOST:PORT, ipc://PATH, inproc://NAME or shm://NAME, at most " +
+         std::to_string(kMaxEndpointBytes) + " bytes)";
+}
+
+std::optional<std::string> checkRank(std::string_view field, int64_t rank) {
+  if (rank >= 0 && rank < kMaxRanks) return std::nullopt;
+  return std::string(field) + " " + std::to_string(rank) + " is outside 0.." +
+         std::to_string(kMaxRanks - 1);
+}
+
+std::optional<std::string> checkPeer(std::string_view field, int64_t peer) {
+  if (peer == -1) return std::nullopt;
+  return checkRank(field, peer);
+}
+
+template <class U>
+std::optional<std::string> checkRange(std::string_view field, U v, U lo, U hi) {
+  if (v >= lo && v <= hi) return std::nullopt;
+  return std::string(field) + " " + std::to_string(v) + " is outside " + std::to_string(lo) + ".." +
+         std::to_string(hi);
+}
+
+// First failing rule of a list of optional reasons.
+std::optional<std::string> firstError(std::initializer_list<std::optional<std::string>> list) {
+  for (const auto& e : list) {
+    if (e) return e;
+  }
+  return std::nullopt;
+}
+
+// ---- Enum mapping: the wire value is the C++ value plus one (0 = unspecified) --------------
+
+template <class E>
+std::optional<E> enumFromWire(int wire, E last) {
+  if (wire < 1 || wire > static_cast<int>(last) + 1) return std::nullopt;
+  return static_cast<E>(wire - 1);
+}
+template <class E>
+int enumToWire(E e) {
+  return static_cast<int>(e) + 1;
+}
+
+constexpr Collective kLastCollective = Collective::Broadcast;
+constexpr DataType kLastDataType = DataType::Uint8;
+constexpr RedOp kLastRedOp = RedOp::Avg;
+constexpr TelemetryLevel kLastTelemetryLevel = TelemetryLevel::Chunks;
+constexpr DataPlaneKind kLastDataPlane = DataPlaneKind::Shm;
+constexpr LogLevel kLastLogLevel = LogLevel::Error;
+constexpr EventKind kLastEventKind = EventKind::IterationEnd;
+constexpr Phase kLastPhase = Phase::Local;
+
+// ---- Semantic rules per message (shared by encode and decode) ------------------------------
+
+std::optional<std::string> check(const Hello& m) {
+  return firstError(
+      {checkName("name", m.name), checkName("host name", m.hostName),
+       m.pid > 0 ? std::nullopt
+                 : std::optional<std::string>("pid " + std::to_string(m.pid) + " is not positive"),
+       checkIdent("backend", m.backend),
+       m.deviceIndex == -1 ? std::nullopt
+                           : checkRange<int32_t>("device index", m.deviceIndex, 0, kMaxDeviceIndex),
+       m.protocolVersion >= 1 ? std::nullopt
+                              : std::optional<std::string>("protocol version 0 is not a version"),
+       m.dataEndpoint.empty() ? std::nullopt : checkEndpoint("data endpoint", m.dataEndpoint)});
+}
+
+std::optional<std::string> check(const Welcome& m) {
+  if (auto e = checkRange<int32_t>("world size", m.worldSize, 1, kMaxRanks)) return e;
+  if (m.rank < 0 || m.rank >= m.worldSize) {
+    return "rank " + std::to_string(m.rank) + " is not a rank of a world of " +
+           std::to_string(m.worldSize);
+  }
+  return firstError(
+      {checkRange<uint32_t>("heartbeat interval (ms)", m.heartbeatIntervalMs, 1,
+                            kMaxHeartbeatIntervalMs),
+       checkRange<uint32_t>("heartbeat liveness", m.heartbeatLiveness, 1, kMaxHeartbeatLiveness)});
+}
+
+std::optional<std::string> checkTimestamp(std::string_view field, int64_t t) {
+  if (t >= 0) return std::nullopt;
+  return std::string(field) + " " + std::to_string(t) + " is negative";
+}
+
+std::optional<std::string> check(const Ping& m) { return checkTimestamp("t0", m.t0Ns); }
+
+std::optional<std::string> check(const Pong& m) {
+  if (auto e = firstError({checkTimestamp("t0", m.t0Ns), checkTimestamp("t1", m.t1Ns),
+                           checkTimestamp("t2", m.t2Ns)})) {
+    return e;
+  }
+  if (m.t2Ns < m.t1Ns) {
+    return "t2 " + std::to_string(m.t2Ns) + " precedes t1 " + std::to_string(m.t1Ns) +
+           " (the coordinator answered before it received)";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check(const Heartbeat&) { return std::nullopt; }
+
+std::optional<std::string> checkEpoch(uint64_t epoch) {
+  if (epoch >= 1) return std::nullopt;
+  return std::string("epoch 0 on a run-scoped message (runs start at epoch 1)");
+}
+
+std::optional<std::string> check(const RunConfig& m) {
+  if (auto e = firstError({checkEpoch(m.epoch),
+                           checkRange<int32_t>("world size", m.worldSize, 1, kMaxRanks),
+                           checkIdent("algorithm", m.algorithm)})) {
+    return e;
+  }
+  const auto n = static_cast<uint64_t>(m.worldSize);
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(m.count, uint64_t{dtypeSize(m.dtype)}, &bytes) ||
+      __builtin_mul_overflow(bytes, n, &bytes)) {
+    return "count " + std::to_string(m.count) + " of " + std::string(toString(m.dtype)) + " on " +
+           std::to_string(n) + " ranks overflows 64-bit byte counts";
+  }
+  if (m.sliceBytes == 0) return std::string("slice bytes is 0");
+  if (m.root < 0 || m.root >= m.worldSize) {
+    return "root " + std::to_string(m.root) + " is not a rank of a world of " +
+           std::to_string(m.worldSize);
+  }
+  if (auto e = firstError(
+          {checkRange<uint32_t>("ranks per host", m.ranksPerHost, 1,
+                                static_cast<uint32_t>(m.worldSize)),
+           checkRange<uint32_t>("inflight", m.inflight, 1, kMaxInflight),
+           checkRange<uint32_t>("warmup", m.warmup, 0, kMaxIterations),
+           checkRange<uint32_t>("iterations", m.iterations, 1, kMaxIterations),
+           checkRange<uint32_t>("receive timeout (ms)", m.recvTimeoutMs, 1, kMaxRecvTimeoutMs),
+           checkRange<uint32_t>("link latency (us)", m.linkLatencyUs, 0, kMaxLinkLatencyUs)})) {
+    return e;
+  }
+  // No endpoints at all is the two-phase setup (Ready and Start carry them).
+  if (!m.endpoints.empty() && m.endpoints.size() != n) {
+    return std::to_string(m.endpoints.size()) + " data-plane endpoints for a world of " +
+           std::to_string(n);
+  }
+  if (!m.hosts.empty() && m.hosts.size() != n) {
+    return std::to_string(m.hosts.size()) + " host names for a world of " + std::to_string(n);
+  }
+  for (size_t r = 0; r < m.hosts.size(); ++r) {
+    if (auto e = checkName("host of rank " + std::to_string(r), m.hosts[r])) return e;
+    if (m.dataPlane == DataPlaneKind::Shm && m.hosts[r] != m.hosts[0]) {
+      return "the shm data plane needs every rank on one host (rank " + std::to_string(r) +
+             " is on " + m.hosts[r] + ", rank 0 on " + m.hosts[0] + ")";
+    }
+  }
+  for (size_t r = 0; r < m.endpoints.size(); ++r) {
+    if (auto e = checkEndpoint("endpoint of rank " + std::to_string(r), m.endpoints[r])) return e;
+  }
+  if (m.ringOrder.size() != n) {
+    return "ring order has " + std::to_string(m.ringOrder.size()) + " ranks for a world of " +
+           std::to_string(n);
+  }
+  uint64_t seen = 0;
+  for (int32_t r : m.ringOrder) {
+    if (r < 0 || r >= m.worldSize) {
+      return "ring order names rank " + std::to_string(r) + " outside a world of " +
+             std::to_string(n);
+    }
+    if (seen & (uint64_t{1} << r)) {
+      return "ring order names rank " + std::to_string(r) + " twice";
+    }
+    seen |= uint64_t{1} << r;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check(const Ready& m) {
+  return firstError(
+      {checkEpoch(m.epoch), checkRank("rank", m.rank),
+       m.dataEndpoint.empty() ? std::nullopt : checkEndpoint("data endpoint", m.dataEndpoint)});
+}
+
+std::optional<std::string> check(const Start& m) {
+  if (auto e = checkEpoch(m.epoch)) return e;
+  if (m.endpoints.size() > static_cast<size_t>(kMaxRanks)) {
+    return std::to_string(m.endpoints.size()) + " data-plane endpoints, more than " +
+           std::to_string(kMaxRanks);
+  }
+  for (size_t r = 0; r < m.endpoints.size(); ++r) {
+    if (auto e = checkEndpoint("endpoint of rank " + std::to_string(r), m.endpoints[r])) return e;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check(const IterationResult& m) {
+  return firstError({checkEpoch(m.epoch), checkRank("rank", m.rank)});
+}
+
+std::optional<std::string> check(const TelemetryBatch& m) {
+  if (auto e = firstError({checkEpoch(m.epoch), checkRank("rank", m.rank)})) return e;
+  if (m.events.size() > kMaxEventsPerBatch) {
+    return std::to_string(m.events.size()) + " events exceed the maximum of " +
+           std::to_string(kMaxEventsPerBatch) + " per batch";
+  }
+  for (size_t i = 0; i < m.events.size(); ++i) {
+    const TelemetryEvent& ev = m.events[i];
+    const std::string at = "event " + std::to_string(i) + ": ";
+    if (ev.rank != m.rank) {
+      return at + "rank " + std::to_string(ev.rank) + " in a batch of rank " +
+             std::to_string(m.rank);
+    }
+    if (ev.runId != m.runId) {
+      return at + "run id " + std::to_string(ev.runId) + " in a batch of run " +
+             std::to_string(m.runId);
+    }
+    if (ev.kind > kLastEventKind) {
+      return at + "unknown event kind " + std::to_string(static_cast<int>(ev.kind));
+    }
+    if (ev.phase > static_cast<uint8_t>(kLastPhase)) {
+      return at + "unknown phase " + std::to_string(static_cast<int>(ev.phase));
+    }
+    if (auto e = checkPeer("peer", ev.peer)) return at + *e;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check(const RunDone& m) {
+  return firstError({checkEpoch(m.epoch), checkRank("rank", m.rank)});
+}
+
+std::optional<std::string> check(const RunFailed& m) {
+  return firstError(
+      {checkEpoch(m.epoch), checkRank("rank", m.rank), checkPeer("peer", m.peer),
+       m.step >= -1 ? std::nullopt
+                    : std::optional<std::string>("step " + std::to_string(m.step) + " is below -1"),
+       m.iteration >= -1 ? std::nullopt
+                         : std::optional<std::string>("iteration " + std::to_string(m.iteration) +
+                                                      " is below -1"),
+       checkText("reason", m.reason)});
+}
+
+std::optional<std::string> check(const Abort& m) {
+  return firstError({checkEpoch(m.epoch), checkText("reason", m.reason)});
+}
+
+std::optional<std::string> check(const Shutdown& m) { return checkText("reason", m.reason); }
+
+std::optional<std::string> check(const Log& m) {
+  if (m.level > kLastLogLevel) {
+    return "unknown log level " + std::to_string(static_cast<int>(m.level));
+  }
+  return checkText("text", m.text);
+}
+
+// Free text is repaired rather than refused when encoding: a failure must still be reported
+// when its reason is long or holds bytes from a foreign locale.
+void sanitize(RunFailed& m) { m.reason = sanitizedText(m.reason); }
+void sanitize(Abort& m) { m.reason = sanitizedText(m.reason); }
+void sanitize(Shutdown& m) { m.reason = sanitizedText(m.reason); }
+void sanitize(Log& m) { m.text = sanitizedText(m.text); }
+
+template <class T>
+concept HasFreeText = requires(T& m) {
+  sanitize(m);
+};
+
+// ---- Struct <-> protobuf --------------------------------------------------------------------
+
+template <class T>
+struct PbOf;
+template <>
+struct PbOf<Hello> {
+  using type = pb::Hello;
+};
+template <>
+struct PbOf<Welcome> {
+  using type = pb::Welcome;
+};
+template <>
+struct PbOf<Ping> {
+  using type = pb::Ping;
+};
+template <>
+struct PbOf<Pong> {
+  using type = pb::Pong;
+};
+template <>
+struct PbOf<Heartbeat> {
+  using type = pb::Heartbeat;
+};
+template <>
+struct PbOf<RunConfig> {
+  using type = pb::RunConfig;
+};
+template <>
+struct PbOf<Ready> {
+  using type = pb::Ready;
+};
+template <>
+struct PbOf<Start> {
+  using type = pb::Start;
+};
+template <>
+struct PbOf<IterationResult> {
+  using type = pb::IterationResult;
+};
+template <>
+struct PbOf<TelemetryBatch> {
+  using type = pb::TelemetryBatch;
+};
+template <>
+struct PbOf<RunDone> {
+  using type = pb::RunDone;
+};
+template <>
+struct PbOf<RunFailed> {
+  using type = pb::RunFailed;
+};
+template <>
+struct PbOf<Abort> {
+  using type = pb::Abort;
+};
+template <>
+struct PbOf<Shutdown> {
+  using type = pb::Shutdown;
+};
+template <>
+struct PbOf<Log> {
+  using type = pb::Log;
+};
+
+using Reason = std::optional<std::string>;
+
+void toPb(const Hello& m, pb::Hello& p) {
+  p.set_name(m.name);
+  p.set_host_name(m.hostName);
+  p.set_pid(m.pid);
+  p.set_backend(m.backend);
+  p.set_device_index(m.deviceIndex);
+  p.set_protocol_version(m.protocolVersion);
+  p.set_data_endpoint(m.dataEndpoint);
+}
+Reason fromPb(const pb::Hello& p, const FrameHeader&, Hello& m) {
+  if (p.protocol_version() > std::numeric_limits<uint16_t>::max()) {
+    return "protocol version " + std::to_string(p.protocol_version()) + " does not fit 16 bits";
+  }
+  m.name = p.name();
+  m.hostName = p.host_name();
+  m.pid = p.pid();
+  m.backend = p.backend();
+  m.deviceIndex = p.device_index();
+  m.protocolVersion = static_cast<uint16_t>(p.protocol_version());
+  m.dataEndpoint = p.data_endpoint();
+  return std::nullopt;
+}
+
+void toPb(const Welcome& m, pb::Welcome& p) {
+  p.set_rank(m.rank);
+  p.set_world_size(m.worldSize);
+  p.set_heartbeat_interval_ms(m.heartbeatIntervalMs);
+  p.set_heartbeat_liveness(m.heartbeatLiveness);
+}
+Reason fromPb(const pb::Welcome& p, const FrameHeader&, Welcome& m) {
+  m.rank = p.rank();
+  m.worldSize = p.world_size();
+  m.heartbeatIntervalMs = p.heartbeat_interval_ms();
+  m.heartbeatLiveness = p.heartbeat_liveness();
+  return std::nullopt;
+}
+
+void toPb(const Ping& m, pb::Ping& p) {
+  p.set_seq(m.seq);
+  p.set_t0_ns(m.t0Ns);
+}
+Reason fromPb(const pb::Ping& p, const FrameHeader&, Ping& m) {
+  m.seq = p.seq();
+  m.t0Ns = p.t0_ns();
+  return std::nullopt;
+}
+
+void toPb(const Pong& m, pb::Pong& p) {
+  p.set_seq(m.seq);
+  p.set_t0_ns(m.t0Ns);
+  p.set_t1_ns(m.t1Ns);
+  p.set_t2_ns(m.t2Ns);
+}
+Reason fromPb(const pb::Pong& p, const FrameHeader&, Pong& m) {
+  m.seq = p.seq();
+  m.t0Ns = p.t0_ns();
+  m.t1Ns = p.t1_ns();
+  m.t2Ns = p.t2_ns();
+  return std::nullopt;
+}
+
+void toPb(const Heartbeat& m, pb::Heartbeat& p) {
+  p.set_in_run(m.inRun);
+  p.set_iteration(m.iteration);
+  p.set_step(m.step);
+}
+Reason fromPb(const pb::Heartbeat& p, const FrameHeader&, Heartbeat& m) {
+  m.inRun = p.in_run();
+  m.iteration = p.iteration();
+  m.step = p.step();
+  return std::nullopt;
+}
+
+void toPb(const RunConfig& m, pb::RunConfig& p) {
+  p.set_run_id(m.runId);
+  p.set_epoch(m.epoch);
+  p.set_world_size(m.worldSize);
+  p.set_algorithm(m.algorithm);
+  p.set_collective(static_cast<pb::Collective>(enumToWire(m.collective)));
+  p.set_dtype(static_cast<pb::DataType>(enumToWire(m.dtype)));
+  p.set_op(static_cast<pb::RedOp>(enumToWire(m.op)));
+  p.set_count(m.count);
+  p.set_slice_bytes(m.sliceBytes);
+  p.set_root(m.root);
+  p.set_ranks_per_host(m.ranksPerHost);
+  p.set_inflight(m.inflight);
+  p.set_in_place(m.inPlace);
+  p.set_warmup(m.warmup);
+  p.set_iterations(m.iterations);
+  p.set_check(m.check);
+  p.set_telemetry(static_cast<pb::TelemetryLevel>(enumToWire(m.telemetry)));
+  p.set_recv_timeout_ms(m.recvTimeoutMs);
+  for (const auto& e : m.endpoints) p.add_endpoints(e);
+  for (int32_t r : m.ringOrder) p.add_ring_order(r);
+  p.set_link_latency_us(m.linkLatencyUs);
+  p.set_link_bytes_per_second(m.linkBytesPerSecond);
+  for (const auto& host : m.hosts) p.add_hosts(host);
+  p.set_data_plane(static_cast<pb::DataPlane>(enumToWire(m.dataPlane)));
+}
+Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
+  const auto coll = enumFromWire(p.collective(), kLastCollective);
+  if (!coll) return "unknown collective " + std::to_string(p.collective());
+  const auto dtype = enumFromWire(p.dtype(), kLastDataType);
+  if (!dtype) return "unknown data type " + std::to_string(p.dtype());
+  const auto op = enumFromWire(p.op(), kLastRedOp);
+  if (!op) return "unknown reduction operator " + std::to_string(p.op());
+  const auto level = enumFromWire(p.telemetry(), kLastTelemetryLevel);
+  if (!level) return "unknown telemetry level " + std::to_string(p.telemetry());
+  const auto plane = p.data_plane() == pb::DATA_PLANE_UNSPECIFIED
+                         ? std::optional<DataPlaneKind>(DataPlaneKind::Auto)
+                         : enumFromWire(p.data_plane(), kLastDataPlane);
+  if (!plane) return "unknown data plane " + std::to_string(p.data_plane());
+  if (p.epoch() != h.epoch) {
+    return "epoch " + std::to_string(p.epoch()) + " differs from the header's epoch " +
+           std::to_string(h.epoch);
+  }
+  // Bounded before copying so that a hostile list costs nothing.
+  if (p.endpoints_size() > kMaxRanks || p.ring_order_size() > kMaxRanks ||
+      p.hosts_size() > kMaxRanks) {
+    return std::to_string(std::max({p.endpoints_size(), p.ring_order_size(), p.hosts_size()})) +
+           " ranks listed, more than " + std::to_string(kMaxRanks);
+  }
+  m.runId = p.run_id();
+  m.epoch = p.epoch();
+  m.worldSize = p.world_size();
+  m.algorithm = p.algorithm();
+  m.collective = *coll;
+  m.dtype = *dtype;
+  m.op = *op;
+  m.count = p.count();
+  m.sliceBytes = p.slice_bytes();
+  m.root = p.root();
+  m.ranksPerHost = p.ranks_per_host();
+  m.inflight = p.inflight();
+  m.inPlace = p.in_place();
+  m.warmup = p.warmup();
+  m.iterations = p.iterations();
+  m.check = p.check();
+  m.telemetry = *level;
+  m.recvTimeoutMs = p.recv_timeout_ms();
+  m.endpoints.assign(p.endpoints().begin(), p.endpoints().end());
+  m.ringOrder.assign(p.ring_order().begin(), p.ring_order().end());
+  m.linkLatencyUs = p.link_latency_us();
+  m.linkBytesPerSecond = p.link_bytes_per_second();
+  m.hosts.assign(p.hosts().begin(), p.hosts().end());
+  m.dataPlane = *plane;
+  return std::nullopt;
+}
+
+void toPb(const Ready& m, pb::Ready& p) {
+  p.set_rank(m.rank);
+  p.set_run_id(m.runId);
+  p.set_data_endpoint(m.dataEndpoint);
+  p.set_clock_offset_ns(m.clockOffsetNs);
+}
+Reason fromPb(const pb::Ready& p, const FrameHeader& h, Ready& m) {
+  m.epoch = h.epoch;
+  m.rank = p.rank();
+  m.runId = p.run_id();
+  m.dataEndpoint = p.data_endpoint();
+  m.clockOffsetNs = p.clock_offset_ns();
+  return std::nullopt;
+}
+
+void toPb(const Start& m, pb::Start& p) {
+  p.set_run_id(m.runId);
+  for (const auto& e : m.endpoints) p.add_endpoints(e);
+}
+Reason fromPb(const pb::Start& p, const FrameHeader& h, Start& m) {
+  // Bounded before copying so that a hostile list costs nothing.
+  if (p.endpoints_size() > kMaxRanks) {
+    return std::to_string(p.endpoints_size()) + " endpoints listed, more than " +
+           std::to_string(kMaxRanks);
+  }
+  m.epoch = h.epoch;
+  m.runId = p.run_id();
+  m.endpoints.assign(p.endpoints().begin(), p.endpoints().end());
+  return std::nullopt;
+}
+
+void toPb(const IterationResult& m, pb::IterationResult& p) {
+  p.set_rank(m.rank);
+  p.set_iteration(m.iteration);
+  p.set_time_ns(m.timeNs);
+  p.set_wrong(m.wrong);
+}
+Reason fromPb(const pb::IterationResult& p, const FrameHeader& h, IterationResult& m) {
+  m.epoch = h.epoch;
+  m.rank = p.rank();
+  m.iteration = p.iteration();
+  m.timeNs = p.time_ns();
+  m.wrong = p.wrong();
+  return std::nullopt;
+}
+
+// Columns, one entry per event; timestamps as wrapping deltas (no overflow for any input).
+void toPb(const TelemetryBatch& m, pb::TelemetryBatch& p) {
+  p.set_rank(m.rank);
+  p.set_run_id(m.runId);
+  p.set_seq(m.seq);
+  p.set_dropped(m.dropped);
+  const int n = static_cast<int>(m.events.size());
+  p.mutable_iteration()->Reserve(n);
+  p.mutable_step()->Reserve(n);
+  p.mutable_kind()->Reserve(n);
+  p.mutable_phase()->Reserve(n);
+  p.mutable_peer()->Reserve(n);
+  p.mutable_chunk()->Reserve(n);
+  p.mutable_offset()->Reserve(n);
+  p.mutable_bytes()->Reserve(n);
+  p.mutable_t_delta_ns()->Reserve(n);
+  p.mutable_provenance()->Reserve(n);
+  uint64_t prev = 0;
+  for (const TelemetryEvent& e : m.events) {
+    p.add_iteration(e.iteration);
+    p.add_step(e.step);
+    p.add_kind(static_cast<uint32_t>(e.kind));
+    p.add_phase(e.phase);
+    p.add_peer(e.peer);
+    p.add_chunk(e.chunk);
+    p.add_offset(e.offset);
+    p.add_bytes(e.bytes);
+    const auto t = static_cast<uint64_t>(e.tNs);
+    p.add_t_delta_ns(static_cast<int64_t>(t - prev));
+    prev = t;
+    p.add_provenance(e.provenance);
+  }
+}
+Reason fromPb(const pb::TelemetryBatch& p, const FrameHeader& h, TelemetryBatch& m) {
+  const int n = p.iteration_size();
+  if (static_cast<size_t>(n) > kMaxEventsPerBatch) {
+    return std::to_string(n) + " events exceed the maximum of " +
+           std::to_string(kMaxEventsPerBatch) + " per batch";
+  }
+  const std::pair<const char*, int> columns[] = {{"step", p.step_size()},
+                                                 {"kind", p.kind_size()},
+                                                 {"phase", p.phase_size()},
+                                                 {"peer", p.peer_size()},
+                                                 {"chunk", p.chunk_size()},
+                                                 {"offset", p.offset_size()},
+                                                 {"bytes", p.bytes_size()},
+                                                 {"t_delta_ns", p.t_delta_ns_size()},
+                                                 {"provenance", p.provenance_size()}};
+  for (const auto& [name, size] : columns) {
+    if (size != n) {
+      return std::string("column ") + name + " has " + std::to_string(size) + " entries for " +
+             std::to_string(n) + " events";
+    }
+  }
+  m.epoch = h.epoch;
+  m.rank = p.rank();
+  m.runId = p.run_id();
+  m.seq = p.seq();
+  m.dropped = p.dropped();
+  m.events.clear();
+  m.events.reserve(static_cast<size_t>(n));
+  uint64_t t = 0;
+  for (int i = 0; i < n; ++i) {
+    const std::string at = "event " + std::to_string(i) + ": ";
+    if (p.kind(i) > static_cast<uint32_t>(kLastEventKind)) {
+      return at + "unknown event kind " + std::to_string(p.kind(i));
+    }
+    if (p.phase(i) > static_cast<uint32_t>(kLastPhase)) {
+      return at + "unknown phase " + std::to_string(p.phase(i));
+    }
+    TelemetryEvent e;
+    e.runId = m.runId;
+    e.rank = m.rank;
+    e.iteration = p.iteration(i);
+    e.step = p.step(i);
+    e.kind = static_cast<EventKind>(p.kind(i));
+    e.phase = static_cast<uint8_t>(p.phase(i));
+    e.peer = p.peer(i);
+    e.chunk = p.chunk(i);
+    e.offset = p.offset(i);
+    e.bytes = p.bytes(i);
+    t += static_cast<uint64_t>(p.t_delta_ns(i));
+    e.tNs = static_cast<int64_t>(t);
+    e.provenance = p.provenance(i);
+    m.events.push_back(e);
+  }
+  return std::nullopt;
+}
+
+void toPb(const RunDone& m, pb::RunDone& p) {
+  p.set_rank(m.rank);
+  p.set_wrong_total(m.wrongTotal);
+  p.set_events_dropped(m.eventsDropped);
+}
+Reason fromPb(const pb::RunDone& p, const FrameHeader& h, RunDone& m) {
+  m.epoch = h.epoch;
+  m.rank = p.rank();
+  m.wrongTotal = p.wrong_total();
+  m.eventsDropped = p.events_dropped();
+  return std::nullopt;
+}
+
+void toPb(const RunFailed& m, pb::RunFailed& p) {
+  p.set_rank(m.rank);
+  p.set_peer(m.peer);
+  p.set_step(m.step);
+  p.set_iteration(m.iteration);
+  p.set_reason(m.reason);
+}
+Reason fromPb(const pb::RunFailed& p, const FrameHeader& h, RunFailed& m) {
+  m.epoch = h.epoch;
+  m.rank = p.rank();
+  m.peer = p.peer();
+  m.step = p.step();
+  m.iteration = p.iteration();
+  m.reason = p.reason();
+  return std::nullopt;
+}
+
+void toPb(const Abort& m, pb::Abort& p) {
+  p.set_run_id(m.runId);
+  p.set_reason(m.reason);
+}
+Reason fromPb(const pb::Abort& p, const FrameHeader& h, Abort& m) {
+  m.epoch = h.epoch;
+  m.runId = p.run_id();
+  m.reason = p.reason();
+  return std::nullopt;
+}
+
+void toPb(const Shutdown& m, pb::Shutdown& p) { p.set_reason(m.reason); }
+Reason fromPb(const pb::Shutdown& p, const FrameHeader&, Shutdown& m) {
+  m.reason = p.reason();
+  return std::nullopt;
+}
+
+void toPb(const Log& m, pb::Log& p) {
+  p.set_level(static_cast<pb::LogLevel>(enumToWire(m.level)));
+  p.set_text(m.text);
+}
+Reason fromPb(const pb::Log& p, const FrameHeader&, Log& m) {
+  const auto level = enumFromWire(p.level(), kLastLogLevel);
+  if (!level) return "unknown log level " + std::to_string(p.level());
+  m.level = *level;
+  m.text = p.text();
+  return std::nullopt;
+}
+
+// ---- Generic encode / decode ----------------------------------------------------------------
+
+template <class T>
+constexpr bool kIndexMatchesType =
+    std::is_same_v<std::variant_alternative_t<static_cast<size_t>(T::kType) - 1, Message>, T>;
+
+template <class T>
+uint64_t headerEpoch(const T& m) {
+  if constexpr (requires { m.epoch; }) {
+    return m.epoch;
+  } else {
+    return 0;
+  }
+}
+
+template <class T>
+Frames encodeChecked(const T& m) {
+  static_assert(kIndexMatchesType<T>, "Message's alternatives must follow MsgType's order");
+  if (auto e = check(m)) {
+    ARL_ENFORCE(false, "refusing to encode an invalid " << typeName(T::kType) << ": " << *e);
+  }
+  typename PbOf<T>::type p;
+  toPb(m, p);
+  Frames frames(2);
+  frames[0] = encodeHeader(FrameHeader{kProtocolVersion, T::kType, headerEpoch(m)});
+  const size_t size = p.ByteSizeLong();
+  ARL_ENFORCE(size <= kMaxBodyBytes, typeName(T::kType) << " body of " << size << " bytes");
+  frames[1].resize(size);
+  const bool ok = p.SerializeToArray(frames[1].data(), static_cast<int>(size));
+  ARL_ENFORCE(ok, "protobuf could not serialise " << typeName(T::kType));
+  return frames;
+}
+
+template <class T>
+Frames encodeImpl(const T& m) {
+  if constexpr (HasFreeText<T>) {
+    T copy = m;
+    sanitize(copy);
+    return encodeChecked(copy);
+  } else {
+    return encodeChecked(m);
+  }
+}
+
+DecodeError makeError(DecodeErrc code, std::string reason,
+                      std::optional<FrameHeader> header = std::nullopt) {
+  return DecodeError{code, std::move(reason), header};
+}
+
+template <class T>
+DecodeResult<Envelope> decodeBody(const FrameHeader& h, ByteView body) {
+  const std::string type(typeName(T::kType));
+  if (isRunScoped(T::kType) && h.epoch == 0) {
+    return makeError(DecodeErrc::InvalidField,
+                     type + ": epoch 0 on a run-scoped message (runs start at epoch 1)", h);
+  }
+  typename PbOf<T>::type p;
+  static const uint8_t kEmpty = 0;
+  const void* data = body.empty() ? &kEmpty : body.data();
+  if (!p.ParseFromArray(data, static_cast<int>(body.size()))) {
+    return makeError(DecodeErrc::MalformedBody,
+                     type + ": body of " + std::to_string(body.size()) +
+                         " bytes does not parse as a " + type + " message",
+                     h);
+  }
+  T m;
+  if (auto e = fromPb(p, h, m)) return makeError(DecodeErrc::InvalidField, type + ": " + *e, h);
+  if (auto e = check(m)) return makeError(DecodeErrc::InvalidField, type + ": " + *e, h);
+  return Envelope{h, Message(std::in_place_type<T>, std::move(m))};
+}
+
+template <size_t... I>
+DecodeResult<Envelope> decodeByIndex(size_t index, const FrameHeader& h, ByteView body,
+                                     std::index_sequence<I...>) {
+  std::optional<DecodeResult<Envelope>> out;
+  ((I == index ? (out.emplace(decodeBody<std::variant_alternative_t<I, Message>>(h, body)), true)
+               : false) ||
+   ...);
+  ARL_ENFORCE(out.has_value(), "no decoder for type index " << index);
+  return std::move(*out);
+}
+
+template <class T>
+DecodeResult<T> decodeAs(ByteView header, ByteView body) {
+  auto r = decode(header, body);
+  if (!r) return r.error();
+  if (auto* m = std::get_if<T>(&r->message)) return std::move(*m);
+  return makeError(
+      DecodeErrc::UnexpectedType,
+      "expected " + std::string(typeName(T::kType)) + ", got " + std::string(typeName(r->type())),
+      r->header);
+}
+
+}  // namespace
+
+// ---- Names ----------------------------------------------------------------------------------
+
+std::string_view typeName(MsgType t) {
+  switch (t) {
+    case MsgType::Hello: return "Hello";
+    case MsgType::Welcome: return "Welcome";
+    case MsgType::Ping: return "Ping";
+    case MsgType::Pong: return "Pong";
+    case MsgType::Heartbeat: return "Heartbeat";
+    case MsgType::RunConfig: return "RunConfig";
+    case MsgType::Ready: return "Ready";
+    case MsgType::Start: return "Start";
+    case MsgType::IterationResult: return "IterationResult";
+    case MsgType::TelemetryBatch: return "TelemetryBatch";
+    case MsgType::RunDone: return "RunDone";
+    case MsgType::RunFailed: return "RunFailed";
+    case MsgType::Abort: return "Abort";
+    case MsgType::Shutdown: return "Shutdown";
+    case MsgType::Log: return "Log";
+  }
+  return "?";
+}
+
+bool sentByWorker(MsgType t) {
+  switch (t) {
+    case MsgType::Hello:
+    case MsgType::Ping:
+    case MsgType::Heartbeat:
+    case MsgType::Ready:
+    case MsgType::IterationResult:
+    case MsgType::TelemetryBatch:
+    case MsgType::RunDone:
+    case MsgType::RunFailed:
+    case MsgType::Log: return true;
+    default: return false;
+  }
+}
+
+bool sentByCoordinator(MsgType t) {
+  switch (t) {
+    case MsgType::Welcome:
+    case MsgType::Pong:
+    case MsgType::Heartbeat:
+    case MsgType::RunConfig:
+    case MsgType::Start:
+    case MsgType::Abort:
+    case MsgType::Shutdown:
+    case MsgType::Log: return true;
+    default: return false;
+  }
+}
+
+bool isRunScoped(MsgType t) {
+  switch (t) {
+    case MsgType::RunConfig:
+    case MsgType::Ready:
+    case MsgType::Start:
+    case MsgType::IterationResult:
+    case MsgType::TelemetryBatch:
+    case MsgType::RunDone:
+    case MsgType::RunFailed:
+    case MsgType::Abort: return true;
+    default: return false;
+  }
+}
+
+std::string_view toString(DecodeErrc c) {
+  switch (c) {
+    case DecodeErrc::FrameCount: return "wrong frame count";
+    case DecodeErrc::HeaderSize: return "bad header size";
+    case DecodeErrc::BadMagic: return "bad magic";
+    case DecodeErrc::UnsupportedVersion: return "unsupported version";
+    case DecodeErrc::UnknownType: return "unknown message type";
+    case DecodeErrc::BodyTooLarge: return "body too large";
+    case DecodeErrc::MalformedBody: return "malformed body";
+    case DecodeErrc::InvalidField: return "invalid field";
+    case DecodeErrc::UnexpectedType: return "unexpected message type";
+  }
+  return "?";
+}
+
+std::string DecodeError::message() const { return std::string(toString(code)) + ": " + reason; }
+
+std::string_view toString(LogLevel l) {
+  switch (l) {
+    case LogLevel::Debug: return "debug";
+    case LogLevel::Info: return "info";
+    case LogLevel::Warning: return "warning";
+    case LogLevel::Error: return "error";
+  }
+  return "?";
+}
+
+MsgType typeOf(const Message& m) {
+  return std::visit([](const auto& x) { return std::decay_t<decltype(x)>::kType; }, m);
+}
+
+std::string_view typeName(const Message& m) { return typeName(typeOf(m)); }
+
+// ---- Header ---------------------------------------------------------------------------------
+
+Bytes encodeHeader(const FrameHeader& h) {
+  Bytes b(kHeaderBytes);
+  std::copy(std::begin(kHeaderMagic), std::end(kHeaderMagic), b.begin());
+  putLe(b.data() + 4, h.version, 2);
+  putLe(b.data() + 6, static_cast<uint16_t>(h.type), 2);
+  putLe(b.data() + 8, h.epoch, 8);
+  return b;
+}
+
+DecodeResult<FrameHeader> decodeHeader(ByteView frame) {
+  if (frame.size() != kHeaderBytes) {
+    return makeError(DecodeErrc::HeaderSize, "header frame is " + std::to_string(frame.size()) +
+                                                 " bytes, expected " +
+                                                 std::to_string(kHeaderBytes));
+  }
+  if (!std::equal(std::begin(kHeaderMagic), std::end(kHeaderMagic), frame.begin(),
+                  [](char a, uint8_t b) { return static_cast<uint8_t>(a) == b; })) {
+    return makeError(DecodeErrc::BadMagic,
+                     "header frame starts with " +
+                         quoted(std::string_view(reinterpret_cast<const char*>(frame.data()), 4)) +
+                         ", expected \"ARL1\"");
+  }
+  const auto version = static_cast<uint16_t>(getLe(frame.data() + 4, 2));
+  const auto type = static_cast<uint16_t>(getLe(frame.data() + 6, 2));
+  const uint64_t epoch = getLe(frame.data() + 8, 8);
+  if (version != kProtocolVersion) {
+    return makeError(DecodeErrc::UnsupportedVersion,
+                     "protocol version " + std::to_string(version) +
+                         " is not supported (this build speaks version " +
+                         std::to_string(kProtocolVersion) + ")");
+  }
+  if (type < 1 || type > kMaxMsgType) {
+    return makeError(DecodeErrc::UnknownType, "unknown message type " + std::to_string(type) +
+                                                  " (known: 1.." + std::to_string(kMaxMsgType) +
+                                                  ")");
+  }
+  return FrameHeader{version, static_cast<MsgType>(type), epoch};
+}
+
+// ---- Messages -------------------------------------------------------------------------------
+
+DecodeResult<Envelope> decode(ByteView header, ByteView body) {
+  auto h = decodeHeader(header);
+  if (!h) return h.error();
+  if (body.size() > kMaxBodyBytes) {
+    return makeError(DecodeErrc::BodyTooLarge,
+                     std::string(typeName(h->type)) + ": body of " + std::to_string(body.size()) +
+                         " bytes exceeds the limit of " + std::to_string(kMaxBodyBytes),
+                     *h);
+  }
+  constexpr size_t kTypes = std::variant_size_v<Message>;
+  static_assert(kTypes == kMaxMsgType);
+  return decodeByIndex(static_cast<size_t>(h->type) - 1, *h, body,
+                       std::make_index_sequence<kTypes>{});
+}
+
+DecodeResult<Envelope> decode(std::span<const Bytes> frames) {
+  if (frames.size() != 2) {
+    return makeError(DecodeErrc::FrameCount, "message has " + std::to_string(frames.size()) +
+                                                 " frames, expected 2 (header, body)");
+  }
+  return decode(ByteView(frames[0]), ByteView(frames[1]));
+}
+
+Frames encode(const Message& m) {
+  return std::visit([](const auto& x) { return encodeImpl(x); }, m);
+}
+
+std::optional<std::string> validate(const Message& m) {
+  return std::visit(
+      [](const auto& x) -> std::optional<std::string> {
+        if (auto e = check(x)) return std::string(typeName(x.kType)) + ": " + *e;
+        return std::nullopt;
+      },
+      m);
+}
+
+#define ARL_PROTOCOL_MEMBERS(T)                          \
+  Frames T::encode() const { return encodeImpl(*this); } \
+  DecodeResult<T> T::decode(ByteView header, ByteView body) { return decodeAs<T>(header, body); }
+
+ARL_PROTOCOL_MEMBERS(Hello)
+ARL_PROTOCOL_MEMBERS(Welcome)
+ARL_PROTOCOL_MEMBERS(Ping)
+ARL_PROTOCOL_MEMBERS(Pong)
+ARL_PROTOCOL_MEMBERS(Heartbeat)
+ARL_PROTOCOL_MEMBERS(RunConfig)
+ARL_PROTOCOL_MEMBERS(Ready)
+ARL_PROTOCOL_MEMBERS(Start)
+ARL_PROTOCOL_MEMBERS(IterationResult)
+ARL_PROTOCOL_MEMBERS(TelemetryBatch)
+ARL_PROTOCOL_MEMBERS(RunDone)
+ARL_PROTOCOL_MEMBERS(RunFailed)
+ARL_PROTOCOL_MEMBERS(Abort)
+ARL_PROTOCOL_MEMBERS(Shutdown)
+ARL_PROTOCOL_MEMBERS(Log)
+
+#undef ARL_PROTOCOL_MEMBERS
+
+Pong Pong::answering(const Ping& ping, int64_t recvNs, int64_t sendNs) {
+  return Pong{ping.seq, ping.t0Ns, recvNs, sendNs};
+}
+
+RunFailed RunFailed::from(const PeerError& e, uint64_t epoch, int64_t iteration) {
+  RunFailed f;
+  f.epoch = epoch;
+  f.rank = e.rank;
+  f.peer = e.peer;
+  f.step = e.step;
+  f.iteration = iteration;
+  f.reason = e.reason;
+  return f;
+}
+
+std::string RunFailed::message() const {
+  std::string m = PeerError(rank, peer, step, reason).what();
+  if (iteration >= 0) m += " (iteration " + std::to_string(iteration) + ")";
+  return m;
+}
+
+// ---- Helpers --------------------------------------------------------------------------------
+
+bool validEndpoint(std::string_view s) {
+  if (s.size() > kMaxEndpointBytes) return false;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u >= 0x7F) return false;
+  }
+  auto rest = [&](std::string_view scheme) -> std::optional<std::string_view> {
+    if (s.substr(0, scheme.size()) != scheme) return std::nullopt;
+    return s.substr(scheme.size());
+  };
+  if (auto r = rest("ipc://")) return !r->empty();
+  if (auto r = rest("inproc://")) return !r->empty();
+  // A shared-memory segment's name: one path component.
+  if (auto r = rest("shm://")) return !r->empty() && r->find('/') == std::string_view::npos;
+  if (auto r = rest("tcp://")) {
+    // HOST:PORT with HOST non-empty ("[::1]" for IPv6) and PORT 1..5 digits or '*'.
+    const size_t colon = r->rfind(':');
+    if (colon == std::string_view::npos || colon == 0) return false;
+    const std::string_view port = r->substr(colon + 1);
+    if (port == "*") return true;
+    if (port.empty() || port.size() > 5) return false;
+    return std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
+  }
+  return false;
+}
+
+std::vector<TelemetryBatch> makeTelemetryBatches(uint64_t epoch, int32_t rank, uint64_t runId,
+                                                 uint64_t firstSeq,
+                                                 std::span<const TelemetryEvent> events,
+                                                 uint64_t dropped) {
+  std::vector<TelemetryBatch> out;
+  size_t i = 0;
+  do {
+    const size_t n = std::min(kMaxEventsPerBatch, events.size() - i);
+    TelemetryBatch b;
+    b.epoch = epoch;
+    b.rank = rank;
+    b.runId = runId;
+    b.seq = firstSeq + out.size();
+    b.dropped = dropped;
+    b.events.assign(events.begin() + static_cast<std::ptrdiff_t>(i),
+                    events.begin() + static_cast<std::ptrdiff_t>(i + n));
+    out.push_back(std::move(b));
+    i += n;
+  } while (i < events.size());
+  return out;
+}
+
+std::string describe(const Message& m) {
+  std::ostringstream os;
+  os << typeName(m);
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (requires { x.epoch; }) os << " epoch=" << x.epoch;
+        if constexpr (std::is_same_v<T, Hello>) {
+          os << " name=" << quoted(x.name) << " host=" << quoted(x.hostName) << " pid=" << x.pid
+             << " backend=" << x.backend << " device=" << x.deviceIndex
+             << " version=" << x.protocolVersion << " data=" << x.dataEndpoint;
+        } else if constexpr (std::is_same_v<T, Welcome>) {
+          os << " rank=" << x.rank << "/" << x.worldSize << " heartbeat=" << x.heartbeatIntervalMs
+             << "ms x" << x.heartbeatLiveness;
+        } else if constexpr (std::is_same_v<T, Ping>) {
+          os << " seq=" << x.seq << " t0=" << x.t0Ns;
+        } else if constexpr (std::is_same_v<T, Pong>) {
+          os << " seq=" << x.seq << " t0=" << x.t0Ns << " t1=" << x.t1Ns << " t2=" << x.t2Ns;
+        } else if constexpr (std::is_same_v<T, Heartbeat>) {
+          if (x.inRun) os << " iteration=" << x.iteration << " step=" << x.step;
+        } else if constexpr (std::is_same_v<T, RunConfig>) {
+          os << " run=" << x.runId << " " << x.algorithm << " " << toString(x.collective) << " "
+             << toString(x.dtype) << " " << toString(x.op) << " count=" << x.count
+             << " slice=" << x.sliceBytes << " ranks=" << x.worldSize << " root=" << x.root
+             << " warmup=" << x.warmup << " iterations=" << x.iterations
+             << (x.inPlace ? " in-place" : "") << " telemetry=" << toString(x.telemetry);
+        } else if constexpr (std::is_same_v<T, Ready>) {
+          os << " rank=" << x.rank << " run=" << x.runId;
+          if (!x.dataEndpoint.empty()) os << " data=" << x.dataEndpoint;
+        } else if constexpr (std::is_same_v<T, Start>) {
+          os << " run=" << x.runId;
+          if (!x.endpoints.empty()) os << " endpoints=" << x.endpoints.size();
+        } else if constexpr (std::is_same_v<T, IterationResult>) {
+          os << " rank=" << x.rank << " iteration=" << x.iteration << " time=" << x.timeNs
+             << "ns wrong=" << x.wrong;
+        } else if constexpr (std::is_same_v<T, TelemetryBatch>) {
+          os << " rank=" << x.rank << " run=" << x.runId << " seq=" << x.seq
+             << " events=" << x.events.size() << " dropped=" << x.dropped;
+        } else if constexpr (std::is_same_v<T, RunDone>) {
+          os << " rank=" << x.rank << " wrong=" << x.wrongTotal << " dropped=" << x.eventsDropped;
+        } else if constexpr (std::is_same_v<T, RunFailed>) {
+          os << ": " << x.message();
+        } else if constexpr (std::is_same_v<T, Abort>) {
+          os << " run=" << x.runId << ": " << x.reason;
+        } else if constexpr (std::is_same_v<T, Shutdown>) {
+          if (!x.reason.empty()) os << ": " << x.reason;
+        } else if constexpr (std::is_same_v<T, Log>) {
+          os << " " << toString(x.level) << ": " << x.text;
+        }
+      },
+      m);
+  return os.str();
+}
+
+// ---- Clock alignment ------------------------------------------------------------------------
+
+ClockSample clockSample(int64_t t0, int64_t t1, int64_t t2, int64_t t3) {
+  // Differences in wrapping arithmetic: defined for any input, exact for real timestamps.
+  auto diff = [](int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+  };
+  const int64_t a = diff(t1, t0);
+  const int64_t b = diff(t2, t3);
+  // (a + b) / 2 without overflowing the sum.
+  const int64_t offset = a / 2 + b / 2 + (a % 2 + b % 2) / 2;
+  const int64_t delay = diff(diff(t3, t0), diff(t2, t1));
+  return ClockSample{offset, delay};
+}
+
+ClockSample clockSample(const Pong& pong, int64_t t3Ns) {
+  return clockSample(pong.t0Ns, pong.t1Ns, pong.t2Ns, t3Ns);
+}
+
+std::optional<ClockSample> bestClockSample(std::span<const ClockSample> samples) {
+  std::optional<ClockSample> best;
+  for (const ClockSample& s : samples) {
+    if (s.delayNs < 0) continue;
+    if (!best || s.delayNs < best->delayNs) best = s;
+  }
+  return best;
+}
+
+}  // namespace arl

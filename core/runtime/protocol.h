@@ -1,0 +1,480 @@
+// Control-plane protocol between the coordinator and the workers (docs/protocol.md).
+//
+// Every control message is two frames: a fixed 16-byte header frame (magic "ARL1", protocol
+// version, message type, run epoch; little-endian) and a body frame (protobuf, kept inside
+// core/src). This file is plain bytes and plain structs: no ZeroMQ, no protobuf, so the codec
+// is testable without sockets and its users never see generated code.
+//
+// Decoding never throws and never trusts the peer: every frame size, enum, rank, count and
+// string is checked, and a bad message yields a DecodeError with a reason fit for a log line.
+// Encoding checks the same rules with ARL_ENFORCE (a message we cannot decode ourselves is a
+// bug on the sending side), except that free text (reasons, log lines) is made valid instead.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "base/errors.h"
+#include "exec/telemetry.h"
+#include "transport/transport.h"
+#include "base/types.h"
+
+namespace arl {
+
+// ---- Versions, sizes, limits --------------------------------------------------------------
+
+// Version written into every header. A receiver rejects any other version.
+inline constexpr uint16_t kProtocolVersion = 1;
+
+inline constexpr size_t kHeaderBytes = 16;
+inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
+
+// Ranks are numbered 0..kMaxRanks-1: provenance sets are 64-bit rank masks.
+inline constexpr int kMaxRanks = 64;
+inline constexpr size_t kMaxBodyBytes = size_t{4} << 20;
+inline constexpr size_t kMaxNameBytes = 255;      // worker, host, backend and algorithm names
+inline constexpr size_t kMaxEndpointBytes = 255;  // "tcp://host:port", "ipc:///path"
+inline constexpr size_t kMaxTextBytes = 4096;     // failure reasons, log lines
+inline constexpr size_t kMaxEventsPerBatch = 4096;
+inline constexpr int32_t kMaxDeviceIndex = 1023;
+inline constexpr uint32_t kMaxIterations = 1'000'000;  // timed and warmup, each
+inline constexpr uint32_t kMaxInflight = 1024;
+inline constexpr uint32_t kMaxRecvTimeoutMs = 3'600'000;
+inline constexpr uint32_t kMaxLinkLatencyUs = 10'000'000;
+inline constexpr uint32_t kMaxHeartbeatIntervalMs = 60'000;
+inline constexpr uint32_t kMaxHeartbeatLiveness = 100;
+
+// Liveness targets (Paranoid Pirate): the worker heartbeats every interval; the coordinator
+// declares a worker dead after `liveness` intervals without any message from it, and a worker
+// leaves after `liveness` intervals without any message from the coordinator.
+inline constexpr uint32_t kDefaultHeartbeatIntervalMs = 250;
+inline constexpr uint32_t kDefaultHeartbeatLiveness = 4;
+
+// ---- Frames -------------------------------------------------------------------------------
+
+using Bytes = std::vector<uint8_t>;
+using ByteView = std::span<const uint8_t>;
+// An encoded message: always two frames, [0] the header, [1] the body.
+using Frames = std::vector<Bytes>;
+
+// Wire values are fixed forever within a protocol version; 0 is never a valid type.
+enum class MsgType : uint16_t {
+  Hello = 1,
+  Welcome = 2,
+  Ping = 3,
+  Pong = 4,
+  Heartbeat = 5,
+  RunConfig = 6,
+  Ready = 7,
+  Start = 8,
+  IterationResult = 9,
+  TelemetryBatch = 10,
+  RunDone = 11,
+  RunFailed = 12,
+  Abort = 13,
+  Shutdown = 14,
+  Log = 15,
+};
+inline constexpr uint16_t kMaxMsgType = 15;
+
+// "Hello", "RunFailed", ...; "?" for a value outside the enum.
+std::string_view typeName(MsgType t);
+// Which side may send a type (a receiver rejects the other direction at its own level).
+bool sentByWorker(MsgType t);
+bool sentByCoordinator(MsgType t);
+// Run-scoped messages carry the run's epoch (>= 1) in the header; a receiver drops those whose
+// epoch is not the current run's (stale traffic of an aborted run). Session messages carry 0.
+bool isRunScoped(MsgType t);
+
+// The header frame, decoded. Layout (little-endian): magic[4] version u16 type u16 epoch u64.
+struct FrameHeader {
+  uint16_t version = kProtocolVersion;
+  MsgType type = MsgType::Heartbeat;
+  uint64_t epoch = 0;
+  bool operator==(const FrameHeader&) const = default;
+};
+
+// ---- Decode errors and results --------------------------------------------------------------
+
+enum class DecodeErrc : uint8_t {
+  FrameCount,          // not exactly two frames
+  HeaderSize,          // header frame is not kHeaderBytes long
+  BadMagic,            // header frame does not start with "ARL1"
+  UnsupportedVersion,  // header version is not kProtocolVersion
+  UnknownType,         // header type is not a MsgType
+  BodyTooLarge,        // body frame exceeds kMaxBodyBytes
+  MalformedBody,       // body does not parse as the header's type
+  InvalidField,        // body parses but a field is out of range or inconsistent
+  UnexpectedType,      // a typed decode (Hello::decode, ...) met another type
+};
+std::string_view toString(DecodeErrc c);
+
+struct DecodeError {
+  DecodeErrc code = DecodeErrc::MalformedBody;
+  std::string reason;  // e.g. "RunConfig: root 9 is not a rank of a world of 4"
+  // The header, when it was read completely (known type, supported version): lets a
+  // receiver name the type and epoch of a message whose body it refused.
+  std::optional<FrameHeader> header;
+
+  // "<code>: <reason>", one line for a log.
+  std::string message() const;
+};
+
+// The value of a successful decode or the DecodeError that says why there is none.
+template <class T>
+class [[nodiscard]] DecodeResult {
+ public:
+  DecodeResult(T value) : v_(std::in_place_index<0>, std::move(value)) {}
+  DecodeResult(DecodeError error) : v_(std::in_place_index<1>, std::move(error)) {}
+
+  bool ok() const noexcept { return v_.index() == 0; }
+  explicit operator bool() const noexcept { return ok(); }
+
+  // Precondition: ok().
+  const T& value() const& {
+    ARL_ENFORCE(ok(), "value() of a failed decode: " << std::get<1>(v_).message());
+    return std::get<0>(v_);
+  }
+  T& value() & {
+    ARL_ENFORCE(ok(), "value() of a failed decode: " << std::get<1>(v_).message());
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    ARL_ENFORCE(ok(), "value() of a failed decode: " << std::get<1>(v_).message());
+    return std::get<0>(std::move(v_));
+  }
+  const T& operator*() const& { return value(); }
+  T& operator*() & { return value(); }
+  const T* operator->() const { return &value(); }
+  T* operator->() { return &value(); }
+
+  // Precondition: !ok().
+  const DecodeError& error() const {
+    ARL_ENFORCE(!ok(), "error() of a successful decode");
+    return std::get<1>(v_);
+  }
+
+ private:
+  std::variant<T, DecodeError> v_;
+};
+
+// ---- Messages -------------------------------------------------------------------------------
+// Each struct encodes itself into Frames and decodes from a (header, body) pair. decode()
+// fails with UnexpectedType when the frames hold another type; to take whatever arrives, use
+// the free decode() below and switch on the variant.
+
+// worker -> coordinator: first message of a session.
+struct Hello {
+  static constexpr MsgType kType = MsgType::Hello;
+  std::string name;                             // worker's display name, 1..kMaxNameBytes of UTF-8
+  std::string hostName;                         // 1..kMaxNameBytes of UTF-8
+  int64_t pid = 0;                              // > 0
+  std::string backend;                          // "cpu", "cuda", ...: printable ASCII, no spaces
+  int32_t deviceIndex = -1;                     // -1: not tied to a device; else 0..kMaxDeviceIndex
+  uint16_t protocolVersion = kProtocolVersion;  // what the worker speaks; >= 1
+  // Where its data-plane PULL socket is bound (see validEndpoint); "" when the worker binds
+  // per run (two-phase setup: Ready carries the endpoint then).
+  std::string dataEndpoint;
+
+  Frames encode() const;
+  static DecodeResult<Hello> decode(ByteView header, ByteView body);
+  bool operator==(const Hello&) const = default;
+};
+
+// coordinator -> worker: the worker is admitted with a rank.
+struct Welcome {
+  static constexpr MsgType kType = MsgType::Welcome;
+  int32_t rank = 0;                                            // 0 <= rank < worldSize
+  int32_t worldSize = 1;                                       // 1..kMaxRanks
+  uint32_t heartbeatIntervalMs = kDefaultHeartbeatIntervalMs;  // 1..kMaxHeartbeatIntervalMs
+  uint32_t heartbeatLiveness = kDefaultHeartbeatLiveness;      // 1..kMaxHeartbeatLiveness
+
+  Frames encode() const;
+  static DecodeResult<Welcome> decode(ByteView header, ByteView body);
+  bool operator==(const Welcome&) const = default;
+};
+
+// worker -> coordinator: clock-offset probe. Timestamps are ns, >= 0, each on its sender's
+// clock (steady_clock on both sides).
+struct Ping {
+  static constexpr MsgType kType = MsgType::Ping;
+  uint32_t seq = 0;
+  int64_t t0Ns = 0;  // worker clock when the Ping left
+
+  Frames encode() const;
+  static DecodeResult<Ping> decode(ByteView header, ByteView body);
+  bool operator==(const Ping&) const = default;
+};
+
+// coordinator -> worker: answer to a Ping.
+struct Pong {
+  static constexpr MsgType kType = MsgType::Pong;
+  uint32_t seq = 0;
+  int64_t t0Ns = 0;  // echoed from the Ping
+  int64_t t1Ns = 0;  // coordinator clock when the Ping arrived
+  int64_t t2Ns = 0;  // coordinator clock when the Pong left
+
+  // The Pong for `ping`, received at `recvNs` and sent at `sendNs` (coordinator clock).
+  static Pong answering(const Ping& ping, int64_t recvNs, int64_t sendNs);
+
+  Frames encode() const;
+  static DecodeResult<Pong> decode(ByteView header, ByteView body);
+  bool operator==(const Pong&) const = default;
+};
+
+// Both ways. Any message counts as life; a Heartbeat is what a side sends when it has
+// nothing else to say. A worker reports where it is, so that a rank that goes silent can be
+// named with the iteration and step it stopped at.
+struct Heartbeat {
+  static constexpr MsgType kType = MsgType::Heartbeat;
+  bool inRun = false;
+  uint32_t iteration = 0;  // meaningful when inRun
+  uint32_t step = 0;       // meaningful when inRun
+
+  Frames encode() const;
+  static DecodeResult<Heartbeat> decode(ByteView header, ByteView body);
+  bool operator==(const Heartbeat&) const = default;
+};
+
+// coordinator -> worker: one benchmark run (warmup + timed iterations of one collective).
+struct RunConfig {
+  static constexpr MsgType kType = MsgType::RunConfig;
+  uint64_t runId = 0;
+  uint64_t epoch = 0;     // >= 1; also the header's epoch
+  int32_t worldSize = 0;  // 1..kMaxRanks
+  std::string algorithm;  // "ring", "tree", ...: printable ASCII, no spaces
+  Collective collective = Collective::AllReduce;
+  DataType dtype = DataType::Float;
+  RedOp op = RedOp::Sum;
+  uint64_t count = 0;         // NCCL count; count * dtypeSize * worldSize fits in 64 bits
+  uint64_t sliceBytes = 0;    // >= 1
+  int32_t root = 0;           // 0 <= root < worldSize
+  uint32_t ranksPerHost = 1;  // 1..worldSize
+  uint32_t inflight = 4;      // 1..kMaxInflight
+  bool inPlace = false;
+  uint32_t warmup = 0;      // 0..kMaxIterations
+  uint32_t iterations = 1;  // 1..kMaxIterations
+  bool check = true;
+  TelemetryLevel telemetry = TelemetryLevel::Chunks;
+  uint32_t recvTimeoutMs = 3000;  // 1..kMaxRecvTimeoutMs
+  // endpoints[r]: data-plane endpoint of rank r; or empty: two-phase setup, where each worker
+  // binds for this run, reports its endpoint in Ready, and Start carries the full list.
+  std::vector<std::string> endpoints;
+  std::vector<int32_t> ringOrder;   // a permutation of 0..worldSize-1
+  uint32_t linkLatencyUs = 0;       // added per data-plane message; 0..kMaxLinkLatencyUs
+  uint64_t linkBytesPerSecond = 0;  // data-plane bandwidth cap; 0: uncapped
+  // hosts[r]: host name of rank r, or empty (not given). A worker binds ipc:// when every
+  // rank is on its host, tcp:// otherwise.
+  std::vector<std::string> hosts;
+  // Auto: shared memory when every rank is on one host (see hosts), ZeroMQ otherwise. Shm
+  // with ranks on several hosts is refused.
+  DataPlaneKind dataPlane = DataPlaneKind::Auto;
+
+  Frames encode() const;
+  static DecodeResult<RunConfig> decode(ByteView header, ByteView body);
+  bool operator==(const RunConfig&) const = default;
+};
+
+// worker -> coordinator: data plane connected and buffers ready for the run.
+struct Ready {
+  static constexpr MsgType kType = MsgType::Ready;
+  uint64_t epoch = 0;  // >= 1
+  int32_t rank = 0;
+  uint64_t runId = 0;
+  std::string dataEndpoint;   // this run's data-plane endpoint (two-phase setup); "" = none
+  int64_t clockOffsetNs = 0;  // coordinator clock - worker clock (ClockSample::offsetNs)
+
+  Frames encode() const;
+  static DecodeResult<Ready> decode(ByteView header, ByteView body);
+  bool operator==(const Ready&) const = default;
+};
+
+// coordinator -> worker: every rank is Ready; go.
+struct Start {
+  static constexpr MsgType kType = MsgType::Start;
+  uint64_t epoch = 0;  // >= 1
+  uint64_t runId = 0;
+  // Every rank's data-plane endpoint (two-phase setup, at most kMaxRanks); empty: RunConfig's.
+  std::vector<std::string> endpoints;
+
+  Frames encode() const;
+  static DecodeResult<Start> decode(ByteView header, ByteView body);
+  bool operator==(const Start&) const = default;
+};
+
+// worker -> coordinator: one timed iteration (warmup iterations are not reported).
+struct IterationResult {
+  static constexpr MsgType kType = MsgType::IterationResult;
+  uint64_t epoch = 0;  // >= 1
+  int32_t rank = 0;
+  uint32_t iteration = 0;  // 0-based index among the timed iterations
+  uint64_t timeNs = 0;
+  uint64_t wrong = 0;  // elements that differ from the expected result (0 when !check)
+
+  Frames encode() const;
+  static DecodeResult<IterationResult> decode(ByteView header, ByteView body);
+  bool operator==(const IterationResult&) const = default;
+};
+
+// worker -> coordinator: telemetry, lossless and in order on the control connection. Every
+// event's runId and rank equal the batch's (they travel once per batch).
+struct TelemetryBatch {
+  static constexpr MsgType kType = MsgType::TelemetryBatch;
+  uint64_t epoch = 0;  // >= 1
+  int32_t rank = 0;
+  uint64_t runId = 0;
+  uint64_t seq = 0;      // 0, 1, 2, ... per run and rank: a gap means a lost batch
+  uint64_t dropped = 0;  // events the worker's sink dropped in this run so far (cumulative)
+  std::vector<TelemetryEvent> events;  // at most kMaxEventsPerBatch
+
+  Frames encode() const;
+  static DecodeResult<TelemetryBatch> decode(ByteView header, ByteView body);
+  bool operator==(const TelemetryBatch&) const = default;
+};
+
+// worker -> coordinator: every iteration of the run completed on this rank.
+struct RunDone {
+  static constexpr MsgType kType = MsgType::RunDone;
+  uint64_t epoch = 0;  // >= 1
+  int32_t rank = 0;
+  uint64_t wrongTotal = 0;
+  uint64_t eventsDropped = 0;
+
+  Frames encode() const;
+  static DecodeResult<RunDone> decode(ByteView header, ByteView body);
+  bool operator==(const RunDone&) const = default;
+};
+
+// worker -> coordinator: the run failed on this rank. Carries what PeerError carries.
+struct RunFailed {
+  static constexpr MsgType kType = MsgType::RunFailed;
+  uint64_t epoch = 0;  // >= 1
+  int32_t rank = 0;
+  int32_t peer = -1;       // -1: no peer involved; else a rank
+  int64_t step = -1;       // -1: not tied to a step
+  int64_t iteration = -1;  // -1: not tied to an iteration
+  std::string reason;      // UTF-8; encode() truncates beyond kMaxTextBytes
+
+  // From the PeerError a rank's executor threw.
+  static RunFailed from(const PeerError& e, uint64_t epoch, int64_t iteration = -1);
+  // "rank 2: no data from rank 1 for step 5 within 3 s (iteration 3)".
+  std::string message() const;
+
+  Frames encode() const;
+  static DecodeResult<RunFailed> decode(ByteView header, ByteView body);
+  bool operator==(const RunFailed&) const = default;
+};
+
+// coordinator -> worker: stop the run now (another rank failed, or the user stopped it).
+struct Abort {
+  static constexpr MsgType kType = MsgType::Abort;
+  uint64_t epoch = 0;  // >= 1
+  uint64_t runId = 0;
+  std::string reason;  // UTF-8; encode() truncates beyond kMaxTextBytes
+
+  Frames encode() const;
+  static DecodeResult<Abort> decode(ByteView header, ByteView body);
+  bool operator==(const Abort&) const = default;
+};
+
+// coordinator -> worker: leave the session and exit.
+struct Shutdown {
+  static constexpr MsgType kType = MsgType::Shutdown;
+  std::string reason;  // UTF-8, may be empty; encode() truncates beyond kMaxTextBytes
+
+  Frames encode() const;
+  static DecodeResult<Shutdown> decode(ByteView header, ByteView body);
+  bool operator==(const Shutdown&) const = default;
+};
+
+enum class LogLevel : uint8_t { Debug, Info, Warning, Error };
+std::string_view toString(LogLevel l);
+
+// Both ways: a line for the other side's log.
+struct Log {
+  static constexpr MsgType kType = MsgType::Log;
+  LogLevel level = LogLevel::Info;
+  std::string text;  // UTF-8; encode() truncates beyond kMaxTextBytes
+
+  Frames encode() const;
+  static DecodeResult<Log> decode(ByteView header, ByteView body);
+  bool operator==(const Log&) const = default;
+};
+
+// Any message. The index order is MsgType's order: index i holds type i+1.
+using Message =
+    std::variant<Hello, Welcome, Ping, Pong, Heartbeat, RunConfig, Ready, Start, IterationResult,
+                 TelemetryBatch, RunDone, RunFailed, Abort, Shutdown, Log>;
+
+struct Envelope {
+  FrameHeader header;
+  Message message;
+  MsgType type() const { return header.type; }
+  uint64_t epoch() const { return header.epoch; }
+};
+
+// ---- Codec ----------------------------------------------------------------------------------
+
+MsgType typeOf(const Message& m);
+std::string_view typeName(const Message& m);
+
+// Encodes any message. Throws EnforceError when it breaks a rule a receiver would reject
+// (the sender's bug); free text is truncated and made valid UTF-8 instead.
+Frames encode(const Message& m);
+
+// The 16-byte header frame.
+Bytes encodeHeader(const FrameHeader& h);
+// Reads and checks a header frame (size, magic, version, type).
+DecodeResult<FrameHeader> decodeHeader(ByteView frame);
+
+// Decodes a header frame and its body frame. Never throws for any input bytes.
+DecodeResult<Envelope> decode(ByteView header, ByteView body);
+// The same for a whole multipart message: exactly two frames, else FrameCount.
+DecodeResult<Envelope> decode(std::span<const Bytes> frames);
+
+// One line for logs: "RunFailed epoch=3 rank=2 peer=1 step=5 iteration=0: reason".
+std::string describe(const Message& m);
+
+// Checks a message against the rules decode() applies: nullopt when valid, else the reason.
+std::optional<std::string> validate(const Message& m);
+
+// An endpoint a peer can connect to: "tcp://HOST:PORT", "ipc://PATH", "inproc://NAME" or
+// "shm://NAME" (a shared-memory segment, NAME without '/'), printable ASCII without spaces,
+// at most kMaxEndpointBytes.
+bool validEndpoint(std::string_view endpoint);
+
+// Splits events into batches of at most kMaxEventsPerBatch, numbered from `firstSeq`, each
+// carrying the cumulative `dropped`. Returns one empty batch when there are no events, so
+// that the drop count still travels.
+std::vector<TelemetryBatch> makeTelemetryBatches(uint64_t epoch, int32_t rank, uint64_t runId,
+                                                 uint64_t firstSeq,
+                                                 std::span<const TelemetryEvent> events,
+                                                 uint64_t dropped);
+
+// ---- Clock alignment ------------------------------------------------------------------------
+
+// One Ping/Pong exchange, as NTP reads it (RFC 5905, section 8): with t0 the worker's send
+// time, t1 the coordinator's receive time, t2 its send time and t3 the worker's receive time,
+//   offset = ((t1 - t0) + (t2 - t3)) / 2     (coordinator clock minus worker clock)
+//   delay  = (t3 - t0) - (t2 - t1)           (round trip spent on the network)
+// A worker timestamp t maps to the coordinator's clock as t + offset. The error of the offset
+// is at most delay / 2, so the sample with the smallest delay is the one to trust.
+struct ClockSample {
+  int64_t offsetNs = 0;
+  int64_t delayNs = 0;
+  bool operator==(const ClockSample&) const = default;
+};
+ClockSample clockSample(int64_t t0Ns, int64_t t1Ns, int64_t t2Ns, int64_t t3Ns);
+ClockSample clockSample(const Pong& pong, int64_t t3Ns);
+// The sample with the smallest non-negative delay (NTP's clock filter, reduced to its core);
+// nullopt when there is none (a negative delay means a timestamp is wrong).
+std::optional<ClockSample> bestClockSample(std::span<const ClockSample> samples);
+
+}  // namespace arl

@@ -1,0 +1,946 @@
+// The worker runtime (see worker_runtime.h). Two threads:
+//  - the control thread owns the DEALER socket: it answers the coordinator, heartbeats,
+//    watches the coordinator's liveness and the parent process, and sends whatever the run
+//    thread queued;
+//  - the run thread (one per run) generates the schedule, owns the backend buffers and the
+//    data plane, and drives the Executor.
+// They share one Outbox (telemetry events and result messages, in order) and a RunJob's
+// start/abort state; the run thread never touches the control socket.
+#include "runtime/worker_runtime.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "exec/check.h"
+#include "backend/cpu/cpu_backend.h"
+#include "base/errors.h"
+#include "exec/executor.h"
+#include "schedule/generators.h"
+#include "runtime/process.h"
+#include "runtime/protocol.h"
+#include "transport/shm/shm_transport.h"
+#include "schedule/verifier.h"
+#include "transport/zmq/zmq_transport.h"
+#include "control_poll.h"
+#include "coord_wakeup.h"
+
+namespace arl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+int64_t steadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+// ---- Logging: one line per event on stderr ---------------------------------------------------
+
+std::string g_logPrefix = "allreduce-worker";
+
+void logLine(const std::string& text) {
+  const std::string line = g_logPrefix + ": " + text + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
+// ---- Argument parsing ------------------------------------------------------------------------
+
+int parseInt(const std::string& flag, const std::string& v, int lo, int hi) {
+  try {
+    size_t used = 0;
+    const long x = std::stol(v, &used);
+    if (used != v.size() || x < lo || x > hi) throw std::out_of_range(v);
+    return static_cast<int>(x);
+  } catch (const std::exception&) {
+    throw ConfigError(flag + ": expected an integer in [" + std::to_string(lo) + ", " +
+                      std::to_string(hi) + "], got '" + v + "'");
+  }
+}
+
+// ---- Network helpers -------------------------------------------------------------------------
+
+// Host part of "tcp://HOST:PORT" ("" for other transports).
+std::string tcpHostOf(const std::string& endpoint) {
+  if (endpoint.rfind("tcp://", 0) != 0) return {};
+  std::string rest = endpoint.substr(6);
+  const auto colon = rest.rfind(':');
+  if (colon != std::string::npos) rest = rest.substr(0, colon);
+  if (rest.size() >= 2 && rest.front() == '[' && rest.back() == ']') {
+    rest = rest.substr(1, rest.size() - 2);
+  }
+  return rest;
+}
+
+// ---- Test-only header corruption -------------------------------------------------------------
+
+struct Corruption {
+  int rank = -1;
+  std::string field;
+};
+
+std::optional<Corruption> corruptionFromEnv() {
+  const char* v = std::getenv(kCorruptHeaderEnv);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  const std::string s = v;
+  const auto colon = s.find(':');
+  static const char* kFields[] = {"signature", "epoch", "seq",    "step",
+                                  "chunk",     "slice", "offset", "length"};
+  Corruption c;
+  if (colon != std::string::npos) {
+    c.field = s.substr(colon + 1);
+    try {
+      c.rank = parseInt(kCorruptHeaderEnv, s.substr(0, colon), 0, kMaxRanks - 1);
+    } catch (const ConfigError&) {
+      c.rank = -1;
+    }
+  }
+  const bool known = std::any_of(std::begin(kFields), std::end(kFields),
+                                 [&](const char* f) { return c.field == f; });
+  if (c.rank < 0 || !known) {
+    logLine(std::string("ignoring ") + kCorruptHeaderEnv + "='" + s +
+            "' (expected RANK:FIELD, FIELD one of signature epoch seq step chunk slice offset "
+            "length)");
+    return std::nullopt;
+  }
+  return c;
+}
+
+// A Transport that alters one field of the first header it sends, then forwards everything
+// unchanged: the receiver must report the mismatch instead of summing the payload.
+class CorruptingTransport final : public Transport {
+ public:
+  CorruptingTransport(Transport& inner, std::string field)
+      : inner_(inner), field_(std::move(field)) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::shared_ptr<SendCompletion> send(int peer, const ChunkHeader& h, const void* data,
+                                       size_t bytes) override {
+    if (done_) return inner_.send(peer, h, data, bytes);
+    done_ = true;
+    ChunkHeader c = h;
+    if (field_ == "signature") c.opSignature ^= 0x5A5A5A5Au;
+    if (field_ == "epoch") c.epoch += 1000;
+    if (field_ == "seq") c.seq += 7;
+    if (field_ == "step") c.step += 1;
+    if (field_ == "chunk") c.chunk += 1;
+    if (field_ == "slice") c.slice += 1;
+    if (field_ == "offset") c.offset += 1;
+    if (field_ == "length") c.length += 1;
+    logLine("test: corrupting the " + field_ + " of the first data-plane header to rank " +
+            std::to_string(peer) + " (" + kCorruptHeaderEnv + ")");
+    return inner_.send(peer, c, data, bytes);
+  }
+  std::unique_ptr<InMessage> recv(int peer, uint32_t step,
+                                  std::chrono::milliseconds timeout) override {
+    return inner_.recv(peer, step, timeout);
+  }
+  void abort() override { inner_.abort(); }
+
+ private:
+  Transport& inner_;
+  std::string field_;
+  bool done_ = false;
+};
+
+// ---- Outbox: run thread -> control thread ----------------------------------------------------
+
+// Telemetry events and result messages in the order the run thread produced them. record()
+// is called by the executor for every event: it holds the lock for one push_back (or counts
+// a drop when the control thread has fallen `cap` events behind), never waits for the network.
+class Outbox final : public TelemetrySink {
+ public:
+  static constexpr size_t kCap = size_t{1} << 18;
+
+  void record(const TelemetryEvent& e) noexcept override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (events_.size() >= kCap) {
+      ++dropped_;
+      return;
+    }
+    try {
+      events_.push_back(e);
+    } catch (...) {
+      ++dropped_;
+    }
+  }
+
+  // Queues a message behind the events recorded so far and wakes the control thread, or
+  // leaves it for the control thread's next regular look (at most 10 ms away) when `wake` is
+  // false: a wake-up per iteration would take a core from the ranks while they run.
+  void post(Message m, bool wake = true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      msgs_.push_back({events_.size(), std::move(m)});
+    }
+    if (wake && wake_ != nullptr) wake_->raise();
+  }
+
+  void setWakeup(Wakeup* w) { wake_ = w; }
+
+  uint64_t dropped() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return dropped_;
+  }
+
+  struct Taken {
+    std::vector<TelemetryEvent> events;
+    // (number of events that precede the message, message)
+    std::vector<std::pair<size_t, Message>> msgs;
+    uint64_t dropped = 0;
+  };
+
+  // Takes everything when a message waits, when `minEvents` events wait, or when `force`.
+  std::optional<Taken> take(size_t minEvents, bool force) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (msgs_.empty() && events_.size() < minEvents && !(force && !events_.empty())) {
+      return std::nullopt;
+    }
+    Taken t;
+    t.events.swap(events_);
+    t.msgs.swap(msgs_);
+    t.dropped = dropped_;
+    events_.reserve(1024);
+    return t;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<TelemetryEvent> events_;
+  std::vector<std::pair<size_t, Message>> msgs_;
+  uint64_t dropped_ = 0;
+  Wakeup* wake_ = nullptr;  // set before the run thread starts
+};
+
+// ---- One run ---------------------------------------------------------------------------------
+
+struct RunJob {
+  RunConfig cfg;
+  int rank = 0;
+  std::string myHost;
+  std::string coordinatorHost;  // for the tcp advertise address
+  int64_t offsetNs = 0;         // coordinator clock - worker clock
+  std::optional<Corruption> corruption;
+
+  Outbox out;
+  uint64_t batchSeq = 0;  // control thread only
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool started = false;  // Start received (guarded by mu)
+  bool aborted = false;  // Abort received or the worker is leaving (guarded by mu)
+  std::vector<std::string> endpoints;
+  Transport* dp = nullptr;  // the run thread's data plane while it exists (guarded by mu)
+
+  std::atomic<bool> finished{false};
+  // Set just before RunDone or RunFailed is queued (so before the coordinator can answer it):
+  // the run is over for the coordinator, though the thread may still be releasing its data
+  // plane and buffers.
+  std::atomic<bool> reported{false};
+  std::atomic<bool> running{false};  // inside warmup/timed iterations
+  std::atomic<uint32_t> iteration{0};
+  std::atomic<uint32_t> step{0};
+  std::thread th;
+
+  void abort() {
+    std::lock_guard<std::mutex> lock(mu);
+    aborted = true;
+    if (dp != nullptr) dp->abort();
+    cv.notify_all();
+  }
+};
+
+// Backend memory of this rank for one run, freed after the data plane is closed.
+struct RunMemory {
+  Backend& backend;
+  std::vector<void*> owned;
+  explicit RunMemory(Backend& b) : backend(b) {}
+  RunMemory(const RunMemory&) = delete;
+  RunMemory& operator=(const RunMemory&) = delete;
+  ~RunMemory() {
+    for (void* p : owned) backend.deallocate(p);
+  }
+  void* allocate(size_t bytes) {
+    void* p = backend.allocate(std::max<size_t>(bytes, 8));
+    owned.push_back(p);
+    return p;
+  }
+};
+
+void runJobMain(RunJob& j) {
+  const RunConfig& c = j.cfg;
+  const int rank = j.rank;
+  const int n = c.worldSize;
+  int64_t iteration = -1;  // for RunFailed: -1 before the first iteration
+  bool failed = false;
+  CpuBackend backend;
+  // The run's data plane: one of the two, and `dp` pointing at it.
+  std::unique_ptr<ZmqDataPlane> zmqDp;
+  std::unique_ptr<ShmDataPlane> shmDp;
+  Transport* dp = nullptr;
+  const auto closeDataPlane = [&] {
+    if (zmqDp) zmqDp->close();
+    if (shmDp) shmDp->close();
+  };
+  {
+    // Destroyed in reverse order, after the data plane is closed below: the executors free
+    // their temporaries and `mem` the buffers, which zero-copy sends may read until then.
+    RunMemory mem(backend);
+    Schedule s;
+    std::unique_ptr<CorruptingTransport> corrupting;
+    std::optional<Executor> warm;
+    std::optional<Executor> timed;
+    try {
+      const size_t es = dtypeSize(c.dtype);
+      GenParams p;
+      p.collective = c.collective;
+      p.nranks = n;
+      p.count = c.count;
+      p.sliceElems = c.sliceBytes / es;
+      p.root = c.root;
+      p.ranksPerHost = static_cast<int>(c.ranksPerHost);
+      p.ring.assign(c.ringOrder.begin(), c.ringOrder.end());
+      try {
+        s = generate(c.algorithm, p);
+      } catch (const GenError& e) {
+        throw PeerError(rank, -1, -1, std::string("schedule refused: ") + e.what());
+      }
+      if (c.telemetry == TelemetryLevel::Chunks && n <= kMaxRanks) {
+        const VerifyResult v = annotate(s);
+        if (!v.ok) throw PeerError(rank, -1, -1, "schedule failed verification: " + v.message);
+      }
+
+      // Buffers once per run, reused by every iteration (page faults stay out of the timing).
+      RankBuffers bufs;
+      const size_t inBytes = s.inputElems * es;
+      const size_t outBytes = s.outputElems * es;
+      const size_t shift = inPlaceOffset(s, rank) * es;
+      if (!c.inPlace) {
+        bufs.input = mem.allocate(inBytes);
+        bufs.output = mem.allocate(outBytes);
+      } else if (s.collective == Collective::ReduceScatter) {
+        bufs.input = mem.allocate(inBytes);
+        bufs.output = static_cast<unsigned char*>(bufs.input) + shift;
+      } else {
+        bufs.output = mem.allocate(outBytes);
+        bufs.input = static_cast<unsigned char*>(bufs.output) + shift;
+      }
+      if (s.scratchElems > 0) bufs.scratch = mem.allocate(s.scratchElems * es);
+      std::vector<unsigned char> hostInput(inBytes);
+      fillInput(hostInput.data(), s.collective, c.dtype, c.op, rank, n, s.count);
+      backend.upload(bufs.input, hostInput.data(), inBytes);
+      std::vector<unsigned char> expected;
+      bool haveExpected = false;
+      if (c.check) {
+        expected.resize(outBytes);
+        haveExpected =
+            fillExpected(expected.data(), s.collective, c.dtype, c.op, rank, n, s.count, s.root);
+      }
+
+      // Data plane, phase 1: bind and tell the coordinator where.
+      BindOptions bo;
+      const bool oneHost =
+          c.hosts.empty() || std::all_of(c.hosts.begin(), c.hosts.end(),
+                                         [&](const std::string& h) { return h == j.myHost; });
+      if (c.dataPlane == DataPlaneKind::Shm && !oneHost) {
+        throw PeerError(rank, -1, -1, "the shm data plane needs every rank on this host");
+      }
+      const bool useShm =
+          c.dataPlane == DataPlaneKind::Shm || (c.dataPlane == DataPlaneKind::Auto && oneHost);
+      const DataPlanePeers peers = dataPlanePeers(s, rank);
+      if (!oneHost) {
+        bo.kind = BindOptions::Kind::Tcp;
+        bo.tcpHost = "0.0.0.0";
+        // The address this host reaches the coordinator from is the one the other hosts can
+        // reach; a coordinator on loopback says nothing about that, so ask the routing table.
+        std::string adv = localAddressToward(j.coordinatorHost);
+        if (adv.empty() || adv.rfind("127.", 0) == 0) adv = hostAddress();
+        if (adv.empty()) adv = "127.0.0.1";
+        bo.tcpAdvertiseHost = adv;
+      }
+      if (useShm) {
+        shmDp = std::make_unique<ShmDataPlane>(rank, n);
+        dp = shmDp.get();
+      } else {
+        zmqDp = std::make_unique<ZmqDataPlane>(rank, n);
+        dp = zmqDp.get();
+      }
+      {
+        std::lock_guard<std::mutex> lock(j.mu);
+        if (j.aborted) throw PeerError(rank, -1, -1, "run aborted before it started");
+        j.dp = dp;
+      }
+      Ready ready;
+      ready.epoch = c.epoch;
+      ready.rank = rank;
+      ready.runId = c.runId;
+      if (useShm) {
+        // Each ring holds `inflight` + 1 of the largest messages this rank receives.
+        uint64_t maxElems = 0;
+        for (const auto& prog : s.ranks) {
+          for (const Op& op : prog) {
+            if (op.sendPeer == rank) maxElems = std::max<uint64_t>(maxElems, op.count);
+          }
+        }
+        ShmOptions so = shmWaitsFromEnv(ShmOptions{});
+        so.ringBytes = shmRingBytes(maxElems * es, static_cast<int>(c.inflight));
+        try {
+          ready.dataEndpoint = shmDp->bind(so, peers.recvFrom);
+        } catch (const ConfigError& e) {
+          throw PeerError(rank, -1, -1, e.what());
+        }
+      } else {
+        ready.dataEndpoint = zmqDp->bind(bo);
+      }
+      ready.clockOffsetNs = j.offsetNs;
+      j.out.post(ready);
+
+      // Phase 2: every rank's endpoint arrives with Start.
+      std::vector<std::string> endpoints;
+      {
+        std::unique_lock<std::mutex> lock(j.mu);
+        j.cv.wait(lock, [&] { return j.started || j.aborted; });
+        if (j.aborted) throw PeerError(rank, -1, -1, "run aborted before it started");
+        endpoints = j.endpoints;
+      }
+      if (endpoints.size() != static_cast<size_t>(n)) {
+        throw PeerError(rank, -1, -1,
+                        "Start carries " + std::to_string(endpoints.size()) +
+                            " data-plane endpoints for a world of " + std::to_string(n));
+      }
+      try {
+        if (shmDp) shmDp->connect(endpoints, peers.sendTo);
+        if (zmqDp) zmqDp->connect(endpoints, peers.sendTo);
+      } catch (const ConfigError& e) {
+        throw PeerError(rank, -1, -1, e.what());
+      }
+
+      Transport* transport = dp;
+      if (j.corruption && j.corruption->rank == rank) {
+        corrupting = std::make_unique<CorruptingTransport>(*dp, j.corruption->field);
+        transport = corrupting.get();
+      }
+
+      ExecOptions eo;
+      eo.dtype = c.dtype;
+      eo.op = c.op;
+      eo.inflight = static_cast<int>(c.inflight);
+      eo.telemetry = c.telemetry;
+      eo.recvTimeout = milliseconds(c.recvTimeoutMs);
+      eo.runId = c.runId;
+      eo.epoch = c.epoch;
+      const int64_t offset = j.offsetNs;
+      eo.clock = [offset] { return steadyNs() + offset; };
+      eo.beforeOp = [&j](size_t, const Op& op) {
+        j.step.store(op.step, std::memory_order_relaxed);
+      };
+      // Warmup iterations report nothing: telemetry describes the timed iterations only.
+      ExecOptions warmOpt = eo;
+      warmOpt.telemetry = TelemetryLevel::Off;
+      warm.emplace(s, rank, *transport, backend, nullptr, warmOpt);
+      timed.emplace(s, rank, *transport, backend, &j.out, eo);
+
+      const uint32_t total = c.warmup + c.iterations;
+      std::vector<unsigned char> got(c.check && haveExpected ? outBytes : 0);
+      uint64_t wrongTotal = 0;
+      j.running.store(true);
+      for (uint32_t it = 0; it < total; ++it) {
+        const bool isTimed = it >= c.warmup;
+        iteration = isTimed ? static_cast<int64_t>(it - c.warmup) : -1;
+        // In place, the previous iteration overwrote the input: restore it, untimed.
+        if (c.inPlace && it > 0) backend.upload(bufs.input, hostInput.data(), inBytes);
+        j.iteration.store(static_cast<uint32_t>(isTimed ? it - c.warmup : 0));
+        j.step.store(0);
+        const int64_t t0 = steadyNs();
+        if (isTimed) {
+          timed->run(bufs, it - c.warmup, it);
+        } else {
+          warm->run(bufs, it, it);
+        }
+        backend.synchronize();
+        const int64_t t1 = steadyNs();
+        if (!isTimed) continue;
+        IterationResult r;
+        r.epoch = c.epoch;
+        r.rank = rank;
+        r.iteration = it - c.warmup;
+        r.timeNs = static_cast<uint64_t>(std::max<int64_t>(t1 - t0, 0));
+        // As in nccl-tests, the result is checked once, after the last timed iteration: a
+        // check between iterations would delay this rank's next iteration while its peers
+        // already wait for it, and land in their measured time.
+        if (!got.empty() && it + 1 == total) {
+          backend.download(got.data(), bufs.output, outBytes);
+          r.wrong = countWrong(got.data(), expected.data(), c.dtype, s.outputElems);
+          wrongTotal += r.wrong;
+        }
+        j.out.post(r, /*wake=*/false);
+      }
+      j.running.store(false);
+      RunDone done;
+      done.epoch = c.epoch;
+      done.rank = rank;
+      done.wrongTotal = wrongTotal;
+      done.eventsDropped = j.out.dropped();
+      // The data plane is closed before RunDone leaves, so no send of this run is in flight
+      // when the next one starts: ZeroMQ's close() says goodbye to its peers (it waits for
+      // their last messages; j.dp stays set meanwhile, so an Abort still interrupts it);
+      // shared memory needs no goodbye, its data already sits in the receivers' rings.
+      closeDataPlane();
+      j.reported.store(true);
+      j.out.post(done);
+    } catch (const PeerError& e) {
+      j.reported.store(true);
+      j.out.post(RunFailed::from(e, c.epoch, iteration));
+      failed = true;
+    } catch (const std::exception& e) {
+      RunFailed f;
+      f.epoch = c.epoch;
+      f.rank = rank;
+      f.step = j.running.load() ? static_cast<int64_t>(j.step.load()) : -1;
+      f.iteration = iteration;
+      f.reason = e.what();
+      j.reported.store(true);
+      j.out.post(f);
+      failed = true;
+    }
+    j.running.store(false);
+    // A failed run says no goodbye (its peers may be gone): abort, then close at once.
+    // Close before the memory goes: zero-copy sends may still reference it.
+    if (dp && failed) dp->abort();
+    closeDataPlane();
+    {
+      std::lock_guard<std::mutex> lock(j.mu);
+      j.dp = nullptr;
+    }
+    timed.reset();
+    warm.reset();
+  }
+  j.finished.store(true);
+}
+
+// ---- The control thread ----------------------------------------------------------------------
+
+class WorkerSession {
+ public:
+  explicit WorkerSession(const WorkerOptions& opt)
+      : opt_(opt),
+        host_(opt.hostName.empty() ? hostName() : opt.hostName),
+        pid_(static_cast<int64_t>(::getpid())) {
+    name_ = opt.name.empty() ? host_ + ":" + std::to_string(pid_) : opt.name;
+    g_logPrefix = "allreduce-worker[" + std::to_string(pid_) + "]";
+    hbInterval_ = opt.heartbeat;
+    liveness_ = opt.liveness;
+    corruption_ = corruptionFromEnv();
+  }
+
+  // Also on the error paths: no run thread may outlive the session.
+  ~WorkerSession() {
+    if (job_ && job_->th.joinable()) {
+      stopJob();
+      job_->th.join();
+    }
+  }
+
+  int run() {
+    sock_ = zmq::socket_t(ctx_, zmq::socket_type::dealer);
+    std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(steadyNs()));
+    char rnd[17];
+    std::snprintf(rnd, sizeof rnd, "%016llx", static_cast<unsigned long long>(rng()));
+    const std::string identity =
+        "w:" + host_.substr(0, 64) + ":" + std::to_string(pid_) + ":" + rnd;
+    sock_.set(zmq::sockopt::routing_id, identity);
+    sock_.set(zmq::sockopt::linger, 0);
+    // Telemetry is lossless on the control connection: never drop at a high-water mark.
+    sock_.set(zmq::sockopt::sndhwm, 0);
+    sock_.set(zmq::sockopt::rcvhwm, 0);
+    try {
+      sock_.connect(opt_.connect);
+    } catch (const zmq::error_t& e) {
+      logLine("cannot connect to " + opt_.connect + ": " + e.what());
+      return 2;
+    }
+    Hello h;
+    h.name = name_;
+    h.hostName = host_;
+    h.pid = pid_;
+    h.backend = opt_.backend;
+    h.deviceIndex = opt_.device;
+    send(h);
+    sendPing();
+    const auto started = Clock::now();
+    lastHeard_ = started;
+    nextHeartbeat_ = started + hbInterval_;
+
+    for (;;) {
+      std::optional<int> exitCode;
+      pollAndDrain(sock_, wake_, milliseconds(10), 256, [&](std::vector<zmq::message_t>& frames) {
+        lastHeard_ = Clock::now();
+        exitCode = handle(frames);
+        return !exitCode;
+      });
+      if (exitCode) return leave(*exitCode);
+      flushOutbox(false);
+      const auto now = Clock::now();
+      if (now >= nextHeartbeat_) {
+        Heartbeat hb;
+        if (job_ && !job_->finished.load() && job_->running.load()) {
+          hb.inRun = true;
+          hb.iteration = job_->iteration.load();
+          hb.step = job_->step.load();
+        }
+        send(hb);
+        nextHeartbeat_ = now + hbInterval_;
+      }
+      if (pingOutstanding_ && now - pingSentAt_ > std::chrono::seconds(1)) sendPing();
+      const auto silence = now - lastHeard_;
+      const auto limit = welcomed_ ? hbInterval_ * liveness_ : opt_.joinTimeout;
+      if (silence > limit) {
+        char buf[128];
+        std::snprintf(buf, sizeof buf, "%s %s for %.1f s; leaving",
+                      welcomed_ ? "coordinator silent at" : "no answer from coordinator at",
+                      opt_.connect.c_str(), std::chrono::duration<double>(silence).count());
+        logLine(buf);
+        return leave(3);
+      }
+      if (opt_.parentPid > 0 && static_cast<int64_t>(::getppid()) != opt_.parentPid) {
+        logLine("parent process " + std::to_string(opt_.parentPid) + " is gone; leaving");
+        return leave(4);
+      }
+      reapJob(false);
+    }
+  }
+
+ private:
+  template <class M>
+  void send(const M& m) {
+    sendFrames(m.encode());
+  }
+
+  void sendFrames(const Frames& f) {
+    try {
+      for (size_t i = 0; i < f.size(); ++i) {
+        sock_.send(zmq::buffer(f[i]),
+                   i + 1 < f.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      }
+    } catch (const zmq::error_t& e) {
+      logLine(std::string("control send failed: ") + e.what());
+    }
+  }
+
+  void sendPing() {
+    Ping p;
+    p.seq = pingSeq_++;
+    p.t0Ns = steadyNs();
+    pingSentAt_ = Clock::now();
+    pingOutstanding_ = true;
+    send(p);
+  }
+
+  // Sends what the run thread queued: telemetry in batches, messages in order.
+  void flushOutbox(bool force) {
+    if (!job_) return;
+    const auto now = Clock::now();
+    const bool due = force || now - lastFlush_ >= milliseconds(50);
+    auto t = job_->out.take(kMaxEventsPerBatch, due);
+    if (!t) return;
+    lastFlush_ = now;
+    RunJob& j = *job_;
+    size_t sent = 0;
+    auto sendEvents = [&](size_t upTo) {
+      if (upTo <= sent || j.cfg.telemetry == TelemetryLevel::Off) {
+        sent = std::max(sent, upTo);
+        return;
+      }
+      std::span<const TelemetryEvent> ev(t->events.data() + sent, upTo - sent);
+      for (const auto& b :
+           makeTelemetryBatches(j.cfg.epoch, j.rank, j.cfg.runId, j.batchSeq, ev, t->dropped)) {
+        send(b);
+        ++j.batchSeq;
+      }
+      sent = upTo;
+    };
+    for (auto& [before, msg] : t->msgs) {
+      sendEvents(before);
+      sendFrames(encode(msg));
+      if (opt_.verbose) logLine("sent " + describe(msg));
+    }
+    sendEvents(t->events.size());
+  }
+
+  // Aborts the run and waits for its thread to finish (a data plane abort makes every blocked
+  // call fail at once); a thread that does not stop within 2 s ends the process.
+  void stopJob() {
+    job_->abort();
+    const auto deadline = Clock::now() + std::chrono::seconds(2);
+    while (!job_->finished.load() && Clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    if (!job_->finished.load()) {
+      logLine("run thread did not stop within 2 s; exiting hard");
+      std::fflush(stderr);
+      std::_Exit(5);
+    }
+  }
+
+  // Joins a finished run thread once everything it queued has been sent.
+  void reapJob(bool wait) {
+    if (!job_) return;
+    if (wait) stopJob();
+    if (!job_->finished.load()) return;
+    flushOutbox(true);
+    if (job_->th.joinable()) job_->th.join();
+  }
+
+  // Handles one message; returns an exit code when the worker must leave.
+  std::optional<int> handle(const std::vector<zmq::message_t>& frames) {
+    if (frames.size() != 2) {
+      logLine("ignored a control message of " + std::to_string(frames.size()) +
+              " frames from the coordinator");
+      return std::nullopt;
+    }
+    auto env = decode(ByteView(static_cast<const uint8_t*>(frames[0].data()), frames[0].size()),
+                      ByteView(static_cast<const uint8_t*>(frames[1].data()), frames[1].size()));
+    if (!env) {
+      logLine("ignored a malformed control message: " + env.error().message());
+      return std::nullopt;
+    }
+    if (opt_.verbose) logLine("received " + describe(env->message));
+    const uint64_t epoch = env->epoch();
+    return std::visit([&](const auto& m) { return on(m, epoch); }, env->message);
+  }
+
+  bool announces() const { return opt_.verbose || opt_.parentPid == 0; }
+
+  std::optional<int> on(const Welcome& w, uint64_t) {
+    if (!welcomed_) {
+      // A worker started by hand says where it joined; a coordinator's own child stays quiet
+      // so that its lines do not mix into the coordinator's output.
+      if (announces()) logLine("joined " + opt_.connect + " as " + name_);
+    } else if (opt_.verbose && (w.rank != rank_ || w.worldSize != world_)) {
+      logLine("now rank " + std::to_string(w.rank) + " of " + std::to_string(w.worldSize));
+    }
+    welcomed_ = true;
+    rank_ = w.rank;
+    world_ = w.worldSize;
+    hbInterval_ = milliseconds(w.heartbeatIntervalMs);
+    liveness_ = static_cast<int>(w.heartbeatLiveness);
+    return std::nullopt;
+  }
+
+  std::optional<int> on(const Pong& p, uint64_t) {
+    const int64_t t3 = steadyNs();
+    if (!pingOutstanding_ || p.seq + 1 != pingSeq_) return std::nullopt;
+    pingOutstanding_ = false;
+    samples_.push_back(clockSample(p, t3));
+    if (auto best = bestClockSample(samples_)) offsetNs_ = best->offsetNs;
+    if (samples_.size() < kPings) sendPing();
+    return std::nullopt;
+  }
+
+  std::optional<int> on(const Heartbeat&, uint64_t) { return std::nullopt; }
+
+  std::optional<int> on(const RunConfig& c, uint64_t epoch) {
+    if (job_) {
+      if (!job_->finished.load() && !job_->reported.load()) {
+        logLine("RunConfig for run " + std::to_string(c.runId) + " while run " +
+                std::to_string(job_->cfg.runId) + " is active: aborting the old run");
+      }
+      reapJob(true);
+      job_.reset();
+    }
+    job_ = std::make_unique<RunJob>();
+    RunJob& j = *job_;
+    j.cfg = c;
+    j.cfg.epoch = epoch;
+    j.rank = rank_;
+    j.myHost = host_;
+    j.coordinatorHost = tcpHostOf(opt_.connect);
+    j.offsetNs = offsetNs_;
+    j.corruption = corruption_;
+    j.out.setWakeup(&wake_);
+    if (!welcomed_ || rank_ < 0 || rank_ >= c.worldSize) {
+      RunFailed f;
+      f.epoch = epoch;
+      f.rank = std::max(rank_, 0);
+      f.reason = "RunConfig for a world of " + std::to_string(c.worldSize) +
+                 " but this worker has rank " + std::to_string(rank_);
+      j.out.post(f);
+      j.finished.store(true);
+      return std::nullopt;
+    }
+    j.th = std::thread([&j] { runJobMain(j); });
+    return std::nullopt;
+  }
+
+  std::optional<int> on(const Start& s, uint64_t epoch) {
+    if (!job_ || job_->cfg.epoch != epoch) {
+      logLine("ignored Start for epoch " + std::to_string(epoch) + " (no such run)");
+      return std::nullopt;
+    }
+    std::lock_guard<std::mutex> lock(job_->mu);
+    job_->endpoints = s.endpoints.empty() ? job_->cfg.endpoints : s.endpoints;
+    job_->started = true;
+    job_->cv.notify_all();
+    return std::nullopt;
+  }
+
+  std::optional<int> on(const Abort& a, uint64_t epoch) {
+    if (job_ && job_->cfg.epoch == epoch) {
+      if (!job_->finished.load()) job_->abort();
+    } else if (opt_.verbose) {
+      logLine("ignored Abort for epoch " + std::to_string(epoch) + ": " + a.reason);
+    }
+    return std::nullopt;
+  }
+
+  std::optional<int> on(const Shutdown& s, uint64_t) {
+    if (announces()) {
+      logLine("shutdown requested" + (s.reason.empty() ? std::string() : ": " + s.reason));
+    }
+    return 0;
+  }
+
+  std::optional<int> on(const Log& l, uint64_t) {
+    logLine(std::string("coordinator ") + std::string(toString(l.level)) + ": " + l.text);
+    return std::nullopt;
+  }
+
+  // Types only a worker sends.
+  template <class M>
+  std::optional<int> on(const M& m, uint64_t) {
+    logLine("ignored " + std::string(typeName(typeOf(Message(m)))) + " from the coordinator");
+    return std::nullopt;
+  }
+
+  int leave(int code) {
+    reapJob(true);
+    sock_.close();
+    return code;
+  }
+
+  static constexpr size_t kPings = 5;
+
+  WorkerOptions opt_;
+  std::string host_;
+  int64_t pid_;
+  std::string name_;
+  zmq::context_t ctx_{1};
+  zmq::socket_t sock_;
+  Wakeup wake_;  // raised by the run thread when it queues a message
+  std::optional<Corruption> corruption_;
+
+  milliseconds hbInterval_;
+  int liveness_;
+  Clock::time_point lastHeard_;
+  Clock::time_point nextHeartbeat_;
+  Clock::time_point lastFlush_;
+  bool welcomed_ = false;
+  int rank_ = -1;
+  int world_ = 0;
+
+  uint32_t pingSeq_ = 0;
+  bool pingOutstanding_ = false;
+  Clock::time_point pingSentAt_;
+  std::vector<ClockSample> samples_;
+  int64_t offsetNs_ = 0;
+
+  std::unique_ptr<RunJob> job_;
+};
+
+}  // namespace
+
+std::string workerUsage() {
+  return "usage: allreduce-worker --connect tcp://HOST:PORT [--backend cpu] [--name NAME]\n"
+         "                        [--device N] [--host NAME] [--verbose]\n"
+         "Joins the allreduce-lab coordinator at the given control endpoint and runs the\n"
+         "collectives it is sent. Leaves when the coordinator says so or goes silent.\n"
+         "  --connect ENDPOINT  the coordinator's control endpoint (printed by the lab)\n"
+         "  --backend NAME      buffers and reductions: cpu (cuda and nccl: not in this build)\n"
+         "  --name NAME         display name (default HOST:PID)\n"
+         "  --device N          accelerator index (default: none)\n"
+         "  --host NAME         host name to report (default: this machine's); ranks on\n"
+         "                      different hosts exchange data over tcp://\n"
+         "  --verbose           log every control message\n";
+}
+
+WorkerOptions parseWorkerArgs(const std::vector<std::string>& args, bool* help) {
+  WorkerOptions o;
+  if (help) *help = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw ConfigError(a + ": missing value");
+      return args[++i];
+    };
+    if (a == "--connect") {
+      o.connect = value();
+    } else if (a == "--backend") {
+      o.backend = value();
+    } else if (a == "--name") {
+      o.name = value();
+    } else if (a == "--host") {
+      o.hostName = value();
+    } else if (a == "--device") {
+      o.device = parseInt(a, value(), -1, kMaxDeviceIndex);
+    } else if (a == "--parent-pid") {
+      o.parentPid = parseInt(a, value(), 1, 1 << 30);
+    } else if (a == "--verbose" || a == "-v") {
+      o.verbose = true;
+    } else if (a == "--help" || a == "-h") {
+      if (help) *help = true;
+      return o;
+    } else {
+      throw ConfigError("unknown argument '" + a + "'");
+    }
+  }
+  if (o.connect.empty()) throw ConfigError("--connect ENDPOINT is required");
+  if (!validEndpoint(o.connect) || o.connect.rfind("inproc://", 0) == 0 ||
+      o.connect.rfind("shm://", 0) == 0) {
+    throw ConfigError("--connect: '" + o.connect +
+                      "' is not an endpoint (expected tcp://HOST:PORT or ipc://PATH)");
+  }
+  if (o.backend == "cuda" || o.backend == "nccl") {
+    throw ConfigError("--backend " + o.backend +
+                      ": not available in this build (the CUDA backends come with the GPU "
+                      "milestone); use --backend cpu");
+  }
+  if (o.backend != "cpu") {
+    throw ConfigError("--backend: unknown backend '" + o.backend + "' (known: cpu)");
+  }
+  if (o.hostName.size() > kMaxNameBytes) {
+    throw ConfigError("--host: longer than " + std::to_string(kMaxNameBytes) + " bytes");
+  }
+  if (o.name.size() > kMaxNameBytes) {
+    throw ConfigError("--name: longer than " + std::to_string(kMaxNameBytes) + " bytes");
+  }
+  return o;
+}
+
+int runWorker(const WorkerOptions& opt) {
+  try {
+    WorkerSession session(opt);
+    return session.run();
+  } catch (const std::exception& e) {
+    logLine(std::string("fatal: ") + e.what());
+    return 1;
+  }
+}
+
+}  // namespace arl

@@ -1,0 +1,49 @@
+// Schedule generators: pure functions from (algorithm, collective, ranks, count, slice)
+// to a Schedule. See each generator's source for the algorithm's description and origin.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedule/schedule.h"
+
+namespace arl {
+
+struct GenParams {
+  Collective collective = Collective::AllReduce;
+  int nranks = 1;
+  uint64_t count = 0;       // NCCL API count (see Schedule::count)
+  uint64_t sliceElems = 0;  // pipeline slice size in elements; must be > 0
+  int root = 0;             // Reduce / Broadcast root
+  int ranksPerHost = 0;     // hierarchical grouping; 0 = all ranks on one host
+  std::vector<int> ring;    // ring order (a permutation of 0..n-1); empty = identity
+};
+
+// Thrown for parameters a generator refuses (unknown algorithm, unsupported collective,
+// zero slice, root out of range, ...). what() names the offending parameter.
+struct GenError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// All algorithm names, in display order.
+const std::vector<std::string>& algorithmNames();
+
+// Whether `algo` supports collective `c` (all algorithms support AllReduce; ring and tree
+// support every collective).
+bool algorithmSupports(std::string_view algo, Collective c);
+
+// Generates the schedule. Throws GenError on bad parameters.
+Schedule generate(std::string_view algo, const GenParams& p);
+
+// Individual generators (all throw GenError on bad parameters).
+Schedule ringSchedule(const GenParams& p);  // all collectives
+Schedule treeSchedule(const GenParams& p);  // all collectives
+Schedule halvingDoublingAllReduce(const GenParams& p);
+Schedule recursiveDoublingAllReduce(const GenParams& p);
+Schedule reduceBroadcastAllReduce(const GenParams& p);
+Schedule parameterServerAllReduce(const GenParams& p);
+Schedule hierarchicalAllReduce(const GenParams& p);
+
+}  // namespace arl

@@ -1,0 +1,201 @@
+#include "transport/loopback.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "base/errors.h"
+
+namespace arl {
+
+namespace {
+
+// Completed at creation: the payload was copied into the receiver's queue.
+class DoneCompletion final : public SendCompletion {
+ public:
+  bool done() const override { return true; }
+  void wait() override {}
+};
+
+class LoopbackMessage final : public InMessage {
+ public:
+  LoopbackMessage(const ChunkHeader& h, std::vector<unsigned char> payload)
+      : header_(h), payload_(std::move(payload)) {}
+  const ChunkHeader& header() const override { return header_; }
+  const void* data() const override { return payload_.data(); }
+  size_t size() const override { return payload_.size(); }
+
+ private:
+  ChunkHeader header_;
+  std::vector<unsigned char> payload_;
+};
+
+std::string formatTimeout(std::chrono::milliseconds t) {
+  const auto ms = t.count();
+  if (ms > 0 && ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
+  return std::to_string(ms) + " ms";
+}
+
+int64_t transferNs(size_t bytes, double bytesPerSecond) {
+  if (bytesPerSecond <= 0) return 0;
+  return static_cast<int64_t>(std::ceil(static_cast<double>(bytes) * 1e9 / bytesPerSecond));
+}
+
+}  // namespace
+
+int LoopbackTransport::size() const { return fabric_.size(); }
+
+std::shared_ptr<SendCompletion> LoopbackTransport::send(int peer, const ChunkHeader& h,
+                                                        const void* data, size_t bytes) {
+  fabric_.send(rank_, peer, h, data, bytes);
+  static const auto kDone = std::make_shared<DoneCompletion>();
+  return kDone;
+}
+
+std::unique_ptr<InMessage> LoopbackTransport::recv(int peer, uint32_t step,
+                                                   std::chrono::milliseconds timeout) {
+  return fabric_.recv(rank_, peer, step, timeout);
+}
+
+void LoopbackTransport::abort() { fabric_.abortRank(rank_); }
+
+LoopbackFabric::LoopbackFabric(int nranks) {
+  if (nranks < 1) throw ConfigError("loopback fabric needs at least 1 rank");
+  failed_ = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) {
+    failed_[static_cast<size_t>(r)].store(false);
+    auto box = std::make_unique<Inbox>();
+    box->from.resize(static_cast<size_t>(nranks));
+    inboxes_.push_back(std::move(box));
+    transports_.push_back(std::make_unique<LoopbackTransport>(*this, r));
+  }
+}
+
+LoopbackFabric::~LoopbackFabric() = default;
+
+LoopbackTransport& LoopbackFabric::transport(int rank) {
+  ARL_ENFORCE(rank >= 0 && rank < size(), "rank " << rank << " of " << size());
+  return *transports_[static_cast<size_t>(rank)];
+}
+
+int64_t LoopbackFabric::nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void LoopbackFabric::setLink(int src, int dst, LinkShape shape) {
+  ARL_ENFORCE(src >= 0 && src < size() && dst >= 0 && dst < size(),
+              "link " << src << "->" << dst << " of " << size());
+  Inbox& box = *inboxes_[static_cast<size_t>(dst)];
+  std::lock_guard<std::mutex> lock(box.mu);
+  box.from[static_cast<size_t>(src)].shape = shape;
+}
+
+void LoopbackFabric::setAllLinks(LinkShape shape) {
+  for (int d = 0; d < size(); ++d) {
+    for (int s = 0; s < size(); ++s) setLink(s, d, shape);
+  }
+}
+
+bool LoopbackFabric::failed(int rank) const {
+  return failed_[static_cast<size_t>(rank)].load(std::memory_order_acquire);
+}
+
+void LoopbackFabric::fail(int rank) {
+  ARL_ENFORCE(rank >= 0 && rank < size(), "rank " << rank << " of " << size());
+  failed_[static_cast<size_t>(rank)].store(true, std::memory_order_release);
+  // Wake every receiver: any of them may be waiting on the failed rank. Taking the lock
+  // before notifying closes the window between a waiter's check and its wait.
+  for (auto& box : inboxes_) {
+    std::lock_guard<std::mutex> lock(box->mu);
+    box->cv.notify_all();
+  }
+}
+
+void LoopbackFabric::abortRank(int rank) {
+  Inbox& box = *inboxes_[static_cast<size_t>(rank)];
+  std::lock_guard<std::mutex> lock(box.mu);
+  box.aborted = true;
+  box.cv.notify_all();
+}
+
+void LoopbackFabric::abort() {
+  for (int r = 0; r < size(); ++r) abortRank(r);
+}
+
+void LoopbackFabric::checkRank(int rank, const char* what) const {
+  ARL_ENFORCE(rank >= 0 && rank < size(), what << " rank " << rank << " of " << size());
+}
+
+void LoopbackFabric::send(int src, int dst, const ChunkHeader& h, const void* data, size_t bytes) {
+  checkRank(dst, "send to");
+  if (failed(src)) throw PeerError(src, -1, h.step, "this rank has failed");
+  if (failed(dst)) {
+    throw PeerError(src, dst, h.step, "rank " + std::to_string(dst) + " failed");
+  }
+  // Copy outside the lock: the copy is the expensive part and touches no shared state.
+  Message m;
+  m.header = h;
+  m.payload.resize(bytes);
+  if (bytes > 0) std::memcpy(m.payload.data(), data, bytes);
+
+  Inbox& box = *inboxes_[static_cast<size_t>(dst)];
+  {
+    std::lock_guard<std::mutex> lock(box.mu);
+    if (box.aborted) {
+      throw PeerError(src, dst, h.step, "run aborted while sending to rank " + std::to_string(dst));
+    }
+    Channel& ch = box.from[static_cast<size_t>(src)];
+    const int64_t now = nowNs();
+    const int64_t start = std::max(now, ch.busyUntilNs);
+    const int64_t wire = transferNs(bytes, ch.shape.bytesPerSecond);
+    const int64_t latency =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(ch.shape.latency).count();
+    ch.busyUntilNs = start + wire;
+    m.visibleAtNs = (wire == 0 && latency == 0) ? now : start + wire + latency;
+    ch.queue.push_back(std::move(m));
+  }
+  box.cv.notify_all();
+}
+
+std::unique_ptr<InMessage> LoopbackFabric::recv(int dst, int src, uint32_t step,
+                                                std::chrono::milliseconds timeout) {
+  checkRank(src, "receive from");
+  Inbox& box = *inboxes_[static_cast<size_t>(dst)];
+  Channel& ch = box.from[static_cast<size_t>(src)];
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock<std::mutex> lock(box.mu);
+  for (;;) {
+    if (box.aborted) {
+      throw PeerError(dst, src, step,
+                      "run aborted while waiting for data from rank " + std::to_string(src) +
+                          " for step " + std::to_string(step));
+    }
+    if (failed(dst)) throw PeerError(dst, -1, step, "this rank has failed");
+    auto wakeAt = deadline;
+    if (!ch.queue.empty()) {
+      Message& m = ch.queue.front();
+      const int64_t now = nowNs();
+      if (m.visibleAtNs <= now) {
+        auto out = std::make_unique<LoopbackMessage>(m.header, std::move(m.payload));
+        ch.queue.pop_front();
+        return out;
+      }
+      const auto visible =
+          std::chrono::steady_clock::now() + std::chrono::nanoseconds(m.visibleAtNs - now);
+      wakeAt = std::min(wakeAt, visible);
+    } else if (failed(src)) {
+      throw PeerError(dst, src, step, "rank " + std::to_string(src) + " failed");
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw PeerError(dst, src, step,
+                      "no data from rank " + std::to_string(src) + " for step " +
+                          std::to_string(step) + " within " + formatTimeout(timeout));
+    }
+    box.cv.wait_until(lock, wakeAt);
+  }
+}
+
+}  // namespace arl

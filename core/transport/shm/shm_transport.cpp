@@ -1,0 +1,739 @@
+// The shared-memory data plane (see shm_transport.h): segments, SPSC rings of records, and
+// the poll-yield-sleep wait between the two processes of a channel.
+#include "transport/shm/shm_transport.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <new>
+#include <random>
+#include <string_view>
+#include <system_error>
+
+#include "base/errors.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace arl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr uint64_t kSegMagic = 0x314D48534C524141ull;  // "AARLSHM1"
+constexpr uint32_t kSegVersion = 1;
+constexpr size_t kLine = 64;
+constexpr size_t kPage = 4096;
+constexpr int kMaxShmRanks = 64;
+constexpr size_t kMinRing = size_t{64} << 10;
+// Longest sleep between looks at the abort flag, the peer's process and the deadline.
+constexpr milliseconds kSleepSlice{10};
+constexpr const char* kNamePrefix = "arl-dp-";
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+
+size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+// Segment layout: SegHeader, then one ChannelCtl per inbound channel, then (page aligned)
+// one ring of SegHeader::ringBytes per channel.
+struct SegHeader {
+  uint64_t magic;
+  uint32_t version;
+  int32_t ownerRank;
+  int32_t nranks;
+  int32_t ownerPid;
+  uint64_t ringBytes;
+  uint64_t totalBytes;
+  uint32_t channels;
+  std::atomic<uint32_t> attached;  // senders that have mapped the segment
+  int8_t channelOf[kMaxShmRanks];  // sender rank -> channel index, -1 = none
+};
+
+// One line the producer writes, one the consumer writes. Each side sleeps on a 32-bit
+// signal the other side bumps (and wakes) when it sees a sleeper count above zero.
+struct ChannelCtl {
+  alignas(kLine) std::atomic<uint64_t> head;  // bytes published (producer)
+  std::atomic<uint32_t> dataSignal;           // bumped by the producer
+  std::atomic<uint32_t> spaceWaiters;         // producers asleep waiting for room
+  std::atomic<uint32_t> producerState;        // 0 none, 1 attached, 2 closed
+  std::atomic<int32_t> producerPid;
+  alignas(kLine) std::atomic<uint64_t> tail;  // bytes given back (consumer)
+  std::atomic<uint32_t> spaceSignal;          // bumped by the consumer
+  std::atomic<uint32_t> dataWaiters;          // consumers asleep waiting for data
+  std::atomic<uint32_t> consumerState;        // 0 open, 2 closed
+};
+static_assert(sizeof(ChannelCtl) == 2 * kLine);
+
+enum : uint32_t { kStateAttached = 1, kStateClosed = 2 };
+enum : uint32_t { kRecData = 0x44415441, kRecWrap = 0x57524150 };  // "DATA", "WRAP"
+
+// The 64-byte head of every record in a ring.
+struct RecHead {
+  uint32_t kind;
+  uint32_t reserved;
+  ChunkHeader h;
+};
+static_assert(sizeof(RecHead) == kLine);
+
+size_t ctlOffset() { return roundUp(sizeof(SegHeader), kLine); }
+size_t ringsOffset(size_t channels) {
+  return roundUp(ctlOffset() + channels * sizeof(ChannelCtl), kPage);
+}
+
+long futexWait(std::atomic<uint32_t>* word, uint32_t expected, milliseconds t) {
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(t.count() / 1000);
+  ts.tv_nsec = static_cast<long>((t.count() % 1000) * 1000000);
+  return ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr,
+                   0);
+}
+
+void futexWakeAll(std::atomic<uint32_t>* word) {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+// Wakes the other side if it sleeps. Pairs with the sleeper's waiters increment followed by
+// its look at the ring: with both sequentially consistent, either the sleeper sees the new
+// state or this sees the sleeper.
+void notify(std::atomic<uint32_t>& signal, std::atomic<uint32_t>& waiters) {
+  if (waiters.load(std::memory_order_seq_cst) != 0) {
+    signal.fetch_add(1, std::memory_order_seq_cst);
+    futexWakeAll(&signal);
+  }
+}
+
+void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+bool processGone(int32_t pid) { return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH; }
+
+std::string formatDuration(milliseconds t) {
+  if (t.count() >= 1000 && t.count() % 1000 == 0) return std::to_string(t.count() / 1000) + " s";
+  return std::to_string(t.count()) + " ms";
+}
+
+std::string errnoText(int e) { return std::system_category().message(e); }
+
+enum class WaitEnd { Ready, Timeout, Aborted, PeerGone, Closed };
+
+// Until this steady-clock time (ns since its epoch), waits sleep without yielding (see
+// ShmOptions::yieldStall). For the whole process: the load that made a yield stall is
+// outside this data plane, and outlives it.
+std::atomic<int64_t> g_noYieldUntil{0};
+
+// Polls, yields, then sleeps on `signal` until ready(); see "Waiting" in the header.
+// closed() is looked at only when not ready, and ready() once more after it is true, so
+// whatever was published before the close is still taken.
+template <class Ready, class Closed>
+WaitEnd waitFor(const ShmOptions& o, const std::atomic<bool>& aborted, Ready ready, Closed closed,
+                std::atomic<uint32_t>& signal, std::atomic<uint32_t>& waiters,
+                const std::atomic<int32_t>& peerPid, Clock::time_point deadline) {
+  if (ready()) return WaitEnd::Ready;
+  if (o.spin.count() > 0) {
+    const auto spinEnd = std::min(Clock::now() + o.spin, deadline);
+    do {
+      for (int i = 0; i < 32; ++i) {
+        cpuRelax();
+        if (ready()) return WaitEnd::Ready;
+      }
+    } while (Clock::now() < spinEnd);
+  }
+  if (o.yieldFor.count() > 0) {
+    auto now = Clock::now();
+    if (now.time_since_epoch().count() >= g_noYieldUntil.load(std::memory_order_relaxed)) {
+      const auto yieldEnd = std::min(now + o.yieldFor, deadline);
+      do {
+        ::sched_yield();
+        const auto before = now;
+        now = Clock::now();
+        if (ready()) return WaitEnd::Ready;
+        // A yield that took this long handed the core to something that ran a whole time
+        // slice, most likely not a rank of ours: sleep instead of yielding for a while.
+        if (now - before > o.yieldStall) {
+          g_noYieldUntil.store((now + o.yieldBackoff).time_since_epoch().count(),
+                               std::memory_order_relaxed);
+          break;
+        }
+      } while (now < yieldEnd);
+    }
+  }
+  for (;;) {
+    if (aborted.load(std::memory_order_relaxed)) return WaitEnd::Aborted;
+    if (closed()) return ready() ? WaitEnd::Ready : WaitEnd::Closed;
+    const auto now = Clock::now();
+    if (now >= deadline) return WaitEnd::Timeout;
+    if (processGone(peerPid.load(std::memory_order_relaxed))) {
+      return ready() ? WaitEnd::Ready : WaitEnd::PeerGone;
+    }
+    const uint32_t seen = signal.load(std::memory_order_seq_cst);
+    waiters.fetch_add(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (ready()) {
+      waiters.fetch_sub(1, std::memory_order_seq_cst);
+      return WaitEnd::Ready;
+    }
+    const auto left = std::chrono::ceil<milliseconds>(deadline - now);
+    futexWait(&signal, seen, std::min(left, kSleepSlice));
+    waiters.fetch_sub(1, std::memory_order_seq_cst);
+    if (ready()) return WaitEnd::Ready;
+  }
+}
+
+// A mapped segment; unmapped when its last user (data plane or received message) lets go.
+struct Mapping {
+  void* base = MAP_FAILED;
+  size_t bytes = 0;
+  Mapping(void* b, size_t n) : base(b), bytes(n) {}
+  ~Mapping() {
+    if (base != MAP_FAILED) ::munmap(base, bytes);
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  SegHeader* header() const { return static_cast<SegHeader*>(base); }
+  ChannelCtl* ctl(size_t i) const {
+    return reinterpret_cast<ChannelCtl*>(static_cast<unsigned char*>(base) + ctlOffset()) + i;
+  }
+  unsigned char* ring(size_t i) const {
+    const SegHeader* h = header();
+    return static_cast<unsigned char*>(base) + ringsOffset(h->channels) + i * h->ringBytes;
+  }
+};
+
+// Receiving end of one channel, shared with the messages it handed out.
+struct InChannel {
+  std::shared_ptr<Mapping> map;
+  ChannelCtl* ctl = nullptr;
+  unsigned char* ring = nullptr;
+  uint64_t cap = 0;
+  uint64_t readPos = 0;  // next record to read
+  // Records read and not yet given back, in ring order; front has sequence number baseSeq.
+  struct Held {
+    uint64_t end;
+    bool released;
+  };
+  std::deque<Held> held;
+  uint64_t baseSeq = 0;
+
+  uint64_t hold(uint64_t end, bool released) {
+    held.push_back({end, released});
+    const uint64_t seq = baseSeq + held.size() - 1;
+    if (released) release(seq);
+    return seq;
+  }
+  // Marks a record given back and moves the tail over the given-back prefix.
+  void release(uint64_t seq) {
+    held[static_cast<size_t>(seq - baseSeq)].released = true;
+    uint64_t tail = 0;
+    bool moved = false;
+    while (!held.empty() && held.front().released) {
+      tail = held.front().end;
+      held.pop_front();
+      ++baseSeq;
+      moved = true;
+    }
+    if (moved) {
+      ctl->tail.store(tail, std::memory_order_seq_cst);
+      notify(ctl->spaceSignal, ctl->spaceWaiters);
+    }
+  }
+};
+
+class ShmMessage final : public InMessage {
+ public:
+  ShmMessage(std::shared_ptr<InChannel> ch, uint64_t seq, const ChunkHeader& h, const void* data)
+      : ch_(std::move(ch)), seq_(seq), h_(h), data_(data) {}
+  ~ShmMessage() override { ch_->release(seq_); }
+  const ChunkHeader& header() const override { return h_; }
+  const void* data() const override { return data_; }
+  size_t size() const override { return static_cast<size_t>(h_.length); }
+
+ private:
+  std::shared_ptr<InChannel> ch_;
+  uint64_t seq_;
+  ChunkHeader h_;  // a copy: the ring is writable by the peer
+  const void* data_;
+};
+
+// Sending end of one channel.
+struct OutChannel {
+  std::shared_ptr<Mapping> map;
+  ChannelCtl* ctl = nullptr;
+  unsigned char* ring = nullptr;
+  uint64_t cap = 0;
+  uint64_t head = 0;
+  uint64_t tailSeen = 0;
+  std::atomic<int32_t> ownerPid{0};
+};
+
+class DoneCompletion final : public SendCompletion {
+ public:
+  bool done() const override { return true; }
+  void wait() override {}
+};
+
+const std::shared_ptr<SendCompletion>& doneCompletion() {
+  static const std::shared_ptr<SendCompletion> c = std::make_shared<DoneCompletion>();
+  return c;
+}
+
+// Removes the names of segments whose creating process no longer exists.
+void sweepStaleSegments() {
+  DIR* d = ::opendir("/dev/shm");
+  if (d == nullptr) return;
+  const std::string_view prefix(kNamePrefix);
+  while (dirent* e = ::readdir(d)) {
+    const std::string_view name(e->d_name);
+    if (name.substr(0, prefix.size()) != prefix) continue;
+    const std::string_view rest = name.substr(prefix.size());
+    const size_t dash = rest.find('-');
+    if (dash == std::string_view::npos) continue;
+    int32_t pid = 0;
+    for (char c : rest.substr(0, dash)) {
+      if (c < '0' || c > '9' || pid > 100000000) {
+        pid = 0;
+        break;
+      }
+      pid = pid * 10 + (c - '0');
+    }
+    if (processGone(pid)) ::shm_unlink(("/" + std::string(name)).c_str());
+  }
+  ::closedir(d);
+}
+
+}  // namespace
+
+size_t shmRingBytes(size_t maxMessageBytes, int inflight) {
+  const size_t record = sizeof(RecHead) + roundUp(maxMessageBytes, kLine);
+  return std::max(kMinRing, record * static_cast<size_t>(std::max(inflight, 1) + 1));
+}
+
+namespace {
+
+std::chrono::microseconds microsecondsFromEnv(const char* name, std::chrono::microseconds dflt) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return dflt;
+  int64_t x = 0;
+  const char* end = v + std::strlen(v);
+  const auto [p, ec] = std::from_chars(v, end, x);
+  if (ec != std::errc() || p != end || x < 0 || x > 1'000'000'000) {
+    throw ConfigError(std::string(name) + "='" + v +
+                      "' is not a whole number of microseconds from 0 to 1000000000");
+  }
+  return std::chrono::microseconds(x);
+}
+
+}  // namespace
+
+ShmOptions shmWaitsFromEnv(ShmOptions base) {
+  base.spin = microsecondsFromEnv("ARL_SHM_SPIN_US", base.spin);
+  base.yieldFor = microsecondsFromEnv("ARL_SHM_YIELD_US", base.yieldFor);
+  base.yieldStall = microsecondsFromEnv("ARL_SHM_YIELD_STALL_US", base.yieldStall);
+  return base;
+}
+
+struct ShmDataPlane::Impl {
+  ShmOptions opt;
+  std::atomic<bool> aborted{false};
+  bool bound = false;
+  bool closed = false;
+  std::string shmName;  // "/arl-dp-..." while the name exists
+  uint32_t expectedSenders = 0;
+  std::shared_ptr<Mapping> own;
+  std::vector<std::shared_ptr<InChannel>> in;    // by sender rank
+  std::vector<std::unique_ptr<OutChannel>> out;  // by receiver rank
+  std::vector<std::string> endpoints;            // from connect(), for later first sends
+
+  void unlinkName() {
+    if (!shmName.empty()) {
+      ::shm_unlink(shmName.c_str());
+      shmName.clear();
+    }
+  }
+};
+
+ShmDataPlane::ShmDataPlane(int rank, int nranks)
+    : rank_(rank), nranks_(nranks), impl_(std::make_unique<Impl>()) {
+  if (nranks < 1 || nranks > kMaxShmRanks || rank < 0 || rank >= nranks) {
+    throw ConfigError("shared-memory data plane: rank " + std::to_string(rank) + " not in [0, " +
+                      std::to_string(nranks) + ") or more than " + std::to_string(kMaxShmRanks) +
+                      " ranks");
+  }
+  impl_->in.resize(static_cast<size_t>(nranks));
+  impl_->out.resize(static_cast<size_t>(nranks));
+}
+
+ShmDataPlane::~ShmDataPlane() { close(); }
+
+std::string ShmDataPlane::bind(const ShmOptions& opt, const std::vector<int>& recvFrom) {
+  Impl& im = *impl_;
+  if (im.bound) throw ConfigError("shared-memory data plane: bind() called twice");
+  if (opt.ringBytes < kMinRing / 16 || opt.yieldFor.count() < 0 || opt.spin.count() < 0) {
+    throw ConfigError("shared-memory data plane: ring of " + std::to_string(opt.ringBytes) +
+                      " bytes is too small (at least 4096) or a negative wait phase");
+  }
+  std::vector<int> senders = recvFrom;
+  std::sort(senders.begin(), senders.end());
+  senders.erase(std::unique(senders.begin(), senders.end()), senders.end());
+  for (int r : senders) {
+    if (r < 0 || r >= nranks_) {
+      throw ConfigError("shared-memory data plane: sender rank " + std::to_string(r) +
+                        " not in [0, " + std::to_string(nranks_) + ")");
+    }
+  }
+  im.opt = opt;
+  im.opt.ringBytes = roundUp(opt.ringBytes, kPage);
+  const size_t channels = senders.size();
+  const size_t total = ringsOffset(channels) + channels * im.opt.ringBytes;
+
+  sweepStaleSegments();
+  static std::atomic<uint32_t> counter{0};
+  std::random_device rd;
+  char rnd[9];
+  std::snprintf(rnd, sizeof rnd, "%08x", rd());
+  const std::string name = "/" + std::string(kNamePrefix) + std::to_string(::getpid()) + "-r" +
+                           std::to_string(rank_) + "-" + std::to_string(counter++) + "-" + rnd;
+  const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    throw ConfigError("shared-memory data plane: cannot create " + name +
+                      " in /dev/shm: " + errnoText(errno));
+  }
+  im.shmName = name;
+  // Reserving the pages now turns a full /dev/shm into this error instead of a SIGBUS on the
+  // first write.
+  const int fe = ::posix_fallocate(fd, 0, static_cast<off_t>(total));
+  if (fe != 0) {
+    ::close(fd);
+    im.unlinkName();
+    throw ConfigError("shared-memory data plane: cannot reserve " + std::to_string(total >> 10) +
+                      " KiB in /dev/shm for rank " + std::to_string(rank_) + ": " + errnoText(fe) +
+                      " (free space there, or use the zmq data plane)");
+  }
+  void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int me = errno;
+  ::close(fd);
+  if (base == MAP_FAILED) {
+    im.unlinkName();
+    throw ConfigError("shared-memory data plane: cannot map " + name + ": " + errnoText(me));
+  }
+  im.own = std::make_shared<Mapping>(base, total);
+  auto* h = new (base) SegHeader{};
+  h->version = kSegVersion;
+  h->ownerRank = rank_;
+  h->nranks = nranks_;
+  h->ownerPid = static_cast<int32_t>(::getpid());
+  h->ringBytes = im.opt.ringBytes;
+  h->totalBytes = total;
+  h->channels = static_cast<uint32_t>(channels);
+  std::fill(std::begin(h->channelOf), std::end(h->channelOf), int8_t{-1});
+  for (size_t i = 0; i < channels; ++i) {
+    h->channelOf[senders[i]] = static_cast<int8_t>(i);
+    ChannelCtl* c = new (im.own->ctl(i)) ChannelCtl{};
+    auto ch = std::make_shared<InChannel>();
+    ch->map = im.own;
+    ch->ctl = c;
+    ch->ring = im.own->ring(i);
+    ch->cap = im.opt.ringBytes;
+    im.in[static_cast<size_t>(senders[i])] = std::move(ch);
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+  h->magic = kSegMagic;
+  im.expectedSenders = static_cast<uint32_t>(channels);
+  im.bound = true;
+  if (channels == 0) im.unlinkName();  // nobody will map it
+  endpoint_ = std::string(kScheme) + name.substr(1);
+  return endpoint_;
+}
+
+namespace {
+
+// Maps the segment behind `endpoint` and attaches to the channel `rank` sends on.
+std::unique_ptr<OutChannel> attach(const std::string& endpoint, int rank, int peer, int nranks) {
+  const std::string_view scheme(ShmDataPlane::kScheme);
+  const auto bad = [&](const std::string& why) {
+    return ConfigError("shared-memory data plane: rank " + std::to_string(rank) +
+                       " cannot use rank " + std::to_string(peer) + "'s endpoint '" + endpoint +
+                       "': " + why);
+  };
+  if (endpoint.compare(0, scheme.size(), scheme) != 0 || endpoint.size() == scheme.size() ||
+      endpoint.find('/', scheme.size()) != std::string::npos) {
+    throw bad("not a shm:// endpoint");
+  }
+  const std::string name = "/" + endpoint.substr(scheme.size());
+  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) {
+    const int e = errno;
+    throw bad(errnoText(e) + (e == EACCES
+                                  ? " (a worker of another user? run with the zmq data plane)"
+                                  : " (is it on another host?)"));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < sizeof(SegHeader)) {
+    ::close(fd);
+    throw bad("segment too small");
+  }
+  const size_t bytes = static_cast<size_t>(st.st_size);
+  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int me = errno;
+  ::close(fd);
+  if (base == MAP_FAILED) throw bad("mmap: " + errnoText(me));
+  auto map = std::make_shared<Mapping>(base, bytes);
+  SegHeader* h = map->header();
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (h->magic != kSegMagic || h->version != kSegVersion) throw bad("not a data-plane segment");
+  if (h->ownerRank != peer || h->nranks != nranks || h->totalBytes != bytes ||
+      h->channels > kMaxShmRanks || h->ringBytes == 0 ||
+      ringsOffset(h->channels) + h->channels * h->ringBytes != bytes) {
+    throw bad("segment belongs to rank " + std::to_string(h->ownerRank) + " of " +
+              std::to_string(h->nranks) + " or is inconsistent");
+  }
+  const int idx = h->channelOf[rank];
+  if (idx < 0 || static_cast<uint32_t>(idx) >= h->channels) {
+    throw bad("it receives nothing from rank " + std::to_string(rank));
+  }
+  auto out = std::make_unique<OutChannel>();
+  out->map = map;
+  out->ctl = map->ctl(static_cast<size_t>(idx));
+  out->ring = map->ring(static_cast<size_t>(idx));
+  out->cap = h->ringBytes;
+  out->head = out->ctl->head.load(std::memory_order_relaxed);
+  out->tailSeen = out->ctl->tail.load(std::memory_order_acquire);
+  out->ownerPid.store(h->ownerPid, std::memory_order_relaxed);
+  out->ctl->producerPid.store(static_cast<int32_t>(::getpid()), std::memory_order_relaxed);
+  out->ctl->producerState.store(kStateAttached, std::memory_order_release);
+  h->attached.fetch_add(1, std::memory_order_acq_rel);
+  return out;
+}
+
+}  // namespace
+
+void ShmDataPlane::connect(const std::vector<std::string>& endpointsByRank,
+                           const std::vector<int>& peers) {
+  Impl& im = *impl_;
+  if (!im.bound || im.closed) {
+    throw ConfigError("shared-memory data plane: connect() before bind() or after close()");
+  }
+  if (endpointsByRank.size() != static_cast<size_t>(nranks_)) {
+    throw ConfigError("shared-memory data plane: " + std::to_string(endpointsByRank.size()) +
+                      " endpoints for " + std::to_string(nranks_) + " ranks");
+  }
+  for (int p : peers) {
+    if (p < 0 || p >= nranks_) {
+      throw ConfigError("shared-memory data plane: peer rank " + std::to_string(p) +
+                        " not in [0, " + std::to_string(nranks_) + ")");
+    }
+  }
+  im.endpoints = endpointsByRank;
+  for (int p : peers) {
+    auto& slot = im.out[static_cast<size_t>(p)];
+    if (!slot) slot = attach(endpointsByRank[static_cast<size_t>(p)], rank_, p, nranks_);
+  }
+}
+
+std::shared_ptr<SendCompletion> ShmDataPlane::send(int peer, const ChunkHeader& h, const void* data,
+                                                   size_t bytes) {
+  ARL_ENFORCE(peer >= 0 && peer < nranks_, "rank " << rank_ << " peer " << peer);
+  Impl& im = *impl_;
+  ARL_ENFORCE(im.bound && !im.closed, "send on a data plane not bound or closed, rank " << rank_);
+  if (im.aborted.load(std::memory_order_relaxed)) {
+    throw PeerError(rank_, peer, h.step, "run aborted");
+  }
+  auto& slot = im.out[static_cast<size_t>(peer)];
+  if (!slot) {
+    if (im.endpoints.empty()) {
+      throw PeerError(rank_, peer, h.step,
+                      "no endpoint for rank " + std::to_string(peer) + " (connect() not called)");
+    }
+    try {
+      slot = attach(im.endpoints[static_cast<size_t>(peer)], rank_, peer, nranks_);
+    } catch (const ConfigError& e) {
+      throw PeerError(rank_, peer, h.step, e.what());
+    }
+  }
+  OutChannel& o = *slot;
+  const uint64_t need = sizeof(RecHead) + roundUp(bytes, kLine);
+  if (need > o.cap) {
+    throw PeerError(rank_, peer, h.step,
+                    "message of " + std::to_string(bytes) + " bytes does not fit rank " +
+                        std::to_string(peer) + "'s ring of " + std::to_string(o.cap) + " bytes");
+  }
+  ChannelCtl& c = *o.ctl;
+  // Waits until `want` more bytes fit behind the head.
+  const auto waitForRoom = [&](uint64_t want) {
+    if (o.cap - (o.head - o.tailSeen) >= want) return;
+    const auto room = [&] {
+      o.tailSeen = c.tail.load(std::memory_order_acquire);
+      return o.cap - (o.head - o.tailSeen) >= want;
+    };
+    const auto closed = [&] {
+      return c.consumerState.load(std::memory_order_acquire) == kStateClosed;
+    };
+    const auto deadline = Clock::now() + im.opt.sendTimeout;
+    switch (waitFor(im.opt, im.aborted, room, closed, c.spaceSignal, c.spaceWaiters, o.ownerPid,
+                    deadline)) {
+      case WaitEnd::Ready: return;
+      case WaitEnd::Aborted: throw PeerError(rank_, peer, h.step, "run aborted");
+      case WaitEnd::Closed:
+        throw PeerError(rank_, peer, h.step,
+                        "rank " + std::to_string(peer) +
+                            " closed its data plane before taking data for step " +
+                            std::to_string(h.step));
+      case WaitEnd::PeerGone:
+        throw PeerError(rank_, peer, h.step,
+                        "rank " + std::to_string(peer) + "'s process exited during step " +
+                            std::to_string(h.step));
+      case WaitEnd::Timeout:
+        throw PeerError(rank_, peer, h.step,
+                        "rank " + std::to_string(peer) + " accepted no data for step " +
+                            std::to_string(h.step) + " within " +
+                            formatDuration(im.opt.sendTimeout));
+    }
+  };
+  const uint64_t pos = o.head % o.cap;
+  const uint64_t atEnd = o.cap - pos;
+  uint64_t at = pos;
+  if (atEnd < need) {
+    // The record does not fit before the ring's end: a WRAP record fills the rest. When the
+    // wrap and the record together fit, both go out with one head update; otherwise (a
+    // record larger than the part of the ring before the write position) the wrap is
+    // published alone, and the record waits for the ring to drain from its start.
+    const bool together = atEnd + need <= o.cap;
+    waitForRoom(together ? atEnd + need : atEnd);
+    auto* wrap = reinterpret_cast<RecHead*>(o.ring + pos);
+    wrap->kind = kRecWrap;
+    o.head += atEnd;
+    at = 0;
+    if (!together) {
+      c.head.store(o.head, std::memory_order_seq_cst);
+      notify(c.dataSignal, c.dataWaiters);
+      waitForRoom(need);
+    }
+  } else {
+    waitForRoom(need);
+  }
+  auto* rec = reinterpret_cast<RecHead*>(o.ring + at);
+  rec->kind = kRecData;
+  rec->reserved = 0;
+  rec->h = h;
+  rec->h.magic = ChunkHeader::kMagic;
+  rec->h.src = rank_;
+  rec->h.length = bytes;
+  if (bytes > 0) std::memcpy(o.ring + at + sizeof(RecHead), data, bytes);
+  o.head += need;
+  c.head.store(o.head, std::memory_order_seq_cst);
+  notify(c.dataSignal, c.dataWaiters);
+  return doneCompletion();
+}
+
+std::unique_ptr<InMessage> ShmDataPlane::recv(int peer, uint32_t step,
+                                              std::chrono::milliseconds timeout) {
+  ARL_ENFORCE(peer >= 0 && peer < nranks_, "rank " << rank_ << " peer " << peer);
+  Impl& im = *impl_;
+  ARL_ENFORCE(im.bound && !im.closed, "recv on a data plane not bound or closed, rank " << rank_);
+  if (im.aborted.load(std::memory_order_relaxed)) throw PeerError(rank_, peer, step, "run aborted");
+  if (!im.shmName.empty() &&
+      im.own->header()->attached.load(std::memory_order_relaxed) >= im.expectedSenders) {
+    im.unlinkName();
+  }
+  const std::shared_ptr<InChannel>& chp = im.in[static_cast<size_t>(peer)];
+  if (!chp) {
+    throw PeerError(rank_, peer, step,
+                    "no channel from rank " + std::to_string(peer) +
+                        " (bind() was not told this rank sends here)");
+  }
+  InChannel& ch = *chp;
+  ChannelCtl& c = *ch.ctl;
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    const auto ready = [&] { return c.head.load(std::memory_order_acquire) > ch.readPos; };
+    const auto closed = [&] {
+      return c.producerState.load(std::memory_order_acquire) == kStateClosed;
+    };
+    switch (waitFor(im.opt, im.aborted, ready, closed, c.dataSignal, c.dataWaiters, c.producerPid,
+                    deadline)) {
+      case WaitEnd::Ready: break;
+      case WaitEnd::Aborted: throw PeerError(rank_, peer, step, "run aborted");
+      case WaitEnd::Closed:
+        throw PeerError(rank_, peer, step,
+                        "rank " + std::to_string(peer) +
+                            " closed its data plane before sending data for step " +
+                            std::to_string(step));
+      case WaitEnd::PeerGone:
+        throw PeerError(rank_, peer, step,
+                        "rank " + std::to_string(peer) + "'s process exited before sending data " +
+                            "for step " + std::to_string(step));
+      case WaitEnd::Timeout:
+        throw PeerError(rank_, peer, step,
+                        "no data from rank " + std::to_string(peer) + " for step " +
+                            std::to_string(step) + " within " + formatDuration(timeout));
+    }
+    const uint64_t head = c.head.load(std::memory_order_acquire);
+    const uint64_t pos = ch.readPos % ch.cap;
+    const auto* rec = reinterpret_cast<const RecHead*>(ch.ring + pos);
+    const uint32_t kind = rec->kind;
+    if (kind == kRecWrap) {
+      ch.readPos += ch.cap - pos;
+      ch.hold(ch.readPos, true);
+      continue;
+    }
+    const ChunkHeader hdr = rec->h;
+    const uint64_t need = sizeof(RecHead) + roundUp(hdr.length, kLine);
+    if (kind != kRecData || hdr.length > ch.cap || need > ch.cap - pos ||
+        ch.readPos + need > head) {
+      throw PeerError(rank_, peer, step,
+                      "malformed record from rank " + std::to_string(peer) + " (kind " +
+                          std::to_string(kind) + ", " + std::to_string(hdr.length) + " bytes)");
+    }
+    ch.readPos += need;
+    const uint64_t seq = ch.hold(ch.readPos, false);
+    return std::make_unique<ShmMessage>(chp, seq, hdr, ch.ring + pos + sizeof(RecHead));
+  }
+}
+
+void ShmDataPlane::abort() { impl_->aborted.store(true, std::memory_order_relaxed); }
+
+bool ShmDataPlane::close() {
+  Impl& im = *impl_;
+  if (im.closed) return false;
+  im.closed = true;
+  for (auto& o : im.out) {
+    if (!o) continue;
+    o->ctl->producerState.store(kStateClosed, std::memory_order_seq_cst);
+    o->ctl->dataSignal.fetch_add(1, std::memory_order_seq_cst);
+    futexWakeAll(&o->ctl->dataSignal);
+    o.reset();
+  }
+  for (auto& ch : im.in) {
+    if (!ch) continue;
+    ch->ctl->consumerState.store(kStateClosed, std::memory_order_seq_cst);
+    ch->ctl->spaceSignal.fetch_add(1, std::memory_order_seq_cst);
+    futexWakeAll(&ch->ctl->spaceSignal);
+    ch.reset();  // messages still alive keep the channel and its mapping
+  }
+  im.unlinkName();
+  im.own.reset();
+  return true;
+}
+
+}  // namespace arl

@@ -1,0 +1,141 @@
+// Shared-memory data plane: the Transport between worker processes on one host.
+//
+// Each rank creates one POSIX shared-memory segment holding an inbound channel per rank it
+// receives from; a sender maps its receivers' segments and writes into them directly. A
+// channel is a single-producer single-consumer byte ring of records, each a 64-byte head (a
+// ChunkHeader and a kind) and the payload, padded to 64 bytes. So a byte is copied once on
+// the way (into the receiver's ring; the receiver reduces or copies it straight out of
+// there), where the ZeroMQ data plane copies it into a socket, out of it, then uses it.
+// Creation is two-phase like ZmqDataPlane, because the names travel through the coordinator:
+//
+//   ShmDataPlane dp(rank, nranks);
+//   std::string mine = dp.bind(opts, dataPlanePeers(schedule, rank).recvFrom);
+//   dp.connect(allEndpoints, dataPlanePeers(schedule, rank).sendTo);   // "shm://NAME"
+//   Executor(schedule, rank, dp, backend, sink, execOpts).run(...);
+//   dp.close();
+//
+// Waiting. A receiver waiting for data (and a sender waiting for room) first polls the ring
+// for ShmOptions::spin, then looks between yields of the core for ShmOptions::yieldFor, then
+// sleeps on a futex in the shared segment that the other side wakes when it sees a sleeper.
+// Looking without a system call in between is what makes a small message cost microseconds;
+// yielding and sleeping keep a machine with more ranks than cores moving. Sleeps are cut into
+// slices of at most 10 ms, after each of which the abort flag, the peer's process and the deadline
+// are looked at.
+//
+// Sends copy the payload into the ring and are complete on return (the caller's memory is
+// free at once); send() blocks while the ring is full. A received message is a view into the
+// ring, pinned until the InMessage is destroyed; the ring's space comes back in ring order
+// (a message released early waits for the older ones). A record that does not fit before the
+// ring's end goes to its start behind a WRAP record; one larger than the space before the
+// write position waits for the receiver to pass the WRAP, so a ring takes any message up to
+// its own size, with a receiver reading.
+//
+// Lifetime and clean-up. The owner removes its segment's name as soon as every expected
+// sender has mapped it, and in close() at the latest; mappings (and so received messages)
+// stay valid until their last user lets go. A process killed before that leaves a name in
+// /dev/shm behind: bind() removes those whose creating pid no longer exists (so processes
+// sharing /dev/shm must share a pid namespace).
+//
+// Closing: a finished rank marks its outbound channels closed; its data stays readable in
+// the receivers' rings, so no goodbye exchange is needed. A receive on a channel that is
+// empty and closed fails with "rank P closed its data plane".
+//
+// Threads: one thread (the executor's) makes every call, and destroys every received message,
+// except abort(), which any thread may call.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/transport.h"
+
+namespace arl {
+
+struct ShmOptions {
+  // Bytes of each inbound ring (rounded up to 4096). A message larger than the ring, its
+  // 64-byte record head included, cannot be sent: size it with shmRingBytes().
+  size_t ringBytes = size_t{4} << 20;
+  // How long a wait polls before yielding, and how long it yields before sleeping. Polling
+  // without yielding only pays when every rank has a core of its own: with more ranks than
+  // cores it holds the core the awaited rank needs, while a yield with nothing else to run
+  // returns within about a microsecond. The worker takes both from ARL_SHM_SPIN_US and
+  // ARL_SHM_YIELD_US when set (docs/dataplane.md).
+  std::chrono::microseconds spin{0};
+  std::chrono::microseconds yieldFor{2000};
+  // A single yield that takes longer than yieldStall gave the core to a program that ran a
+  // whole time slice (a compiler, say), not to a rank that had a message to pass on. With
+  // such programs about, a rank that yields waits out their slices (milliseconds) and spends
+  // the CPU share that would get it scheduled when its data comes, while one asleep on the
+  // futex is woken and scheduled at once. So after such a yield every wait in the process
+  // sleeps without yielding for yieldBackoff.
+  // 2.5 ms: here a busy program's turn took 3-5 ms, while the lab's own threads (a worker's
+  // control thread shipping telemetry, the coordinator) stalled yields for up to 1-2 ms,
+  // which a lower threshold mistook for foreign load (docs/performance.md).
+  std::chrono::microseconds yieldStall{2500};
+  std::chrono::milliseconds yieldBackoff{1000};
+  // How long send() may wait for room in a peer's ring before failing with PeerError.
+  std::chrono::milliseconds sendTimeout{30000};
+};
+
+// Ring size for messages of at most maxMessageBytes with `inflight` of them outstanding:
+// room for inflight + 1 records (one may be lost to the wrap at the ring's end), at least
+// 64 KiB.
+size_t shmRingBytes(size_t maxMessageBytes, int inflight);
+
+// `base` with spin, yieldFor and yieldStall taken from ARL_SHM_SPIN_US, ARL_SHM_YIELD_US and
+// ARL_SHM_YIELD_STALL_US where set (whole microseconds, 0 to 1e9). Throws ConfigError naming the
+// variable on anything else.
+ShmOptions shmWaitsFromEnv(ShmOptions base);
+
+class ShmDataPlane final : public Transport {
+ public:
+  // Throws ConfigError when rank is not in [0, nranks) or nranks exceeds 64.
+  ShmDataPlane(int rank, int nranks);
+  ~ShmDataPlane() override;
+  ShmDataPlane(const ShmDataPlane&) = delete;
+  ShmDataPlane& operator=(const ShmDataPlane&) = delete;
+
+  // Phase 1: creates this rank's segment with one ring per rank in `recvFrom` and returns
+  // the endpoint peers connect to ("shm://arl-dp-1234-r3-..."). Call once. Throws
+  // ConfigError on bad arguments or when the segment cannot be created (the message names
+  // the size and /dev/shm).
+  std::string bind(const ShmOptions& opt, const std::vector<int>& recvFrom);
+  // Phase 2: maps the segments of `peers` (ranks) from endpointsByRank[peer]. Throws
+  // ConfigError when an endpoint is not shm://, a segment cannot be opened, or its owner
+  // has no ring for this rank.
+  void connect(const std::vector<std::string>& endpointsByRank, const std::vector<int>& peers);
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Marks the outbound channels closed, removes the segment's name and drops the mappings
+  // (received messages still alive keep theirs). Never throws; idempotent; the destructor
+  // calls it. Returns false when already closed.
+  bool close();
+
+  int rank() const override { return rank_; }
+  int size() const override { return nranks_; }
+  // The transport fills the header's magic, src and length; the caller supplies the rest.
+  // The copy is complete on return (the completion is done). Blocks while the peer's ring is
+  // full (at most ShmOptions::sendTimeout).
+  std::shared_ptr<SendCompletion> send(int peer, const ChunkHeader& h, const void* data,
+                                       size_t bytes) override;
+  std::unique_ptr<InMessage> recv(int peer, uint32_t step,
+                                  std::chrono::milliseconds timeout) override;
+  // Thread-safe; blocked and later calls throw "run aborted" within one sleep slice.
+  void abort() override;
+
+  // Endpoints this data plane creates begin with this.
+  static constexpr const char* kScheme = "shm://";
+
+ private:
+  struct Impl;  // mappings and ring cursors, private to shm_transport.cpp
+  int rank_;
+  int nranks_;
+  std::string endpoint_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace arl
