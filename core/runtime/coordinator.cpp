@@ -109,6 +109,7 @@ bool isWildcard(const std::string& host) {
 struct RunPlan {
   RunRequest req;
   RunConfig cfg;                 // everything but epoch/run id
+  ResolvedRun run;               // what the request resolved to on this world
   std::vector<std::string> ids;  // routing identity of each rank
 };
 
@@ -149,6 +150,7 @@ struct ActiveRun {
   uint64_t runId = 0;
   uint64_t epoch = 0;
   RunRequest req;
+  ResolvedRun effective;
   RunConfig cfg;
   std::promise<RunResult> promise;
   RunState state = RunState::Configuring;
@@ -487,6 +489,7 @@ struct Coordinator::Impl {
     r->runId = nextRunId++;
     r->epoch = r->runId;
     r->req = cmd->plan.req;
+    r->effective = cmd->plan.run;
     r->cfg = cmd->plan.cfg;
     r->cfg.runId = r->runId;
     r->cfg.epoch = r->epoch;
@@ -711,6 +714,7 @@ struct Coordinator::Impl {
     RunResult res;
     res.runId = a.runId;
     res.request = a.req;
+    res.effective = a.effective;
     res.nranks = a.n;
     res.workers = a.workers;
     res.state = state;
@@ -979,61 +983,10 @@ struct Coordinator::Impl {
                       const std::vector<std::string>& ids) {
     const int n = static_cast<int>(workers.size());
     if (n == 0) throw ConfigError("no workers have joined; start some or wait for them");
-    if (req.collective != Collective::AllReduce &&
-        !algorithmSupports(req.algorithm, req.collective)) {
-      const auto& names = algorithmNames();
-      if (std::find(names.begin(), names.end(), req.algorithm) != names.end()) {
-        throw ConfigError("algorithm '" + req.algorithm + "' does not implement " +
-                          std::string(toString(req.collective)));
-      }
-    }
-    const size_t es = dtypeSize(req.dtype);
-    if (req.sliceBytes == 0) throw ConfigError("chunk (slice size) must be greater than 0 bytes");
-    if (req.sliceBytes % es != 0) {
-      throw ConfigError("chunk of " + std::to_string(req.sliceBytes) +
-                        " bytes is not a whole number of " + std::string(toString(req.dtype)) +
-                        " elements (" + std::to_string(es) + " bytes each)");
-    }
-    if (req.iterations < 1) {
-      throw ConfigError("iterations must be at least 1 (got " + std::to_string(req.iterations) +
-                        ")");
-    }
-    if (req.warmup < 0) {
-      throw ConfigError("warmup must not be negative (got " + std::to_string(req.warmup) + ")");
-    }
-    if (req.inflight < 1) {
-      throw ConfigError("inflight must be at least 1 (got " + std::to_string(req.inflight) + ")");
-    }
-    if (req.recvTimeout.count() <= 0) {
-      throw ConfigError("receive timeout must be positive (got " +
-                        std::to_string(req.recvTimeout.count()) + " ms)");
-    }
-    if (req.ranksPerHost < 0 || req.ranksPerHost > n) {
-      throw ConfigError("ranks per host must be in 0.." + std::to_string(n) + " (got " +
-                        std::to_string(req.ranksPerHost) + ")");
-    }
-
-    // Ranks per host from the real host names when not given.
-    int rph = req.ranksPerHost;
-    if (rph == 0) {
-      std::map<std::string, int> perHost;
-      for (const auto& w : workers) ++perHost[w.host];
-      const int first = perHost.begin()->second;
-      const bool even = std::all_of(perHost.begin(), perHost.end(),
-                                    [&](const auto& kv) { return kv.second == first; });
-      if (even) {
-        rph = first;
-      } else if (req.algorithm == "hierarchical") {
-        std::string counts;
-        for (const auto& [h, c] : perHost) {
-          counts += (counts.empty() ? "" : ", ") + h + ": " + std::to_string(c);
-        }
-        throw ConfigError("hierarchical needs the same number of ranks on every host (" + counts +
-                          "); set ranks per host");
-      } else {
-        rph = n;
-      }
-    }
+    std::vector<std::string> hosts;
+    for (const auto& w : workers) hosts.push_back(w.host);
+    const ResolvedRun run = resolveRunRequest(req, hosts);
+    const int rph = run.ranksPerHost;
 
     RunConfig c;
     c.runId = 1;
@@ -1055,29 +1008,16 @@ struct Coordinator::Impl {
     c.telemetry = req.telemetry;
     c.recvTimeoutMs =
         static_cast<uint32_t>(std::min<int64_t>(req.recvTimeout.count(), kMaxRecvTimeoutMs + 1));
-    for (int r = 0; r < n; ++r) c.ringOrder.push_back(r);
-    for (const auto& w : workers) c.hosts.push_back(w.host);
+    c.ringOrder.assign(run.ringOrder.begin(), run.ringOrder.end());
+    c.hosts = hosts;
     c.dataPlane = req.dataPlane;
 
-    // The generator is the authority on what it accepts: run it once here, before any
-    // worker sees the request.
-    GenParams p;
-    p.collective = c.collective;
-    p.nranks = n;
-    p.count = c.count;
-    p.sliceElems = c.sliceBytes / es;
-    p.root = c.root;
-    p.ranksPerHost = rph;
-    try {
-      (void)generate(c.algorithm, p);
-    } catch (const GenError& e) {
-      throw ConfigError(e.what());
-    }
     if (auto why = validate(Message(c))) throw ConfigError(*why);
 
     RunPlan out;
     out.req = req;
     out.cfg = std::move(c);
+    out.run = run;
     out.ids = ids;
     return out;
   }

@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "exec/run_request.h"
 #include "exec/telemetry.h"
 #include "transport/transport.h"
 #include "base/types.h"
@@ -44,27 +45,6 @@ struct WorkerInfo {
   std::string dataEndpoint;
 };
 
-// One collective configuration to run on all workers.
-struct RunRequest {
-  std::string algorithm = "ring";
-  Collective collective = Collective::AllReduce;
-  DataType dtype = DataType::Float;
-  RedOp op = RedOp::Sum;
-  uint64_t count = 0;                       // NCCL API count
-  uint64_t sliceBytes = uint64_t{1} << 20;  // pipeline slice ("chunk") size
-  int root = 0;
-  int ranksPerHost = 0;  // 0 = group by the workers' real host names
-  int inflight = 4;
-  bool inPlace = false;
-  int warmup = 1;
-  int iterations = 5;
-  bool check = true;
-  TelemetryLevel telemetry = TelemetryLevel::Chunks;
-  uint64_t maxEvents = 1'000'000;  // telemetry events kept per run (all ranks together)
-  std::chrono::milliseconds recvTimeout{3000};
-  DataPlaneKind dataPlane = DataPlaneKind::Auto;
-};
-
 enum class RunState : uint8_t { Idle, Configuring, Running, Done, Failed, Aborted };
 std::string_view toString(RunState s);
 
@@ -78,6 +58,7 @@ struct RankIteration {
 struct RunResult {
   uint64_t runId = 0;
   RunRequest request;
+  ResolvedRun effective;  // what the request resolved to: ranks per host, ring, steps, bytes
   int nranks = 0;
   std::vector<WorkerInfo> workers;
   std::vector<double> iterationUs;  // per timed iteration: the slowest rank's time

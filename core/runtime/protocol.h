@@ -24,6 +24,7 @@
 #include "base/errors.h"
 #include "exec/telemetry.h"
 #include "transport/transport.h"
+#include "base/limits.h"
 #include "base/types.h"
 
 namespace arl {
@@ -36,16 +37,12 @@ inline constexpr uint16_t kProtocolVersion = 1;
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
 
-// Ranks are numbered 0..kMaxRanks-1: provenance sets are 64-bit rank masks.
-inline constexpr int kMaxRanks = 64;
 inline constexpr size_t kMaxBodyBytes = size_t{4} << 20;
 inline constexpr size_t kMaxNameBytes = 255;      // worker, host, backend and algorithm names
 inline constexpr size_t kMaxEndpointBytes = 255;  // "tcp://host:port", "ipc:///path"
 inline constexpr size_t kMaxTextBytes = 4096;     // failure reasons, log lines
 inline constexpr size_t kMaxEventsPerBatch = 4096;
 inline constexpr int32_t kMaxDeviceIndex = 1023;
-inline constexpr uint32_t kMaxIterations = 1'000'000;  // timed and warmup, each
-inline constexpr uint32_t kMaxInflight = 1024;
 inline constexpr uint32_t kMaxRecvTimeoutMs = 3'600'000;
 inline constexpr uint32_t kMaxLinkLatencyUs = 10'000'000;
 inline constexpr uint32_t kMaxHeartbeatIntervalMs = 60'000;

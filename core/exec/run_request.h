@@ -1,0 +1,61 @@
+// One collective run as a user asks for it, and the one place that checks and resolves it.
+// `allreduce-lab plan --run` (in process), `bench` and the window (through the coordinator)
+// all go through resolveRunRequest, so they accept and refuse exactly the same requests.
+//
+// Terms: a *chunk* is a piece of the buffer that a schedule step moves (the `chunk` of
+// schedules and telemetry); a *slice* is the pipeline unit, the most bytes one message
+// carries (`sliceBytes`, `--slice`). A chunk larger than a slice travels as several slices.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/types.h"
+#include "exec/telemetry.h"
+#include "schedule/generators.h"
+#include "transport/transport.h"
+
+namespace arl {
+
+struct RunRequest {
+  std::string algorithm = "ring";
+  Collective collective = Collective::AllReduce;
+  DataType dtype = DataType::Float;
+  RedOp op = RedOp::Sum;
+  uint64_t count = 0;                       // NCCL API count
+  uint64_t sliceBytes = uint64_t{1} << 20;  // pipeline slice size, a whole number of elements
+  int root = 0;
+  int ranksPerHost = 0;      // 0 = group by the ranks' real host names
+  std::vector<int> ringOrder;  // the ring as a permutation of 0..n-1; empty = 0, 1, ..., n-1
+  int inflight = 4;          // slices a rank may have in flight
+  bool inPlace = false;
+  int warmup = 1;
+  int iterations = 5;
+  bool check = true;
+  TelemetryLevel telemetry = TelemetryLevel::Chunks;
+  uint64_t maxEvents = 1'000'000;  // telemetry events kept per run (all ranks together)
+  std::chrono::milliseconds recvTimeout{3000};
+  DataPlaneKind dataPlane = DataPlaneKind::Auto;
+};
+
+// What a request becomes on a given world of ranks: the values the ranks run with.
+struct ResolvedRun {
+  int nranks = 0;
+  int ranksPerHost = 0;        // resolved: never 0
+  std::vector<int> ringOrder;  // resolved: always nranks entries
+  uint64_t sliceElems = 0;
+  uint32_t steps = 0;          // the schedule's algorithm steps (Schedule::nsteps)
+  std::vector<uint64_t> bytesSent;  // per rank: bytes it sends in one collective
+};
+
+// Checks `req` for ranks whose hosts are `hosts` (in rank order; one entry per rank) and
+// resolves it; generates the schedule once, since the generator is the authority on what
+// it accepts. Throws ConfigError naming the offending parameter and the accepted range.
+ResolvedRun resolveRunRequest(const RunRequest& req, const std::vector<std::string>& hosts);
+
+// The generator parameters of a resolved request.
+GenParams genParams(const RunRequest& req, const ResolvedRun& run);
+
+}  // namespace arl
