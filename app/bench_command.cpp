@@ -172,7 +172,7 @@ Schedule trySchedule(const BenchConfig& c, const std::string& algo, uint64_t byt
   gp.collective = c.collective;
   gp.nranks = nranksOf(c);
   gp.count = apiCount(c, bytes);
-  gp.sliceElems = c.chunkBytes / dtypeSize(c.dtype);
+  gp.sliceElems = c.sliceSizes.front() / dtypeSize(c.dtype);
   gp.root = c.root;
   gp.ranksPerHost = c.ranksPerHost;
   try {
@@ -279,13 +279,13 @@ BenchArgs parseArgs(const std::vector<std::string>& args) {
   }
   if (root) c.root = parseIntArg("-r", *root, 0, n - 1);
   if (rph) c.ranksPerHost = parseIntArg("--ranks-per-host", *rph, 0, n);
-  if (inflight) c.inflight = parseIntArg("--inflight", *inflight, 1, kMaxInflightSlices);
+  if (inflight) c.inflights = {parseIntArg("--inflight", *inflight, 1, kMaxInflightSlices)};
 
   const uint64_t elem = dtypeSize(c.dtype);
-  if (chunk) c.chunkBytes = parseSizeArg("--chunk", *chunk, "bytes");
-  if (c.chunkBytes == 0) throw UsageError{"--chunk must be greater than 0"};
-  if (c.chunkBytes % elem != 0) {
-    throw UsageError{"--chunk " + std::to_string(c.chunkBytes) + " is not a whole number of " +
+  if (chunk) c.sliceSizes = {parseSizeArg("--chunk", *chunk, "bytes")};
+  if (c.sliceSizes.front() == 0) throw UsageError{"--chunk must be greater than 0"};
+  if (c.sliceSizes.front() % elem != 0) {
+    throw UsageError{"--chunk " + std::to_string(c.sliceSizes.front()) + " is not a whole number of " +
                      std::string(toString(c.dtype)) + " elements (" + std::to_string(elem) +
                      " bytes each)"};
   }
@@ -362,10 +362,10 @@ BenchArgs parseArgs(const std::vector<std::string>& args) {
     throw UsageError{"-e " + std::to_string(c.maxBytes) + " is too large for " + std::to_string(n) +
                      " ranks of " + std::string(toString(c.dtype))};
   }
-  const uint64_t sliceElems = c.chunkBytes / elem;
+  const uint64_t sliceElems = c.sliceSizes.front() / elem;
   const uint64_t vectorElems = c.maxBytes / elem;  // the largest per-rank buffer
   if (vectorElems / sliceElems + 1 > kMaxSlices / static_cast<uint64_t>(n)) {
-    throw UsageError{"--chunk " + std::to_string(c.chunkBytes) + " cuts -e " +
+    throw UsageError{"--chunk " + std::to_string(c.sliceSizes.front()) + " cuts -e " +
                      std::to_string(c.maxBytes) + " on each of " + std::to_string(n) +
                      " ranks into more than " + std::to_string(kMaxSlices) +
                      " slices in all; use a larger --chunk or a smaller -e"};
@@ -651,7 +651,7 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
   }
   std::printf("# chunk %" PRIu64 " bytes, inflight %d, %s, telemetry %s (at most %" PRIu64
               " events per run), data plane %s\n",
-              c_.chunkBytes, c_.inflight, c_.inPlace ? "in-place" : "out-of-place",
+              c_.sliceSizes.front(), c_.inflights.front(), c_.inPlace ? "in-place" : "out-of-place",
               std::string(toString(c_.telemetry)).c_str(), c_.maxEvents, plane.c_str());
   std::printf("#\n# Using workers\n");
   for (const WorkerInfo& w : ws) {
@@ -834,7 +834,7 @@ int Bench::run() {
       cq.collective = c_.collective;
       cq.nranks = n;
       cq.bytes = row.sizeBytes;
-      cq.sliceBytes = c_.chunkBytes;
+      cq.sliceBytes = c_.sliceSizes.front();
       cq.ranksPerHost = rph;
       try {
         row.predictedUs = predictSeconds(cq, report_.model) * 1e6;
@@ -847,10 +847,10 @@ int Bench::run() {
       q.dtype = c_.dtype;
       q.op = c_.op;
       q.count = row.count;
-      q.sliceBytes = c_.chunkBytes;
+      q.sliceBytes = c_.sliceSizes.front();
       q.root = c_.root;
       q.ranksPerHost = c_.ranksPerHost;
-      q.inflight = c_.inflight;
+      q.inflight = c_.inflights.front();
       q.inPlace = c_.inPlace;
       q.warmup = c_.warmup;
       q.iterations = c_.iters;

@@ -71,10 +71,14 @@ void writeConfig(JsonWriter& j, const BenchConfig& c) {
       .value(c.workers)
       .key("ranks_per_host")
       .value(c.ranksPerHost)
-      .key("chunk_bytes")
-      .value(c.chunkBytes)
-      .key("inflight")
-      .value(c.inflight)
+      .key("slice_sizes")
+      .beginArray();
+  for (uint64_t v : c.sliceSizes) j.value(v);
+  j.endArray().key("inflights").beginArray();
+  for (int v : c.inflights) j.value(v);
+  j.endArray().key("ring_order").beginArray();
+  for (int v : c.ringOrder) j.value(v);
+  j.endArray()
       .key("backend")
       .value(c.backend)
       .key("listen")
@@ -632,6 +636,20 @@ class Obj {
     return static_cast<int>(x);
   }
   bool has(std::string_view k) const { return v_.object.find(k) != v_.object.end(); }
+  // An array of non-negative integers up to `max`.
+  std::vector<uint64_t> u64s(std::string_view k, uint64_t max) const {
+    std::vector<uint64_t> out;
+    const auto& a = arr(k);
+    for (size_t i = 0; i < a.size(); ++i) {
+      const std::string at = sub(k) + "[" + std::to_string(i) + "]";
+      if (a[i].type != JsonValue::Type::Number || !a[i].isInteger || a[i].integer < 0 ||
+          static_cast<uint64_t>(a[i].integer) > max) {
+        bad(at, "expected an integer in 0.." + std::to_string(max));
+      }
+      out.push_back(static_cast<uint64_t>(a[i].integer));
+    }
+    return out;
+  }
   template <typename T, typename Parse>
   T parsed(std::string_view k, Parse parse) const {
     const std::string& s = str(k);
@@ -667,8 +685,18 @@ BenchConfig readConfig(const Obj& o) {
   }
   c.workers = o.i32("workers");
   c.ranksPerHost = o.i32("ranks_per_host");
-  c.chunkBytes = o.u64("chunk_bytes");
-  c.inflight = o.i32("inflight");
+  // Files written before the sweep over slice sizes and slices in flight hold one of each.
+  if (o.has("chunk_bytes")) {
+    c.sliceSizes = {o.u64("chunk_bytes")};
+    c.inflights = {o.i32("inflight")};
+  } else {
+    constexpr uint64_t kIntMax = std::numeric_limits<int>::max();
+    c.sliceSizes = o.u64s("slice_sizes", std::numeric_limits<uint64_t>::max());
+    c.inflights.clear();
+    for (uint64_t v : o.u64s("inflights", kIntMax)) c.inflights.push_back(static_cast<int>(v));
+    c.ringOrder.clear();
+    for (uint64_t v : o.u64s("ring_order", kIntMax)) c.ringOrder.push_back(static_cast<int>(v));
+  }
   c.backend = o.str("backend");
   c.listen = o.str("listen");
   c.expect = o.i32("expect");

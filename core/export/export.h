@@ -33,11 +33,12 @@ struct BenchConfig {
   std::vector<std::string> algorithms = {"ring"};
   int workers = 4;  // local workers
   int ranksPerHost = 0;
-  // 1 MiB: fewer, larger slices win until the pipeline gets too short, on the ZeroMQ data
-  // plane (about 30 us of CPU a message) more so than on shared memory
-  // (docs/performance.md, "Chunk size").
-  uint64_t chunkBytes = uint64_t{1} << 20;
-  int inflight = 4;
+  // Slice sizes and slices in flight to sweep (every combination is a run). 1 MiB: fewer,
+  // larger slices win until the pipeline gets too short, on the ZeroMQ data plane (about
+  // 30 us of CPU a message) more so than on shared memory (docs/performance.md).
+  std::vector<uint64_t> sliceSizes = {uint64_t{1} << 20};
+  std::vector<int> inflights = {4};
+  std::vector<int> ringOrder;  // empty = 0, 1, ..., n-1
   std::string backend = "cpu";
   std::string listen;
   int expect = 0;  // remote workers

@@ -168,9 +168,9 @@ TEST(Export, ResultsJsonHoldsConfigAndEveryResultField) {
   EXPECT_EQ(c.at("json").string, "out, \"quoted\".json");
   for (const char* k :
        {"maxbytes", "stepbytes",  "iters",   "warmup_iters",   "check",       "op",
-        "dtype",    "collective", "workers", "ranks_per_host", "chunk_bytes", "inflight",
+        "dtype",    "collective", "workers", "ranks_per_host", "slice_sizes", "inflights",
         "backend",  "listen",     "expect",  "telemetry",      "max_events",  "root",
-        "in_place", "csv",        "trace",   "record"}) {
+        "in_place", "csv",        "trace",   "record",  "ring_order"}) {
     EXPECT_TRUE(c.has(k)) << k;
   }
   EXPECT_EQ(v.at("workers").array.size(), 3u);
