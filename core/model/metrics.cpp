@@ -39,6 +39,39 @@ uint64_t collectiveBytes(Collective c, int nranks, uint64_t count, DataType t) {
   return saturatingMul(elems, dtypeSize(t));
 }
 
+uint64_t apiCountForSize(Collective c, int nranks, uint64_t sizeBytes, DataType t) {
+  const uint64_t es = dtypeSize(t);
+  const uint64_t count = sizeBytes / es;
+  if ((c != Collective::ReduceScatter && c != Collective::AllGather) || nranks <= 0) return count;
+  // Every element size divides 16, so this keeps per-rank pieces 16-byte aligned.
+  const uint64_t align = 16 / es;
+  return count / static_cast<uint64_t>(nranks) / align * align;
+}
+
+double meanOfRankMeansUs(const std::vector<std::vector<double>>& perIterationPerRankUs) {
+  std::vector<double> sums;
+  std::vector<uint64_t> counts;
+  for (const auto& ranks : perIterationPerRankUs) {
+    if (sums.size() < ranks.size()) {
+      sums.resize(ranks.size(), 0.0);
+      counts.resize(ranks.size(), 0);
+    }
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      if (ranks[r] < 0) continue;  // not reported
+      sums[r] += ranks[r];
+      ++counts[r];
+    }
+  }
+  double total = 0;
+  int n = 0;
+  for (size_t r = 0; r < sums.size(); ++r) {
+    if (counts[r] == 0) continue;
+    total += sums[r] / static_cast<double>(counts[r]);
+    ++n;
+  }
+  return n == 0 ? 0 : total / n;
+}
+
 double slowestRankMeanUs(const std::vector<std::vector<double>>& perIterationPerRankUs) {
   if (perIterationPerRankUs.empty()) return 0;
   double sum = 0;
@@ -83,21 +116,36 @@ Metrics computeMetrics(Collective c, int nranks, uint64_t count, DataType t,
   return metricsFromTime(c, nranks, count, t, mean, wrong);
 }
 
-std::string formatTimeUs(double us) {
+Metrics metricsFromRankTimes(Collective c, int nranks, uint64_t count, DataType t,
+                             const std::vector<std::vector<double>>& perIterationPerRankUs,
+                             uint64_t wrong) {
+  Metrics m = metricsFromTime(c, nranks, count, t, slowestRankMeanUs(perIterationPerRankUs), wrong);
+  m.ncclTimeUs = meanOfRankMeansUs(perIterationPerRankUs);
+  return m;
+}
+
+std::string formatColumn(double value, int width) {
   char buf[64];
-  if (us >= 10000.0) {
-    std::snprintf(buf, sizeof buf, "%7.0f", us);
-  } else if (us >= 100.0) {
-    std::snprintf(buf, sizeof buf, "%7.1f", us);
-  } else {
-    std::snprintf(buf, sizeof buf, "%7.2f", us);
+  for (int decimals = 2; decimals >= 0; --decimals) {
+    const int len = std::snprintf(buf, sizeof buf, "%*.*f", width, decimals, value);
+    if (len <= width) return buf;
   }
+  std::snprintf(buf, sizeof buf, "%*.*e", width, width >= 7 ? 1 : 0, value);
   return buf;
 }
 
+std::string formatTimeUs(double us) { return formatColumn(us, 7); }
+
 std::string ncclTestsHeader() {
-  return "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
-         "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)       \n";
+  char buf[256];
+  std::string out;
+  std::snprintf(buf, sizeof buf, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size", "count",
+                "type", "redop", "root", "time", "algbw", "busbw", "#wrong");
+  out += buf;
+  std::snprintf(buf, sizeof buf, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)",
+                "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+  out += buf;
+  return out;
 }
 
 std::string ncclTestsRow(Collective c, uint64_t count, DataType t, RedOp op, int root,
@@ -106,9 +154,10 @@ std::string ncclTestsRow(Collective c, uint64_t count, DataType t, RedOp op, int
   const std::string opName = collectiveReduces(c) ? std::string(toString(op)) : "none";
   char buf[256];
   std::snprintf(
-      buf, sizeof buf, "%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i  %7s  %6.2f  %6.2f  %5" PRIu64,
+      buf, sizeof buf, "%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i  %7s  %6s  %6s  %6" PRIu64,
       m.bytes, count, std::string(toString(t)).c_str(), opName.c_str(), rooted ? root : -1,
-      formatTimeUs(m.timeUs).c_str(), m.algbwGBps, m.busbwGBps, m.wrong);
+      formatTimeUs(m.timeUs).c_str(), formatColumn(m.algbwGBps, 6).c_str(),
+      formatColumn(m.busbwGBps, 6).c_str(), m.wrong);
   return buf;
 }
 

@@ -1,9 +1,18 @@
-// Metrics exactly as nccl-tests defines them (nccl-tests doc/PERFORMANCE.md and src/common.cu):
-//   time  = mean over timed iterations of the slowest rank's time
+// Metrics with nccl-tests' names, factors and table (nccl-tests doc/PERFORMANCE.md,
+// src/common.cu, src/util.cu):
 //   algbw = S / time, with S the collective's size in bytes and GB = 1e9 bytes
 //   busbw = algbw * factor: 2(n-1)/n all-reduce, (n-1)/n reduce-scatter and all-gather,
 //           1 reduce and broadcast
 //   #wrong = number of elements that differ from the expected result
+// The time is where the lab differs, and it reports both:
+//   the lab's time    = mean over timed iterations of the slowest rank's time in that
+//                       iteration (every rank times each iteration on its own clock); a rank
+//                       that waits for a slow peer is charged to the iteration it waits in
+//   nccl-tests' time  = each rank's time per iteration, averaged over ranks (nccl-tests times
+//                       `iters` launches back to back per rank, divides by iters, then averages
+//                       over ranks with its default `-a 1`); here each rank's mean over its
+//                       timed iterations, averaged over ranks (`time_nccl_us`)
+// The lab's time is never below nccl-tests' and is the one that algbw and busbw use.
 #pragma once
 
 #include <cstdint>
@@ -23,16 +32,27 @@ double busBwFactor(Collective c, int nranks);
 // elements. Saturates at UINT64_MAX instead of overflowing.
 uint64_t collectiveBytes(Collective c, int nranks, uint64_t count, DataType t);
 
+// The NCCL API count nccl-tests runs for a size of `sizeBytes` (its setupArgs and
+// getCollByteCount): size / type size; for reduce-scatter and all-gather that count is split
+// over the ranks and rounded down to a multiple of 16 bytes per rank.
+uint64_t apiCountForSize(Collective c, int nranks, uint64_t sizeBytes, DataType t);
+
 // One row of nccl-tests output.
 struct Metrics {
   uint64_t bytes = 0;  // S
-  double timeUs = 0;   // mean of the slowest rank's time over timed iterations
+  double timeUs = 0;   // the lab's time: mean of the slowest rank's time over timed iterations
+  double ncclTimeUs = 0;  // nccl-tests' time: mean over ranks of each rank's mean; 0 = unknown
   double algbwGBps = 0;
   double busbwGBps = 0;
   uint64_t wrong = 0;
 };
 
-// Mean over iterations of the slowest rank: perIterationPerRankUs[i][r] is rank r's time in
+// nccl-tests' time: each rank's mean over the timed iterations, averaged over the ranks
+// (perIterationPerRankUs[i][r] as below; ranks missing from an iteration are skipped). Never
+// above slowestRankMeanUs. Returns 0 for no iterations.
+double meanOfRankMeansUs(const std::vector<std::vector<double>>& perIterationPerRankUs);
+
+// The lab's time, mean over iterations of the slowest rank: perIterationPerRankUs[i][r] is rank r's time in
 // timed iteration i. Returns 0 for no iterations.
 double slowestRankMeanUs(const std::vector<std::vector<double>>& perIterationPerRankUs);
 
@@ -42,8 +62,14 @@ double slowestRankMeanUs(const std::vector<std::vector<double>>& perIterationPer
 // turns being slowest (as they do with more ranks than cores).
 double slowestOfRankMeansUs(const std::vector<std::vector<double>>& perIterationPerRankUs);
 
-// Metrics from the per-iteration slowest-rank times (as LocalRunResult::iterationUs holds).
+// Metrics from every rank's time in every timed iteration: the lab's time and nccl-tests'.
 // Bandwidths are 0 when the time is not positive (nothing was timed).
+Metrics metricsFromRankTimes(Collective c, int nranks, uint64_t count, DataType t,
+                             const std::vector<std::vector<double>>& perIterationPerRankUs,
+                             uint64_t wrong);
+
+// Metrics from the per-iteration slowest-rank times alone (as LocalRunResult::iterationUs
+// holds); nccl-tests' time is left 0 (unknown).
 Metrics computeMetrics(Collective c, int nranks, uint64_t count, DataType t,
                        const std::vector<double>& iterationUs, uint64_t wrong);
 
@@ -51,14 +77,19 @@ Metrics computeMetrics(Collective c, int nranks, uint64_t count, DataType t,
 Metrics metricsFromTime(Collective c, int nranks, uint64_t count, DataType t, double timeUs,
                         uint64_t wrong);
 
-// nccl-tests' time column: "%7.0f" from 10000 us, "%7.1f" from 100 us, else "%7.2f".
+// A number in a column `width` characters wide as nccl-tests prints its time and bandwidths:
+// two decimals if they fit, else one, else none, else an exponent.
+std::string formatColumn(double value, int width);
+
+// nccl-tests' time column (7 wide).
 std::string formatTimeUs(double us);
 
 // The two header lines nccl-tests prints above its table (one time/algbw/busbw/#wrong group).
 std::string ncclTestsHeader();
 
 // One table row in nccl-tests' column widths:
-// "%12lu  %12lu  %8s  %6s  %6i  %7s  %6.2f  %6.2f  %5lu". For collectives that do not reduce
+// "%12lu  %12lu  %8s  %6s  %6i  %7s  %6s  %6s  %6lu", time 7 wide and bandwidths 6 wide as
+// formatColumn prints them. For collectives that do not reduce
 // the redop column reads "none"; for collectives without a root the root column reads -1.
 std::string ncclTestsRow(Collective c, uint64_t count, DataType t, RedOp op, int root,
                          const Metrics& m);

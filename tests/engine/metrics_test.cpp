@@ -59,11 +59,45 @@ TEST(Metrics, NothingTimedGivesZeroBandwidth) {
   EXPECT_EQ(m.busbwGBps, 0.0);
 }
 
-TEST(Metrics, TimeColumnPrecisionFollowsNcclTests) {
-  EXPECT_EQ(formatTimeUs(12345.6), "  12346");
-  EXPECT_EQ(formatTimeUs(123.46), "  123.5");
+TEST(Metrics, ColumnsKeepTheMostDecimalsThatFitTheirWidth) {
   EXPECT_EQ(formatTimeUs(1.234), "   1.23");
   EXPECT_EQ(formatTimeUs(0), "   0.00");
+  EXPECT_EQ(formatTimeUs(9999.994), "9999.99");
+  EXPECT_EQ(formatTimeUs(12345.6), "12345.6");
+  EXPECT_EQ(formatTimeUs(123456.7), " 123457");
+  EXPECT_EQ(formatTimeUs(1234567.8), "1234568");
+  EXPECT_EQ(formatTimeUs(12345678.9), "1.2e+07");
+  EXPECT_EQ(formatColumn(3.14159, 6), "  3.14");
+  EXPECT_EQ(formatColumn(1234.5, 6), "1234.5");
+  EXPECT_EQ(formatColumn(123456.0, 6), "123456");
+  EXPECT_EQ(formatColumn(1234567.0, 6), " 1e+06");
+}
+
+TEST(Metrics, NcclTestsTimeAveragesEachRanksMean) {
+  // Rank 0: 1 and 5 (mean 3); rank 1: 3 and 3 (mean 3); rank 2: 2 and 4 (mean 3).
+  const std::vector<std::vector<double>> t = {{1.0, 3.0, 2.0}, {5.0, 3.0, 4.0}};
+  EXPECT_DOUBLE_EQ(meanOfRankMeansUs(t), 3.0);
+  EXPECT_DOUBLE_EQ(slowestRankMeanUs(t), 4.0);  // the lab's: (3 + 5) / 2
+  EXPECT_DOUBLE_EQ(meanOfRankMeansUs({}), 0.0);
+  // A rank that did not report an iteration (-1) is averaged over what it reported.
+  EXPECT_DOUBLE_EQ(meanOfRankMeansUs({{2.0, -1.0}, {4.0, 6.0}}), (3.0 + 6.0) / 2);
+  const Metrics m = metricsFromRankTimes(Collective::AllReduce, 3, 1000, DataType::Float, t, 0);
+  EXPECT_DOUBLE_EQ(m.timeUs, 4.0);
+  EXPECT_DOUBLE_EQ(m.ncclTimeUs, 3.0);
+  EXPECT_DOUBLE_EQ(m.algbwGBps, 4000.0 / 4.0 / 1e3);
+}
+
+TEST(Metrics, ApiCountRoundsLikeNcclTests) {
+  // All-reduce, reduce and broadcast: size / type size, no rounding.
+  EXPECT_EQ(apiCountForSize(Collective::AllReduce, 3, 1000, DataType::Float), 250u);
+  EXPECT_EQ(apiCountForSize(Collective::Broadcast, 3, 1001, DataType::Uint8), 1001u);
+  // Reduce-scatter and all-gather: per rank, down to a multiple of 16 bytes.
+  EXPECT_EQ(apiCountForSize(Collective::ReduceScatter, 3, 1000, DataType::Float), 80u);  // 83 -> 80
+  EXPECT_EQ(apiCountForSize(Collective::AllGather, 4, 4096, DataType::Float), 256u);
+  EXPECT_EQ(apiCountForSize(Collective::AllGather, 3, 100, DataType::Uint8), 32u);     // 33 -> 32
+  EXPECT_EQ(apiCountForSize(Collective::AllGather, 3, 100, DataType::Double), 4u);     // 4
+  EXPECT_EQ(apiCountForSize(Collective::ReduceScatter, 3, 100, DataType::Half), 16u);  // 16
+  EXPECT_EQ(apiCountForSize(Collective::ReduceScatter, 4, 32, DataType::Float), 0u);
 }
 
 TEST(Metrics, RowHasNcclTestsColumns) {
@@ -71,9 +105,9 @@ TEST(Metrics, RowHasNcclTestsColumns) {
   const std::string row =
       ncclTestsRow(Collective::AllReduce, 1 << 20, DataType::Float, RedOp::Sum, 3, m);
   EXPECT_EQ(row,
-            "     4194304       1048576     float     sum      -1   2000.0    2.10    3.67      0");
+            "     4194304       1048576     float     sum      -1  2000.00    2.10    3.67       0");
   const std::string header = ncclTestsHeader();
-  EXPECT_NE(header.find("size         count      type   redop    root     time   algbw   busbw "
+  EXPECT_NE(header.find("size         count      type   redop    root     time   algbw   busbw  "
                         "#wrong"),
             std::string::npos);
   // Columns of the row line up with the header's.
