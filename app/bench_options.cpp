@@ -197,7 +197,8 @@ void BenchOptions::checkWorkers(BenchConfig& c) const {
   if (workers) c.workers = parseInt(*workers, 0, kMaxRanks);
   if (expect) c.expect = parseInt(*expect, 0, kMaxRanks);
   if (nranksOf(c) == 0) {
-    throw refuse(workers.value_or(Arg{"--workers", "0"}), "and --expect 0 leave no rank to run on");
+    throw refuse(workers.value_or(Arg{"--workers", "0"}),
+                 "leaves no rank to run on with --expect 0; one of them must be positive");
   }
   if (nranksOf(c) > kMaxRanks) {
     throw refuse(expect.value_or(Arg{"--expect", std::to_string(c.expect)}),

@@ -63,8 +63,9 @@ UsageError refuse(const Arg& a, const std::string& rule) {
   return UsageError{a.flag + " " + a.text + ": " + rule};
 }
 
-void Options::value(const std::string& names, const std::string& type, const std::string& help) {
-  CLI::Option* o = app_->add_option(names)->description(wrap(help, kHelpWidth));
+void Options::value(const std::string& names, const std::string& type, const std::string& help,
+                    bool wrapHelp) {
+  CLI::Option* o = app_->add_option(names)->description(wrapHelp ? wrap(help, kHelpWidth) : help);
   o->type_name(type)->group(group_);
   values_["--" + o->get_lnames().front()] = o;
 }

@@ -47,8 +47,10 @@ class Options {
   // Options declared after this show under `name` in the help.
   void group(std::string name) { group_ = std::move(name); }
   // A valued option under CLI11's `names` ("-b,--minbytes"); `type` names its value in the
-  // help ("SIZE"). Its first long name ("--minbytes") is its key for get().
-  void value(const std::string& names, const std::string& type, const std::string& help);
+  // help ("SIZE"). Its first long name ("--minbytes") is its key for get(). The help is
+  // wrapped unless `wrapHelp` is false (a line that scripts read).
+  void value(const std::string& names, const std::string& type, const std::string& help,
+             bool wrapHelp = true);
   void flag(const std::string& names, bool* out, const std::string& help);
 
   // The value given to the option keyed `longName` ("--iters"), if it was given.

@@ -117,7 +117,8 @@ PlanCommand::PlanCommand(CLI::App& lab, const std::vector<std::string>& args)
       "Exit status: 0 when the schedule verifies (and, with --run, no element is wrong), 1 "
       "when it does not, 2 on bad arguments.",
       92) + "\n");
-  opts_.value("--algo", "NAME", "algorithm: " + algorithmList() + " (default ring)");
+  // On one line: scripts/plan-sweep reads the algorithms from it.
+  opts_.value("--algo", "NAME", "algorithm: " + algorithmList() + " (default ring)", false);
   opts_.value("--collective", "NAME",
               "allreduce, reducescatter, allgather, reduce, broadcast (default allreduce)");
   opts_.value("--ranks", "N", "ranks, 1.." + std::to_string(kMaxRanks) + " (default 4)");
