@@ -28,18 +28,18 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/coordinator.h"
 #include "base/errors.h"
-#include "export/export.h"
-#include "schedule/generators.h"
-#include "model/metrics.h"
-#include "model/model.h"
-#include "runtime/protocol.h"
-#include "transport/shm/shm_transport.h"
 #include "bench_options.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "exec/run_request.h"
+#include "export/export.h"
+#include "model/metrics.h"
+#include "model/model.h"
+#include "runtime/coordinator.h"
+#include "runtime/protocol.h"
+#include "schedule/generators.h"
+#include "transport/shm/shm_transport.h"
 
 namespace arl::app {
 

@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -16,6 +18,17 @@
 namespace arl::app {
 
 namespace {
+
+// What the command does, after its options in --help.
+constexpr const char* kAbout =
+    "Runs collectives on worker processes (shared memory or ZeroMQ between them), on real "
+    "buffers with real reductions, and prints nccl-tests' table: time, algbw, busbw and "
+    "#wrong per size and algorithm, beside the cost model's prediction. Flags and meanings "
+    "follow nccl-tests. A chunk is a piece of the buffer that a schedule step moves; a slice is "
+    "the pipeline "
+    "unit, the most bytes one message carries.\n"
+    "Exit status: 0 when every run completed and no element was wrong; 1 when a run failed "
+    "or an element was wrong; 2 on bad arguments; 128+N when stopped by signal N.";
 
 // More sizes than this is a mistake in -b, -e and the step, not a sweep anyone waits for.
 constexpr size_t kMaxSizes = 1000;
@@ -106,16 +119,7 @@ uint64_t apiCount(const BenchConfig& c, uint64_t bytes) {
 BenchOptions::BenchOptions(CLI::App& lab, const std::vector<std::string>& args)
     : app_(lab.add_subcommand("bench", "run collectives on worker processes, nccl-tests style")),
       opts_(app_, args) {
-  app_->footer(wrap(
-      "Runs collectives on worker processes (shared memory or ZeroMQ between them), on real "
-      "buffers with real reductions, and prints nccl-tests' table: time, algbw, busbw and "
-      "#wrong per size and algorithm, beside the cost model's prediction. Flags and meanings "
-      "follow nccl-tests. Every combination of --algo, --slice and --inflight is a run. A "
-      "chunk is a piece of the buffer that a schedule step moves; a slice is the pipeline "
-      "unit, the most bytes one message carries.\n"
-      "Exit status: 0 when every run completed and no element was wrong; 1 when a run failed "
-      "or an element was wrong; 2 on bad arguments; 128+N when stopped by signal N.",
-      92) + "\n");
+  app_->footer(wrap(kAbout, 92) + "\n");
   declare();
 }
 
@@ -131,7 +135,8 @@ void BenchOptions::declare() {
           "allreduce, reducescatter, allgather, reduce, broadcast (default allreduce)");
   o.value("--algo", "NAME[,NAME...]",
           "algorithms to compare, or 'all' (every one that implements the collective); default "
-          "ring. Known: " + algorithmList());
+          "ring. Known: " +
+              algorithmList());
   o.value("-o,--op", "NAME", "sum, prod, min, max, avg (default sum)");
   o.value("-d,--datatype,--dtype", "NAME",
           "float, double, half, bfloat16, int32, int64, uint8 (default float)");
@@ -203,8 +208,8 @@ void BenchOptions::checkWorkers(BenchConfig& c) const {
   if (nranksOf(c) > kMaxRanks) {
     throw refuse(expect.value_or(Arg{"--expect", std::to_string(c.expect)}),
                  "with --workers " + std::to_string(c.workers) + " makes " +
-                     std::to_string(nranksOf(c)) + " ranks; at most " +
-                     std::to_string(kMaxRanks) + " in all");
+                     std::to_string(nranksOf(c)) + " ranks; at most " + std::to_string(kMaxRanks) +
+                     " in all");
   }
   if (auto v = opts_.get("--listen")) {
     checkListen(*v);
@@ -271,7 +276,8 @@ std::vector<uint64_t> BenchOptions::checkSizes(BenchConfig& c) const {
   const auto factor = opts_.get("--stepfactor"), step = opts_.get("--stepbytes");
   if (minb) c.minBytes = parseSize(*minb);
   if (maxb) c.maxBytes = parseSize(*maxb);
-  if (factor && step) throw refuse(*step, "excludes " + factor->flag + ": step by a factor or by bytes");
+  if (factor && step)
+    throw refuse(*step, "excludes " + factor->flag + ": step by a factor or by bytes");
   if (factor) {
     c.stepFactor = parseSize(*factor);
     if (c.stepFactor < 2) throw refuse(*factor, "must be at least 2");
@@ -336,7 +342,8 @@ void BenchOptions::checkRuns(const BenchArgs& a) const {
     } catch (const RunRequestError& e) {
       throw refuse(e, opts_.get(flagOf(e.field)), flagOf(e.field));
     } catch (const ConfigError& e) {
-      throw refuse(opts_.getOr("--algo", algo), algo + " at " + formatSize(bytes) + ": " + e.what());
+      throw refuse(opts_.getOr("--algo", algo),
+                   algo + " at " + formatSize(bytes) + ": " + e.what());
     }
   };
   uint64_t needBytes = 0;  // per rank, at the largest size

@@ -1,5 +1,7 @@
 #include "cli_util.h"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <charconv>
 #include <climits>
@@ -122,8 +124,9 @@ int parseInteger(const Arg& a) {
 uint64_t parseSize(const Arg& a) {
   const auto x = arl::parseSize(a.text);
   if (!x) {
-    throw refuse(a, "not a whole number with an optional K, M or G suffix (2^10, 2^20, 2^30) "
-                    "that fits in 64 bits");
+    throw refuse(a,
+                 "not a whole number with an optional K, M or G suffix (2^10, 2^20, 2^30) "
+                 "that fits in 64 bits");
   }
   return *x;
 }

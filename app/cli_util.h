@@ -4,9 +4,8 @@
 // in 1..1024"), printed as "<prog>: <message>" with exit code 2 before anything starts.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -15,6 +14,11 @@
 
 #include "base/types.h"
 #include "exec/run_request.h"
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
 
 namespace arl::app {
 

@@ -3,6 +3,8 @@
 // it in process on real buffers, reporting nccl-tests' metrics.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -16,15 +18,15 @@
 
 #include "base/errors.h"
 #include "base/limits.h"
-#include "exec/run_request.h"
-#include "schedule/generators.h"
-#include "export/json.h"
-#include "exec/local_run.h"
-#include "model/metrics.h"
-#include "model/model.h"
-#include "schedule/verifier.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "exec/local_run.h"
+#include "exec/run_request.h"
+#include "export/json.h"
+#include "model/metrics.h"
+#include "model/model.h"
+#include "schedule/generators.h"
+#include "schedule/verifier.h"
 
 namespace arl::app {
 
@@ -33,6 +35,17 @@ namespace {
 constexpr const char* kProg = "allreduce-lab plan";
 // Schedules with more ops than this are printed condensed.
 constexpr size_t kFullTableOps = 400;
+
+// What the command does, after its options in --help.
+constexpr const char* kAbout =
+    "Prints a collective's schedule step by step (which rank sends which chunk, a piece of "
+    "the buffer, to whom, and whose contributions each payload holds), the symbolic "
+    "verifier's verdict and the cost model's prediction; with --run, runs it in process on "
+    "real buffers (one thread per rank, CPU backend, loopback transport) and reports "
+    "nccl-tests' time, algbw, busbw and #wrong. A slice is the pipeline unit: the most bytes "
+    "one message carries.\n"
+    "Exit status: 0 when the schedule verifies (and, with --run, no element is wrong), 1 "
+    "when it does not, 2 on bad arguments.";
 
 struct PlanArgs {
   std::string algo = "ring";
@@ -107,16 +120,7 @@ PlanCommand::PlanCommand(CLI::App& lab, const std::vector<std::string>& args)
     : opts_(lab.add_subcommand("plan", "print, verify, model and run a schedule in process"),
             args) {
   app = lab.get_subcommand("plan");
-  app->footer(wrap(
-      "Prints a collective's schedule step by step (which rank sends which chunk, a piece of "
-      "the buffer, to whom, and whose contributions each payload holds), the symbolic "
-      "verifier's verdict and the cost model's prediction; with --run, runs it in process on "
-      "real buffers (one thread per rank, CPU backend, loopback transport) and reports "
-      "nccl-tests' time, algbw, busbw and #wrong. A slice is the pipeline unit: the most bytes "
-      "one message carries.\n"
-      "Exit status: 0 when the schedule verifies (and, with --run, no element is wrong), 1 "
-      "when it does not, 2 on bad arguments.",
-      92) + "\n");
+  app->footer(wrap(kAbout, 92) + "\n");
   // On one line: scripts/plan-sweep reads the algorithms from it.
   opts_.value("--algo", "NAME", "algorithm: " + algorithmList() + " (default ring)", false);
   opts_.value("--collective", "NAME",
@@ -127,10 +131,12 @@ PlanCommand::PlanCommand(CLI::App& lab, const std::vector<std::string>& args)
   opts_.value("--slice,--chunk", "SIZE",
               "pipeline slice in bytes, a whole number of elements (default 64K); --chunk is its "
               "older name");
-  opts_.value("--dtype", "NAME", "float, double, half, bfloat16, int32, int64, uint8 (default float)");
+  opts_.value("--dtype", "NAME",
+              "float, double, half, bfloat16, int32, int64, uint8 (default float)");
   opts_.value("--op", "NAME", "sum, prod, min, max, avg (default sum)");
   opts_.value("--root", "R", "root of reduce and broadcast, 0..ranks-1 (default 0)");
-  opts_.value("--ranks-per-host", "K", "ranks per host for hierarchical, 0..ranks (default 0: one host)");
+  opts_.value("--ranks-per-host", "K",
+              "ranks per host for hierarchical, 0..ranks (default 0: one host)");
   opts_.value("--ring-order", "LIST",
               "the ring as a permutation of 0..ranks-1, e.g. 0,2,1,3 (default 0,1,...,ranks-1)");
   opts_.value("--inflight", "K",
@@ -321,6 +327,68 @@ void printTable(const Schedule& s) {
   }
 }
 
+CostQuery costQuery(const PlanArgs& a, const Schedule& s) {
+  CostQuery q;
+  q.algorithm = a.algo;
+  q.collective = a.collective;
+  q.nranks = a.ranks;
+  q.bytes = collectiveBytes(a.collective, a.ranks, a.count, a.dtype);
+  q.sliceBytes = s.sliceElems * dtypeSize(a.dtype);
+  q.ranksPerHost = a.ranksPerHost;
+  return q;
+}
+
+// The schedule's time in the simulation of the cost model's links; nothing (and the reason in
+// *error) when the simulation refuses it.
+std::optional<double> simulateUs(const PlanArgs& a, const Schedule& s, const ModelParams& params,
+                                 std::string* error) {
+  SimOptions so;
+  so.dtype = a.dtype;
+  so.inflight = a.inflight;
+  so.telemetry = TelemetryLevel::Off;
+  try {
+    return simulate(s, LinkModel::fromParams(params), so).totalSeconds * 1e6;
+  } catch (const std::exception& e) {
+    *error = e.what();
+    return std::nullopt;
+  }
+}
+
+// The text output: what was asked, the schedule, the verifier's verdict and the model.
+void printSummary(const PlanArgs& a, const Schedule& s, const VerifyResult& vr,
+                  const ModelParams& params, double predictedUs,
+                  const std::optional<double>& simulatedUs, const std::string& simError) {
+  std::printf("%s: %s %s, %d ranks, count %" PRIu64 " x %s (%" PRIu64 " bytes per rank), op %s",
+              kProg, a.algo.c_str(), std::string(toString(a.collective)).c_str(), a.ranks, a.count,
+              std::string(toString(a.dtype)).c_str(), a.count * dtypeSize(a.dtype),
+              std::string(toString(a.op)).c_str());
+  if (a.collective == Collective::Reduce || a.collective == Collective::Broadcast) {
+    std::printf(", root %d", a.root);
+  }
+  if (a.ranksPerHost > 0) std::printf(", %d ranks per host", a.ranksPerHost);
+  if (!a.ringOrder.empty()) std::printf(", ring %s", ringText(a.ringOrder).c_str());
+  std::printf(", slice %s (%" PRIu64 " elements)\n", formatSize(a.sliceBytes).c_str(),
+              s.sliceElems);
+  printTable(s);
+  if (vr.ok) {
+    std::printf("verifier: OK (every rank ends with the collective's result, no deadlock)\n");
+  } else {
+    std::printf("verifier: FAILED: %s\n", vr.message.c_str());
+  }
+  std::printf(
+      "model (defaults, not measurements: alpha %.1f us/message, link %.2f GB/s, reduce "
+      "%.2f GB/s):\n",
+      params.alpha * 1e6, 1e-9 / params.beta, 1e-9 / params.gamma);
+  std::printf("  alpha-beta-gamma closed form  %12s us\n", formatTimeUs(predictedUs).c_str());
+  if (simulatedUs) {
+    std::printf("  simulated schedule            %12s us  (inflight %d)\n",
+                formatTimeUs(*simulatedUs).c_str(), a.inflight);
+  } else {
+    std::printf("  simulated schedule            not simulated (%s)\n",
+                simError.empty() ? "schedule did not verify" : simError.c_str());
+  }
+}
+
 // In-process runs allocate every rank's buffers; refuse what would not fit in half the RAM.
 void checkRunMemory(const Schedule& s, DataType t) {
   const uint64_t elems = s.inputElems + s.outputElems + s.scratchElems;
@@ -355,64 +423,17 @@ int PlanCommand::run() {
 
   const VerifyResult vr = annotate(s);
 
-  const uint64_t elem = dtypeSize(a.dtype);
   const ModelParams params;
-  CostQuery q;
-  q.algorithm = a.algo;
-  q.collective = a.collective;
-  q.nranks = a.ranks;
-  q.bytes = collectiveBytes(a.collective, a.ranks, a.count, a.dtype);
-  q.sliceBytes = s.sliceElems * elem;
-  q.ranksPerHost = a.ranksPerHost;
+  const CostQuery q = costQuery(a, s);
   const double predictedUs = predictSeconds(q, params) * 1e6;
-  std::optional<double> simulatedUs;
   std::string simError;
-  if (vr.ok) {
-    SimOptions so;
-    so.dtype = a.dtype;
-    so.inflight = a.inflight;
-    so.telemetry = TelemetryLevel::Off;
-    try {
-      simulatedUs = simulate(s, LinkModel::fromParams(params), so).totalSeconds * 1e6;
-    } catch (const std::exception& e) {
-      simError = e.what();
-    }
-  }
+  const std::optional<double> simulatedUs =
+      vr.ok ? simulateUs(a, s, params, &simError) : std::nullopt;
 
   size_t totalOps = 0;
   for (const auto& ops : s.ranks) totalOps += ops.size();
 
-  if (!a.json) {
-    std::printf("%s: %s %s, %d ranks, count %" PRIu64 " x %s (%" PRIu64 " bytes per rank), op %s",
-                kProg, a.algo.c_str(), std::string(toString(a.collective)).c_str(), a.ranks,
-                a.count, std::string(toString(a.dtype)).c_str(), a.count * elem,
-                std::string(toString(a.op)).c_str());
-    if (a.collective == Collective::Reduce || a.collective == Collective::Broadcast) {
-      std::printf(", root %d", a.root);
-    }
-    if (a.ranksPerHost > 0) std::printf(", %d ranks per host", a.ranksPerHost);
-    if (!a.ringOrder.empty()) std::printf(", ring %s", ringText(a.ringOrder).c_str());
-    std::printf(", slice %s (%" PRIu64 " elements)\n", formatSize(a.sliceBytes).c_str(),
-                s.sliceElems);
-    printTable(s);
-    if (vr.ok) {
-      std::printf("verifier: OK (every rank ends with the collective's result, no deadlock)\n");
-    } else {
-      std::printf("verifier: FAILED: %s\n", vr.message.c_str());
-    }
-    std::printf(
-        "model (defaults, not measurements: alpha %.1f us/message, link %.2f GB/s, reduce "
-        "%.2f GB/s):\n",
-        params.alpha * 1e6, 1e-9 / params.beta, 1e-9 / params.gamma);
-    std::printf("  alpha-beta-gamma closed form  %12s us\n", formatTimeUs(predictedUs).c_str());
-    if (simulatedUs) {
-      std::printf("  simulated schedule            %12s us  (inflight %d)\n",
-                  formatTimeUs(*simulatedUs).c_str(), a.inflight);
-    } else {
-      std::printf("  simulated schedule            not simulated (%s)\n",
-                  simError.empty() ? "schedule did not verify" : simError.c_str());
-    }
-  }
+  if (!a.json) printSummary(a, s, vr, params, predictedUs, simulatedUs, simError);
 
   JsonWriter j;
   if (a.json) {

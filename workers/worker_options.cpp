@@ -9,7 +9,8 @@ namespace arl::worker {
 
 namespace {
 
-[[noreturn]] void refuse(const std::string& flag, const std::string& value, const std::string& rule) {
+[[noreturn]] void refuse(const std::string& flag, const std::string& value,
+                         const std::string& rule) {
   throw ConfigError(flag + " " + value + ": " + rule);
 }
 
@@ -25,7 +26,8 @@ int parseInt(const std::string& flag, const std::string& v, int lo, int hi) {
 
 void checkName(const std::string& flag, const std::string& v) {
   if (v.size() > kMaxNameBytes) {
-    refuse(flag, v.substr(0, 16) + "...", "longer than " + std::to_string(kMaxNameBytes) + " bytes");
+    refuse(flag, v.substr(0, 16) + "...",
+           "longer than " + std::to_string(kMaxNameBytes) + " bytes");
   }
 }
 

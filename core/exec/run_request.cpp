@@ -31,7 +31,8 @@ std::string joined(const std::vector<std::string>& items) {
 void checkAlgorithm(const RunRequest& req) {
   const auto& names = algorithmNames();
   if (std::find(names.begin(), names.end(), req.algorithm) == names.end()) {
-    throw RunRequestError(RunField::Algorithm, req.algorithm, "unknown (known: " + joined(names) + ")");
+    throw RunRequestError(RunField::Algorithm, req.algorithm,
+                          "unknown (known: " + joined(names) + ")");
   }
   if (!algorithmSupports(req.algorithm, req.collective)) {
     std::vector<std::string> supported;
@@ -46,8 +47,8 @@ void checkAlgorithm(const RunRequest& req) {
 
 void checkSlice(const RunRequest& req) {
   const size_t es = dtypeSize(req.dtype);
-  const std::string elem = std::string(toString(req.dtype)) + " elements (" +
-                           std::to_string(es) + " bytes each)";
+  const std::string elem =
+      std::string(toString(req.dtype)) + " elements (" + std::to_string(es) + " bytes each)";
   if (req.sliceBytes == 0 || req.sliceBytes % es != 0) {
     throw RunRequestError(RunField::SliceBytes, std::to_string(req.sliceBytes),
                           "must be a whole number, at least 1, of " + elem);
@@ -95,8 +96,8 @@ std::vector<int> resolveRing(const RunRequest& req, int n) {
   }
   std::string text;
   for (int r : ring) text += (text.empty() ? "" : ",") + std::to_string(r);
-  const std::string rule = "must name each of the " + std::to_string(n) + " ranks 0.." +
-                           std::to_string(n - 1) + " once";
+  const std::string rule =
+      "must name each of the " + std::to_string(n) + " ranks 0.." + std::to_string(n - 1) + " once";
   if (static_cast<int>(ring.size()) != n) {
     throw RunRequestError(RunField::RingOrder, text,
                           rule + " (it names " + std::to_string(ring.size()) + ")");
@@ -104,10 +105,12 @@ std::vector<int> resolveRing(const RunRequest& req, int n) {
   std::vector<bool> seen(static_cast<size_t>(n), false);
   for (int r : ring) {
     if (r < 0 || r >= n) {
-      throw RunRequestError(RunField::RingOrder, text, rule + " (" + std::to_string(r) + " is not a rank)");
+      throw RunRequestError(RunField::RingOrder, text,
+                            rule + " (" + std::to_string(r) + " is not a rank)");
     }
     if (seen[static_cast<size_t>(r)]) {
-      throw RunRequestError(RunField::RingOrder, text, rule + " (" + std::to_string(r) + " comes twice)");
+      throw RunRequestError(RunField::RingOrder, text,
+                            rule + " (" + std::to_string(r) + " comes twice)");
     }
     seen[static_cast<size_t>(r)] = true;
   }
@@ -121,11 +124,13 @@ void checkEvenHosts(const RunRequest& req, const std::vector<std::string>& hosts
   std::map<std::string, int> perHost;
   for (const auto& h : hosts) ++perHost[h];
   const int first = perHost.begin()->second;
-  if (std::all_of(perHost.begin(), perHost.end(), [&](const auto& kv) { return kv.second == first; })) {
+  if (std::all_of(perHost.begin(), perHost.end(),
+                  [&](const auto& kv) { return kv.second == first; })) {
     return;
   }
   std::string counts;
-  for (const auto& [h, c] : perHost) counts += (counts.empty() ? "" : ", ") + h + ": " + std::to_string(c);
+  for (const auto& [h, c] : perHost)
+    counts += (counts.empty() ? "" : ", ") + h + ": " + std::to_string(c);
   throw RunRequestError(RunField::RanksPerHost, "0 (from the hosts: " + counts + ")",
                         "hierarchical needs the same number of ranks on every host; set it");
 }

@@ -29,9 +29,9 @@ struct RunRequest {
   uint64_t count = 0;                       // NCCL API count
   uint64_t sliceBytes = uint64_t{1} << 20;  // pipeline slice size, a whole number of elements
   int root = 0;
-  int ranksPerHost = 0;      // 0 = group by the ranks' real host names
+  int ranksPerHost = 0;        // 0 = group by the ranks' real host names
   std::vector<int> ringOrder;  // the ring as a permutation of 0..n-1; empty = 0, 1, ..., n-1
-  int inflight = 4;          // slices a rank may have in flight
+  int inflight = 4;            // slices a rank may have in flight
   bool inPlace = false;
   int warmup = 1;
   int iterations = 5;
@@ -82,7 +82,7 @@ struct ResolvedRun {
   int ranksPerHost = 0;        // resolved: never 0
   std::vector<int> ringOrder;  // resolved: always nranks entries
   uint64_t sliceElems = 0;
-  uint32_t steps = 0;          // the schedule's algorithm steps (Schedule::nsteps)
+  uint32_t steps = 0;               // the schedule's algorithm steps (Schedule::nsteps)
   std::vector<uint64_t> bytesSent;  // per rank: bytes it sends in one collective
 };
 

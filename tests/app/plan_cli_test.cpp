@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "schedule/generators.h"
 #include "export/json.h"
+#include "schedule/generators.h"
 
 namespace arl {
 namespace {
@@ -183,7 +183,8 @@ TEST(WorkerCli, HelpExitsZeroAndBadArgumentsAreOneLine) {
       {"", "--connect is required"},
       {"--connect nowhere", "--connect nowhere: not an endpoint"},
       {"--connect inproc://x", "--connect inproc://x: not an endpoint"},
-      {"--connect tcp://127.0.0.1:1 --device 1024", "--device 1024: must be an integer in -1..1023"},
+      {"--connect tcp://127.0.0.1:1 --device 1024",
+       "--device 1024: must be an integer in -1..1023"},
       {"--connect tcp://127.0.0.1:1 --device x", "--device x:"},
       {"--connect tcp://127.0.0.1:1 --backend cuda", "--backend cuda: not available"},
       {"--connect tcp://127.0.0.1:1 --backend tpu", "--backend tpu: unknown backend"},
@@ -225,11 +226,11 @@ TEST(PlanCli, RingOrderChangesThePeersAndRunsExactly) {
     EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
   }
   for (const char* collective : {"allreduce", "reducescatter", "allgather"}) {
-    for (const auto& [ranks, ring] : {std::pair{4, "3,2,1,0"}, std::pair{5, "0,2,4,1,3"},
-                                      std::pair{5, "4,0,3,1,2"}}) {
+    for (const auto& [ranks, ring] :
+         {std::pair{4, "3,2,1,0"}, std::pair{5, "0,2,4,1,3"}, std::pair{5, "4,0,3,1,2"}}) {
       const std::string args = "--ranks " + std::to_string(ranks) +
-                               " --count 1001 --slice 64 --dtype int32 --collective " +
-                               collective + " --ring-order " + ring + " --json --run --iters 1";
+                               " --count 1001 --slice 64 --dtype int32 --collective " + collective +
+                               " --ring-order " + ring + " --json --run --iters 1";
       const Result j = plan(args);
       ASSERT_EQ(j.rc, 0) << args << ": " << j.err;
       const JsonValue v = parseJson(j.out);
@@ -277,8 +278,9 @@ TEST(PlanCli, BadInputIsOneLineNamingTheArgument) {
       {"--warmup -1", "--warmup -1: must be in 0..1000000"},
       {"--ring-order 0,1,2", "--ring-order 0,1,2: must name each of the 4 ranks 0..3 once"},
       {"--ring-order 0,1,2,3,4", "--ring-order 0,1,2,3,4: must name each of the 4 ranks"},
-      {"--ring-order 0,1,1,3", "--ring-order 0,1,1,3: must name each of the 4 ranks 0..3 once (1 "
-                               "comes twice)"},
+      {"--ring-order 0,1,1,3",
+       "--ring-order 0,1,1,3: must name each of the 4 ranks 0..3 once (1 "
+       "comes twice)"},
       {"--ring-order 0,1,2,4", "(4 is not a rank)"},
       {"--ring-order 0,1,,3", "--ring-order 0,1,,3: an empty item"},
       {"--ring-order 0,one,2,3", "--ring-order one: not an integer"},
@@ -292,7 +294,8 @@ TEST(PlanCli, BadInputIsOneLineNamingTheArgument) {
     EXPECT_EQ(r.out, "") << c.args << ": nothing runs on bad input";
   }
   EXPECT_EQ(plan("--ranks 0").err, "allreduce-lab plan: --ranks 0: must be in 1..64\n");
-  EXPECT_EQ(plan("--inflight 2000").err, "allreduce-lab plan: --inflight 2000: must be in 1..1024\n");
+  EXPECT_EQ(plan("--inflight 2000").err,
+            "allreduce-lab plan: --inflight 2000: must be in 1..1024\n");
 }
 
 }  // namespace

@@ -12,7 +12,9 @@
 namespace arl {
 namespace {
 
-std::vector<std::string> oneHost(int n) { return std::vector<std::string>(static_cast<size_t>(n), "h"); }
+std::vector<std::string> oneHost(int n) {
+  return std::vector<std::string>(static_cast<size_t>(n), "h");
+}
 
 RunRequest valid() {
   RunRequest q;
@@ -71,12 +73,23 @@ TEST(RunRequest, EachRefusalNamesItsFieldValueAndRange) {
        "warm-up iterations -1: must be in 0..1000000"},
       {"timeout", [](RunRequest& q) { q.recvTimeout = std::chrono::milliseconds(0); }, 4,
        RunField::RecvTimeout, "receive timeout 0 ms: must be positive"},
-      {"ring too short", [](RunRequest& q) { q.ringOrder = {0, 2, 1}; }, 4, RunField::RingOrder,
+      {"ring too short",
+       [](RunRequest& q) {
+         q.ringOrder = {0, 2, 1};
+       },
+       4, RunField::RingOrder,
        "ring order 0,2,1: must name each of the 4 ranks 0..3 once (it names 3)"},
-      {"ring repeats", [](RunRequest& q) { q.ringOrder = {0, 2, 2, 3}; }, 4, RunField::RingOrder,
+      {"ring repeats",
+       [](RunRequest& q) {
+         q.ringOrder = {0, 2, 2, 3};
+       },
+       4, RunField::RingOrder,
        "ring order 0,2,2,3: must name each of the 4 ranks 0..3 once (2 comes twice)"},
-      {"ring names no rank", [](RunRequest& q) { q.ringOrder = {0, 1, 2, 4}; }, 4,
-       RunField::RingOrder,
+      {"ring names no rank",
+       [](RunRequest& q) {
+         q.ringOrder = {0, 1, 2, 4};
+       },
+       4, RunField::RingOrder,
        "ring order 0,1,2,4: must name each of the 4 ranks 0..3 once (4 is not a rank)"},
   };
   for (const Refusal& c : cases) {

@@ -20,9 +20,9 @@
 #include <gtest/gtest.h>
 
 #include "export/export.h"
-#include "schedule/generators.h"
 #include "export/json.h"
 #include "runtime/process.h"
+#include "schedule/generators.h"
 
 namespace arl {
 namespace {
@@ -298,9 +298,9 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
 TEST_F(BenchCli, SliceInflightAndRingOrderListsReachTheConfig) {
   for (const char* sliceFlag : {"--slice", "--chunk"}) {
     const std::string json = file(std::string("lists") + sliceFlag + ".json");
-    const Result r = run({"--workers", "3", "-b", "12K", "-e", "12K", "-n", "1", "-w", "0",
-                          sliceFlag, "1K,4K", "--inflight", "1,2,8", "--ring-order", "0,2,1",
-                          "--json", json});
+    const Result r =
+        run({"--workers", "3", "-b", "12K", "-e", "12K", "-n", "1", "-w", "0", sliceFlag, "1K,4K",
+             "--inflight", "1,2,8", "--ring-order", "0,2,1", "--json", json});
     ASSERT_EQ(r.rc, 0) << sliceFlag << ": " << r.err << r.out;
     const JsonValue cfg = parseJson(slurp(json)).at("config");
     std::vector<int64_t> slices, inflights, ring;
