@@ -28,16 +28,18 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/coordinator.h"
 #include "base/errors.h"
-#include "export/export.h"
-#include "schedule/generators.h"
-#include "model/metrics.h"
-#include "model/model.h"
-#include "runtime/protocol.h"
-#include "transport/shm/shm_transport.h"
+#include "bench_options.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "exec/run_request.h"
+#include "export/export.h"
+#include "model/metrics.h"
+#include "model/model.h"
+#include "runtime/coordinator.h"
+#include "runtime/protocol.h"
+#include "schedule/generators.h"
+#include "transport/shm/shm_transport.h"
 
 namespace arl::app {
 
@@ -45,371 +47,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kProg = "allreduce-lab bench";
-// The protocol's limits (protocol.h): ranks are bits of 64-bit provenance masks.
-constexpr int kMaxWorkers = kMaxRanks;
-constexpr int kMaxIters = static_cast<int>(kMaxIterations);
-constexpr int kMaxInflightSlices = static_cast<int>(kMaxInflight);
-constexpr size_t kMaxSizes = 1000;
-// Upper bound on the pipeline slices of one run, over all ranks (as `plan` has).
-constexpr uint64_t kMaxSlices = uint64_t{4} << 20;
+constexpr const char* kProg = kBenchProg;
 // How long to wait for workers to join: local ones start in well under a second; remote
 // ones are started by hand once the join command is printed.
 constexpr std::chrono::seconds kLocalJoinTimeout{20};
 constexpr std::chrono::seconds kRemoteJoinTimeout{300};
-
-void usage(std::FILE* to) {
-  std::fprintf(
-      to,
-      "usage: allreduce-lab bench [options]\n"
-      "Runs collectives on worker processes over ZeroMQ, real buffers and real reductions, and\n"
-      "prints nccl-tests' table: time, algbw, busbw and #wrong per size and algorithm, beside\n"
-      "the cost model's prediction. Flags and meanings follow nccl-tests.\n"
-      "\n"
-      "Sizes (bytes; K, M, G = 2^10, 2^20, 2^30). The size is the collective's total S, as in\n"
-      "nccl-tests: count = size / type size, and size / type size / ranks per rank for\n"
-      "reducescatter and allgather.\n"
-      "  -b, --minbytes SIZE     smallest size (default 32M)\n"
-      "  -e, --maxbytes SIZE     largest size (default 32M)\n"
-      "  -f, --stepfactor F      multiply the size by F (>= 2) between runs\n"
-      "  -i, --stepbytes SIZE    or add SIZE between runs (default 1M; not with -f)\n"
-      "Operation:\n"
-      "  --collective NAME       allreduce, reducescatter, allgather, reduce, broadcast\n"
-      "                          (default allreduce)\n"
-      "  --algo NAME[,NAME...]   algorithms to compare, or 'all' (every algorithm that\n"
-      "                          implements the collective); default ring. Known: %s\n"
-      "  -o, --op NAME           sum, prod, min, max, avg (default sum)\n"
-      "  -d, --datatype NAME     float, double, half, bfloat16, int32, int64, uint8 (default\n"
-      "                          float)\n"
-      "  -r, --root R            root of reduce and broadcast (default 0)\n"
-      "  --in-place              run in place (NCCL's in-place buffers)\n"
-      "  --chunk SIZE            pipeline slice in bytes (default 1M)\n"
-      "  --inflight K            slices in flight per rank (default 4)\n"
-      "Performance:\n"
-      "  -n, --iters N           timed iterations per run (default 20)\n"
-      "  -w, --warmup_iters N    untimed iterations before them (default 5)\n"
-      "  -c, --check 0|1         check every element of the result (default 1)\n"
-      "Workers:\n"
-      "  --workers N             local worker processes to start (default 4)\n"
-      "  --expect N              remote workers to wait for (default 0)\n"
-      "  --listen tcp://ADDR:PORT  control endpoint for remote workers; the command that\n"
-      "                          joins one is printed on stderr\n"
-      "  --ranks-per-host K      ranks per host for hierarchical (default: from host names)\n"
-      "  --backend NAME          cpu (cuda and nccl need a CUDA build; default cpu)\n"
-      "  --data-plane NAME       auto, shm or zmq: shared memory or ZeroMQ between workers\n"
-      "                          (default auto: shm when every worker is on one host)\n"
-      "Telemetry and outputs:\n"
-      "  --telemetry LEVEL       off, steps or chunks (default chunks; docs/telemetry.md)\n"
-      "  --max-events N          telemetry events kept per run, all ranks together\n"
-      "                          (default 1000000; the rest are dropped and counted)\n"
-      "  --json FILE             results as JSON ({\"config\": ..., \"results\": [...]})\n"
-      "  --csv FILE              results as CSV\n"
-      "  --trace FILE            Chrome trace-event JSON for ui.perfetto.dev\n"
-      "  --record FILE           a recording of everything, for replay\n"
-      "  -h, --help              this help\n"
-      "Exit status: 0 when every run completed and no element was wrong; 1 when a run failed\n"
-      "or an element was wrong; 2 on bad arguments; 128+N when stopped by signal N.\n",
-      joinStrings(algorithmNames()).c_str());
-}
-
-// ---- Arguments -------------------------------------------------------------------------------
-
-struct BenchArgs {
-  BenchConfig cfg;
-  std::vector<uint64_t> sizes;  // as asked (-b, -e, -f / -i)
-  bool help = false;
-};
-
-int nranksOf(const BenchConfig& c) { return c.workers + c.expect; }
-
-// The NCCL API count of a run of `bytes` (nccl-tests' setupArgs): size / type size, and per
-// rank for reduce-scatter and all-gather, whose size is the whole array.
-uint64_t apiCount(const BenchConfig& c, uint64_t bytes) {
-  uint64_t n = bytes / dtypeSize(c.dtype);
-  if (c.collective == Collective::ReduceScatter || c.collective == Collective::AllGather) {
-    n /= static_cast<uint64_t>(nranksOf(c));
-  }
-  return n;
-}
-
-void checkOutputPath(std::string_view flag, const std::string& path) {
-  if (path.empty()) throw UsageError{std::string(flag) + " needs a file name"};
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    throw UsageError{std::string(flag) + " " + path + " is a directory"};
-  }
-  const auto slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "."
-                          : slash == 0               ? "/"
-                                                     : path.substr(0, slash);
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    throw UsageError{std::string(flag) + " " + path + ": directory '" + dir + "' does not exist"};
-  }
-  if (::access(dir.c_str(), W_OK) != 0) {
-    throw UsageError{std::string(flag) + " " + path + ": directory '" + dir + "' is not writable"};
-  }
-}
-
-// "tcp://HOST:PORT" with a numeric port (or '*': any free port).
-void checkListen(const std::string& ep) {
-  const std::string bad = "--listen expects tcp://ADDR:PORT (got '" + ep + "')";
-  if (ep.rfind("tcp://", 0) != 0) throw UsageError{bad};
-  const std::string rest = ep.substr(6);
-  const auto colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0) throw UsageError{bad};
-  const std::string port = rest.substr(colon + 1);
-  if (port == "*") return;
-  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) ||
-      std::stoi(port) < 1 || std::stoi(port) > 65535) {
-    throw UsageError{"--listen: port '" + port + "' is not a number in 1..65535"};
-  }
-}
-
-// Generates the schedule of the run of `bytes` with `algo`: the generator is the authority on
-// what it accepts, and the schedule tells how much memory each rank needs.
-Schedule trySchedule(const BenchConfig& c, const std::string& algo, uint64_t bytes) {
-  GenParams gp;
-  gp.collective = c.collective;
-  gp.nranks = nranksOf(c);
-  gp.count = apiCount(c, bytes);
-  gp.sliceElems = c.sliceSizes.front() / dtypeSize(c.dtype);
-  gp.root = c.root;
-  gp.ranksPerHost = c.ranksPerHost;
-  try {
-    return generate(algo, gp);
-  } catch (const GenError& e) {
-    throw UsageError{"--algo " + algo + " with " + std::to_string(gp.nranks) + " ranks and " +
-                     formatSize(bytes) + " bytes: " + e.what()};
-  }
-}
-
-BenchArgs parseArgs(const std::vector<std::string>& args) {
-  BenchArgs a;
-  BenchConfig& c = a.cfg;
-  std::optional<std::string> minb, maxb, factor, stepb, iters, warmup, check, op, dtype, root, algo,
-      collective, workers, expect, listen, rph, backend, chunk, inflight, telemetry, maxEvents,
-      dataPlane, json, csv, trace, record;
-  FlagScanner fs;
-  fs.value({"-b", "--minbytes"}, &minb);
-  fs.value({"-e", "--maxbytes"}, &maxb);
-  fs.value({"-f", "--stepfactor"}, &factor);
-  fs.value({"-i", "--stepbytes"}, &stepb);
-  fs.value({"-n", "--iters"}, &iters);
-  fs.value({"-w", "--warmup_iters", "--warmup"}, &warmup);
-  fs.value({"-c", "--check"}, &check);
-  fs.value({"-o", "--op"}, &op);
-  fs.value({"-d", "--datatype", "--dtype"}, &dtype);
-  fs.value({"-r", "--root"}, &root);
-  fs.value({"--algo"}, &algo);
-  fs.value({"--collective"}, &collective);
-  fs.value({"--workers"}, &workers);
-  fs.value({"--expect"}, &expect);
-  fs.value({"--listen"}, &listen);
-  fs.value({"--ranks-per-host"}, &rph);
-  fs.value({"--backend"}, &backend);
-  fs.value({"--chunk"}, &chunk);
-  fs.value({"--inflight"}, &inflight);
-  fs.value({"--telemetry"}, &telemetry);
-  fs.value({"--max-events"}, &maxEvents);
-  fs.value({"--data-plane"}, &dataPlane);
-  fs.value({"--json"}, &json);
-  fs.value({"--csv"}, &csv);
-  fs.value({"--trace"}, &trace);
-  fs.value({"--record"}, &record);
-  fs.flag({"--in-place"}, &c.inPlace);
-  if (!fs.scan(args)) {
-    a.help = true;
-    return a;
-  }
-
-  // The backend first: a build without CUDA says so before anything else.
-  if (backend) {
-    if (*backend == "cuda" || *backend == "nccl") {
-      throw UsageError{"--backend: backend " + *backend + " is not built in this binary"};
-    }
-    if (*backend != "cpu") {
-      throw UsageError{"--backend: unknown backend '" + *backend + "' (known: cpu, cuda, nccl)"};
-    }
-    c.backend = *backend;
-  }
-  if (workers) c.workers = parseIntArg("--workers", *workers, 0, kMaxWorkers);
-  if (expect) c.expect = parseIntArg("--expect", *expect, 0, kMaxWorkers);
-  if (nranksOf(c) == 0) throw UsageError{"--workers 0 and --expect 0 leave no rank to run on"};
-  if (nranksOf(c) > kMaxWorkers) {
-    throw UsageError{"--workers " + std::to_string(c.workers) + " plus --expect " +
-                     std::to_string(c.expect) + " exceeds " + std::to_string(kMaxWorkers) +
-                     " ranks"};
-  }
-  const int n = nranksOf(c);
-  if (listen) {
-    checkListen(*listen);
-    c.listen = *listen;
-  }
-  if (collective) c.collective = parseCollectiveArg("--collective", *collective);
-  if (dtype) c.dtype = parseDataTypeArg("-d", *dtype);
-  if (op) c.op = parseRedOpArg("-o", *op);
-  if (telemetry) {
-    auto t = parseTelemetryLevel(*telemetry);
-    if (!t)
-      throw UsageError{"--telemetry: unknown level '" + *telemetry +
-                       "' (known: off, steps, chunks)"};
-    c.telemetry = *t;
-  }
-  if (maxEvents) c.maxEvents = parseSizeArg("--max-events", *maxEvents, "events");
-  if (dataPlane) {
-    auto d = parseDataPlaneKind(*dataPlane);
-    if (!d) {
-      throw UsageError{"--data-plane: unknown data plane '" + *dataPlane +
-                       "' (known: auto, shm, zmq)"};
-    }
-    c.dataPlane = *d;
-  }
-  // The workers inherit the environment: a bad wait setting is refused here, before any starts.
-  try {
-    (void)shmWaitsFromEnv(ShmOptions{});
-  } catch (const ConfigError& e) {
-    throw UsageError{e.what()};
-  }
-  if (iters) c.iters = parseIntArg("-n", *iters, 1, kMaxIters);
-  if (warmup) c.warmup = parseIntArg("-w", *warmup, 0, kMaxIters);
-  if (check) {
-    if (*check != "0" && *check != "1")
-      throw UsageError{"-c expects 0 or 1 (got '" + *check + "')"};
-    c.check = *check == "1";
-  }
-  if (root) c.root = parseIntArg("-r", *root, 0, n - 1);
-  if (rph) c.ranksPerHost = parseIntArg("--ranks-per-host", *rph, 0, n);
-  if (inflight) c.inflights = {parseIntArg("--inflight", *inflight, 1, kMaxInflightSlices)};
-
-  const uint64_t elem = dtypeSize(c.dtype);
-  if (chunk) c.sliceSizes = {parseSizeArg("--chunk", *chunk, "bytes")};
-  if (c.sliceSizes.front() == 0) throw UsageError{"--chunk must be greater than 0"};
-  if (c.sliceSizes.front() % elem != 0) {
-    throw UsageError{"--chunk " + std::to_string(c.sliceSizes.front()) + " is not a whole number of " +
-                     std::string(toString(c.dtype)) + " elements (" + std::to_string(elem) +
-                     " bytes each)"};
-  }
-
-  if (algo) {
-    c.algorithms.clear();
-    if (*algo == "all") {
-      for (const std::string& name : algorithmNames()) {
-        if (algorithmSupports(name, c.collective)) c.algorithms.push_back(name);
-      }
-    } else {
-      size_t p = 0;
-      while (p <= algo->size()) {
-        const size_t comma = std::min(algo->find(',', p), algo->size());
-        const std::string name = algo->substr(p, comma - p);
-        if (name.empty()) throw UsageError{"--algo: empty name in '" + *algo + "'"};
-        parseAlgorithmArg("--algo", name);
-        if (std::find(c.algorithms.begin(), c.algorithms.end(), name) == c.algorithms.end()) {
-          c.algorithms.push_back(name);
-        }
-        p = comma + 1;
-      }
-    }
-  }
-  for (const std::string& name : c.algorithms) {
-    if (!algorithmSupports(name, c.collective)) {
-      throw UsageError{"--algo " + name + " does not implement --collective " +
-                       std::string(toString(c.collective)) + " (it implements " +
-                       collectivesOf(name) + ")"};
-    }
-  }
-
-  // Sizes, as nccl-tests steps them.
-  if (minb) c.minBytes = parseSizeArg("-b", *minb, "bytes");
-  if (maxb) c.maxBytes = parseSizeArg("-e", *maxb, "bytes");
-  if (factor && stepb)
-    throw UsageError{"-f and -i exclude each other: step by a factor or by bytes"};
-  if (factor) {
-    const uint64_t f = parseSizeArg("-f", *factor, "times");
-    if (f < 2) throw UsageError{"-f must be at least 2 (got " + *factor + ")"};
-    c.stepFactor = f;
-  }
-  if (stepb) c.stepBytes = parseSizeArg("-i", *stepb, "bytes");
-  if (c.stepFactor == 0 && c.stepBytes == 0) throw UsageError{"-i must be greater than 0"};
-  if (c.minBytes == 0) throw UsageError{"-b must be greater than 0"};
-  if (c.maxBytes < c.minBytes) {
-    throw UsageError{"-e " + std::to_string(c.maxBytes) + " is smaller than -b " +
-                     std::to_string(c.minBytes)};
-  }
-  for (uint64_t s = c.minBytes; s <= c.maxBytes;) {
-    if (a.sizes.size() >= kMaxSizes) {
-      throw UsageError{"-b, -e and " + std::string(c.stepFactor ? "-f" : "-i") +
-                       " give more than " + std::to_string(kMaxSizes) +
-                       " sizes; use a larger step"};
-    }
-    a.sizes.push_back(s);
-    const uint64_t next = c.stepFactor ? s * c.stepFactor : s + c.stepBytes;
-    if ((c.stepFactor && next / c.stepFactor != s) || next <= s) break;  // 64-bit overflow
-    s = next;
-  }
-  const bool perRank =
-      c.collective == Collective::ReduceScatter || c.collective == Collective::AllGather;
-  if (apiCount(c, c.minBytes) == 0) {
-    throw UsageError{"-b " + std::to_string(c.minBytes) + " is less than one " +
-                     std::string(toString(c.dtype)) + " element" +
-                     (perRank ? " per rank (" + std::string(toString(c.collective)) + " over " +
-                                    std::to_string(n) + " ranks needs at least " +
-                                    std::to_string(elem * static_cast<uint64_t>(n)) + " bytes)"
-                              : " (" + std::to_string(elem) + " bytes)")};
-  }
-  // Every rank's buffers must fit the 64-bit offsets of the generators and the wire.
-  const uint64_t limit = std::numeric_limits<uint64_t>::max() / 64 / 8;
-  if (c.maxBytes / elem > limit / static_cast<uint64_t>(n)) {
-    throw UsageError{"-e " + std::to_string(c.maxBytes) + " is too large for " + std::to_string(n) +
-                     " ranks of " + std::string(toString(c.dtype))};
-  }
-  const uint64_t sliceElems = c.sliceSizes.front() / elem;
-  const uint64_t vectorElems = c.maxBytes / elem;  // the largest per-rank buffer
-  if (vectorElems / sliceElems + 1 > kMaxSlices / static_cast<uint64_t>(n)) {
-    throw UsageError{"--chunk " + std::to_string(c.sliceSizes.front()) + " cuts -e " +
-                     std::to_string(c.maxBytes) + " on each of " + std::to_string(n) +
-                     " ranks into more than " + std::to_string(kMaxSlices) +
-                     " slices in all; use a larger --chunk or a smaller -e"};
-  }
-
-  const std::pair<const char*, std::pair<std::optional<std::string>*, std::string*>> outputs[] = {
-      {"--json", {&json, &c.jsonPath}},
-      {"--csv", {&csv, &c.csvPath}},
-      {"--trace", {&trace, &c.tracePath}},
-      {"--record", {&record, &c.recordPath}}};
-  for (const auto& [flag, o] : outputs) {
-    if (!*o.first) continue;
-    checkOutputPath(flag, **o.first);
-    *o.second = **o.first;
-  }
-  std::set<std::string> outs;
-  for (const std::string* p : {&c.jsonPath, &c.csvPath, &c.tracePath, &c.recordPath}) {
-    if (!p->empty() && !outs.insert(*p).second) {
-      throw UsageError{"two outputs name the same file '" + *p + "'"};
-    }
-  }
-
-  // The generators refuse what they cannot do (a root out of range, ranks per host that do
-  // not divide the ranks, ...): ask them now, for the smallest and the largest size.
-  uint64_t needBytes = 0;  // per rank, at the largest size
-  for (const std::string& name : c.algorithms) {
-    (void)trySchedule(c, name, a.sizes.front());
-    const Schedule s = trySchedule(c, name, a.sizes.back());
-    needBytes = std::max(needBytes, (s.inputElems + s.outputElems + s.scratchElems) * elem);
-  }
-  // Local workers hold their buffers plus a host copy of the input and of the expected
-  // result; refuse what would not fit in half of this machine's memory.
-  if (c.workers > 0) {
-    const long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGE_SIZE);
-    const long double need = static_cast<long double>(needBytes) * 2 * c.workers;
-    if (pages > 0 && pageSize > 0 && need > static_cast<long double>(pages) * pageSize / 2) {
-      throw UsageError{"-e " + formatSize(c.maxBytes) + " needs about " +
-                       std::to_string(static_cast<uint64_t>(need / (1 << 20))) + " MiB on " +
-                       std::to_string(c.workers) +
-                       " local workers, more than half of this machine's memory"};
-    }
-  }
-  return a;
-}
 
 // ---- Signals ---------------------------------------------------------------------------------
 
@@ -522,18 +164,11 @@ int64_t nowNs() {
       .count();
 }
 
-// Ranks per host as the coordinator derives it for hierarchical when not given: the common
-// number of workers per host, or all ranks when hosts hold different numbers.
+// Ranks per host as the coordinator derives it (run_request.h), for the cost model.
 int effectiveRanksPerHost(const BenchConfig& c, const std::vector<WorkerInfo>& ws) {
-  if (c.ranksPerHost > 0) return c.ranksPerHost;
-  std::map<std::string, int> perHost;
-  for (const WorkerInfo& w : ws) ++perHost[w.host];
-  if (perHost.empty()) return 0;
-  const int first = perHost.begin()->second;
-  for (const auto& [h, k] : perHost) {
-    if (k != first) return static_cast<int>(ws.size());
-  }
-  return first;
+  std::vector<std::string> hosts;
+  for (const WorkerInfo& w : ws) hosts.push_back(w.host);
+  return ranksPerHost(c.ranksPerHost, hosts);
 }
 
 class Bench {
@@ -924,22 +559,30 @@ int Bench::run() {
   return written ? 0 : 1;
 }
 
+class BenchCommand final : public Command {
+ public:
+  BenchCommand(CLI::App& lab, const std::vector<std::string>& args) : options_(lab, args) {
+    app = options_.app();
+  }
+  int run() override {
+    BenchArgs a;
+    const int rc = runChecked(kProg, [&] {
+      a = options_.check();
+      return 0;
+    });
+    if (rc != 0) return rc;
+    Bench bench(std::move(a));
+    return bench.run();
+  }
+
+ private:
+  BenchOptions options_;
+};
+
 }  // namespace
 
-int benchCommand(const std::vector<std::string>& args) {
-  BenchArgs a;
-  try {
-    a = parseArgs(args);
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "%s: %s\n", kProg, e.message.c_str());
-    return 2;
-  }
-  if (a.help) {
-    usage(stdout);
-    return 0;
-  }
-  Bench bench(std::move(a));
-  return bench.run();
+std::unique_ptr<Command> addBenchCommand(CLI::App& lab, const std::vector<std::string>& args) {
+  return std::make_unique<BenchCommand>(lab, args);
 }
 
 }  // namespace arl::app

@@ -1,120 +1,184 @@
 #include "cli_util.h"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <charconv>
+#include <climits>
+#include <cstdint>
 
 #include "schedule/generators.h"
 
 namespace arl::app {
 
-std::string joinStrings(const std::vector<std::string>& items) {
+namespace {
+
+// Characters of an option's help on one line, right of CLI11's 30-column names.
+constexpr size_t kHelpWidth = 66;
+
+template <typename Known>
+std::string joinNames(const Known& values) {
   std::string s;
-  for (const std::string& i : items) s += (s.empty() ? "" : ", ") + i;
+  for (auto v : values) s += (s.empty() ? "" : ", ") + std::string(toString(v));
   return s;
 }
 
-void FlagScanner::value(std::initializer_list<std::string_view> names,
-                        std::optional<std::string>* out) {
-  for (std::string_view n : names) values_[std::string(n)] = out;
+// The comma-separated items of `a`, each as an Arg of its own; an empty item is refused.
+std::vector<Arg> items(const Arg& a) {
+  std::vector<Arg> out;
+  size_t p = 0;
+  while (p <= a.text.size()) {
+    const size_t comma = std::min(a.text.find(',', p), a.text.size());
+    out.push_back({a.flag, a.text.substr(p, comma - p)});
+    if (out.back().text.empty()) throw refuse(a, "an empty item in the list");
+    p = comma + 1;
+  }
+  return out;
 }
 
-void FlagScanner::flag(std::initializer_list<std::string_view> names, bool* out) {
-  for (std::string_view n : names) flags_[std::string(n)] = out;
+}  // namespace
+
+std::string wrap(const std::string& text, size_t width) {
+  std::string out;
+  size_t lineStart = 0;  // in out
+  size_t p = 0;
+  while (p < text.size()) {
+    const size_t end = std::min(text.find_first_of(" \n", p), text.size());
+    const std::string word = text.substr(p, end - p);
+    if (out.size() > lineStart && out.size() - lineStart + 1 + word.size() > width) {
+      out += '\n';
+      lineStart = out.size();
+    } else if (out.size() > lineStart) {
+      out += ' ';
+    }
+    out += word;
+    if (end < text.size() && text[end] == '\n') {
+      out += '\n';
+      lineStart = out.size();
+    }
+    p = end + 1;
+  }
+  return out;
 }
 
-bool FlagScanner::scan(const std::vector<std::string>& args) const {
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    if (arg == "-h" || arg == "--help") return false;
-    if (auto f = flags_.find(arg); f != flags_.end()) {
-      *f->second = true;
-      continue;
+UsageError refuse(const Arg& a, const std::string& rule) {
+  return UsageError{a.flag + " " + a.text + ": " + rule};
+}
+
+void Options::value(const std::string& names, const std::string& type, const std::string& help,
+                    bool wrapHelp) {
+  CLI::Option* o = app_->add_option(names)->description(wrapHelp ? wrap(help, kHelpWidth) : help);
+  o->type_name(type)->group(group_);
+  values_["--" + o->get_lnames().front()] = o;
+}
+
+void Options::flag(const std::string& names, bool* out, const std::string& help) {
+  app_->add_flag(names, *out)->description(wrap(help, kHelpWidth))->group(group_);
+}
+
+std::string Options::spelling(const CLI::Option& o) const {
+  std::string used = "--" + o.get_lnames().front();
+  for (const std::string& a : args_) {
+    for (const std::string& l : o.get_lnames()) {
+      const std::string name = "--" + l;
+      if (a == name || a.rfind(name + "=", 0) == 0) used = name;
     }
-    std::optional<std::string> inlineValue;
-    if (auto eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
-      inlineValue = arg.substr(eq + 1);
-      arg.resize(eq);
-    }
-    auto it = values_.find(arg);
-    if (it == values_.end()) throw UsageError{"unknown argument '" + args[i] + "' (see --help)"};
-    if (inlineValue) {
-      *it->second = *inlineValue;
-    } else {
-      if (i + 1 >= args.size()) throw UsageError{arg + " needs a value"};
-      *it->second = args[++i];
+    for (const std::string& s : o.get_snames()) {
+      const std::string name = "-" + s;
+      if (a.rfind(name, 0) == 0 && a.rfind("--", 0) != 0) used = name;
     }
   }
-  return true;
+  return used;
 }
 
-int parseIntArg(std::string_view flag, const std::string& v, int lo, int hi) {
+std::optional<Arg> Options::get(const std::string& longName) const {
+  const auto it = values_.find(longName);
+  if (it == values_.end() || it->second->count() == 0) return std::nullopt;
+  return Arg{spelling(*it->second), it->second->results().back()};
+}
+
+Arg Options::getOr(const std::string& longName, const std::string& fallback) const {
+  if (auto a = get(longName)) return *a;
+  return Arg{longName, fallback};
+}
+
+int parseInt(const Arg& a, int lo, int hi) {
   int x = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  // from_chars reports a number too large for int as out of range, having read all of it.
-  const bool whole = !v.empty() && p == v.data() + v.size();
-  if (!whole || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
-    throw UsageError{std::string(flag) + " expects an integer (got '" + v + "')"};
-  }
-  if (ec == std::errc::result_out_of_range || x < lo || x > hi) {
-    throw UsageError{std::string(flag) + " must be between " + std::to_string(lo) + " and " +
-                     std::to_string(hi) + " (got " + v + ")"};
-  }
+  const char* end = a.text.data() + a.text.size();
+  auto [p, ec] = std::from_chars(a.text.data(), end, x);
+  const std::string range = "must be in " + std::to_string(lo) + ".." + std::to_string(hi);
+  if (a.text.empty() || p != end) throw refuse(a, "not an integer; " + range);
+  if (ec == std::errc::result_out_of_range || x < lo || x > hi) throw refuse(a, range);
   return x;
 }
 
-uint64_t parseSizeArg(std::string_view flag, const std::string& v, std::string_view unit) {
-  auto x = parseSize(v);
+int parseInteger(const Arg& a) {
+  int64_t x = 0;
+  const char* end = a.text.data() + a.text.size();
+  auto [p, ec] = std::from_chars(a.text.data(), end, x);
+  if (a.text.empty() || p != end) throw refuse(a, "not an integer");
+  if (ec == std::errc::result_out_of_range) x = a.text.front() == '-' ? INT64_MIN : INT64_MAX;
+  return static_cast<int>(std::clamp<int64_t>(x, INT_MIN, INT_MAX));
+}
+
+uint64_t parseSize(const Arg& a) {
+  const auto x = arl::parseSize(a.text);
   if (!x) {
-    throw UsageError{std::string(flag) + " expects a number of " + std::string(unit) +
-                     " with an optional K, M or G suffix that fits in 64 bits (got '" + v + "')"};
+    throw refuse(a,
+                 "not a whole number with an optional K, M or G suffix (2^10, 2^20, 2^30) "
+                 "that fits in 64 bits");
   }
   return *x;
 }
 
-std::string parseAlgorithmArg(std::string_view flag, const std::string& v) {
-  const auto& names = algorithmNames();
-  if (std::find(names.begin(), names.end(), v) == names.end()) {
-    throw UsageError{std::string(flag) + ": unknown algorithm '" + v +
-                     "' (known: " + joinStrings(names) + ")"};
-  }
-  return v;
+std::vector<uint64_t> parseSizeList(const Arg& a) {
+  std::vector<uint64_t> out;
+  for (const Arg& i : items(a)) out.push_back(parseSize(i));
+  return out;
 }
 
-Collective parseCollectiveArg(std::string_view flag, const std::string& v) {
-  auto c = parseCollective(v);
-  if (!c) {
-    throw UsageError{std::string(flag) + ": unknown collective '" + v +
-                     "' (known: " + joinNames(kAllCollectives) + ")"};
-  }
-  return *c;
+std::vector<int> parseIntegerList(const Arg& a) {
+  std::vector<int> out;
+  for (const Arg& i : items(a)) out.push_back(parseInteger(i));
+  return out;
 }
 
-DataType parseDataTypeArg(std::string_view flag, const std::string& v) {
-  auto t = parseDataType(v);
-  if (!t) {
-    throw UsageError{std::string(flag) + ": unknown type '" + v +
-                     "' (known: " + joinNames(kAllDataTypes) + ")"};
-  }
-  return *t;
+std::string algorithmList() {
+  std::string s;
+  for (const std::string& a : algorithmNames()) s += (s.empty() ? "" : ", ") + a;
+  return s;
 }
 
-RedOp parseRedOpArg(std::string_view flag, const std::string& v) {
-  auto o = parseRedOp(v);
-  if (!o) {
-    throw UsageError{std::string(flag) + ": unknown reduction '" + v +
-                     "' (known: " + joinNames(kAllRedOps) + ")"};
-  }
-  return *o;
-}
-
-std::string collectivesOf(std::string_view algo) {
-  std::string supported;
-  for (Collective c : kAllCollectives) {
-    if (algorithmSupports(algo, c)) {
-      supported += (supported.empty() ? "" : ", ") + std::string(toString(c));
+std::vector<std::string> parseNameList(const Arg& a) {
+  std::vector<std::string> out;
+  for (const Arg& i : items(a)) {
+    if (std::find(out.begin(), out.end(), i.text) != out.end()) {
+      throw refuse(a, "names " + i.text + " twice");
     }
+    out.push_back(i.text);
   }
-  return supported;
+  return out;
+}
+
+Collective parseCollective(const Arg& a) {
+  if (auto c = arl::parseCollective(a.text)) return *c;
+  throw refuse(a, "unknown collective (known: " + joinNames(kAllCollectives) + ")");
+}
+
+DataType parseDataType(const Arg& a) {
+  if (auto t = arl::parseDataType(a.text)) return *t;
+  throw refuse(a, "unknown type (known: " + joinNames(kAllDataTypes) + ")");
+}
+
+RedOp parseRedOp(const Arg& a) {
+  if (auto o = arl::parseRedOp(a.text)) return *o;
+  throw refuse(a, "unknown reduction (known: " + joinNames(kAllRedOps) + ")");
+}
+
+UsageError refuse(const RunRequestError& e, const std::optional<Arg>& given,
+                  const std::string& longName) {
+  if (given && given->text.find(',') == std::string::npos) return refuse(*given, e.rule);
+  return refuse(Arg{given ? given->flag : longName, e.value}, e.rule);
 }
 
 }  // namespace arl::app

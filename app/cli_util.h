@@ -1,10 +1,11 @@
-// Command-line helpers shared by the allreduce-lab subcommands: a flag scanner and parsers
-// that turn bad input into one-line UsageErrors naming the flag, so that every subcommand
-// refuses bad arguments the same way (one line on stderr, exit code 2) before doing anything.
+// What the allreduce-lab subcommands share on top of CLI11: options whose text is kept and
+// checked after the parse, so that every refusal, whatever the option, is one line naming
+// the flag as the user wrote it, the value and what is accepted ("--inflight 2000: must be
+// in 1..1024"), printed as "<prog>: <message>" with exit code 2 before anything starts.
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -12,58 +13,99 @@
 #include <vector>
 
 #include "base/types.h"
+#include "exec/run_request.h"
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
 
 namespace arl::app {
 
-// Bad user input: the subcommand prints "<prog>: <message>" on one line and exits with 2.
+// Bad user input.
 struct UsageError {
   std::string message;
 };
 
-// "a, b, c" from the canonical names of `values` (toString of each).
-template <typename Known>
-std::string joinNames(const Known& values) {
-  std::string s;
-  for (auto v : values) s += (s.empty() ? "" : ", ") + std::string(toString(v));
-  return s;
-}
-
-// "a, b, c".
-std::string joinStrings(const std::vector<std::string>& items);
-
-// Collects the values of a subcommand's flags. A valued flag takes the next argument, or the
-// text after '=' when written "--flag=value"; a switch takes no value. The last occurrence
-// of a flag wins. "-h" and "--help" end the scan.
-class FlagScanner {
- public:
-  // Declares a valued flag under one or more names (e.g. {"-b", "--minbytes"}).
-  void value(std::initializer_list<std::string_view> names, std::optional<std::string>* out);
-  // Declares a switch.
-  void flag(std::initializer_list<std::string_view> names, bool* out);
-
-  // Scans `args`. Returns false when help was asked for. Throws UsageError for an unknown
-  // argument or a valued flag without its value.
-  bool scan(const std::vector<std::string>& args) const;
-
- private:
-  std::map<std::string, std::optional<std::string>*, std::less<>> values_;
-  std::map<std::string, bool*, std::less<>> flags_;
+// A flag's value as given, under the name it was given with ("-n" or "--iters").
+struct Arg {
+  std::string flag;
+  std::string text;
 };
 
-// An integer in [lo, hi]; UsageError naming `flag` otherwise.
-int parseIntArg(std::string_view flag, const std::string& v, int lo, int hi);
+// `text` with its lines broken at spaces to at most `width` characters (CLI11 indents the
+// lines after the first of an option's help; it wraps nothing itself).
+std::string wrap(const std::string& text, size_t width);
 
-// A count with an optional K, M or G suffix (binary multiples) that fits in 64 bits; `unit`
-// names what is counted in the error ("bytes", "elements").
-uint64_t parseSizeArg(std::string_view flag, const std::string& v, std::string_view unit);
+// "<flag> <text>: <rule>".
+UsageError refuse(const Arg& a, const std::string& rule);
 
-// A known algorithm name (generators.h); UsageError listing the known ones otherwise.
-std::string parseAlgorithmArg(std::string_view flag, const std::string& v);
-Collective parseCollectiveArg(std::string_view flag, const std::string& v);
-DataType parseDataTypeArg(std::string_view flag, const std::string& v);
-RedOp parseRedOpArg(std::string_view flag, const std::string& v);
+// The options of one subcommand. Valued options keep their text; the subcommand converts
+// and checks it after the parse with the parse functions below.
+class Options {
+ public:
+  // `args`: the command line as given (without argv[0]), read to name a flag as the user
+  // spelt it. Both must outlive this object.
+  Options(CLI::App* app, const std::vector<std::string>& args) : app_(app), args_(args) {}
 
-// The collectives `algo` implements, as "allreduce, reduce, ...".
-std::string collectivesOf(std::string_view algo);
+  // Options declared after this show under `name` in the help.
+  void group(std::string name) { group_ = std::move(name); }
+  // A valued option under CLI11's `names` ("-b,--minbytes"); `type` names its value in the
+  // help ("SIZE"). Its first long name ("--minbytes") is its key for get(). The help is
+  // wrapped unless `wrapHelp` is false (a line that scripts read).
+  void value(const std::string& names, const std::string& type, const std::string& help,
+             bool wrapHelp = true);
+  void flag(const std::string& names, bool* out, const std::string& help);
+
+  // The value given to the option keyed `longName` ("--iters"), if it was given.
+  std::optional<Arg> get(const std::string& longName) const;
+  // The value given, or `fallback` under the option's long name.
+  Arg getOr(const std::string& longName, const std::string& fallback) const;
+
+ private:
+  std::string spelling(const CLI::Option& o) const;
+
+  CLI::App* app_;
+  const std::vector<std::string>& args_;
+  std::string group_ = "Options";
+  std::map<std::string, CLI::Option*> values_;  // by long name
+};
+
+// An integer in [lo, hi].
+int parseInt(const Arg& a, int lo, int hi);
+// A count with an optional K, M or G suffix (binary multiples) that fits in 64 bits.
+uint64_t parseSize(const Arg& a);
+// An integer for a field that resolveRunRequest checks (it names the accepted range): values
+// beyond int saturate, which that check refuses as out of range.
+int parseInteger(const Arg& a);
+// Comma-separated lists: "64K,256K,1M", "0,2,1,3".
+std::vector<uint64_t> parseSizeList(const Arg& a);
+std::vector<int> parseIntegerList(const Arg& a);
+// A comma-separated list of names, each once, none empty.
+std::vector<std::string> parseNameList(const Arg& a);
+
+// "ring, tree, ...": the known algorithms, for help texts.
+std::string algorithmList();
+
+Collective parseCollective(const Arg& a);
+DataType parseDataType(const Arg& a);
+RedOp parseRedOp(const Arg& a);
+
+// A refused run request as a refusal of the flag that set the field: `flag` (the user's
+// spelling when given) and its text when it is one value, else the request's value.
+UsageError refuse(const RunRequestError& e, const std::optional<Arg>& given,
+                  const std::string& longName);
+
+// Runs a command's check-then-run: a UsageError is printed as "<prog>: <message>" on stderr
+// and gives exit code 2.
+template <typename F>
+int runChecked(const char* prog, F&& f) {
+  try {
+    return f();
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "%s: %s\n", prog, e.message.c_str());
+    return 2;
+  }
+}
 
 }  // namespace arl::app

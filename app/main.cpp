@@ -1,45 +1,56 @@
 // allreduce-lab: subcommands for the headless lab. The window arrives with the UI issue.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 
-namespace {
-
-void usage(std::FILE* to) {
-  std::fputs(
-      "usage: allreduce-lab <command> [options]\n"
-      "commands:\n"
-      "  plan    print, verify, model and optionally run a collective schedule in process\n"
-      "  bench   run collectives on worker processes and report nccl-tests' metrics\n"
-      "run 'allreduce-lab <command> --help' for the options of a command\n",
-      to);
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty()) {
-    usage(stderr);
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  CLI::App lab("A lab for collective communication: schedules, models and real runs.",
+               "allreduce-lab");
+  lab.require_subcommand(1, 1);
+  lab.footer("Run 'allreduce-lab COMMAND --help' for the options of a command.\n");
+  // As in nccl-tests and most tools: a flag given twice takes the last value.
+  lab.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  std::vector<std::unique_ptr<arl::app::Command>> commands;
+  commands.push_back(arl::app::addPlanCommand(lab, args));
+  commands.push_back(arl::app::addBenchCommand(lab, args));
+
+  std::string prog = "allreduce-lab";
+  const bool known = std::any_of(commands.begin(), commands.end(), [&](const auto& c) {
+    return !args.empty() && c->app->get_name() == args.front();
+  });
+  if (!args.empty() && args.front().rfind('-', 0) != 0 && !known) {
+    std::fprintf(stderr, "%s: unknown command '%s' (known: plan, bench; see --help)\n",
+                 prog.c_str(), args.front().c_str());
     return 2;
   }
-  const std::string cmd = args.front();
-  args.erase(args.begin());
   try {
-    if (cmd == "plan") return arl::app::planCommand(args);
-    if (cmd == "bench") return arl::app::benchCommand(args);
-    if (cmd == "-h" || cmd == "--help" || cmd == "help") {
-      usage(stdout);
-      return 0;
-    }
-    std::fprintf(stderr, "allreduce-lab: unknown command '%s'\n", cmd.c_str());
-    usage(stderr);
+    lab.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(lab.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    // CLI11 exits with its own codes (105 and up); bad arguments exit with 2 here.
+    for (const CLI::App* sub : lab.get_subcommands()) prog += " " + sub->get_name();
+    std::fprintf(stderr, "%s: %s (see --help)\n", prog.c_str(), e.what());
     return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "allreduce-lab %s: %s\n", cmd.c_str(), e.what());
-    return 1;
   }
+  for (const auto& c : commands) {
+    if (!c->app->parsed()) continue;
+    prog += " " + c->app->get_name();
+    try {
+      return c->run();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: %s\n", prog.c_str(), e.what());
+      return 1;
+    }
+  }
+  return 2;  // unreachable: CLI11 requires one subcommand
 }

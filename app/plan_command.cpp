@@ -3,6 +3,8 @@
 // it in process on real buffers, reporting nccl-tests' metrics.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -15,151 +17,176 @@
 #include <vector>
 
 #include "base/errors.h"
-#include "schedule/generators.h"
-#include "export/json.h"
-#include "exec/local_run.h"
-#include "model/metrics.h"
-#include "model/model.h"
-#include "schedule/verifier.h"
+#include "base/limits.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "exec/local_run.h"
+#include "exec/run_request.h"
+#include "export/json.h"
+#include "model/metrics.h"
+#include "model/model.h"
+#include "schedule/generators.h"
+#include "schedule/verifier.h"
 
 namespace arl::app {
 
 namespace {
 
 constexpr const char* kProg = "allreduce-lab plan";
-constexpr int kMaxRanks = 64;
 // Schedules with more ops than this are printed condensed.
 constexpr size_t kFullTableOps = 400;
-// Upper bound on the pipeline slices one plan may hold (each becomes ops on several ranks).
-constexpr uint64_t kMaxSlices = uint64_t{4} << 20;
 
-void usage(std::FILE* to) {
-  std::string algos;
-  for (const std::string& a : algorithmNames()) algos += (algos.empty() ? "" : ", ") + a;
-  std::fprintf(
-      to,
-      "usage: allreduce-lab plan [options]\n"
-      "Prints a collective's schedule step by step (which rank sends which slice to whom, and\n"
-      "whose contributions each payload holds), the symbolic verifier's verdict and the cost\n"
-      "model's prediction; with --run, runs it in process on real buffers (one thread per rank,\n"
-      "CPU backend, loopback transport) and reports nccl-tests' time, algbw, busbw and #wrong.\n"
-      "\n"
-      "  --algo NAME          algorithm: %s (default ring)\n"
-      "  --collective NAME    allreduce, reducescatter, allgather, reduce, broadcast\n"
-      "                       (default allreduce)\n"
-      "  --ranks N            ranks, 1..%d (default 4)\n"
-      "  --count N            elements per rank buffer, NCCL's count (K, M, G = 2^10, 2^20, 2^30)\n"
-      "                       (default 1M)\n"
-      "  --chunk BYTES        pipeline slice size in bytes, at least one element (default 64K)\n"
-      "  --dtype NAME         float, double, half, bfloat16, int32, int64, uint8 (default float)\n"
-      "  --op NAME            sum, prod, min, max, avg (default sum)\n"
-      "  --root R             root of reduce and broadcast (default 0)\n"
-      "  --ranks-per-host N   ranks per host for hierarchical (default 0: one host)\n"
-      "  --inflight K         slices in flight per rank (default 4)\n"
-      "  --in-place           run in place (NCCL's in-place buffers)\n"
-      "  --iters N            timed iterations with --run (default 5)\n"
-      "  --warmup N           untimed iterations before them (default 1)\n"
-      "  --run                run the schedule in process and check every element\n"
-      "  --json               print one JSON object instead of the tables\n"
-      "  -h, --help           this help\n"
-      "Exit status: 0 when the schedule verifies (and, with --run, no element is wrong), 1 when\n"
-      "it does not, 2 on bad arguments.\n",
-      algos.c_str(), kMaxRanks);
-}
+// What the command does, after its options in --help.
+constexpr const char* kAbout =
+    "Prints a collective's schedule step by step (which rank sends which chunk, a piece of "
+    "the buffer, to whom, and whose contributions each payload holds), the symbolic "
+    "verifier's verdict and the cost model's prediction; with --run, runs it in process on "
+    "real buffers (one thread per rank, CPU backend, loopback transport) and reports "
+    "nccl-tests' time, algbw, busbw and #wrong. A slice is the pipeline unit: the most bytes "
+    "one message carries.\n"
+    "Exit status: 0 when the schedule verifies (and, with --run, no element is wrong), 1 "
+    "when it does not, 2 on bad arguments.";
 
 struct PlanArgs {
   std::string algo = "ring";
   Collective collective = Collective::AllReduce;
   int ranks = 4;
   uint64_t count = 1u << 20;
-  uint64_t chunkBytes = 64u << 10;
+  uint64_t sliceBytes = 64u << 10;
   DataType dtype = DataType::Float;
   RedOp op = RedOp::Sum;
   int root = 0;
   int ranksPerHost = 0;
+  std::vector<int> ringOrder;  // empty: 0, 1, ..., ranks-1
   int inflight = 4;
   bool inPlace = false;
   int iters = 5;
   int warmup = 1;
   bool run = false;
   bool json = false;
-  bool help = false;
 };
 
-PlanArgs parseArgs(const std::vector<std::string>& args) {
+// The flag that sets each field of the run request.
+std::string flagOf(RunField f) {
+  switch (f) {
+    case RunField::Ranks: return "--ranks";
+    case RunField::Algorithm: return "--algo";
+    case RunField::Collective: return "--collective";
+    case RunField::Count: return "--count";
+    case RunField::SliceBytes: return "--slice";
+    case RunField::Root: return "--root";
+    case RunField::RanksPerHost: return "--ranks-per-host";
+    case RunField::RingOrder: return "--ring-order";
+    case RunField::Inflight: return "--inflight";
+    case RunField::Warmup: return "--warmup";
+    case RunField::Iterations: return "--iters";
+    case RunField::RecvTimeout: break;
+  }
+  return std::string(describe(f));
+}
+
+RunRequest requestOf(const PlanArgs& a) {
+  RunRequest q;
+  q.algorithm = a.algo;
+  q.collective = a.collective;
+  q.dtype = a.dtype;
+  q.op = a.op;
+  q.count = a.count;
+  q.sliceBytes = a.sliceBytes;
+  q.root = a.root;
+  q.ranksPerHost = a.ranksPerHost;
+  q.ringOrder = a.ringOrder;
+  q.inflight = a.inflight;
+  q.inPlace = a.inPlace;
+  q.warmup = a.warmup;
+  q.iterations = a.iters;
+  return q;
+}
+
+class PlanCommand final : public Command {
+ public:
+  PlanCommand(CLI::App& lab, const std::vector<std::string>& args);
+  int run() override;
+
+ private:
+  PlanArgs parse() const;
+  Schedule resolve(const PlanArgs& a) const;
+
+  Options opts_;
+  bool run_ = false, json_ = false, inPlace_ = false;
+};
+
+PlanCommand::PlanCommand(CLI::App& lab, const std::vector<std::string>& args)
+    : opts_(lab.add_subcommand("plan", "print, verify, model and run a schedule in process"),
+            args) {
+  app = lab.get_subcommand("plan");
+  app->footer(wrap(kAbout, 92) + "\n");
+  // On one line: scripts/plan-sweep reads the algorithms from it.
+  opts_.value("--algo", "NAME", "algorithm: " + algorithmList() + " (default ring)", false);
+  opts_.value("--collective", "NAME",
+              "allreduce, reducescatter, allgather, reduce, broadcast (default allreduce)");
+  opts_.value("--ranks", "N", "ranks, 1.." + std::to_string(kMaxRanks) + " (default 4)");
+  opts_.value("--count", "N",
+              "elements per rank buffer, NCCL's count; K, M, G = 2^10, 2^20, 2^30 (default 1M)");
+  opts_.value("--slice,--chunk", "SIZE",
+              "pipeline slice in bytes, a whole number of elements (default 64K); --chunk is its "
+              "older name");
+  opts_.value("--dtype", "NAME",
+              "float, double, half, bfloat16, int32, int64, uint8 (default float)");
+  opts_.value("--op", "NAME", "sum, prod, min, max, avg (default sum)");
+  opts_.value("--root", "R", "root of reduce and broadcast, 0..ranks-1 (default 0)");
+  opts_.value("--ranks-per-host", "K",
+              "ranks per host for hierarchical, 0..ranks (default 0: one host)");
+  opts_.value("--ring-order", "LIST",
+              "the ring as a permutation of 0..ranks-1, e.g. 0,2,1,3 (default 0,1,...,ranks-1)");
+  opts_.value("--inflight", "K",
+              "slices in flight per rank, 1.." + std::to_string(kMaxInflight) + " (default 4)");
+  opts_.flag("--in-place", &inPlace_, "run in place (NCCL's in-place buffers)");
+  opts_.value("--iters", "N", "timed iterations with --run (default 5)");
+  opts_.value("--warmup", "N", "untimed iterations before them (default 1)");
+  opts_.flag("--run", &run_, "run the schedule in process and check every element");
+  opts_.flag("--json", &json_, "print one JSON object instead of the tables");
+}
+
+PlanArgs PlanCommand::parse() const {
   PlanArgs a;
-  std::optional<std::string> algo, collective, dtype, op, ranks, count, chunk, root, rph, inflight,
-      iters, warmup;
-  FlagScanner fs;
-  fs.value({"--algo"}, &algo);
-  fs.value({"--collective"}, &collective);
-  fs.value({"--dtype"}, &dtype);
-  fs.value({"--op"}, &op);
-  fs.value({"--ranks"}, &ranks);
-  fs.value({"--count"}, &count);
-  fs.value({"--chunk"}, &chunk);
-  fs.value({"--root"}, &root);
-  fs.value({"--ranks-per-host"}, &rph);
-  fs.value({"--inflight"}, &inflight);
-  fs.value({"--iters"}, &iters);
-  fs.value({"--warmup"}, &warmup);
-  fs.flag({"--run"}, &a.run);
-  fs.flag({"--json"}, &a.json);
-  fs.flag({"--in-place"}, &a.inPlace);
-  if (!fs.scan(args)) {
-    a.help = true;
-    return a;
-  }
-
-  if (algo) a.algo = parseAlgorithmArg("--algo", *algo);
-  if (collective) a.collective = parseCollectiveArg("--collective", *collective);
-  if (dtype) a.dtype = parseDataTypeArg("--dtype", *dtype);
-  if (op) a.op = parseRedOpArg("--op", *op);
-  if (ranks) a.ranks = parseIntArg("--ranks", *ranks, 1, kMaxRanks);
-  if (count) a.count = parseSizeArg("--count", *count, "elements");
-  if (chunk) a.chunkBytes = parseSizeArg("--chunk", *chunk, "bytes");
-  if (root) a.root = parseIntArg("--root", *root, 0, a.ranks - 1);
-  if (rph) a.ranksPerHost = parseIntArg("--ranks-per-host", *rph, 0, kMaxRanks);
-  if (inflight) a.inflight = parseIntArg("--inflight", *inflight, 1, 1 << 20);
-  if (iters) a.iters = parseIntArg("--iters", *iters, 1, 1 << 24);
-  if (warmup) a.warmup = parseIntArg("--warmup", *warmup, 0, 1 << 24);
-
-  const uint64_t elem = dtypeSize(a.dtype);
-  if (a.chunkBytes == 0) throw UsageError{"--chunk must be greater than 0"};
-  if (a.chunkBytes < elem) {
-    throw UsageError{"--chunk " + std::to_string(a.chunkBytes) + " is smaller than one " +
-                     std::string(toString(a.dtype)) + " element (" + std::to_string(elem) +
-                     " bytes)"};
-  }
-  // Largest per-rank buffer in bytes must fit, with room for the generators' offsets.
-  const uint64_t perRankElems =
-      std::max(inputElemsFor(a.collective, 1, a.count), outputElemsFor(a.collective, 1, a.count));
-  const uint64_t limit = std::numeric_limits<uint64_t>::max() / 64 / 8;
-  if (a.count > limit / static_cast<uint64_t>(a.ranks) || perRankElems > limit) {
-    throw UsageError{"--count " + std::to_string(a.count) + " is too large: " +
-                     std::to_string(a.ranks) + " ranks x " + std::to_string(a.count) + " x " +
-                     std::to_string(elem) + "-byte elements overflows the lab's 64-bit offsets"};
-  }
-  if (!algorithmSupports(a.algo, a.collective)) {
-    throw UsageError{"--algo " + a.algo + " does not implement --collective " +
-                     std::string(toString(a.collective)) + " (it implements " +
-                     collectivesOf(a.algo) + ")"};
-  }
-  const uint64_t sliceElems = a.chunkBytes / elem;
-  const uint64_t vectorElems = std::max(inputElemsFor(a.collective, a.ranks, a.count),
-                                        outputElemsFor(a.collective, a.ranks, a.count));
-  const uint64_t slicesPerRank = vectorElems / sliceElems + 1;
-  if (slicesPerRank > kMaxSlices / static_cast<uint64_t>(a.ranks)) {
-    throw UsageError{"--chunk " + std::to_string(a.chunkBytes) + " cuts " +
-                     std::to_string(vectorElems) + " elements on each of " +
-                     std::to_string(a.ranks) + " ranks into more than " +
-                     std::to_string(kMaxSlices) +
-                     " slices in all; use a larger --chunk or a "
-                     "smaller --count"};
-  }
+  a.run = run_;
+  a.json = json_;
+  a.inPlace = inPlace_;
+  if (auto v = opts_.get("--algo")) a.algo = v->text;
+  if (auto v = opts_.get("--collective")) a.collective = parseCollective(*v);
+  if (auto v = opts_.get("--dtype")) a.dtype = parseDataType(*v);
+  if (auto v = opts_.get("--op")) a.op = parseRedOp(*v);
+  if (auto v = opts_.get("--ranks")) a.ranks = parseInt(*v, 1, kMaxRanks);
+  if (auto v = opts_.get("--count")) a.count = parseSize(*v);
+  if (auto v = opts_.get("--slice")) a.sliceBytes = parseSize(*v);
+  if (auto v = opts_.get("--root")) a.root = parseInteger(*v);
+  if (auto v = opts_.get("--ranks-per-host")) a.ranksPerHost = parseInteger(*v);
+  if (auto v = opts_.get("--ring-order")) a.ringOrder = parseIntegerList(*v);
+  if (auto v = opts_.get("--inflight")) a.inflight = parseInteger(*v);
+  if (auto v = opts_.get("--iters")) a.iters = parseInteger(*v);
+  if (auto v = opts_.get("--warmup")) a.warmup = parseInteger(*v);
   return a;
+}
+
+// Checks the request as every client does (run_request.h) and returns its schedule.
+Schedule PlanCommand::resolve(const PlanArgs& a) const {
+  Schedule s;
+  try {
+    (void)resolveRunRequest(requestOf(a), std::vector<std::string>(a.ranks, "localhost"), &s);
+  } catch (const RunRequestError& e) {
+    throw refuse(e, opts_.get(flagOf(e.field)), flagOf(e.field));
+  } catch (const ConfigError& e) {
+    throw refuse(Arg{"--algo", a.algo}, e.what());
+  }
+  return s;
+}
+
+// "0,2,1,3".
+std::string ringText(const std::vector<int>& ring) {
+  std::string s;
+  for (int r : ring) s += (s.empty() ? "" : ",") + std::to_string(r);
+  return s;
 }
 
 // "{0,1,3}"; sets of more than eight ranks write runs of three or more as ranges: "{0-9,12}".
@@ -300,6 +327,68 @@ void printTable(const Schedule& s) {
   }
 }
 
+CostQuery costQuery(const PlanArgs& a, const Schedule& s) {
+  CostQuery q;
+  q.algorithm = a.algo;
+  q.collective = a.collective;
+  q.nranks = a.ranks;
+  q.bytes = collectiveBytes(a.collective, a.ranks, a.count, a.dtype);
+  q.sliceBytes = s.sliceElems * dtypeSize(a.dtype);
+  q.ranksPerHost = a.ranksPerHost;
+  return q;
+}
+
+// The schedule's time in the simulation of the cost model's links; nothing (and the reason in
+// *error) when the simulation refuses it.
+std::optional<double> simulateUs(const PlanArgs& a, const Schedule& s, const ModelParams& params,
+                                 std::string* error) {
+  SimOptions so;
+  so.dtype = a.dtype;
+  so.inflight = a.inflight;
+  so.telemetry = TelemetryLevel::Off;
+  try {
+    return simulate(s, LinkModel::fromParams(params), so).totalSeconds * 1e6;
+  } catch (const std::exception& e) {
+    *error = e.what();
+    return std::nullopt;
+  }
+}
+
+// The text output: what was asked, the schedule, the verifier's verdict and the model.
+void printSummary(const PlanArgs& a, const Schedule& s, const VerifyResult& vr,
+                  const ModelParams& params, double predictedUs,
+                  const std::optional<double>& simulatedUs, const std::string& simError) {
+  std::printf("%s: %s %s, %d ranks, count %" PRIu64 " x %s (%" PRIu64 " bytes per rank), op %s",
+              kProg, a.algo.c_str(), std::string(toString(a.collective)).c_str(), a.ranks, a.count,
+              std::string(toString(a.dtype)).c_str(), a.count * dtypeSize(a.dtype),
+              std::string(toString(a.op)).c_str());
+  if (a.collective == Collective::Reduce || a.collective == Collective::Broadcast) {
+    std::printf(", root %d", a.root);
+  }
+  if (a.ranksPerHost > 0) std::printf(", %d ranks per host", a.ranksPerHost);
+  if (!a.ringOrder.empty()) std::printf(", ring %s", ringText(a.ringOrder).c_str());
+  std::printf(", slice %s (%" PRIu64 " elements)\n", formatSize(a.sliceBytes).c_str(),
+              s.sliceElems);
+  printTable(s);
+  if (vr.ok) {
+    std::printf("verifier: OK (every rank ends with the collective's result, no deadlock)\n");
+  } else {
+    std::printf("verifier: FAILED: %s\n", vr.message.c_str());
+  }
+  std::printf(
+      "model (defaults, not measurements: alpha %.1f us/message, link %.2f GB/s, reduce "
+      "%.2f GB/s):\n",
+      params.alpha * 1e6, 1e-9 / params.beta, 1e-9 / params.gamma);
+  std::printf("  alpha-beta-gamma closed form  %12s us\n", formatTimeUs(predictedUs).c_str());
+  if (simulatedUs) {
+    std::printf("  simulated schedule            %12s us  (inflight %d)\n",
+                formatTimeUs(*simulatedUs).c_str(), a.inflight);
+  } else {
+    std::printf("  simulated schedule            not simulated (%s)\n",
+                simError.empty() ? "schedule did not verify" : simError.c_str());
+  }
+}
+
 // In-process runs allocate every rank's buffers; refuse what would not fit in half the RAM.
 void checkRunMemory(const Schedule& s, DataType t) {
   const uint64_t elems = s.inputElems + s.outputElems + s.scratchElems;
@@ -317,92 +406,34 @@ void checkRunMemory(const Schedule& s, DataType t) {
 
 }  // namespace
 
-int planCommand(const std::vector<std::string>& args) {
+std::unique_ptr<Command> addPlanCommand(CLI::App& lab, const std::vector<std::string>& args) {
+  return std::make_unique<PlanCommand>(lab, args);
+}
+
+int PlanCommand::run() {
   PlanArgs a;
   Schedule s;
-  try {
-    a = parseArgs(args);
-    if (a.help) {
-      usage(stdout);
-      return 0;
-    }
-    GenParams gp;
-    gp.collective = a.collective;
-    gp.nranks = a.ranks;
-    gp.count = a.count;
-    gp.sliceElems = a.chunkBytes / dtypeSize(a.dtype);
-    gp.root = a.root;
-    gp.ranksPerHost = a.ranksPerHost;
-    try {
-      s = generate(a.algo, gp);
-    } catch (const GenError& e) {
-      throw UsageError{"--algo " + a.algo + ": " + e.what()};
-    }
+  const int refused = runChecked(kProg, [&] {
+    a = parse();
+    s = resolve(a);
     if (a.run) checkRunMemory(s, a.dtype);
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "%s: %s\n", kProg, e.message.c_str());
-    return 2;
-  }
+    return 0;
+  });
+  if (refused != 0) return refused;
 
   const VerifyResult vr = annotate(s);
 
-  const uint64_t elem = dtypeSize(a.dtype);
   const ModelParams params;
-  CostQuery q;
-  q.algorithm = a.algo;
-  q.collective = a.collective;
-  q.nranks = a.ranks;
-  q.bytes = collectiveBytes(a.collective, a.ranks, a.count, a.dtype);
-  q.sliceBytes = s.sliceElems * elem;
-  q.ranksPerHost = a.ranksPerHost;
+  const CostQuery q = costQuery(a, s);
   const double predictedUs = predictSeconds(q, params) * 1e6;
-  std::optional<double> simulatedUs;
   std::string simError;
-  if (vr.ok) {
-    SimOptions so;
-    so.dtype = a.dtype;
-    so.inflight = a.inflight;
-    so.telemetry = TelemetryLevel::Off;
-    try {
-      simulatedUs = simulate(s, LinkModel::fromParams(params), so).totalSeconds * 1e6;
-    } catch (const std::exception& e) {
-      simError = e.what();
-    }
-  }
+  const std::optional<double> simulatedUs =
+      vr.ok ? simulateUs(a, s, params, &simError) : std::nullopt;
 
   size_t totalOps = 0;
   for (const auto& ops : s.ranks) totalOps += ops.size();
 
-  if (!a.json) {
-    std::printf("%s: %s %s, %d ranks, count %" PRIu64 " x %s (%" PRIu64 " bytes per rank), op %s",
-                kProg, a.algo.c_str(), std::string(toString(a.collective)).c_str(), a.ranks,
-                a.count, std::string(toString(a.dtype)).c_str(), a.count * elem,
-                std::string(toString(a.op)).c_str());
-    if (a.collective == Collective::Reduce || a.collective == Collective::Broadcast) {
-      std::printf(", root %d", a.root);
-    }
-    if (a.ranksPerHost > 0) std::printf(", %d ranks per host", a.ranksPerHost);
-    std::printf(", chunk %s (%" PRIu64 " elements)\n", formatSize(a.chunkBytes).c_str(),
-                s.sliceElems);
-    printTable(s);
-    if (vr.ok) {
-      std::printf("verifier: OK (every rank ends with the collective's result, no deadlock)\n");
-    } else {
-      std::printf("verifier: FAILED: %s\n", vr.message.c_str());
-    }
-    std::printf(
-        "model (defaults, not measurements: alpha %.1f us/message, link %.2f GB/s, reduce "
-        "%.2f GB/s):\n",
-        params.alpha * 1e6, 1e-9 / params.beta, 1e-9 / params.gamma);
-    std::printf("  alpha-beta-gamma closed form  %12s us\n", formatTimeUs(predictedUs).c_str());
-    if (simulatedUs) {
-      std::printf("  simulated schedule            %12s us  (inflight %d)\n",
-                  formatTimeUs(*simulatedUs).c_str(), a.inflight);
-    } else {
-      std::printf("  simulated schedule            not simulated (%s)\n",
-                  simError.empty() ? "schedule did not verify" : simError.c_str());
-    }
-  }
+  if (!a.json) printSummary(a, s, vr, params, predictedUs, simulatedUs, simError);
 
   JsonWriter j;
   if (a.json) {
@@ -424,7 +455,7 @@ int planCommand(const std::vector<std::string>& args) {
         .key("ranks_per_host")
         .value(a.ranksPerHost)
         .key("chunk_bytes")
-        .value(a.chunkBytes)
+        .value(a.sliceBytes)
         .key("slice_elems")
         .value(s.sliceElems)
         .key("in_place")

@@ -3,11 +3,9 @@
 #include <malloc.h>
 
 #include <cstdio>
-#include <string>
-#include <vector>
 
 #include "base/errors.h"
-#include "runtime/worker_runtime.h"
+#include "worker_options.h"
 
 int main(int argc, char** argv) {
   // Keep freed memory in the process. ZeroMQ mallocs every received message; glibc would
@@ -15,15 +13,20 @@ int main(int argc, char** argv) {
   // would fault the same pages in again (docs/performance.md, "Page faults on receive").
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
-  const std::vector<std::string> args(argv + 1, argv + argc);
+  CLI::App app("", "allreduce-worker");
+  arl::worker::WorkerArgs args;
+  arl::worker::declareOptions(app, args);
   arl::WorkerOptions opt;
   try {
-    bool help = false;
-    opt = arl::parseWorkerArgs(args, &help);
-    if (help) {
-      std::fputs(arl::workerUsage().c_str(), stdout);
-      return 0;
-    }
+    app.parse(argc, argv);
+    opt = arl::worker::toOptions(args);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    // CLI11 exits with its own codes (105 and up); bad arguments exit with 2 here.
+    std::fprintf(stderr, "allreduce-worker: %s (see --help)\n", e.what());
+    return 2;
   } catch (const arl::ConfigError& e) {
     std::fprintf(stderr, "allreduce-worker: %s (see --help)\n", e.what());
     return 2;

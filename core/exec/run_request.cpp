@@ -1,6 +1,7 @@
 #include "exec/run_request.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "base/errors.h"
@@ -10,34 +11,80 @@ namespace arl {
 
 namespace {
 
-std::string range(int64_t lo, int64_t hi, int64_t got) {
-  return "must be in " + std::to_string(lo) + ".." + std::to_string(hi) + " (got " +
-         std::to_string(got) + ")";
+// Largest element offset the generators and the wire carry, with room for their arithmetic.
+constexpr uint64_t kMaxOffsetElems = std::numeric_limits<uint64_t>::max() / 64 / 8;
+
+std::string inRange(int64_t lo, int64_t hi) {
+  return "must be in " + std::to_string(lo) + ".." + std::to_string(hi);
+}
+
+void checkInt(RunField f, int64_t v, int64_t lo, int64_t hi) {
+  if (v < lo || v > hi) throw RunRequestError(f, std::to_string(v), inRange(lo, hi));
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
+  return s;
+}
+
+void checkAlgorithm(const RunRequest& req) {
+  const auto& names = algorithmNames();
+  if (std::find(names.begin(), names.end(), req.algorithm) == names.end()) {
+    throw RunRequestError(RunField::Algorithm, req.algorithm,
+                          "unknown (known: " + joined(names) + ")");
+  }
+  if (!algorithmSupports(req.algorithm, req.collective)) {
+    std::vector<std::string> supported;
+    for (Collective c : kAllCollectives) {
+      if (algorithmSupports(req.algorithm, c)) supported.emplace_back(toString(c));
+    }
+    throw RunRequestError(RunField::Collective, std::string(toString(req.collective)),
+                          "algorithm " + req.algorithm + " does not implement it (it implements " +
+                              joined(supported) + ")");
+  }
+}
+
+void checkSlice(const RunRequest& req) {
+  const size_t es = dtypeSize(req.dtype);
+  const std::string elem =
+      std::string(toString(req.dtype)) + " elements (" + std::to_string(es) + " bytes each)";
+  if (req.sliceBytes == 0 || req.sliceBytes % es != 0) {
+    throw RunRequestError(RunField::SliceBytes, std::to_string(req.sliceBytes),
+                          "must be a whole number, at least 1, of " + elem);
+  }
+}
+
+// Every rank's buffers must fit the 64-bit element offsets, and the slices of one run the
+// bound that keeps its schedule in memory.
+void checkSize(const RunRequest& req, int n) {
+  const uint64_t maxCount = kMaxOffsetElems / static_cast<uint64_t>(n);
+  if (req.count > maxCount) {
+    throw RunRequestError(RunField::Count, std::to_string(req.count),
+                          "must be in 0.." + std::to_string(maxCount) + " elements for " +
+                              std::to_string(n) + " ranks (64-bit offsets)");
+  }
+  const uint64_t vectorElems = std::max(inputElemsFor(req.collective, n, req.count),
+                                        outputElemsFor(req.collective, n, req.count));
+  const uint64_t slicesPerRank = vectorElems / (req.sliceBytes / dtypeSize(req.dtype)) + 1;
+  if (slicesPerRank > kMaxSlicesPerRun / static_cast<uint64_t>(n)) {
+    throw RunRequestError(RunField::SliceBytes, std::to_string(req.sliceBytes),
+                          "cuts " + std::to_string(vectorElems) + " elements on each of " +
+                              std::to_string(n) + " ranks into more than " +
+                              std::to_string(kMaxSlicesPerRun) +
+                              " slices in all; use larger slices or fewer elements");
+  }
 }
 
 void checkScalars(const RunRequest& req, int n) {
-  const size_t es = dtypeSize(req.dtype);
-  if (req.sliceBytes == 0) throw ConfigError("slice size must be greater than 0 bytes");
-  if (req.sliceBytes % es != 0) {
-    throw ConfigError("slice of " + std::to_string(req.sliceBytes) +
-                      " bytes is not a whole number of " + std::string(toString(req.dtype)) +
-                      " elements (" + std::to_string(es) + " bytes each)");
-  }
-  if (req.iterations < 1 || req.iterations > static_cast<int64_t>(kMaxIterations)) {
-    throw ConfigError("iterations " + range(1, kMaxIterations, req.iterations));
-  }
-  if (req.warmup < 0 || req.warmup > static_cast<int64_t>(kMaxIterations)) {
-    throw ConfigError("warm-up iterations " + range(0, kMaxIterations, req.warmup));
-  }
-  if (req.inflight < 1 || req.inflight > static_cast<int64_t>(kMaxInflight)) {
-    throw ConfigError("slices in flight " + range(1, kMaxInflight, req.inflight));
-  }
+  checkInt(RunField::Root, req.root, 0, n - 1);
+  checkInt(RunField::RanksPerHost, req.ranksPerHost, 0, n);
+  checkInt(RunField::Inflight, req.inflight, 1, kMaxInflight);
+  checkInt(RunField::Iterations, req.iterations, 1, kMaxIterations);
+  checkInt(RunField::Warmup, req.warmup, 0, kMaxIterations);
   if (req.recvTimeout.count() <= 0) {
-    throw ConfigError("receive timeout must be positive (got " +
-                      std::to_string(req.recvTimeout.count()) + " ms)");
-  }
-  if (req.ranksPerHost < 0 || req.ranksPerHost > n) {
-    throw ConfigError("ranks per host " + range(0, n, req.ranksPerHost));
+    throw RunRequestError(RunField::RecvTimeout, std::to_string(req.recvTimeout.count()) + " ms",
+                          "must be positive");
   }
 }
 
@@ -47,43 +94,83 @@ std::vector<int> resolveRing(const RunRequest& req, int n) {
     for (int r = 0; r < n; ++r) ring.push_back(r);
     return ring;
   }
+  std::string text;
+  for (int r : ring) text += (text.empty() ? "" : ",") + std::to_string(r);
+  const std::string rule =
+      "must name each of the " + std::to_string(n) + " ranks 0.." + std::to_string(n - 1) + " once";
   if (static_cast<int>(ring.size()) != n) {
-    throw ConfigError("ring order names " + std::to_string(ring.size()) + " ranks for a world of " +
-                      std::to_string(n) + "; it must name each of 0.." + std::to_string(n - 1) +
-                      " once");
+    throw RunRequestError(RunField::RingOrder, text,
+                          rule + " (it names " + std::to_string(ring.size()) + ")");
   }
-  std::vector<bool> seen(n, false);
+  std::vector<bool> seen(static_cast<size_t>(n), false);
   for (int r : ring) {
-    if (r < 0 || r >= n) throw ConfigError("ring order: rank " + std::to_string(r) + " " + range(0, n - 1, r));
-    if (seen[r]) throw ConfigError("ring order names rank " + std::to_string(r) + " twice");
-    seen[r] = true;
+    if (r < 0 || r >= n) {
+      throw RunRequestError(RunField::RingOrder, text,
+                            rule + " (" + std::to_string(r) + " is not a rank)");
+    }
+    if (seen[static_cast<size_t>(r)]) {
+      throw RunRequestError(RunField::RingOrder, text,
+                            rule + " (" + std::to_string(r) + " comes twice)");
+    }
+    seen[static_cast<size_t>(r)] = true;
   }
   return ring;
 }
 
-// Ranks per host from the hosts' names when the request leaves it at 0: the ranks of one
-// host when every host has as many; otherwise all ranks count as one host (no algorithm but
-// hierarchical groups by host, and hierarchical refuses uneven hosts).
-int resolveRanksPerHost(const RunRequest& req, const std::vector<std::string>& hosts) {
-  if (req.ranksPerHost != 0) return req.ranksPerHost;
+// Hierarchical groups ranks by host, and refuses hosts of uneven sizes unless told how many
+// ranks a host holds.
+void checkEvenHosts(const RunRequest& req, const std::vector<std::string>& hosts) {
+  if (req.algorithm != "hierarchical" || req.ranksPerHost != 0) return;
   std::map<std::string, int> perHost;
   for (const auto& h : hosts) ++perHost[h];
   const int first = perHost.begin()->second;
-  const bool even = std::all_of(perHost.begin(), perHost.end(),
-                                [&](const auto& kv) { return kv.second == first; });
-  if (even) return first;
-  if (req.algorithm == "hierarchical") {
-    std::string counts;
-    for (const auto& [h, c] : perHost) {
-      counts += (counts.empty() ? "" : ", ") + h + ": " + std::to_string(c);
-    }
-    throw ConfigError("hierarchical needs the same number of ranks on every host (" + counts +
-                      "); set ranks per host");
+  if (std::all_of(perHost.begin(), perHost.end(),
+                  [&](const auto& kv) { return kv.second == first; })) {
+    return;
   }
-  return static_cast<int>(hosts.size());
+  std::string counts;
+  for (const auto& [h, c] : perHost)
+    counts += (counts.empty() ? "" : ", ") + h + ": " + std::to_string(c);
+  throw RunRequestError(RunField::RanksPerHost, "0 (from the hosts: " + counts + ")",
+                        "hierarchical needs the same number of ranks on every host; set it");
 }
 
 }  // namespace
+
+std::string_view describe(RunField f) {
+  switch (f) {
+    case RunField::Ranks: return "ranks";
+    case RunField::Algorithm: return "algorithm";
+    case RunField::Collective: return "collective";
+    case RunField::Count: return "count";
+    case RunField::SliceBytes: return "slice size in bytes";
+    case RunField::Root: return "root";
+    case RunField::RanksPerHost: return "ranks per host";
+    case RunField::RingOrder: return "ring order";
+    case RunField::Inflight: return "slices in flight";
+    case RunField::Warmup: return "warm-up iterations";
+    case RunField::Iterations: return "iterations";
+    case RunField::RecvTimeout: return "receive timeout";
+  }
+  return "?";
+}
+
+RunRequestError::RunRequestError(RunField f, std::string v, std::string r)
+    : ConfigError(std::string(describe(f)) + " " + v + ": " + r),
+      field(f),
+      value(std::move(v)),
+      rule(std::move(r)) {}
+
+int ranksPerHost(int requested, const std::vector<std::string>& hosts) {
+  if (requested > 0) return requested;
+  std::map<std::string, int> perHost;
+  for (const auto& h : hosts) ++perHost[h];
+  if (perHost.empty()) return 0;
+  const int first = perHost.begin()->second;
+  const bool even = std::all_of(perHost.begin(), perHost.end(),
+                                [&](const auto& kv) { return kv.second == first; });
+  return even ? first : static_cast<int>(hosts.size());
+}
 
 GenParams genParams(const RunRequest& req, const ResolvedRun& run) {
   GenParams p;
@@ -97,25 +184,19 @@ GenParams genParams(const RunRequest& req, const ResolvedRun& run) {
   return p;
 }
 
-ResolvedRun resolveRunRequest(const RunRequest& req, const std::vector<std::string>& hosts) {
+ResolvedRun resolveRunRequest(const RunRequest& req, const std::vector<std::string>& hosts,
+                              Schedule* schedule) {
   const int n = static_cast<int>(hosts.size());
-  if (n == 0) throw ConfigError("no ranks to run on");
-  if (n > kMaxRanks) throw ConfigError("ranks " + range(1, kMaxRanks, n));
-  const auto& names = algorithmNames();
-  if (std::find(names.begin(), names.end(), req.algorithm) == names.end()) {
-    std::string known;
-    for (const auto& a : names) known += (known.empty() ? "" : ", ") + a;
-    throw ConfigError("unknown algorithm '" + req.algorithm + "' (known: " + known + ")");
-  }
-  if (!algorithmSupports(req.algorithm, req.collective)) {
-    throw ConfigError("algorithm '" + req.algorithm + "' does not implement " +
-                      std::string(toString(req.collective)));
-  }
+  checkInt(RunField::Ranks, n, 1, kMaxRanks);
+  checkAlgorithm(req);
+  checkSlice(req);
+  checkSize(req, n);
   checkScalars(req, n);
+  checkEvenHosts(req, hosts);
 
   ResolvedRun run;
   run.nranks = n;
-  run.ranksPerHost = resolveRanksPerHost(req, hosts);
+  run.ranksPerHost = ranksPerHost(req.ranksPerHost, hosts);
   run.ringOrder = resolveRing(req, n);
   run.sliceElems = req.sliceBytes / dtypeSize(req.dtype);
   Schedule s;
@@ -126,6 +207,7 @@ ResolvedRun resolveRunRequest(const RunRequest& req, const std::vector<std::stri
   }
   run.steps = s.nsteps;
   for (int r = 0; r < n; ++r) run.bytesSent.push_back(bytesSent(s, r, req.dtype));
+  if (schedule != nullptr) *schedule = std::move(s);
   return run;
 }
 

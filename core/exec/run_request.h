@@ -10,8 +10,10 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "base/errors.h"
 #include "base/types.h"
 #include "exec/telemetry.h"
 #include "schedule/generators.h"
@@ -27,9 +29,9 @@ struct RunRequest {
   uint64_t count = 0;                       // NCCL API count
   uint64_t sliceBytes = uint64_t{1} << 20;  // pipeline slice size, a whole number of elements
   int root = 0;
-  int ranksPerHost = 0;      // 0 = group by the ranks' real host names
+  int ranksPerHost = 0;        // 0 = group by the ranks' real host names
   std::vector<int> ringOrder;  // the ring as a permutation of 0..n-1; empty = 0, 1, ..., n-1
-  int inflight = 4;          // slices a rank may have in flight
+  int inflight = 4;            // slices a rank may have in flight
   bool inPlace = false;
   int warmup = 1;
   int iterations = 5;
@@ -40,20 +42,61 @@ struct RunRequest {
   DataPlaneKind dataPlane = DataPlaneKind::Auto;
 };
 
+// The field of a RunRequest (or the world it runs on) that a refusal is about, so that each
+// client names its own control for it: a flag on the command line, a field in the window.
+enum class RunField {
+  Ranks,
+  Algorithm,
+  Collective,
+  Count,
+  SliceBytes,
+  Root,
+  RanksPerHost,
+  RingOrder,
+  Inflight,
+  Warmup,
+  Iterations,
+  RecvTimeout,
+};
+
+// How a refusal speaks of `f` when no client names it: "slices in flight", "ring order", ...
+std::string_view describe(RunField f);
+
+// A refused request. what() reads "<describe(field)> <value>: <rule>", e.g.
+// "slices in flight 2000: must be in 1..1024"; a client may show `value` and `rule` after
+// its own name for the field instead.
+struct RunRequestError : ConfigError {
+  RunRequestError(RunField f, std::string v, std::string r);
+  RunField field;
+  std::string value;  // the refused value, as text
+  std::string rule;   // what is wrong with it, with the accepted range
+};
+
+// Upper bound on the pipeline slices of one collective, all ranks together: each becomes ops
+// that every client holds in memory (the schedule, the plan's table, telemetry).
+inline constexpr uint64_t kMaxSlicesPerRun = uint64_t{4} << 20;
+
 // What a request becomes on a given world of ranks: the values the ranks run with.
 struct ResolvedRun {
   int nranks = 0;
   int ranksPerHost = 0;        // resolved: never 0
   std::vector<int> ringOrder;  // resolved: always nranks entries
   uint64_t sliceElems = 0;
-  uint32_t steps = 0;          // the schedule's algorithm steps (Schedule::nsteps)
+  uint32_t steps = 0;               // the schedule's algorithm steps (Schedule::nsteps)
   std::vector<uint64_t> bytesSent;  // per rank: bytes it sends in one collective
 };
 
 // Checks `req` for ranks whose hosts are `hosts` (in rank order; one entry per rank) and
 // resolves it; generates the schedule once, since the generator is the authority on what
-// it accepts. Throws ConfigError naming the offending parameter and the accepted range.
-ResolvedRun resolveRunRequest(const RunRequest& req, const std::vector<std::string>& hosts);
+// it accepts, and hands it over through `schedule` when not null. Throws RunRequestError
+// naming the offending field and the accepted range (ConfigError for what the generator
+// alone refuses).
+ResolvedRun resolveRunRequest(const RunRequest& req, const std::vector<std::string>& hosts,
+                              Schedule* schedule = nullptr);
+
+// Ranks per host: `requested` when positive, else derived from the ranks' host names (in
+// rank order): the ranks of one host when every host has as many, all ranks otherwise.
+int ranksPerHost(int requested, const std::vector<std::string>& hosts);
 
 // The generator parameters of a resolved request.
 GenParams genParams(const RunRequest& req, const ResolvedRun& run);

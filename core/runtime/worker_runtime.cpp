@@ -61,8 +61,7 @@ void logLine(const std::string& text) {
   std::fflush(stderr);
 }
 
-// ---- Argument parsing ------------------------------------------------------------------------
-
+// An integer of the environment (ARL_TEST_CORRUPT_HEADER) in [lo, hi].
 int parseInt(const std::string& flag, const std::string& v, int lo, int hi) {
   try {
     size_t used = 0;
@@ -865,73 +864,6 @@ class WorkerSession {
 };
 
 }  // namespace
-
-std::string workerUsage() {
-  return "usage: allreduce-worker --connect tcp://HOST:PORT [--backend cpu] [--name NAME]\n"
-         "                        [--device N] [--host NAME] [--verbose]\n"
-         "Joins the allreduce-lab coordinator at the given control endpoint and runs the\n"
-         "collectives it is sent. Leaves when the coordinator says so or goes silent.\n"
-         "  --connect ENDPOINT  the coordinator's control endpoint (printed by the lab)\n"
-         "  --backend NAME      buffers and reductions: cpu (cuda and nccl: not in this build)\n"
-         "  --name NAME         display name (default HOST:PID)\n"
-         "  --device N          accelerator index (default: none)\n"
-         "  --host NAME         host name to report (default: this machine's); ranks on\n"
-         "                      different hosts exchange data over tcp://\n"
-         "  --verbose           log every control message\n";
-}
-
-WorkerOptions parseWorkerArgs(const std::vector<std::string>& args, bool* help) {
-  WorkerOptions o;
-  if (help) *help = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) throw ConfigError(a + ": missing value");
-      return args[++i];
-    };
-    if (a == "--connect") {
-      o.connect = value();
-    } else if (a == "--backend") {
-      o.backend = value();
-    } else if (a == "--name") {
-      o.name = value();
-    } else if (a == "--host") {
-      o.hostName = value();
-    } else if (a == "--device") {
-      o.device = parseInt(a, value(), -1, kMaxDeviceIndex);
-    } else if (a == "--parent-pid") {
-      o.parentPid = parseInt(a, value(), 1, 1 << 30);
-    } else if (a == "--verbose" || a == "-v") {
-      o.verbose = true;
-    } else if (a == "--help" || a == "-h") {
-      if (help) *help = true;
-      return o;
-    } else {
-      throw ConfigError("unknown argument '" + a + "'");
-    }
-  }
-  if (o.connect.empty()) throw ConfigError("--connect ENDPOINT is required");
-  if (!validEndpoint(o.connect) || o.connect.rfind("inproc://", 0) == 0 ||
-      o.connect.rfind("shm://", 0) == 0) {
-    throw ConfigError("--connect: '" + o.connect +
-                      "' is not an endpoint (expected tcp://HOST:PORT or ipc://PATH)");
-  }
-  if (o.backend == "cuda" || o.backend == "nccl") {
-    throw ConfigError("--backend " + o.backend +
-                      ": not available in this build (the CUDA backends come with the GPU "
-                      "milestone); use --backend cpu");
-  }
-  if (o.backend != "cpu") {
-    throw ConfigError("--backend: unknown backend '" + o.backend + "' (known: cpu)");
-  }
-  if (o.hostName.size() > kMaxNameBytes) {
-    throw ConfigError("--host: longer than " + std::to_string(kMaxNameBytes) + " bytes");
-  }
-  if (o.name.size() > kMaxNameBytes) {
-    throw ConfigError("--name: longer than " + std::to_string(kMaxNameBytes) + " bytes");
-  }
-  return o;
-}
 
 int runWorker(const WorkerOptions& opt) {
   try {

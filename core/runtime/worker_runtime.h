@@ -43,13 +43,6 @@ struct WorkerOptions {
   bool verbose = false;  // log every control message
 };
 
-// Parses allreduce-worker's command line (without argv[0]). Throws ConfigError naming the
-// offending argument; `--help` sets *help and returns defaults.
-WorkerOptions parseWorkerArgs(const std::vector<std::string>& args, bool* help = nullptr);
-
-// allreduce-worker's usage text.
-std::string workerUsage();
-
 // Runs one worker session. Returns the process exit code: 0 after a Shutdown, non-zero when
 // the coordinator went silent, the parent died, or the configuration was refused (the reason
 // is logged as one line on stderr).

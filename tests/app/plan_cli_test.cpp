@@ -9,10 +9,11 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "schedule/generators.h"
 #include "export/json.h"
+#include "schedule/generators.h"
 
 namespace arl {
 namespace {
@@ -30,12 +31,12 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// Runs the lab binary with `args` (already shell-safe words), capturing stdout and stderr.
-Result plan(const std::string& args) {
+// Runs `binary` with `args` (already shell-safe words), capturing stdout and stderr.
+Result runBinary(const char* binary, const std::string& args) {
   const std::string base = ::testing::TempDir() + "plan_cli_" + std::to_string(::getpid());
   const std::string out = base + ".out", err = base + ".err";
   const std::string cmd =
-      std::string("'") + ARL_LAB_BINARY + "' plan " + args + " >'" + out + "' 2>'" + err + "'";
+      std::string("'") + binary + "' " + args + " >'" + out + "' 2>'" + err + "'";
   const int status = std::system(cmd.c_str());
   Result r;
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -45,6 +46,9 @@ Result plan(const std::string& args) {
   std::remove(err.c_str());
   return r;
 }
+
+Result lab(const std::string& args) { return runBinary(ARL_LAB_BINARY, args); }
+Result plan(const std::string& args) { return lab("plan " + args); }
 
 size_t lines(const std::string& s) {
   size_t n = 0;
@@ -131,10 +135,109 @@ TEST(PlanCli, BigSchedulesAreCondensedAndSaySo) {
 }
 
 TEST(PlanCli, HelpPrintsUsage) {
-  const Result r = plan("--help");
-  EXPECT_EQ(r.rc, 0);
-  EXPECT_NE(r.out.find("usage: allreduce-lab plan"), std::string::npos);
-  EXPECT_NE(r.out.find("--chunk"), std::string::npos);
+  for (const char* h : {"--help", "-h"}) {
+    const Result r = plan(h);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.out.find("Usage: allreduce-lab plan"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--slice,--chunk SIZE"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--ring-order LIST"), std::string::npos) << r.out;
+    EXPECT_EQ(r.err, "");
+  }
+}
+
+TEST(LabCli, HelpListsTheCommandsAndBadCommandsAreRefused) {
+  const Result help = lab("--help");
+  EXPECT_EQ(help.rc, 0) << help.err;
+  EXPECT_NE(help.out.find("plan"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("bench"), std::string::npos) << help.out;
+  struct Case {
+    const char* args;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"", "allreduce-lab: A subcommand is required"},
+      {"frobnicate", "allreduce-lab: unknown command 'frobnicate'"},
+      {"--frobnicate", "allreduce-lab: "},
+      {"plan bench", "allreduce-lab plan: "},
+  };
+  for (const Case& c : cases) {
+    const Result r = lab(c.args);
+    EXPECT_EQ(r.rc, 2) << c.args << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << c.args << ": " << r.err;
+    EXPECT_EQ(r.err.rfind(c.says, 0), 0u) << c.args << ": " << r.err;
+    EXPECT_EQ(r.out, "") << c.args;
+  }
+}
+
+TEST(WorkerCli, HelpExitsZeroAndBadArgumentsAreOneLine) {
+  const Result help = runBinary(ARL_WORKER_BINARY, "--help");
+  EXPECT_EQ(help.rc, 0) << help.err;
+  EXPECT_NE(help.out.find("Usage: allreduce-worker"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--connect ENDPOINT"), std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find("--parent-pid"), std::string::npos) << "set by the lab, not for users";
+  struct Case {
+    const char* args;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"", "--connect is required"},
+      {"--connect nowhere", "--connect nowhere: not an endpoint"},
+      {"--connect inproc://x", "--connect inproc://x: not an endpoint"},
+      {"--connect tcp://127.0.0.1:1 --device 1024",
+       "--device 1024: must be an integer in -1..1023"},
+      {"--connect tcp://127.0.0.1:1 --device x", "--device x:"},
+      {"--connect tcp://127.0.0.1:1 --backend cuda", "--backend cuda: not available"},
+      {"--connect tcp://127.0.0.1:1 --backend tpu", "--backend tpu: unknown backend"},
+      {"--connect tcp://127.0.0.1:1 --parent-pid 0", "--parent-pid 0:"},
+      {"--connect tcp://127.0.0.1:1 --frobnicate", "--frobnicate"},
+      {"--connect", "--connect"},
+  };
+  for (const Case& c : cases) {
+    const Result r = runBinary(ARL_WORKER_BINARY, c.args);
+    EXPECT_EQ(r.rc, 2) << c.args << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << c.args << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("allreduce-worker: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << ": " << r.err;
+  }
+}
+
+TEST(PlanCli, SliceAndChunkAreOneFlag) {
+  const Result slice = plan("--ranks 3 --count 96 --slice 32 --json");
+  const Result chunk = plan("--ranks 3 --count 96 --chunk 32 --json");
+  ASSERT_EQ(slice.rc, 0) << slice.err;
+  ASSERT_EQ(chunk.rc, 0) << chunk.err;
+  EXPECT_EQ(slice.out, chunk.out);
+  EXPECT_EQ(parseJson(slice.out).at("slice_elems").integer, 8);
+  // The last one given wins, whichever name it has.
+  const Result both = plan("--ranks 3 --count 96 --slice 8 --chunk 32 --json");
+  EXPECT_EQ(both.out, chunk.out);
+}
+
+// The ring order decides who sends to whom; the result stays exact.
+TEST(PlanCli, RingOrderChangesThePeersAndRunsExactly) {
+  const Result r = plan("--ranks 4 --count 8 --slice 8 --ring-order 0,2,1,3 --run --iters 2");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("ring 0,2,1,3"), std::string::npos) << r.out;
+  // Step 0: each rank sends to its successor on the ring 0 -> 2 -> 1 -> 3 -> 0.
+  for (const char* row : {"    0     0  reduce-scatter Send               ->2 ",
+                          "    0     2  reduce-scatter Send               ->1 ",
+                          "    0     1  reduce-scatter Send               ->3 ",
+                          "    0     3  reduce-scatter Send               ->0 "}) {
+    EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
+  }
+  for (const char* collective : {"allreduce", "reducescatter", "allgather"}) {
+    for (const auto& [ranks, ring] :
+         {std::pair{4, "3,2,1,0"}, std::pair{5, "0,2,4,1,3"}, std::pair{5, "4,0,3,1,2"}}) {
+      const std::string args = "--ranks " + std::to_string(ranks) +
+                               " --count 1001 --slice 64 --dtype int32 --collective " + collective +
+                               " --ring-order " + ring + " --json --run --iters 1";
+      const Result j = plan(args);
+      ASSERT_EQ(j.rc, 0) << args << ": " << j.err;
+      const JsonValue v = parseJson(j.out);
+      EXPECT_TRUE(v.at("verified").boolean) << args;
+      EXPECT_EQ(v.at("wrong").integer, 0) << args;
+    }
+  }
 }
 
 TEST(PlanCli, BadInputIsOneLineNamingTheArgument) {
@@ -143,25 +246,44 @@ TEST(PlanCli, BadInputIsOneLineNamingTheArgument) {
     const char* names;
   };
   const Case cases[] = {
-      {"--ranks 0", "--ranks"},
-      {"--ranks 65", "--ranks"},
-      {"--ranks four", "--ranks"},
-      {"--ranks 99999999999", "--ranks must be between"},
-      {"--algo nope", "--algo"},
-      {"--dtype complex", "--dtype"},
-      {"--op xor", "--op"},
-      {"--collective alltoall", "--collective"},
-      {"--chunk 0", "--chunk"},
-      {"--chunk 2 --dtype float", "--chunk"},
-      {"--count 99999999999999999999", "--count"},
-      {"--count 16000000000000000 --ranks 8", "--count"},
-      {"--count 1.5M", "--count"},
+      {"--ranks 0", "--ranks 0: must be in 1..64"},
+      {"--ranks 65", "--ranks 65: must be in 1..64"},
+      {"--ranks four", "--ranks four: not an integer"},
+      {"--ranks 99999999999", "--ranks 99999999999: must be in 1..64"},
+      {"--algo nope", "--algo nope: unknown (known: ring, "},
+      {"--dtype complex", "--dtype complex: unknown type"},
+      {"--op xor", "--op xor: unknown reduction"},
+      {"--collective alltoall", "--collective alltoall: unknown collective"},
+      {"--chunk 0", "--chunk 0: must be a whole number, at least 1, of float elements"},
+      // Once rounded silently to one element; bench refused it, and now both do.
+      {"--chunk 6 --dtype float", "--chunk 6: must be a whole number, at least 1, of float"},
+      {"--slice 2 --dtype float", "--slice 2: must be a whole number"},
+      {"--slice 12 --dtype double", "--slice 12: must be a whole number, at least 1, of double"},
+      {"--count 4M --slice 4", "--slice 4: cuts 4194304 elements on each of 4 ranks into more"},
+      {"--count 99999999999999999999", "--count 99999999999999999999: not a whole number"},
+      {"--count 16000000000000000 --ranks 8", "--count 16000000000000000: must be in 0.."},
+      {"--count 1.5M", "--count 1.5M:"},
       {"--frobnicate", "--frobnicate"},
       {"--ranks", "--ranks"},
-      {"--algo recursive-doubling --collective reduce", "--collective"},
-      {"--root 4 --ranks 4 --collective reduce", "--root"},
-      {"--inflight 0", "--inflight"},
-      {"--iters 0 --run", "--iters"},
+      {"--algo recursive-doubling --collective reduce",
+       "--collective reduce: algorithm recursive-doubling does not implement it"},
+      {"--root 4 --ranks 4 --collective reduce", "--root 4: must be in 0..3"},
+      // Once accepted up to 64 whatever the ranks, and 1048576 slices in flight.
+      {"--ranks-per-host 5", "--ranks-per-host 5: must be in 0..4"},
+      {"--ranks 2 --ranks-per-host 64", "--ranks-per-host 64: must be in 0..2"},
+      {"--inflight 0", "--inflight 0: must be in 1..1024"},
+      {"--inflight 1025", "--inflight 1025: must be in 1..1024"},
+      {"--inflight 1048576", "--inflight 1048576: must be in 1..1024"},
+      {"--iters 0 --run", "--iters 0: must be in 1..1000000"},
+      {"--warmup -1", "--warmup -1: must be in 0..1000000"},
+      {"--ring-order 0,1,2", "--ring-order 0,1,2: must name each of the 4 ranks 0..3 once"},
+      {"--ring-order 0,1,2,3,4", "--ring-order 0,1,2,3,4: must name each of the 4 ranks"},
+      {"--ring-order 0,1,1,3",
+       "--ring-order 0,1,1,3: must name each of the 4 ranks 0..3 once (1 "
+       "comes twice)"},
+      {"--ring-order 0,1,2,4", "(4 is not a rank)"},
+      {"--ring-order 0,1,,3", "--ring-order 0,1,,3: an empty item"},
+      {"--ring-order 0,one,2,3", "--ring-order one: not an integer"},
   };
   for (const Case& c : cases) {
     const Result r = plan(std::string(c.args) + " --run");
@@ -171,8 +293,9 @@ TEST(PlanCli, BadInputIsOneLineNamingTheArgument) {
     EXPECT_EQ(r.err.rfind("allreduce-lab plan: ", 0), 0u) << r.err;
     EXPECT_EQ(r.out, "") << c.args << ": nothing runs on bad input";
   }
-  EXPECT_EQ(plan("--ranks 0").err,
-            "allreduce-lab plan: --ranks must be between 1 and 64 (got 0)\n");
+  EXPECT_EQ(plan("--ranks 0").err, "allreduce-lab plan: --ranks 0: must be in 1..64\n");
+  EXPECT_EQ(plan("--inflight 2000").err,
+            "allreduce-lab plan: --inflight 2000: must be in 1..1024\n");
 }
 
 }  // namespace

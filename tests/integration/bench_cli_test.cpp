@@ -20,9 +20,9 @@
 #include <gtest/gtest.h>
 
 #include "export/export.h"
-#include "schedule/generators.h"
 #include "export/json.h"
 #include "runtime/process.h"
+#include "schedule/generators.h"
 
 namespace arl {
 namespace {
@@ -220,7 +220,8 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
       {{"-b", "1.5K"}, "-b"},
       {{"-f", "1"}, "-f"},
       {{"-f", "2", "-i", "1K"}, "-i"},
-      {{"-n", "0"}, "-n"},
+      {{"-n", "0"}, "-n 0: must be in 1..1000000"},
+      {{"--iters", "0"}, "--iters 0: must be in 1..1000000"},
       {{"-w", "-1"}, "-w"},
       {{"-c", "2"}, "-c"},
       {{"-o", "xor"}, "-o"},
@@ -232,25 +233,36 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
       {{"--workers", "65"}, "--workers"},
       {{"--workers", "0"}, "--workers"},
       {{"--workers", "40", "--expect", "30"}, "--expect"},
-      {{"--ranks-per-host", "5"}, "--ranks-per-host"},
-      {{"--chunk", "6"}, "--chunk"},
-      {{"--chunk", "0"}, "--chunk"},
-      {{"--inflight", "0"}, "--inflight"},
-      {{"--backend", "cuda"}, "backend cuda is not built in this binary"},
-      {{"--backend", "nccl"}, "backend nccl is not built in this binary"},
-      {{"--backend", "tpu"}, "--backend"},
+      {{"--ranks-per-host", "5"}, "--ranks-per-host 5: must be in 0..4"},
+      {{"--chunk", "6"}, "--chunk 6: must be a whole number, at least 1, of float elements"},
+      {{"--chunk", "0"}, "--chunk 0:"},
+      {{"--slice", "64K,6"}, "--slice 6: must be a whole number"},
+      {{"--slice", "64K,,1M"}, "--slice 64K,,1M: an empty item"},
+      {{"--slice", "4", "-e", "64M"}, "--slice 4: cuts"},
+      {{"--inflight", "0"}, "--inflight 0: must be in 1..1024"},
+      {{"--inflight", "2000"}, "--inflight 2000: must be in 1..1024"},
+      {{"--inflight", "1,2,2000"}, "--inflight 2000: must be in 1..1024"},
+      {{"--inflight", "1,x"}, "--inflight x: not an integer"},
+      {{"--ring-order", "0,2,1"}, "--ring-order 0,2,1: must name each of the 4 ranks 0..3 once"},
+      {{"--ring-order", "0,2,2,3"}, "(2 comes twice)"},
+      {{"--ring-order", "0,1,2,4"}, "(4 is not a rank)"},
+      {{"--workers", "2", "--expect", "1", "--ring-order", "0,1,2,3"},
+       "--ring-order 0,1,2,3: must name each of the 3 ranks 0..2 once"},
+      {{"--backend", "cuda"}, "--backend cuda: not built in this binary"},
+      {{"--backend", "nccl"}, "--backend nccl: not built in this binary"},
+      {{"--backend", "tpu"}, "--backend tpu: unknown backend"},
       {{"--listen", "127.0.0.1:5555"}, "--listen"},
       {{"--listen", "tcp://127.0.0.1:99999"}, "--listen"},
       {{"--telemetry", "loud"}, "--telemetry"},
-      {{"--data-plane", "rdma"}, "--data-plane: unknown data plane 'rdma'"},
-      {{"-r", "4"}, "-r"},
+      {{"--data-plane", "rdma"}, "--data-plane rdma: unknown data plane"},
+      {{"-r", "4"}, "-r 4: must be in 0..3"},
       {{"--json", "/nonexistent/dir/out.json"}, "--json"},
       {{"--trace", "/"}, "--trace"},
       {{"--csv", "same.csv", "--record", "same.csv"}, "same.csv"},
       {{"--collective", "allgather", "-b", "8"}, "-b"},
       {{"-e", "64G"}, "-e"},
       {{"--frobnicate"}, "--frobnicate"},
-      {{"-b"}, "-b"},
+      {{"-b"}, "--minbytes: 1 required SIZE missing"},  // CLI11 names an option by its long name
   };
   for (const Case& c : cases) {
     std::string shown;
@@ -275,8 +287,31 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
   EXPECT_TRUE(workerPids().empty()) << "a worker was started";
   const Result help = run({"--help"}, "help");
   EXPECT_EQ(help.rc, 0);
-  EXPECT_NE(help.out.find("-b, --minbytes"), std::string::npos);
+  for (const char* flag : {"-b,--minbytes SIZE", "-n,--iters N", "--slice,--chunk SIZE[,SIZE...]",
+                           "--inflight K[,K...]", "--ring-order LIST"}) {
+    EXPECT_NE(help.out.find(flag), std::string::npos) << flag << "\n" << help.out;
+  }
   EXPECT_TRUE(workerPids().empty());
+}
+
+// The lists are checked in full before any worker starts and land in the results' config.
+TEST_F(BenchCli, SliceInflightAndRingOrderListsReachTheConfig) {
+  for (const char* sliceFlag : {"--slice", "--chunk"}) {
+    const std::string json = file(std::string("lists") + sliceFlag + ".json");
+    const Result r =
+        run({"--workers", "3", "-b", "12K", "-e", "12K", "-n", "1", "-w", "0", sliceFlag, "1K,4K",
+             "--inflight", "1,2,8", "--ring-order", "0,2,1", "--json", json});
+    ASSERT_EQ(r.rc, 0) << sliceFlag << ": " << r.err << r.out;
+    const JsonValue cfg = parseJson(slurp(json)).at("config");
+    std::vector<int64_t> slices, inflights, ring;
+    for (const JsonValue& v : cfg.at("slice_sizes").array) slices.push_back(v.integer);
+    for (const JsonValue& v : cfg.at("inflights").array) inflights.push_back(v.integer);
+    for (const JsonValue& v : cfg.at("ring_order").array) ring.push_back(v.integer);
+    EXPECT_EQ(slices, (std::vector<int64_t>{1024, 4096})) << sliceFlag;
+    EXPECT_EQ(inflights, (std::vector<int64_t>{1, 2, 8}));
+    EXPECT_EQ(ring, (std::vector<int64_t>{0, 2, 1}));
+    expectNoWorkerLeft();
+  }
 }
 
 TEST_F(BenchCli, TraceRecordingAndCsvDescribeTheRun) {

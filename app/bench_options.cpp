@@ -1,0 +1,375 @@
+#include "bench_options.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "base/errors.h"
+#include "base/limits.h"
+#include "exec/run_request.h"
+#include "schedule/generators.h"
+#include "transport/shm/shm_transport.h"
+
+namespace arl::app {
+
+namespace {
+
+// What the command does, after its options in --help.
+constexpr const char* kAbout =
+    "Runs collectives on worker processes (shared memory or ZeroMQ between them), on real "
+    "buffers with real reductions, and prints nccl-tests' table: time, algbw, busbw and "
+    "#wrong per size and algorithm, beside the cost model's prediction. Flags and meanings "
+    "follow nccl-tests. A chunk is a piece of the buffer that a schedule step moves; a slice is "
+    "the pipeline "
+    "unit, the most bytes one message carries.\n"
+    "Exit status: 0 when every run completed and no element was wrong; 1 when a run failed "
+    "or an element was wrong; 2 on bad arguments; 128+N when stopped by signal N.";
+
+// More sizes than this is a mistake in -b, -e and the step, not a sweep anyone waits for.
+constexpr size_t kMaxSizes = 1000;
+
+void checkOutputPath(const Arg& a) {
+  if (a.text.empty()) throw refuse(a, "needs a file name");
+  struct stat st {};
+  if (::stat(a.text.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw refuse(a, "is a directory");
+  const auto slash = a.text.rfind('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : a.text.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw refuse(a, "directory '" + dir + "' does not exist");
+  }
+  if (::access(dir.c_str(), W_OK) != 0) throw refuse(a, "directory '" + dir + "' is not writable");
+}
+
+// "tcp://HOST:PORT" with a numeric port (or '*': any free port).
+void checkListen(const Arg& a) {
+  const std::string expected = "expected tcp://ADDR:PORT, PORT in 1..65535 or *";
+  if (a.text.rfind("tcp://", 0) != 0) throw refuse(a, expected);
+  const std::string rest = a.text.substr(6);
+  const auto colon = rest.rfind(':');
+  if (colon == std::string::npos || colon == 0) throw refuse(a, expected);
+  const std::string port = rest.substr(colon + 1);
+  if (port == "*") return;
+  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) ||
+      std::stoi(port) < 1 || std::stoi(port) > 65535) {
+    throw refuse(a, expected);
+  }
+}
+
+// The flag that sets each field of the run requests.
+std::string flagOf(RunField f) {
+  switch (f) {
+    case RunField::Ranks: return "--workers";
+    case RunField::Algorithm: return "--algo";
+    case RunField::Collective: return "--collective";
+    case RunField::Count: return "--maxbytes";
+    case RunField::SliceBytes: return "--slice";
+    case RunField::Root: return "--root";
+    case RunField::RanksPerHost: return "--ranks-per-host";
+    case RunField::RingOrder: return "--ring-order";
+    case RunField::Inflight: return "--inflight";
+    case RunField::Warmup: return "--warmup_iters";
+    case RunField::Iterations: return "--iters";
+    case RunField::RecvTimeout: break;
+  }
+  return std::string(describe(f));
+}
+
+RunRequest requestOf(const BenchConfig& c, const std::string& algo, uint64_t bytes,
+                     uint64_t sliceBytes, int inflight) {
+  RunRequest q;
+  q.algorithm = algo;
+  q.collective = c.collective;
+  q.dtype = c.dtype;
+  q.op = c.op;
+  q.count = apiCount(c, bytes);
+  q.sliceBytes = sliceBytes;
+  q.root = c.root;
+  q.ranksPerHost = c.ranksPerHost;
+  q.ringOrder = c.ringOrder;
+  q.inflight = inflight;
+  q.inPlace = c.inPlace;
+  q.warmup = c.warmup;
+  q.iterations = c.iters;
+  q.check = c.check;
+  q.telemetry = c.telemetry;
+  q.maxEvents = c.maxEvents;
+  q.dataPlane = c.dataPlane;
+  return q;
+}
+
+}  // namespace
+
+int nranksOf(const BenchConfig& c) { return c.workers + c.expect; }
+
+uint64_t apiCount(const BenchConfig& c, uint64_t bytes) {
+  uint64_t n = bytes / dtypeSize(c.dtype);
+  if (c.collective == Collective::ReduceScatter || c.collective == Collective::AllGather) {
+    n /= static_cast<uint64_t>(nranksOf(c));
+  }
+  return n;
+}
+
+BenchOptions::BenchOptions(CLI::App& lab, const std::vector<std::string>& args)
+    : app_(lab.add_subcommand("bench", "run collectives on worker processes, nccl-tests style")),
+      opts_(app_, args) {
+  app_->footer(wrap(kAbout, 92) + "\n");
+  declare();
+}
+
+void BenchOptions::declare() {
+  Options& o = opts_;
+  o.group("Sizes (bytes; K, M, G = 2^10, 2^20, 2^30; the collective's total, as in nccl-tests)");
+  o.value("-b,--minbytes", "SIZE", "smallest size (default 32M)");
+  o.value("-e,--maxbytes", "SIZE", "largest size (default 32M)");
+  o.value("-f,--stepfactor", "F", "multiply the size by F (>= 2) between runs");
+  o.value("-i,--stepbytes", "SIZE", "or add SIZE between runs (default 1M; not with -f)");
+  o.group("Operation");
+  o.value("--collective", "NAME",
+          "allreduce, reducescatter, allgather, reduce, broadcast (default allreduce)");
+  o.value("--algo", "NAME[,NAME...]",
+          "algorithms to compare, or 'all' (every one that implements the collective); default "
+          "ring. Known: " +
+              algorithmList());
+  o.value("-o,--op", "NAME", "sum, prod, min, max, avg (default sum)");
+  o.value("-d,--datatype,--dtype", "NAME",
+          "float, double, half, bfloat16, int32, int64, uint8 (default float)");
+  o.value("-r,--root", "R", "root of reduce and broadcast (default 0)");
+  o.flag("--in-place", &inPlace_, "run in place (NCCL's in-place buffers)");
+  o.value("--slice,--chunk", "SIZE[,SIZE...]",
+          "pipeline slice sizes to sweep, in bytes, e.g. 64K,256K,1M (default 1M); --chunk is "
+          "its older name");
+  o.value("--inflight", "K[,K...]",
+          "slices in flight per rank to sweep, 1.." + std::to_string(kMaxInflight) +
+              ", e.g. 1,2,4,8 (default 4)");
+  o.value("--ring-order", "LIST",
+          "the ring as a permutation of the ranks 0..N-1, N = --workers + --expect, e.g. "
+          "0,2,1,3 (default 0,1,...,N-1)");
+  o.group("Performance");
+  o.value("-n,--iters", "N", "timed iterations per run (default 20)");
+  o.value("-w,--warmup_iters,--warmup", "N", "untimed iterations before them (default 5)");
+  o.value("-c,--check", "0|1", "check every element of the result (default 1)");
+  o.group("Workers");
+  o.value("--workers", "N", "local worker processes to start (default 4)");
+  o.value("--expect", "N", "remote workers to wait for (default 0)");
+  o.value("--listen", "tcp://ADDR:PORT",
+          "control endpoint for remote workers; the command that joins one is printed on stderr");
+  o.value("--ranks-per-host", "K", "ranks per host for hierarchical (default: from host names)");
+  o.value("--backend", "NAME", "cpu (cuda and nccl need a CUDA build; default cpu)");
+  o.value("--data-plane", "NAME",
+          "auto, shm or zmq: shared memory or ZeroMQ between workers (default auto: shm when "
+          "every worker is on one host)");
+  o.group("Telemetry and outputs");
+  o.value("--telemetry", "LEVEL", "off, steps or chunks (default chunks; docs/telemetry.md)");
+  o.value("--max-events", "N",
+          "telemetry events kept per run, all ranks together (default 1000000; the rest are "
+          "dropped and counted)");
+  o.value("--json", "FILE", "results as JSON ({\"config\": ..., \"results\": [...]})");
+  o.value("--csv", "FILE", "results as CSV");
+  o.value("--trace", "FILE", "Chrome trace-event JSON for ui.perfetto.dev");
+  o.value("--record", "FILE", "a recording of everything, for replay");
+}
+
+BenchArgs BenchOptions::check() const {
+  BenchArgs a;
+  BenchConfig& c = a.cfg;
+  c.inPlace = inPlace_;
+  checkWorkers(c);
+  checkOperation(c);
+  checkTelemetry(c);
+  checkPipeline(c);
+  checkAlgorithms(c);
+  a.sizes = checkSizes(c);
+  checkOutputs(c);
+  checkRuns(a);
+  return a;
+}
+
+// The backend first (a build without CUDA says so before anything else), then the world.
+void BenchOptions::checkWorkers(BenchConfig& c) const {
+  if (auto v = opts_.get("--backend")) {
+    if (v->text == "cuda" || v->text == "nccl") throw refuse(*v, "not built in this binary");
+    if (v->text != "cpu") throw refuse(*v, "unknown backend (known: cpu, cuda, nccl)");
+    c.backend = v->text;
+  }
+  const auto workers = opts_.get("--workers"), expect = opts_.get("--expect");
+  if (workers) c.workers = parseInt(*workers, 0, kMaxRanks);
+  if (expect) c.expect = parseInt(*expect, 0, kMaxRanks);
+  if (nranksOf(c) == 0) {
+    throw refuse(workers.value_or(Arg{"--workers", "0"}),
+                 "leaves no rank to run on with --expect 0; one of them must be positive");
+  }
+  if (nranksOf(c) > kMaxRanks) {
+    throw refuse(expect.value_or(Arg{"--expect", std::to_string(c.expect)}),
+                 "with --workers " + std::to_string(c.workers) + " makes " +
+                     std::to_string(nranksOf(c)) + " ranks; at most " + std::to_string(kMaxRanks) +
+                     " in all");
+  }
+  if (auto v = opts_.get("--listen")) {
+    checkListen(*v);
+    c.listen = v->text;
+  }
+}
+
+void BenchOptions::checkOperation(BenchConfig& c) const {
+  if (auto v = opts_.get("--collective")) c.collective = parseCollective(*v);
+  if (auto v = opts_.get("--datatype")) c.dtype = parseDataType(*v);
+  if (auto v = opts_.get("--op")) c.op = parseRedOp(*v);
+  if (auto v = opts_.get("--root")) c.root = parseInteger(*v);
+  if (auto v = opts_.get("--iters")) c.iters = parseInteger(*v);
+  if (auto v = opts_.get("--warmup_iters")) c.warmup = parseInteger(*v);
+  if (auto v = opts_.get("--check")) {
+    if (v->text != "0" && v->text != "1") throw refuse(*v, "must be 0 or 1");
+    c.check = v->text == "1";
+  }
+}
+
+void BenchOptions::checkTelemetry(BenchConfig& c) const {
+  if (auto v = opts_.get("--telemetry")) {
+    const auto t = parseTelemetryLevel(v->text);
+    if (!t) throw refuse(*v, "unknown level (known: off, steps, chunks)");
+    c.telemetry = *t;
+  }
+  if (auto v = opts_.get("--max-events")) c.maxEvents = parseSize(*v);
+  if (auto v = opts_.get("--data-plane")) {
+    const auto d = parseDataPlaneKind(v->text);
+    if (!d) throw refuse(*v, "unknown data plane (known: auto, shm, zmq)");
+    c.dataPlane = *d;
+  }
+  // The workers inherit the environment: a bad wait setting is refused here, before any starts.
+  try {
+    (void)shmWaitsFromEnv(ShmOptions{});
+  } catch (const ConfigError& e) {
+    throw UsageError{e.what()};
+  }
+}
+
+void BenchOptions::checkPipeline(BenchConfig& c) const {
+  if (auto v = opts_.get("--ranks-per-host")) c.ranksPerHost = parseInteger(*v);
+  if (auto v = opts_.get("--slice")) c.sliceSizes = parseSizeList(*v);
+  if (auto v = opts_.get("--inflight")) c.inflights = parseIntegerList(*v);
+  if (auto v = opts_.get("--ring-order")) c.ringOrder = parseIntegerList(*v);
+}
+
+void BenchOptions::checkAlgorithms(BenchConfig& c) const {
+  const auto v = opts_.get("--algo");
+  if (!v) return;
+  if (v->text != "all") {
+    c.algorithms = parseNameList(*v);
+    return;
+  }
+  c.algorithms.clear();
+  for (const std::string& name : algorithmNames()) {
+    if (algorithmSupports(name, c.collective)) c.algorithms.push_back(name);
+  }
+}
+
+// The sizes of the sweep, as nccl-tests steps them.
+std::vector<uint64_t> BenchOptions::checkSizes(BenchConfig& c) const {
+  const auto minb = opts_.get("--minbytes"), maxb = opts_.get("--maxbytes");
+  const auto factor = opts_.get("--stepfactor"), step = opts_.get("--stepbytes");
+  if (minb) c.minBytes = parseSize(*minb);
+  if (maxb) c.maxBytes = parseSize(*maxb);
+  if (factor && step)
+    throw refuse(*step, "excludes " + factor->flag + ": step by a factor or by bytes");
+  if (factor) {
+    c.stepFactor = parseSize(*factor);
+    if (c.stepFactor < 2) throw refuse(*factor, "must be at least 2");
+  }
+  if (step) c.stepBytes = parseSize(*step);
+  if (c.stepFactor == 0 && c.stepBytes == 0) {
+    throw refuse(opts_.getOr("--stepbytes", "0"), "must be at least 1");
+  }
+  const Arg b = opts_.getOr("--minbytes", std::to_string(c.minBytes));
+  if (c.minBytes == 0) throw refuse(b, "must be at least 1");
+  if (c.maxBytes < c.minBytes) {
+    throw refuse(opts_.getOr("--maxbytes", std::to_string(c.maxBytes)),
+                 "is smaller than " + b.flag + " " + b.text);
+  }
+  if (apiCount(c, c.minBytes) == 0) {
+    const bool perRank =
+        c.collective == Collective::ReduceScatter || c.collective == Collective::AllGather;
+    const uint64_t least = dtypeSize(c.dtype) * (perRank ? static_cast<uint64_t>(nranksOf(c)) : 1);
+    throw refuse(b, "must be at least " + std::to_string(least) + " bytes: one " +
+                        std::string(toString(c.dtype)) + " element" +
+                        (perRank ? " per rank of " + std::string(toString(c.collective)) : ""));
+  }
+  std::vector<uint64_t> sizes;
+  for (uint64_t s = c.minBytes; s <= c.maxBytes;) {
+    if (sizes.size() >= kMaxSizes) {
+      throw refuse(opts_.getOr("--maxbytes", std::to_string(c.maxBytes)),
+                   "gives more than " + std::to_string(kMaxSizes) + " sizes; use a larger step");
+    }
+    sizes.push_back(s);
+    const uint64_t next = c.stepFactor ? s * c.stepFactor : s + c.stepBytes;
+    if ((c.stepFactor && next / c.stepFactor != s) || next <= s) break;  // 64-bit overflow
+    s = next;
+  }
+  return sizes;
+}
+
+void BenchOptions::checkOutputs(BenchConfig& c) const {
+  const std::pair<const char*, std::string*> outputs[] = {{"--json", &c.jsonPath},
+                                                          {"--csv", &c.csvPath},
+                                                          {"--trace", &c.tracePath},
+                                                          {"--record", &c.recordPath}};
+  std::set<std::string> used;
+  for (const auto& [flag, path] : outputs) {
+    const auto v = opts_.get(flag);
+    if (!v) continue;
+    checkOutputPath(*v);
+    if (!used.insert(v->text).second) throw refuse(*v, "names the same file as another output");
+    *path = v->text;
+  }
+}
+
+// Resolves every run of the sweep on a world of its ranks (one host: the coordinator checks
+// again with the real hosts): each algorithm with each slice size at the smallest and the
+// largest size, and each number of slices in flight. Local workers must also fit in memory.
+void BenchOptions::checkRuns(const BenchArgs& a) const {
+  const BenchConfig& c = a.cfg;
+  const std::vector<std::string> hosts(static_cast<size_t>(nranksOf(c)), "localhost");
+  auto resolve = [&](const std::string& algo, uint64_t bytes, uint64_t slice, int inflight,
+                     Schedule* s) {
+    try {
+      (void)resolveRunRequest(requestOf(c, algo, bytes, slice, inflight), hosts, s);
+    } catch (const RunRequestError& e) {
+      throw refuse(e, opts_.get(flagOf(e.field)), flagOf(e.field));
+    } catch (const ConfigError& e) {
+      throw refuse(opts_.getOr("--algo", algo),
+                   algo + " at " + formatSize(bytes) + ": " + e.what());
+    }
+  };
+  uint64_t needBytes = 0;  // per rank, at the largest size
+  for (const std::string& algo : c.algorithms) {
+    for (uint64_t slice : c.sliceSizes) {
+      resolve(algo, a.sizes.front(), slice, c.inflights.front(), nullptr);
+      Schedule s;
+      resolve(algo, a.sizes.back(), slice, c.inflights.front(), &s);
+      needBytes =
+          std::max(needBytes, (s.inputElems + s.outputElems + s.scratchElems) * dtypeSize(c.dtype));
+    }
+  }
+  for (int inflight : c.inflights) {
+    resolve(c.algorithms.front(), a.sizes.front(), c.sliceSizes.front(), inflight, nullptr);
+  }
+  // Local workers hold their buffers plus a host copy of the input and of the expected
+  // result; refuse what would not fit in half of this machine's memory.
+  const long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGE_SIZE);
+  const long double need = static_cast<long double>(needBytes) * 2 * c.workers;
+  if (c.workers > 0 && pages > 0 && pageSize > 0 &&
+      need > static_cast<long double>(pages) * pageSize / 2) {
+    throw refuse(opts_.getOr("--maxbytes", formatSize(c.maxBytes)),
+                 "needs about " + std::to_string(static_cast<uint64_t>(need / (1 << 20))) +
+                     " MiB on " + std::to_string(c.workers) +
+                     " local workers, more than half of this machine's memory");
+  }
+}
+
+}  // namespace arl::app

@@ -1,0 +1,55 @@
+// allreduce-lab bench's command line: its options (nccl-tests' flags and the lab's own) on
+// CLI11, and their check. Every run the sweep will make is checked before any worker starts,
+// by the same resolveRunRequest that the coordinator applies (run_request.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli_util.h"
+#include "export/export.h"
+
+namespace arl::app {
+
+inline constexpr const char* kBenchProg = "allreduce-lab bench";
+
+struct BenchArgs {
+  BenchConfig cfg;
+  std::vector<uint64_t> sizes;  // as asked (-b, -e, -f / -i)
+};
+
+// Ranks of the run: local workers plus remote ones.
+int nranksOf(const BenchConfig& c);
+
+// The NCCL API count of a run of `bytes` (nccl-tests' setupArgs): size / type size, and per
+// rank for reduce-scatter and all-gather, whose size is the whole array.
+uint64_t apiCount(const BenchConfig& c, uint64_t bytes);
+
+class BenchOptions {
+ public:
+  // Adds the "bench" subcommand and its options to `lab`; `args` as for Options.
+  BenchOptions(CLI::App& lab, const std::vector<std::string>& args);
+
+  CLI::App* app() const { return app_; }
+
+  // The parsed options, checked and converted. Throws UsageError naming the flag.
+  BenchArgs check() const;
+
+ private:
+  void declare();
+  void checkWorkers(BenchConfig& c) const;
+  void checkOperation(BenchConfig& c) const;
+  void checkTelemetry(BenchConfig& c) const;
+  void checkPipeline(BenchConfig& c) const;
+  void checkAlgorithms(BenchConfig& c) const;
+  std::vector<uint64_t> checkSizes(BenchConfig& c) const;
+  void checkOutputs(BenchConfig& c) const;
+  void checkRuns(const BenchArgs& a) const;
+
+  CLI::App* app_;
+  Options opts_;
+  bool inPlace_ = false;
+};
+
+}  // namespace arl::app

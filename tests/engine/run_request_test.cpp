@@ -1,0 +1,157 @@
+// resolveRunRequest: the one check of a run's parameters, shared by plan, bench and the
+// coordinator. Each refusal names its field, the refused value and the accepted range.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "exec/run_request.h"
+#include "schedule/schedule.h"
+
+namespace arl {
+namespace {
+
+std::vector<std::string> oneHost(int n) {
+  return std::vector<std::string>(static_cast<size_t>(n), "h");
+}
+
+RunRequest valid() {
+  RunRequest q;
+  q.count = 1000;
+  q.sliceBytes = 256;
+  return q;
+}
+
+struct Refusal {
+  const char* name;
+  std::function<void(RunRequest&)> edit;
+  int ranks;
+  RunField field;
+  const char* message;  // the whole of what()
+};
+
+TEST(RunRequest, EachRefusalNamesItsFieldValueAndRange) {
+  const Refusal cases[] = {
+      {"no ranks", [](RunRequest&) {}, 0, RunField::Ranks, "ranks 0: must be in 1..64"},
+      {"65 ranks", [](RunRequest&) {}, 65, RunField::Ranks, "ranks 65: must be in 1..64"},
+      {"unknown algorithm", [](RunRequest& q) { q.algorithm = "nope"; }, 4, RunField::Algorithm,
+       nullptr},
+      {"unsupported collective",
+       [](RunRequest& q) {
+         q.algorithm = "recursive-doubling";
+         q.collective = Collective::Reduce;
+       },
+       4, RunField::Collective,
+       "collective reduce: algorithm recursive-doubling does not implement it (it implements "
+       "allreduce)"},
+      {"zero slice", [](RunRequest& q) { q.sliceBytes = 0; }, 4, RunField::SliceBytes,
+       "slice size in bytes 0: must be a whole number, at least 1, of float elements (4 bytes "
+       "each)"},
+      {"slice of one and a half floats", [](RunRequest& q) { q.sliceBytes = 6; }, 4,
+       RunField::SliceBytes,
+       "slice size in bytes 6: must be a whole number, at least 1, of float elements (4 bytes "
+       "each)"},
+      {"too many slices",
+       [](RunRequest& q) {
+         q.count = uint64_t{1} << 22;
+         q.sliceBytes = 4;
+       },
+       4, RunField::SliceBytes, nullptr},
+      {"count past the offsets", [](RunRequest& q) { q.count = uint64_t{1} << 60; }, 8,
+       RunField::Count, nullptr},
+      {"root", [](RunRequest& q) { q.root = 4; }, 4, RunField::Root, "root 4: must be in 0..3"},
+      {"ranks per host above the ranks", [](RunRequest& q) { q.ranksPerHost = 5; }, 4,
+       RunField::RanksPerHost, "ranks per host 5: must be in 0..4"},
+      {"inflight", [](RunRequest& q) { q.inflight = 2000; }, 4, RunField::Inflight,
+       "slices in flight 2000: must be in 1..1024"},
+      {"no inflight", [](RunRequest& q) { q.inflight = 0; }, 4, RunField::Inflight,
+       "slices in flight 0: must be in 1..1024"},
+      {"iterations", [](RunRequest& q) { q.iterations = 0; }, 4, RunField::Iterations,
+       "iterations 0: must be in 1..1000000"},
+      {"warm-up", [](RunRequest& q) { q.warmup = -1; }, 4, RunField::Warmup,
+       "warm-up iterations -1: must be in 0..1000000"},
+      {"timeout", [](RunRequest& q) { q.recvTimeout = std::chrono::milliseconds(0); }, 4,
+       RunField::RecvTimeout, "receive timeout 0 ms: must be positive"},
+      {"ring too short",
+       [](RunRequest& q) {
+         q.ringOrder = {0, 2, 1};
+       },
+       4, RunField::RingOrder,
+       "ring order 0,2,1: must name each of the 4 ranks 0..3 once (it names 3)"},
+      {"ring repeats",
+       [](RunRequest& q) {
+         q.ringOrder = {0, 2, 2, 3};
+       },
+       4, RunField::RingOrder,
+       "ring order 0,2,2,3: must name each of the 4 ranks 0..3 once (2 comes twice)"},
+      {"ring names no rank",
+       [](RunRequest& q) {
+         q.ringOrder = {0, 1, 2, 4};
+       },
+       4, RunField::RingOrder,
+       "ring order 0,1,2,4: must name each of the 4 ranks 0..3 once (4 is not a rank)"},
+  };
+  for (const Refusal& c : cases) {
+    RunRequest q = valid();
+    c.edit(q);
+    try {
+      resolveRunRequest(q, oneHost(c.ranks));
+      ADD_FAILURE() << c.name << ": accepted";
+    } catch (const RunRequestError& e) {
+      EXPECT_EQ(e.field, c.field) << c.name << ": " << e.what();
+      if (c.message) {
+        EXPECT_EQ(std::string(e.what()), c.message) << c.name;
+      }
+      EXPECT_EQ(std::string(e.what()),
+                std::string(describe(e.field)) + " " + e.value + ": " + e.rule);
+    }
+  }
+}
+
+TEST(RunRequest, HierarchicalRefusesUnevenHostsUnlessToldTheirSize) {
+  RunRequest q = valid();
+  q.algorithm = "hierarchical";
+  const std::vector<std::string> hosts = {"a", "a", "b"};
+  try {
+    resolveRunRequest(q, hosts);
+    ADD_FAILURE() << "accepted";
+  } catch (const RunRequestError& e) {
+    EXPECT_EQ(e.field, RunField::RanksPerHost);
+    EXPECT_NE(e.value.find("a: 2, b: 1"), std::string::npos) << e.what();
+  }
+  q.ranksPerHost = 2;
+  EXPECT_EQ(resolveRunRequest(q, hosts).ranksPerHost, 2);
+  q.algorithm = "ring";
+  q.ranksPerHost = 0;
+  EXPECT_EQ(resolveRunRequest(q, hosts).ranksPerHost, 3);  // uneven: one group of all ranks
+}
+
+TEST(RunRequest, ResolvesRingRanksPerHostAndTheSchedule) {
+  RunRequest q = valid();
+  q.ringOrder = {0, 2, 1, 3};
+  Schedule s;
+  const ResolvedRun run = resolveRunRequest(q, {"a", "a", "b", "b"}, &s);
+  EXPECT_EQ(run.nranks, 4);
+  EXPECT_EQ(run.ranksPerHost, 2);
+  EXPECT_EQ(run.ringOrder, (std::vector<int>{0, 2, 1, 3}));
+  EXPECT_EQ(run.sliceElems, 64u);
+  EXPECT_EQ(s.nranks, 4);
+  EXPECT_EQ(run.steps, s.nsteps);
+  // The ring's order decides the peers: rank 0 sends to 2, and receives from 3.
+  bool sendsTo2 = false, recvsFrom3 = false;
+  for (const Op& op : s.ranks[0]) {
+    sendsTo2 |= opSends(op.kind) && op.sendPeer == 2;
+    recvsFrom3 |= opRecvs(op.kind) && op.recvPeer == 3;
+  }
+  EXPECT_TRUE(sendsTo2);
+  EXPECT_TRUE(recvsFrom3);
+  ASSERT_EQ(run.bytesSent.size(), 4u);
+  EXPECT_GT(run.bytesSent[0], 0u);
+  EXPECT_EQ(ranksPerHost(0, {"a", "b", "b"}), 3);
+  EXPECT_EQ(ranksPerHost(0, {"a", "b"}), 1);
+  EXPECT_EQ(ranksPerHost(3, {"a", "b"}), 3);
+}
+
+}  // namespace
+}  // namespace arl

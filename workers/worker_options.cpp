@@ -1,0 +1,82 @@
+#include "worker_options.h"
+
+#include <charconv>
+
+#include "base/errors.h"
+#include "runtime/protocol.h"
+
+namespace arl::worker {
+
+namespace {
+
+[[noreturn]] void refuse(const std::string& flag, const std::string& value,
+                         const std::string& rule) {
+  throw ConfigError(flag + " " + value + ": " + rule);
+}
+
+int parseInt(const std::string& flag, const std::string& v, int lo, int hi) {
+  int x = 0;
+  const char* end = v.data() + v.size();
+  const auto [p, ec] = std::from_chars(v.data(), end, x);
+  if (v.empty() || p != end || ec != std::errc() || x < lo || x > hi) {
+    refuse(flag, v, "must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  return x;
+}
+
+void checkName(const std::string& flag, const std::string& v) {
+  if (v.size() > kMaxNameBytes) {
+    refuse(flag, v.substr(0, 16) + "...",
+           "longer than " + std::to_string(kMaxNameBytes) + " bytes");
+  }
+}
+
+}  // namespace
+
+void declareOptions(CLI::App& app, WorkerArgs& a) {
+  app.description(
+      "Joins the allreduce-lab coordinator at the given control endpoint and runs the\n"
+      "collectives it is sent. Leaves when the coordinator says so or goes silent.");
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--connect", a.connect, "the coordinator's control endpoint (printed by the lab)")
+      ->type_name("ENDPOINT")
+      ->required();
+  app.add_option("--backend", a.backend,
+                 "buffers and reductions: cpu (cuda and nccl: not in this build)")
+      ->type_name("NAME");
+  app.add_option("--name", a.name, "display name (default HOST:PID)")->type_name("NAME");
+  app.add_option("--device", a.device, "accelerator index (default: none)")->type_name("N");
+  app.add_option("--host", a.host,
+                 "host name to report (default: this machine's); ranks on\n"
+                 "different hosts exchange data over tcp://")
+      ->type_name("NAME");
+  // Set by the lab when it spawns a local worker; not for users.
+  app.add_option("--parent-pid", a.parentPid)->group("");
+  app.add_flag("-v,--verbose", a.verbose, "log every control message");
+}
+
+WorkerOptions toOptions(const WorkerArgs& a) {
+  WorkerOptions o;
+  if (!validEndpoint(a.connect) || a.connect.rfind("inproc://", 0) == 0 ||
+      a.connect.rfind("shm://", 0) == 0) {
+    refuse("--connect", a.connect, "not an endpoint (expected tcp://HOST:PORT or ipc://PATH)");
+  }
+  o.connect = a.connect;
+  if (a.backend == "cuda" || a.backend == "nccl") {
+    refuse("--backend", a.backend,
+           "not available in this build (the CUDA backends come with the GPU milestone); use "
+           "--backend cpu");
+  }
+  if (a.backend != "cpu") refuse("--backend", a.backend, "unknown backend (known: cpu)");
+  o.backend = a.backend;
+  checkName("--name", a.name);
+  checkName("--host", a.host);
+  o.name = a.name;
+  o.hostName = a.host;
+  if (!a.device.empty()) o.device = parseInt("--device", a.device, -1, kMaxDeviceIndex);
+  if (!a.parentPid.empty()) o.parentPid = parseInt("--parent-pid", a.parentPid, 1, 1 << 30);
+  o.verbose = a.verbose;
+  return o;
+}
+
+}  // namespace arl::worker
