@@ -24,7 +24,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <deque>
-#include <future>
+#include <utility>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -130,13 +130,26 @@ struct Command {
   std::string reason;
 };
 
+// A plan being made on a detached thread. The coordinator polls it; one that nobody waits
+// for any more (an aborted run, a closing coordinator) ends on its own, holding nothing of
+// the coordinator's but the wake-up.
+struct PlanJob {
+  std::mutex mu;
+  std::optional<RunPlan> plan;
+
+  std::optional<RunPlan> take() {
+    std::lock_guard<std::mutex> lock(mu);
+    return std::exchange(plan, std::nullopt);
+  }
+};
+
 // A submitted run that has not started: waiting for local workers, then for its plan.
 struct QueuedRun {
   uint64_t runId = 0;
   RunRequest req;
   Clock::time_point since;
   bool waitAnnounced = false;
-  std::future<RunPlan> plan;  // valid while the planning thread works on it
+  std::shared_ptr<PlanJob> plan;  // set once its planning thread has started
 };
 
 // ---- State kept by the coordinator thread ----------------------------------------------------
@@ -207,7 +220,9 @@ struct Coordinator::Impl {
   std::string joinCmd;
   std::thread thread;
   std::atomic<bool> stopping{false};
-  Wakeup wake;  // raised by API threads when they queue a command or stop the loop
+  // Raised by API threads when they queue a command or stop the loop, and by planning
+  // threads when a plan is ready (shared: a plan may finish after the coordinator is gone).
+  std::shared_ptr<Wakeup> wake = std::make_shared<Wakeup>();
 
   std::unique_ptr<EventQueue> events;  // to the client; thread-safe
   std::atomic<uint64_t> nextRunId{1};  // taken by submit()
@@ -226,7 +241,6 @@ struct Coordinator::Impl {
   std::set<std::string> unknownLogged;
   uint64_t joinSeq = 0;
   std::deque<QueuedRun> queued;  // submitted runs, in order; the front may be planning
-  std::vector<std::future<RunPlan>> discarded;  // plans of aborted runs, still being made
   std::unique_ptr<ActiveRun> run;
   Clock::time_point nextHeartbeat;
   // Log rate limit for messages from unknown or misbehaving senders.
@@ -400,9 +414,9 @@ struct Coordinator::Impl {
     log(1, "worker " + info.name + " (rank " + std::to_string(info.rank) + ", pid " +
                std::to_string(info.pid) + ") removed: " + why.text);
     assignRanks();
+    publish();
     emit(WorkerLeft{info, std::move(why), true});
     if (info.local && respawn && !stopping.load()) spawnLocal();
-    publish();
   }
 
   // waitpid(WNOHANG) on every child: a killed local worker is noticed within a tick.
@@ -479,7 +493,7 @@ struct Coordinator::Impl {
   void advanceQueue() {
     if (run || queued.empty()) return;
     QueuedRun& q = queued.front();
-    if (!q.plan.valid()) {
+    if (!q.plan) {
       if (pendingLocal > 0 && Clock::now() - q.since < opt.joinTimeout) {
         if (!q.waitAnnounced) {
           q.waitAnnounced = true;
@@ -494,15 +508,18 @@ struct Coordinator::Impl {
         hosts.push_back(p.info.host);
         ids.push_back(p.id);
       }
-      q.plan = std::async(std::launch::async, [this, req = q.req, hosts, ids] {
+      q.plan = std::make_shared<PlanJob>();
+      std::thread([job = q.plan, wakeup = wake, req = q.req, hosts, ids] {
         RunPlan p = plan(req, hosts, ids);
-        wake.raise();
-        return p;
-      });
+        std::lock_guard<std::mutex> lock(job->mu);
+        job->plan = std::move(p);
+        wakeup->raise();
+      }).detach();
       return;
     }
-    if (q.plan.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
-    RunPlan p = q.plan.get();
+    std::optional<RunPlan> ready = q.plan->take();
+    if (!ready) return;
+    RunPlan p = std::move(*ready);
     QueuedRun next = std::move(q);
     queued.pop_front();
     if (!p.error.empty()) {
@@ -525,19 +542,10 @@ struct Coordinator::Impl {
     emit(std::move(f));
   }
 
-  // Ends every queued run (Aborted); a plan still being made is dropped once it is done.
+  // Ends every queued run (Aborted); a plan still being made is left to end on its own.
   void abortQueued(const std::string& reason) {
-    for (auto& q : queued) {
-      if (q.plan.valid()) discarded.push_back(std::move(q.plan));
-      finishUnstarted(q.runId, q.req, RunState::Aborted, reason);
-    }
+    for (auto& q : queued) finishUnstarted(q.runId, q.req, RunState::Aborted, reason);
     queued.clear();
-  }
-
-  void dropFinishedPlans() {
-    std::erase_if(discarded, [](std::future<RunPlan>& f) {
-      return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-    });
   }
 
   void startRun(const QueuedRun& q, RunPlan plan) {
@@ -950,8 +958,9 @@ struct Coordinator::Impl {
                (added->info.rank >= 0 ? " as rank " + std::to_string(added->info.rank)
                                       : "; it gets a rank when the current run ends"));
     if (added->info.local) --pendingLocal;
-    emit(WorkerJoined{added->info});
+    // Published first: a client that sees the event finds the worker in workers().
     publish();
+    emit(WorkerJoined{added->info});
   }
 
   // ---- Commands ------------------------------------------------------------------------------
@@ -999,7 +1008,7 @@ struct Coordinator::Impl {
     for (int k = 0; k < opt.localWorkers; ++k) spawnLocal();
     nextHeartbeat = Clock::now() + opt.heartbeat;
     while (!stopping.load()) {
-      pollAndDrain(router, wake, kTick, 1000, [&](std::vector<zmq::message_t>& frames) {
+      pollAndDrain(router, *wake, kTick, 1000, [&](std::vector<zmq::message_t>& frames) {
         onMessage(frames);
         return true;
       });
@@ -1008,7 +1017,6 @@ struct Coordinator::Impl {
       checkLiveness();
       pollFailure();
       advanceQueue();
-      dropFinishedPlans();
     }
     shutdownAll();
   }
@@ -1021,7 +1029,6 @@ struct Coordinator::Impl {
       finishRun(RunState::Aborted, run->failText);
     }
     abortQueued("the coordinator is shutting down");
-    discarded.clear();  // waits for plans still being made
     for (const auto& p : peers) sendMsg(p.id, Shutdown{"the lab is closing"});
     // A child that has not joined yet (a replacement still starting) cannot be told to leave
     // and holds nothing: it goes at once instead of being waited for.
@@ -1192,7 +1199,7 @@ Coordinator::Coordinator(CoordinatorOptions opt) : impl_(std::make_unique<Impl>(
 
 Coordinator::~Coordinator() {
   impl_->stopping.store(true);
-  impl_->wake.raise();
+  impl_->wake->raise();
   if (impl_->thread.joinable()) impl_->thread.join();
   impl_->router.close();
 }
@@ -1216,7 +1223,7 @@ uint64_t Coordinator::submit(RunRequest req) {
       c.runId = id;
       c.req = std::move(req);
       I.commands.push_back(std::move(c));
-      I.wake.raise();
+      I.wake->raise();
       return id;
     }
   }
@@ -1235,7 +1242,7 @@ void Coordinator::abort(const std::string& reason) {
   c.kind = Command::Kind::Abort;
   c.reason = reason;
   impl_->commands.push_back(std::move(c));
-  impl_->wake.raise();
+  impl_->wake->raise();
 }
 
 size_t Coordinator::takeEvents(std::vector<CoordinatorEvent>& out, std::chrono::milliseconds wait,
