@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -19,9 +21,11 @@
 #include <zmq.hpp>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "runtime/coordinator.h"
 #include "base/errors.h"
+#include "export/export.h"
 #include "schedule/generators.h"
 #include "runtime/process.h"
 #include "runtime/protocol.h"
@@ -195,6 +199,53 @@ TEST(Runtime, HierarchicalOnTwoGroupsOfOneHost) {
   const RunResult res = coord.run(req);
   ASSERT_EQ(res.state, RunState::Done) << res.error;
   EXPECT_EQ(res.wrong, 0u);
+}
+
+// ---- The ring order, end to end ----------------------------------------------------------------
+
+// With ring 0,2,1,3 every send goes to the next rank in that order: the trace's flow arrows
+// say so, the results stay exact, and the exports carry the order the run resolved to.
+TEST(Runtime, RingOrderChangesWhoSendsToWhomInTheTrace) {
+  Coordinator coord(localOptions(4));
+  RunRequest req = smallRequest("ring", Collective::AllReduce);
+  req.count = 4096;
+  req.sliceBytes = 1024;
+  req.ringOrder = {0, 2, 1, 3};
+  const RunResult res = coord.run(req);
+  ASSERT_EQ(res.state, RunState::Done) << res.error;
+  EXPECT_EQ(res.wrong, 0u);
+
+  BenchReport rep;
+  rep.config.ringOrder = req.ringOrder;
+  rep.workers = res.workers;
+  BenchRow row;
+  row.count = req.count;
+  row.sizeBytes = req.count * 4;
+  row.result = res;
+  rep.rows.push_back(row);
+  TraceStats st;
+  const auto trace = nlohmann::json::parse(chromeTraceJson(rep, &st));
+  EXPECT_EQ(st.unmatchedSends, 0u);
+  EXPECT_EQ(st.unmatchedRecvs, 0u);
+  std::map<int64_t, int64_t> from, to;  // bind_id -> process (rank + 1)
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") != "X" || !e.contains("bind_id")) continue;
+    (e.contains("flow_out") ? from : to)[e.at("bind_id").get<int64_t>()] = e.at("pid").get<int64_t>();
+  }
+  std::set<std::pair<int64_t, int64_t>> pairs;
+  for (const auto& [id, pid] : from) {
+    if (to.count(id)) pairs.insert({pid - 1, to.at(id) - 1});
+  }
+  const std::set<std::pair<int64_t, int64_t>> ring = {{0, 2}, {2, 1}, {1, 3}, {3, 0}};
+  EXPECT_EQ(pairs, ring);
+
+  const auto results = nlohmann::json::parse(benchResultsJson(rep));
+  EXPECT_EQ(results.at("results").at(0).at("effective").at("ring_order"),
+            nlohmann::json({0, 2, 1, 3}));
+  const BenchReport back = parseRecording(recordingJson(rep));
+  ASSERT_EQ(back.rows.size(), 1u);
+  EXPECT_EQ(back.rows[0].result.effective.ringOrder, req.ringOrder);
+  EXPECT_EQ(back.rows[0].result.effective.steps, res.effective.steps);
 }
 
 // ---- Refusals before any worker is touched ---------------------------------------------------
