@@ -891,8 +891,9 @@ struct Coordinator::Impl {
       return;
     }
     if (auto* l = std::get_if<Log>(&env->message)) {
-      log(l->level >= LogLevel::Warning ? (l->level == LogLevel::Error ? 2 : 1) : 0,
-          who + ": " + l->text);
+      // Rate-limited: log lines are control events, which the client's queue never drops.
+      logLimited(l->level >= LogLevel::Warning ? (l->level == LogLevel::Error ? 2 : 1) : 0,
+                 who + ": " + l->text);
       return;
     }
     // Run-scoped messages: only the current run's epoch, only from its ranks.
