@@ -652,8 +652,8 @@ void Bench::waitForWorkers(Coordinator& coord) {
     std::string msg = std::to_string(ws.size()) + " of " + std::to_string(need) +
                       " workers joined within " + std::to_string(timeout.count()) + " s";
     if (local < static_cast<size_t>(c_.workers)) {
-      msg += "; " + std::to_string(c_.workers - static_cast<int>(local)) +
-             " local worker(s) missing";
+      msg +=
+          "; " + std::to_string(c_.workers - static_cast<int>(local)) + " local worker(s) missing";
     }
     if (ws.size() - local < static_cast<size_t>(c_.expect)) {
       msg += "; " + std::to_string(c_.expect - static_cast<int>(ws.size() - local)) +
@@ -680,17 +680,16 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
         ws.begin(), ws.end(), [&](const WorkerInfo& w) { return w.host == ws.front().host; });
     plane = oneHost ? "shm (auto)" : "zmq (auto: several hosts)";
   }
-  const std::string slices =
-      joinWith(c_.sliceSizes, [](uint64_t b) { return std::to_string(b); });
+  const std::string slices = joinWith(c_.sliceSizes, [](uint64_t b) { return std::to_string(b); });
   const std::string inflights = joinWith(c_.inflights, [](int k) { return std::to_string(k); });
-  const std::string ring =
-      c_.ringOrder.empty() ? "0..n-1"
-                           : joinWith(c_.ringOrder, [](int r) { return std::to_string(r); });
+  const std::string ring = c_.ringOrder.empty()
+                               ? "0..n-1"
+                               : joinWith(c_.ringOrder, [](int r) { return std::to_string(r); });
   std::printf("# slice %s bytes, inflight %s, ring order %s, %s, telemetry %s (at most %" PRIu64
               " events per run), data plane %s\n",
               slices.c_str(), inflights.c_str(), ring.c_str(),
-              c_.inPlace ? "in-place" : "out-of-place",
-              std::string(toString(c_.telemetry)).c_str(), c_.maxEvents, plane.c_str());
+              c_.inPlace ? "in-place" : "out-of-place", std::string(toString(c_.telemetry)).c_str(),
+              c_.maxEvents, plane.c_str());
   std::printf("#\n# Using workers\n");
   for (const WorkerInfo& w : ws) {
     std::printf("#  Rank %2d Pid %7" PRId64 " on %s (%s, %s)\n", w.rank, w.pid, w.host.c_str(),
@@ -704,14 +703,14 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
   const int aw = static_cast<int>(algoWidth_);
   const std::string sw = varySlice_ ? fmt("  %9s", "slice") : "";
   const std::string iw = varyInflight_ ? fmt("  %8s", "inflight") : "";
-  std::printf("#\n#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s\n", "size",
-              "count", "type", "redop", "root", aw, "algorithm", sw.c_str(), iw.c_str(), "time",
-              "algbw", "busbw", "#wrong", "predicted");
+  std::printf("#\n#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s\n", "size", "count",
+              "type", "redop", "root", aw, "algorithm", sw.c_str(), iw.c_str(), "time", "algbw",
+              "busbw", "#wrong", "predicted");
   const std::string su = varySlice_ ? fmt("  %9s", "(B)") : "";
   const std::string iu = varyInflight_ ? fmt("  %8s", "") : "";
   std::printf("#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s\n", "(B)",
-              "(elements)", "", "", "", aw, "", su.c_str(), iu.c_str(), "(us)", "(GB/s)",
-              "(GB/s)", "", "(us,model)");
+              "(elements)", "", "", "", aw, "", su.c_str(), iu.c_str(), "(us)", "(GB/s)", "(GB/s)",
+              "", "(us,model)");
   std::fflush(stdout);
 }
 
@@ -810,8 +809,8 @@ bool Bench::writeOutputs() {
 }
 
 std::string Bench::label(const SweepPoint& p) const {
-  std::string s = p.algorithm + " " + std::string(toString(c_.collective)) + " " +
-                  formatSize(p.sizeBytes);
+  std::string s =
+      p.algorithm + " " + std::string(toString(c_.collective)) + " " + formatSize(p.sizeBytes);
   if (varySlice_) s += " slice " + formatSize(p.sliceBytes);
   if (varyInflight_) s += " inflight " + std::to_string(p.inflight);
   return s;

@@ -24,23 +24,23 @@
 #include <cerrno>
 #include <cstdio>
 #include <deque>
-#include <utility>
 #include <map>
 #include <mutex>
 #include <numeric>
 #include <optional>
 #include <set>
 #include <thread>
+#include <utility>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
 #include "base/errors.h"
-#include "schedule/generators.h"
-#include "runtime/process.h"
-#include "runtime/protocol.h"
 #include "control_poll.h"
 #include "coord_wakeup.h"
 #include "event_queue.h"
+#include "runtime/process.h"
+#include "runtime/protocol.h"
+#include "schedule/generators.h"
 
 namespace arl {
 

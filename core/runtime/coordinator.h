@@ -6,9 +6,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <cstddef>
 #include <memory>
 #include <string>
 #include <variant>
@@ -56,7 +56,16 @@ struct WorkerInfo {
 
 // Queued: submitted, waiting for workers to join or for its plan. Refused: the request was
 // invalid for this world (nothing reached a worker).
-enum class RunState : uint8_t { Idle, Queued, Configuring, Running, Done, Failed, Aborted, Refused };
+enum class RunState : uint8_t {
+  Idle,
+  Queued,
+  Configuring,
+  Running,
+  Done,
+  Failed,
+  Aborted,
+  Refused
+};
 std::string_view toString(RunState s);
 
 struct RankIteration {
@@ -187,8 +196,7 @@ class Coordinator {
   // For synchronous callers (tests, scripts): submits `req` and drains events until its
   // RunFinished; collects its telemetry into the result's `events` (sorted by time) and
   // hands every other event to `onEvent` when set. Needs to be the only thread draining.
-  RunResult run(const RunRequest& req,
-                const std::function<void(CoordinatorEvent&)>& onEvent = {});
+  RunResult run(const RunRequest& req, const std::function<void(CoordinatorEvent&)>& onEvent = {});
 
  private:
   struct Impl;

@@ -36,13 +36,13 @@ struct SweepPoint {
 };
 
 struct SweepRow {
-  uint64_t sizeBytes = 0;  // S, nccl-tests' size column
-  uint64_t count = 0;      // NCCL API count (per rank for reduce-scatter and all-gather)
-  double predictedUs = 0;  // the cost model's prediction; NaN when it has none
-  int64_t startNs = 0;     // coordinator clock when the run was submitted
-  int64_t endNs = 0;       // coordinator clock when its result arrived
-  Metrics metrics;         // time, algbw, busbw, #wrong
-  RunResult result;        // events filled only with SweepSpec::keepTelemetry
+  uint64_t sizeBytes = 0;   // S, nccl-tests' size column
+  uint64_t count = 0;       // NCCL API count (per rank for reduce-scatter and all-gather)
+  double predictedUs = 0;   // the cost model's prediction; NaN when it has none
+  int64_t startNs = 0;      // coordinator clock when the run was submitted
+  int64_t endNs = 0;        // coordinator clock when its result arrived
+  Metrics metrics;          // time, algbw, busbw, #wrong
+  RunResult result;         // events filled only with SweepSpec::keepTelemetry
   uint64_t eventsKept = 0;  // telemetry events the run delivered
 };
 
@@ -86,8 +86,8 @@ class Sweep {
   int nranks_;
   RowHandler onRow_;
   std::vector<SweepPoint> points_;
-  size_t next_ = 0;      // next point to submit
-  uint64_t runId_ = 0;   // run in progress; 0 = none
+  size_t next_ = 0;     // next point to submit
+  uint64_t runId_ = 0;  // run in progress; 0 = none
   SweepRow current_;
   std::vector<SweepRow> rows_;
   bool stopping_ = false;

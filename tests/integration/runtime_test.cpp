@@ -11,8 +11,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <mutex>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -23,14 +23,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "runtime/coordinator.h"
+#include "../runtime/event_client.h"
 #include "base/errors.h"
 #include "export/export.h"
-#include "schedule/generators.h"
+#include "runtime/coordinator.h"
 #include "runtime/process.h"
 #include "runtime/protocol.h"
 #include "runtime/worker_runtime.h"
-#include "../runtime/event_client.h"
+#include "schedule/generators.h"
 
 namespace arl {
 namespace {
@@ -230,7 +230,8 @@ TEST(Runtime, RingOrderChangesWhoSendsToWhomInTheTrace) {
   std::map<int64_t, int64_t> from, to;  // bind_id -> process (rank + 1)
   for (const auto& e : trace.at("traceEvents")) {
     if (e.at("ph") != "X" || !e.contains("bind_id")) continue;
-    (e.contains("flow_out") ? from : to)[e.at("bind_id").get<int64_t>()] = e.at("pid").get<int64_t>();
+    (e.contains("flow_out") ? from : to)[e.at("bind_id").get<int64_t>()] =
+        e.at("pid").get<int64_t>();
   }
   std::set<std::pair<int64_t, int64_t>> pairs;
   for (const auto& [id, pid] : from) {
@@ -400,8 +401,8 @@ TEST(Runtime, AbortEndsTheRunPromptly) {
   Coordinator coord(localOptions(3));
   EventClient client(coord);
   const uint64_t id = coord.submit(longRequest());
-  ASSERT_TRUE(client.waitRun(id, [](const test::RunRecord& r) { return r.iterations >= 3; },
-                             std::chrono::seconds(60)))
+  ASSERT_TRUE(client.waitRun(
+      id, [](const test::RunRecord& r) { return r.iterations >= 3; }, std::chrono::seconds(60)))
       << "the long run did not get going";
   const auto t0 = Clock::now();
   coord.abort("stopped by the test");

@@ -109,15 +109,15 @@ TEST(CoordinatorApi, CallsReturnAtOnceWhileWorkersStartAndSchedulesAreLarge) {
   RunRequest big = smallRequest("tree");
   big.count = uint64_t{1} << 18;
   big.sliceBytes = 4;
-  const double planMs = elapsedMs([&] {
-    (void)resolveRunRequest(big, std::vector<std::string>(4, "one-host"));
-  });
+  const double planMs =
+      elapsedMs([&] { (void)resolveRunRequest(big, std::vector<std::string>(4, "one-host")); });
   uint64_t bigId = 0;
   const double bigMs = elapsedMs([&] { bigId = coord.submit(big); });
   const double abortMs = elapsedMs([&] { coord.abort("the test does not run it"); });
-  std::printf("[ measured ] submit %.3f ms, takeEvents %.3f ms, workers %.3f ms, submit of a "
-              "large schedule %.3f ms (planning it takes %.0f ms), abort %.3f ms\n",
-              submitMs, takeMs, workersMs, bigMs, planMs, abortMs);
+  std::printf(
+      "[ measured ] submit %.3f ms, takeEvents %.3f ms, workers %.3f ms, submit of a "
+      "large schedule %.3f ms (planning it takes %.0f ms), abort %.3f ms\n",
+      submitMs, takeMs, workersMs, bigMs, planMs, abortMs);
   EXPECT_LT(submitMs, kCallBoundMs);
   EXPECT_LT(takeMs, kCallBoundMs);
   EXPECT_LT(workersMs, kCallBoundMs);

@@ -44,7 +44,8 @@ class EventClient {
 
   // Waits until `pred(record of run id)` holds (checked after every take).
   template <class Pred>
-  bool waitRun(uint64_t id, Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  bool waitRun(uint64_t id, Pred pred,
+               std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
     return waitFor([&] { return pred(runs_[id]); }, timeout);
   }
   bool waitJoined(size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
@@ -54,8 +55,8 @@ class EventClient {
     return waitFor([&] { return left_.size() >= n; }, timeout);
   }
   // The result of run `id` (its telemetry collected into events), once it has finished.
-  std::optional<RunResult> waitResult(uint64_t id,
-                                      std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  std::optional<RunResult> waitResult(
+      uint64_t id, std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
     if (!waitFor([&] { return finishedLocked(id); }, timeout)) {
       return std::nullopt;
     }
