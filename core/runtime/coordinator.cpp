@@ -484,8 +484,6 @@ struct Coordinator::Impl {
     }
   }
 
-  // ---- Runs ----------------------------------------------------------------------------------
-
   // ---- Queued runs ---------------------------------------------------------------------------
 
   // Moves the first queued run on: it waits while local workers are still starting (at most
@@ -537,8 +535,8 @@ struct Coordinator::Impl {
     f.result.request = req;
     f.result.state = state;
     f.result.error = error;
-    log(state == RunState::Refused ? 2 : 1,
-        "run " + std::to_string(runId) + " " + std::string(toString(state)) + ": " + error);
+    // Info only: the client reports the error it finds in the result.
+    log(0, "run " + std::to_string(runId) + " " + std::string(toString(state)) + ": " + error);
     emit(std::move(f));
   }
 
@@ -548,16 +546,18 @@ struct Coordinator::Impl {
     queued.clear();
   }
 
-  void startRun(const QueuedRun& q, RunPlan plan) {
+  // ---- Runs ----------------------------------------------------------------------------------
+
+  void startRun(const QueuedRun& q, RunPlan p) {
     auto r = std::make_unique<ActiveRun>();
     r->runId = q.runId;
     r->epoch = r->runId;
     r->req = q.req;
-    r->effective = std::move(plan.run);
-    r->cfg = std::move(plan.cfg);
+    r->effective = std::move(p.run);
+    r->cfg = std::move(p.cfg);
     r->cfg.runId = r->runId;
     r->cfg.epoch = r->epoch;
-    r->ids = std::move(plan.ids);
+    r->ids = std::move(p.ids);
     r->n = static_cast<int>(r->ids.size());
     const auto n = static_cast<size_t>(r->n);
     r->ready.assign(n, false);
