@@ -2,6 +2,7 @@
 // window will drive it: events from the first join on, nothing lost, calls that return at
 // once, a slow client that costs counted drops and never a stall, refusals as results, and
 // the ring order reaching the workers.
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -68,7 +69,10 @@ void expectComplete(const RunRecord& rec, const RunResult& res, int n, int itera
 }
 
 TEST(CoordinatorApi, NoEventIsLostFromTheFirstJoinToTheLastResult) {
-  Coordinator coord(localOptions(3));
+  CoordinatorOptions o = localOptions(3);
+  std::atomic<int> readyCalls{0};
+  o.onEventsReady = [&] { ++readyCalls; };
+  Coordinator coord(o);
   // Three runs queued before any worker has joined, and a client that starts draining only
   // later and then slowly: the joins that happened before it looked are still there.
   std::vector<uint64_t> ids;
@@ -86,6 +90,7 @@ TEST(CoordinatorApi, NoEventIsLostFromTheFirstJoinToTheLastResult) {
     EXPECT_EQ(res->events.size(), res->telemetry.delivered);
   }
   EXPECT_EQ(client.joined(), 3u);
+  EXPECT_GT(readyCalls.load(), 0);
   EXPECT_EQ(client.record(ids[0]).states.front(), RunState::Queued);
   // Runs end in the order they were submitted, each after the previous one.
   std::vector<std::string> finished;
