@@ -30,6 +30,7 @@
 
 #include "base/errors.h"
 #include "bench_options.h"
+#include "runtime/sweep.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "exec/run_request.h"
@@ -159,23 +160,36 @@ std::string fmt(const char* f, ...) {
   return buf;
 }
 
-int64_t nowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
+// Joins "a,b,c" from values printed by `f`.
+template <class T, class F>
+std::string joinWith(const std::vector<T>& v, F&& f) {
+  std::string s;
+  for (const T& x : v) s += (s.empty() ? "" : ",") + f(x);
+  return s;
 }
 
-// Ranks per host as the coordinator derives it (run_request.h), for the cost model.
-int effectiveRanksPerHost(const BenchConfig& c, const std::vector<WorkerInfo>& ws) {
-  std::vector<std::string> hosts;
-  for (const WorkerInfo& w : ws) hosts.push_back(w.host);
-  return ranksPerHost(c.ranksPerHost, hosts);
+BenchRow benchRow(SweepRow&& r) {
+  BenchRow b;
+  b.sizeBytes = r.sizeBytes;
+  b.count = r.count;
+  b.predictedUs = r.predictedUs;
+  b.startNs = r.startNs;
+  b.endNs = r.endNs;
+  b.metrics = r.metrics;
+  b.result = std::move(r.result);
+  b.eventsKept = r.eventsKept;
+  return b;
 }
 
+// The bench session: starts the coordinator, waits for the workers, then drives a Sweep with
+// the coordinator's events on this thread, printing each row as it completes.
 class Bench {
  public:
   explicit Bench(BenchArgs a) : a_(std::move(a)), c_(a_.cfg) {
     report_.config = c_;
     for (const std::string& n : c_.algorithms) algoWidth_ = std::max(algoWidth_, n.size());
+    varySlice_ = c_.sliceSizes.size() > 1;
+    varyInflight_ = c_.inflights.size() > 1;
   }
 
   int run();
@@ -183,18 +197,23 @@ class Bench {
  private:
   int interruptedExit() {
     const int s = signals_.signal();
-    progress_.line(stderr, std::string(kProg) + ": interrupted by " +
-                               (s == SIGTERM ? "SIGTERM" : "SIGINT") +
+    progress_.line(stderr, std::string(kProg) + ": interrupted by " + signalName(s) +
                                "; the run was aborted and the workers shut down");
     return 128 + s;
   }
+  static std::string signalName(int s) { return s == SIGTERM ? "SIGTERM" : "SIGINT"; }
   bool interrupted() const { return signals_.signal() != 0; }
+  std::unique_ptr<Coordinator> startCoordinator();
   void waitForWorkers(Coordinator& coord);
+  SweepSpec sweepSpec() const;
+  int runSweep(Coordinator& coord);
+  void onRow(const SweepRow& row);
   void printHeader(const std::vector<WorkerInfo>& ws);
-  void printRow(const BenchRow& row);
+  void printRow(const SweepRow& row);
   void printFooter();
   bool writeOutputs();
   void onEvent(const CoordinatorEvent& ev);
+  std::string label(const SweepPoint& p) const;
 
   BenchArgs a_;
   const BenchConfig& c_;
@@ -202,33 +221,38 @@ class Bench {
   SignalWatch signals_;
   Progress progress_;
   size_t algoWidth_ = 9;
-  // Progress state, written by the coordinator's thread through the listener.
-  std::mutex progressMu_;
+  bool varySlice_ = false, varyInflight_ = false;
+  // Progress, on this thread only.
   std::string runLabel_;
   size_t runIndex_ = 0, runTotal_ = 0;
-  uint64_t iterationReports_ = 0;
+  uint64_t progressRun_ = 0, iterationReports_ = 0;
   int joined_ = 0;
-  std::atomic<bool> joinFailed_{false};
-  std::atomic<bool> joining_{true};
-  uint64_t eventsKept_ = 0, eventsDropped_ = 0;
+  std::string joinFailure_;  // a local worker that ended before joining
+  bool anyWrong_ = false;
+  uint64_t eventsKept_ = 0, eventsDropped_ = 0, slowDropped_ = 0, iterationsDropped_ = 0;
 };
 
 void Bench::onEvent(const CoordinatorEvent& ev) {
   if (const auto* l = std::get_if<LogEvent>(&ev)) {
-    if (l->level >= 2 && joining_.load()) joinFailed_.store(true);
     if (l->level >= 1) progress_.line(stderr, std::string(kProg) + ": " + l->text);
     return;
   }
-  if (const auto* w = std::get_if<WorkerEvent>(&ev)) {
-    if (joining_.load() && w->joined) {
-      std::lock_guard<std::mutex> lock(progressMu_);
-      ++joined_;
-      progress_.show(fmt("waiting for workers: %d of %d joined", joined_, nranksOf(c_)));
+  if (const auto* w = std::get_if<WorkerLeft>(&ev)) {
+    if (!w->joined && joinFailure_.empty()) {
+      joinFailure_ = "local worker (pid " + std::to_string(w->worker.pid) + ") " + w->reason.text;
     }
     return;
   }
-  if (std::holds_alternative<IterationEvent>(ev)) {
-    std::lock_guard<std::mutex> lock(progressMu_);
+  if (std::holds_alternative<WorkerJoined>(ev)) {
+    ++joined_;
+    progress_.show(fmt("waiting for workers: %d of %d joined", joined_, nranksOf(c_)));
+    return;
+  }
+  if (const auto* it = std::get_if<IterationEvent>(&ev)) {
+    if (it->runId != progressRun_) {
+      progressRun_ = it->runId;
+      iterationReports_ = 0;
+    }
     ++iterationReports_;
     const uint64_t n = static_cast<uint64_t>(std::max(nranksOf(c_), 1));
     progress_.show(fmt("[%zu/%zu] %s: iteration %" PRIu64 "/%d", runIndex_, runTotal_,
@@ -237,33 +261,47 @@ void Bench::onEvent(const CoordinatorEvent& ev) {
   }
 }
 
+std::unique_ptr<Coordinator> Bench::startCoordinator() {
+  CoordinatorOptions opt;
+  opt.localWorkers = c_.workers;
+  opt.expectRemote = c_.expect;
+  opt.listen = c_.listen;
+  opt.backend = c_.backend;
+  opt.joinTimeout = std::chrono::milliseconds(kLocalJoinTimeout);
+  try {
+    return std::make_unique<Coordinator>(opt);
+  } catch (const ConfigError& e) {
+    progress_.line(stderr, std::string(kProg) + ": " + e.what());
+    return nullptr;
+  }
+}
+
+// Takes the coordinator's events until every worker has joined; throws naming who is missing.
 void Bench::waitForWorkers(Coordinator& coord) {
   const size_t need = static_cast<size_t>(nranksOf(c_));
   const auto timeout = c_.expect > 0 ? kRemoteJoinTimeout : kLocalJoinTimeout;
   const auto deadline = Clock::now() + timeout;
-  // Polled rather than blocking in waitForWorkers(), so that a signal is answered at once.
-  while (!interrupted()) {
-    if (coord.workers().size() >= need || joinFailed_.load()) {
-      coord.waitForWorkers();  // returns at once, or throws the coordinator's reason
-      return;
+  std::vector<CoordinatorEvent> evs;
+  while (!interrupted() && coord.workers().size() < need) {
+    evs.clear();
+    coord.takeEvents(evs, std::chrono::milliseconds(20));
+    for (const auto& ev : evs) onEvent(ev);
+    if (!joinFailure_.empty()) throw std::runtime_error(joinFailure_);
+    if (Clock::now() < deadline) continue;
+    const auto ws = coord.workers();
+    size_t local = 0;
+    for (const WorkerInfo& w : ws) local += w.local ? 1 : 0;
+    std::string msg = std::to_string(ws.size()) + " of " + std::to_string(need) +
+                      " workers joined within " + std::to_string(timeout.count()) + " s";
+    if (local < static_cast<size_t>(c_.workers)) {
+      msg +=
+          "; " + std::to_string(c_.workers - static_cast<int>(local)) + " local worker(s) missing";
     }
-    if (Clock::now() >= deadline) {
-      const auto ws = coord.workers();
-      size_t local = 0;
-      for (const WorkerInfo& w : ws) local += w.local ? 1 : 0;
-      std::string msg = std::to_string(ws.size()) + " of " + std::to_string(need) +
-                        " workers joined within " + std::to_string(timeout.count()) + " s";
-      if (local < static_cast<size_t>(c_.workers)) {
-        msg += "; " + std::to_string(c_.workers - static_cast<int>(local)) +
-               " local worker(s) missing";
-      }
-      if (ws.size() - local < static_cast<size_t>(c_.expect)) {
-        msg += "; " + std::to_string(c_.expect - static_cast<int>(ws.size() - local)) +
-               " remote worker(s) missing (start each with: " + coord.joinCommand() + ")";
-      }
-      throw std::runtime_error(msg);
+    if (ws.size() - local < static_cast<size_t>(c_.expect)) {
+      msg += "; " + std::to_string(c_.expect - static_cast<int>(ws.size() - local)) +
+             " remote worker(s) missing (start each with: " + coord.joinCommand() + ")";
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    throw std::runtime_error(msg);
   }
 }
 
@@ -284,10 +322,16 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
         ws.begin(), ws.end(), [&](const WorkerInfo& w) { return w.host == ws.front().host; });
     plane = oneHost ? "shm (auto)" : "zmq (auto: several hosts)";
   }
-  std::printf("# chunk %" PRIu64 " bytes, inflight %d, %s, telemetry %s (at most %" PRIu64
+  const std::string slices = joinWith(c_.sliceSizes, [](uint64_t b) { return std::to_string(b); });
+  const std::string inflights = joinWith(c_.inflights, [](int k) { return std::to_string(k); });
+  const std::string ring = c_.ringOrder.empty()
+                               ? "0..n-1"
+                               : joinWith(c_.ringOrder, [](int r) { return std::to_string(r); });
+  std::printf("# slice %s bytes, inflight %s, ring order %s, %s, telemetry %s (at most %" PRIu64
               " events per run), data plane %s\n",
-              c_.sliceSizes.front(), c_.inflights.front(), c_.inPlace ? "in-place" : "out-of-place",
-              std::string(toString(c_.telemetry)).c_str(), c_.maxEvents, plane.c_str());
+              slices.c_str(), inflights.c_str(), ring.c_str(),
+              c_.inPlace ? "in-place" : "out-of-place", std::string(toString(c_.telemetry)).c_str(),
+              c_.maxEvents, plane.c_str());
   std::printf("#\n# Using workers\n");
   for (const WorkerInfo& w : ws) {
     std::printf("#  Rank %2d Pid %7" PRId64 " on %s (%s, %s)\n", w.rank, w.pid, w.host.c_str(),
@@ -299,28 +343,35 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
       "#   alpha %.1f us per message, link %.2f GB/s, reduce %.2f GB/s)\n",
       report_.modelSource.c_str(), p.alpha * 1e6, 1e-9 / p.beta, 1e-9 / p.gamma);
   const int aw = static_cast<int>(algoWidth_);
-  std::printf("#\n#%11s  %12s  %8s  %6s  %6s  %-*s  %7s  %6s  %6s  %6s  %9s\n", "size", "count",
-              "type", "redop", "root", aw, "algorithm", "time", "algbw", "busbw", "#wrong",
-              "predicted");
-  std::printf("#%11s  %12s  %8s  %6s  %6s  %-*s  %7s  %6s  %6s  %6s  %9s\n", "(B)", "(elements)",
-              "", "", "", aw, "", "(us)", "(GB/s)", "(GB/s)", "", "(us,model)");
+  const std::string sw = varySlice_ ? fmt("  %9s", "slice") : "";
+  const std::string iw = varyInflight_ ? fmt("  %8s", "inflight") : "";
+  std::printf("#\n#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s\n", "size", "count",
+              "type", "redop", "root", aw, "algorithm", sw.c_str(), iw.c_str(), "time", "algbw",
+              "busbw", "#wrong", "predicted");
+  const std::string su = varySlice_ ? fmt("  %9s", "(B)") : "";
+  const std::string iu = varyInflight_ ? fmt("  %8s", "") : "";
+  std::printf("#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s\n", "(B)",
+              "(elements)", "", "", "", aw, "", su.c_str(), iu.c_str(), "(us)", "(GB/s)", "(GB/s)",
+              "", "(us,model)");
   std::fflush(stdout);
 }
 
-void Bench::printRow(const BenchRow& row) {
+void Bench::printRow(const SweepRow& row) {
   const RunRequest& q = row.result.request;
   const bool rooted = q.collective == Collective::Reduce || q.collective == Collective::Broadcast;
   const std::string redop = collectiveReduces(q.collective) ? std::string(toString(q.op)) : "none";
   const std::string wrong = q.check ? std::to_string(row.metrics.wrong) : "N/A";
   const std::string predicted =
       std::isfinite(row.predictedUs) ? formatTimeUs(row.predictedUs) : std::string("-");
+  const std::string slice = varySlice_ ? fmt("  %9" PRIu64, q.sliceBytes) : "";
+  const std::string inflight = varyInflight_ ? fmt("  %8d", q.inflight) : "";
   progress_.line(
-      stdout, fmt("%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i  %-*s  %7s  %6.2f  "
+      stdout, fmt("%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i  %-*s%s%s  %7s  %6.2f  "
                   "%6.2f  %6s  %9s",
                   row.sizeBytes, row.count, std::string(toString(q.dtype)).c_str(), redop.c_str(),
                   rooted ? q.root : -1, static_cast<int>(algoWidth_), q.algorithm.c_str(),
-                  formatTimeUs(row.metrics.timeUs).c_str(), row.metrics.algbwGBps,
-                  row.metrics.busbwGBps, wrong.c_str(), predicted.c_str()));
+                  slice.c_str(), inflight.c_str(), formatTimeUs(row.metrics.timeUs).c_str(),
+                  row.metrics.algbwGBps, row.metrics.busbwGBps, wrong.c_str(), predicted.c_str()));
 }
 
 void Bench::printFooter() {
@@ -362,6 +413,11 @@ void Bench::printFooter() {
                std::string(toString(c_.telemetry)).c_str(), eventsKept_, eventsDropped_,
                c_.maxEvents, eventsDropped_ ? "; see docs/telemetry.md" : "");
   }
+  if (slowDropped_ || iterationsDropped_) {
+    out += fmt("# Not delivered in time : %" PRIu64 " telemetry events and %" PRIu64
+               " iteration reports (bench fell behind the coordinator; counted above)\n",
+               slowDropped_, iterationsDropped_);
+  }
   if (!report_.error.empty()) out += "# Stopped early         : " + report_.error + "\n";
   out += "#";
   progress_.line(stdout, out);
@@ -394,165 +450,106 @@ bool Bench::writeOutputs() {
   return ok;
 }
 
-int Bench::run() {
-  const bool keepEvents = !c_.tracePath.empty() || !c_.recordPath.empty();
-  CoordinatorOptions opt;
-  opt.localWorkers = c_.workers;
-  opt.expectRemote = c_.expect;
-  opt.listen = c_.listen;
-  opt.backend = c_.backend;
-  opt.joinTimeout = c_.expect > 0 ? std::chrono::milliseconds(kRemoteJoinTimeout)
-                                  : std::chrono::milliseconds(kLocalJoinTimeout);
-  std::unique_ptr<Coordinator> coord;
-  try {
-    coord = std::make_unique<Coordinator>(opt);
-  } catch (const ConfigError& e) {
-    progress_.line(stderr, std::string(kProg) + ": " + e.what());
-    return 2;
-  }
-  // Shuts the workers down (the destructor waits for them, killing stragglers) once the
-  // signal handler can no longer reach the coordinator.
-  auto shutdown = [&] {
-    signals_.setHandler(nullptr);
-    coord.reset();
-  };
-  struct Guard {
-    std::function<void()> f;
-    ~Guard() { f(); }
-  } guard{shutdown};
+std::string Bench::label(const SweepPoint& p) const {
+  std::string s =
+      p.algorithm + " " + std::string(toString(c_.collective)) + " " + formatSize(p.sizeBytes);
+  if (varySlice_) s += " slice " + formatSize(p.sliceBytes);
+  if (varyInflight_) s += " inflight " + std::to_string(p.inflight);
+  return s;
+}
 
-  Coordinator* cp = coord.get();
-  coord->setListener([this](const CoordinatorEvent& ev) { onEvent(ev); });
-  signals_.setHandler([this, cp](int s) {
-    progress_.line(stderr, std::string(kProg) + ": " + (s == SIGTERM ? "SIGTERM" : "SIGINT") +
+SweepSpec Bench::sweepSpec() const {
+  SweepSpec s = sweepSpecOf(c_, a_.sizes);
+  s.model = report_.model;
+  s.keepTelemetry = !c_.tracePath.empty() || !c_.recordPath.empty();
+  return s;
+}
+
+void Bench::onRow(const SweepRow& row) {
+  eventsKept_ += row.eventsKept;
+  eventsDropped_ += row.result.eventsDropped;
+  slowDropped_ += row.result.telemetry.droppedSlowClient;
+  iterationsDropped_ += row.result.iterationEventsDropped;
+  if (row.result.state == RunState::Done) {
+    printRow(row);
+    anyWrong_ |= c_.check && row.metrics.wrong > 0;
+  }
+}
+
+// Runs the sweep to its end; returns the exit status so far (0, 1 a run failed, 2 refused).
+int Bench::runSweep(Coordinator& coord) {
+  const int n = static_cast<int>(report_.workers.size());
+  Sweep sweep(coord, sweepSpec(), n, [this](const SweepRow& r) { onRow(r); });
+  runTotal_ = sweep.points().size();
+  sweep.start();
+  bool stopSent = false;
+  std::vector<CoordinatorEvent> evs;
+  while (!sweep.finished()) {
+    runIndex_ = sweep.index() + 1;
+    runLabel_ = label(sweep.points()[sweep.index()]);
+    evs.clear();
+    coord.takeEvents(evs, std::chrono::milliseconds(20));
+    for (auto& ev : evs) {
+      onEvent(ev);
+      sweep.onEvent(ev);
+    }
+    if (interrupted() && !stopSent) {
+      sweep.stop("interrupted by " + signalName(signals_.signal()));
+      stopSent = true;
+    }
+  }
+  progress_.clear();
+  report_.error = sweep.error();
+  for (SweepRow& r : sweep.takeRows()) report_.rows.push_back(benchRow(std::move(r)));
+  if (interrupted() || report_.rows.empty()) return 0;
+  const RunResult& last = report_.rows.back().result;
+  if (last.state == RunState::Done && report_.error.empty()) return 0;
+  const std::string what = label(sweep.points()[sweep.index()]) + " " +
+                           std::string(toString(last.state)) + ": " + report_.error;
+  progress_.line(stderr, std::string(kProg) + ": " + what);
+  return last.state == RunState::Refused ? 2 : 1;
+}
+
+int Bench::run() {
+  std::unique_ptr<Coordinator> coord = startCoordinator();
+  if (!coord) return 2;
+  // Shuts the workers down: the destructor waits for them, killing stragglers.
+  struct Guard {
+    std::unique_ptr<Coordinator>& c;
+    ~Guard() { c.reset(); }
+  } guard{coord};
+  signals_.setHandler([this](int s) {
+    progress_.line(stderr, std::string(kProg) + ": " + signalName(s) +
                                ": aborting (a second signal quits at once)");
-    cp->abort(std::string("interrupted by ") + (s == SIGTERM ? "SIGTERM" : "SIGINT"));
   });
   if (!c_.listen.empty() || c_.expect > 0) {
     progress_.line(stderr, std::string(kProg) + ": listening on " + coord->endpoint() +
                                "; a remote worker joins with:");
     progress_.line(stderr, coord->joinCommand());
   }
-
   try {
     waitForWorkers(*coord);
   } catch (const std::exception& e) {
-    shutdown();
+    coord.reset();
     progress_.line(stderr, std::string(kProg) + ": " + e.what());
     return 1;
   }
-  joining_.store(false);
   if (interrupted()) {
-    shutdown();
+    coord.reset();
     return interruptedExit();
   }
   progress_.clear();
+  report_.workers = coord->workers();
+  printHeader(report_.workers);
 
-  const std::vector<WorkerInfo> ws = coord->workers();
-  report_.workers = ws;
-  const int n = static_cast<int>(ws.size());
-  const int rph = effectiveRanksPerHost(c_, ws);
-  printHeader(ws);
-
-  runTotal_ = a_.sizes.size() * c_.algorithms.size();
-  bool anyWrong = false;
-  std::string failure;
-  for (size_t si = 0; si < a_.sizes.size() && report_.error.empty() && !interrupted(); ++si) {
-    const uint64_t size = a_.sizes[si];
-    for (const std::string& algo : c_.algorithms) {
-      if (interrupted()) break;
-      BenchRow row;
-      row.count = apiCount(c_, size);
-      row.sizeBytes = collectiveBytes(c_.collective, n, row.count, c_.dtype);
-      CostQuery cq;
-      cq.algorithm = algo;
-      cq.collective = c_.collective;
-      cq.nranks = n;
-      cq.bytes = row.sizeBytes;
-      cq.sliceBytes = c_.sliceSizes.front();
-      cq.ranksPerHost = rph;
-      try {
-        row.predictedUs = predictSeconds(cq, report_.model) * 1e6;
-      } catch (const std::exception&) {
-        row.predictedUs = std::numeric_limits<double>::quiet_NaN();
-      }
-      RunRequest q;
-      q.algorithm = algo;
-      q.collective = c_.collective;
-      q.dtype = c_.dtype;
-      q.op = c_.op;
-      q.count = row.count;
-      q.sliceBytes = c_.sliceSizes.front();
-      q.root = c_.root;
-      q.ranksPerHost = c_.ranksPerHost;
-      q.inflight = c_.inflights.front();
-      q.inPlace = c_.inPlace;
-      q.warmup = c_.warmup;
-      q.iterations = c_.iters;
-      q.check = c_.check;
-      q.telemetry = c_.telemetry;
-      q.maxEvents = c_.maxEvents;
-      q.dataPlane = c_.dataPlane;
-      {
-        std::lock_guard<std::mutex> lock(progressMu_);
-        ++runIndex_;
-        runLabel_ = algo + " " + std::string(toString(c_.collective)) + " " + formatSize(size);
-        iterationReports_ = 0;
-      }
-      row.startNs = nowNs();
-      try {
-        auto fut = coord->submit(q);
-        // A signal that came just before the run started found nothing to abort: repeat it.
-        bool abortSent = false;
-        while (fut.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) {
-          if (interrupted() && !abortSent) {
-            coord->abort("interrupted by " +
-                         std::string(signals_.signal() == SIGTERM ? "SIGTERM" : "SIGINT"));
-            abortSent = true;
-          }
-        }
-        row.result = fut.get();
-      } catch (const ConfigError& e) {
-        shutdown();
-        progress_.line(stderr, std::string(kProg) + ": " + runLabel_ + ": " + e.what());
-        return 2;
-      }
-      row.endNs = nowNs();
-      row.metrics = computeMetrics(c_.collective, n, row.count, c_.dtype, row.result.iterationUs,
-                                   row.result.wrong);
-      row.eventsKept = row.result.events.size();
-      eventsKept_ += row.eventsKept;
-      eventsDropped_ += row.result.eventsDropped;
-      if (!keepEvents) {
-        row.result.events.clear();
-        row.result.events.shrink_to_fit();
-      }
-      const RunState st = row.result.state;
-      if (st == RunState::Done) {
-        printRow(row);
-        anyWrong |= c_.check && row.metrics.wrong > 0;
-      }
-      report_.rows.push_back(std::move(row));
-      if (st != RunState::Done) {
-        const RunResult& res = report_.rows.back().result;
-        report_.error = res.error.empty() ? std::string(toString(st)) : res.error;
-        if (!interrupted())
-          failure = runLabel_ + " " + std::string(toString(st)) + ": " + res.error;
-        break;
-      }
-    }
-  }
-  progress_.clear();
+  const int status = runSweep(*coord);
   if (interrupted() && report_.error.empty()) report_.error = "interrupted";
-  if (!interrupted()) printFooter();
-  const bool written = writeOutputs();
-  shutdown();
+  if (!interrupted() && status != 2) printFooter();
+  const bool written = status != 2 && writeOutputs();
+  coord.reset();
   if (interrupted()) return interruptedExit();
-  if (!failure.empty()) {
-    progress_.line(stderr, std::string(kProg) + ": " + failure);
-    return 1;
-  }
-  if (anyWrong) {
+  if (status != 0) return status;
+  if (anyWrong_) {
     progress_.line(stderr, std::string(kProg) + ": some results had wrong elements (#wrong > 0)");
     return 1;
   }

@@ -83,17 +83,23 @@ std::string flagOf(RunField f) {
 
 RunRequest requestOf(const BenchConfig& c, const std::string& algo, uint64_t bytes,
                      uint64_t sliceBytes, int inflight) {
-  RunRequest q;
-  q.algorithm = algo;
+  return sweepRequest(sweepSpecOf(c, {}), SweepPoint{bytes, algo, sliceBytes, inflight},
+                      nranksOf(c));
+}
+
+}  // namespace
+
+int nranksOf(const BenchConfig& c) { return c.workers + c.expect; }
+
+SweepSpec sweepSpecOf(const BenchConfig& c, const std::vector<uint64_t>& sizes) {
+  SweepSpec s;
+  RunRequest& q = s.base;
   q.collective = c.collective;
   q.dtype = c.dtype;
   q.op = c.op;
-  q.count = apiCount(c, bytes);
-  q.sliceBytes = sliceBytes;
   q.root = c.root;
   q.ranksPerHost = c.ranksPerHost;
   q.ringOrder = c.ringOrder;
-  q.inflight = inflight;
   q.inPlace = c.inPlace;
   q.warmup = c.warmup;
   q.iterations = c.iters;
@@ -101,19 +107,11 @@ RunRequest requestOf(const BenchConfig& c, const std::string& algo, uint64_t byt
   q.telemetry = c.telemetry;
   q.maxEvents = c.maxEvents;
   q.dataPlane = c.dataPlane;
-  return q;
-}
-
-}  // namespace
-
-int nranksOf(const BenchConfig& c) { return c.workers + c.expect; }
-
-uint64_t apiCount(const BenchConfig& c, uint64_t bytes) {
-  uint64_t n = bytes / dtypeSize(c.dtype);
-  if (c.collective == Collective::ReduceScatter || c.collective == Collective::AllGather) {
-    n /= static_cast<uint64_t>(nranksOf(c));
-  }
-  return n;
+  s.algorithms = c.algorithms;
+  s.sizes = sizes;
+  s.sliceSizes = c.sliceSizes;
+  s.inflights = c.inflights;
+  return s;
 }
 
 BenchOptions::BenchOptions(CLI::App& lab, const std::vector<std::string>& args)
@@ -292,13 +290,15 @@ std::vector<uint64_t> BenchOptions::checkSizes(BenchConfig& c) const {
     throw refuse(opts_.getOr("--maxbytes", std::to_string(c.maxBytes)),
                  "is smaller than " + b.flag + " " + b.text);
   }
-  if (apiCount(c, c.minBytes) == 0) {
+  if (apiCountForSize(c.collective, nranksOf(c), c.minBytes, c.dtype) == 0) {
+    // Reduce-scatter and all-gather split the size over the ranks in 16-byte pieces, as
+    // nccl-tests does (apiCountForSize).
     const bool perRank =
         c.collective == Collective::ReduceScatter || c.collective == Collective::AllGather;
-    const uint64_t least = dtypeSize(c.dtype) * (perRank ? static_cast<uint64_t>(nranksOf(c)) : 1);
-    throw refuse(b, "must be at least " + std::to_string(least) + " bytes: one " +
-                        std::string(toString(c.dtype)) + " element" +
-                        (perRank ? " per rank of " + std::string(toString(c.collective)) : ""));
+    const uint64_t least = perRank ? 16 * static_cast<uint64_t>(nranksOf(c)) : dtypeSize(c.dtype);
+    throw refuse(b, "must be at least " + std::to_string(least) + " bytes: " +
+                        (perRank ? "16 bytes per rank of " + std::string(toString(c.collective))
+                                 : "one " + std::string(toString(c.dtype)) + " element"));
   }
   std::vector<uint64_t> sizes;
   for (uint64_t s = c.minBytes; s <= c.maxBytes;) {

@@ -9,6 +9,7 @@
 
 #include "cli_util.h"
 #include "export/export.h"
+#include "runtime/sweep.h"
 
 namespace arl::app {
 
@@ -22,9 +23,9 @@ struct BenchArgs {
 // Ranks of the run: local workers plus remote ones.
 int nranksOf(const BenchConfig& c);
 
-// The NCCL API count of a run of `bytes` (nccl-tests' setupArgs): size / type size, and per
-// rank for reduce-scatter and all-gather, whose size is the whole array.
-uint64_t apiCount(const BenchConfig& c, uint64_t bytes);
+// The sweep the configuration asks for over `sizes` (the model and telemetry keeping are the
+// caller's to set).
+SweepSpec sweepSpecOf(const BenchConfig& c, const std::vector<uint64_t>& sizes);
 
 class BenchOptions {
  public:

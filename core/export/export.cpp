@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "base/errors.h"
+#include "base/limits.h"
 #include "export/json.h"
 #include "schedule/schedule.h"
 
@@ -759,8 +760,8 @@ RunRequest readRequest(const Obj& o) {
 }
 
 std::optional<RunState> parseRunState(std::string_view s) {
-  for (RunState st : {RunState::Idle, RunState::Configuring, RunState::Running, RunState::Done,
-                      RunState::Failed, RunState::Aborted}) {
+  for (RunState st : {RunState::Idle, RunState::Queued, RunState::Configuring, RunState::Running,
+                      RunState::Done, RunState::Failed, RunState::Aborted, RunState::Refused}) {
     if (toString(st) == s) return st;
   }
   return std::nullopt;
@@ -833,6 +834,31 @@ std::vector<TelemetryEvent> parseEvents(const std::string& text, uint64_t runId,
 uint64_t eventCount(const BenchRow& row) {
   return std::max<uint64_t>(row.eventsKept, row.result.events.size());
 }
+
+namespace {
+
+// What the run resolved to (RunResult::effective): {"ranks_per_host", "ring_order", "steps",
+// "bytes_sent"} (bytes_sent per rank, one collective).
+void writeEffective(JsonWriter& j, const ResolvedRun& e) {
+  j.key("effective").beginObject().key("ranks_per_host").value(e.ranksPerHost);
+  j.key("ring_order").beginArray();
+  for (int r : e.ringOrder) j.value(r);
+  j.endArray().key("steps").value(e.steps).key("bytes_sent").beginArray();
+  for (uint64_t b : e.bytesSent) j.value(b);
+  j.endArray().endObject();
+}
+
+ResolvedRun readEffective(const Obj& o, int nranks) {
+  ResolvedRun e;
+  e.nranks = nranks;
+  e.ranksPerHost = o.i32("ranks_per_host");
+  for (uint64_t r : o.u64s("ring_order", kMaxRanks - 1)) e.ringOrder.push_back(static_cast<int>(r));
+  e.steps = static_cast<uint32_t>(o.u64("steps"));
+  e.bytesSent = o.u64s("bytes_sent", std::numeric_limits<uint64_t>::max());
+  return e;
+}
+
+}  // namespace
 
 std::string benchResultsJson(const BenchReport& r) {
   JsonWriter j;
@@ -911,7 +937,10 @@ std::string benchResultsJson(const BenchReport& r) {
         .value(eventCount(row))
         .key("events_dropped")
         .value(res.eventsDropped)
-        .endObject();
+        .key("events_dropped_slow_client")
+        .value(res.telemetry.droppedSlowClient);
+    writeEffective(j, res.effective);
+    j.endObject();
   }
   j.endArray().endObject();
   return j.str() + "\n";
@@ -1174,8 +1203,8 @@ std::string recordingJson(const BenchReport& r) {
     for (const RankIteration& ri : res.perRank) {
       j.beginArray().value(ri.rank).value(ri.iteration).value(ri.timeNs).value(ri.wrong).endArray();
     }
-    j.endArray()
-        .key("events_dropped")
+    writeEffective(j.endArray(), res.effective);
+    j.key("events_dropped")
         .value(res.eventsDropped)
         .key("event_count")
         .value(static_cast<uint64_t>(res.events.size()))
@@ -1269,6 +1298,7 @@ BenchReport parseRecording(std::string_view text) {
       res.perRank.push_back(ri);
     }
     res.eventsDropped = o.u64("events_dropped");
+    if (o.has("effective")) res.effective = readEffective(o.obj("effective"), res.nranks);
     res.events = parseEvents(o.str("events"), res.runId, o.sub("events"));
     const uint64_t expected = o.u64("event_count");
     if (res.events.size() != expected) {

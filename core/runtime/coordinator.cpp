@@ -1,7 +1,9 @@
 // The coordinator (coordinator.h). One thread owns the ROUTER socket, the worker table, the
 // local children and the state of the current run; API calls reach it through a command
 // queue that the loop drains every tick (10 ms), and read what it publishes (the worker
-// list, whether a run is active) under a mutex.
+// list) under a mutex. Requests are checked and their schedules generated on a planning
+// thread (std::async), so that a large schedule never delays a heartbeat; events go to the
+// client through an EventQueue (event_queue.h).
 //
 // Liveness follows the zguide's Paranoid Pirate: any message counts as life, heartbeats go
 // both ways every `heartbeat`, and a worker silent for `missedHeartbeats` intervals is dead.
@@ -20,7 +22,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdio>
 #include <deque>
 #include <map>
@@ -29,21 +30,25 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <utility>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
 #include "base/errors.h"
-#include "schedule/generators.h"
-#include "runtime/process.h"
-#include "runtime/protocol.h"
 #include "control_poll.h"
 #include "coord_wakeup.h"
+#include "event_queue.h"
+#include "runtime/process.h"
+#include "runtime/protocol.h"
+#include "schedule/generators.h"
 
 namespace arl {
 
 std::string_view toString(RunState s) {
   switch (s) {
     case RunState::Idle: return "idle";
+    case RunState::Queued: return "queued";
+    case RunState::Refused: return "refused";
     case RunState::Configuring: return "configuring";
     case RunState::Running: return "running";
     case RunState::Done: return "done";
@@ -69,6 +74,11 @@ constexpr milliseconds kShutdownWait{1000};
 int64_t steadyNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
       .count();
+}
+
+LeaveReason leaveReason(const ExitStatus& st) {
+  return {st.signaled ? LeaveKind::Killed : LeaveKind::Exited, st.signaled ? st.signal : st.code,
+          st.describe()};
 }
 
 std::string seconds1(Clock::duration d) {
@@ -107,21 +117,39 @@ bool isWildcard(const std::string& host) {
 // ---- Commands from API threads ---------------------------------------------------------------
 
 struct RunPlan {
-  RunRequest req;
   RunConfig cfg;                 // everything but epoch/run id
   ResolvedRun run;               // what the request resolved to on this world
   std::vector<std::string> ids;  // routing identity of each rank
-};
-
-struct SubmitCmd {
-  RunPlan plan;
-  std::promise<RunResult> promise;
+  std::string error;             // why the request was refused; empty = planned
 };
 
 struct Command {
   enum class Kind { Submit, Abort } kind = Kind::Submit;
-  std::shared_ptr<SubmitCmd> submit;
+  uint64_t runId = 0;
+  RunRequest req;
   std::string reason;
+};
+
+// A plan being made on a detached thread. The coordinator polls it; one that nobody waits
+// for any more (an aborted run, a closing coordinator) ends on its own, holding nothing of
+// the coordinator's but the wake-up.
+struct PlanJob {
+  std::mutex mu;
+  std::optional<RunPlan> plan;
+
+  std::optional<RunPlan> take() {
+    std::lock_guard<std::mutex> lock(mu);
+    return std::exchange(plan, std::nullopt);
+  }
+};
+
+// A submitted run that has not started: waiting for local workers, then for its plan.
+struct QueuedRun {
+  uint64_t runId = 0;
+  RunRequest req;
+  Clock::time_point since;
+  bool waitAnnounced = false;
+  std::shared_ptr<PlanJob> plan;  // set once its planning thread has started
 };
 
 // ---- State kept by the coordinator thread ----------------------------------------------------
@@ -152,7 +180,6 @@ struct ActiveRun {
   RunRequest req;
   ResolvedRun effective;
   RunConfig cfg;
-  std::promise<RunResult> promise;
   RunState state = RunState::Configuring;
   Clock::time_point configDeadline;
   int n = 0;
@@ -163,8 +190,8 @@ struct ActiveRun {
   std::vector<std::vector<int64_t>> iterNs;      // [iteration][rank], -1 = not reported
   std::vector<std::vector<uint64_t>> iterWrong;  // [iteration][rank]
   std::vector<RankIteration> perRank;
-  std::vector<TelemetryEvent> events;
-  uint64_t coordDropped = 0;
+  TelemetryCounts telemetry;  // received (produced less the ranks' drops) and what went where
+  uint64_t iterationEventsDropped = 0;
   std::vector<uint64_t> workerDropped;
   std::vector<uint64_t> nextBatchSeq;
 
@@ -193,29 +220,27 @@ struct Coordinator::Impl {
   std::string joinCmd;
   std::thread thread;
   std::atomic<bool> stopping{false};
-  Wakeup wake;  // raised by API threads when they queue a command or stop the loop
+  // Raised by API threads when they queue a command or stop the loop, and by planning
+  // threads when a plan is ready (shared: a plan may finish after the coordinator is gone).
+  std::shared_ptr<Wakeup> wake = std::make_shared<Wakeup>();
+
+  std::unique_ptr<EventQueue> events;  // to the client; thread-safe
+  std::atomic<uint64_t> nextRunId{1};  // taken by submit()
 
   // Shared with API threads (guarded by mu).
   mutable std::mutex mu;
-  std::condition_variable cv;
   std::deque<Command> commands;
   std::vector<WorkerInfo> snapshot;
-  std::vector<std::string> snapshotIds;  // routing identity of each snapshot entry
-  int pendingLocal = 0;                  // local children spawned that have not joined yet
-  std::string joinError;                 // a local child that died before joining
-  bool runActive = false;
   bool threadDone = false;
-
-  std::mutex listenerMu;
-  std::function<void(const CoordinatorEvent&)> listener;
 
   // Coordinator thread only.
   std::vector<Peer> peers;  // in rank order
   std::map<int64_t, Child> children;
+  int pendingLocal = 0;  // local children spawned that have not joined (or ended) yet
   std::set<std::string> removedIds;
   std::set<std::string> unknownLogged;
   uint64_t joinSeq = 0;
-  uint64_t nextRunId = 1;
+  std::deque<QueuedRun> queued;  // submitted runs, in order; the front may be planning
   std::unique_ptr<ActiveRun> run;
   Clock::time_point nextHeartbeat;
   // Log rate limit for messages from unknown or misbehaving senders.
@@ -225,18 +250,8 @@ struct Coordinator::Impl {
 
   // ---- Events and logs -----------------------------------------------------------------------
 
-  void emit(const CoordinatorEvent& e) {
-    std::lock_guard<std::mutex> lock(listenerMu);
-    if (listener) {
-      try {
-        listener(e);
-      } catch (const std::exception& ex) {
-        std::fprintf(stderr, "allreduce-lab: coordinator listener threw: %s\n", ex.what());
-      }
-    } else if (const auto* l = std::get_if<LogEvent>(&e); l && l->level >= 1) {
-      std::fprintf(stderr, "allreduce-lab: %s\n", l->text.c_str());
-    }
-  }
+  // Control events: never dropped.
+  void emit(CoordinatorEvent e) { events->push(std::move(e)); }
 
   void log(int level, const std::string& text) { emit(LogEvent{level, text}); }
 
@@ -329,24 +344,12 @@ struct Coordinator::Impl {
     for (size_t r = 0; r < peers.size(); ++r) peers[r].info.rank = static_cast<int>(r);
   }
 
-  // Publishes the worker list for API threads. `joinedLocal`: a local child has just joined;
-  // its pendingLocal count drops in the same critical section as the list grows, so submit()
-  // never sees "no local worker pending" with the newcomer missing from the list.
-  void publish(bool joinedLocal = false) {
+  // Publishes the worker list for API threads.
+  void publish() {
     std::vector<WorkerInfo> infos;
-    std::vector<std::string> ids;
-    for (const auto& p : peers) {
-      infos.push_back(p.info);
-      ids.push_back(p.id);
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      snapshot = std::move(infos);
-      snapshotIds = std::move(ids);
-      runActive = run != nullptr;
-      if (joinedLocal) --pendingLocal;
-    }
-    cv.notify_all();
+    for (const auto& p : peers) infos.push_back(p.info);
+    std::lock_guard<std::mutex> lock(mu);
+    snapshot = std::move(infos);
   }
 
   void welcome(Peer& p) {
@@ -365,9 +368,8 @@ struct Coordinator::Impl {
 
   // ---- Local children ------------------------------------------------------------------------
 
-  // Starts one local worker. `counted`: already included in pendingLocal (the initial ones
-  // are counted by the constructor, so that a submit() right after it waits for them).
-  void spawnLocal(bool counted) {
+  // Starts one local worker; a run waits for it to join (pendingLocal).
+  void spawnLocal() {
     std::vector<std::string> argv = {workerBinary,
                                      "--connect",
                                      localEndpoint,
@@ -379,21 +381,20 @@ struct Coordinator::Impl {
     try {
       const int64_t pid = spawnChild(argv);
       children[pid] = Child{pid, false};
-      if (!counted) {
-        std::lock_guard<std::mutex> lock(mu);
-        ++pendingLocal;
-      }
+      ++pendingLocal;
       log(0, "started local worker (pid " + std::to_string(pid) + ")");
     } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (counted) --pendingLocal;
-      joinError = std::string("cannot start a local worker: ") + e.what();
-      cv.notify_all();
+      WorkerLeft left;
+      left.worker.local = true;
+      left.joined = false;
+      left.reason = {LeaveKind::Exited, -1, std::string("could not be started: ") + e.what()};
+      log(2, "cannot start a local worker: " + std::string(e.what()));
+      emit(std::move(left));
     }
   }
 
   // Removes a worker from the session: kills a local one (also when stopped) and reaps it.
-  void removePeer(const std::string& id, const std::string& why, bool respawn) {
+  void removePeer(const std::string& id, LeaveReason why, bool respawn) {
     auto it = std::find_if(peers.begin(), peers.end(), [&](const Peer& p) { return p.id == id; });
     if (it == peers.end()) return;
     WorkerInfo info = it->info;
@@ -411,11 +412,11 @@ struct Coordinator::Impl {
       if (r >= 0) run->gone[static_cast<size_t>(r)] = true;
     }
     log(1, "worker " + info.name + " (rank " + std::to_string(info.rank) + ", pid " +
-               std::to_string(info.pid) + ") removed: " + why);
+               std::to_string(info.pid) + ") removed: " + why.text);
     assignRanks();
-    emit(WorkerEvent{info, false});
-    if (info.local && respawn && !stopping.load()) spawnLocal(false);
     publish();
+    emit(WorkerLeft{info, std::move(why), true});
+    if (info.local && respawn && !stopping.load()) spawnLocal();
   }
 
   // waitpid(WNOHANG) on every child: a killed local worker is noticed within a tick.
@@ -432,15 +433,16 @@ struct Coordinator::Impl {
         if (q.info.local && q.info.pid == pid) p = &q;
       if (p == nullptr) {
         if (!joined) {
-          {
-            std::lock_guard<std::mutex> lock(mu);
-            --pendingLocal;
-            joinError = "local worker (pid " + std::to_string(pid) + ", " + workerBinary + ") " +
-                        st.describe() + " before joining";
-          }
-          cv.notify_all();
-          log(2, "local worker (pid " + std::to_string(pid) + ") " + st.describe() +
-                     " before joining");
+          --pendingLocal;
+          WorkerLeft left;
+          left.worker.pid = pid;
+          left.worker.local = true;
+          left.joined = false;
+          left.reason = leaveReason(st);
+          left.reason.text += " before joining";
+          log(2, "local worker (pid " + std::to_string(pid) + ", " + workerBinary + ") " +
+                     left.reason.text);
+          emit(std::move(left));
         }
         continue;
       }
@@ -452,7 +454,7 @@ struct Coordinator::Impl {
                  ") died: " + st.describe());
       }
       // Already reaped: removePeer finds no child left to kill.
-      removePeer(id, st.describe(), true);
+      removePeer(id, leaveReason(st), true);
     }
   }
 
@@ -473,7 +475,7 @@ struct Coordinator::Impl {
              "rank " + std::to_string(r) + " (pid " + std::to_string(p->info.pid) +
                  ") stopped responding (no heartbeat for " + silence + ")");
       }
-      removePeer(id, "no heartbeat for " + silence, true);
+      removePeer(id, {LeaveKind::MissedHeartbeats, 0, "no heartbeat for " + silence}, true);
     }
     if (now >= nextHeartbeat) {
       Heartbeat hb;
@@ -482,19 +484,80 @@ struct Coordinator::Impl {
     }
   }
 
+  // ---- Queued runs ---------------------------------------------------------------------------
+
+  // Moves the first queued run on: it waits while local workers are still starting (at most
+  // joinTimeout), then is planned on another thread, then starts. One run at a time.
+  void advanceQueue() {
+    if (run || queued.empty()) return;
+    QueuedRun& q = queued.front();
+    if (!q.plan) {
+      if (pendingLocal > 0 && Clock::now() - q.since < opt.joinTimeout) {
+        if (!q.waitAnnounced) {
+          q.waitAnnounced = true;
+          emit(StateEvent{q.runId, RunState::Queued,
+                          "run " + std::to_string(q.runId) + " waits for " +
+                              std::to_string(pendingLocal) + " local worker(s) to join"});
+        }
+        return;
+      }
+      std::vector<std::string> hosts, ids;
+      for (const auto& p : peers) {
+        hosts.push_back(p.info.host);
+        ids.push_back(p.id);
+      }
+      q.plan = std::make_shared<PlanJob>();
+      std::thread([job = q.plan, wakeup = wake, req = q.req, hosts, ids] {
+        RunPlan p = plan(req, hosts, ids);
+        std::lock_guard<std::mutex> lock(job->mu);
+        job->plan = std::move(p);
+        wakeup->raise();
+      }).detach();
+      return;
+    }
+    std::optional<RunPlan> ready = q.plan->take();
+    if (!ready) return;
+    RunPlan p = std::move(*ready);
+    QueuedRun next = std::move(q);
+    queued.pop_front();
+    if (!p.error.empty()) {
+      finishUnstarted(next.runId, next.req, RunState::Refused, p.error);
+      return;
+    }
+    startRun(next, std::move(p));
+  }
+
+  // The RunFinished of a run that never reached a worker.
+  void finishUnstarted(uint64_t runId, const RunRequest& req, RunState state,
+                       const std::string& error) {
+    RunFinished f;
+    f.result.runId = runId;
+    f.result.request = req;
+    f.result.state = state;
+    f.result.error = error;
+    // Info only: the client reports the error it finds in the result.
+    log(0, "run " + std::to_string(runId) + " " + std::string(toString(state)) + ": " + error);
+    emit(std::move(f));
+  }
+
+  // Ends every queued run (Aborted); a plan still being made is left to end on its own.
+  void abortQueued(const std::string& reason) {
+    for (auto& q : queued) finishUnstarted(q.runId, q.req, RunState::Aborted, reason);
+    queued.clear();
+  }
+
   // ---- Runs ----------------------------------------------------------------------------------
 
-  void startRun(std::shared_ptr<SubmitCmd> cmd) {
+  void startRun(const QueuedRun& q, RunPlan p) {
     auto r = std::make_unique<ActiveRun>();
-    r->runId = nextRunId++;
+    r->runId = q.runId;
     r->epoch = r->runId;
-    r->req = cmd->plan.req;
-    r->effective = cmd->plan.run;
-    r->cfg = cmd->plan.cfg;
+    r->req = q.req;
+    r->effective = std::move(p.run);
+    r->cfg = std::move(p.cfg);
     r->cfg.runId = r->runId;
     r->cfg.epoch = r->epoch;
-    r->promise = std::move(cmd->promise);
-    r->ids = cmd->plan.ids;
+    r->ids = std::move(p.ids);
     r->n = static_cast<int>(r->ids.size());
     const auto n = static_cast<size_t>(r->n);
     r->ready.assign(n, false);
@@ -515,8 +578,8 @@ struct Coordinator::Impl {
     for (const auto& id : a.ids) {
       if (findPeer(id) == nullptr) {
         for (const auto& q : peers) a.workers.push_back(q.info);
-        finishRun(RunState::Failed, "a worker left between submit() and the start of run " +
-                                        std::to_string(a.runId) + "; submit again");
+        finishRun(RunState::Failed, "a worker left while run " + std::to_string(a.runId) +
+                                        " was being planned; submit it again");
         return;
       }
     }
@@ -582,7 +645,8 @@ struct Coordinator::Impl {
     a.iterWrong[m.iteration][static_cast<size_t>(r)] = m.wrong;
     RankIteration ri{r, m.iteration, static_cast<int64_t>(m.timeNs), m.wrong};
     a.perRank.push_back(ri);
-    emit(IterationEvent{a.runId, ri});
+    CoordinatorEvent ev = IterationEvent{a.runId, ri};
+    if (!events->tryPush(ev, 1)) ++a.iterationEventsDropped;
   }
 
   void onTelemetry(TelemetryBatch& m, int r) {
@@ -604,12 +668,23 @@ struct Coordinator::Impl {
       }
       break;
     }
-    const uint64_t room = a.req.maxEvents > a.events.size() ? a.req.maxEvents - a.events.size() : 0;
-    const uint64_t keep = std::min<uint64_t>(room, m.events.size());
-    a.events.insert(a.events.end(), m.events.begin(),
-                    m.events.begin() + static_cast<std::ptrdiff_t>(keep));
-    a.coordDropped += m.events.size() - keep;
-    if (!m.events.empty()) emit(TelemetryBatchEvent{a.runId, r, std::move(m.events)});
+    // The batch goes to the client, moved; nothing of it stays here.
+    TelemetryCounts& t = a.telemetry;
+    t.produced += m.events.size();
+    const uint64_t forwarded = t.delivered + t.droppedSlowClient;
+    const uint64_t room = a.req.maxEvents > forwarded ? a.req.maxEvents - forwarded : 0;
+    if (m.events.size() > room) {
+      t.droppedOverLimit += m.events.size() - room;
+      m.events.resize(room);
+    }
+    const size_t n = m.events.size();
+    if (n == 0) return;
+    CoordinatorEvent ev = TelemetryBatchEvent{a.runId, r, std::move(m.events)};
+    if (events->tryPush(ev, n)) {
+      t.delivered += n;
+    } else {
+      t.droppedSlowClient += n;
+    }
   }
 
   void onDone(const RunDone& m, int r) {
@@ -709,8 +784,8 @@ struct Coordinator::Impl {
     finishRun(a.kind == FailKind::Aborted ? RunState::Aborted : RunState::Failed, error);
   }
 
-  void finishRun(RunState state, const std::string& error) {
-    ActiveRun& a = *run;
+  // The result of the active run as it ends: times, checks and where the telemetry went.
+  static RunResult resultOf(ActiveRun& a, RunState state, const std::string& error) {
     RunResult res;
     res.runId = a.runId;
     res.request = a.req;
@@ -736,25 +811,26 @@ struct Coordinator::Impl {
       const auto& last = a.iterWrong.back();
       res.wrong = std::accumulate(last.begin(), last.end(), uint64_t{0});
     }
-    std::stable_sort(
-        a.events.begin(), a.events.end(),
-        [](const TelemetryEvent& x, const TelemetryEvent& y) { return x.tNs < y.tNs; });
-    res.events = std::move(a.events);
-    res.eventsDropped = a.coordDropped + std::accumulate(a.workerDropped.begin(),
-                                                         a.workerDropped.end(), uint64_t{0});
-    std::string msg = state == RunState::Done ? "run " + std::to_string(a.runId) + " done"
-                                              : "run " + std::to_string(a.runId) + " " +
-                                                    std::string(toString(state)) + ": " + error;
+    res.telemetry = a.telemetry;
+    res.telemetry.droppedByRanks =
+        std::accumulate(a.workerDropped.begin(), a.workerDropped.end(), uint64_t{0});
+    res.telemetry.produced += res.telemetry.droppedByRanks;
+    res.eventsDropped = res.telemetry.droppedByRanks + res.telemetry.droppedOverLimit +
+                        res.telemetry.droppedSlowClient;
+    res.iterationEventsDropped = a.iterationEventsDropped;
+    return res;
+  }
+
+  void finishRun(RunState state, const std::string& error) {
+    RunFinished f{resultOf(*run, state, error)};
+    if (state == RunState::Done) log(0, "run " + std::to_string(run->runId) + " done");
     for (auto& p : peers) p.progressKnown = false;
-    auto promise = std::move(a.promise);
-    const uint64_t id = a.runId;
     run.reset();
     // Workers that joined or left during the run get their ranks now.
     assignRanks();
     for (auto& p : peers) welcome(p);
     publish();
-    emit(StateEvent{id, state, msg});
-    promise.set_value(std::move(res));
+    emit(std::move(f));
   }
 
   // ---- Incoming messages ---------------------------------------------------------------------
@@ -815,8 +891,9 @@ struct Coordinator::Impl {
       return;
     }
     if (auto* l = std::get_if<Log>(&env->message)) {
-      log(l->level >= LogLevel::Warning ? (l->level == LogLevel::Error ? 2 : 1) : 0,
-          who + ": " + l->text);
+      // Rate-limited: log lines are control events, which the client's queue never drops.
+      logLimited(l->level >= LogLevel::Warning ? (l->level == LogLevel::Error ? 2 : 1) : 0,
+                 who + ": " + l->text);
       return;
     }
     // Run-scoped messages: only the current run's epoch, only from its ranks.
@@ -881,9 +958,10 @@ struct Coordinator::Impl {
                (added->info.local ? ", local" : ", remote") + ")" +
                (added->info.rank >= 0 ? " as rank " + std::to_string(added->info.rank)
                                       : "; it gets a rank when the current run ends"));
-    const bool local = added->info.local;
-    emit(WorkerEvent{added->info, true});
-    publish(local);
+    if (added->info.local) --pendingLocal;
+    // Published first: a client that sees the event finds the worker in workers().
+    publish();
+    emit(WorkerJoined{added->info});
   }
 
   // ---- Commands ------------------------------------------------------------------------------
@@ -896,28 +974,42 @@ struct Coordinator::Impl {
     }
     for (auto& c : cmds) {
       if (c.kind == Command::Kind::Submit) {
-        if (run) {
-          RunResult res;
-          res.request = c.submit->plan.req;
-          res.state = RunState::Failed;
-          res.error = "a run is already in progress";
-          c.submit->promise.set_value(std::move(res));
-          continue;
-        }
-        startRun(c.submit);
-      } else if (run && run->kind == FailKind::None) {
-        fail(FailKind::Aborted, -1, c.reason.empty() ? "aborted" : c.reason);
+        QueuedRun q;
+        q.runId = c.runId;
+        q.req = std::move(c.req);
+        q.since = Clock::now();
+        queued.push_back(std::move(q));
+        continue;
       }
+      const std::string reason = c.reason.empty() ? "aborted" : c.reason;
+      if (run && run->kind == FailKind::None) fail(FailKind::Aborted, -1, reason);
+      abortQueued(reason);
     }
   }
 
   // ---- The loop ------------------------------------------------------------------------------
 
+  // Once the loop has ended: runs submitted since its last look end Failed, and later
+  // submit() calls answer for themselves (threadDone).
+  void finishLateCommands() {
+    std::deque<Command> late;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      threadDone = true;
+      late.swap(commands);
+    }
+    for (auto& c : late) {
+      if (c.kind == Command::Kind::Submit) {
+        finishUnstarted(c.runId, c.req, RunState::Failed, "the coordinator has stopped");
+      }
+    }
+  }
+
   void loop() {
-    for (int k = 0; k < opt.localWorkers; ++k) spawnLocal(true);
+    for (int k = 0; k < opt.localWorkers; ++k) spawnLocal();
     nextHeartbeat = Clock::now() + opt.heartbeat;
     while (!stopping.load()) {
-      pollAndDrain(router, wake, kTick, 1000, [&](std::vector<zmq::message_t>& frames) {
+      pollAndDrain(router, *wake, kTick, 1000, [&](std::vector<zmq::message_t>& frames) {
         onMessage(frames);
         return true;
       });
@@ -925,16 +1017,19 @@ struct Coordinator::Impl {
       reapChildren();
       checkLiveness();
       pollFailure();
+      advanceQueue();
     }
     shutdownAll();
   }
 
   void shutdownAll() {
+    processCommands();  // submitted before the destructor: they end too
     if (run) {
       if (run->kind == FailKind::None)
         fail(FailKind::Aborted, -1, "the coordinator is shutting down");
       finishRun(RunState::Aborted, run->failText);
     }
+    abortQueued("the coordinator is shutting down");
     for (const auto& p : peers) sendMsg(p.id, Shutdown{"the lab is closing"});
     // A child that has not joined yet (a replacement still starting) cannot be told to leave
     // and holds nothing: it goes at once instead of being waited for.
@@ -970,22 +1065,35 @@ struct Coordinator::Impl {
       }
     }
     children.clear();
-    for (const auto& p : peers) emit(WorkerEvent{p.info, false});
+    for (const auto& p : peers) {
+      emit(WorkerLeft{p.info, {LeaveKind::Shutdown, 0, "the lab is closing"}, true});
+    }
     peers.clear();
     publish();
   }
 
-  // ---- Validation (API threads) --------------------------------------------------------------
+  // ---- Planning (the planning thread) --------------------------------------------------------
 
-  // Validates a request against the given workers (in rank order) and builds the RunConfig.
-  // Throws ConfigError naming the bad parameter; touches no worker.
-  static RunPlan plan(const RunRequest& req, const std::vector<WorkerInfo>& workers,
+  // Checks a request against the ranks' hosts (in rank order) and builds the RunConfig; a bad
+  // request comes back with `error` naming the parameter. Touches no worker.
+  static RunPlan plan(const RunRequest& req, const std::vector<std::string>& hosts,
                       const std::vector<std::string>& ids) {
-    const int n = static_cast<int>(workers.size());
-    if (n == 0) throw ConfigError("no workers have joined; start some or wait for them");
-    std::vector<std::string> hosts;
-    for (const auto& w : workers) hosts.push_back(w.host);
-    const ResolvedRun run = resolveRunRequest(req, hosts);
+    RunPlan out;
+    try {
+      if (hosts.empty()) throw ConfigError("no workers have joined; start some or wait for them");
+      out.run = resolveRunRequest(req, hosts);
+      out.cfg = runConfig(req, out.run, hosts);
+      if (auto why = validate(Message(out.cfg))) throw ConfigError(*why);
+      out.ids = ids;
+    } catch (const std::exception& e) {  // ConfigError, or no memory for the schedule
+      out.error = e.what();
+    }
+    return out;
+  }
+
+  static RunConfig runConfig(const RunRequest& req, const ResolvedRun& run,
+                             const std::vector<std::string>& hosts) {
+    const int n = run.nranks;
     const int rph = run.ranksPerHost;
 
     RunConfig c;
@@ -1011,15 +1119,7 @@ struct Coordinator::Impl {
     c.ringOrder.assign(run.ringOrder.begin(), run.ringOrder.end());
     c.hosts = hosts;
     c.dataPlane = req.dataPlane;
-
-    if (auto why = validate(Message(c))) throw ConfigError(*why);
-
-    RunPlan out;
-    out.req = req;
-    out.cfg = std::move(c);
-    out.run = run;
-    out.ids = ids;
-    return out;
+    return c;
   }
 };
 
@@ -1059,7 +1159,7 @@ Coordinator::Coordinator(CoordinatorOptions opt) : impl_(std::make_unique<Impl>(
     }
   }
   I.opt = std::move(opt);
-  I.pendingLocal = I.opt.localWorkers;
+  I.events = std::make_unique<EventQueue>(I.opt.eventQueueCapacity, I.opt.onEventsReady);
 
   const std::string listen = I.opt.listen.empty() ? "tcp://127.0.0.1:*" : I.opt.listen;
   I.router = zmq::socket_t(I.ctx, zmq::socket_type::router);
@@ -1094,15 +1194,13 @@ Coordinator::Coordinator(CoordinatorOptions opt) : impl_(std::make_unique<Impl>(
       std::fprintf(stderr, "allreduce-lab: coordinator thread failed: %s\n", e.what());
       I.shutdownAll();
     }
-    std::lock_guard<std::mutex> lock(I.mu);
-    I.threadDone = true;
-    I.cv.notify_all();
+    I.finishLateCommands();
   });
 }
 
 Coordinator::~Coordinator() {
   impl_->stopping.store(true);
-  impl_->wake.raise();
+  impl_->wake->raise();
   if (impl_->thread.joinable()) impl_->thread.join();
   impl_->router.close();
 }
@@ -1110,74 +1208,33 @@ Coordinator::~Coordinator() {
 std::string Coordinator::endpoint() const { return impl_->boundEndpoint; }
 std::string Coordinator::joinCommand() const { return impl_->joinCmd; }
 
-void Coordinator::waitForWorkers() {
-  Impl& I = *impl_;
-  const int need = I.opt.localWorkers + I.opt.expectRemote;
-  std::unique_lock<std::mutex> lock(I.mu);
-  const bool ok = I.cv.wait_for(lock, I.opt.joinTimeout, [&] {
-    return static_cast<int>(I.snapshot.size()) >= need || !I.joinError.empty() || I.threadDone;
-  });
-  if (!I.joinError.empty()) throw ConfigError(I.joinError);
-  if (I.threadDone) throw ConfigError("the coordinator has stopped");
-  if (ok) return;
-  int local = 0, remote = 0;
-  for (const auto& w : I.snapshot) (w.local ? local : remote)++;
-  std::string msg = std::to_string(I.snapshot.size()) + " of " + std::to_string(need) +
-                    " workers joined within " + seconds1(I.opt.joinTimeout) + ":";
-  if (local < I.opt.localWorkers) {
-    msg += " " + std::to_string(I.opt.localWorkers - local) + " local worker(s) missing;";
-  }
-  if (remote < I.opt.expectRemote) {
-    msg += " " + std::to_string(I.opt.expectRemote - remote) +
-           " remote worker(s) missing (start each with: " + I.joinCmd + ");";
-  }
-  msg.pop_back();
-  throw ConfigError(msg);
-}
-
 std::vector<WorkerInfo> Coordinator::workers() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->snapshot;
 }
 
-void Coordinator::setListener(std::function<void(const CoordinatorEvent&)> listener) {
-  std::lock_guard<std::mutex> lock(impl_->listenerMu);
-  impl_->listener = std::move(listener);
-}
-
-std::future<RunResult> Coordinator::submit(const RunRequest& req) {
+uint64_t Coordinator::submit(RunRequest req) {
   Impl& I = *impl_;
-  std::vector<WorkerInfo> workers;
-  std::vector<std::string> ids;
-  {
-    std::unique_lock<std::mutex> lock(I.mu);
-    // Replacements of failed local workers join first, so the world keeps its size.
-    I.cv.wait_for(lock, I.opt.joinTimeout,
-                  [&] { return I.pendingLocal <= 0 || I.threadDone || !I.joinError.empty(); });
-    if (I.threadDone) throw ConfigError("the coordinator has stopped");
-    if (I.runActive) throw ConfigError("a run is already in progress");
-    workers = I.snapshot;
-    ids = I.snapshotIds;
-  }
-  auto cmd = std::make_shared<SubmitCmd>();
-  cmd->plan = Impl::plan(req, workers, ids);
-  auto future = cmd->promise.get_future();
+  const uint64_t id = I.nextRunId.fetch_add(1);
   {
     std::lock_guard<std::mutex> lock(I.mu);
-    if (I.runActive || std::any_of(I.commands.begin(), I.commands.end(), [](const Command& c) {
-          return c.kind == Command::Kind::Submit;
-        })) {
-      throw ConfigError("a run is already in progress");
+    if (!I.threadDone) {
+      Command c;
+      c.kind = Command::Kind::Submit;
+      c.runId = id;
+      c.req = std::move(req);
+      I.commands.push_back(std::move(c));
+      I.wake->raise();
+      return id;
     }
-    Command c;
-    c.kind = Command::Kind::Submit;
-    c.submit = std::move(cmd);
-    I.commands.push_back(std::move(c));
-    // Seen as active from now on, before the coordinator thread picks the command up.
-    I.runActive = true;
   }
-  I.wake.raise();
-  return future;
+  RunFinished f;
+  f.result.runId = id;
+  f.result.request = std::move(req);
+  f.result.state = RunState::Failed;
+  f.result.error = "the coordinator has stopped";
+  I.events->push(std::move(f));
+  return id;
 }
 
 void Coordinator::abort(const std::string& reason) {
@@ -1186,7 +1243,44 @@ void Coordinator::abort(const std::string& reason) {
   c.kind = Command::Kind::Abort;
   c.reason = reason;
   impl_->commands.push_back(std::move(c));
-  impl_->wake.raise();
+  impl_->wake->raise();
+}
+
+size_t Coordinator::takeEvents(std::vector<CoordinatorEvent>& out, std::chrono::milliseconds wait,
+                               size_t max) {
+  return impl_->events->take(out, wait, max);
+}
+
+RunResult Coordinator::run(const RunRequest& req,
+                           const std::function<void(CoordinatorEvent&)>& onEvent) {
+  const uint64_t id = submit(req);
+  std::vector<TelemetryEvent> telemetry;
+  std::vector<CoordinatorEvent> evs;
+  for (;;) {
+    evs.clear();
+    takeEvents(evs, std::chrono::milliseconds(100));
+    for (auto& ev : evs) {
+      if (auto* t = std::get_if<TelemetryBatchEvent>(&ev); t && t->runId == id) {
+        if (telemetry.empty()) {
+          telemetry = std::move(t->events);
+        } else {
+          telemetry.insert(telemetry.end(), t->events.begin(), t->events.end());
+        }
+      } else if (auto* f = std::get_if<RunFinished>(&ev); f && f->result.runId == id) {
+        RunResult res = std::move(f->result);
+        res.events = std::move(telemetry);
+        sortByTime(res.events);
+        return res;
+      } else if (onEvent) {
+        onEvent(ev);
+      }
+    }
+  }
+}
+
+void sortByTime(std::vector<TelemetryEvent>& events) {
+  std::stable_sort(events.begin(), events.end(),
+                   [](const TelemetryEvent& x, const TelemetryEvent& y) { return x.tNs < y.tNs; });
 }
 
 }  // namespace arl

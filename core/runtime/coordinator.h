@@ -2,13 +2,13 @@
 // local allreduce-worker processes and accepts remote ones, assigns ranks and the ring
 // order, pushes run configurations, gathers telemetry and results, computes metrics and
 // aborts on any failure. No Qt: the bench command is its first client, the window the
-// second; both observe it through events delivered as they arrive.
+// second; both take its events from one bounded queue, from the first join on.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <future>
 #include <memory>
 #include <string>
 #include <variant>
@@ -25,12 +25,21 @@ struct CoordinatorOptions {
   int localWorkers = 4;         // allreduce-worker child processes to start
   std::string workerBinary;     // path of allreduce-worker; empty = next to the caller
   std::string listen;           // control endpoint to bind; empty = tcp://127.0.0.1:<free>
-  int expectRemote = 0;         // remote workers to wait for (they connect themselves)
+  int expectRemote = 0;         // remote workers expected (they connect themselves)
   std::string backend = "cpu";  // backend the local workers use
   std::chrono::milliseconds heartbeat{250};
   int missedHeartbeats = 4;  // silence after which a worker is declared dead
+  // How long a submitted run waits for local workers that are still starting (the first
+  // ones, or replacements of lost ones) before it starts with those that are there.
   std::chrono::milliseconds joinTimeout{20000};
   std::vector<std::string> workerExtraArgs;  // appended to every local worker's command line
+  // Room in the client's event queue, in telemetry events (a batch weighs its size) plus
+  // iteration reports (one each). What does not fit is dropped and counted in the run's
+  // result; control events (joins, leaves, states, run finished, logs) always fit.
+  size_t eventQueueCapacity = size_t{1} << 20;
+  // Called on the coordinator's thread each time the event queue turns non-empty, e.g. to
+  // post a queued call to a GUI thread. Must return at once: the same thread runs heartbeats.
+  std::function<void()> onEventsReady;
 };
 
 struct WorkerInfo {
@@ -45,7 +54,18 @@ struct WorkerInfo {
   std::string dataEndpoint;
 };
 
-enum class RunState : uint8_t { Idle, Configuring, Running, Done, Failed, Aborted };
+// Queued: submitted, waiting for workers to join or for its plan. Refused: the request was
+// invalid for this world (nothing reached a worker).
+enum class RunState : uint8_t {
+  Idle,
+  Queued,
+  Configuring,
+  Running,
+  Done,
+  Failed,
+  Aborted,
+  Refused
+};
 std::string_view toString(RunState s);
 
 struct RankIteration {
@@ -55,6 +75,15 @@ struct RankIteration {
   uint64_t wrong = 0;
 };
 
+// Where a run's telemetry went. produced = delivered + the three dropped counts.
+struct TelemetryCounts {
+  uint64_t produced = 0;           // events the ranks recorded
+  uint64_t delivered = 0;          // handed to the client in TelemetryBatchEvents
+  uint64_t droppedByRanks = 0;     // a rank's own buffer was full
+  uint64_t droppedOverLimit = 0;   // past RunRequest::maxEvents
+  uint64_t droppedSlowClient = 0;  // the client's event queue was full
+};
+
 struct RunResult {
   uint64_t runId = 0;
   RunRequest request;
@@ -62,26 +91,48 @@ struct RunResult {
   int nranks = 0;
   std::vector<WorkerInfo> workers;
   std::vector<double> iterationUs;  // per timed iteration: the slowest rank's time
-  double timeUs = 0;                // mean of iterationUs (nccl-tests' time)
+  double timeUs = 0;                // mean of iterationUs (the lab's time, docs/bench.md)
   uint64_t wrong = 0;               // summed over ranks (last iteration's check)
   std::vector<RankIteration> perRank;
-  std::vector<TelemetryEvent> events;  // coordinator clock, sorted by time
-  uint64_t eventsDropped = 0;
+  // The run's telemetry on the coordinator clock, sorted by time. The coordinator keeps no
+  // copy: it moves each batch to the client, so this is empty in RunFinished and filled by
+  // the client that collects the batches (Coordinator::run, Sweep).
+  std::vector<TelemetryEvent> events;
+  TelemetryCounts telemetry;
+  uint64_t eventsDropped = 0;           // telemetry dropped, all causes together
+  uint64_t iterationEventsDropped = 0;  // IterationEvents the client's queue had no room for
   RunState state = RunState::Idle;
   std::string error;  // empty on success; otherwise names the rank, the step and the reason
   int failedRank = -1;
 };
 
-// Events offered to clients as they arrive (delivered on the coordinator's thread: a GUI
-// client re-posts them to its own thread).
+// Why a worker left the session.
+enum class LeaveKind : uint8_t {
+  Exited,            // a local worker exited (code in LeaveReason::code)
+  Killed,            // a local worker was killed by a signal (LeaveReason::code)
+  MissedHeartbeats,  // silent for missedHeartbeats intervals; a local one is then killed
+  Shutdown,          // the coordinator is closing
+};
+struct LeaveReason {
+  LeaveKind kind = LeaveKind::Shutdown;
+  int code = 0;      // exit code or signal number
+  std::string text;  // "killed by signal 9 (SIGKILL)", "no heartbeat for 1.0 s", ...
+};
+
+// Events, in the order they happened; the client takes them from the coordinator's queue.
 struct StateEvent {
   uint64_t runId;
-  RunState state;
+  RunState state;  // Queued, Configuring, Running (the end is a RunFinished)
   std::string message;
 };
-struct WorkerEvent {
+struct WorkerJoined {
   WorkerInfo worker;
-  bool joined;  // false = left or died
+};
+// A worker left; also a local worker that ended before it joined (worker.rank is then -1).
+struct WorkerLeft {
+  WorkerInfo worker;
+  LeaveReason reason;
+  bool joined = true;  // false: it ended before joining
 };
 struct TelemetryBatchEvent {
   uint64_t runId;
@@ -96,15 +147,24 @@ struct LogEvent {
   int level;  // 0 info, 1 warning, 2 error
   std::string text;
 };
-using CoordinatorEvent =
-    std::variant<StateEvent, WorkerEvent, TelemetryBatchEvent, IterationEvent, LogEvent>;
+// The last event of every submitted run, refused ones included.
+struct RunFinished {
+  RunResult result;
+};
+using CoordinatorEvent = std::variant<StateEvent, WorkerJoined, WorkerLeft, TelemetryBatchEvent,
+                                      IterationEvent, LogEvent, RunFinished>;
 
+// Threads: one thread of the coordinator owns its socket, the workers and the runs; a
+// planning thread checks requests and generates schedules. Client calls (submit, abort,
+// workers, takeEvents without waiting) return within microseconds; only the destructor
+// waits (for the workers to leave). One client thread drains the events.
 class Coordinator {
  public:
-  // Binds the control socket and starts the local workers. Throws ConfigError on bad
-  // options (e.g. an endpoint that cannot be bound, a missing worker binary).
+  // Binds the control socket and starts the local workers (on the coordinator's thread).
+  // Throws ConfigError on bad options (an endpoint that cannot be bound, a missing binary).
   explicit Coordinator(CoordinatorOptions opt);
-  // Shuts every worker down; local workers that do not exit are killed. No orphans.
+  // Shuts every worker down; local workers that do not exit are killed. No orphans. A run
+  // still queued or running ends Aborted.
   ~Coordinator();
   Coordinator(const Coordinator&) = delete;
   Coordinator& operator=(const Coordinator&) = delete;
@@ -113,30 +173,38 @@ class Coordinator {
   std::string endpoint() const;
   std::string joinCommand() const;
 
-  // Blocks until localWorkers + expectRemote workers have joined; throws PeerError/ConfigError
-  // naming who is missing on timeout.
-  void waitForWorkers();
+  // The workers now in the session, in rank order.
   std::vector<WorkerInfo> workers() const;
 
-  // Registers the event listener (called on the coordinator thread; must not block long: the
-  // same thread watches heartbeats).
-  void setListener(std::function<void(const CoordinatorEvent&)> listener);
+  // Queues a run and returns its id at once. Runs go one at a time in submission order; each
+  // waits for local workers still starting (up to joinTimeout), is checked and planned off
+  // the caller's thread and ends with a RunFinished: state Refused with `error` naming the
+  // bad parameter when the request is invalid for the world (nothing reaches a worker),
+  // Failed or Aborted with `error` naming the rank, the step and the reason, or Done.
+  uint64_t submit(RunRequest req);
 
-  // Starts a run; the future completes when it is done, failed or aborted. One run at a time.
-  // Bad requests (unknown algorithm, unsupported collective, zero or ragged chunk, root out of
-  // range, ...) and a second run while one is active throw ConfigError here, before any worker
-  // is touched; failures after that are a RunResult with state Failed and `error` set. Waits
-  // first (up to joinTimeout) for local workers that are still starting, so that replacements
-  // of lost workers take part and the world keeps its size. See docs/runtime.md.
-  std::future<RunResult> submit(const RunRequest& req);
-  RunResult run(const RunRequest& req) { return submit(req).get(); }
-
-  // Aborts the current run (thread-safe). The run ends Aborted with `reason`.
+  // Aborts the running run and every queued one (thread-safe); they end Aborted with `reason`.
   void abort(const std::string& reason);
+
+  // Moves up to `max` queued events into `out` (appended), in order, waiting up to `wait` for
+  // the first. Returns how many were moved. Events of the same run arrive in this order:
+  // StateEvents, IterationEvents and TelemetryBatchEvents, then its RunFinished.
+  size_t takeEvents(std::vector<CoordinatorEvent>& out,
+                    std::chrono::milliseconds wait = std::chrono::milliseconds(0),
+                    size_t max = SIZE_MAX);
+
+  // For synchronous callers (tests, scripts): submits `req` and drains events until its
+  // RunFinished; collects its telemetry into the result's `events` (sorted by time) and
+  // hands every other event to `onEvent` when set. Needs to be the only thread draining.
+  RunResult run(const RunRequest& req, const std::function<void(CoordinatorEvent&)>& onEvent = {});
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Orders a run's telemetry by time (stably) once all its batches are in: the batches of
+// different ranks interleave.
+void sortByTime(std::vector<TelemetryEvent>& events);
 
 }  // namespace arl

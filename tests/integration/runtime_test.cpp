@@ -11,8 +11,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <future>
+#include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -20,13 +21,16 @@
 #include <zmq.hpp>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
-#include "runtime/coordinator.h"
+#include "../runtime/event_client.h"
 #include "base/errors.h"
-#include "schedule/generators.h"
+#include "export/export.h"
+#include "runtime/coordinator.h"
 #include "runtime/process.h"
 #include "runtime/protocol.h"
 #include "runtime/worker_runtime.h"
+#include "schedule/generators.h"
 
 namespace arl {
 namespace {
@@ -82,38 +86,18 @@ RunRequest smallRequest(const std::string& algo, Collective c) {
   return r;
 }
 
-// Records what the coordinator reports, for the assertions.
-struct Recorder {
-  std::mutex mu;
-  std::vector<std::string> logs;
-  std::vector<RunState> states;
-  std::atomic<int> iterations{0};
-  std::atomic<uint64_t> telemetryEvents{0};
+using test::EventClient;
 
-  std::function<void(const CoordinatorEvent&)> listener() {
-    return [this](const CoordinatorEvent& e) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (const auto* l = std::get_if<LogEvent>(&e)) logs.push_back(l->text);
-      if (const auto* s = std::get_if<StateEvent>(&e)) states.push_back(s->state);
-      if (std::get_if<IterationEvent>(&e)) ++iterations;
-      if (const auto* t = std::get_if<TelemetryBatchEvent>(&e)) {
-        telemetryEvents += t->events.size();
-      }
-    };
+// For tests that do not drain events: polls the published worker list.
+bool waitForWorkers(const Coordinator& c, size_t n,
+                    std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  const auto deadline = Clock::now() + timeout;
+  while (c.workers().size() < n) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(milliseconds(5));
   }
-  int logsContaining(const std::string& what) {
-    std::lock_guard<std::mutex> lock(mu);
-    int n = 0;
-    for (const auto& l : logs) n += l.find(what) != std::string::npos;
-    return n;
-  }
-  std::string allLogs() {
-    std::lock_guard<std::mutex> lock(mu);
-    std::string s;
-    for (const auto& l : logs) s += l + "\n";
-    return s;
-  }
-};
+  return true;
+}
 
 void expectNoWorkerChildren(const std::vector<int64_t>& pids) {
   EXPECT_TRUE(workerChildren().empty()) << "allreduce-worker children remain";
@@ -157,9 +141,8 @@ TEST_P(RuntimeSweep, EveryAlgorithmAndCollectiveIsExact) {
   std::vector<int64_t> pids;
   {
     Coordinator coord(localOptions(n));
-    Recorder rec;
-    coord.setListener(rec.listener());
-    coord.waitForWorkers();
+    EventClient client(coord);
+    ASSERT_TRUE(client.waitJoined(static_cast<size_t>(n)));
     ASSERT_EQ(coord.workers().size(), static_cast<size_t>(n));
     pids = pidsOf(coord.workers());
     const DataType dtypes[] = {DataType::Float, DataType::Int32, DataType::Double, DataType::Half,
@@ -176,7 +159,7 @@ TEST_P(RuntimeSweep, EveryAlgorithmAndCollectiveIsExact) {
         req.root = n - 1;
         req.dataPlane = plane;
         ++k;
-        const RunResult res = coord.run(req);
+        const RunResult res = client.run(req);
         SCOPED_TRACE(algo + " " + std::string(toString(c)) + " " +
                      std::string(toString(req.dtype)) + " " + std::string(toString(req.op)) +
                      (req.inPlace ? " in place" : "") + " on " + std::to_string(n) + " ranks");
@@ -211,7 +194,6 @@ INSTANTIATE_TEST_SUITE_P(Ranks, RuntimeSweep,
 
 TEST(Runtime, HierarchicalOnTwoGroupsOfOneHost) {
   Coordinator coord(localOptions(4));
-  coord.waitForWorkers();
   RunRequest req = smallRequest("hierarchical", Collective::AllReduce);
   req.ranksPerHost = 2;
   const RunResult res = coord.run(req);
@@ -219,41 +201,83 @@ TEST(Runtime, HierarchicalOnTwoGroupsOfOneHost) {
   EXPECT_EQ(res.wrong, 0u);
 }
 
+// ---- The ring order, end to end ----------------------------------------------------------------
+
+// With ring 0,2,1,3 every send goes to the next rank in that order: the trace's flow arrows
+// say so, the results stay exact, and the exports carry the order the run resolved to.
+TEST(Runtime, RingOrderChangesWhoSendsToWhomInTheTrace) {
+  Coordinator coord(localOptions(4));
+  RunRequest req = smallRequest("ring", Collective::AllReduce);
+  req.count = 4096;
+  req.sliceBytes = 1024;
+  req.ringOrder = {0, 2, 1, 3};
+  const RunResult res = coord.run(req);
+  ASSERT_EQ(res.state, RunState::Done) << res.error;
+  EXPECT_EQ(res.wrong, 0u);
+
+  BenchReport rep;
+  rep.config.ringOrder = req.ringOrder;
+  rep.workers = res.workers;
+  BenchRow row;
+  row.count = req.count;
+  row.sizeBytes = req.count * 4;
+  row.result = res;
+  rep.rows.push_back(row);
+  TraceStats st;
+  const auto trace = nlohmann::json::parse(chromeTraceJson(rep, &st));
+  EXPECT_EQ(st.unmatchedSends, 0u);
+  EXPECT_EQ(st.unmatchedRecvs, 0u);
+  std::map<int64_t, int64_t> from, to;  // bind_id -> process (rank + 1)
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") != "X" || !e.contains("bind_id")) continue;
+    (e.contains("flow_out") ? from : to)[e.at("bind_id").get<int64_t>()] =
+        e.at("pid").get<int64_t>();
+  }
+  std::set<std::pair<int64_t, int64_t>> pairs;
+  for (const auto& [id, pid] : from) {
+    if (to.count(id)) pairs.insert({pid - 1, to.at(id) - 1});
+  }
+  const std::set<std::pair<int64_t, int64_t>> ring = {{0, 2}, {2, 1}, {1, 3}, {3, 0}};
+  EXPECT_EQ(pairs, ring);
+
+  const auto results = nlohmann::json::parse(benchResultsJson(rep));
+  EXPECT_EQ(results.at("results").at(0).at("effective").at("ring_order"),
+            nlohmann::json({0, 2, 1, 3}));
+  const BenchReport back = parseRecording(recordingJson(rep));
+  ASSERT_EQ(back.rows.size(), 1u);
+  EXPECT_EQ(back.rows[0].result.effective.ringOrder, req.ringOrder);
+  EXPECT_EQ(back.rows[0].result.effective.steps, res.effective.steps);
+}
+
 // ---- Refusals before any worker is touched ---------------------------------------------------
 
 TEST(Runtime, BadRequestsAreRefusedBeforeWorkersAreTouched) {
   Coordinator coord(localOptions(2));
-  Recorder rec;
-  coord.setListener(rec.listener());
-  coord.waitForWorkers();
-  RunRequest unknown = smallRequest("spiral", Collective::AllReduce);
-  EXPECT_THROW(
-      {
-        try {
-          coord.submit(unknown);
-        } catch (const ConfigError& e) {
-          EXPECT_NE(std::string(e.what()).find("spiral"), std::string::npos) << e.what();
-          throw;
-        }
-      },
-      ConfigError);
-  RunRequest zero = smallRequest("ring", Collective::AllReduce);
-  zero.sliceBytes = 0;
-  EXPECT_THROW(coord.submit(zero), ConfigError);
-  RunRequest unsupported = smallRequest("halving-doubling", Collective::Broadcast);
-  EXPECT_THROW(coord.submit(unsupported), ConfigError);
-  RunRequest noIterations = smallRequest("ring", Collective::AllReduce);
-  noIterations.iterations = 0;
-  EXPECT_THROW(coord.submit(noIterations), ConfigError);
-  RunRequest badRoot = smallRequest("tree", Collective::Reduce);
-  badRoot.root = 5;
-  EXPECT_THROW(coord.submit(badRoot), ConfigError);
-  {
-    std::lock_guard<std::mutex> lock(rec.mu);
-    EXPECT_TRUE(rec.states.empty()) << "a refused request reached the workers";
+  EventClient client(coord);
+  ASSERT_TRUE(client.waitJoined(2));
+  struct Bad {
+    RunRequest req;
+    const char* words;
+  };
+  std::vector<Bad> bad;
+  bad.push_back({smallRequest("spiral", Collective::AllReduce), "spiral"});
+  bad.push_back({smallRequest("ring", Collective::AllReduce), "slice size"});
+  bad.back().req.sliceBytes = 0;
+  bad.push_back({smallRequest("halving-doubling", Collective::Broadcast), "broadcast"});
+  bad.push_back({smallRequest("ring", Collective::AllReduce), "iterations"});
+  bad.back().req.iterations = 0;
+  bad.push_back({smallRequest("tree", Collective::Reduce), "root"});
+  bad.back().req.root = 5;
+  for (const Bad& b : bad) {
+    const uint64_t id = coord.submit(b.req);
+    const auto res = client.waitResult(id);
+    ASSERT_TRUE(res.has_value());
+    EXPECT_EQ(res->state, RunState::Refused) << b.words;
+    EXPECT_NE(res->error.find(b.words), std::string::npos) << res->error;
+    EXPECT_TRUE(client.record(id).states.empty()) << "a refused request reached the workers";
   }
   // The session is intact.
-  const RunResult ok = coord.run(smallRequest("ring", Collective::AllReduce));
+  const RunResult ok = client.run(smallRequest("ring", Collective::AllReduce));
   EXPECT_EQ(ok.state, RunState::Done) << ok.error;
   EXPECT_EQ(ok.wrong, 0u);
 }
@@ -309,26 +333,23 @@ TEST_P(RuntimeFailure, WorkerLostMidRunEndsTheRunAndTheNextRunWorks) {
   std::vector<int64_t> pids;
   {
     Coordinator coord(localOptions(4));
-    Recorder rec;
-    coord.setListener(rec.listener());
-    coord.waitForWorkers();
+    EventClient client(coord);
+    ASSERT_TRUE(client.waitJoined(4));
     pids = pidsOf(coord.workers());
     const int64_t victim = pidOfRank(coord, fc.rank);
     ASSERT_GT(victim, 0);
 
     RunRequest req = longRequest();
     req.dataPlane = fc.plane;
-    auto fut = coord.submit(req);
-    const auto waitStart = Clock::now();
-    while (rec.iterations.load() < 8 && Clock::now() - waitStart < std::chrono::seconds(30)) {
-      std::this_thread::sleep_for(milliseconds(5));
-    }
-    ASSERT_GE(rec.iterations.load(), 8) << "the long run did not get going";
+    const uint64_t id = coord.submit(req);
+    ASSERT_TRUE(client.waitRun(id, [](const test::RunRecord& r) { return r.iterations >= 8; }))
+        << "the long run did not get going";
     const auto t0 = Clock::now();
     ASSERT_EQ(::kill(static_cast<pid_t>(victim), fc.signal), 0);
-    ASSERT_EQ(fut.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    const auto got = client.waitResult(id, std::chrono::seconds(10));
+    ASSERT_TRUE(got.has_value());
     const double detectS = std::chrono::duration<double>(Clock::now() - t0).count();
-    const RunResult res = fut.get();
+    const RunResult& res = *got;
     std::printf("[ measured ] signal %d on rank %d: run ended after %.3f s: %s\n", fc.signal,
                 fc.rank, detectS, res.error.c_str());
     EXPECT_LT(detectS, 3.0);
@@ -338,14 +359,23 @@ TEST_P(RuntimeFailure, WorkerLostMidRunEndsTheRunAndTheNextRunWorks) {
     EXPECT_NE(res.error.find(fc.words), std::string::npos) << res.error;
     EXPECT_NE(res.error.find("step"), std::string::npos) << res.error;
     EXPECT_NE(res.error.find(std::to_string(victim)), std::string::npos) << res.error;
+    // The worker's leaving says why.
+    ASSERT_TRUE(client.waitLeft(1));
+    const WorkerLeft gone = client.left().front();
+    EXPECT_EQ(gone.worker.pid, victim);
+    EXPECT_EQ(gone.reason.kind,
+              fc.signal == SIGKILL ? LeaveKind::Killed : LeaveKind::MissedHeartbeats);
+    if (fc.signal == SIGKILL) {
+      EXPECT_EQ(gone.reason.code, SIGKILL);
+    }
 
     // The lost worker was removed (a stopped one killed) and reaped, and no segment name of
     // it survives the next run (its own removal or the next bind's sweep).
     EXPECT_FALSE(processAlive(victim));
     // The next run: the replacement joins first, the world keeps its size, results are exact.
-    const RunResult next = coord.run(smallRequest("ring", Collective::AllReduce));
-    ASSERT_EQ(next.state, RunState::Done) << next.error << "\n" << rec.allLogs();
-    EXPECT_EQ(next.nranks, 4) << rec.allLogs();
+    const RunResult next = client.run(smallRequest("ring", Collective::AllReduce));
+    ASSERT_EQ(next.state, RunState::Done) << next.error << "\n" << client.allLogs();
+    EXPECT_EQ(next.nranks, 4) << client.allLogs();
     EXPECT_EQ(next.wrong, 0u);
     for (const auto& w : coord.workers()) {
       EXPECT_NE(w.pid, victim);
@@ -369,24 +399,21 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(Runtime, AbortEndsTheRunPromptly) {
   Coordinator coord(localOptions(3));
-  Recorder rec;
-  coord.setListener(rec.listener());
-  coord.waitForWorkers();
-  auto fut = coord.submit(longRequest());
-  const auto waitStart = Clock::now();
-  while (rec.iterations.load() < 3 && Clock::now() - waitStart < std::chrono::seconds(60)) {
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  ASSERT_GE(rec.iterations.load(), 3) << "the long run did not get going";
+  EventClient client(coord);
+  const uint64_t id = coord.submit(longRequest());
+  ASSERT_TRUE(client.waitRun(
+      id, [](const test::RunRecord& r) { return r.iterations >= 3; }, std::chrono::seconds(60)))
+      << "the long run did not get going";
   const auto t0 = Clock::now();
   coord.abort("stopped by the test");
-  ASSERT_EQ(fut.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  const auto got = client.waitResult(id, std::chrono::seconds(5));
+  ASSERT_TRUE(got.has_value());
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 2.0);
-  const RunResult res = fut.get();
+  const RunResult& res = *got;
   EXPECT_EQ(res.state, RunState::Aborted);
   EXPECT_NE(res.error.find("stopped by the test"), std::string::npos) << res.error;
   EXPECT_EQ(coord.workers().size(), 3u);
-  const RunResult next = coord.run(smallRequest("tree", Collective::AllReduce));
+  const RunResult next = client.run(smallRequest("tree", Collective::AllReduce));
   EXPECT_EQ(next.state, RunState::Done) << next.error;
   EXPECT_EQ(next.wrong, 0u);
 }
@@ -407,7 +434,7 @@ TEST(Runtime, WorkerStartedByHandJoinsAndTakesPart) {
     EXPECT_EQ(endpoint, coord.endpoint());
     EXPECT_EQ(endpoint.rfind("tcp://127.0.0.1:", 0), 0u) << endpoint;
     remotePid = spawnChild({ARL_WORKER_BINARY, "--connect", endpoint, "--name", "by-hand"});
-    coord.waitForWorkers();
+    ASSERT_TRUE(waitForWorkers(coord, 3));
     const auto ws = coord.workers();
     ASSERT_EQ(ws.size(), 3u);
     int remote = 0;
@@ -453,7 +480,7 @@ TEST(Runtime, RanksOnDifferentHostsUseTcp) {
     const std::string port = coord.endpoint().substr(coord.endpoint().rfind(':'));
     remotePid = spawnChild({ARL_WORKER_BINARY, "--connect", "tcp://127.0.0.1" + port, "--host",
                             "pretend-host", "--name", "elsewhere"});
-    coord.waitForWorkers();
+    ASSERT_TRUE(waitForWorkers(coord, 3));
     const RunResult res = coord.run(smallRequest("ring", Collective::AllReduce));
     ASSERT_EQ(res.state, RunState::Done) << res.error;
     EXPECT_EQ(res.wrong, 0u);
@@ -465,13 +492,9 @@ TEST(Runtime, RanksOnDifferentHostsUseTcp) {
     EXPECT_EQ(res.workers.back().host, "pretend-host");
     // Hierarchical groups by the reported hosts: 2 + 1 ranks is refused before any worker
     // sees it, with the per-host counts in the message.
-    RunRequest h = smallRequest("hierarchical", Collective::AllReduce);
-    try {
-      coord.submit(h);
-      ADD_FAILURE() << "uneven hosts accepted for hierarchical";
-    } catch (const ConfigError& e) {
-      EXPECT_NE(std::string(e.what()).find("pretend-host: 1"), std::string::npos) << e.what();
-    }
+    const RunResult h = coord.run(smallRequest("hierarchical", Collective::AllReduce));
+    EXPECT_EQ(h.state, RunState::Refused) << "uneven hosts accepted for hierarchical";
+    EXPECT_NE(h.error.find("pretend-host: 1"), std::string::npos) << h.error;
   }
   const auto st = waitFor(remotePid, milliseconds(3000));
   ASSERT_TRUE(st.has_value());
@@ -488,7 +511,7 @@ TEST(Runtime, LocalWorkersDieWithTheirParent) {
     ::close(fds[0]);
     try {
       Coordinator coord(localOptions(2));
-      coord.waitForWorkers();
+      if (!waitForWorkers(coord, 2)) ::_exit(4);
       for (const auto& w : coord.workers()) {
         const long long pid = w.pid;
         if (::write(fds[1], &pid, sizeof pid) != sizeof pid) ::_exit(3);
@@ -554,16 +577,15 @@ TEST(Runtime, WorkerLeavesWhenTheCoordinatorGoesSilent) {
 
 TEST(Runtime, GarbageAndTruncatedFramesAreLoggedAndIgnored) {
   Coordinator coord(localOptions(3));
-  Recorder rec;
-  coord.setListener(rec.listener());
-  coord.waitForWorkers();
+  EventClient client(coord);
+  ASSERT_TRUE(client.waitJoined(3));
 
   RunRequest req = smallRequest("ring", Collective::AllReduce);
   req.count = 1 << 20;
   req.sliceBytes = 128 << 10;
   req.iterations = 20;
   req.telemetry = TelemetryLevel::Steps;
-  auto fut = coord.submit(req);
+  const uint64_t id = coord.submit(req);
 
   zmq::context_t ctx;
   zmq::socket_t raw(ctx, zmq::socket_type::dealer);
@@ -597,15 +619,16 @@ TEST(Runtime, GarbageAndTruncatedFramesAreLoggedAndIgnored) {
     sendFrames({std::string(pingFrames[0].begin(), pingFrames[0].end()),  // valid, no Hello
                 std::string(pingFrames[1].begin(), pingFrames[1].end())});
     ++rounds;
-  } while (fut.wait_for(milliseconds(20)) != std::future_status::ready);
+    std::this_thread::sleep_for(milliseconds(20));
+  } while (!client.finished(id));
   EXPECT_GE(rounds, 1);
-  const RunResult res = fut.get();
+  const RunResult res = *client.waitResult(id);
   EXPECT_EQ(res.state, RunState::Done) << res.error;
   EXPECT_EQ(res.wrong, 0u);
   EXPECT_EQ(res.nranks, 3);
   EXPECT_EQ(coord.workers().size(), 3u);
-  EXPECT_GE(rec.logsContaining("malformed"), 4) << rec.allLogs();
-  EXPECT_GE(rec.logsContaining("has not said Hello"), 1) << rec.allLogs();
+  EXPECT_GE(client.logsContaining("malformed"), 4) << client.allLogs();
+  EXPECT_GE(client.logsContaining("has not said Hello"), 1) << client.allLogs();
 }
 
 // ---- A corrupted data-plane header -----------------------------------------------------------
@@ -617,7 +640,7 @@ TEST(Runtime, DataPlaneHeaderMismatchIsReportedNotSummed) {
   std::vector<int64_t> pids;
   {
     Coordinator coord(localOptions(3));
-    coord.waitForWorkers();
+    ASSERT_TRUE(waitForWorkers(coord, 3));
     ::unsetenv(kCorruptHeaderEnv);
     pids = pidsOf(coord.workers());
     const auto t0 = Clock::now();

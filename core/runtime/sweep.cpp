@@ -1,0 +1,141 @@
+#include "runtime/sweep.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+namespace arl {
+
+namespace {
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+std::vector<SweepPoint> sweepPoints(const SweepSpec& s) {
+  const std::vector<uint64_t> slices =
+      s.sliceSizes.empty() ? std::vector<uint64_t>{s.base.sliceBytes} : s.sliceSizes;
+  const std::vector<int> inflights =
+      s.inflights.empty() ? std::vector<int>{s.base.inflight} : s.inflights;
+  std::vector<SweepPoint> out;
+  for (uint64_t size : s.sizes)
+    for (const std::string& algo : s.algorithms)
+      for (uint64_t slice : slices)
+        for (int k : inflights) out.push_back({size, algo, slice, k});
+  return out;
+}
+
+RunRequest sweepRequest(const SweepSpec& spec, const SweepPoint& p, int nranks) {
+  RunRequest q = spec.base;
+  q.algorithm = p.algorithm;
+  q.count = apiCountForSize(q.collective, nranks, p.sizeBytes, q.dtype);
+  q.sliceBytes = p.sliceBytes;
+  q.inflight = p.inflight;
+  return q;
+}
+
+Sweep::Sweep(Coordinator& coord, SweepSpec spec, int nranks, RowHandler onRow)
+    : coord_(coord),
+      spec_(std::move(spec)),
+      nranks_(nranks),
+      onRow_(std::move(onRow)),
+      points_(sweepPoints(spec_)) {}
+
+void Sweep::start() {
+  if (runId_ == 0 && next_ == 0) submitNext();
+}
+
+void Sweep::submitNext() {
+  if (stopping_ || next_ >= points_.size()) {
+    finished_ = true;
+    return;
+  }
+  const SweepPoint& p = points_[next_++];
+  RunRequest q = sweepRequest(spec_, p, nranks_);
+  current_ = SweepRow{};
+  current_.count = q.count;
+  current_.sizeBytes = collectiveBytes(q.collective, nranks_, q.count, q.dtype);
+  current_.startNs = nowNs();
+  runId_ = coord_.submit(std::move(q));
+}
+
+bool Sweep::onEvent(CoordinatorEvent& ev) {
+  if (runId_ == 0) return false;
+  if (auto* t = std::get_if<TelemetryBatchEvent>(&ev); t && t->runId == runId_) {
+    if (spec_.keepTelemetry) {
+      auto& kept = current_.result.events;
+      if (kept.empty()) {
+        kept = std::move(t->events);
+      } else {
+        kept.insert(kept.end(), t->events.begin(), t->events.end());
+      }
+    }
+    return true;
+  }
+  if (auto* f = std::get_if<RunFinished>(&ev); f && f->result.runId == runId_) {
+    complete(std::move(f->result));
+    return true;
+  }
+  if (const auto* s = std::get_if<StateEvent>(&ev); s && s->runId == runId_) return true;
+  if (const auto* i = std::get_if<IterationEvent>(&ev); i && i->runId == runId_) return true;
+  return false;
+}
+
+void Sweep::complete(RunResult res) {
+  runId_ = 0;
+  SweepRow row = std::move(current_);
+  row.endNs = nowNs();
+  std::vector<TelemetryEvent> events = std::move(row.result.events);
+  row.result = std::move(res);
+  row.result.events = std::move(events);
+  sortByTime(row.result.events);
+  row.eventsKept = row.result.telemetry.delivered;
+  const RunRequest& q = row.result.request;
+  row.metrics = computeMetrics(q.collective, nranks_, row.count, q.dtype, row.result.iterationUs,
+                               row.result.wrong);
+  row.predictedUs = std::numeric_limits<double>::quiet_NaN();
+  if (row.result.effective.nranks > 0) {
+    CostQuery cq;
+    cq.algorithm = q.algorithm;
+    cq.collective = q.collective;
+    cq.nranks = row.result.effective.nranks;
+    cq.bytes = row.sizeBytes;
+    cq.sliceBytes = q.sliceBytes;
+    cq.ranksPerHost = row.result.effective.ranksPerHost;
+    try {
+      row.predictedUs = predictSeconds(cq, spec_.model) * 1e6;
+    } catch (const std::exception&) {
+      // No closed form for this algorithm and collective: the row shows no prediction.
+    }
+  }
+  const RunState st = row.result.state;
+  if (st != RunState::Done && error_.empty()) {
+    error_ = row.result.error.empty() ? std::string(toString(st)) : row.result.error;
+    stopping_ = true;
+  } else if (st == RunState::Done && row.result.nranks != nranks_) {
+    error_ = "the world changed from " + std::to_string(nranks_) + " to " +
+             std::to_string(row.result.nranks) + " ranks; a sweep holds one world size";
+    stopping_ = true;
+  }
+  rows_.push_back(std::move(row));
+  if (onRow_) onRow_(rows_.back());
+  submitNext();
+}
+
+void Sweep::stop(const std::string& reason) {
+  if (finished_ || stopping_) return;
+  stopping_ = true;
+  if (error_.empty()) error_ = reason;
+  if (runId_ != 0) {
+    coord_.abort(reason);
+  } else {
+    finished_ = true;
+  }
+}
+
+}  // namespace arl

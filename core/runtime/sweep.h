@@ -1,0 +1,105 @@
+// A sweep: one collective run over algorithms x sizes x slice sizes x slices in flight, one
+// run after another on a coordinator's workers, each row reported as it completes with the
+// cost model's prediction beside it. `allreduce-lab bench` drives it, and so will the
+// window: the sweep never blocks and owns no thread; its client hands it the coordinator's
+// events (Coordinator::takeEvents) from whatever thread drains them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/metrics.h"
+#include "model/model.h"
+#include "runtime/coordinator.h"
+
+namespace arl {
+
+struct SweepSpec {
+  RunRequest base;  // every field but algorithm, count, sliceBytes and inflight
+  std::vector<std::string> algorithms;
+  std::vector<uint64_t> sizes;       // nccl-tests' size S of each run, in bytes
+  std::vector<uint64_t> sliceSizes;  // empty = base.sliceBytes
+  std::vector<int> inflights;        // empty = base.inflight
+  ModelParams model;                 // for the predictions
+  bool keepTelemetry = false;        // keep each run's events in its row (for traces)
+};
+
+// One point of the sweep, in run order: sizes, then algorithms, slice sizes, slices in flight.
+struct SweepPoint {
+  uint64_t sizeBytes = 0;
+  std::string algorithm;
+  uint64_t sliceBytes = 0;
+  int inflight = 0;
+};
+
+struct SweepRow {
+  uint64_t sizeBytes = 0;   // S, nccl-tests' size column
+  uint64_t count = 0;       // NCCL API count (per rank for reduce-scatter and all-gather)
+  double predictedUs = 0;   // the cost model's prediction; NaN when it has none
+  int64_t startNs = 0;      // coordinator clock when the run was submitted
+  int64_t endNs = 0;        // coordinator clock when its result arrived
+  Metrics metrics;          // time, algbw, busbw, #wrong
+  RunResult result;         // events filled only with SweepSpec::keepTelemetry
+  uint64_t eventsKept = 0;  // telemetry events the run delivered
+};
+
+class Sweep {
+ public:
+  using RowHandler = std::function<void(const SweepRow&)>;
+
+  // `nranks`: the world the sweep runs on; one sweep holds one world size, and a run that
+  // finds another world ends it with an error. `onRow` is called as each row completes.
+  Sweep(Coordinator& coord, SweepSpec spec, int nranks, RowHandler onRow = {});
+
+  // Submits the first run (returns at once).
+  void start();
+
+  // Hands the sweep one event taken from the coordinator. It keeps the telemetry of its
+  // runs (moved out of `ev` when keepTelemetry) and, on a run's RunFinished, completes the
+  // row and submits the next run. Returns true when `ev` belonged to the sweep's run.
+  bool onEvent(CoordinatorEvent& ev);
+
+  // Aborts the run in progress and submits no other; the sweep ends when that run's result
+  // arrives (at once when none is running). Completed rows are kept.
+  void stop(const std::string& reason);
+
+  bool finished() const { return finished_; }
+  // Why the sweep ended early (the failed run's error, the stop reason); empty otherwise.
+  const std::string& error() const { return error_; }
+  const std::vector<SweepRow>& rows() const { return rows_; }
+  std::vector<SweepRow> takeRows() { return std::move(rows_); }
+
+  const std::vector<SweepPoint>& points() const { return points_; }
+  // Index in points() of the run in progress (or of the next one).
+  size_t index() const { return next_ == 0 ? 0 : next_ - 1; }
+  uint64_t currentRunId() const { return runId_; }
+
+ private:
+  void submitNext();
+  void complete(RunResult res);
+
+  Coordinator& coord_;
+  SweepSpec spec_;
+  int nranks_;
+  RowHandler onRow_;
+  std::vector<SweepPoint> points_;
+  size_t next_ = 0;     // next point to submit
+  uint64_t runId_ = 0;  // run in progress; 0 = none
+  SweepRow current_;
+  std::vector<SweepRow> rows_;
+  bool stopping_ = false;
+  bool finished_ = false;
+  std::string error_;
+};
+
+// The points of a sweep, in run order.
+std::vector<SweepPoint> sweepPoints(const SweepSpec& spec);
+
+// The request one point runs on `nranks` ranks: the base request with the point's algorithm,
+// slice size, slices in flight, and nccl-tests' API count for its size (apiCountForSize).
+RunRequest sweepRequest(const SweepSpec& spec, const SweepPoint& p, int nranks);
+
+}  // namespace arl

@@ -1,0 +1,223 @@
+// The coordinator's client API with real local workers, driven from a client thread as the
+// window will drive it: events from the first join on, nothing lost, calls that return at
+// once, a slow client that costs counted drops and never a stall, refusals as results, and
+// the ring order reaching the workers.
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "event_client.h"
+#include "runtime/coordinator.h"
+
+namespace arl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using test::EventClient;
+using test::RunRecord;
+
+// What "returns at once" means here: far above a mutex and a queue push, far below the
+// 20 s a submit() used to wait for workers.
+constexpr double kCallBoundMs = 50;
+
+CoordinatorOptions localOptions(int n) {
+  CoordinatorOptions o;
+  o.localWorkers = n;
+  o.workerBinary = ARL_WORKER_BINARY;
+  return o;
+}
+
+RunRequest smallRequest(const std::string& algo = "ring") {
+  RunRequest r;
+  r.algorithm = algo;
+  r.count = 1037;
+  r.sliceBytes = 256;
+  r.warmup = 1;
+  r.iterations = 3;
+  r.telemetry = TelemetryLevel::Chunks;
+  return r;
+}
+
+template <class F>
+double elapsedMs(F&& f) {
+  const auto t0 = Clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Every event of a run reached the client: its states, one iteration report per rank and
+// timed iteration, one RunFinished, and every telemetry event delivered or counted dropped.
+void expectComplete(const RunRecord& rec, const RunResult& res, int n, int iterations) {
+  EXPECT_EQ(rec.finished, 1);
+  // Queued first only when the run had to wait for workers to join.
+  std::vector<RunState> states = rec.states;
+  if (!states.empty() && states.front() == RunState::Queued) states.erase(states.begin());
+  EXPECT_EQ(states, (std::vector<RunState>{RunState::Configuring, RunState::Running}));
+  EXPECT_EQ(rec.iterations + res.iterationEventsDropped,
+            static_cast<uint64_t>(n) * static_cast<uint64_t>(iterations));
+  const TelemetryCounts& t = res.telemetry;
+  EXPECT_GT(t.produced, 0u);
+  EXPECT_EQ(rec.telemetryEvents, t.delivered);
+  EXPECT_EQ(rec.telemetryEvents + t.droppedByRanks + t.droppedOverLimit + t.droppedSlowClient,
+            t.produced);
+  EXPECT_EQ(res.eventsDropped, t.droppedByRanks + t.droppedOverLimit + t.droppedSlowClient);
+}
+
+TEST(CoordinatorApi, NoEventIsLostFromTheFirstJoinToTheLastResult) {
+  CoordinatorOptions o = localOptions(3);
+  std::atomic<int> readyCalls{0};
+  o.onEventsReady = [&] { ++readyCalls; };
+  Coordinator coord(o);
+  // Three runs queued before any worker has joined, and a client that starts draining only
+  // later and then slowly: the joins that happened before it looked are still there.
+  std::vector<uint64_t> ids;
+  for (const char* algo : {"ring", "tree", "halving-doubling"}) {
+    ids.push_back(coord.submit(smallRequest(algo)));
+  }
+  std::this_thread::sleep_for(milliseconds(300));
+  EventClient client(coord, milliseconds(2), 4);
+  for (uint64_t id : ids) {
+    const auto res = client.waitResult(id);
+    ASSERT_TRUE(res.has_value()) << "run " << id << " did not finish";
+    ASSERT_EQ(res->state, RunState::Done) << res->error;
+    EXPECT_EQ(res->wrong, 0u);
+    expectComplete(client.record(id), *res, 3, 3);
+    EXPECT_EQ(res->events.size(), res->telemetry.delivered);
+  }
+  EXPECT_EQ(client.joined(), 3u);
+  EXPECT_GT(readyCalls.load(), 0);
+  EXPECT_EQ(client.record(ids[0]).states.front(), RunState::Queued);
+  // Runs end in the order they were submitted, each after the previous one.
+  std::vector<std::string> finished;
+  for (const auto& o : client.order())
+    if (o.rfind("finished ", 0) == 0) finished.push_back(o);
+  ASSERT_EQ(finished.size(), 3u);
+  for (size_t k = 0; k < 3; ++k) EXPECT_EQ(finished[k], "finished " + std::to_string(ids[k]));
+}
+
+TEST(CoordinatorApi, CallsReturnAtOnceWhileWorkersStartAndSchedulesAreLarge) {
+  Coordinator coord(localOptions(4));
+  // Right after construction: no worker has joined yet; submit used to wait for them.
+  const double submitMs = elapsedMs([&] { (void)coord.submit(smallRequest()); });
+  std::vector<CoordinatorEvent> evs;
+  const double takeMs = elapsedMs([&] { coord.takeEvents(evs); });
+  const double workersMs = elapsedMs([&] { (void)coord.workers(); });
+  EventClient client(coord);
+  ASSERT_TRUE(client.waitJoined(4));
+  // A schedule of 256Ki slices per rank takes the planning thread a while; the caller
+  // never waits for it, and neither do the heartbeats.
+  RunRequest big = smallRequest("tree");
+  big.count = uint64_t{1} << 18;
+  big.sliceBytes = 4;
+  const double planMs =
+      elapsedMs([&] { (void)resolveRunRequest(big, std::vector<std::string>(4, "one-host")); });
+  uint64_t bigId = 0;
+  const double bigMs = elapsedMs([&] { bigId = coord.submit(big); });
+  const double abortMs = elapsedMs([&] { coord.abort("the test does not run it"); });
+  std::printf(
+      "[ measured ] submit %.3f ms, takeEvents %.3f ms, workers %.3f ms, submit of a "
+      "large schedule %.3f ms (planning it takes %.0f ms), abort %.3f ms\n",
+      submitMs, takeMs, workersMs, bigMs, planMs, abortMs);
+  EXPECT_LT(submitMs, kCallBoundMs);
+  EXPECT_LT(takeMs, kCallBoundMs);
+  EXPECT_LT(workersMs, kCallBoundMs);
+  EXPECT_LT(bigMs, kCallBoundMs);
+  EXPECT_LT(abortMs, kCallBoundMs);
+  const auto res = client.waitResult(bigId);
+  ASSERT_TRUE(res.has_value());
+  EXPECT_TRUE(res->state == RunState::Aborted || res->state == RunState::Done) << res->error;
+  // Nobody was lost meanwhile, and the session still runs.
+  EXPECT_TRUE(client.left().empty());
+  const RunResult next = client.run(smallRequest());
+  EXPECT_EQ(next.state, RunState::Done) << next.error;
+  EXPECT_EQ(next.nranks, 4);
+}
+
+TEST(CoordinatorApi, ASlowClientCostsCountedDropsNotStalls) {
+  CoordinatorOptions o = localOptions(3);
+  o.eventQueueCapacity = 64;  // telemetry events + iteration reports in the queue at once
+  Coordinator coord(o);
+  // Takes what is there every 300 ms: the queue fills between looks.
+  EventClient client(coord, milliseconds(300));
+  ASSERT_TRUE(client.waitJoined(3));
+  RunRequest req = smallRequest();
+  req.count = 1 << 16;
+  req.sliceBytes = 4096;
+  req.iterations = 40;
+  const uint64_t id = coord.submit(req);
+  const auto res = client.waitResult(id, std::chrono::seconds(60));
+  ASSERT_TRUE(res.has_value());
+  ASSERT_EQ(res->state, RunState::Done) << res->error;
+  EXPECT_EQ(res->wrong, 0u);
+  EXPECT_GT(res->telemetry.droppedSlowClient, 0u);
+  expectComplete(client.record(id), *res, 3, 40);
+  // The heartbeats went on: every worker is still there, and so are the control events.
+  EXPECT_TRUE(client.left().empty());
+  EXPECT_EQ(coord.workers().size(), 3u);
+}
+
+TEST(CoordinatorApi, RefusedRequestsComeBackAsResultsNamingTheProblem) {
+  Coordinator coord(localOptions(2));
+  EventClient client(coord);
+  ASSERT_TRUE(client.waitJoined(2));
+  RunRequest spiral = smallRequest("spiral");
+  RunRequest ring = smallRequest();
+  ring.ringOrder = {0, 0};
+  RunRequest slice = smallRequest();
+  slice.sliceBytes = 6;
+  const std::pair<RunRequest, std::string> cases[] = {
+      {spiral, "unknown algorithm 'spiral'"},
+      {ring, "ring order names rank 0 twice"},
+      {slice, "not a whole number of float elements"}};
+  for (const auto& [req, words] : cases) {
+    uint64_t id = 0;
+    EXPECT_LT(elapsedMs([&] { id = coord.submit(req); }), kCallBoundMs);
+    const auto res = client.waitResult(id);
+    ASSERT_TRUE(res.has_value());
+    EXPECT_EQ(res->state, RunState::Refused);
+    EXPECT_NE(res->error.find(words), std::string::npos) << res->error;
+    EXPECT_TRUE(client.record(id).states.empty()) << "a refused run reached the workers";
+  }
+}
+
+TEST(CoordinatorApi, TheRingOrderReachesTheWorkers) {
+  Coordinator coord(localOptions(4));
+  EventClient client(coord);
+  ASSERT_TRUE(client.waitJoined(4));
+  for (const std::vector<int>& ring : {std::vector<int>{}, std::vector<int>{0, 2, 1, 3}}) {
+    RunRequest req = smallRequest();
+    req.ringOrder = ring;
+    const RunResult res = client.run(req);
+    ASSERT_EQ(res.state, RunState::Done) << res.error;
+    EXPECT_EQ(res.wrong, 0u);
+    const std::vector<int> want = ring.empty() ? std::vector<int>{0, 1, 2, 3} : ring;
+    EXPECT_EQ(res.effective.ringOrder, want);
+    EXPECT_EQ(res.effective.nranks, 4);
+    EXPECT_EQ(res.effective.ranksPerHost, 4);
+    EXPECT_EQ(res.effective.steps, 6u);  // ring all-reduce: 2(n-1)
+    EXPECT_EQ(res.effective.bytesSent.size(), 4u);
+    // Rank 0 sends only to its successor in the ring and receives only from its predecessor.
+    const int next = want[1], prev = want[3];
+    uint64_t sends = 0, recvs = 0;
+    for (const TelemetryEvent& e : res.events) {
+      if (e.rank != 0) continue;
+      if (e.kind == EventKind::SendStart) {
+        ++sends;
+        EXPECT_EQ(e.peer, next);
+      } else if (e.kind == EventKind::RecvEnd) {
+        ++recvs;
+        EXPECT_EQ(e.peer, prev);
+      }
+    }
+    EXPECT_GT(sends, 0u);
+    EXPECT_GT(recvs, 0u);
+  }
+}
+
+}  // namespace
+}  // namespace arl
