@@ -37,7 +37,7 @@ struct LocalRunOptions {
 
 struct LocalRunResult {
   std::vector<double> iterationUs;  // per timed iteration: the slowest rank's time
-  double timeUs = 0;                // mean of iterationUs (nccl-tests' "time")
+  double timeUs = 0;                // mean of iterationUs (the lab's time, model/metrics.h)
   uint64_t wrong = 0;               // elements that differ from the expected result (all ranks)
   // Host copies of every rank's Output after the last iteration.
   std::vector<std::vector<unsigned char>> outputs;

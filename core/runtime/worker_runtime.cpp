@@ -28,6 +28,7 @@
 
 #include "exec/check.h"
 #include "backend/cpu/cpu_backend.h"
+#include "base/clock.h"
 #include "base/errors.h"
 #include "exec/executor.h"
 #include "schedule/generators.h"
@@ -43,13 +44,7 @@ namespace arl {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-int64_t steadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
-}
 
 // ---- Logging: one line per event on stderr ---------------------------------------------------
 
@@ -447,7 +442,7 @@ void runJobMain(RunJob& j) {
       eo.runId = c.runId;
       eo.epoch = c.epoch;
       const int64_t offset = j.offsetNs;
-      eo.clock = [offset] { return steadyNs() + offset; };
+      eo.clock = [offset] { return steadyNowNs() + offset; };
       eo.beforeOp = [&j](size_t, const Op& op) {
         j.step.store(op.step, std::memory_order_relaxed);
       };
@@ -468,14 +463,14 @@ void runJobMain(RunJob& j) {
         if (c.inPlace && it > 0) backend.upload(bufs.input, hostInput.data(), inBytes);
         j.iteration.store(static_cast<uint32_t>(isTimed ? it - c.warmup : 0));
         j.step.store(0);
-        const int64_t t0 = steadyNs();
+        const int64_t t0 = steadyNowNs();
         if (isTimed) {
           timed->run(bufs, it - c.warmup, it);
         } else {
           warm->run(bufs, it, it);
         }
         backend.synchronize();
-        const int64_t t1 = steadyNs();
+        const int64_t t1 = steadyNowNs();
         if (!isTimed) continue;
         IterationResult r;
         r.epoch = c.epoch;
@@ -560,7 +555,7 @@ class WorkerSession {
 
   int run() {
     sock_ = zmq::socket_t(ctx_, zmq::socket_type::dealer);
-    std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(steadyNs()));
+    std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(steadyNowNs()));
     char rnd[17];
     std::snprintf(rnd, sizeof rnd, "%016llx", static_cast<unsigned long long>(rng()));
     const std::string identity =
@@ -584,20 +579,20 @@ class WorkerSession {
     h.deviceIndex = opt_.device;
     send(h);
     sendPing();
-    const auto started = Clock::now();
+    const auto started = SteadyClock::now();
     lastHeard_ = started;
     nextHeartbeat_ = started + hbInterval_;
 
     for (;;) {
       std::optional<int> exitCode;
       pollAndDrain(sock_, wake_, milliseconds(10), 256, [&](std::vector<zmq::message_t>& frames) {
-        lastHeard_ = Clock::now();
+        lastHeard_ = SteadyClock::now();
         exitCode = handle(frames);
         return !exitCode;
       });
       if (exitCode) return leave(*exitCode);
       flushOutbox(false);
-      const auto now = Clock::now();
+      const auto now = SteadyClock::now();
       if (now >= nextHeartbeat_) {
         Heartbeat hb;
         if (job_ && !job_->finished.load() && job_->running.load()) {
@@ -647,8 +642,8 @@ class WorkerSession {
   void sendPing() {
     Ping p;
     p.seq = pingSeq_++;
-    p.t0Ns = steadyNs();
-    pingSentAt_ = Clock::now();
+    p.t0Ns = steadyNowNs();
+    pingSentAt_ = SteadyClock::now();
     pingOutstanding_ = true;
     send(p);
   }
@@ -656,7 +651,7 @@ class WorkerSession {
   // Sends what the run thread queued: telemetry in batches, messages in order.
   void flushOutbox(bool force) {
     if (!job_) return;
-    const auto now = Clock::now();
+    const auto now = SteadyClock::now();
     const bool due = force || now - lastFlush_ >= milliseconds(50);
     auto t = job_->out.take(kMaxEventsPerBatch, due);
     if (!t) return;
@@ -688,8 +683,8 @@ class WorkerSession {
   // call fail at once); a thread that does not stop within 2 s ends the process.
   void stopJob() {
     job_->abort();
-    const auto deadline = Clock::now() + std::chrono::seconds(2);
-    while (!job_->finished.load() && Clock::now() < deadline) {
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(2);
+    while (!job_->finished.load() && SteadyClock::now() < deadline) {
       std::this_thread::sleep_for(milliseconds(2));
     }
     if (!job_->finished.load()) {
@@ -745,7 +740,7 @@ class WorkerSession {
   }
 
   std::optional<int> on(const Pong& p, uint64_t) {
-    const int64_t t3 = steadyNs();
+    const int64_t t3 = steadyNowNs();
     if (!pingOutstanding_ || p.seq + 1 != pingSeq_) return std::nullopt;
     pingOutstanding_ = false;
     samples_.push_back(clockSample(p, t3));
@@ -848,16 +843,16 @@ class WorkerSession {
 
   milliseconds hbInterval_;
   int liveness_;
-  Clock::time_point lastHeard_;
-  Clock::time_point nextHeartbeat_;
-  Clock::time_point lastFlush_;
+  SteadyClock::time_point lastHeard_;
+  SteadyClock::time_point nextHeartbeat_;
+  SteadyClock::time_point lastFlush_;
   bool welcomed_ = false;
   int rank_ = -1;
   int world_ = 0;
 
   uint32_t pingSeq_ = 0;
   bool pingOutstanding_ = false;
-  Clock::time_point pingSentAt_;
+  SteadyClock::time_point pingSentAt_;
   std::vector<ClockSample> samples_;
   int64_t offsetNs_ = 0;
 
