@@ -65,7 +65,8 @@ class RankRun {
 
   // Runs the warm-up and timed iterations over `transport`, reporting to `sink` (may be
   // null). Returns false when beforeIteration ended the run early. Throws PeerError as
-  // Executor::run does; the caller aborts the transport then.
+  // Executor::run does; the caller aborts the transport then. Call once; `transport` must
+  // stay open until after the RankRun is destroyed (a send may still read its buffers).
   bool run(Transport& transport, TelemetrySink* sink, const RankRunHooks& hooks);
 
   // #wrong of the rank's Output now (0 when !checks()).
