@@ -231,7 +231,7 @@ struct RunJob {
   std::string myHost;
   std::string coordinatorHost;  // for the tcp advertise address
   std::string backend;          // a name in the backend registry
-  int64_t offsetNs = 0;         // coordinator clock - worker clock
+  int64_t offsetNs = 0;         // coordinator clock - worker clock (ClockSample::offsetNs)
   std::optional<Corruption> corruption;
 
   Outbox out;
@@ -767,7 +767,7 @@ class WorkerSession {
       return std::nullopt;
     }
     std::lock_guard<std::mutex> lock(job_->mu);
-    job_->endpoints = s.endpoints.empty() ? job_->cfg.endpoints : s.endpoints;
+    job_->endpoints = s.endpoints;
     job_->started = true;
     job_->cv.notify_all();
     return std::nullopt;
