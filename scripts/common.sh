@@ -14,7 +14,7 @@ ARL_PACKAGES=(
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libxkbcommon-dev
   xvfb xauth fonts-dejavu-core poppler-utils
   openmpi-bin libopenmpi-dev
-  clang-format
+  clang-format clang-tidy
 )
 
 arl_missing_packages() {
