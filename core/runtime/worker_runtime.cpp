@@ -480,23 +480,27 @@ void runOnDataPlane(RunJob& j, const Schedule& s, RankRun& run, RunDataPlane& pl
 void runJobMain(RunJob& j) {
   int64_t iteration = -1;  // for RunFailed: -1 before the first timed iteration
   RunDataPlane plane;
+  // The failure is reported first, so that the coordinator can abort the other ranks at once;
+  // then the data plane is aborted: a failed run says no goodbye (its peers may be gone).
+  const auto fail = [&](const std::exception& e) {
+    RunFailed f = runFailed(j, e, iteration);  // names the step while `running` says one is
+    j.running.store(false);
+    j.reported.store(true);
+    j.out.post(std::move(f));
+    if (plane.dp) plane.dp->abort();
+  };
   try {
     const std::unique_ptr<Backend> backend = makeBackend(j.backend);
     const Schedule s = runSchedule(j.cfg, j.rank);
     RankRun run(s, j.rank, *backend, rankRunOptions(j));
     try {
       runOnDataPlane(j, s, run, plane, iteration);
-    } catch (...) {
-      // A failed run says no goodbye (its peers may be gone): abort, and close before the
-      // buffers go, since zero-copy sends may still read them.
-      if (plane.dp) plane.dp->abort();
-      plane.close();
-      throw;
+    } catch (const std::exception& e) {
+      fail(e);
+      plane.close();  // before `run` frees the buffers: zero-copy sends may still read them
     }
   } catch (const std::exception& e) {
-    j.running.store(false);
-    j.reported.store(true);
-    j.out.post(runFailed(j, e, iteration));
+    fail(e);  // the setup failed
   }
   plane.close();
   {

@@ -200,7 +200,7 @@ TEST(LocalRun, InjectedFailureStopsEveryRankAndNamesTheFailingOne) {
   opt.failRank = 2;
   opt.failAtOp = 3;
   opt.iterations = 3;
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = SteadyClock::now();
   try {
     runLocal(s, opt);
     ADD_FAILURE() << "no error";
@@ -210,7 +210,7 @@ TEST(LocalRun, InjectedFailureStopsEveryRankAndNamesTheFailingOne) {
         << e.what();
   }
   // Every other rank was stopped by the abort rather than by its own 10 s timeout.
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, opt.recvTimeout);
+  EXPECT_LT(SteadyClock::now() - t0, opt.recvTimeout);
 }
 
 TEST(LocalRun, RefusesBadOptions) {
