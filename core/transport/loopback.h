@@ -22,10 +22,15 @@
 #include <mutex>
 #include <vector>
 
-#include "exec/local_run.h"
 #include "transport/transport.h"
 
 namespace arl {
+
+// Shaping of a loopback link.
+struct LinkShape {
+  std::chrono::microseconds latency{0};  // added to every message
+  double bytesPerSecond = 0;             // 0 = uncapped
+};
 
 class LoopbackFabric;
 
