@@ -10,7 +10,9 @@ namespace arl {
 
 namespace {
 
-std::vector<DataType> allDataTypes() { return {std::begin(kAllDataTypes), std::end(kAllDataTypes)}; }
+std::vector<DataType> allDataTypes() {
+  return {std::begin(kAllDataTypes), std::end(kAllDataTypes)};
+}
 std::vector<RedOp> allRedOps() { return {std::begin(kAllRedOps), std::end(kAllRedOps)}; }
 
 std::vector<BackendInfo> makeRegistry() {
@@ -79,16 +81,15 @@ std::optional<std::string> backendUnavailable(std::string_view name) {
            has + ")";
   }
   if (b->built()) return std::nullopt;
-  return "backend '" + std::string(name) + "' needs a build with " + std::string(b->needs) +
-         " (" + std::string(b->buildFlag) + "); " + has;
+  return "backend '" + std::string(name) + "' needs a build with " + std::string(b->needs) + " (" +
+         std::string(b->buildFlag) + "); " + has;
 }
 
 std::optional<std::string> backendRefuses(std::string_view name, DataType t, RedOp op) {
   if (auto why = backendUnavailable(name)) return why;
   const BackendInfo& b = *findBackend(name);
   if (!b.supports(t)) {
-    return "backend '" + std::string(name) + "' does not support dtype " +
-           std::string(toString(t));
+    return "backend '" + std::string(name) + "' does not support dtype " + std::string(toString(t));
   }
   if (!b.supports(op)) {
     return "backend '" + std::string(name) + "' does not support op " + std::string(toString(op));
@@ -113,8 +114,8 @@ void registerBackend(std::string_view name, BackendFactory make) {
       return;
     }
   }
-  throw ConfigError("registerBackend: unknown backend '" + std::string(name) + "' (known: " +
-                    joined(knownNames()) + ")");
+  throw ConfigError("registerBackend: unknown backend '" + std::string(name) +
+                    "' (known: " + joined(knownNames()) + ")");
 }
 
 }  // namespace arl

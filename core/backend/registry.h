@@ -21,7 +21,7 @@ using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 
 struct BackendInfo {
   std::string_view name;
-  std::string_view summary;    // one line for --help and the window
+  std::string_view summary;  // one line for --help and the window
   MemoryKind memory = MemoryKind::Host;
   std::string_view needs;      // what a build needs to have it ("CUDA"); "" = always built
   std::string_view buildFlag;  // the CMake option that asks for it ("ARL_WITH_CUDA")

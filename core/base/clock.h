@@ -12,8 +12,7 @@ using SteadyClock = std::chrono::steady_clock;
 
 // Nanoseconds since the steady clock's epoch (an arbitrary point, fixed for the machine's uptime).
 inline int64_t steadyNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             SteadyClock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now().time_since_epoch())
       .count();
 }
 

@@ -22,7 +22,7 @@ struct LocalRunOptions {
   bool check = true;  // compare every rank's output with the expected result
   TelemetryLevel telemetry = TelemetryLevel::Off;
   TelemetrySink* sink = nullptr;  // receives telemetry when not null
-  LinkShape link;  // of every loopback link (a teaching aid: what a slow link does)
+  LinkShape link;                 // of every loopback link (a teaching aid: what a slow link does)
   std::chrono::milliseconds recvTimeout{3000};
   // Failure injection for tests: rank `failRank` stops (throws) before op `failAtOp`.
   int failRank = -1;

@@ -205,9 +205,8 @@ class Simulation {
       if (st_[r].pc < s_.ranks[r].size()) {
         const Op& op = s_.ranks[r][st_[r].pc];
         throw ConfigError("model: rank " + std::to_string(r) + " op " + std::to_string(st_[r].pc) +
-                          " (step " + std::to_string(op.step) +
-                          ") waits for a message from rank " + std::to_string(op.recvPeer) +
-                          " that is never sent");
+                          " (step " + std::to_string(op.step) + ") waits for a message from rank " +
+                          std::to_string(op.recvPeer) + " that is never sent");
       }
     }
     ARL_ENFORCE(false, "no progress, yet every rank is done");

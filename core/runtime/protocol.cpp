@@ -308,9 +308,8 @@ std::optional<std::string> check(const RunConfig& m) {
 }
 
 std::optional<std::string> check(const Ready& m) {
-  return firstError(
-      {checkEpoch(m.epoch), checkRank("rank", m.rank),
-       checkEndpoint("data endpoint", m.dataEndpoint)});
+  return firstError({checkEpoch(m.epoch), checkRank("rank", m.rank),
+                     checkEndpoint("data endpoint", m.dataEndpoint)});
 }
 
 std::optional<std::string> check(const Start& m) {

@@ -311,7 +311,9 @@ RankRunOptions rankRunOptions(RunJob& j) {
   // Telemetry on the coordinator's clock (ClockSample::offsetNs).
   const int64_t offset = j.offsetNs;
   ro.exec.clock = [offset] { return steadyNowNs() + offset; };
-  ro.exec.beforeOp = [&j](size_t, const Op& op) { j.step.store(op.step, std::memory_order_relaxed); };
+  ro.exec.beforeOp = [&j](size_t, const Op& op) {
+    j.step.store(op.step, std::memory_order_relaxed);
+  };
   ro.inPlace = c.inPlace;
   ro.warmup = c.warmup;
   ro.iterations = c.iterations;

@@ -170,8 +170,7 @@ std::unique_ptr<InMessage> LoopbackFabric::recv(int dst, int src, uint32_t step,
         ch.queue.pop_front();
         return out;
       }
-      const auto visible =
-          SteadyClock::now() + std::chrono::nanoseconds(m.visibleAtNs - now);
+      const auto visible = SteadyClock::now() + std::chrono::nanoseconds(m.visibleAtNs - now);
       wakeAt = std::min(wakeAt, visible);
     } else if (failed(src)) {
       throw PeerError(dst, src, step, "rank " + std::to_string(src) + " failed");

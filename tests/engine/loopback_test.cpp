@@ -15,8 +15,8 @@
 
 #include "base/clock.h"
 #include "base/errors.h"
-#include "schedule/generators.h"
 #include "exec/local_run.h"
+#include "schedule/generators.h"
 
 namespace arl {
 namespace {

@@ -670,7 +670,8 @@ TEST(Protocol, TypedDecodeRefusesOtherTypes) {
 TEST(Protocol, EncodeRefusesWhatDecodeWouldRefuse) {
   EXPECT_THROW((void)(Welcome{4, 4, 250, 4}.encode()), EnforceError);
   EXPECT_THROW((void)Hello{}.encode(), EnforceError);
-  EXPECT_THROW((void)(Start{0, 1, {"ipc:///x"}}.encode()), EnforceError);  // run-scoped without an epoch
+  EXPECT_THROW((void)(Start{0, 1, {"ipc:///x"}}.encode()),
+               EnforceError);  // run-scoped without an epoch
   RunConfig c = sampleConfig();
   c.ringOrder[0] = c.ringOrder[1];
   EXPECT_THROW((void)c.encode(), EnforceError);

@@ -65,7 +65,7 @@ struct SegHeader {
   uint64_t totalBytes;
   uint32_t channels;
   std::atomic<uint32_t> attached;  // senders that have mapped the segment
-  int8_t channelOf[kMaxRanks];  // sender rank -> channel index, -1 = none
+  int8_t channelOf[kMaxRanks];     // sender rank -> channel index, -1 = none
 };
 
 // One line the producer writes, one the consumer writes. Each side sleeps on a 32-bit
