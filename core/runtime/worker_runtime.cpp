@@ -178,13 +178,32 @@ class Outbox final : public TelemetrySink {
 
   // Queues a message behind the events recorded so far and wakes the control thread, or
   // leaves it for the control thread's next regular look (at most 10 ms away) when `wake` is
-  // false: a wake-up per iteration would take a core from the ranks while they run.
-  void post(Message m, bool wake = true) {
+  // false: a wake-up per iteration would take a core from the ranks while they run. Returns
+  // the message's number (1, 2, ...) for waitSent().
+  uint64_t post(Message m, bool wake = true) {
+    uint64_t n = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       msgs_.push_back({events_.size(), std::move(m)});
+      n = ++posted_;
     }
     if (wake && wake_ != nullptr) wake_->raise();
+    return n;
+  }
+
+  // Control thread: every message up to number `n` has been handed to the socket.
+  void markSent(uint64_t n) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sent_ = std::max(sent_, n);
+    }
+    sentCv_.notify_all();
+  }
+
+  // Waits until message `n` has been handed to the socket, or `timeout` has passed.
+  bool waitSent(uint64_t n, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return sentCv_.wait_for(lock, timeout, [&] { return sent_ >= n; });
   }
 
   void setWakeup(Wakeup* w) { wake_ = w; }
@@ -199,6 +218,7 @@ class Outbox final : public TelemetrySink {
     // (number of events that precede the message, message)
     std::vector<std::pair<size_t, Message>> msgs;
     uint64_t dropped = 0;
+    uint64_t lastMsg = 0;  // number of the last message in msgs (see post())
   };
 
   // Takes everything when a message waits, when `minEvents` events wait, or when `force`.
@@ -211,6 +231,7 @@ class Outbox final : public TelemetrySink {
     t.events.swap(events_);
     t.msgs.swap(msgs_);
     t.dropped = dropped_;
+    t.lastMsg = posted_;
     events_.reserve(1024);
     return t;
   }
@@ -220,6 +241,9 @@ class Outbox final : public TelemetrySink {
   std::vector<TelemetryEvent> events_;
   std::vector<std::pair<size_t, Message>> msgs_;
   uint64_t dropped_ = 0;
+  uint64_t posted_ = 0;  // messages posted so far
+  uint64_t sent_ = 0;    // of which handed to the socket
+  std::condition_variable sentCv_;
   Wakeup* wake_ = nullptr;  // set before the run thread starts
 };
 
@@ -261,6 +285,9 @@ struct RunJob {
     cv.notify_all();
   }
 };
+
+// How long a failing rank waits for its RunFailed to leave before it aborts its data plane.
+constexpr milliseconds kReportFirst{200};
 
 // The run's data plane: shared memory or ZeroMQ, bound before Ready and connected on Start.
 struct RunDataPlane {
@@ -482,13 +509,16 @@ void runOnDataPlane(RunJob& j, const Schedule& s, RankRun& run, RunDataPlane& pl
 void runJobMain(RunJob& j) {
   int64_t iteration = -1;  // for RunFailed: -1 before the first timed iteration
   RunDataPlane plane;
-  // The failure is reported first, so that the coordinator can abort the other ranks at once;
-  // then the data plane is aborted: a failed run says no goodbye (its peers may be gone).
+  // The failure is reported first, so that the coordinator hears the cause before the
+  // consequences and can abort the other ranks at once; then the data plane is aborted: a
+  // failed run says no goodbye (its peers may be gone).
   const auto fail = [&](const std::exception& e) {
     RunFailed f = runFailed(j, e, iteration);  // names the step while `running` says one is
     j.running.store(false);
     j.reported.store(true);
-    j.out.post(std::move(f));
+    const uint64_t n = j.out.post(std::move(f));
+    // The abort lets this rank's peers fail too; their reports must not overtake the cause.
+    j.out.waitSent(n, kReportFirst);
     if (plane.dp) plane.dp->abort();
   };
   try {
@@ -659,6 +689,7 @@ class WorkerSession {
       if (opt_.verbose) logLine("sent " + describe(msg));
     }
     sendEvents(t->events.size());
+    j.out.markSent(t->lastMsg);
   }
 
   // Aborts the run and waits for its thread to finish (a data plane abort makes every blocked
