@@ -14,8 +14,8 @@ ARL_PACKAGES=(
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libxkbcommon-dev
   xvfb xauth fonts-dejavu-core poppler-utils
   openmpi-bin libopenmpi-dev
-  clang-format
-  libcli11-dev
+  clang-format clang-tidy
+  libcli11-dev nlohmann-json3-dev
 )
 
 arl_missing_packages() {

@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 
+#include "base/clock.h"
 #include "base/errors.h"
 
 namespace arl {
@@ -296,9 +297,7 @@ class Run {
 
   int64_t now() const {
     if (opt_.clock) return opt_.clock();
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
+    return steadyNowNs();
   }
 
   TelemetryEvent event(EventKind kind, uint32_t step, Phase phase) const {

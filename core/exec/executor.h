@@ -22,7 +22,7 @@ struct ExecOptions {
   std::chrono::milliseconds recvTimeout{3000};
   uint64_t runId = 0;
   uint64_t epoch = 0;
-  // Clock for telemetry timestamps (ns); defaults to steady_clock.
+  // Clock for telemetry timestamps (ns); defaults to steadyNowNs() (base/clock.h).
   std::function<int64_t()> clock;
   // Called before each op with its index in the rank's program; may throw to inject a
   // failure (tests, LocalRunOptions::failAtOp). Empty = no hook.

@@ -1,7 +1,7 @@
 // runLocal: every rank of a schedule as a thread of this process, over the loopback fabric, on
-// buffers of the CPU backend. Timing follows nccl-tests: all ranks start an iteration
-// together (a barrier), each times its own part, and the iteration's time is the slowest
-// rank's.
+// buffers of the CPU backend; each rank's part is a RankRun (exec/rank_run.h), as in a worker.
+// All ranks start an iteration together (a barrier), each times its own part, and the
+// iteration's time is the slowest rank's (the lab's definition, model/metrics.h).
 #include "exec/local_run.h"
 
 #include <algorithm>
@@ -13,12 +13,12 @@
 #include <string>
 #include <thread>
 
-#include "exec/check.h"
 #include "backend/cpu/cpu_backend.h"
 #include "base/errors.h"
-#include "exec/executor.h"
-#include "transport/loopback.h"
+#include "base/limits.h"
+#include "exec/rank_run.h"
 #include "schedule/verifier.h"
+#include "transport/loopback.h"
 
 namespace arl {
 
@@ -60,35 +60,6 @@ class AbortableBarrier {
   bool aborted_ = false;
 };
 
-// One rank's memory. In place, Input and Output share one allocation as NCCL's in-place
-// calls do (see inPlaceOffset()).
-struct RankMemory {
-  Backend* backend = nullptr;
-  std::vector<void*> owned;
-  RankBuffers bufs;
-  std::vector<unsigned char> hostInput;
-
-  RankMemory() = default;
-  RankMemory(const RankMemory&) = delete;
-  RankMemory& operator=(const RankMemory&) = delete;
-  ~RankMemory() {
-    for (void* p : owned) backend->deallocate(p);
-  }
-
-  void* allocate(size_t bytes) {
-    // Never zero bytes: every buffer gets an address, even for an empty collective.
-    void* p = backend->allocate(std::max<size_t>(bytes, 8));
-    owned.push_back(p);
-    return p;
-  }
-};
-
-int64_t nowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 void validate(const Schedule& s, const LocalRunOptions& opt) {
   if (s.nranks < 1 || s.ranks.size() != static_cast<size_t>(s.nranks)) {
     throw ConfigError("schedule has " + std::to_string(s.ranks.size()) + " rank programs for " +
@@ -112,94 +83,75 @@ void validate(const Schedule& s, const LocalRunOptions& opt) {
   }
 }
 
+// Per timed iteration, the slowest rank's time; the lab's time is their mean (model/metrics.h).
+void summarize(const std::vector<std::vector<int64_t>>& rankNs, LocalRunResult& res) {
+  for (const auto& ns : rankNs) {
+    res.iterationUs.push_back(static_cast<double>(*std::max_element(ns.begin(), ns.end())) / 1e3);
+  }
+  res.timeUs = std::accumulate(res.iterationUs.begin(), res.iterationUs.end(), 0.0) /
+               static_cast<double>(res.iterationUs.size());
+}
+
+RankRunOptions rankRunOptions(const LocalRunOptions& opt, int rank) {
+  RankRunOptions ro;
+  ro.exec.dtype = opt.dtype;
+  ro.exec.op = opt.op;
+  ro.exec.inflight = opt.inflight;
+  ro.exec.telemetry = opt.telemetry;
+  ro.exec.recvTimeout = opt.recvTimeout;
+  ro.exec.runId = opt.runId;
+  ro.exec.epoch = 1;
+  if (rank == opt.failRank && opt.failAtOp >= 0) {
+    const size_t at = static_cast<size_t>(opt.failAtOp);
+    ro.exec.beforeOp = [rank, at](size_t i, const Op& op) {
+      if (i == at) {
+        throw PeerError(rank, -1, op.step, "injected failure before op " + std::to_string(i));
+      }
+    };
+  }
+  ro.inPlace = opt.inPlace;
+  ro.warmup = static_cast<uint32_t>(opt.warmup);
+  ro.iterations = static_cast<uint32_t>(opt.iterations);
+  ro.check = opt.check;
+  return ro;
+}
+
 }  // namespace
 
 LocalRunResult runLocal(const Schedule& schedule, const LocalRunOptions& opt) {
   validate(schedule, opt);
   // A private copy: annotate() fills in the provenance that chunk telemetry reports.
   Schedule s = schedule;
-  if (opt.telemetry == TelemetryLevel::Chunks && opt.sink && s.nranks <= 64) annotate(s);
+  if (opt.telemetry == TelemetryLevel::Chunks && opt.sink && s.nranks <= kMaxRanks) annotate(s);
 
   const int n = s.nranks;
-  const size_t es = dtypeSize(opt.dtype);
-  const uint64_t count = s.count;
-
   LoopbackFabric fabric(n);
   fabric.setAllLinks(opt.link);
 
-  std::vector<std::unique_ptr<CpuBackend>> backends;
-  std::vector<std::unique_ptr<RankMemory>> mem;
-  for (int r = 0; r < n; ++r) {
-    backends.push_back(std::make_unique<CpuBackend>());
-    auto m = std::make_unique<RankMemory>();
-    m->backend = backends.back().get();
-    const size_t inBytes = s.inputElems * es;
-    const size_t outBytes = s.outputElems * es;
-    const size_t shift = inPlaceOffset(s, r) * es;
-    if (!opt.inPlace) {
-      m->bufs.input = m->allocate(inBytes);
-      m->bufs.output = m->allocate(outBytes);
-    } else if (s.collective == Collective::ReduceScatter) {
-      m->bufs.input = m->allocate(inBytes);
-      m->bufs.output = static_cast<unsigned char*>(m->bufs.input) + shift;
-    } else {
-      m->bufs.output = m->allocate(outBytes);
-      m->bufs.input = static_cast<unsigned char*>(m->bufs.output) + shift;
-    }
-    if (s.scratchElems > 0) m->bufs.scratch = m->allocate(s.scratchElems * es);
-    m->hostInput.resize(inBytes);
-    fillInput(m->hostInput.data(), s.collective, opt.dtype, opt.op, r, n, count);
-    m->backend->upload(m->bufs.input, m->hostInput.data(), inBytes);
-    mem.push_back(std::move(m));
-  }
-
-  const int total = opt.warmup + opt.iterations;
-  std::vector<std::vector<int64_t>> rankNs(static_cast<size_t>(total),
+  // Each rank's backend and run are made on its own thread (filling the expected output is
+  // the costly part of the setup), and kept for the results once every thread is done.
+  std::vector<std::unique_ptr<CpuBackend>> backends(static_cast<size_t>(n));
+  std::vector<std::unique_ptr<RankRun>> runs(static_cast<size_t>(n));
+  std::vector<std::vector<int64_t>> rankNs(static_cast<size_t>(opt.iterations),
                                            std::vector<int64_t>(static_cast<size_t>(n), 0));
+  std::vector<uint64_t> wrong(static_cast<size_t>(n), 0);
   AbortableBarrier barrier(n);
   std::mutex errMu;
   std::exception_ptr firstError;
 
   const auto rankMain = [&](int r) {
+    const auto ri = static_cast<size_t>(r);
     try {
-      RankMemory& m = *mem[static_cast<size_t>(r)];
-      Backend& backend = *backends[static_cast<size_t>(r)];
-      Transport& transport = fabric.transport(r);
-      ExecOptions eo;
-      eo.dtype = opt.dtype;
-      eo.op = opt.op;
-      eo.inflight = opt.inflight;
-      eo.telemetry = opt.telemetry;
-      eo.recvTimeout = opt.recvTimeout;
-      eo.runId = opt.runId;
-      eo.epoch = 1;
-      if (r == opt.failRank && opt.failAtOp >= 0) {
-        const size_t at = static_cast<size_t>(opt.failAtOp);
-        eo.beforeOp = [r, at](size_t i, const Op& op) {
-          if (i == at) {
-            throw PeerError(r, -1, op.step, "injected failure before op " + std::to_string(i));
-          }
-        };
-      }
-      // Warmup iterations report nothing: telemetry describes the timed iterations only.
-      ExecOptions warmOpt = eo;
-      warmOpt.telemetry = TelemetryLevel::Off;
-      Executor warm(s, r, transport, backend, nullptr, warmOpt);
-      Executor timed(s, r, transport, backend, opt.sink, eo);
-      for (int it = 0; it < total; ++it) {
-        // In place, the previous iteration overwrote the input: restore it, untimed.
-        if (opt.inPlace && it > 0) {
-          backend.upload(m.bufs.input, m.hostInput.data(), m.hostInput.size());
-        }
-        if (!barrier.arriveAndWait()) return;
-        const int64_t t0 = nowNs();
-        if (it < opt.warmup) {
-          warm.run(m.bufs, static_cast<uint32_t>(it), static_cast<uint64_t>(it));
-        } else {
-          timed.run(m.bufs, static_cast<uint32_t>(it - opt.warmup), static_cast<uint64_t>(it));
-        }
-        rankNs[static_cast<size_t>(it)][static_cast<size_t>(r)] = nowNs() - t0;
-      }
+      backends[ri] = std::make_unique<CpuBackend>();
+      runs[ri] = std::make_unique<RankRun>(s, r, *backends[ri], rankRunOptions(opt, r));
+      RankRunHooks hooks;
+      // All ranks start an iteration together, as nccl-tests' ranks do.
+      hooks.beforeIteration = [&](uint32_t) { return barrier.arriveAndWait(); };
+      hooks.afterTimed = [&](const TimedIteration& t) {
+        rankNs[t.index][ri] = t.ns;
+        if (t.wrong) wrong[ri] = *t.wrong;
+      };
+      runs[ri]->run(fabric.transport(r), opt.sink, hooks);
     } catch (...) {
       {
         std::lock_guard<std::mutex> lock(errMu);
@@ -218,35 +170,9 @@ LocalRunResult runLocal(const Schedule& schedule, const LocalRunOptions& opt) {
   if (firstError) std::rethrow_exception(firstError);
 
   LocalRunResult res;
-  for (int it = opt.warmup; it < total; ++it) {
-    const auto& ns = rankNs[static_cast<size_t>(it)];
-    res.iterationUs.push_back(static_cast<double>(*std::max_element(ns.begin(), ns.end())) / 1e3);
-  }
-  res.timeUs = std::accumulate(res.iterationUs.begin(), res.iterationUs.end(), 0.0) /
-               static_cast<double>(res.iterationUs.size());
-
-  const size_t outBytes = s.outputElems * es;
-  // All-reduce, all-gather and broadcast expect the same output on every rank.
-  const bool shared = s.collective == Collective::AllReduce ||
-                      s.collective == Collective::AllGather ||
-                      s.collective == Collective::Broadcast;
-  std::vector<unsigned char> expected(outBytes);
-  bool haveShared = false;
-  for (int r = 0; r < n; ++r) {
-    RankMemory& m = *mem[static_cast<size_t>(r)];
-    std::vector<unsigned char> out(outBytes);
-    backends[static_cast<size_t>(r)]->download(out.data(), m.bufs.output, outBytes);
-    if (opt.check) {
-      bool checked = true;
-      if (!shared || !haveShared) {
-        checked =
-            fillExpected(expected.data(), s.collective, opt.dtype, opt.op, r, n, count, s.root);
-        haveShared = shared;
-      }
-      if (checked) res.wrong += countWrong(out.data(), expected.data(), opt.dtype, s.outputElems);
-    }
-    res.outputs.push_back(std::move(out));
-  }
+  summarize(rankNs, res);
+  res.wrong = std::accumulate(wrong.begin(), wrong.end(), uint64_t{0});
+  for (const auto& run : runs) res.outputs.push_back(run->output());
   return res;
 }
 

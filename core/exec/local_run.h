@@ -6,16 +6,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "schedule/schedule.h"
 #include "exec/telemetry.h"
+#include "schedule/schedule.h"
+#include "transport/loopback.h"
 
 namespace arl {
-
-// Shaping of every loopback link (a teaching aid: what a slow link does).
-struct LinkShape {
-  std::chrono::microseconds latency{0};  // added to every message
-  double bytesPerSecond = 0;             // 0 = uncapped
-};
 
 struct LocalRunOptions {
   DataType dtype = DataType::Float;
@@ -27,7 +22,7 @@ struct LocalRunOptions {
   bool check = true;  // compare every rank's output with the expected result
   TelemetryLevel telemetry = TelemetryLevel::Off;
   TelemetrySink* sink = nullptr;  // receives telemetry when not null
-  LinkShape link;
+  LinkShape link;                 // of every loopback link (a teaching aid: what a slow link does)
   std::chrono::milliseconds recvTimeout{3000};
   // Failure injection for tests: rank `failRank` stops (throws) before op `failAtOp`.
   int failRank = -1;
@@ -37,7 +32,7 @@ struct LocalRunOptions {
 
 struct LocalRunResult {
   std::vector<double> iterationUs;  // per timed iteration: the slowest rank's time
-  double timeUs = 0;                // mean of iterationUs (nccl-tests' "time")
+  double timeUs = 0;                // mean of iterationUs (the lab's time, model/metrics.h)
   uint64_t wrong = 0;               // elements that differ from the expected result (all ranks)
   // Host copies of every rank's Output after the last iteration.
   std::vector<std::vector<unsigned char>> outputs;

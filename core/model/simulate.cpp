@@ -53,28 +53,43 @@ struct RankState {
   double lastSendEnd = 0;
 };
 
-}  // namespace
+// One simulation: the ranks' states, the channels' arrival times and the timeline so far.
+class Simulation {
+ public:
+  Simulation(const Schedule& s, const LinkModel& links, const SimOptions& opt)
+      : s_(s),
+        links_(links),
+        opt_(opt),
+        n_(static_cast<size_t>(s.nranks)),
+        elem_(static_cast<double>(dtypeSize(opt.dtype))),
+        chunks_(opt.telemetry == TelemetryLevel::Chunks),
+        steps_(opt.telemetry != TelemetryLevel::Off),
+        st_(n_),
+        arrivals_(n_ * n_) {
+    tl_.rankSeconds.assign(n_, 0.0);
+  }
 
-ModelTimeline simulate(const Schedule& s, const LinkModel& links, const SimOptions& opt) {
-  ARL_ENFORCE(opt.inflight >= 1, "inflight " << opt.inflight);
-  ARL_ENFORCE(static_cast<int>(s.ranks.size()) == s.nranks,
-              s.ranks.size() << " op lists for " << s.nranks << " ranks");
-  const auto n = static_cast<size_t>(s.nranks);
-  const double elem = static_cast<double>(dtypeSize(opt.dtype));
-  const bool chunks = opt.telemetry == TelemetryLevel::Chunks;
-  const bool steps = opt.telemetry != TelemetryLevel::Off;
+  ModelTimeline run() {
+    finishEmptyRanks();
+    while (finished_ < n_) {
+      bool progressed = false;
+      for (size_t r = 0; r < n_; ++r) {
+        while (st_[r].pc < s_.ranks[r].size() && advance(r)) progressed = true;
+      }
+      if (!progressed && finished_ < n_) throwDeadlock();
+    }
+    for (double d : tl_.rankSeconds) tl_.totalSeconds = std::max(tl_.totalSeconds, d);
+    std::stable_sort(
+        tl_.events.begin(), tl_.events.end(),
+        [](const TelemetryEvent& a, const TelemetryEvent& b) { return a.tNs < b.tNs; });
+    return std::move(tl_);
+  }
 
-  ModelTimeline tl;
-  tl.rankSeconds.assign(n, 0.0);
-  std::vector<RankState> st(n);
-  // arrivals[from * n + to]: arrival times of messages sent so far on that channel, and how
-  // many the receiver has consumed.
-  std::vector<std::deque<double>> arrivals(n * n);
-
-  auto emit = [&](int rank, const Op& op, EventKind kind, int peer, double t) {
+ private:
+  void emit(int rank, const Op& op, EventKind kind, int peer, double t) {
     TelemetryEvent e;
-    e.runId = opt.runId;
-    e.iteration = opt.iteration;
+    e.runId = opt_.runId;
+    e.iteration = opt_.iteration;
     e.rank = rank;
     e.step = op.step;
     e.kind = kind;
@@ -82,115 +97,143 @@ ModelTimeline simulate(const Schedule& s, const LinkModel& links, const SimOptio
     e.peer = peer;
     e.chunk = op.chunk;
     e.offset = opWritesDst(op.kind) ? op.dst.offset : op.src.offset;
-    e.bytes = op.count * dtypeSize(opt.dtype);
+    e.bytes = op.count * dtypeSize(opt_.dtype);
     e.tNs = toNs(t);
     e.provenance = op.provenance;
-    tl.events.push_back(e);
-  };
+    tl_.events.push_back(e);
+  }
 
-  size_t finished = 0;
-  for (size_t r = 0; r < n; ++r) {
-    if (!s.ranks[r].empty()) continue;
-    ++finished;
-    if (steps) {
-      TelemetryEvent e;
-      e.runId = opt.runId;
-      e.iteration = opt.iteration;
-      e.rank = static_cast<int32_t>(r);
-      e.kind = EventKind::IterationEnd;
-      tl.events.push_back(e);
+  void emitIterationEnd(int rank, uint32_t step, double t) {
+    TelemetryEvent e;
+    e.runId = opt_.runId;
+    e.iteration = opt_.iteration;
+    e.rank = rank;
+    e.step = step;
+    e.kind = EventKind::IterationEnd;
+    e.tNs = toNs(t);
+    tl_.events.push_back(e);
+  }
+
+  // Ranks with nothing to do are done at time 0.
+  void finishEmptyRanks() {
+    for (size_t r = 0; r < n_; ++r) {
+      if (!s_.ranks[r].empty()) continue;
+      ++finished_;
+      if (steps_) emitIterationEnd(static_cast<int>(r), 0, 0);
     }
   }
-  while (finished < n) {
-    bool progressed = false;
-    for (size_t r = 0; r < n; ++r) {
-      RankState& rs = st[r];
-      const auto& ops = s.ranks[r];
-      const int rank = static_cast<int>(r);
-      while (rs.pc < ops.size()) {
-        const Op& op = ops[rs.pc];
-        const double bytes = static_cast<double>(op.count) * elem;
-        double t = rs.t;
-        double ready = t;  // when a payload to send is ready
-        if (opRecvs(op.kind)) {
-          ARL_ENFORCE(op.recvPeer >= 0 && op.recvPeer < s.nranks,
-                      "rank " << rank << " op " << rs.pc << " receives from " << op.recvPeer);
-          auto& ch = arrivals[static_cast<size_t>(op.recvPeer) * n + r];
-          if (ch.empty()) break;  // its message has not been sent yet
-          t = std::max(t, ch.front());
-          ch.pop_front();
-          if (chunks) emit(rank, op, EventKind::RecvEnd, op.recvPeer, t);
-          ready = t;  // RecvCopySend forwards the payload as received
-          if (opReduces(op.kind)) {
-            t += duration(bytes, links.reduceRate(rank));
-            if (chunks) emit(rank, op, EventKind::ReduceEnd, op.recvPeer, t);
-            ready = t;
-          } else if (opWritesDst(op.kind)) {
-            t += duration(bytes, links.copyBytesPerSecond);
-          }
-        } else if (op.kind == OpKind::Copy) {
-          t += duration(bytes, links.copyBytesPerSecond);
-        }
-        if (opSends(op.kind)) {
-          ARL_ENFORCE(op.sendPeer >= 0 && op.sendPeer < s.nranks,
-                      "rank " << rank << " op " << rs.pc << " sends to " << op.sendPeer);
-          // Bounded outstanding sends: wait for the oldest to leave the port.
-          while (!rs.pending.empty() && rs.pending.front() <= t) rs.pending.pop_front();
-          if (static_cast<int>(rs.pending.size()) >= opt.inflight) {
-            t = std::max(t, rs.pending.front());
-            rs.pending.pop_front();
-          }
-          const LinkParams lp = links.link(rank, op.sendPeer);
-          const double start = std::max({ready, t, rs.portFree});
-          const double end = start + duration(bytes, lp.bytesPerSecond);
-          rs.portFree = end;
-          rs.lastSendEnd = std::max(rs.lastSendEnd, end);
-          rs.pending.push_back(end);
-          arrivals[r * n + static_cast<size_t>(op.sendPeer)].push_back(end + lp.latencySeconds);
-          if (chunks) {
-            emit(rank, op, EventKind::SendStart, op.sendPeer, start);
-            emit(rank, op, EventKind::SendEnd, op.sendPeer, end);
-          }
-        }
-        rs.t = t;
-        ++rs.pc;
-        progressed = true;
-        const bool lastOfStep = rs.pc == ops.size() || ops[rs.pc].step != op.step;
-        if (steps && lastOfStep)
-          emit(rank, op, EventKind::StepEnd, -1, std::max(t, rs.lastSendEnd));
-        if (rs.pc == ops.size()) {
-          const double done = std::max(rs.t, rs.lastSendEnd);
-          tl.rankSeconds[r] = done;
-          if (steps) {
-            TelemetryEvent e;
-            e.runId = opt.runId;
-            e.iteration = opt.iteration;
-            e.rank = rank;
-            e.step = op.step;
-            e.kind = EventKind::IterationEnd;
-            e.tNs = toNs(done);
-            tl.events.push_back(e);
-          }
-          ++finished;
-        }
-      }
+
+  // Advances rank r by its next op; false when that op waits for a message not yet sent.
+  bool advance(size_t r) {
+    RankState& rs = st_[r];
+    const Op& op = s_.ranks[r][rs.pc];
+    const int rank = static_cast<int>(r);
+    const double bytes = static_cast<double>(op.count) * elem_;
+    double t = rs.t;
+    double ready = t;  // when a payload to send is ready
+    if (opRecvs(op.kind)) {
+      if (!receive(r, op, bytes, t, ready)) return false;
+    } else if (op.kind == OpKind::Copy) {
+      t += duration(bytes, links_.copyBytesPerSecond);
     }
-    if (!progressed && finished < n) {
-      for (size_t r = 0; r < n; ++r) {
-        if (st[r].pc < s.ranks[r].size()) {
-          const Op& op = s.ranks[r][st[r].pc];
-          throw ConfigError("model: rank " + std::to_string(r) + " op " + std::to_string(st[r].pc) +
-                            " (step " + std::to_string(op.step) +
-                            ") waits for a message from rank " + std::to_string(op.recvPeer) +
-                            " that is never sent");
-        }
-      }
+    if (opSends(op.kind)) send(r, op, bytes, ready, t);
+    rs.t = t;
+    ++rs.pc;
+    const auto& ops = s_.ranks[r];
+    const bool lastOfStep = rs.pc == ops.size() || ops[rs.pc].step != op.step;
+    if (steps_ && lastOfStep) emit(rank, op, EventKind::StepEnd, -1, std::max(t, rs.lastSendEnd));
+    if (rs.pc == ops.size()) finishRank(r, op);
+    return true;
+  }
+
+  // The receive of `op`, then its reduction or copy; advances t and the payload's ready time.
+  bool receive(size_t r, const Op& op, double bytes, double& t, double& ready) {
+    const int rank = static_cast<int>(r);
+    ARL_ENFORCE(op.recvPeer >= 0 && op.recvPeer < s_.nranks,
+                "rank " << rank << " op " << st_[r].pc << " receives from " << op.recvPeer);
+    auto& ch = arrivals_[static_cast<size_t>(op.recvPeer) * n_ + r];
+    if (ch.empty()) return false;  // its message has not been sent yet
+    t = std::max(t, ch.front());
+    ch.pop_front();
+    if (chunks_) emit(rank, op, EventKind::RecvEnd, op.recvPeer, t);
+    ready = t;  // RecvCopySend forwards the payload as received
+    if (opReduces(op.kind)) {
+      t += duration(bytes, links_.reduceRate(rank));
+      if (chunks_) emit(rank, op, EventKind::ReduceEnd, op.recvPeer, t);
+      ready = t;
+    } else if (opWritesDst(op.kind)) {
+      t += duration(bytes, links_.copyBytesPerSecond);
+    }
+    return true;
+  }
+
+  // The send of `op`: through the rank's port, with at most `inflight` sends outstanding.
+  void send(size_t r, const Op& op, double bytes, double ready, double& t) {
+    RankState& rs = st_[r];
+    const int rank = static_cast<int>(r);
+    ARL_ENFORCE(op.sendPeer >= 0 && op.sendPeer < s_.nranks,
+                "rank " << rank << " op " << rs.pc << " sends to " << op.sendPeer);
+    // Bounded outstanding sends: wait for the oldest to leave the port.
+    while (!rs.pending.empty() && rs.pending.front() <= t) rs.pending.pop_front();
+    if (static_cast<int>(rs.pending.size()) >= opt_.inflight) {
+      t = std::max(t, rs.pending.front());
+      rs.pending.pop_front();
+    }
+    const LinkParams lp = links_.link(rank, op.sendPeer);
+    const double start = std::max({ready, t, rs.portFree});
+    const double end = start + duration(bytes, lp.bytesPerSecond);
+    rs.portFree = end;
+    rs.lastSendEnd = std::max(rs.lastSendEnd, end);
+    rs.pending.push_back(end);
+    arrivals_[r * n_ + static_cast<size_t>(op.sendPeer)].push_back(end + lp.latencySeconds);
+    if (chunks_) {
+      emit(rank, op, EventKind::SendStart, op.sendPeer, start);
+      emit(rank, op, EventKind::SendEnd, op.sendPeer, end);
     }
   }
-  for (double d : tl.rankSeconds) tl.totalSeconds = std::max(tl.totalSeconds, d);
-  std::stable_sort(tl.events.begin(), tl.events.end(),
-                   [](const TelemetryEvent& a, const TelemetryEvent& b) { return a.tNs < b.tNs; });
-  return tl;
+
+  void finishRank(size_t r, const Op& last) {
+    const RankState& rs = st_[r];
+    const double done = std::max(rs.t, rs.lastSendEnd);
+    tl_.rankSeconds[r] = done;
+    if (steps_) emitIterationEnd(static_cast<int>(r), last.step, done);
+    ++finished_;
+  }
+
+  [[noreturn]] void throwDeadlock() const {
+    for (size_t r = 0; r < n_; ++r) {
+      if (st_[r].pc < s_.ranks[r].size()) {
+        const Op& op = s_.ranks[r][st_[r].pc];
+        throw ConfigError("model: rank " + std::to_string(r) + " op " + std::to_string(st_[r].pc) +
+                          " (step " + std::to_string(op.step) + ") waits for a message from rank " +
+                          std::to_string(op.recvPeer) + " that is never sent");
+      }
+    }
+    ARL_ENFORCE(false, "no progress, yet every rank is done");
+  }
+
+  const Schedule& s_;
+  const LinkModel& links_;
+  const SimOptions& opt_;
+  size_t n_;
+  double elem_;
+  bool chunks_;
+  bool steps_;
+  ModelTimeline tl_;
+  std::vector<RankState> st_;
+  // arrivals_[from * n + to]: arrival times of messages sent on that channel and not yet
+  // consumed by the receiver.
+  std::vector<std::deque<double>> arrivals_;
+  size_t finished_ = 0;
+};
+
+}  // namespace
+
+ModelTimeline simulate(const Schedule& s, const LinkModel& links, const SimOptions& opt) {
+  ARL_ENFORCE(opt.inflight >= 1, "inflight " << opt.inflight);
+  ARL_ENFORCE(static_cast<int>(s.ranks.size()) == s.nranks,
+              s.ranks.size() << " op lists for " << s.nranks << " ranks");
+  return Simulation(s, links, opt).run();
 }
 
 }  // namespace arl

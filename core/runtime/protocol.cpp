@@ -211,8 +211,7 @@ std::optional<std::string> check(const Hello& m) {
        m.deviceIndex == -1 ? std::nullopt
                            : checkRange<int32_t>("device index", m.deviceIndex, 0, kMaxDeviceIndex),
        m.protocolVersion >= 1 ? std::nullopt
-                              : std::optional<std::string>("protocol version 0 is not a version"),
-       m.dataEndpoint.empty() ? std::nullopt : checkEndpoint("data endpoint", m.dataEndpoint)});
+                              : std::optional<std::string>("protocol version 0 is not a version")});
 }
 
 std::optional<std::string> check(const Welcome& m) {
@@ -277,14 +276,8 @@ std::optional<std::string> check(const RunConfig& m) {
            checkRange<uint32_t>("inflight", m.inflight, 1, kMaxInflight),
            checkRange<uint32_t>("warmup", m.warmup, 0, kMaxIterations),
            checkRange<uint32_t>("iterations", m.iterations, 1, kMaxIterations),
-           checkRange<uint32_t>("receive timeout (ms)", m.recvTimeoutMs, 1, kMaxRecvTimeoutMs),
-           checkRange<uint32_t>("link latency (us)", m.linkLatencyUs, 0, kMaxLinkLatencyUs)})) {
+           checkRange<uint32_t>("receive timeout (ms)", m.recvTimeoutMs, 1, kMaxRecvTimeoutMs)})) {
     return e;
-  }
-  // No endpoints at all is the two-phase setup (Ready and Start carry them).
-  if (!m.endpoints.empty() && m.endpoints.size() != n) {
-    return std::to_string(m.endpoints.size()) + " data-plane endpoints for a world of " +
-           std::to_string(n);
   }
   if (!m.hosts.empty() && m.hosts.size() != n) {
     return std::to_string(m.hosts.size()) + " host names for a world of " + std::to_string(n);
@@ -295,9 +288,6 @@ std::optional<std::string> check(const RunConfig& m) {
       return "the shm data plane needs every rank on one host (rank " + std::to_string(r) +
              " is on " + m.hosts[r] + ", rank 0 on " + m.hosts[0] + ")";
     }
-  }
-  for (size_t r = 0; r < m.endpoints.size(); ++r) {
-    if (auto e = checkEndpoint("endpoint of rank " + std::to_string(r), m.endpoints[r])) return e;
   }
   if (m.ringOrder.size() != n) {
     return "ring order has " + std::to_string(m.ringOrder.size()) + " ranks for a world of " +
@@ -318,16 +308,15 @@ std::optional<std::string> check(const RunConfig& m) {
 }
 
 std::optional<std::string> check(const Ready& m) {
-  return firstError(
-      {checkEpoch(m.epoch), checkRank("rank", m.rank),
-       m.dataEndpoint.empty() ? std::nullopt : checkEndpoint("data endpoint", m.dataEndpoint)});
+  return firstError({checkEpoch(m.epoch), checkRank("rank", m.rank),
+                     checkEndpoint("data endpoint", m.dataEndpoint)});
 }
 
 std::optional<std::string> check(const Start& m) {
   if (auto e = checkEpoch(m.epoch)) return e;
-  if (m.endpoints.size() > static_cast<size_t>(kMaxRanks)) {
-    return std::to_string(m.endpoints.size()) + " data-plane endpoints, more than " +
-           std::to_string(kMaxRanks);
+  if (m.endpoints.empty() || m.endpoints.size() > static_cast<size_t>(kMaxRanks)) {
+    return std::to_string(m.endpoints.size()) + " data-plane endpoints, outside 1.." +
+           std::to_string(kMaxRanks) + " (one per rank)";
   }
   for (size_t r = 0; r < m.endpoints.size(); ++r) {
     if (auto e = checkEndpoint("endpoint of rank " + std::to_string(r), m.endpoints[r])) return e;
@@ -481,7 +470,6 @@ void toPb(const Hello& m, pb::Hello& p) {
   p.set_backend(m.backend);
   p.set_device_index(m.deviceIndex);
   p.set_protocol_version(m.protocolVersion);
-  p.set_data_endpoint(m.dataEndpoint);
 }
 Reason fromPb(const pb::Hello& p, const FrameHeader&, Hello& m) {
   if (p.protocol_version() > std::numeric_limits<uint16_t>::max()) {
@@ -493,7 +481,6 @@ Reason fromPb(const pb::Hello& p, const FrameHeader&, Hello& m) {
   m.backend = p.backend();
   m.deviceIndex = p.device_index();
   m.protocolVersion = static_cast<uint16_t>(p.protocol_version());
-  m.dataEndpoint = p.data_endpoint();
   return std::nullopt;
 }
 
@@ -566,10 +553,7 @@ void toPb(const RunConfig& m, pb::RunConfig& p) {
   p.set_check(m.check);
   p.set_telemetry(static_cast<pb::TelemetryLevel>(enumToWire(m.telemetry)));
   p.set_recv_timeout_ms(m.recvTimeoutMs);
-  for (const auto& e : m.endpoints) p.add_endpoints(e);
   for (int32_t r : m.ringOrder) p.add_ring_order(r);
-  p.set_link_latency_us(m.linkLatencyUs);
-  p.set_link_bytes_per_second(m.linkBytesPerSecond);
   for (const auto& host : m.hosts) p.add_hosts(host);
   p.set_data_plane(static_cast<pb::DataPlane>(enumToWire(m.dataPlane)));
 }
@@ -591,9 +575,8 @@ Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
            std::to_string(h.epoch);
   }
   // Bounded before copying so that a hostile list costs nothing.
-  if (p.endpoints_size() > kMaxRanks || p.ring_order_size() > kMaxRanks ||
-      p.hosts_size() > kMaxRanks) {
-    return std::to_string(std::max({p.endpoints_size(), p.ring_order_size(), p.hosts_size()})) +
+  if (p.ring_order_size() > kMaxRanks || p.hosts_size() > kMaxRanks) {
+    return std::to_string(std::max(p.ring_order_size(), p.hosts_size())) +
            " ranks listed, more than " + std::to_string(kMaxRanks);
   }
   m.runId = p.run_id();
@@ -614,10 +597,7 @@ Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
   m.check = p.check();
   m.telemetry = *level;
   m.recvTimeoutMs = p.recv_timeout_ms();
-  m.endpoints.assign(p.endpoints().begin(), p.endpoints().end());
   m.ringOrder.assign(p.ring_order().begin(), p.ring_order().end());
-  m.linkLatencyUs = p.link_latency_us();
-  m.linkBytesPerSecond = p.link_bytes_per_second();
   m.hosts.assign(p.hosts().begin(), p.hosts().end());
   m.dataPlane = *plane;
   return std::nullopt;
@@ -1193,7 +1173,7 @@ std::string describe(const Message& m) {
         if constexpr (std::is_same_v<T, Hello>) {
           os << " name=" << quoted(x.name) << " host=" << quoted(x.hostName) << " pid=" << x.pid
              << " backend=" << x.backend << " device=" << x.deviceIndex
-             << " version=" << x.protocolVersion << " data=" << x.dataEndpoint;
+             << " version=" << x.protocolVersion;
         } else if constexpr (std::is_same_v<T, Welcome>) {
           os << " rank=" << x.rank << "/" << x.worldSize << " heartbeat=" << x.heartbeatIntervalMs
              << "ms x" << x.heartbeatLiveness;
@@ -1210,11 +1190,9 @@ std::string describe(const Message& m) {
              << " warmup=" << x.warmup << " iterations=" << x.iterations
              << (x.inPlace ? " in-place" : "") << " telemetry=" << toString(x.telemetry);
         } else if constexpr (std::is_same_v<T, Ready>) {
-          os << " rank=" << x.rank << " run=" << x.runId;
-          if (!x.dataEndpoint.empty()) os << " data=" << x.dataEndpoint;
+          os << " rank=" << x.rank << " run=" << x.runId << " data=" << x.dataEndpoint;
         } else if constexpr (std::is_same_v<T, Start>) {
-          os << " run=" << x.runId;
-          if (!x.endpoints.empty()) os << " endpoints=" << x.endpoints.size();
+          os << " run=" << x.runId << " endpoints=" << x.endpoints.size();
         } else if constexpr (std::is_same_v<T, IterationResult>) {
           os << " rank=" << x.rank << " iteration=" << x.iteration << " time=" << x.timeNs
              << "ns wrong=" << x.wrong;

@@ -2,7 +2,7 @@
 //
 // Every control message is two frames: a fixed 16-byte header frame (magic "ARL1", protocol
 // version, message type, run epoch; little-endian) and a body frame (protobuf, kept inside
-// core/src). This file is plain bytes and plain structs: no ZeroMQ, no protobuf, so the codec
+// core/runtime). This file is plain bytes and plain structs: no ZeroMQ, no protobuf, so the codec
 // is testable without sockets and its users never see generated code.
 //
 // Decoding never throws and never trusts the peer: every frame size, enum, rank, count and
@@ -44,7 +44,6 @@ inline constexpr size_t kMaxTextBytes = 4096;     // failure reasons, log lines
 inline constexpr size_t kMaxEventsPerBatch = 4096;
 inline constexpr int32_t kMaxDeviceIndex = 1023;
 inline constexpr uint32_t kMaxRecvTimeoutMs = 3'600'000;
-inline constexpr uint32_t kMaxLinkLatencyUs = 10'000'000;
 inline constexpr uint32_t kMaxHeartbeatIntervalMs = 60'000;
 inline constexpr uint32_t kMaxHeartbeatLiveness = 100;
 
@@ -176,9 +175,6 @@ struct Hello {
   std::string backend;                          // "cpu", "cuda", ...: printable ASCII, no spaces
   int32_t deviceIndex = -1;                     // -1: not tied to a device; else 0..kMaxDeviceIndex
   uint16_t protocolVersion = kProtocolVersion;  // what the worker speaks; >= 1
-  // Where its data-plane PULL socket is bound (see validEndpoint); "" when the worker binds
-  // per run (two-phase setup: Ready carries the endpoint then).
-  std::string dataEndpoint;
 
   Frames encode() const;
   static DecodeResult<Hello> decode(ByteView header, ByteView body);
@@ -240,7 +236,9 @@ struct Heartbeat {
   bool operator==(const Heartbeat&) const = default;
 };
 
-// coordinator -> worker: one benchmark run (warmup + timed iterations of one collective).
+// coordinator -> worker: one benchmark run (warmup + timed iterations of one collective). Its
+// data plane is set up in two phases: each worker binds for this run and reports its endpoint
+// in Ready; Start carries every rank's.
 struct RunConfig {
   static constexpr MsgType kType = MsgType::RunConfig;
   uint64_t runId = 0;
@@ -251,7 +249,7 @@ struct RunConfig {
   DataType dtype = DataType::Float;
   RedOp op = RedOp::Sum;
   uint64_t count = 0;         // NCCL count; count * dtypeSize * worldSize fits in 64 bits
-  uint64_t sliceBytes = 0;    // >= 1
+  uint64_t sliceBytes = 0;    // the pipeline slice: most bytes one message carries; >= 1
   int32_t root = 0;           // 0 <= root < worldSize
   uint32_t ranksPerHost = 1;  // 1..worldSize
   uint32_t inflight = 4;      // 1..kMaxInflight
@@ -261,12 +259,7 @@ struct RunConfig {
   bool check = true;
   TelemetryLevel telemetry = TelemetryLevel::Chunks;
   uint32_t recvTimeoutMs = 3000;  // 1..kMaxRecvTimeoutMs
-  // endpoints[r]: data-plane endpoint of rank r; or empty: two-phase setup, where each worker
-  // binds for this run, reports its endpoint in Ready, and Start carries the full list.
-  std::vector<std::string> endpoints;
-  std::vector<int32_t> ringOrder;   // a permutation of 0..worldSize-1
-  uint32_t linkLatencyUs = 0;       // added per data-plane message; 0..kMaxLinkLatencyUs
-  uint64_t linkBytesPerSecond = 0;  // data-plane bandwidth cap; 0: uncapped
+  std::vector<int32_t> ringOrder;  // a permutation of 0..worldSize-1
   // hosts[r]: host name of rank r, or empty (not given). A worker binds ipc:// when every
   // rank is on its host, tcp:// otherwise.
   std::vector<std::string> hosts;
@@ -279,14 +272,17 @@ struct RunConfig {
   bool operator==(const RunConfig&) const = default;
 };
 
-// worker -> coordinator: data plane connected and buffers ready for the run.
+// worker -> coordinator: buffers ready and data plane bound for the run.
 struct Ready {
   static constexpr MsgType kType = MsgType::Ready;
   uint64_t epoch = 0;  // >= 1
   int32_t rank = 0;
   uint64_t runId = 0;
-  std::string dataEndpoint;   // this run's data-plane endpoint (two-phase setup); "" = none
-  int64_t clockOffsetNs = 0;  // coordinator clock - worker clock (ClockSample::offsetNs)
+  std::string dataEndpoint;  // where this rank's data plane is bound for the run (validEndpoint)
+  // The clock offset, in the lab's one sign convention (ClockSample::offsetNs): coordinator
+  // clock minus worker clock, so a worker timestamp t is t + clockOffsetNs on the
+  // coordinator's clock. The worker's telemetry timestamps already have it added.
+  int64_t clockOffsetNs = 0;
 
   Frames encode() const;
   static DecodeResult<Ready> decode(ByteView header, ByteView body);
@@ -298,7 +294,7 @@ struct Start {
   static constexpr MsgType kType = MsgType::Start;
   uint64_t epoch = 0;  // >= 1
   uint64_t runId = 0;
-  // Every rank's data-plane endpoint (two-phase setup, at most kMaxRanks); empty: RunConfig's.
+  // endpoints[r]: where rank r's data plane is bound (from its Ready); 1..kMaxRanks of them.
   std::vector<std::string> endpoints;
 
   Frames encode() const;
@@ -463,6 +459,8 @@ std::vector<TelemetryBatch> makeTelemetryBatches(uint64_t epoch, int32_t rank, u
 //   delay  = (t3 - t0) - (t2 - t1)           (round trip spent on the network)
 // A worker timestamp t maps to the coordinator's clock as t + offset. The error of the offset
 // is at most delay / 2, so the sample with the smallest delay is the one to trust.
+// This is the lab's one sign convention for a clock offset, wherever one is stored or sent
+// (Ready::clockOffsetNs, the coordinator's worker list, recordings' clock_offset_ns).
 struct ClockSample {
   int64_t offsetNs = 0;
   int64_t delayNs = 0;

@@ -26,10 +26,10 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
-#include "exec/check.h"
-#include "backend/cpu/cpu_backend.h"
+#include "backend/registry.h"
+#include "base/clock.h"
 #include "base/errors.h"
-#include "exec/executor.h"
+#include "exec/rank_run.h"
 #include "schedule/generators.h"
 #include "runtime/process.h"
 #include "runtime/protocol.h"
@@ -43,13 +43,7 @@ namespace arl {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-int64_t steadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
-}
 
 // ---- Logging: one line per event on stderr ---------------------------------------------------
 
@@ -183,13 +177,32 @@ class Outbox final : public TelemetrySink {
 
   // Queues a message behind the events recorded so far and wakes the control thread, or
   // leaves it for the control thread's next regular look (at most 10 ms away) when `wake` is
-  // false: a wake-up per iteration would take a core from the ranks while they run.
-  void post(Message m, bool wake = true) {
+  // false: a wake-up per iteration would take a core from the ranks while they run. Returns
+  // the message's number (1, 2, ...) for waitSent().
+  uint64_t post(Message m, bool wake = true) {
+    uint64_t n = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       msgs_.push_back({events_.size(), std::move(m)});
+      n = ++posted_;
     }
     if (wake && wake_ != nullptr) wake_->raise();
+    return n;
+  }
+
+  // Control thread: every message up to number `n` has been handed to the socket.
+  void markSent(uint64_t n) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sent_ = std::max(sent_, n);
+    }
+    sentCv_.notify_all();
+  }
+
+  // Waits until message `n` has been handed to the socket, or `timeout` has passed.
+  bool waitSent(uint64_t n, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return sentCv_.wait_for(lock, timeout, [&] { return sent_ >= n; });
   }
 
   void setWakeup(Wakeup* w) { wake_ = w; }
@@ -204,6 +217,7 @@ class Outbox final : public TelemetrySink {
     // (number of events that precede the message, message)
     std::vector<std::pair<size_t, Message>> msgs;
     uint64_t dropped = 0;
+    uint64_t lastMsg = 0;  // number of the last message in msgs (see post())
   };
 
   // Takes everything when a message waits, when `minEvents` events wait, or when `force`.
@@ -216,6 +230,7 @@ class Outbox final : public TelemetrySink {
     t.events.swap(events_);
     t.msgs.swap(msgs_);
     t.dropped = dropped_;
+    t.lastMsg = posted_;
     events_.reserve(1024);
     return t;
   }
@@ -225,6 +240,9 @@ class Outbox final : public TelemetrySink {
   std::vector<TelemetryEvent> events_;
   std::vector<std::pair<size_t, Message>> msgs_;
   uint64_t dropped_ = 0;
+  uint64_t posted_ = 0;  // messages posted so far
+  uint64_t sent_ = 0;    // of which handed to the socket
+  std::condition_variable sentCv_;
   Wakeup* wake_ = nullptr;  // set before the run thread starts
 };
 
@@ -235,7 +253,8 @@ struct RunJob {
   int rank = 0;
   std::string myHost;
   std::string coordinatorHost;  // for the tcp advertise address
-  int64_t offsetNs = 0;         // coordinator clock - worker clock
+  std::string backend;          // a name in the backend registry
+  int64_t offsetNs = 0;         // coordinator clock - worker clock (ClockSample::offsetNs)
   std::optional<Corruption> corruption;
 
   Outbox out;
@@ -266,270 +285,258 @@ struct RunJob {
   }
 };
 
-// Backend memory of this rank for one run, freed after the data plane is closed.
-struct RunMemory {
-  Backend& backend;
-  std::vector<void*> owned;
-  explicit RunMemory(Backend& b) : backend(b) {}
-  RunMemory(const RunMemory&) = delete;
-  RunMemory& operator=(const RunMemory&) = delete;
-  ~RunMemory() {
-    for (void* p : owned) backend.deallocate(p);
-  }
-  void* allocate(size_t bytes) {
-    void* p = backend.allocate(std::max<size_t>(bytes, 8));
-    owned.push_back(p);
-    return p;
+// How long a failing rank waits for its RunFailed to leave before it aborts its data plane.
+constexpr milliseconds kReportFirst{200};
+
+// The run's data plane: shared memory or ZeroMQ, bound before Ready and connected on Start.
+struct RunDataPlane {
+  std::unique_ptr<ZmqDataPlane> zmq;
+  std::unique_ptr<ShmDataPlane> shm;
+  Transport* dp = nullptr;  // the one of the two that exists
+  DataPlanePeers peers;
+
+  void close() {
+    if (zmq) zmq->close();
+    if (shm) shm->close();
   }
 };
 
-void runJobMain(RunJob& j) {
+// Generates this run's schedule, annotated with provenance when chunk telemetry asks for it.
+Schedule runSchedule(const RunConfig& c, int rank) {
+  GenParams p;
+  p.collective = c.collective;
+  p.nranks = c.worldSize;
+  p.count = c.count;
+  p.sliceElems = c.sliceBytes / dtypeSize(c.dtype);
+  p.root = c.root;
+  p.ranksPerHost = static_cast<int>(c.ranksPerHost);
+  p.ring.assign(c.ringOrder.begin(), c.ringOrder.end());
+  Schedule s;
+  try {
+    s = generate(c.algorithm, p);
+  } catch (const GenError& e) {
+    throw PeerError(rank, -1, -1, std::string("schedule refused: ") + e.what());
+  }
+  if (c.telemetry == TelemetryLevel::Chunks && c.worldSize <= kMaxRanks) {
+    const VerifyResult v = annotate(s);
+    if (!v.ok) throw PeerError(rank, -1, -1, "schedule failed verification: " + v.message);
+  }
+  return s;
+}
+
+RankRunOptions rankRunOptions(RunJob& j) {
+  const RunConfig& c = j.cfg;
+  RankRunOptions ro;
+  ro.exec.dtype = c.dtype;
+  ro.exec.op = c.op;
+  ro.exec.inflight = static_cast<int>(c.inflight);
+  ro.exec.telemetry = c.telemetry;
+  ro.exec.recvTimeout = milliseconds(c.recvTimeoutMs);
+  ro.exec.runId = c.runId;
+  ro.exec.epoch = c.epoch;
+  // Telemetry on the coordinator's clock (ClockSample::offsetNs).
+  const int64_t offset = j.offsetNs;
+  ro.exec.clock = [offset] { return steadyNowNs() + offset; };
+  ro.exec.beforeOp = [&j](size_t, const Op& op) {
+    j.step.store(op.step, std::memory_order_relaxed);
+  };
+  ro.inPlace = c.inPlace;
+  ro.warmup = c.warmup;
+  ro.iterations = c.iterations;
+  ro.check = c.check;
+  return ro;
+}
+
+// tcp:// on every interface, advertised at the address the other hosts can reach.
+BindOptions tcpBindOptions(const RunJob& j) {
+  BindOptions bo;
+  bo.kind = BindOptions::Kind::Tcp;
+  bo.tcpHost = "0.0.0.0";
+  // The address this host reaches the coordinator from is the one the other hosts can
+  // reach; a coordinator on loopback says nothing about that, so ask the routing table.
+  std::string adv = localAddressToward(j.coordinatorHost);
+  if (adv.empty() || adv.rfind("127.", 0) == 0) adv = hostAddress();
+  if (adv.empty()) adv = "127.0.0.1";
+  bo.tcpAdvertiseHost = adv;
+  return bo;
+}
+
+// Each ring holds `inflight` + 1 of the largest messages this rank receives.
+ShmOptions shmOptions(const Schedule& s, int rank, const RunConfig& c) {
+  uint64_t maxElems = 0;
+  for (const auto& prog : s.ranks) {
+    for (const Op& op : prog) {
+      if (op.sendPeer == rank) maxElems = std::max<uint64_t>(maxElems, op.count);
+    }
+  }
+  ShmOptions so = shmWaitsFromEnv(ShmOptions{});
+  so.ringBytes = shmRingBytes(maxElems * dtypeSize(c.dtype), static_cast<int>(c.inflight));
+  return so;
+}
+
+// Phase 1 of the data plane: creates and binds it; returns the endpoint for Ready.
+std::string bindDataPlane(RunJob& j, const Schedule& s, RunDataPlane& plane) {
   const RunConfig& c = j.cfg;
   const int rank = j.rank;
-  const int n = c.worldSize;
-  int64_t iteration = -1;  // for RunFailed: -1 before the first iteration
-  bool failed = false;
-  CpuBackend backend;
-  // The run's data plane: one of the two, and `dp` pointing at it.
-  std::unique_ptr<ZmqDataPlane> zmqDp;
-  std::unique_ptr<ShmDataPlane> shmDp;
-  Transport* dp = nullptr;
-  const auto closeDataPlane = [&] {
-    if (zmqDp) zmqDp->close();
-    if (shmDp) shmDp->close();
-  };
+  const bool oneHost =
+      c.hosts.empty() || std::all_of(c.hosts.begin(), c.hosts.end(),
+                                     [&](const std::string& h) { return h == j.myHost; });
+  if (c.dataPlane == DataPlaneKind::Shm && !oneHost) {
+    throw PeerError(rank, -1, -1, "the shm data plane needs every rank on this host");
+  }
+  const bool useShm =
+      c.dataPlane == DataPlaneKind::Shm || (c.dataPlane == DataPlaneKind::Auto && oneHost);
+  plane.peers = dataPlanePeers(s, rank);
+  if (useShm) {
+    plane.shm = std::make_unique<ShmDataPlane>(rank, c.worldSize);
+    plane.dp = plane.shm.get();
+  } else {
+    plane.zmq = std::make_unique<ZmqDataPlane>(rank, c.worldSize);
+    plane.dp = plane.zmq.get();
+  }
   {
-    // Destroyed in reverse order, after the data plane is closed below: the executors free
-    // their temporaries and `mem` the buffers, which zero-copy sends may read until then.
-    RunMemory mem(backend);
-    Schedule s;
-    std::unique_ptr<CorruptingTransport> corrupting;
-    std::optional<Executor> warm;
-    std::optional<Executor> timed;
-    try {
-      const size_t es = dtypeSize(c.dtype);
-      GenParams p;
-      p.collective = c.collective;
-      p.nranks = n;
-      p.count = c.count;
-      p.sliceElems = c.sliceBytes / es;
-      p.root = c.root;
-      p.ranksPerHost = static_cast<int>(c.ranksPerHost);
-      p.ring.assign(c.ringOrder.begin(), c.ringOrder.end());
-      try {
-        s = generate(c.algorithm, p);
-      } catch (const GenError& e) {
-        throw PeerError(rank, -1, -1, std::string("schedule refused: ") + e.what());
-      }
-      if (c.telemetry == TelemetryLevel::Chunks && n <= kMaxRanks) {
-        const VerifyResult v = annotate(s);
-        if (!v.ok) throw PeerError(rank, -1, -1, "schedule failed verification: " + v.message);
-      }
+    std::lock_guard<std::mutex> lock(j.mu);
+    if (j.aborted) throw PeerError(rank, -1, -1, "run aborted before it started");
+    j.dp = plane.dp;
+  }
+  if (!useShm) return plane.zmq->bind(oneHost ? BindOptions{} : tcpBindOptions(j));
+  try {
+    return plane.shm->bind(shmOptions(s, rank, c), plane.peers.recvFrom);
+  } catch (const ConfigError& e) {
+    throw PeerError(rank, -1, -1, e.what());
+  }
+}
 
-      // Buffers once per run, reused by every iteration (page faults stay out of the timing).
-      RankBuffers bufs;
-      const size_t inBytes = s.inputElems * es;
-      const size_t outBytes = s.outputElems * es;
-      const size_t shift = inPlaceOffset(s, rank) * es;
-      if (!c.inPlace) {
-        bufs.input = mem.allocate(inBytes);
-        bufs.output = mem.allocate(outBytes);
-      } else if (s.collective == Collective::ReduceScatter) {
-        bufs.input = mem.allocate(inBytes);
-        bufs.output = static_cast<unsigned char*>(bufs.input) + shift;
-      } else {
-        bufs.output = mem.allocate(outBytes);
-        bufs.input = static_cast<unsigned char*>(bufs.output) + shift;
-      }
-      if (s.scratchElems > 0) bufs.scratch = mem.allocate(s.scratchElems * es);
-      std::vector<unsigned char> hostInput(inBytes);
-      fillInput(hostInput.data(), s.collective, c.dtype, c.op, rank, n, s.count);
-      backend.upload(bufs.input, hostInput.data(), inBytes);
-      std::vector<unsigned char> expected;
-      bool haveExpected = false;
-      if (c.check) {
-        expected.resize(outBytes);
-        haveExpected =
-            fillExpected(expected.data(), s.collective, c.dtype, c.op, rank, n, s.count, s.root);
-      }
+// Phase 2: waits for Start, which carries every rank's endpoint, and connects.
+void connectDataPlane(RunJob& j, RunDataPlane& plane) {
+  const int rank = j.rank;
+  std::vector<std::string> endpoints;
+  {
+    std::unique_lock<std::mutex> lock(j.mu);
+    j.cv.wait(lock, [&] { return j.started || j.aborted; });
+    if (j.aborted) throw PeerError(rank, -1, -1, "run aborted before it started");
+    endpoints = j.endpoints;
+  }
+  if (endpoints.size() != static_cast<size_t>(j.cfg.worldSize)) {
+    throw PeerError(rank, -1, -1,
+                    "Start carries " + std::to_string(endpoints.size()) +
+                        " data-plane endpoints for a world of " + std::to_string(j.cfg.worldSize));
+  }
+  try {
+    if (plane.shm) plane.shm->connect(endpoints, plane.peers.sendTo);
+    if (plane.zmq) plane.zmq->connect(endpoints, plane.peers.sendTo);
+  } catch (const ConfigError& e) {
+    throw PeerError(rank, -1, -1, e.what());
+  }
+}
 
-      // Data plane, phase 1: bind and tell the coordinator where.
-      BindOptions bo;
-      const bool oneHost =
-          c.hosts.empty() || std::all_of(c.hosts.begin(), c.hosts.end(),
-                                         [&](const std::string& h) { return h == j.myHost; });
-      if (c.dataPlane == DataPlaneKind::Shm && !oneHost) {
-        throw PeerError(rank, -1, -1, "the shm data plane needs every rank on this host");
-      }
-      const bool useShm =
-          c.dataPlane == DataPlaneKind::Shm || (c.dataPlane == DataPlaneKind::Auto && oneHost);
-      const DataPlanePeers peers = dataPlanePeers(s, rank);
-      if (!oneHost) {
-        bo.kind = BindOptions::Kind::Tcp;
-        bo.tcpHost = "0.0.0.0";
-        // The address this host reaches the coordinator from is the one the other hosts can
-        // reach; a coordinator on loopback says nothing about that, so ask the routing table.
-        std::string adv = localAddressToward(j.coordinatorHost);
-        if (adv.empty() || adv.rfind("127.", 0) == 0) adv = hostAddress();
-        if (adv.empty()) adv = "127.0.0.1";
-        bo.tcpAdvertiseHost = adv;
-      }
-      if (useShm) {
-        shmDp = std::make_unique<ShmDataPlane>(rank, n);
-        dp = shmDp.get();
-      } else {
-        zmqDp = std::make_unique<ZmqDataPlane>(rank, n);
-        dp = zmqDp.get();
-      }
-      {
-        std::lock_guard<std::mutex> lock(j.mu);
-        if (j.aborted) throw PeerError(rank, -1, -1, "run aborted before it started");
-        j.dp = dp;
-      }
-      Ready ready;
-      ready.epoch = c.epoch;
-      ready.rank = rank;
-      ready.runId = c.runId;
-      if (useShm) {
-        // Each ring holds `inflight` + 1 of the largest messages this rank receives.
-        uint64_t maxElems = 0;
-        for (const auto& prog : s.ranks) {
-          for (const Op& op : prog) {
-            if (op.sendPeer == rank) maxElems = std::max<uint64_t>(maxElems, op.count);
-          }
-        }
-        ShmOptions so = shmWaitsFromEnv(ShmOptions{});
-        so.ringBytes = shmRingBytes(maxElems * es, static_cast<int>(c.inflight));
-        try {
-          ready.dataEndpoint = shmDp->bind(so, peers.recvFrom);
-        } catch (const ConfigError& e) {
-          throw PeerError(rank, -1, -1, e.what());
-        }
-      } else {
-        ready.dataEndpoint = zmqDp->bind(bo);
-      }
-      ready.clockOffsetNs = j.offsetNs;
-      j.out.post(ready);
+// Runs the warm-up and timed iterations, reporting each timed one; returns the run's #wrong.
+// `iteration` follows the run for RunFailed: -1 while warming up.
+uint64_t runIterations(RunJob& j, RankRun& run, Transport& transport, int64_t& iteration) {
+  const RunConfig& c = j.cfg;
+  uint64_t wrongTotal = 0;
+  RankRunHooks hooks;
+  hooks.beforeIteration = [&](uint32_t it) {
+    const bool isTimed = it >= c.warmup;
+    iteration = isTimed ? static_cast<int64_t>(it - c.warmup) : -1;
+    j.iteration.store(isTimed ? it - c.warmup : 0);
+    j.step.store(0);
+    return true;
+  };
+  hooks.afterTimed = [&](const TimedIteration& t) {
+    IterationResult r;
+    r.epoch = c.epoch;
+    r.rank = j.rank;
+    r.iteration = t.index;
+    r.timeNs = static_cast<uint64_t>(t.ns);
+    r.wrong = t.wrong.value_or(0);
+    wrongTotal += r.wrong;
+    j.out.post(r, /*wake=*/false);
+  };
+  j.running.store(true);
+  run.run(transport, &j.out, hooks);
+  j.running.store(false);
+  return wrongTotal;
+}
 
-      // Phase 2: every rank's endpoint arrives with Start.
-      std::vector<std::string> endpoints;
-      {
-        std::unique_lock<std::mutex> lock(j.mu);
-        j.cv.wait(lock, [&] { return j.started || j.aborted; });
-        if (j.aborted) throw PeerError(rank, -1, -1, "run aborted before it started");
-        endpoints = j.endpoints;
-      }
-      if (endpoints.size() != static_cast<size_t>(n)) {
-        throw PeerError(rank, -1, -1,
-                        "Start carries " + std::to_string(endpoints.size()) +
-                            " data-plane endpoints for a world of " + std::to_string(n));
-      }
-      try {
-        if (shmDp) shmDp->connect(endpoints, peers.sendTo);
-        if (zmqDp) zmqDp->connect(endpoints, peers.sendTo);
-      } catch (const ConfigError& e) {
-        throw PeerError(rank, -1, -1, e.what());
-      }
+RunFailed runFailed(const RunJob& j, const std::exception& e, int64_t iteration) {
+  if (const auto* pe = dynamic_cast<const PeerError*>(&e)) {
+    return RunFailed::from(*pe, j.cfg.epoch, iteration);
+  }
+  RunFailed f;
+  f.epoch = j.cfg.epoch;
+  f.rank = j.rank;
+  f.step = j.running.load() ? static_cast<int64_t>(j.step.load()) : -1;
+  f.iteration = iteration;
+  f.reason = e.what();
+  return f;
+}
 
-      Transport* transport = dp;
-      if (j.corruption && j.corruption->rank == rank) {
-        corrupting = std::make_unique<CorruptingTransport>(*dp, j.corruption->field);
-        transport = corrupting.get();
-      }
+// Binds, reports Ready, connects on Start, runs, closes the data plane and reports RunDone.
+void runOnDataPlane(RunJob& j, const Schedule& s, RankRun& run, RunDataPlane& plane,
+                    int64_t& iteration) {
+  const RunConfig& c = j.cfg;
+  Ready ready;
+  ready.epoch = c.epoch;
+  ready.rank = j.rank;
+  ready.runId = c.runId;
+  ready.dataEndpoint = bindDataPlane(j, s, plane);
+  ready.clockOffsetNs = j.offsetNs;
+  j.out.post(ready);
+  connectDataPlane(j, plane);
 
-      ExecOptions eo;
-      eo.dtype = c.dtype;
-      eo.op = c.op;
-      eo.inflight = static_cast<int>(c.inflight);
-      eo.telemetry = c.telemetry;
-      eo.recvTimeout = milliseconds(c.recvTimeoutMs);
-      eo.runId = c.runId;
-      eo.epoch = c.epoch;
-      const int64_t offset = j.offsetNs;
-      eo.clock = [offset] { return steadyNs() + offset; };
-      eo.beforeOp = [&j](size_t, const Op& op) {
-        j.step.store(op.step, std::memory_order_relaxed);
-      };
-      // Warmup iterations report nothing: telemetry describes the timed iterations only.
-      ExecOptions warmOpt = eo;
-      warmOpt.telemetry = TelemetryLevel::Off;
-      warm.emplace(s, rank, *transport, backend, nullptr, warmOpt);
-      timed.emplace(s, rank, *transport, backend, &j.out, eo);
+  std::optional<CorruptingTransport> corrupting;
+  if (j.corruption && j.corruption->rank == j.rank) {
+    corrupting.emplace(*plane.dp, j.corruption->field);
+  }
+  const uint64_t wrong = runIterations(j, run, corrupting ? *corrupting : *plane.dp, iteration);
 
-      const uint32_t total = c.warmup + c.iterations;
-      std::vector<unsigned char> got(c.check && haveExpected ? outBytes : 0);
-      uint64_t wrongTotal = 0;
-      j.running.store(true);
-      for (uint32_t it = 0; it < total; ++it) {
-        const bool isTimed = it >= c.warmup;
-        iteration = isTimed ? static_cast<int64_t>(it - c.warmup) : -1;
-        // In place, the previous iteration overwrote the input: restore it, untimed.
-        if (c.inPlace && it > 0) backend.upload(bufs.input, hostInput.data(), inBytes);
-        j.iteration.store(static_cast<uint32_t>(isTimed ? it - c.warmup : 0));
-        j.step.store(0);
-        const int64_t t0 = steadyNs();
-        if (isTimed) {
-          timed->run(bufs, it - c.warmup, it);
-        } else {
-          warm->run(bufs, it, it);
-        }
-        backend.synchronize();
-        const int64_t t1 = steadyNs();
-        if (!isTimed) continue;
-        IterationResult r;
-        r.epoch = c.epoch;
-        r.rank = rank;
-        r.iteration = it - c.warmup;
-        r.timeNs = static_cast<uint64_t>(std::max<int64_t>(t1 - t0, 0));
-        // As in nccl-tests, the result is checked once, after the last timed iteration: a
-        // check between iterations would delay this rank's next iteration while its peers
-        // already wait for it, and land in their measured time.
-        if (!got.empty() && it + 1 == total) {
-          backend.download(got.data(), bufs.output, outBytes);
-          r.wrong = countWrong(got.data(), expected.data(), c.dtype, s.outputElems);
-          wrongTotal += r.wrong;
-        }
-        j.out.post(r, /*wake=*/false);
-      }
-      j.running.store(false);
-      RunDone done;
-      done.epoch = c.epoch;
-      done.rank = rank;
-      done.wrongTotal = wrongTotal;
-      done.eventsDropped = j.out.dropped();
-      // The data plane is closed before RunDone leaves, so no send of this run is in flight
-      // when the next one starts: ZeroMQ's close() says goodbye to its peers (it waits for
-      // their last messages; j.dp stays set meanwhile, so an Abort still interrupts it);
-      // shared memory needs no goodbye, its data already sits in the receivers' rings.
-      closeDataPlane();
-      j.reported.store(true);
-      j.out.post(done);
-    } catch (const PeerError& e) {
-      j.reported.store(true);
-      j.out.post(RunFailed::from(e, c.epoch, iteration));
-      failed = true;
-    } catch (const std::exception& e) {
-      RunFailed f;
-      f.epoch = c.epoch;
-      f.rank = rank;
-      f.step = j.running.load() ? static_cast<int64_t>(j.step.load()) : -1;
-      f.iteration = iteration;
-      f.reason = e.what();
-      j.reported.store(true);
-      j.out.post(f);
-      failed = true;
-    }
+  RunDone done;
+  done.epoch = c.epoch;
+  done.rank = j.rank;
+  done.wrongTotal = wrong;
+  done.eventsDropped = j.out.dropped();
+  // The data plane is closed before RunDone leaves, so no send of this run is in flight
+  // when the next one starts: ZeroMQ's close() says goodbye to its peers (it waits for
+  // their last messages; j.dp stays set meanwhile, so an Abort still interrupts it);
+  // shared memory needs no goodbye, its data already sits in the receivers' rings.
+  plane.close();
+  j.reported.store(true);
+  j.out.post(done);
+}
+
+void runJobMain(RunJob& j) {
+  int64_t iteration = -1;  // for RunFailed: -1 before the first timed iteration
+  RunDataPlane plane;
+  // The failure is reported first, so that the coordinator hears the cause before the
+  // consequences and can abort the other ranks at once; then the data plane is aborted: a
+  // failed run says no goodbye (its peers may be gone).
+  const auto fail = [&](const std::exception& e) {
+    RunFailed f = runFailed(j, e, iteration);  // names the step while `running` says one is
     j.running.store(false);
-    // A failed run says no goodbye (its peers may be gone): abort, then close at once.
-    // Close before the memory goes: zero-copy sends may still reference it.
-    if (dp && failed) dp->abort();
-    closeDataPlane();
-    {
-      std::lock_guard<std::mutex> lock(j.mu);
-      j.dp = nullptr;
+    j.reported.store(true);
+    const uint64_t n = j.out.post(std::move(f));
+    // The abort lets this rank's peers fail too; their reports must not overtake the cause.
+    j.out.waitSent(n, kReportFirst);
+    if (plane.dp) plane.dp->abort();
+  };
+  try {
+    const std::unique_ptr<Backend> backend = makeBackend(j.backend);
+    const Schedule s = runSchedule(j.cfg, j.rank);
+    RankRun run(s, j.rank, *backend, rankRunOptions(j));
+    try {
+      runOnDataPlane(j, s, run, plane, iteration);
+    } catch (const std::exception& e) {
+      fail(e);
+      plane.close();  // before `run` frees the buffers: zero-copy sends may still read them
     }
-    timed.reset();
-    warm.reset();
+  } catch (const std::exception& e) {
+    fail(e);  // the setup failed
+  }
+  plane.close();
+  {
+    std::lock_guard<std::mutex> lock(j.mu);
+    j.dp = nullptr;
   }
   j.finished.store(true);
 }
@@ -559,7 +566,7 @@ class WorkerSession {
 
   int run() {
     sock_ = zmq::socket_t(ctx_, zmq::socket_type::dealer);
-    std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(steadyNs()));
+    std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(steadyNowNs()));
     char rnd[17];
     std::snprintf(rnd, sizeof rnd, "%016llx", static_cast<unsigned long long>(rng()));
     const std::string identity =
@@ -583,20 +590,20 @@ class WorkerSession {
     h.deviceIndex = opt_.device;
     send(h);
     sendPing();
-    const auto started = Clock::now();
+    const auto started = SteadyClock::now();
     lastHeard_ = started;
     nextHeartbeat_ = started + hbInterval_;
 
     for (;;) {
       std::optional<int> exitCode;
       pollAndDrain(sock_, wake_, milliseconds(10), 256, [&](std::vector<zmq::message_t>& frames) {
-        lastHeard_ = Clock::now();
+        lastHeard_ = SteadyClock::now();
         exitCode = handle(frames);
         return !exitCode;
       });
       if (exitCode) return leave(*exitCode);
       flushOutbox(false);
-      const auto now = Clock::now();
+      const auto now = SteadyClock::now();
       if (now >= nextHeartbeat_) {
         Heartbeat hb;
         if (job_ && !job_->finished.load() && job_->running.load()) {
@@ -646,8 +653,8 @@ class WorkerSession {
   void sendPing() {
     Ping p;
     p.seq = pingSeq_++;
-    p.t0Ns = steadyNs();
-    pingSentAt_ = Clock::now();
+    p.t0Ns = steadyNowNs();
+    pingSentAt_ = SteadyClock::now();
     pingOutstanding_ = true;
     send(p);
   }
@@ -655,7 +662,7 @@ class WorkerSession {
   // Sends what the run thread queued: telemetry in batches, messages in order.
   void flushOutbox(bool force) {
     if (!job_) return;
-    const auto now = Clock::now();
+    const auto now = SteadyClock::now();
     const bool due = force || now - lastFlush_ >= milliseconds(50);
     auto t = job_->out.take(kMaxEventsPerBatch, due);
     if (!t) return;
@@ -681,14 +688,15 @@ class WorkerSession {
       if (opt_.verbose) logLine("sent " + describe(msg));
     }
     sendEvents(t->events.size());
+    j.out.markSent(t->lastMsg);
   }
 
   // Aborts the run and waits for its thread to finish (a data plane abort makes every blocked
   // call fail at once); a thread that does not stop within 2 s ends the process.
   void stopJob() {
     job_->abort();
-    const auto deadline = Clock::now() + std::chrono::seconds(2);
-    while (!job_->finished.load() && Clock::now() < deadline) {
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(2);
+    while (!job_->finished.load() && SteadyClock::now() < deadline) {
       std::this_thread::sleep_for(milliseconds(2));
     }
     if (!job_->finished.load()) {
@@ -744,7 +752,7 @@ class WorkerSession {
   }
 
   std::optional<int> on(const Pong& p, uint64_t) {
-    const int64_t t3 = steadyNs();
+    const int64_t t3 = steadyNowNs();
     if (!pingOutstanding_ || p.seq + 1 != pingSeq_) return std::nullopt;
     pingOutstanding_ = false;
     samples_.push_back(clockSample(p, t3));
@@ -771,6 +779,7 @@ class WorkerSession {
     j.rank = rank_;
     j.myHost = host_;
     j.coordinatorHost = tcpHostOf(opt_.connect);
+    j.backend = opt_.backend;
     j.offsetNs = offsetNs_;
     j.corruption = corruption_;
     j.out.setWakeup(&wake_);
@@ -794,7 +803,7 @@ class WorkerSession {
       return std::nullopt;
     }
     std::lock_guard<std::mutex> lock(job_->mu);
-    job_->endpoints = s.endpoints.empty() ? job_->cfg.endpoints : s.endpoints;
+    job_->endpoints = s.endpoints;
     job_->started = true;
     job_->cv.notify_all();
     return std::nullopt;
@@ -847,16 +856,16 @@ class WorkerSession {
 
   milliseconds hbInterval_;
   int liveness_;
-  Clock::time_point lastHeard_;
-  Clock::time_point nextHeartbeat_;
-  Clock::time_point lastFlush_;
+  SteadyClock::time_point lastHeard_;
+  SteadyClock::time_point nextHeartbeat_;
+  SteadyClock::time_point lastFlush_;
   bool welcomed_ = false;
   int rank_ = -1;
   int world_ = 0;
 
   uint32_t pingSeq_ = 0;
   bool pingOutstanding_ = false;
-  Clock::time_point pingSentAt_;
+  SteadyClock::time_point pingSentAt_;
   std::vector<ClockSample> samples_;
   int64_t offsetNs_ = 0;
 

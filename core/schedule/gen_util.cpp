@@ -3,21 +3,24 @@
 #include <algorithm>
 #include <limits>
 
+#include "base/limits.h"
+
 namespace arl::gen {
 
 Schedule makeSkeleton(std::string_view algo, const GenParams& p) {
   if (p.nranks < 1)
     throw GenError("ranks must be at least 1 (got " + std::to_string(p.nranks) + ")");
-  if (p.nranks > 64) {
-    throw GenError("ranks must be at most 64 (got " + std::to_string(p.nranks) + ")");
+  if (p.nranks > kMaxRanks) {
+    throw GenError("ranks must be at most " + std::to_string(kMaxRanks) + " (got " +
+                   std::to_string(p.nranks) + ")");
   }
-  if (p.sliceElems == 0) throw GenError("chunk (slice size) must be greater than 0");
+  if (p.sliceElems == 0) throw GenError("slice size must be at least one element");
   if (p.root < 0 || p.root >= p.nranks) {
     throw GenError("root must be in 0.." + std::to_string(p.nranks - 1) + " (got " +
                    std::to_string(p.root) + ")");
   }
   if (p.ranksPerHost < 0) throw GenError("ranks-per-host must not be negative");
-  const uint64_t limit = std::numeric_limits<uint64_t>::max() / 64 / 8;
+  const uint64_t limit = std::numeric_limits<uint64_t>::max() / kMaxRanks / 8;
   if (p.count > limit) throw GenError("count " + std::to_string(p.count) + " is too large");
   if (!algorithmSupports(algo, p.collective)) {
     throw GenError("algorithm '" + std::string(algo) + "' does not implement " +

@@ -22,11 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "base/limits.h"
+
 namespace arl {
 
 namespace {
-
-constexpr int kMaxRanks = 64;
 
 // One run of elements: element k of the segment holds the contributions `mask` of input
 // element inBase + k. `writer` is the index of the op that last wrote the segment's first

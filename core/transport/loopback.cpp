@@ -5,18 +5,12 @@
 #include <cstring>
 #include <string>
 
+#include "base/clock.h"
 #include "base/errors.h"
 
 namespace arl {
 
 namespace {
-
-// Completed at creation: the payload was copied into the receiver's queue.
-class DoneCompletion final : public SendCompletion {
- public:
-  bool done() const override { return true; }
-  void wait() override {}
-};
 
 class LoopbackMessage final : public InMessage {
  public:
@@ -49,8 +43,7 @@ int LoopbackTransport::size() const { return fabric_.size(); }
 std::shared_ptr<SendCompletion> LoopbackTransport::send(int peer, const ChunkHeader& h,
                                                         const void* data, size_t bytes) {
   fabric_.send(rank_, peer, h, data, bytes);
-  static const auto kDone = std::make_shared<DoneCompletion>();
-  return kDone;
+  return completedSend();  // the payload was copied into the receiver's queue
 }
 
 std::unique_ptr<InMessage> LoopbackTransport::recv(int peer, uint32_t step,
@@ -77,12 +70,6 @@ LoopbackFabric::~LoopbackFabric() = default;
 LoopbackTransport& LoopbackFabric::transport(int rank) {
   ARL_ENFORCE(rank >= 0 && rank < size(), "rank " << rank << " of " << size());
   return *transports_[static_cast<size_t>(rank)];
-}
-
-int64_t LoopbackFabric::nowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 void LoopbackFabric::setLink(int src, int dst, LinkShape shape) {
@@ -148,7 +135,7 @@ void LoopbackFabric::send(int src, int dst, const ChunkHeader& h, const void* da
       throw PeerError(src, dst, h.step, "run aborted while sending to rank " + std::to_string(dst));
     }
     Channel& ch = box.from[static_cast<size_t>(src)];
-    const int64_t now = nowNs();
+    const int64_t now = steadyNowNs();
     const int64_t start = std::max(now, ch.busyUntilNs);
     const int64_t wire = transferNs(bytes, ch.shape.bytesPerSecond);
     const int64_t latency =
@@ -165,7 +152,7 @@ std::unique_ptr<InMessage> LoopbackFabric::recv(int dst, int src, uint32_t step,
   checkRank(src, "receive from");
   Inbox& box = *inboxes_[static_cast<size_t>(dst)];
   Channel& ch = box.from[static_cast<size_t>(src)];
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = SteadyClock::now() + timeout;
   std::unique_lock<std::mutex> lock(box.mu);
   for (;;) {
     if (box.aborted) {
@@ -177,19 +164,18 @@ std::unique_ptr<InMessage> LoopbackFabric::recv(int dst, int src, uint32_t step,
     auto wakeAt = deadline;
     if (!ch.queue.empty()) {
       Message& m = ch.queue.front();
-      const int64_t now = nowNs();
+      const int64_t now = steadyNowNs();
       if (m.visibleAtNs <= now) {
         auto out = std::make_unique<LoopbackMessage>(m.header, std::move(m.payload));
         ch.queue.pop_front();
         return out;
       }
-      const auto visible =
-          std::chrono::steady_clock::now() + std::chrono::nanoseconds(m.visibleAtNs - now);
+      const auto visible = SteadyClock::now() + std::chrono::nanoseconds(m.visibleAtNs - now);
       wakeAt = std::min(wakeAt, visible);
     } else if (failed(src)) {
       throw PeerError(dst, src, step, "rank " + std::to_string(src) + " failed");
     }
-    if (std::chrono::steady_clock::now() >= deadline) {
+    if (SteadyClock::now() >= deadline) {
       throw PeerError(dst, src, step,
                       "no data from rank " + std::to_string(src) + " for step " +
                           std::to_string(step) + " within " + formatTimeout(timeout));

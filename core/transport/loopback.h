@@ -9,7 +9,8 @@
 // Link shaping is modelled with timestamps, never by sleeping in the sender: a message of b
 // bytes sent at time t on a channel busy until u becomes visible to the receiver at
 // max(t, u) + b / bandwidth + latency, and the channel is then busy until max(t, u) +
-// b / bandwidth. The receiver waits (on a condition variable) until that time.
+// b / bandwidth. The receiver waits (on a condition variable) until that time. Times are on
+// the lab's steady clock (steadyNowNs(), base/clock.h), which telemetry uses too.
 #pragma once
 
 #include <atomic>
@@ -21,10 +22,15 @@
 #include <mutex>
 #include <vector>
 
-#include "exec/local_run.h"
 #include "transport/transport.h"
 
 namespace arl {
+
+// Shaping of a loopback link.
+struct LinkShape {
+  std::chrono::microseconds latency{0};  // added to every message
+  double bytesPerSecond = 0;             // 0 = uncapped
+};
 
 class LoopbackFabric;
 
@@ -67,10 +73,6 @@ class LoopbackFabric {
   void fail(int rank);
   // Aborts the whole run: every blocked and future call on every endpoint throws PeerError.
   void abort();
-
-  // The clock link shaping is computed on (steady_clock, in ns). Telemetry that should line
-  // up with message visibility times uses the same clock.
-  static int64_t nowNs();
 
  private:
   friend class LoopbackTransport;

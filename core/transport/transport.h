@@ -58,6 +58,10 @@ class SendCompletion {
   virtual void wait() = 0;
 };
 
+// The completion of a send that returned with the caller's memory already free (the payload
+// was copied, or delivered): done at once. One shared instance, so such a send allocates nothing.
+const std::shared_ptr<SendCompletion>& completedSend();
+
 // A received payload. Owns (or pins) its bytes until destroyed.
 class InMessage {
  public:

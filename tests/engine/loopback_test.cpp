@@ -13,9 +13,10 @@
 #include <map>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/errors.h"
-#include "schedule/generators.h"
 #include "exec/local_run.h"
+#include "schedule/generators.h"
 
 namespace arl {
 namespace {
@@ -122,23 +123,23 @@ TEST(Loopback, LatencyAndBandwidthDelayVisibility) {
   shape.bytesPerSecond = 1e6;  // 10 000 bytes take 10 ms on the wire
   fabric.setLink(0, 1, shape);
   std::vector<unsigned char> payload(10000, 7);
-  const int64_t t0 = LoopbackFabric::nowNs();
+  const int64_t t0 = steadyNowNs();
   fabric.transport(0).send(1, header(0, 0), payload.data(), payload.size());
   fabric.transport(0).send(1, header(0, 1), payload.data(), payload.size());
   fabric.transport(0).send(1, header(0, 2), nullptr, 0);
   auto m1 = fabric.transport(1).recv(0, 0, 5s);
-  const int64_t t1 = LoopbackFabric::nowNs();
+  const int64_t t1 = steadyNowNs();
   auto m2 = fabric.transport(1).recv(0, 1, 5s);
-  const int64_t t2 = LoopbackFabric::nowNs();
+  const int64_t t2 = steadyNowNs();
   // Lower bounds: wire time of each message queues behind the previous one on the channel.
   EXPECT_GE(t1 - t0, 40'000'000);
   EXPECT_GE(t2 - t0, 50'000'000);
   EXPECT_EQ(m2->size(), 10000u);
   // The reverse link is unshaped.
-  const int64_t t3 = LoopbackFabric::nowNs();
+  const int64_t t3 = steadyNowNs();
   fabric.transport(1).send(0, header(1, 0), payload.data(), 4);
   fabric.transport(0).recv(1, 0, 5s);
-  EXPECT_LT(LoopbackFabric::nowNs() - t3, 30'000'000) << "unshaped link waited for a latency";
+  EXPECT_LT(steadyNowNs() - t3, 30'000'000) << "unshaped link waited for a latency";
   // A message still in flight when the timeout ends is a timeout.
   fabric.setLink(0, 1, LinkShape{2s, 0});
   fabric.transport(0).send(1, header(0, 3), payload.data(), 4);
@@ -199,7 +200,7 @@ TEST(LocalRun, InjectedFailureStopsEveryRankAndNamesTheFailingOne) {
   opt.failRank = 2;
   opt.failAtOp = 3;
   opt.iterations = 3;
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = SteadyClock::now();
   try {
     runLocal(s, opt);
     ADD_FAILURE() << "no error";
@@ -209,7 +210,7 @@ TEST(LocalRun, InjectedFailureStopsEveryRankAndNamesTheFailingOne) {
         << e.what();
   }
   // Every other rank was stopped by the abort rather than by its own 10 s timeout.
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, opt.recvTimeout);
+  EXPECT_LT(SteadyClock::now() - t0, opt.recvTimeout);
 }
 
 TEST(LocalRun, RefusesBadOptions) {

@@ -68,10 +68,7 @@ RunConfig sampleConfig(int n = 4) {
   c.iterations = 10;
   c.telemetry = TelemetryLevel::Chunks;
   c.recvTimeoutMs = 3000;
-  for (int r = 0; r < n; ++r) {
-    c.endpoints.push_back("ipc:///tmp/arl-test/rank" + std::to_string(r));
-    c.ringOrder.push_back(n - 1 - r);
-  }
+  for (int r = 0; r < n; ++r) c.ringOrder.push_back(n - 1 - r);
   return c;
 }
 
@@ -106,14 +103,14 @@ TelemetryBatch sampleBatch(size_t events) {
 // One valid message of every type, in MsgType order.
 std::vector<Message> sampleMessages() {
   return {
-      Hello{"worker-a", "node01", 4242, "cpu", -1, kProtocolVersion, "tcp://10.0.0.5:45123"},
+      Hello{"worker-a", "node01", 4242, "cpu", -1, kProtocolVersion},
       Welcome{3, 4, 250, 4},
       Ping{9, 123'456'789},
       Pong{9, 123'456'789, 987'654'321, 987'654'400},
       Heartbeat{true, 5, 3},
       sampleConfig(),
-      Ready{7, 1, 42},
-      Start{7, 42},
+      Ready{7, 1, 42, "tcp://10.0.0.5:45123", -1'500'000},
+      Start{7, 42, {"tcp://10.0.0.5:45123", "ipc:///tmp/arl-test/rank1"}},
       IterationResult{7, 1, 9, 1'234'567, 0},
       sampleBatch(50),
       RunDone{7, 1, 0, 0},
@@ -193,7 +190,7 @@ TEST(Protocol, HeaderLayoutIsLittleEndianAndSixteenBytes) {
 }
 
 TEST(Protocol, RejectsShortLongAndEmptyHeaders) {
-  const Frames f = Start{3, 1}.encode();
+  const Frames f = Start{3, 1, {"ipc:///x"}}.encode();
   Bytes shortHeader(f[0].begin(), f[0].end() - 1);
   Bytes longHeader = f[0];
   longHeader.push_back(0);
@@ -261,9 +258,8 @@ TEST(Protocol, EveryTypeRoundTrips) {
 TEST(Protocol, RoundTripsEdgeValues) {
   const std::string longName(kMaxNameBytes, 'n');
   expectRoundTrip(Hello{longName, "h\xC3\xA9te-\xE2\x82\xAC-\xF0\x9F\x98\x80", kI64Max,
-                        std::string(kMaxNameBytes, 'b'), kMaxDeviceIndex, 0xFFFF,
-                        "ipc://" + std::string(kMaxEndpointBytes - 6, 'p')});
-  expectRoundTrip(Hello{"w", "h", 1, "cuda", 0, 1, "tcp://[::1]:*"});
+                        std::string(kMaxNameBytes, 'b'), kMaxDeviceIndex, 0xFFFF});
+  expectRoundTrip(Hello{"w", "h", 1, "cuda", 0, 1});
   expectRoundTrip(
       Welcome{kMaxRanks - 1, kMaxRanks, kMaxHeartbeatIntervalMs, kMaxHeartbeatLiveness});
   expectRoundTrip(Welcome{0, 1, 1, 1});
@@ -290,8 +286,6 @@ TEST(Protocol, RoundTripsEdgeValues) {
   big.check = false;
   big.telemetry = TelemetryLevel::Off;
   big.recvTimeoutMs = kMaxRecvTimeoutMs;
-  big.linkLatencyUs = kMaxLinkLatencyUs;
-  big.linkBytesPerSecond = kU64Max;
   expectRoundTrip(big);
   RunConfig one = sampleConfig(1);
   one.count = 0;
@@ -311,9 +305,9 @@ TEST(Protocol, RoundTripsEdgeValues) {
     }
   }
 
-  expectRoundTrip(Ready{1, 0, 0});
-  expectRoundTrip(Ready{kU64Max, kMaxRanks - 1, kU64Max});
-  expectRoundTrip(Start{kU64Max, kU64Max});
+  expectRoundTrip(Ready{1, 0, 0, "inproc://a"});
+  expectRoundTrip(Ready{kU64Max, kMaxRanks - 1, kU64Max, "shm://arl-1"});
+  expectRoundTrip(Start{kU64Max, kU64Max, {"shm://arl-1"}});
   expectRoundTrip(IterationResult{1, kMaxRanks - 1, 0xFFFFFFFF, kU64Max, kU64Max});
   expectRoundTrip(RunDone{kU64Max, 63, kU64Max, kU64Max});
   expectRoundTrip(RunFailed{1, 0, -1, -1, -1, ""});
@@ -435,8 +429,6 @@ TEST(Protocol, RejectsOutOfRangeHello) {
   check([](Bytes& b) { putSigned(b, 5, kMaxDeviceIndex + 1); }, "device index 1024");
   check([](Bytes& b) { putField(b, 6, 70000); }, "protocol version 70000");
   check([](Bytes& b) { putField(b, 6, 0); }, "protocol version 0");
-  check([](Bytes& b) { putBytes(b, 7, "http://host:80"); }, "data endpoint");
-  check([](Bytes& b) { putBytes(b, 7, "tcp://host"); }, "not an endpoint");
 }
 
 TEST(Protocol, RejectsOutOfRangeWelcomeAndClockMessages) {
@@ -481,37 +473,50 @@ TEST(Protocol, RejectsOutOfRangeRunConfig) {
   check([](Bytes& b) { putField(b, 15, 0); }, "iterations 0 is outside 1..1000000");
   check([](Bytes& b) { putField(b, 17, 4); }, "unknown telemetry level 4");
   check([](Bytes& b) { putField(b, 18, 0); }, "receive timeout (ms) 0");
-  check([](Bytes& b) { putBytes(b, 19, "ipc:///x"); }, "5 data-plane endpoints for a world of 4");
   check([](Bytes& b) { putSigned(b, 20, 0); }, "ring order has 5 ranks for a world of 4");
-  check([](Bytes& b) { putField(b, 21, kMaxLinkLatencyUs + 1); }, "link latency (us)");
   check(
       [](Bytes& b) {
-        for (int i = 0; i < kMaxRanks + 1; ++i) putBytes(b, 19, "ipc:///x");
+        for (int i = 0; i < kMaxRanks + 1; ++i) putSigned(b, 20, 0);
       },
       "69 ranks listed, more than 64");
 
-  // Endpoint and ring-order contents need whole lists: build them field by field.
-  // A one-rank config grown to two ranks with appended fields.
+  // Ring-order contents need whole lists: a one-rank config grown to two ranks with appended
+  // fields.
   const Frames base = sampleConfig(1).encode();
-  auto grown = [&](std::string_view ep1, int32_t ring1, std::string_view part) {
+  auto grown = [&](int32_t ring1, std::string_view part) {
     Bytes body = base[1];
     putSigned(body, 3, 2);  // world size 2
-    putBytes(body, 19, ep1);
     putSigned(body, 20, ring1);
     expectRejected(base[0], body, DecodeErrc::InvalidField, part);
   };
-  grown("ipc:///ok", 0, "ring order names rank 0 twice");
-  grown("ipc:///ok", 2, "ring order names rank 2 outside a world of 2");
-  grown("tcp://no port", 1, "endpoint of rank 1");
-  grown("", 1, "endpoint of rank 1 \"\" is not an endpoint");
-  grown("ipc://" + std::string(kMaxEndpointBytes, 'x'), 1, "endpoint of rank 1");
+  grown(0, "ring order names rank 0 twice");
+  grown(2, "ring order names rank 2 outside a world of 2");
+}
+
+// Removed fields (reserved in arl.proto) that a peer still sends are skipped, not refused:
+// Hello's data endpoint (7), RunConfig's one-phase endpoints (19) and link shaping (21, 22).
+TEST(Protocol, SkipsRemovedFields) {
+  const RunConfig c = sampleConfig(2);
+  const Frames f = withAppended(c, [](Bytes& b) {
+    putBytes(b, 19, "tcp://no port");
+    putField(b, 21, 99'999'999);
+    putField(b, 22, 5);
+  });
+  const auto back = RunConfig::decode(f[0], f[1]);
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(*back, c);
+  const Hello h{"w", "h", 1, "cpu", -1, kProtocolVersion};
+  const Frames hf = withAppended(h, [](Bytes& b) { putBytes(b, 7, "not an endpoint"); });
+  const auto hb = Hello::decode(hf[0], hf[1]);
+  ASSERT_TRUE(hb) << hb.error().message();
+  EXPECT_EQ(*hb, h);
 }
 
 TEST(Protocol, RejectsOutOfRangeRunMessages) {
   auto rejects = [](const Frames& f, std::string_view part) {
     expectRejected(f[0], f[1], DecodeErrc::InvalidField, part);
   };
-  rejects(withAppended(Ready{7, 1, 42}, [](Bytes& b) { putSigned(b, 1, 64); }),
+  rejects(withAppended(Ready{7, 1, 42, "ipc:///x"}, [](Bytes& b) { putSigned(b, 1, 64); }),
           "Ready: rank 64 is outside 0..63");
   rejects(withAppended(IterationResult{7, 1, 0, 1, 0}, [](Bytes& b) { putSigned(b, 1, -1); }),
           "IterationResult: rank -1");
@@ -587,11 +592,10 @@ TEST(Protocol, RejectsBadTelemetryBatches) {
           "4097 events exceed the maximum of 4096 per batch");
 }
 
-// Two-phase data-plane setup: RunConfig without endpoints, each Ready reports one, Start
-// carries them all.
-TEST(Protocol, TwoPhaseSetupRoundTripsAndIsChecked) {
+// The data-plane setup: RunConfig names the hosts, each Ready reports its rank's endpoint,
+// Start carries them all.
+TEST(Protocol, DataPlaneSetupRoundTripsAndIsChecked) {
   RunConfig c = sampleConfig(4);
-  c.endpoints.clear();
   c.hosts = {"node01", "node01",
              "n\xC3\xB8"
              "de02",
@@ -602,9 +606,9 @@ TEST(Protocol, TwoPhaseSetupRoundTripsAndIsChecked) {
   c.hosts.assign(4, "node01");
   c.dataPlane = DataPlaneKind::Shm;
   expectRoundTrip(c);
-  expectRoundTrip(Hello{"w", "h", 1, "cpu", -1, kProtocolVersion, ""});
   expectRoundTrip(Ready{7, 3, 42, "tcp://10.0.0.7:40001", -1'500'000});
-  expectRoundTrip(Ready{7, 3, 42, "", kI64Min});
+  expectRoundTrip(Ready{7, 3, 42, "ipc://" + std::string(kMaxEndpointBytes - 6, 'p'), kI64Min});
+  expectRoundTrip(Ready{7, 3, 42, "tcp://[::1]:*", kI64Max});
   Start s{7, 42, {}};
   for (int r = 0; r < kMaxRanks; ++r) s.endpoints.push_back("ipc:///tmp/r" + std::to_string(r));
   expectRoundTrip(s);
@@ -628,10 +632,22 @@ TEST(Protocol, TwoPhaseSetupRoundTripsAndIsChecked) {
           "host of rank 0");
   rejects(withAppended(sampleConfig(1), [](Bytes& b) { putBytes(b, 23, ""); }),
           "host of rank 0 is empty");
-  rejects(withAppended(Ready{7, 3, 42}, [](Bytes& b) { putBytes(b, 3, "ipc://"); }),
+  // Appending to a string field replaces it (protobuf's last-one-wins).
+  rejects(withAppended(Ready{7, 3, 42, "ipc:///x"}, [](Bytes& b) { putBytes(b, 3, "ipc://"); }),
           "Ready: data endpoint \"ipc://\" is not an endpoint");
-  rejects(withAppended(Start{7, 42, {}}, [](Bytes& b) { putBytes(b, 2, "tcp://x:y"); }),
-          "Start: endpoint of rank 0");
+  rejects(withAppended(Ready{7, 3, 42, "ipc:///x"}, [](Bytes& b) { putBytes(b, 3, ""); }),
+          "Ready: data endpoint \"\" is not an endpoint");
+  const Start one{7, 42, {"ipc:///ok"}};
+  auto startWith = [&](std::string_view ep1, std::string_view part) {
+    rejects(withAppended(one, [&](Bytes& b) { putBytes(b, 2, ep1); }), part);
+  };
+  startWith("tcp://no port", "Start: endpoint of rank 1");
+  startWith("", "endpoint of rank 1 \"\" is not an endpoint");
+  startWith("ipc://" + std::string(kMaxEndpointBytes, 'x'), "endpoint of rank 1");
+  // A Start whose body has no fields at all lists no endpoints.
+  const Frames start = Start{7, 42, {"ipc:///x"}}.encode();
+  expectRejected(start[0], Bytes{}, DecodeErrc::InvalidField,
+                 "0 data-plane endpoints, outside 1..64");
   rejects(withAppended(s, [](Bytes& b) { putBytes(b, 2, "ipc:///tmp/one-too-many"); }),
           "65 endpoints listed, more than 64");
 }
@@ -654,7 +670,8 @@ TEST(Protocol, TypedDecodeRefusesOtherTypes) {
 TEST(Protocol, EncodeRefusesWhatDecodeWouldRefuse) {
   EXPECT_THROW((void)(Welcome{4, 4, 250, 4}.encode()), EnforceError);
   EXPECT_THROW((void)Hello{}.encode(), EnforceError);
-  EXPECT_THROW((void)(Start{0, 1}.encode()), EnforceError);  // run-scoped without an epoch
+  EXPECT_THROW((void)(Start{0, 1, {"ipc:///x"}}.encode()),
+               EnforceError);  // run-scoped without an epoch
   RunConfig c = sampleConfig();
   c.ringOrder[0] = c.ringOrder[1];
   EXPECT_THROW((void)c.encode(), EnforceError);

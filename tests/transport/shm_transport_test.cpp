@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "base/clock.h"
 #include "base/errors.h"
 #include "exec/executor.h"
 #include "schedule/generators.h"
@@ -38,7 +39,6 @@ using arl::transport_test::onThreads;
 using arl::transport_test::pattern;
 using arl::transport_test::samePayload;
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
 
 constexpr size_t kSmallRing = size_t{64} << 10;
 // A record is a 64-byte head and the payload padded to 64 bytes: with 10 KiB payloads a
@@ -63,9 +63,9 @@ std::string shmPath(const std::string& endpoint) {
 
 // Polls cond until it holds or `limit` passes; true when it held.
 bool eventually(const std::function<bool()>& cond, milliseconds limit = kLong) {
-  const auto giveUp = Clock::now() + limit;
+  const auto giveUp = SteadyClock::now() + limit;
   while (!cond()) {
-    if (Clock::now() > giveUp) return false;
+    if (SteadyClock::now() > giveUp) return false;
     std::this_thread::sleep_for(milliseconds(1));
   }
   return true;
@@ -408,7 +408,7 @@ TEST(ShmDataPlane, SendTimesOutWhenThePeerNeverReads) {
   const auto p = pattern(0, 0, kTenK);
   for (uint32_t i = 0; i < kTenKPerSmallRing; ++i)
     mesh[0].send(1, headerFor(i), p.data(), p.size());
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   try {
     mesh[0].send(1, headerFor(kTenKPerSmallRing), p.data(), p.size());
     FAIL() << "a seventh 10 KiB record fit a 64 KiB ring";
@@ -420,7 +420,7 @@ TEST(ShmDataPlane, SendTimesOutWhenThePeerNeverReads) {
               std::string::npos)
         << e.what();
   }
-  const auto took = Clock::now() - t0;
+  const auto took = SteadyClock::now() - t0;
   EXPECT_GE(took, milliseconds(200));
   EXPECT_LT(took, std::chrono::seconds(3));
 }
@@ -429,7 +429,7 @@ TEST(ShmDataPlane, MessageLargerThanTheRingIsRefused) {
   auto mesh = oneWay(ringOf(kSmallRing));
   const size_t tooBig = kSmallRing - 64 + 1;  // record of 64 KiB + 64
   const std::vector<unsigned char> big(tooBig, 0x11);
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   try {
     mesh[0].send(1, headerFor(3), big.data(), big.size());
     FAIL() << "a record larger than the ring was sent";
@@ -441,7 +441,7 @@ TEST(ShmDataPlane, MessageLargerThanTheRingIsRefused) {
               std::string::npos)
         << e.what();
   }
-  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(1)) << "refused only after a wait";
+  EXPECT_LT(SteadyClock::now() - t0, std::chrono::seconds(1)) << "refused only after a wait";
   // The largest that fits, head included, goes through an empty ring.
   const auto fits = pattern(0, 1, kSmallRing - 64);
   mesh[0].send(1, headerFor(4), fits.data(), fits.size());
@@ -472,7 +472,7 @@ TEST(ShmDataPlane, RecordLargerThanHalfTheRingNeverWaitsOnAnEmptyRing) {
       rxError = e.what();
     }
   });
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   try {
     mesh[0].send(1, headerFor(1), p.data(), p.size());
   } catch (const PeerError& e) {
@@ -482,7 +482,7 @@ TEST(ShmDataPlane, RecordLargerThanHalfTheRingNeverWaitsOnAnEmptyRing) {
   receiver.join();
   EXPECT_TRUE(rxError.empty()) << rxError;
   EXPECT_TRUE(same);
-  EXPECT_LT(Clock::now() - t0, milliseconds(1000)) << "waited in front of an empty ring";
+  EXPECT_LT(SteadyClock::now() - t0, milliseconds(1000)) << "waited in front of an empty ring";
   // The ring goes on working from there.
   for (uint32_t k = 2; k < 8; ++k) {
     const auto q = pattern(0, k, 20000);
@@ -494,7 +494,7 @@ TEST(ShmDataPlane, RecordLargerThanHalfTheRingNeverWaitsOnAnEmptyRing) {
 
 TEST(ShmDataPlane, RecvTimeoutNamesPeerAndStep) {
   auto mesh = oneWay(ringOf(kSmallRing));
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   try {
     mesh[1].recv(0, 5, milliseconds(100));
     FAIL() << "recv returned without data";
@@ -506,7 +506,7 @@ TEST(ShmDataPlane, RecvTimeoutNamesPeerAndStep) {
               std::string::npos)
         << e.what();
   }
-  const auto took = Clock::now() - t0;
+  const auto took = SteadyClock::now() - t0;
   EXPECT_GE(took, milliseconds(100));
   EXPECT_LT(took, std::chrono::seconds(2));
   // A whole number of seconds reads as such; a zero timeout only looks.
@@ -526,19 +526,19 @@ TEST(ShmDataPlane, AbortUnblocksWaitingRecvAndFailsLaterCalls) {
   auto mesh = fullMesh(2, ringOf(kSmallRing));
   std::atomic<bool> started{false};
   std::string error;
-  Clock::time_point failedAt;
+  SteadyClock::time_point failedAt;
   std::thread waiter([&] {
     started = true;
     try {
       mesh[0].recv(1, 3, kLong);
     } catch (const PeerError& e) {
-      failedAt = Clock::now();
+      failedAt = SteadyClock::now();
       error = e.what();
     }
   });
   while (!started) std::this_thread::yield();
   std::this_thread::sleep_for(milliseconds(100));  // past polling, asleep on the futex
-  const auto abortedAt = Clock::now();
+  const auto abortedAt = SteadyClock::now();
   mesh[0].abort();
   waiter.join();
   EXPECT_NE(error.find("rank 0: run aborted"), std::string::npos) << error;
@@ -565,10 +565,10 @@ TEST(ShmDataPlane, AbortUnblocksBlockedSend) {
   Producer producer(mesh[0], 100, kTenK);
   ASSERT_TRUE(eventually([&] { return producer.sent.load() >= kTenKPerSmallRing; }));
   std::this_thread::sleep_for(milliseconds(100));  // past polling, asleep on the futex
-  const auto abortedAt = Clock::now();
+  const auto abortedAt = SteadyClock::now();
   mesh[0].abort();
   producer.join();
-  EXPECT_LT(Clock::now() - abortedAt, milliseconds(500));
+  EXPECT_LT(SteadyClock::now() - abortedAt, milliseconds(500));
   EXPECT_EQ(producer.sent.load(), kTenKPerSmallRing);
   EXPECT_NE(producer.error.find("rank 0: run aborted"), std::string::npos) << producer.error;
   EXPECT_NE(producer.error.find("step 6"), std::string::npos) << producer.error;
@@ -593,7 +593,7 @@ TEST(ShmDataPlane, CloseAfterSendingLosesNothing) {
     ASSERT_EQ(m->header().step, i);
     EXPECT_TRUE(samePayload(*m, pattern(0, i, 1000 + i)));
   }
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   try {
     mesh[1].recv(0, 3, kLong);
     FAIL() << "recv returned data that was never sent";
@@ -604,7 +604,7 @@ TEST(ShmDataPlane, CloseAfterSendingLosesNothing) {
               std::string::npos)
         << e.what();
   }
-  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_LT(SteadyClock::now() - t0, std::chrono::seconds(2));
 }
 
 // A receiver already asleep is woken by the sender's close.
@@ -622,10 +622,10 @@ TEST(ShmDataPlane, CloseWakesAWaitingReceiver) {
   });
   while (!started) std::this_thread::yield();
   std::this_thread::sleep_for(milliseconds(100));
-  const auto closedAt = Clock::now();
+  const auto closedAt = SteadyClock::now();
   EXPECT_TRUE(mesh[0].close());
   waiter.join();
-  EXPECT_LT(Clock::now() - closedAt, milliseconds(500));
+  EXPECT_LT(SteadyClock::now() - closedAt, milliseconds(500));
   EXPECT_NE(error.find("rank 0 closed its data plane before sending data for step 0"),
             std::string::npos)
       << error;
@@ -637,10 +637,10 @@ TEST(ShmDataPlane, ReceiverCloseFailsABlockedSend) {
   Producer producer(mesh[0], 100, kTenK);
   ASSERT_TRUE(eventually([&] { return producer.sent.load() >= kTenKPerSmallRing; }));
   std::this_thread::sleep_for(milliseconds(50));
-  const auto closedAt = Clock::now();
+  const auto closedAt = SteadyClock::now();
   EXPECT_TRUE(mesh[1].close());
   producer.join();
-  EXPECT_LT(Clock::now() - closedAt, milliseconds(500));
+  EXPECT_LT(SteadyClock::now() - closedAt, milliseconds(500));
   EXPECT_EQ(producer.sent.load(), kTenKPerSmallRing);
   EXPECT_NE(producer.error.find("rank 1 closed its data plane before taking data for step 6"),
             std::string::npos)

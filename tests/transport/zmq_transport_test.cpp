@@ -15,6 +15,7 @@
 #include <zmq.hpp>
 
 #include "backend/cpu/cpu_backend.h"
+#include "base/clock.h"
 #include "base/errors.h"
 #include "exec/executor.h"
 #include "schedule/generators.h"
@@ -161,8 +162,8 @@ TEST_P(ZmqDataPlaneTest, MessagesFromOtherPeersAreQueuedWhileWaiting) {
     EXPECT_TRUE(dp[1]->send(0, headerFor(i), sent[i].data(), sent[i].size())->done());
   }
   // Each timed-out wait for rank 2 drains what arrived from rank 1 into its queue.
-  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (dp[0]->queued(1) < kMessages && std::chrono::steady_clock::now() < giveUp) {
+  const auto giveUp = SteadyClock::now() + std::chrono::seconds(10);
+  while (dp[0]->queued(1) < kMessages && SteadyClock::now() < giveUp) {
     EXPECT_THROW(dp[0]->recv(2, 0, milliseconds(20)), PeerError);
   }
   ASSERT_EQ(dp[0]->queued(1), kMessages);
@@ -330,13 +331,13 @@ TEST_P(ZmqDataPlaneTest, AbortUnblocksWaitingRecvAndFailsLaterCalls) {
   auto dp = makeMesh(2, optionsFor(GetParam()));
   std::atomic<bool> started{false};
   std::string error;
-  std::chrono::steady_clock::time_point failedAt;
+  SteadyClock::time_point failedAt;
   std::thread waiter([&] {
     started = true;
     try {
       dp[0]->recv(1, 3, milliseconds(60000));
     } catch (const PeerError& e) {
-      failedAt = std::chrono::steady_clock::now();
+      failedAt = SteadyClock::now();
       error = e.what();
     }
   });
@@ -344,7 +345,7 @@ TEST_P(ZmqDataPlaneTest, AbortUnblocksWaitingRecvAndFailsLaterCalls) {
     std::this_thread::yield();
   }
   std::this_thread::sleep_for(milliseconds(100));
-  const auto abortedAt = std::chrono::steady_clock::now();
+  const auto abortedAt = SteadyClock::now();
   dp[0]->abort();
   waiter.join();
   EXPECT_NE(error.find("rank 0: run aborted"), std::string::npos) << error;
@@ -467,7 +468,7 @@ TEST_P(ZmqDataPlaneTest, RecvFromClosedPeerFailsFast) {
     clean = dp[0]->close();
   });
   EXPECT_EQ(dp[1]->recv(0, 0, milliseconds(10000))->size(), 1u);
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = SteadyClock::now();
   try {
     dp[1]->recv(0, 1, milliseconds(20000));
     FAIL() << "recv returned data that was never sent";
@@ -478,7 +479,7 @@ TEST_P(ZmqDataPlaneTest, RecvFromClosedPeerFailsFast) {
               std::string::npos)
         << e.what();
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_LT(SteadyClock::now() - t0, std::chrono::seconds(10));
   closer.join();
   EXPECT_TRUE(clean) << "the receiver acknowledges a FIN while it runs";
 }
@@ -491,9 +492,9 @@ TEST_P(ZmqDataPlaneTest, CloseSkipsTheGoodbyeAfterAbort) {
   const char byte = 1;
   dp[0]->send(1, headerFor(0), &byte, 1);  // rank 1 never reads it
   dp[0]->abort();
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = SteadyClock::now();
   EXPECT_FALSE(dp[0]->close());
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_LT(SteadyClock::now() - t0, std::chrono::seconds(10));
 }
 
 // A peer that neither reads nor closes costs closeLinger, then close() gives up.
@@ -503,9 +504,9 @@ TEST_P(ZmqDataPlaneTest, CloseGivesUpAfterLinger) {
   auto dp = makeMesh(2, opt);
   const char byte = 1;
   dp[0]->send(1, headerFor(0), &byte, 1);
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = SteadyClock::now();
   EXPECT_FALSE(dp[0]->close());
-  const auto took = std::chrono::steady_clock::now() - t0;
+  const auto took = SteadyClock::now() - t0;
   EXPECT_GE(took, milliseconds(200));
   EXPECT_LT(took, std::chrono::seconds(10));
 }

@@ -42,7 +42,7 @@ enum class CpuKernels : uint8_t {
 struct CpuBackendOptions {
   CpuKernels kernels = CpuKernels::Auto;
   // Reductions writing at least this many bytes use non-temporal stores, which bypass the
-  // caches: faster for buffers larger than the last-level cache, slower for chunks a
+  // caches: faster for buffers larger than the last-level cache, slower for slices a
   // pipeline reads again at once. 0 streams always; SIZE_MAX never.
   size_t streamThresholdBytes = size_t{8} << 20;
 };

@@ -25,7 +25,9 @@
 #include <string_view>
 #include <system_error>
 
+#include "base/clock.h"
 #include "base/errors.h"
+#include "base/limits.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -35,14 +37,12 @@ namespace arl {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr uint64_t kSegMagic = 0x314D48534C524141ull;  // "AARLSHM1"
 constexpr uint32_t kSegVersion = 1;
 constexpr size_t kLine = 64;
 constexpr size_t kPage = 4096;
-constexpr int kMaxShmRanks = 64;
 constexpr size_t kMinRing = size_t{64} << 10;
 // Longest sleep between looks at the abort flag, the peer's process and the deadline.
 constexpr milliseconds kSleepSlice{10};
@@ -65,7 +65,7 @@ struct SegHeader {
   uint64_t totalBytes;
   uint32_t channels;
   std::atomic<uint32_t> attached;  // senders that have mapped the segment
-  int8_t channelOf[kMaxShmRanks];  // sender rank -> channel index, -1 = none
+  int8_t channelOf[kMaxRanks];     // sender rank -> channel index, -1 = none
 };
 
 // One line the producer writes, one the consumer writes. Each side sleeps on a 32-bit
@@ -149,25 +149,25 @@ std::atomic<int64_t> g_noYieldUntil{0};
 template <class Ready, class Closed>
 WaitEnd waitFor(const ShmOptions& o, const std::atomic<bool>& aborted, Ready ready, Closed closed,
                 std::atomic<uint32_t>& signal, std::atomic<uint32_t>& waiters,
-                const std::atomic<int32_t>& peerPid, Clock::time_point deadline) {
+                const std::atomic<int32_t>& peerPid, SteadyClock::time_point deadline) {
   if (ready()) return WaitEnd::Ready;
   if (o.spin.count() > 0) {
-    const auto spinEnd = std::min(Clock::now() + o.spin, deadline);
+    const auto spinEnd = std::min(SteadyClock::now() + o.spin, deadline);
     do {
       for (int i = 0; i < 32; ++i) {
         cpuRelax();
         if (ready()) return WaitEnd::Ready;
       }
-    } while (Clock::now() < spinEnd);
+    } while (SteadyClock::now() < spinEnd);
   }
   if (o.yieldFor.count() > 0) {
-    auto now = Clock::now();
+    auto now = SteadyClock::now();
     if (now.time_since_epoch().count() >= g_noYieldUntil.load(std::memory_order_relaxed)) {
       const auto yieldEnd = std::min(now + o.yieldFor, deadline);
       do {
         ::sched_yield();
         const auto before = now;
-        now = Clock::now();
+        now = SteadyClock::now();
         if (ready()) return WaitEnd::Ready;
         // A yield that took this long handed the core to something that ran a whole time
         // slice, most likely not a rank of ours: sleep instead of yielding for a while.
@@ -182,7 +182,7 @@ WaitEnd waitFor(const ShmOptions& o, const std::atomic<bool>& aborted, Ready rea
   for (;;) {
     if (aborted.load(std::memory_order_relaxed)) return WaitEnd::Aborted;
     if (closed()) return ready() ? WaitEnd::Ready : WaitEnd::Closed;
-    const auto now = Clock::now();
+    const auto now = SteadyClock::now();
     if (now >= deadline) return WaitEnd::Timeout;
     if (processGone(peerPid.load(std::memory_order_relaxed))) {
       return ready() ? WaitEnd::Ready : WaitEnd::PeerGone;
@@ -287,17 +287,6 @@ struct OutChannel {
   std::atomic<int32_t> ownerPid{0};
 };
 
-class DoneCompletion final : public SendCompletion {
- public:
-  bool done() const override { return true; }
-  void wait() override {}
-};
-
-const std::shared_ptr<SendCompletion>& doneCompletion() {
-  static const std::shared_ptr<SendCompletion> c = std::make_shared<DoneCompletion>();
-  return c;
-}
-
 // Removes the names of segments whose creating process no longer exists.
 void sweepStaleSegments() {
   DIR* d = ::opendir("/dev/shm");
@@ -375,9 +364,9 @@ struct ShmDataPlane::Impl {
 
 ShmDataPlane::ShmDataPlane(int rank, int nranks)
     : rank_(rank), nranks_(nranks), impl_(std::make_unique<Impl>()) {
-  if (nranks < 1 || nranks > kMaxShmRanks || rank < 0 || rank >= nranks) {
+  if (nranks < 1 || nranks > kMaxRanks || rank < 0 || rank >= nranks) {
     throw ConfigError("shared-memory data plane: rank " + std::to_string(rank) + " not in [0, " +
-                      std::to_string(nranks) + ") or more than " + std::to_string(kMaxShmRanks) +
+                      std::to_string(nranks) + ") or more than " + std::to_string(kMaxRanks) +
                       " ranks");
   }
   impl_->in.resize(static_cast<size_t>(nranks));
@@ -503,7 +492,7 @@ std::unique_ptr<OutChannel> attach(const std::string& endpoint, int rank, int pe
   std::atomic_thread_fence(std::memory_order_acquire);
   if (h->magic != kSegMagic || h->version != kSegVersion) throw bad("not a data-plane segment");
   if (h->ownerRank != peer || h->nranks != nranks || h->totalBytes != bytes ||
-      h->channels > kMaxShmRanks || h->ringBytes == 0 ||
+      h->channels > kMaxRanks || h->ringBytes == 0 ||
       ringsOffset(h->channels) + h->channels * h->ringBytes != bytes) {
     throw bad("segment belongs to rank " + std::to_string(h->ownerRank) + " of " +
               std::to_string(h->nranks) + " or is inconsistent");
@@ -589,7 +578,7 @@ std::shared_ptr<SendCompletion> ShmDataPlane::send(int peer, const ChunkHeader& 
     const auto closed = [&] {
       return c.consumerState.load(std::memory_order_acquire) == kStateClosed;
     };
-    const auto deadline = Clock::now() + im.opt.sendTimeout;
+    const auto deadline = SteadyClock::now() + im.opt.sendTimeout;
     switch (waitFor(im.opt, im.aborted, room, closed, c.spaceSignal, c.spaceWaiters, o.ownerPid,
                     deadline)) {
       case WaitEnd::Ready: return;
@@ -643,7 +632,7 @@ std::shared_ptr<SendCompletion> ShmDataPlane::send(int peer, const ChunkHeader& 
   o.head += need;
   c.head.store(o.head, std::memory_order_seq_cst);
   notify(c.dataSignal, c.dataWaiters);
-  return doneCompletion();
+  return completedSend();
 }
 
 std::unique_ptr<InMessage> ShmDataPlane::recv(int peer, uint32_t step,
@@ -664,7 +653,7 @@ std::unique_ptr<InMessage> ShmDataPlane::recv(int peer, uint32_t step,
   }
   InChannel& ch = *chp;
   ChannelCtl& c = *ch.ctl;
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = SteadyClock::now() + timeout;
   for (;;) {
     const auto ready = [&] { return c.head.load(std::memory_order_acquire) > ch.readPos; };
     const auto closed = [&] {

@@ -19,13 +19,13 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "base/clock.h"
 #include "base/errors.h"
 
 namespace arl {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // Longest time a blocked call goes without looking at the abort flag; the abort pipe wakes
@@ -51,8 +51,8 @@ std::string formatDuration(milliseconds t) {
   return std::to_string(t.count()) + " ms";
 }
 
-milliseconds until(Clock::time_point deadline) {
-  const auto left = deadline - Clock::now();
+milliseconds until(SteadyClock::time_point deadline) {
+  const auto left = deadline - SteadyClock::now();
   return left.count() <= 0 ? milliseconds(0) : std::chrono::ceil<milliseconds>(left);
 }
 
@@ -87,13 +87,6 @@ struct SharedState {
     failed.store(true, std::memory_order_release);
     return PeerError(rank, peer, step, reason);
   }
-};
-
-// Completion of a copied send: ZeroMQ owns a copy, the caller's memory is free at once.
-class DoneCompletion final : public SendCompletion {
- public:
-  bool done() const override { return true; }
-  void wait() override {}
 };
 
 // Set by ZeroMQ's I/O thread when it releases a zero-copy payload.
@@ -132,20 +125,20 @@ class ZeroCopyCompletion final : public SendCompletion {
     if (done()) {
       return;
     }
-    const auto deadline = Clock::now() + timeout_;
+    const auto deadline = SteadyClock::now() + timeout_;
     std::unique_lock<std::mutex> lk(st_->m);
     while (!st_->done.load(std::memory_order_acquire)) {
       if (shared_->isAborted()) {
         throw shared_->fail(rank_, peer_, step_, "run aborted");
       }
-      const auto now = Clock::now();
+      const auto now = SteadyClock::now();
       if (now >= deadline) {
         throw shared_->fail(rank_, peer_, step_,
                             "send to rank " + std::to_string(peer_) + " for step " +
                                 std::to_string(step_) + " not taken within " +
                                 formatDuration(timeout_) + " (peer not reading)");
       }
-      st_->cv.wait_for(lk, std::min<Clock::duration>(deadline - now, kAbortCheck));
+      st_->cv.wait_for(lk, std::min<SteadyClock::duration>(deadline - now, kAbortCheck));
     }
   }
 
@@ -318,9 +311,9 @@ struct ZmqDataPlane::Impl {
   // Keeps trying to send owed ACKs for at most `budget`: a rank that is going down anyway
   // still lets the peers it acknowledges close without waiting out their linger.
   void flushAcksFor(milliseconds budget) {
-    const auto deadline = Clock::now() + budget;
+    const auto deadline = SteadyClock::now() + budget;
     try {
-      for (flushAcks(); acksOwed > 0 && !shared->isAborted() && Clock::now() < deadline;
+      for (flushAcks(); acksOwed > 0 && !shared->isAborted() && SteadyClock::now() < deadline;
            flushAcks()) {
         // Unread data may be waiting on the PULL socket, so sleep rather than poll it.
         std::this_thread::sleep_for(std::min(until(deadline), kAckRetry));
@@ -421,7 +414,7 @@ struct ZmqDataPlane::Impl {
 
   // The goodbye exchange of close(); true when it completed within closeLinger.
   bool farewell() {
-    const auto deadline = Clock::now() + opt.closeLinger;
+    const auto deadline = SteadyClock::now() + opt.closeLinger;
     SharedState& st = *shared;
     // FIN after the data: FIFO per connection puts it behind everything we sent.
     for (int p = 0; p < nranks; ++p) {
@@ -429,7 +422,7 @@ struct ZmqDataPlane::Impl {
         continue;
       }
       while (!trySendControl(p, kFinMagic)) {
-        if (st.isAborted() || Clock::now() >= deadline) {
+        if (st.isAborted() || SteadyClock::now() >= deadline) {
           return false;
         }
         waitSocket(push[static_cast<size_t>(p)], ZMQ_POLLOUT, st, until(deadline));
@@ -440,7 +433,7 @@ struct ZmqDataPlane::Impl {
       if (settled()) {
         return true;
       }
-      if (st.isAborted() || Clock::now() >= deadline) {
+      if (st.isAborted() || SteadyClock::now() >= deadline) {
         return false;
       }
       std::unique_ptr<InMessage> unread;
@@ -690,11 +683,11 @@ std::shared_ptr<SendCompletion> ZmqDataPlane::send(int peer, const ChunkHeader& 
     if (bytes > 0) {
       body = zmq::message_t(data, bytes);
     }
-    static const auto kDone = std::make_shared<DoneCompletion>();
-    completion = kDone;
+    // ZeroMQ owns a copy: the caller's memory is free at once.
+    completion = completedSend();
   }
 
-  const auto deadline = Clock::now() + impl_->opt.sendTimeout;
+  const auto deadline = SteadyClock::now() + impl_->opt.sendTimeout;
   auto sendFrame = [&](zmq::message_t& m, zmq::send_flags more) {
     for (;;) {
       if (st.isAborted()) {
@@ -711,7 +704,7 @@ std::shared_ptr<SendCompletion> ZmqDataPlane::send(int peer, const ChunkHeader& 
         }
         continue;
       }
-      if (Clock::now() >= deadline) {
+      if (SteadyClock::now() >= deadline) {
         throw st.fail(rank_, peer, h.step,
                       "rank " + std::to_string(peer) + " accepted no data for step " +
                           std::to_string(h.step) + " within " +
@@ -744,7 +737,7 @@ std::unique_ptr<InMessage> ZmqDataPlane::recv(int peer, uint32_t step,
     return m;
   }
 
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = SteadyClock::now() + timeout;
   for (;;) {
     std::unique_ptr<InMessage> m;
     while (impl_->readOne(step, peer, m)) {
@@ -770,7 +763,7 @@ std::unique_ptr<InMessage> ZmqDataPlane::recv(int peer, uint32_t step,
                         " closed its data plane before sending data for step " +
                         std::to_string(step));
     }
-    if (Clock::now() >= deadline) {
+    if (SteadyClock::now() >= deadline) {
       throw st.fail(rank_, peer, step,
                     "no data from rank " + std::to_string(peer) + " for step " +
                         std::to_string(step) + " within " + formatDuration(timeout));

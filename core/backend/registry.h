@@ -1,0 +1,59 @@
+// The backends the lab knows, as the algorithm registry lists the algorithms: each one's name
+// (what users type: CLI, window, recordings), what it supports, and whether this build has it.
+// Every "backend not available" message comes from here, so all clients say the same thing.
+// `cuda` and `nccl` are known but come with the GPU library (gpu/), which registers them.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/backend.h"
+#include "base/types.h"
+
+namespace arl {
+
+using BackendFactory = std::function<std::unique_ptr<Backend>()>;
+
+struct BackendInfo {
+  std::string_view name;
+  std::string_view summary;  // one line for --help and the window
+  MemoryKind memory = MemoryKind::Host;
+  std::string_view needs;      // what a build needs to have it ("CUDA"); "" = always built
+  std::string_view buildFlag;  // the CMake option that asks for it ("ARL_WITH_CUDA")
+  std::vector<DataType> dtypes;
+  std::vector<RedOp> ops;
+  BackendFactory make;  // empty: not in this build
+
+  bool built() const { return static_cast<bool>(make); }
+  bool supports(DataType t) const;
+  bool supports(RedOp op) const;
+};
+
+// Every known backend, built or not, in display order (cpu, cuda, nccl).
+std::span<const BackendInfo> backends();
+// The known backend called `name`, or null.
+const BackendInfo* findBackend(std::string_view name);
+// Names of the backends this build has ("cpu", ...).
+std::vector<std::string_view> builtBackendNames();
+
+// nullopt when this build has backend `name`; else the one-line reason, e.g. "backend 'cuda'
+// needs a build with CUDA (ARL_WITH_CUDA); this build has: cpu".
+std::optional<std::string> backendUnavailable(std::string_view name);
+// nullopt when backend `name` (built) runs `t` with `op`; else the one-line reason.
+std::optional<std::string> backendRefuses(std::string_view name, DataType t, RedOp op);
+// Throws ConfigError with backendUnavailable()'s message.
+void requireBackend(std::string_view name);
+// A new backend `name`. Throws ConfigError when this build does not have it.
+std::unique_ptr<Backend> makeBackend(std::string_view name);
+
+// Marks a known backend as built and says how to make it: called once at start-up by the
+// library that implements it (the GPU library for cuda and nccl). Throws ConfigError for a
+// name the registry does not know.
+void registerBackend(std::string_view name, BackendFactory make);
+
+}  // namespace arl

@@ -1,0 +1,96 @@
+// One rank's part of a benchmark run, said once for the in-process run (runLocal, one thread
+// per rank) and the worker process (one rank): its buffers, its input and expected output,
+// the warm-up and timed iterations, and the check of its result. The caller brings the
+// schedule, the backend and the transport, and decides what happens between iterations (the
+// in-process run waits at a barrier, the worker reports each timed iteration).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "backend/backend.h"
+#include "exec/executor.h"
+#include "exec/telemetry.h"
+#include "schedule/schedule.h"
+#include "transport/transport.h"
+
+namespace arl {
+
+struct RankRunOptions {
+  // For the timed iterations; warm-up iterations run with telemetry Off (telemetry describes
+  // the timed iterations only).
+  ExecOptions exec;
+  bool inPlace = false;
+  uint32_t warmup = 0;
+  uint32_t iterations = 1;
+  bool check = true;  // fill the expected output and count #wrong after the last iteration
+};
+
+// What the caller learns after each timed iteration.
+struct TimedIteration {
+  uint32_t index = 0;  // 0-based among the timed iterations
+  int64_t ns = 0;      // this rank's time for the iteration, backend synchronised
+  // #wrong of this rank's output (nccl-tests' "#wrong"), after the last timed iteration only
+  // and only when checked: a check between iterations would delay this rank's next
+  // iteration while its peers already wait for it, and land in their measured time.
+  std::optional<uint64_t> wrong;
+};
+
+struct RankRunHooks {
+  // Before iteration `it` (0..warmup+iterations-1, warm-up first), untimed. Returning false
+  // ends the run early (the in-process run's barrier was aborted by a failing rank).
+  std::function<bool(uint32_t it)> beforeIteration;
+  std::function<void(const TimedIteration&)> afterTimed;
+};
+
+class RankRun {
+ public:
+  // Allocates the rank's buffers on `backend` once for the run (page faults stay out of the
+  // timing; in place, Input and Output share one allocation as NCCL's in-place calls do, see
+  // inPlaceOffset()), fills the input, and the expected output when checking. `s` and
+  // `backend` must outlive the RankRun. Throws ConfigError on bad options.
+  RankRun(const Schedule& s, int rank, Backend& backend, RankRunOptions opt);
+  // Frees the buffers: close or abort the transport first, a send may still read them.
+  ~RankRun();
+  RankRun(const RankRun&) = delete;
+  RankRun& operator=(const RankRun&) = delete;
+
+  const RankBuffers& buffers() const { return bufs_; }
+  // Whether a result check applies: check asked for, and the collective defines this rank's
+  // output (not so for Reduce on a rank other than the root).
+  bool checks() const { return !expected_.empty(); }
+
+  // Runs the warm-up and timed iterations over `transport`, reporting to `sink` (may be
+  // null). Returns false when beforeIteration ended the run early. Throws PeerError as
+  // Executor::run does; the caller aborts the transport then. Call once; `transport` must
+  // stay open until after the RankRun is destroyed (a send may still read its buffers).
+  bool run(Transport& transport, TelemetrySink* sink, const RankRunHooks& hooks);
+
+  // #wrong of the rank's Output now (0 when !checks()).
+  uint64_t countWrong() const;
+  // A host copy of the rank's Output.
+  std::vector<unsigned char> output() const;
+
+ private:
+  void* allocate(size_t bytes);
+  void allocateBuffers();
+
+  const Schedule& s_;
+  int rank_;
+  Backend& backend_;
+  RankRunOptions opt_;
+  size_t inBytes_;
+  size_t outBytes_;
+  std::vector<void*> owned_;
+  RankBuffers bufs_;
+  std::vector<unsigned char> hostInput_;
+  std::vector<unsigned char> expected_;
+  // Declared last, destroyed first: they may hold backend temporaries.
+  std::unique_ptr<Executor> warm_;
+  std::unique_ptr<Executor> timed_;
+};
+
+}  // namespace arl
