@@ -4,7 +4,8 @@
 // The session is synthetic but shaped like a real one: eight runs of different algorithms on
 // 4 to 8 ranks, each cut at 125,000 events as `--max-events` would cut it, with the events
 // the executor emits for every op of a generated schedule (sends, receives, reductions, step
-// and iteration ends) and provenance masks from the schedule.
+// and iteration ends) and provenance masks from the schedule. The Perfetto trace of the same
+// session is timed too (its MB/s counts the trace's bytes).
 //   recording_bench                  # 1M events, 5 repetitions
 //   recording_bench --events 200000 --reps 9
 #include <algorithm>
@@ -183,6 +184,8 @@ int main(int argc, char** argv) {
     readBack = 0;
     for (const BenchRow& row : back.rows) readBack += row.result.events.size();
   });
+  std::string trace;
+  const Figures traceWrite = timeIt(o.reps, [&] { trace = chromeTraceJson(session); });
   if (readBack != events) {
     std::fprintf(stderr, "read %llu events, wrote %llu\n",
                  static_cast<unsigned long long>(readBack), static_cast<unsigned long long>(events));
@@ -193,5 +196,7 @@ int main(int argc, char** argv) {
               session.rows.size(), static_cast<unsigned long long>(events), mb, o.reps);
   print("write", write, mb, static_cast<double>(events));
   print("read", read, mb, static_cast<double>(events));
+  std::printf("trace: %.1f MB of Chrome trace JSON\n", static_cast<double>(trace.size()) / 1e6);
+  print("trace", traceWrite, static_cast<double>(trace.size()) / 1e6, static_cast<double>(events));
   return 0;
 }
