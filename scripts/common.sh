@@ -15,6 +15,7 @@ ARL_PACKAGES=(
   xvfb xauth fonts-dejavu-core poppler-utils
   openmpi-bin libopenmpi-dev
   clang-format
+  nlohmann-json3-dev
 )
 
 arl_missing_packages() {
