@@ -116,13 +116,24 @@ Transfer makeTransfer(const Events& ev, size_t send, size_t sendEnd, size_t recv
   return x;
 }
 
-// Pairs sends with receives by signature; a signature whose counts differ pairs nothing.
+// Whether the k-th send of a signature is the k-th receive: as many of each, and one offset
+// difference between sender and receiver for all (the slices of a chunk lie in the same order
+// in both ranks' buffers, so a lost slice on each side shows as a changed difference).
+bool alignedInOrder(const Events& ev, const size_t* a, size_t na, const size_t* b, size_t nb) {
+  if (na != nb) return false;
+  for (size_t k = 1; k < na; ++k) {
+    if (ev[a[k]].offset - ev[b[k]].offset != ev[a[0]].offset - ev[b[0]].offset) return false;
+  }
+  return true;
+}
+
+// Pairs sends with receives by signature; a signature that does not align pairs nothing.
 std::vector<Transfer> pairMessages(const Events& ev, const Sorted& s, const Indices& sendEnd,
                                    TimelineStats& stats) {
   std::vector<Transfer> out;
   joinByKey(ev, s.sendStarts, s.recvEnds, sentSignature, receivedSignature,
             [&](const size_t* a, size_t na, const size_t* b, size_t nb) {
-              if (na != nb) {
+              if (!alignedInOrder(ev, a, na, b, nb)) {
                 stats.unmatchedSends += na;
                 stats.unmatchedRecvs += nb;
                 return;
@@ -274,7 +285,10 @@ size_t Timeline::firstStartingAt(int64_t t) const {
 
 std::vector<size_t> Timeline::inFlightAt(int64_t t) const {
   std::vector<size_t> out;
-  for (size_t i = firstStartingAt(minus(t, longestFlightNs_)); i < transfers_.size(); ++i) {
+  // A saturated longest flight may be shorter than the real one: then look from the start.
+  const bool saturated = longestFlightNs_ == std::numeric_limits<int64_t>::max();
+  for (size_t i = saturated ? 0 : firstStartingAt(minus(t, longestFlightNs_));
+       i < transfers_.size(); ++i) {
     const Transfer& x = transfers_[i];
     if (x.sendStartNs > t) break;
     if (t < x.recvEndNs) out.push_back(i);

@@ -8,10 +8,13 @@
 // and offset) and a receive (RecvEnd) are one message when they agree on sender, receiver,
 // iteration, step, chunk, bytes and provenance: the message's signature. Among messages of one
 // signature (the slices of one chunk) the k-th send is the k-th receive, as the data planes
-// deliver them in order. When a signature's sends and receives differ in number, events of it
-// were lost and which ones cannot be known: none of them is paired, all are counted as
-// unmatched. The coordinator loses telemetry only as a suffix of a run (it keeps the first
-// max-events), and then no pair is missed but those of a signature cut in the middle.
+// deliver them in order. When a signature's sends and receives differ in number, or their
+// offsets do not keep one difference, events of it were lost and which ones cannot be known:
+// none of them is paired, all are counted as unmatched. Losses on one side only (all sends or
+// all receives of a rank, a full sink) and the coordinator's (it keeps a prefix of a run's
+// telemetry) are therefore never mis-paired. One loss cannot be told from no loss: the first
+// slice's send and the last slice's receive of one chunk, and nothing else of it; the slices
+// between are then paired one off.
 #pragma once
 
 #include <cstddef>

@@ -316,7 +316,7 @@ RankIteration readPerRank(const In& a) {
   if (a.size() != 4) bad(a.path(), "expected [rank, iteration, time_ns, wrong]");
   RankIteration ri;
   ri.rank = a[0].i32(0, kMaxRanks - 1);
-  ri.iteration = static_cast<uint32_t>(a[1].u64(std::numeric_limits<uint32_t>::max()));
+  ri.iteration = static_cast<uint32_t>(a[1].u64(kMaxIterations - 1));
   ri.timeNs = a[2].i64(-kMaxAbsNs, kMaxAbsNs);
   ri.wrong = a[3].u64();
   return ri;

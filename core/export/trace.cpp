@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <queue>
+#include <set>
 
 #include "exec/timeline.h"
 #include "export/export.h"
@@ -24,6 +26,7 @@ constexpr const char* kLaneNames[kLaneCount] = {"iterations", "steps",  "send",
 constexpr int kMaxSubLanes = 10000;
 constexpr int kBenchPid = 1000;  // the process that holds the "runs" lane
 constexpr int64_t kCounterWindowNs = 1'000'000;
+constexpr int64_t kMaxCounterWindows = 600'000;  // ten minutes
 constexpr size_t kNoEvent = static_cast<size_t>(-1);
 
 int rankPid(int rank) { return rank + 1; }
@@ -151,27 +154,43 @@ class TraceBuilder {
     return slices.size() - 1;
   }
 
+  // Each slice goes to the lowest-numbered sub-lane free at its start: O(n log lanes).
   void packLane(std::vector<size_t>& idx) {
     std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
       return std::tie(slices[a].start, slices[a].end) < std::tie(slices[b].start, slices[b].end);
     });
-    std::vector<int64_t> lastEnd;  // per sub-lane
+    using Busy = std::pair<int64_t, int>;  // (end, sub-lane)
+    std::priority_queue<Busy, std::vector<Busy>, std::greater<>> busy;
+    std::set<int> free;
+    int lanes = 0;
     for (size_t i : idx) {
       Slice& s = slices[i];
       // A slice may start where the previous one ends: viewers close a slice at its end
       // timestamp before opening the next (Perfetto's SliceTracker pops when end <= ts).
-      auto free = std::find_if(lastEnd.begin(), lastEnd.end(), [&](int64_t e) { return e <= s.start; });
-      if (free == lastEnd.end()) {
-        if (lastEnd.size() >= static_cast<size_t>(kMaxSubLanes)) continue;  // dropped
-        free = lastEnd.insert(lastEnd.end(), s.end);
+      while (!busy.empty() && busy.top().first <= s.start) {
+        free.insert(busy.top().second);
+        busy.pop();
       }
-      *free = s.end;
-      s.sub = static_cast<int>(free - lastEnd.begin());
+      if (!free.empty()) {
+        s.sub = *free.begin();
+        free.erase(free.begin());
+      } else if (lanes < kMaxSubLanes) {
+        s.sub = lanes++;
+      } else {
+        continue;  // dropped: more overlapping slices than sub-lanes
+      }
+      busy.emplace(s.end, s.sub);
     }
   }
 
   static void countSent(std::map<int64_t, double>& w, int64_t start, int64_t end, uint64_t bytes) {
     if (end <= start) {
+      w[start / kCounterWindowNs] += static_cast<double>(bytes);
+      return;
+    }
+    // A send longer than kMaxCounterWindows windows is not a real one (a damaged recording):
+    // its bytes count where it started rather than costing a sample per millisecond.
+    if ((end - start) / kCounterWindowNs > kMaxCounterWindows) {
       w[start / kCounterWindowNs] += static_cast<double>(bytes);
       return;
     }

@@ -7,7 +7,7 @@
 // and iteration ends) and provenance masks from the schedule. The Perfetto trace of the same
 // session is timed too (its MB/s counts the trace's bytes).
 //   recording_bench                  # 1M events, 5 repetitions
-//   recording_bench --events 200000 --reps 9
+//   recording_bench --events 200000 --reps 9 --trace no
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +26,7 @@ using namespace arl;
 struct Options {
   uint64_t events = 1'000'000;
   int reps = 5;
+  bool trace = true;
 };
 
 Options parseOptions(int argc, char** argv) {
@@ -33,10 +34,12 @@ Options parseOptions(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--events") == 0) {
       o.events = std::strtoull(argv[i + 1], nullptr, 10);
+    } else if (std::strcmp(argv[i], "--trace") == 0) {
+      o.trace = std::strcmp(argv[i + 1], "no") != 0;
     } else if (std::strcmp(argv[i], "--reps") == 0) {
       o.reps = std::max(1, std::atoi(argv[i + 1]));
     } else {
-      std::fprintf(stderr, "usage: recording_bench [--events N] [--reps N]\n");
+      std::fprintf(stderr, "usage: recording_bench [--events N] [--reps N] [--trace yes|no]\n");
       std::exit(2);
     }
   }
@@ -185,7 +188,8 @@ int main(int argc, char** argv) {
     for (const BenchRow& row : back.rows) readBack += row.result.events.size();
   });
   std::string trace;
-  const Figures traceWrite = timeIt(o.reps, [&] { trace = chromeTraceJson(session); });
+  const Figures traceWrite =
+      o.trace ? timeIt(o.reps, [&] { trace = chromeTraceJson(session); }) : Figures{};
   if (readBack != events) {
     std::fprintf(stderr, "read %llu events, wrote %llu\n",
                  static_cast<unsigned long long>(readBack), static_cast<unsigned long long>(events));
@@ -196,6 +200,7 @@ int main(int argc, char** argv) {
               session.rows.size(), static_cast<unsigned long long>(events), mb, o.reps);
   print("write", write, mb, static_cast<double>(events));
   print("read", read, mb, static_cast<double>(events));
+  if (!o.trace) return 0;
   std::printf("trace: %.1f MB of Chrome trace JSON\n", static_cast<double>(trace.size()) / 1e6);
   print("trace", traceWrite, static_cast<double>(trace.size()) / 1e6, static_cast<double>(events));
   return 0;
