@@ -130,7 +130,9 @@ std::string benchResultsJson(const BenchReport& r) {
                {"telemetry", telemetryJson(r)},
                {"error", r.error},
                {"results", std::move(results)}};
-  return jsonText(j) + "\n";
+  std::string text = jsonText(j);
+  text += '\n';  // appended, not concatenated: a recording is tens of megabytes
+  return text;
 }
 
 std::string benchResultsCsv(const BenchReport& r) {

@@ -477,7 +477,9 @@ std::string recordingJson(const BenchReport& r) {
                {"error", r.error},
                {"event_columns", kEventColumns},
                {"runs", std::move(runs)}};
-  return jsonText(j) + "\n";
+  std::string text = jsonText(j);
+  text += '\n';  // appended, not concatenated: a recording is tens of megabytes
+  return text;
 }
 
 BenchReport parseRecording(std::string_view text) {
