@@ -172,15 +172,14 @@ class IntervalBuilder {
         case EventKind::IterationEnd: break;
       }
     }
-    std::stable_sort(out_.begin(), out_.end(), [](const Interval& a, const Interval& b) {
-      return a.startNs < b.startNs;
-    });
+    std::stable_sort(out_.begin(), out_.end(),
+                     [](const Interval& a, const Interval& b) { return a.startNs < b.startNs; });
     return std::move(out_);
   }
 
  private:
-  using RankKey = std::tuple<uint64_t, int>;                 // run, rank
-  using IterKey = std::tuple<uint64_t, int, uint32_t>;       // run, rank, iteration
+  using RankKey = std::tuple<uint64_t, int>;            // run, rank
+  using IterKey = std::tuple<uint64_t, int, uint32_t>;  // run, rank, iteration
   using PlaceKey = std::tuple<uint64_t, int, uint32_t, int, uint32_t, uint64_t>;
 
   void add(Activity a, size_t i, int peer, int64_t start, int64_t end, int64_t transfer = -1) {

@@ -11,11 +11,11 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/coordinator.h"
+#include "base/types.h"
+#include "exec/telemetry.h"
 #include "model/metrics.h"
 #include "model/model.h"
-#include "exec/telemetry.h"
-#include "base/types.h"
+#include "runtime/coordinator.h"
 
 namespace arl {
 

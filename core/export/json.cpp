@@ -40,8 +40,7 @@ nlohmann::json parseJsonLimited(std::string_view text, const JsonLimits& limits)
                            " levels");
     }
     if (++values > limits.maxValues) {
-      throw JsonInputError("JSON holds more than " + std::to_string(limits.maxValues) +
-                           " values");
+      throw JsonInputError("JSON holds more than " + std::to_string(limits.maxValues) + " values");
     }
     return true;
   };

@@ -179,7 +179,8 @@ class In {
     if (!v_.is_number_unsigned() || v_.get<uint64_t>() > hi) outOfRange("0", std::to_string(hi));
     return v_.get<uint64_t>();
   }
-  int i32(int lo = std::numeric_limits<int>::min(), int hi = std::numeric_limits<int>::max()) const {
+  int i32(int lo = std::numeric_limits<int>::min(),
+          int hi = std::numeric_limits<int>::max()) const {
     return static_cast<int>(i64(lo, hi));
   }
   template <typename T, typename Parse>
@@ -437,8 +438,8 @@ BenchRow readRun(const In& a) {
   res.events = parseEvents(events.str(), res.runId, events.path());
   const uint64_t expected = o["event_count"].u64();
   if (res.events.size() != expected) {
-    bad(events.path(), "holds " + std::to_string(res.events.size()) +
-                           " events, event_count says " + std::to_string(expected));
+    bad(events.path(), "holds " + std::to_string(res.events.size()) + " events, event_count says " +
+                           std::to_string(expected));
   }
   return row;
 }
@@ -508,9 +509,8 @@ BenchReport readRecording(const std::string& path) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   if (!ec && size > kRecordingLimits.maxBytes) {
-    throw RecordingError(path + ": recording of " + std::to_string(size) +
-                         " bytes is over the " + std::to_string(kRecordingLimits.maxBytes) +
-                         "-byte limit");
+    throw RecordingError(path + ": recording of " + std::to_string(size) + " bytes is over the " +
+                         std::to_string(kRecordingLimits.maxBytes) + "-byte limit");
   }
   std::ifstream f(path, std::ios::binary);
   if (!f) throw RecordingError("cannot read recording '" + path + "'");

@@ -90,15 +90,14 @@ class TraceBuilder {
     const Timeline tl(row.result.events, iterationTimes(row.result));
     std::vector<size_t> sendSlice(tl.transfers().size()), recvSlice(tl.transfers().size());
     for (const Interval& x : tl.intervals()) {
-      const size_t idx = add({rankPid(x.rank), laneOf(x.activity), x.startNs, x.endNs, &row,
-                              x.event});
+      const size_t idx =
+          add({rankPid(x.rank), laneOf(x.activity), x.startNs, x.endNs, &row, x.event});
       if (x.activity == Activity::Send || x.activity == Activity::Recv ||
           x.activity == Activity::Reduce) {
         ++stats.slices;
       }
       if (x.transfer < 0) continue;
-      (x.activity == Activity::Send ? sendSlice : recvSlice)[static_cast<size_t>(x.transfer)] =
-          idx;
+      (x.activity == Activity::Send ? sendSlice : recvSlice)[static_cast<size_t>(x.transfer)] = idx;
     }
     for (size_t t = 0; t < sendSlice.size(); ++t) flows_.emplace_back(sendSlice[t], recvSlice[t]);
     stats.unmatchedSends += tl.stats().unmatchedSends;
@@ -278,7 +277,10 @@ Json sliceJson(const Slice& s, int64_t origin) {
 }
 
 Json metadata(const char* name, int pid, int64_t tid, const char* argKey, Json argValue) {
-  return Json{{"ph", "M"}, {"name", name}, {"pid", pid}, {"tid", tid},
+  return Json{{"ph", "M"},
+              {"name", name},
+              {"pid", pid},
+              {"tid", tid},
               {"args", Json{{argKey, std::move(argValue)}}}};
 }
 
@@ -319,7 +321,8 @@ std::map<int, std::string> processNames(const BenchReport& r, const std::vector<
     for (const WorkerInfo& w : row.result.workers) nameRank(w);
   }
   for (const Slice& s : slices) {
-    if (s.pid != kBenchPid && !names.count(s.pid)) names[s.pid] = "rank " + std::to_string(s.pid - 1);
+    if (s.pid != kBenchPid && !names.count(s.pid))
+      names[s.pid] = "rank " + std::to_string(s.pid - 1);
   }
   return names;
 }

@@ -77,8 +77,7 @@ void emitOp(std::vector<TelemetryEvent>& out, const Op& op, uint32_t it, int ran
 }
 
 // One run: whole iterations of `algo` on `n` ranks until `budget` events, then cut there.
-BenchRow syntheticRun(const std::string& algo, int n, uint64_t budget, uint64_t runId,
-                      int64_t t0) {
+BenchRow syntheticRun(const std::string& algo, int n, uint64_t budget, uint64_t runId, int64_t t0) {
   GenParams p;
   p.nranks = n;
   p.count = uint64_t{1} << 20;
@@ -126,8 +125,8 @@ BenchRow syntheticRun(const std::string& algo, int n, uint64_t budget, uint64_t 
 }
 
 BenchReport syntheticSession(uint64_t events) {
-  const char* algos[] = {"ring",     "tree",         "halving-doubling", "recursive-doubling",
-                         "ring",     "hierarchical", "reduce-broadcast", "parameter-server"};
+  const char* algos[] = {"ring", "tree",         "halving-doubling", "recursive-doubling",
+                         "ring", "hierarchical", "reduce-broadcast", "parameter-server"};
   const int ranks[] = {4, 8, 8, 4, 6, 8, 5, 7};
   BenchReport r;
   r.config.workers = 8;
@@ -192,7 +191,8 @@ int main(int argc, char** argv) {
       o.trace ? timeIt(o.reps, [&] { trace = chromeTraceJson(session); }) : Figures{};
   if (readBack != events) {
     std::fprintf(stderr, "read %llu events, wrote %llu\n",
-                 static_cast<unsigned long long>(readBack), static_cast<unsigned long long>(events));
+                 static_cast<unsigned long long>(readBack),
+                 static_cast<unsigned long long>(events));
     return 1;
   }
   const double mb = static_cast<double>(text.size()) / 1e6;

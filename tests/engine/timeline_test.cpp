@@ -257,10 +257,9 @@ TEST(Timeline, RunsNeverPairWithEachOther) {
 }
 
 TEST(Timeline, IntervalsDescribeWhatEachRankDid) {
-  std::vector<TelemetryEvent> e = {ev(EventKind::SendStart, 0, 1, 0, 0, 1000),
-                                   ev(EventKind::SendEnd, 0, 1, 0, 0, 1500),
-                                   ev(EventKind::RecvEnd, 1, 0, 0, 0, 2000),
-                                   ev(EventKind::ReduceEnd, 1, 0, 0, 0, 2600)};
+  std::vector<TelemetryEvent> e = {
+      ev(EventKind::SendStart, 0, 1, 0, 0, 1000), ev(EventKind::SendEnd, 0, 1, 0, 0, 1500),
+      ev(EventKind::RecvEnd, 1, 0, 0, 0, 2000), ev(EventKind::ReduceEnd, 1, 0, 0, 0, 2600)};
   TelemetryEvent step = ev(EventKind::StepEnd, 1, -1, 0, 0, 3000);
   TelemetryEvent iter = ev(EventKind::IterationEnd, 1, -1, 0, 0, 3100);
   e.push_back(step);
@@ -269,9 +268,7 @@ TEST(Timeline, IntervalsDescribeWhatEachRankDid) {
   std::map<Activity, Interval> byKind;
   for (const Interval& x : tl.intervals()) byKind[x.activity] = x;
   ASSERT_EQ(byKind.size(), 5u);
-  const auto span = [&](Activity a) {
-    return std::make_pair(byKind[a].startNs, byKind[a].endNs);
-  };
+  const auto span = [&](Activity a) { return std::make_pair(byKind[a].startNs, byKind[a].endNs); };
   EXPECT_EQ(span(Activity::Send), std::make_pair(int64_t{1000}, int64_t{1500}));
   EXPECT_EQ(span(Activity::Recv), std::make_pair(int64_t{1000}, int64_t{2000}));
   EXPECT_EQ(span(Activity::Reduce), std::make_pair(int64_t{2000}, int64_t{2600}));
@@ -282,10 +279,9 @@ TEST(Timeline, IntervalsDescribeWhatEachRankDid) {
   EXPECT_EQ(byKind[Activity::Recv].transfer, 0);
   EXPECT_EQ(byKind[Activity::Reduce].transfer, -1);
   EXPECT_EQ(byKind[Activity::Recv].peer, 0);
-  EXPECT_TRUE(std::is_sorted(tl.intervals().begin(), tl.intervals().end(),
-                             [](const Interval& a, const Interval& b) {
-                               return a.startNs < b.startNs;
-                             }));
+  EXPECT_TRUE(
+      std::is_sorted(tl.intervals().begin(), tl.intervals().end(),
+                     [](const Interval& a, const Interval& b) { return a.startNs < b.startNs; }));
 }
 
 TEST(Timeline, InFlightAtAgreesWithABruteForce) {
@@ -312,9 +308,10 @@ TEST(Timeline, InFlightAtAgreesWithABruteForce) {
 TEST(Timeline, ExtremeTimestampsDoNotOverflow) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-  const Timeline tl({ev(EventKind::SendStart, 0, 1, 0, 0, kMin), ev(EventKind::RecvEnd, 1, 0, 0, 0, kMax),
-                     ev(EventKind::IterationEnd, 1, -1, 0, 0, kMin)},
-                    {{1, 0, kMax}});
+  const Timeline tl(
+      {ev(EventKind::SendStart, 0, 1, 0, 0, kMin), ev(EventKind::RecvEnd, 1, 0, 0, 0, kMax),
+       ev(EventKind::IterationEnd, 1, -1, 0, 0, kMin)},
+      {{1, 0, kMax}});
   ASSERT_EQ(tl.transfers().size(), 1u);
   EXPECT_EQ(tl.inFlightAt(0), (std::vector<size_t>{0}));
   EXPECT_EQ(tl.inFlightAt(kMin), (std::vector<size_t>{0}));

@@ -4,8 +4,8 @@
 #include "export/export.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <map>
@@ -170,7 +170,7 @@ TEST(Export, ResultsJsonHoldsConfigAndEveryResultField) {
        {"maxbytes", "stepbytes",  "iters",   "warmup_iters",   "check",       "op",
         "dtype",    "collective", "workers", "ranks_per_host", "slice_sizes", "inflights",
         "backend",  "listen",     "expect",  "telemetry",      "max_events",  "root",
-        "in_place", "csv",        "trace",   "record",  "ring_order"}) {
+        "in_place", "csv",        "trace",   "record",         "ring_order"}) {
     EXPECT_TRUE(c.contains(k)) << k;
   }
   EXPECT_EQ(v.at("workers").size(), 3u);
@@ -195,7 +195,8 @@ TEST(Export, ResultsJsonHoldsConfigAndEveryResultField) {
   EXPECT_EQ(res[1].at("algorithm").get<std::string>(), "tree");
   EXPECT_TRUE(res[1].at("wrong").is_null());
   EXPECT_EQ(res[1].at("events_dropped").get<int64_t>(), 5);
-  EXPECT_EQ(res[1].at("events").get<int64_t>(), static_cast<int64_t>(r.rows[1].result.events.size()));
+  EXPECT_EQ(res[1].at("events").get<int64_t>(),
+            static_cast<int64_t>(r.rows[1].result.events.size()));
 
   // Events released after the run (bench keeps them only for a trace or a recording) are
   // still counted.
@@ -222,7 +223,8 @@ ParsedTrace parseTrace(const std::string& text) {
     if (ph == "M" && e.at("name").get<std::string>() == "process_name") {
       t.processNames[e.at("pid").get<int64_t>()] = e.at("args").at("name").get<std::string>();
     } else if (ph == "M" && e.at("name").get<std::string>() == "thread_name") {
-      t.threads[{e.at("pid").get<int64_t>(), e.at("tid").get<int64_t>()}] = e.at("args").at("name").get<std::string>();
+      t.threads[{e.at("pid").get<int64_t>(), e.at("tid").get<int64_t>()}] =
+          e.at("args").at("name").get<std::string>();
     } else if (ph == "X") {
       t.slices.push_back(&e);
     } else if (ph == "C") {

@@ -96,7 +96,9 @@ TEST(RecordingFuzz, EveryTruncationIsACleanError) {
 TEST(RecordingFuzz, MutatedRecordingsReadOrFailCleanly) {
   const std::string good = goodRecording();
   std::mt19937 rng(20261201);
-  const std::string alphabet = "0123456789-+.eE\"\\{}[],: \n\x00\xff" "abcdefnrtu";
+  const std::string alphabet =
+      "0123456789-+.eE\"\\{}[],: \n\x00\xff"
+      "abcdefnrtu";
   std::uniform_int_distribution<size_t> pos(0, good.size() - 1), pick(0, alphabet.size() - 1);
   int accepted = 0;
   for (int i = 0; i < 3000; ++i) {
@@ -105,10 +107,10 @@ TEST(RecordingFuzz, MutatedRecordingsReadOrFailCleanly) {
     for (int k = 0; k < edits; ++k) {
       const size_t p = pos(rng) % t.size();
       switch (rng() % 4) {
-        case 0: t[p] = alphabet[pick(rng)]; break;                    // replace
+        case 0: t[p] = alphabet[pick(rng)]; break;  // replace
         case 1: t.insert(t.begin() + static_cast<long>(p), alphabet[pick(rng)]); break;
-        case 2: t.erase(p, 1); break;                                 // delete
-        default: t[p] = static_cast<char>(rng()); break;              // any byte
+        case 2: t.erase(p, 1); break;                     // delete
+        default: t[p] = static_cast<char>(rng()); break;  // any byte
       }
     }
     accepted += readsCleanly(t);
@@ -151,19 +153,27 @@ TEST(RecordingFuzz, ValuesOutOfRangeNameTheirPath) {
   };
   const Case cases[] = {
       {"\"nranks\":2", "\"nranks\":1e300", "recording.runs[0].nranks: expected an integer"},
-      {"\"nranks\":2", "\"nranks\":65", "recording.runs[0].nranks: 65 is out of range (accepted: 0..64)"},
+      {"\"nranks\":2", "\"nranks\":65",
+       "recording.runs[0].nranks: 65 is out of range (accepted: 0..64)"},
       {"\"event_count\":10", "\"event_count\":99999999999999",
        "recording.runs[0].events: holds 10 events, event_count says 99999999999999"},
       {"\"run_id\":3", "\"run_id\":-3", "recording.runs[0].run_id: -3 is out of range"},
-      {"\"count\":32", "\"count\":18446744073709551616", "recording.runs[0].count: expected an integer"},
+      {"\"count\":32", "\"count\":18446744073709551616",
+       "recording.runs[0].count: expected an integer"},
       {"\"per_rank\":[[0,0,5000,0]", "\"per_rank\":[[0,4294967295,5000,0]",
        "recording.runs[0].per_rank[0][1]: 4294967295 is out of range"},
-      {"\"per_rank\":[[0,0,5000,0]", "\"per_rank\":[[0,0,5000]", "recording.runs[0].per_rank[0]: expected [rank, iteration, time_ns, wrong]"},
-      {"0 0 0 send_start 0 1 ", "0 64 0 send_start 0 1 ", "recording.runs[0].events line 1: rank: bad number '64'"},
-      {"0 0 0 send_start 0 1 ", "0 0 0 send_start 0 1 1 ", "recording.runs[0].events line 1: more than 11 fields"},
-      {"0 0 0 send_start 0 1 ", "0 0 0 send_start 0 ", "recording.runs[0].events line 1: expected 11 fields, found 10"},
-      {"\"workers\":[{\"rank\":0", "\"workers\":[{\"rank\":\"0\"", "recording.workers[0].rank: expected an integer, found a string"},
-      {"\"runs\":[", "\"runs\":\"x\",\"other\":[", "recording.runs: expected an array, found a string"},
+      {"\"per_rank\":[[0,0,5000,0]", "\"per_rank\":[[0,0,5000]",
+       "recording.runs[0].per_rank[0]: expected [rank, iteration, time_ns, wrong]"},
+      {"0 0 0 send_start 0 1 ", "0 64 0 send_start 0 1 ",
+       "recording.runs[0].events line 1: rank: bad number '64'"},
+      {"0 0 0 send_start 0 1 ", "0 0 0 send_start 0 1 1 ",
+       "recording.runs[0].events line 1: more than 11 fields"},
+      {"0 0 0 send_start 0 1 ", "0 0 0 send_start 0 ",
+       "recording.runs[0].events line 1: expected 11 fields, found 10"},
+      {"\"workers\":[{\"rank\":0", "\"workers\":[{\"rank\":\"0\"",
+       "recording.workers[0].rank: expected an integer, found a string"},
+      {"\"runs\":[", "\"runs\":\"x\",\"other\":[",
+       "recording.runs: expected an array, found a string"},
   };
   for (const Case& c : cases) {
     const std::string e = errorOf(replaced(good, c.from, c.to));
@@ -181,7 +191,8 @@ TEST(RecordingFuzz, NestingAndSizeAreBoundedBeforeAnythingIsBuilt) {
   const std::string deep = std::string(200'000, '[') + std::string(200'000, ']');
   EXPECT_NE(errorOf(deep).find("nested deeper than"), std::string::npos) << errorOf(deep);
   const std::string deepInside =
-      replaced(goodRecording(), "\"error\":\"\"", "\"error\":" + std::string(100, '[') + std::string(100, ']'));
+      replaced(goodRecording(), "\"error\":\"\"",
+               "\"error\":" + std::string(100, '[') + std::string(100, ']'));
   EXPECT_NE(errorOf(deepInside).find("nested deeper than"), std::string::npos);
 }
 
