@@ -88,6 +88,7 @@ class TraceBuilder {
       add({kBenchPid, kRuns, row.startNs, row.endNs, &row});
     }
     const Timeline tl(row.result.events, iterationTimes(row.result));
+    slices.reserve(slices.size() + tl.intervals().size());
     std::vector<size_t> sendSlice(tl.transfers().size()), recvSlice(tl.transfers().size());
     for (const Interval& x : tl.intervals()) {
       const size_t idx =
@@ -388,7 +389,9 @@ std::string chromeTraceJson(const BenchReport& r, TraceStats* statsOut) {
   b.bindFlows();
   const int64_t origin = b.origin();
 
-  std::string out = "{\"traceEvents\":[";
+  std::string out;
+  out.reserve(b.slices.size() * 200);  // about what a slice takes: one growth, not twenty
+  out = "{\"traceEvents\":[";
   EventWriter write(out);
   writeNames(write, r, b.slices);
   writeSlices(write, b.slices, origin);
