@@ -281,11 +281,11 @@ RunRequest readRequest(const In& a) {
   q.op = o["op"].parsed<RedOp>(parseRedOp);
   q.count = o["count"].u64();
   q.sliceBytes = o["slice_bytes"].u64();
-  q.root = o["root"].i32();
-  q.ranksPerHost = o["ranks_per_host"].i32();
+  q.root = o["root"].i32(0, kMaxRanks - 1);
+  q.ranksPerHost = o["ranks_per_host"].i32(0, kMaxRanks);
   // Absent from files written before the ring order was editable.
   if (o.has("ring_order")) q.ringOrder = ints(o["ring_order"], 0, kMaxRanks - 1);
-  q.inflight = o["inflight"].i32();
+  q.inflight = o["inflight"].i32(1, static_cast<int>(kMaxInflight));
   q.inPlace = o["in_place"].boolean();
   q.warmup = o["warmup"].i32();
   q.iterations = o["iterations"].i32();
