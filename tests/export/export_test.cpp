@@ -488,6 +488,30 @@ TEST(Export, RecordingRoundTripsEverything) {
   EXPECT_EQ(recordingJson(back), recordingJson(r));
 }
 
+TEST(Export, RecordingsWrittenBeforeTheSweepListsStillRead) {
+  BenchReport r = syntheticReport();
+  r.config.sliceSizes = {65536};
+  r.config.inflights = {2};
+  std::string old = recordingJson(r);
+  // Version 1 files from before the sweep over slices: one chunk_bytes and one inflight in
+  // the config, no ring order anywhere, no data plane.
+  const auto cut = [&](const std::string& from, const std::string& to) {
+    const size_t p = old.find(from);
+    ASSERT_NE(p, std::string::npos) << from;
+    old.replace(p, from.size(), to);
+  };
+  cut("\"slice_sizes\":[65536],\"inflights\":[2],\"ring_order\":[],",
+      "\"chunk_bytes\":65536,\"inflight\":2,");
+  for (int i = 0; i < 2; ++i) cut("\"ring_order\":[],", "");
+  cut("\"data_plane\":\"auto\",", "");
+  const BenchReport back = parseRecording(old);
+  EXPECT_EQ(back.config.sliceSizes, (std::vector<uint64_t>{65536}));
+  EXPECT_EQ(back.config.inflights, (std::vector<int>{2}));
+  EXPECT_TRUE(back.config.ringOrder.empty());
+  ASSERT_EQ(back.rows.size(), 2u);
+  EXPECT_EQ(back.rows[1].result.events, r.rows[1].result.events);
+}
+
 TEST(Export, RecordingReaderRefusesWhatItCannotTrust) {
   const std::string good = recordingJson(syntheticReport());
   auto errorOf = [](const std::string& text) -> std::string {
