@@ -435,69 +435,38 @@ int PlanCommand::run() {
 
   if (!a.json) printSummary(a, s, vr, params, predictedUs, simulatedUs, simError);
 
-  JsonWriter j;
+  Json j;
   if (a.json) {
-    j.beginObject()
-        .key("algorithm")
-        .value(a.algo)
-        .key("collective")
-        .value(toString(a.collective))
-        .key("ranks")
-        .value(a.ranks)
-        .key("count")
-        .value(a.count)
-        .key("dtype")
-        .value(toString(a.dtype))
-        .key("op")
-        .value(toString(a.op))
-        .key("root")
-        .value(a.root)
-        .key("ranks_per_host")
-        .value(a.ranksPerHost)
-        .key("chunk_bytes")
-        .value(a.sliceBytes)
-        .key("slice_elems")
-        .value(s.sliceElems)
-        .key("in_place")
-        .value(a.inPlace)
-        .key("inflight")
-        .value(a.inflight)
-        .key("size_bytes")
-        .value(q.bytes)
-        .key("steps")
-        .value(s.nsteps)
-        .key("ops")
-        .value(static_cast<uint64_t>(totalOps))
-        .key("verified")
-        .value(vr.ok)
-        .key("verify_message")
-        .value(vr.message)
-        .key("predicted_us")
-        .value(predictedUs);
-    j.key("simulated_us");
-    if (simulatedUs) {
-      j.value(*simulatedUs);
-    } else {
-      j.null();
-    }
-    j.key("model")
-        .beginObject()
-        .key("source")
-        .value("defaults")
-        .key("alpha_s")
-        .value(params.alpha)
-        .key("beta_s_per_byte")
-        .value(params.beta)
-        .key("gamma_s_per_byte")
-        .value(params.gamma)
-        .endObject();
+    j = Json{{"algorithm", a.algo},
+             {"collective", std::string(toString(a.collective))},
+             {"ranks", a.ranks},
+             {"count", a.count},
+             {"dtype", std::string(toString(a.dtype))},
+             {"op", std::string(toString(a.op))},
+             {"root", a.root},
+             {"ranks_per_host", a.ranksPerHost},
+             {"slice_bytes", a.sliceBytes},
+             {"slice_elems", s.sliceElems},
+             {"in_place", a.inPlace},
+             {"inflight", a.inflight},
+             {"size_bytes", q.bytes},
+             {"steps", s.nsteps},
+             {"ops", static_cast<uint64_t>(totalOps)},
+             {"verified", vr.ok},
+             {"verify_message", vr.message},
+             {"predicted_us", predictedUs},
+             {"simulated_us", simulatedUs ? Json(*simulatedUs) : Json(nullptr)},
+             {"model", Json{{"source", "defaults"},
+                            {"alpha_s", params.alpha},
+                            {"beta_s_per_byte", params.beta},
+                            {"gamma_s_per_byte", params.gamma}}}};
   }
 
   int rc = vr.ok ? 0 : 1;
   if (a.run) {
     if (!vr.ok) {
       if (!a.json) std::printf("run: skipped, the schedule did not verify\n");
-      if (a.json) j.key("run_skipped").value(true);
+      if (a.json) j["run_skipped"] = true;
     } else {
       LocalRunOptions lo;
       lo.dtype = a.dtype;
@@ -513,22 +482,13 @@ int PlanCommand::run() {
             computeMetrics(a.collective, a.ranks, a.count, a.dtype, res.iterationUs, res.wrong);
         if (m.wrong != 0) rc = 1;
         if (a.json) {
-          j.key("time_us")
-              .value(m.timeUs)
-              .key("algbw_gbps")
-              .value(m.algbwGBps)
-              .key("busbw_gbps")
-              .value(m.busbwGBps)
-              .key("wrong")
-              .value(m.wrong)
-              .key("iters")
-              .value(a.iters)
-              .key("warmup")
-              .value(a.warmup)
-              .key("iteration_us")
-              .beginArray();
-          for (double us : res.iterationUs) j.value(us);
-          j.endArray();
+          j["time_us"] = m.timeUs;
+          j["algbw_gbps"] = m.algbwGBps;
+          j["busbw_gbps"] = m.busbwGBps;
+          j["wrong"] = m.wrong;
+          j["iters"] = a.iters;
+          j["warmup"] = a.warmup;
+          j["iteration_us"] = res.iterationUs;
         } else {
           std::printf(
               "run: in process, %d ranks (threads) on the CPU backend over loopback, %s, warmup "
@@ -541,14 +501,11 @@ int PlanCommand::run() {
       } catch (const std::exception& e) {
         rc = 1;
         std::fprintf(stderr, "%s: run failed: %s\n", kProg, e.what());
-        if (a.json) j.key("run_error").value(e.what());
+        if (a.json) j["run_error"] = e.what();
       }
     }
   }
-  if (a.json) {
-    j.endObject();
-    std::printf("%s\n", j.str().c_str());
-  }
+  if (a.json) std::printf("%s\n", jsonText(j).c_str());
   return rc;
 }
 

@@ -2,6 +2,7 @@
 // Chrome trace-event file that ui.perfetto.dev opens, and a recording that keeps everything a
 // replay needs, with its reader. Formats are documented in docs/bench.md and
 // docs/trace-and-recording.md. No Qt here: the window reads recordings through this header.
+// JSON goes through export/json.h (nlohmann/json).
 #pragma once
 
 #include <cstdint>
@@ -10,11 +11,11 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/coordinator.h"
+#include "base/types.h"
+#include "exec/telemetry.h"
 #include "model/metrics.h"
 #include "model/model.h"
-#include "exec/telemetry.h"
-#include "base/types.h"
+#include "runtime/coordinator.h"
 
 namespace arl {
 
@@ -85,7 +86,7 @@ std::string benchResultsJson(const BenchReport& r);
 // The same rows as CSV with a header row; fields with commas or quotes are quoted (RFC 4180).
 std::string benchResultsCsv(const BenchReport& r);
 
-// What the trace writer found while pairing telemetry events.
+// What the trace writer found in the runs' timelines (exec/timeline.h).
 struct TraceStats {
   uint64_t slices = 0;          // complete events ("X") for sends, receives and reductions
   uint64_t flows = 0;           // send -> receive arrows
@@ -114,8 +115,10 @@ struct RecordingError : std::runtime_error {
 // times and all telemetry events, dropped counts) as JSON text.
 std::string recordingJson(const BenchReport& r);
 
-// Reads recordingJson() output back. Throws RecordingError for malformed text, another
-// format or version, or a missing or mistyped field (naming it).
+// Reads recordingJson() output back, from any source: the text is bounded (size, nesting,
+// values) and every field checked for type and range. Throws RecordingError for malformed
+// text, another format or version, or a missing, mistyped or out-of-range field (naming its
+// JSON path, as "recording.runs[2].request.dtype: missing").
 BenchReport parseRecording(std::string_view text);
 
 // parseRecording() of a file's contents; RecordingError names the path when it cannot be read.

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -12,7 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include "export/json.h"
 #include "schedule/generators.h"
 
 namespace arl {
@@ -61,26 +61,26 @@ TEST(PlanCli, JsonHasEveryFieldAndRunsClean) {
   ASSERT_EQ(r.rc, 0) << r.err << r.out;
   EXPECT_EQ(r.err, "");
   EXPECT_EQ(lines(r.out), 1u);  // one JSON object, no table
-  const JsonValue v = parseJson(r.out);
-  EXPECT_EQ(v.at("algorithm").string, "ring");
-  EXPECT_EQ(v.at("collective").string, "allreduce");
-  EXPECT_EQ(v.at("ranks").integer, 4);
-  EXPECT_EQ(v.at("count").integer, 1000);
-  EXPECT_EQ(v.at("dtype").string, "float");
-  EXPECT_EQ(v.at("op").string, "sum");
-  EXPECT_EQ(v.at("chunk_bytes").integer, 1024);
-  EXPECT_TRUE(v.at("verified").boolean);
-  EXPECT_EQ(v.at("verify_message").string, "");
-  EXPECT_EQ(v.at("steps").integer, 6);  // 2(n-1)
-  EXPECT_GT(v.at("predicted_us").number, 0);
-  EXPECT_GT(v.at("simulated_us").number, 0);
-  EXPECT_GT(v.at("time_us").number, 0);
-  EXPECT_GT(v.at("algbw_gbps").number, 0);
+  const nlohmann::json v = nlohmann::json::parse(r.out);
+  EXPECT_EQ(v.at("algorithm").get<std::string>(), "ring");
+  EXPECT_EQ(v.at("collective").get<std::string>(), "allreduce");
+  EXPECT_EQ(v.at("ranks").get<int64_t>(), 4);
+  EXPECT_EQ(v.at("count").get<int64_t>(), 1000);
+  EXPECT_EQ(v.at("dtype").get<std::string>(), "float");
+  EXPECT_EQ(v.at("op").get<std::string>(), "sum");
+  EXPECT_EQ(v.at("slice_bytes").get<int64_t>(), 1024);
+  EXPECT_TRUE(v.at("verified").get<bool>());
+  EXPECT_EQ(v.at("verify_message").get<std::string>(), "");
+  EXPECT_EQ(v.at("steps").get<int64_t>(), 6);  // 2(n-1)
+  EXPECT_GT(v.at("predicted_us").get<double>(), 0);
+  EXPECT_GT(v.at("simulated_us").get<double>(), 0);
+  EXPECT_GT(v.at("time_us").get<double>(), 0);
+  EXPECT_GT(v.at("algbw_gbps").get<double>(), 0);
   // busbw = algbw * 2(n-1)/n
-  EXPECT_NEAR(v.at("busbw_gbps").number, v.at("algbw_gbps").number * 1.5,
-              1e-9 * v.at("algbw_gbps").number);
-  EXPECT_EQ(v.at("wrong").integer, 0);
-  EXPECT_EQ(v.at("iteration_us").array.size(), 2u);
+  EXPECT_NEAR(v.at("busbw_gbps").get<double>(), v.at("algbw_gbps").get<double>() * 1.5,
+              1e-9 * v.at("algbw_gbps").get<double>());
+  EXPECT_EQ(v.at("wrong").get<int64_t>(), 0);
+  EXPECT_EQ(v.at("iteration_us").size(), 2u);
 }
 
 TEST(PlanCli, EveryAlgorithmVerifiesAndRunsCorrectly) {
@@ -89,9 +89,9 @@ TEST(PlanCli, EveryAlgorithmVerifiesAndRunsCorrectly) {
                           " --ranks 5 --count 1001 --chunk 256 --ranks-per-host 2 --json --run "
                           "--iters 1 --warmup 0");
     ASSERT_EQ(r.rc, 0) << algo << ": " << r.err << r.out;
-    const JsonValue v = parseJson(r.out);
-    EXPECT_TRUE(v.at("verified").boolean) << algo << ": " << v.at("verify_message").string;
-    EXPECT_EQ(v.at("wrong").integer, 0) << algo;
+    const nlohmann::json v = nlohmann::json::parse(r.out);
+    EXPECT_TRUE(v.at("verified").get<bool>()) << algo << ": " << v.at("verify_message").get<std::string>();
+    EXPECT_EQ(v.at("wrong").get<int64_t>(), 0) << algo;
   }
 }
 
@@ -101,10 +101,10 @@ TEST(PlanCli, RingRunsEveryCollective) {
                                       "--op max --json --run --in-place --iters 1 --collective ") +
                           c);
     ASSERT_EQ(r.rc, 0) << c << ": " << r.err << r.out;
-    const JsonValue v = parseJson(r.out);
-    EXPECT_TRUE(v.at("verified").boolean) << c;
-    EXPECT_EQ(v.at("wrong").integer, 0) << c;
-    EXPECT_TRUE(v.at("in_place").boolean);
+    const nlohmann::json v = nlohmann::json::parse(r.out);
+    EXPECT_TRUE(v.at("verified").get<bool>()) << c;
+    EXPECT_EQ(v.at("wrong").get<int64_t>(), 0) << c;
+    EXPECT_TRUE(v.at("in_place").get<bool>());
   }
 }
 
@@ -207,7 +207,7 @@ TEST(PlanCli, SliceAndChunkAreOneFlag) {
   ASSERT_EQ(slice.rc, 0) << slice.err;
   ASSERT_EQ(chunk.rc, 0) << chunk.err;
   EXPECT_EQ(slice.out, chunk.out);
-  EXPECT_EQ(parseJson(slice.out).at("slice_elems").integer, 8);
+  EXPECT_EQ(nlohmann::json::parse(slice.out).at("slice_elems").get<int>(), 8);
   // The last one given wins, whichever name it has.
   const Result both = plan("--ranks 3 --count 96 --slice 8 --chunk 32 --json");
   EXPECT_EQ(both.out, chunk.out);
@@ -233,9 +233,9 @@ TEST(PlanCli, RingOrderChangesThePeersAndRunsExactly) {
                                " --ring-order " + ring + " --json --run --iters 1";
       const Result j = plan(args);
       ASSERT_EQ(j.rc, 0) << args << ": " << j.err;
-      const JsonValue v = parseJson(j.out);
-      EXPECT_TRUE(v.at("verified").boolean) << args;
-      EXPECT_EQ(v.at("wrong").integer, 0) << args;
+      const nlohmann::json v = nlohmann::json::parse(j.out);
+      EXPECT_TRUE(v.at("verified").get<bool>()) << args;
+      EXPECT_EQ(v.at("wrong").get<int>(), 0) << args;
     }
   }
 }

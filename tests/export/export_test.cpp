@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <map>
@@ -13,7 +14,6 @@
 #include <vector>
 
 #include "base/errors.h"
-#include "export/json.h"
 #include "schedule/schedule.h"
 
 namespace arl {
@@ -160,49 +160,50 @@ TEST(Export, CsvHasAHeaderAndOneQuotedRowPerRun) {
 TEST(Export, ResultsJsonHoldsConfigAndEveryResultField) {
   BenchReport r = syntheticReport();
   r.rows[1].result.request.check = false;
-  const JsonValue v = parseJson(benchResultsJson(r));
-  const JsonValue& c = v.at("config");
-  EXPECT_EQ(c.at("minbytes").integer, 4096);
-  EXPECT_EQ(c.at("stepfactor").integer, 2);
-  EXPECT_EQ(c.at("algorithms").array.size(), 2u);
-  EXPECT_EQ(c.at("json").string, "out, \"quoted\".json");
+  const nlohmann::json v = nlohmann::json::parse(benchResultsJson(r));
+  const nlohmann::json& c = v.at("config");
+  EXPECT_EQ(c.at("minbytes").get<int64_t>(), 4096);
+  EXPECT_EQ(c.at("stepfactor").get<int64_t>(), 2);
+  EXPECT_EQ(c.at("algorithms").size(), 2u);
+  EXPECT_EQ(c.at("json").get<std::string>(), "out, \"quoted\".json");
   for (const char* k :
        {"maxbytes", "stepbytes",  "iters",   "warmup_iters",   "check",       "op",
         "dtype",    "collective", "workers", "ranks_per_host", "slice_sizes", "inflights",
         "backend",  "listen",     "expect",  "telemetry",      "max_events",  "root",
-        "in_place", "csv",        "trace",   "record",  "ring_order"}) {
-    EXPECT_TRUE(c.has(k)) << k;
+        "in_place", "csv",        "trace",   "record",         "ring_order"}) {
+    EXPECT_TRUE(c.contains(k)) << k;
   }
-  EXPECT_EQ(v.at("workers").array.size(), 3u);
-  EXPECT_EQ(v.at("telemetry").at("events_dropped").integer, 5);
-  const auto& res = v.at("results").array;
+  EXPECT_EQ(v.at("workers").size(), 3u);
+  EXPECT_EQ(v.at("telemetry").at("events_dropped").get<int64_t>(), 5);
+  const auto& res = v.at("results");
   ASSERT_EQ(res.size(), 2u);
-  const JsonValue& a = res[0];
-  EXPECT_EQ(a.at("size_bytes").integer, 4096);
-  EXPECT_EQ(a.at("count").integer, 1024);
-  EXPECT_EQ(a.at("dtype").string, "float");
-  EXPECT_EQ(a.at("op").string, "sum");
-  EXPECT_EQ(a.at("algorithm").string, "ring");
-  EXPECT_EQ(a.at("collective").string, "allreduce");
-  EXPECT_EQ(a.at("ranks").integer, 3);
-  EXPECT_DOUBLE_EQ(a.at("time_us").number, r.rows[0].metrics.timeUs);
-  EXPECT_DOUBLE_EQ(a.at("algbw_gbps").number, r.rows[0].metrics.algbwGBps);
-  EXPECT_DOUBLE_EQ(a.at("busbw_gbps").number, r.rows[0].metrics.busbwGBps);
-  EXPECT_EQ(a.at("wrong").integer, 0);
-  EXPECT_DOUBLE_EQ(a.at("predicted_us").number, 123.5);
-  EXPECT_EQ(a.at("iterations").array.size(), 2u);
-  EXPECT_EQ(a.at("state").string, "done");
-  EXPECT_EQ(res[1].at("algorithm").string, "tree");
-  EXPECT_EQ(res[1].at("wrong").type, JsonValue::Type::Null);
-  EXPECT_EQ(res[1].at("events_dropped").integer, 5);
-  EXPECT_EQ(res[1].at("events").integer, static_cast<int64_t>(r.rows[1].result.events.size()));
+  const nlohmann::json& a = res[0];
+  EXPECT_EQ(a.at("size_bytes").get<int64_t>(), 4096);
+  EXPECT_EQ(a.at("count").get<int64_t>(), 1024);
+  EXPECT_EQ(a.at("dtype").get<std::string>(), "float");
+  EXPECT_EQ(a.at("op").get<std::string>(), "sum");
+  EXPECT_EQ(a.at("algorithm").get<std::string>(), "ring");
+  EXPECT_EQ(a.at("collective").get<std::string>(), "allreduce");
+  EXPECT_EQ(a.at("ranks").get<int64_t>(), 3);
+  EXPECT_DOUBLE_EQ(a.at("time_us").get<double>(), r.rows[0].metrics.timeUs);
+  EXPECT_DOUBLE_EQ(a.at("algbw_gbps").get<double>(), r.rows[0].metrics.algbwGBps);
+  EXPECT_DOUBLE_EQ(a.at("busbw_gbps").get<double>(), r.rows[0].metrics.busbwGBps);
+  EXPECT_EQ(a.at("wrong").get<int64_t>(), 0);
+  EXPECT_DOUBLE_EQ(a.at("predicted_us").get<double>(), 123.5);
+  EXPECT_EQ(a.at("iterations").size(), 2u);
+  EXPECT_EQ(a.at("state").get<std::string>(), "done");
+  EXPECT_EQ(res[1].at("algorithm").get<std::string>(), "tree");
+  EXPECT_TRUE(res[1].at("wrong").is_null());
+  EXPECT_EQ(res[1].at("events_dropped").get<int64_t>(), 5);
+  EXPECT_EQ(res[1].at("events").get<int64_t>(),
+            static_cast<int64_t>(r.rows[1].result.events.size()));
 
   // Events released after the run (bench keeps them only for a trace or a recording) are
   // still counted.
   r.rows[0].eventsKept = r.rows[0].result.events.size();
   r.rows[0].result.events.clear();
-  const JsonValue released = parseJson(benchResultsJson(r));
-  EXPECT_EQ(released.at("results").array[0].at("events").integer,
+  const nlohmann::json released = nlohmann::json::parse(benchResultsJson(r));
+  EXPECT_EQ(released.at("results")[0].at("events").get<int64_t>(),
             static_cast<int64_t>(r.rows[0].eventsKept));
   EXPECT_GT(r.rows[0].eventsKept, 0u);
 }
@@ -210,19 +211,20 @@ TEST(Export, ResultsJsonHoldsConfigAndEveryResultField) {
 struct ParsedTrace {
   std::map<int64_t, std::string> processNames;                 // pid -> name
   std::map<std::pair<int64_t, int64_t>, std::string> threads;  // (pid, tid) -> name
-  std::vector<const JsonValue*> slices, counters;
-  JsonValue root;
+  std::vector<const nlohmann::json*> slices, counters;
+  nlohmann::json root;
 };
 
 ParsedTrace parseTrace(const std::string& text) {
   ParsedTrace t;
-  t.root = parseJson(text);
-  for (const JsonValue& e : t.root.at("traceEvents").array) {
-    const std::string& ph = e.at("ph").string;
-    if (ph == "M" && e.at("name").string == "process_name") {
-      t.processNames[e.at("pid").integer] = e.at("args").at("name").string;
-    } else if (ph == "M" && e.at("name").string == "thread_name") {
-      t.threads[{e.at("pid").integer, e.at("tid").integer}] = e.at("args").at("name").string;
+  t.root = nlohmann::json::parse(text);
+  for (const nlohmann::json& e : t.root.at("traceEvents")) {
+    const std::string& ph = e.at("ph").get<std::string>();
+    if (ph == "M" && e.at("name").get<std::string>() == "process_name") {
+      t.processNames[e.at("pid").get<int64_t>()] = e.at("args").at("name").get<std::string>();
+    } else if (ph == "M" && e.at("name").get<std::string>() == "thread_name") {
+      t.threads[{e.at("pid").get<int64_t>(), e.at("tid").get<int64_t>()}] =
+          e.at("args").at("name").get<std::string>();
     } else if (ph == "X") {
       t.slices.push_back(&e);
     } else if (ph == "C") {
@@ -232,8 +234,8 @@ ParsedTrace parseTrace(const std::string& text) {
   return t;
 }
 
-std::string laneOf(const ParsedTrace& t, const JsonValue& e) {
-  auto it = t.threads.find({e.at("pid").integer, e.at("tid").integer});
+std::string laneOf(const ParsedTrace& t, const nlohmann::json& e) {
+  auto it = t.threads.find({e.at("pid").get<int64_t>(), e.at("tid").get<int64_t>()});
   return it == t.threads.end() ? "" : it->second;
 }
 
@@ -260,27 +262,27 @@ TEST(Export, TraceHasRankProcessesLanesFlowPairsAndCounters) {
   // Every message: one send slice, one recv slice, one reduce slice.
   const size_t messages = 2 /*rows*/ * 2 /*iterations*/ * (kRanks - 1) * kRanks;
   std::map<std::string, size_t> perLane;
-  std::map<int64_t, const JsonValue*> flowOut, flowIn;
-  for (const JsonValue* e : t.slices) {
+  std::map<int64_t, const nlohmann::json*> flowOut, flowIn;
+  for (const nlohmann::json* e : t.slices) {
     const std::string lane = laneOf(t, *e);
     ASSERT_FALSE(lane.empty()) << "every slice sits on a named lane";
     perLane[lane.substr(0, lane.find(' '))]++;
-    EXPECT_GE(e->at("ts").number, 0);
-    EXPECT_GE(e->at("dur").number, 0);
+    EXPECT_GE(e->at("ts").get<double>(), 0);
+    EXPECT_GE(e->at("dur").get<double>(), 0);
     if (lane.rfind("send", 0) == 0 || lane.rfind("recv", 0) == 0 || lane.rfind("reduce", 0) == 0) {
-      const JsonValue& a = e->at("args");
+      const nlohmann::json& a = e->at("args");
       for (const char* k : {"rank", "peer", "chunk", "bytes", "step", "offset"}) {
-        EXPECT_TRUE(a.has(k)) << k;
+        EXPECT_TRUE(a.contains(k)) << k;
       }
-      EXPECT_EQ(a.at("provenance").type, JsonValue::Type::Array);
-      EXPECT_GE(a.at("provenance").array.size(), 1u);
-      EXPECT_EQ(a.at("bytes").integer, static_cast<int64_t>(kBytes));
+      EXPECT_TRUE(a.at("provenance").is_array());
+      EXPECT_GE(a.at("provenance").size(), 1u);
+      EXPECT_EQ(a.at("bytes").get<int64_t>(), static_cast<int64_t>(kBytes));
     }
-    if (e->has("flow_out")) {
-      EXPECT_TRUE(flowOut.emplace(e->at("bind_id").integer, e).second) << "bind_id reused";
+    if (e->contains("flow_out")) {
+      EXPECT_TRUE(flowOut.emplace(e->at("bind_id").get<int64_t>(), e).second) << "bind_id reused";
     }
-    if (e->has("flow_in")) {
-      EXPECT_TRUE(flowIn.emplace(e->at("bind_id").integer, e).second) << "bind_id reused";
+    if (e->contains("flow_in")) {
+      EXPECT_TRUE(flowIn.emplace(e->at("bind_id").get<int64_t>(), e).second) << "bind_id reused";
     }
   }
   EXPECT_EQ(perLane["send"], messages);
@@ -297,24 +299,24 @@ TEST(Export, TraceHasRankProcessesLanesFlowPairsAndCounters) {
   for (const auto& [id, send] : flowOut) {
     auto it = flowIn.find(id);
     ASSERT_NE(it, flowIn.end()) << "flow " << id << " has no end";
-    const JsonValue& s = send->at("args");
-    const JsonValue& d = it->second->at("args");
+    const nlohmann::json& s = send->at("args");
+    const nlohmann::json& d = it->second->at("args");
     EXPECT_EQ(laneOf(t, *send).rfind("send", 0), 0u);
     EXPECT_EQ(laneOf(t, *it->second).rfind("recv", 0), 0u);
-    EXPECT_EQ(s.at("peer").integer, d.at("rank").integer);
-    EXPECT_EQ(s.at("rank").integer, d.at("peer").integer);
-    EXPECT_EQ(s.at("step").integer, d.at("step").integer);
-    EXPECT_EQ(s.at("chunk").integer, d.at("chunk").integer);
-    EXPECT_EQ(s.at("iteration").integer, d.at("iteration").integer);
+    EXPECT_EQ(s.at("peer").get<int64_t>(), d.at("rank").get<int64_t>());
+    EXPECT_EQ(s.at("rank").get<int64_t>(), d.at("peer").get<int64_t>());
+    EXPECT_EQ(s.at("step").get<int64_t>(), d.at("step").get<int64_t>());
+    EXPECT_EQ(s.at("chunk").get<int64_t>(), d.at("chunk").get<int64_t>());
+    EXPECT_EQ(s.at("iteration").get<int64_t>(), d.at("iteration").get<int64_t>());
     // The receive starts when the send started: it is the message in flight.
-    EXPECT_NEAR(send->at("ts").number, it->second->at("ts").number, 1e-6);
+    EXPECT_NEAR(send->at("ts").get<double>(), it->second->at("ts").get<double>(), 1e-6);
   }
 
   // Counters of bytes sent per millisecond, on every rank, summing to what was sent.
   std::map<int64_t, double> sentPerPid;
-  for (const JsonValue* c : t.counters) {
-    EXPECT_EQ(c->at("name").string, "sent");
-    sentPerPid[c->at("pid").integer] += c->at("args").at("bytes/ms").number;
+  for (const nlohmann::json* c : t.counters) {
+    EXPECT_EQ(c->at("name").get<std::string>(), "sent");
+    sentPerPid[c->at("pid").get<int64_t>()] += c->at("args").at("bytes/ms").get<double>();
   }
   EXPECT_EQ(sentPerPid.size(), static_cast<size_t>(kRanks));
   for (const auto& [pid, bytes] : sentPerPid) {
@@ -326,24 +328,24 @@ TEST(Export, TraceHasRankProcessesLanesFlowPairsAndCounters) {
   // start exactly where the previous one ends.
   const auto ns = [](double us) { return static_cast<int64_t>(us * 1000.0); };
   std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<int64_t, int64_t>>> byTid;
-  for (const JsonValue* e : t.slices) {
-    const int64_t start = ns(e->at("ts").number);
-    byTid[{e->at("pid").integer, e->at("tid").integer}].emplace_back(
-        start, start + ns(e->at("dur").number));
+  for (const nlohmann::json* e : t.slices) {
+    const int64_t start = ns(e->at("ts").get<double>());
+    byTid[{e->at("pid").get<int64_t>(), e->at("tid").get<int64_t>()}].emplace_back(
+        start, start + ns(e->at("dur").get<double>()));
   }
   for (auto& [k, v] : byTid) {
     std::sort(v.begin(), v.end());
     for (size_t i = 1; i < v.size(); ++i) EXPECT_GE(v[i].first, v[i - 1].second);
   }
   // Exact nanoseconds survive the microsecond text: the synthetic sends last 20 us.
-  for (const JsonValue* e : t.slices) {
+  for (const nlohmann::json* e : t.slices) {
     if (laneOf(t, *e) == "send") {
-      EXPECT_EQ(ns(e->at("dur").number), 20'000);
+      EXPECT_EQ(ns(e->at("dur").get<double>()), 20'000);
     }
   }
   // Timestamps are relative to the first run's start.
   double minTs = 1e300;
-  for (const JsonValue* e : t.slices) minTs = std::min(minTs, e->at("ts").number);
+  for (const nlohmann::json* e : t.slices) minTs = std::min(minTs, e->at("ts").get<double>());
   EXPECT_LT(minTs, 0.01);
 }
 
@@ -365,7 +367,7 @@ TEST(Export, OverlappingSendsGoToNumberedSubLanes) {
   TraceStats stats;
   const ParsedTrace t = parseTrace(chromeTraceJson(r, &stats));
   std::set<std::string> sendLanes;
-  for (const JsonValue* e : t.slices) {
+  for (const nlohmann::json* e : t.slices) {
     const std::string lane = laneOf(t, *e);
     if (lane.rfind("send", 0) == 0) sendLanes.insert(lane);
   }
@@ -484,6 +486,30 @@ TEST(Export, RecordingRoundTripsEverything) {
   for (size_t i = 0; i < r.rows.size(); ++i) expectSameRow(back.rows[i], r.rows[i]);
   // And the text is stable: writing what was read gives the same recording.
   EXPECT_EQ(recordingJson(back), recordingJson(r));
+}
+
+TEST(Export, RecordingsWrittenBeforeTheSweepListsStillRead) {
+  BenchReport r = syntheticReport();
+  r.config.sliceSizes = {65536};
+  r.config.inflights = {2};
+  std::string old = recordingJson(r);
+  // Version 1 files from before the sweep over slices: one chunk_bytes and one inflight in
+  // the config, no ring order anywhere, no data plane.
+  const auto cut = [&](const std::string& from, const std::string& to) {
+    const size_t p = old.find(from);
+    ASSERT_NE(p, std::string::npos) << from;
+    old.replace(p, from.size(), to);
+  };
+  cut("\"slice_sizes\":[65536],\"inflights\":[2],\"ring_order\":[],",
+      "\"chunk_bytes\":65536,\"inflight\":2,");
+  for (int i = 0; i < 2; ++i) cut("\"ring_order\":[],", "");
+  cut("\"data_plane\":\"auto\",", "");
+  const BenchReport back = parseRecording(old);
+  EXPECT_EQ(back.config.sliceSizes, (std::vector<uint64_t>{65536}));
+  EXPECT_EQ(back.config.inflights, (std::vector<int>{2}));
+  EXPECT_TRUE(back.config.ringOrder.empty());
+  ASSERT_EQ(back.rows.size(), 2u);
+  EXPECT_EQ(back.rows[1].result.events, r.rows[1].result.events);
 }
 
 TEST(Export, RecordingReaderRefusesWhatItCannotTrust) {

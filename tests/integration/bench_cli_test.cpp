@@ -18,9 +18,10 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "export/export.h"
-#include "export/json.h"
+#include "schedule/generators.h"
 #include "runtime/process.h"
 #include "schedule/generators.h"
 
@@ -184,28 +185,28 @@ TEST_F(BenchCli, EveryAlgorithmSweepsExactlyAndWritesJson) {
   EXPECT_NE(r.out.find("# Avg bus bandwidth"), std::string::npos);
   EXPECT_EQ(r.err.find('\r'), std::string::npos) << "no progress line when stderr is a file";
 
-  const JsonValue v = parseJson(slurp(json));
-  EXPECT_EQ(v.at("config").at("minbytes").integer, 4096);
-  EXPECT_EQ(v.at("config").at("data_plane").string, "auto");
-  EXPECT_EQ(v.at("config").at("maxbytes").integer, 65536);
-  EXPECT_EQ(v.at("config").at("stepfactor").integer, 4);
-  EXPECT_EQ(v.at("workers").array.size(), 4u);
+  const nlohmann::json v = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(v.at("config").at("minbytes").get<int64_t>(), 4096);
+  EXPECT_EQ(v.at("config").at("data_plane").get<std::string>(), "auto");
+  EXPECT_EQ(v.at("config").at("maxbytes").get<int64_t>(), 65536);
+  EXPECT_EQ(v.at("config").at("stepfactor").get<int64_t>(), 4);
+  EXPECT_EQ(v.at("workers").size(), 4u);
   std::set<std::string> seen;
   std::set<int64_t> sizes;
-  for (const JsonValue& row : v.at("results").array) {
-    seen.insert(row.at("algorithm").string);
-    sizes.insert(row.at("size_bytes").integer);
-    EXPECT_EQ(row.at("wrong").integer, 0) << row.at("algorithm").string;
-    EXPECT_EQ(row.at("state").string, "done");
-    EXPECT_EQ(row.at("ranks").integer, 4);
-    EXPECT_GT(row.at("time_us").number, 0);
-    EXPECT_GT(row.at("predicted_us").number, 0);
-    EXPECT_EQ(row.at("iterations").array.size(), 20u);  // nccl-tests' default -n
-    EXPECT_EQ(row.at("count").integer * 4, row.at("size_bytes").integer);
+  for (const nlohmann::json& row : v.at("results")) {
+    seen.insert(row.at("algorithm").get<std::string>());
+    sizes.insert(row.at("size_bytes").get<int64_t>());
+    EXPECT_EQ(row.at("wrong").get<int64_t>(), 0) << row.at("algorithm").get<std::string>();
+    EXPECT_EQ(row.at("state").get<std::string>(), "done");
+    EXPECT_EQ(row.at("ranks").get<int64_t>(), 4);
+    EXPECT_GT(row.at("time_us").get<double>(), 0);
+    EXPECT_GT(row.at("predicted_us").get<double>(), 0);
+    EXPECT_EQ(row.at("iterations").size(), 20u);  // nccl-tests' default -n
+    EXPECT_EQ(row.at("count").get<int64_t>() * 4, row.at("size_bytes").get<int64_t>());
   }
   for (const std::string& a : algorithmNames()) EXPECT_TRUE(seen.count(a)) << a;
   EXPECT_EQ(sizes, (std::set<int64_t>{4096, 16384, 65536}));
-  EXPECT_EQ(v.at("results").array.size(), 3 * algorithmNames().size());
+  EXPECT_EQ(v.at("results").size(), 3 * algorithmNames().size());
   expectNoWorkerLeft();
 }
 
@@ -302,11 +303,10 @@ TEST_F(BenchCli, SliceInflightAndRingOrderListsReachTheConfig) {
         run({"--workers", "3", "-b", "12K", "-e", "12K", "-n", "1", "-w", "0", sliceFlag, "1K,4K",
              "--inflight", "1,2,8", "--ring-order", "0,2,1", "--json", json});
     ASSERT_EQ(r.rc, 0) << sliceFlag << ": " << r.err << r.out;
-    const JsonValue cfg = parseJson(slurp(json)).at("config");
-    std::vector<int64_t> slices, inflights, ring;
-    for (const JsonValue& v : cfg.at("slice_sizes").array) slices.push_back(v.integer);
-    for (const JsonValue& v : cfg.at("inflights").array) inflights.push_back(v.integer);
-    for (const JsonValue& v : cfg.at("ring_order").array) ring.push_back(v.integer);
+    const nlohmann::json cfg = nlohmann::json::parse(slurp(json)).at("config");
+    const auto slices = cfg.at("slice_sizes").get<std::vector<int64_t>>();
+    const auto inflights = cfg.at("inflights").get<std::vector<int64_t>>();
+    const auto ring = cfg.at("ring_order").get<std::vector<int64_t>>();
     EXPECT_EQ(slices, (std::vector<int64_t>{1024, 4096})) << sliceFlag;
     EXPECT_EQ(inflights, (std::vector<int64_t>{1, 2, 8}));
     EXPECT_EQ(ring, (std::vector<int64_t>{0, 2, 1}));
@@ -321,21 +321,21 @@ TEST_F(BenchCli, TraceRecordingAndCsvDescribeTheRun) {
                         "--trace",   trace, "--record", rec,         "--csv", csv});
   ASSERT_EQ(r.rc, 0) << r.err << r.out;
 
-  const JsonValue t = parseJson(slurp(trace));
+  const nlohmann::json t = nlohmann::json::parse(slurp(trace));
   std::set<std::string> processes;
   std::set<std::string> lanes;
   std::map<int64_t, int> flowEnds;  // bind_id -> 1 for out, 2 for in, 3 for both
   size_t counters = 0, slices = 0;
-  for (const JsonValue& e : t.at("traceEvents").array) {
-    const std::string& ph = e.at("ph").string;
-    if (ph == "M" && e.at("name").string == "process_name") {
-      processes.insert(e.at("args").at("name").string);
-    } else if (ph == "M" && e.at("name").string == "thread_name") {
-      lanes.insert(e.at("args").at("name").string);
+  for (const nlohmann::json& e : t.at("traceEvents")) {
+    const std::string& ph = e.at("ph").get<std::string>();
+    if (ph == "M" && e.at("name").get<std::string>() == "process_name") {
+      processes.insert(e.at("args").at("name").get<std::string>());
+    } else if (ph == "M" && e.at("name").get<std::string>() == "thread_name") {
+      lanes.insert(e.at("args").at("name").get<std::string>());
     } else if (ph == "X") {
       ++slices;
-      if (e.has("flow_out")) flowEnds[e.at("bind_id").integer] |= 1;
-      if (e.has("flow_in")) flowEnds[e.at("bind_id").integer] |= 2;
+      if (e.contains("flow_out")) flowEnds[e.at("bind_id").get<int64_t>()] |= 1;
+      if (e.contains("flow_in")) flowEnds[e.at("bind_id").get<int64_t>()] |= 2;
     } else if (ph == "C") {
       ++counters;
     }
@@ -351,10 +351,10 @@ TEST_F(BenchCli, TraceRecordingAndCsvDescribeTheRun) {
   EXPECT_GT(counters, 0u);
   ASSERT_FALSE(flowEnds.empty());
   for (const auto& [id, ends] : flowEnds) EXPECT_EQ(ends, 3) << "flow " << id << " is unpaired";
-  const JsonValue& other = t.at("otherData");
-  EXPECT_EQ(other.at("unmatched_sends").integer, 0);
-  EXPECT_EQ(other.at("unmatched_recvs").integer, 0);
-  EXPECT_EQ(other.at("flows").integer, static_cast<int64_t>(flowEnds.size()));
+  const nlohmann::json& other = t.at("otherData");
+  EXPECT_EQ(other.at("unmatched_sends").get<int64_t>(), 0);
+  EXPECT_EQ(other.at("unmatched_recvs").get<int64_t>(), 0);
+  EXPECT_EQ(other.at("flows").get<int64_t>(), static_cast<int64_t>(flowEnds.size()));
 
   const BenchReport back = readRecording(rec);
   ASSERT_EQ(back.rows.size(), 2u);
@@ -383,13 +383,13 @@ TEST_F(BenchCli, TelemetryPastMaxEventsIsDroppedCountedAndReported) {
   ASSERT_EQ(r.rc, 0) << r.err << r.out;  // telemetry never fails a run
   EXPECT_NE(r.out.find("10 events kept, 30 dropped (limit 10 per run)"), std::string::npos)
       << r.out;
-  const JsonValue v = parseJson(slurp(json));
-  EXPECT_EQ(v.at("telemetry").at("events").integer, 10);
-  EXPECT_EQ(v.at("telemetry").at("events_dropped").integer, 30);
-  EXPECT_EQ(v.at("results").array[0].at("events_dropped").integer, 30);
-  EXPECT_EQ(v.at("results").array[0].at("wrong").integer, 0);
-  const JsonValue t = parseJson(slurp(trace));
-  EXPECT_EQ(t.at("otherData").at("events_dropped").integer, 30);
+  const nlohmann::json v = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(v.at("telemetry").at("events").get<int64_t>(), 10);
+  EXPECT_EQ(v.at("telemetry").at("events_dropped").get<int64_t>(), 30);
+  EXPECT_EQ(v.at("results")[0].at("events_dropped").get<int64_t>(), 30);
+  EXPECT_EQ(v.at("results")[0].at("wrong").get<int64_t>(), 0);
+  const nlohmann::json t = nlohmann::json::parse(slurp(trace));
+  EXPECT_EQ(t.at("otherData").at("events_dropped").get<int64_t>(), 30);
   EXPECT_NE(r.err.find("could not be paired"), std::string::npos) << r.err;
 }
 

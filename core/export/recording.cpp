@@ -1,0 +1,544 @@
+// Recordings (export.h): everything a replay needs, as one JSON object. Telemetry events are
+// one text line each inside a string per run (kEventColumns): a recording holds up to a
+// million events per run, and a JSON array per event would cost a parsed value per field.
+//
+// The reader takes files from elsewhere (recordings are shared between classrooms): the JSON
+// goes through parseJsonLimited(), every field is checked for presence, type and range, and an
+// error names the JSON path of the bad value ("recording.runs[2].request.dtype: missing").
+#include <algorithm>
+#include <charconv>
+#include <cinttypes>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <sstream>
+
+#include "base/limits.h"
+#include "export/export.h"
+#include "export/session_json.h"
+
+namespace arl {
+
+namespace {
+
+constexpr const char* kEventColumns[] = {"iteration", "rank", "step",      "kind",
+                                         "phase",     "peer", "chunk",     "offset",
+                                         "bytes",     "t_ns", "provenance"};
+constexpr size_t kColumns = std::size(kEventColumns);
+
+// Recordings nest 4 levels deep; their size is what bounds the events they may hold.
+constexpr JsonLimits kRecordingLimits{};
+
+// Timestamps and durations stay within +-2^62 ns (146 years), so that differences of two of
+// them never overflow.
+constexpr int64_t kMaxAbsNs = int64_t{1} << 62;
+
+// ---- Writing -------------------------------------------------------------------------------
+
+template <typename T>
+void appendNumber(std::string& out, T v, int base = 10) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v, base);
+  out.append(buf, r.ptr);
+}
+
+std::string eventsText(const std::vector<TelemetryEvent>& events) {
+  std::string out;
+  out.reserve(events.size() * 64);
+  for (const TelemetryEvent& e : events) {
+    appendNumber(out, e.iteration);
+    out += ' ';
+    appendNumber(out, e.rank);
+    out += ' ';
+    appendNumber(out, e.step);
+    out += ' ';
+    out += toString(e.kind);
+    out += ' ';
+    appendNumber(out, static_cast<unsigned>(e.phase));
+    out += ' ';
+    appendNumber(out, e.peer);
+    out += ' ';
+    appendNumber(out, e.chunk);
+    out += ' ';
+    appendNumber(out, e.offset);
+    out += ' ';
+    appendNumber(out, e.bytes);
+    out += ' ';
+    appendNumber(out, e.tNs);
+    out += ' ';
+    appendNumber(out, e.provenance, 16);
+    out += '\n';
+  }
+  return out;
+}
+
+Json perRankJson(const std::vector<RankIteration>& perRank) {
+  Json a = Json::array();
+  for (const RankIteration& ri : perRank) a.push_back({ri.rank, ri.iteration, ri.timeNs, ri.wrong});
+  return a;
+}
+
+Json metricsJson(const Metrics& m) {
+  return Json{{"bytes", m.bytes},
+              {"time_us", m.timeUs},
+              {"algbw_gbps", m.algbwGBps},
+              {"busbw_gbps", m.busbwGBps},
+              {"wrong", m.wrong}};
+}
+
+Json runJson(const BenchRow& row) {
+  const RunResult& res = row.result;
+  return Json{{"run_id", res.runId},
+              {"state", str(toString(res.state))},
+              {"error", res.error},
+              {"failed_rank", res.failedRank},
+              {"size_bytes", row.sizeBytes},
+              {"count", row.count},
+              {"predicted_us", row.predictedUs},
+              {"start_ns", row.startNs},
+              {"end_ns", row.endNs},
+              {"request", requestJson(res.request)},
+              {"nranks", res.nranks},
+              {"workers", workersJson(res.workers)},
+              {"time_us", res.timeUs},
+              {"wrong", res.wrong},
+              {"metrics", metricsJson(row.metrics)},
+              {"iteration_us", res.iterationUs},
+              // [rank, iteration, time_ns, wrong] per rank and timed iteration.
+              {"per_rank", perRankJson(res.perRank)},
+              {"effective", effectiveJson(res.effective)},
+              {"events_dropped", res.eventsDropped},
+              {"event_count", static_cast<uint64_t>(res.events.size())},
+              {"events", eventsText(res.events)}};
+}
+
+// ---- Reading -------------------------------------------------------------------------------
+
+using JsonIn = nlohmann::json;
+
+[[noreturn]] void bad(const std::string& path, const std::string& what) {
+  throw RecordingError("recording: " + path + ": " + what);
+}
+
+const char* typeName(const JsonIn& v) {
+  switch (v.type()) {
+    case JsonIn::value_t::null: return "null";
+    case JsonIn::value_t::boolean: return "a boolean";
+    case JsonIn::value_t::number_integer:
+    case JsonIn::value_t::number_unsigned:
+    case JsonIn::value_t::number_float: return "a number";
+    case JsonIn::value_t::string: return "a string";
+    case JsonIn::value_t::array: return "an array";
+    case JsonIn::value_t::object: return "an object";
+    default: return "something else";
+  }
+}
+
+// A JSON value and its path in the recording, with typed access that names the path of what
+// is missing, mistyped or out of range.
+class In {
+ public:
+  In(const JsonIn& v, std::string path) : v_(v), path_(std::move(path)) {}
+  const std::string& path() const { return path_; }
+  In operator[](std::string_view k) const {
+    const std::string p = path_ + "." + std::string(k);
+    auto it = v_.find(k);
+    if (it == v_.end()) bad(p, "missing");
+    return In(*it, p);
+  }
+  In operator[](size_t i) const { return In(v_[i], path_ + "[" + std::to_string(i) + "]"); }
+  bool has(std::string_view k) const { return v_.contains(k); }
+  const JsonIn& raw() const { return v_; }
+
+  const JsonIn& expect(bool ok, const char* want) const {
+    if (!ok) bad(path_, std::string("expected ") + want + ", found " + typeName(v_));
+    return v_;
+  }
+  In object() const { return In(expect(v_.is_object(), "an object"), path_); }
+  size_t size() const { return expect(v_.is_array(), "an array").size(); }
+  const std::string& str() const {
+    return expect(v_.is_string(), "a string").get_ref<const std::string&>();
+  }
+  bool boolean() const { return expect(v_.is_boolean(), "a boolean").get<bool>(); }
+  // Any number; null reads as NaN (non-finite numbers are written as null).
+  double num() const {
+    if (v_.is_null()) return std::numeric_limits<double>::quiet_NaN();
+    return expect(v_.is_number(), "a number").get<double>();
+  }
+  int64_t i64(int64_t lo = std::numeric_limits<int64_t>::min(),
+              int64_t hi = std::numeric_limits<int64_t>::max()) const {
+    expect(v_.is_number_integer(), "an integer");
+    constexpr auto kInt64Max = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+    const bool huge = v_.is_number_unsigned() && v_.get<uint64_t>() > kInt64Max;
+    const int64_t x = huge ? 0 : v_.get<int64_t>();
+    if (huge || x < lo || x > hi) outOfRange(std::to_string(lo), std::to_string(hi));
+    return x;
+  }
+  uint64_t u64(uint64_t hi = std::numeric_limits<uint64_t>::max()) const {
+    expect(v_.is_number_integer(), "an integer");
+    if (!v_.is_number_unsigned() || v_.get<uint64_t>() > hi) outOfRange("0", std::to_string(hi));
+    return v_.get<uint64_t>();
+  }
+  int i32(int lo = std::numeric_limits<int>::min(),
+          int hi = std::numeric_limits<int>::max()) const {
+    return static_cast<int>(i64(lo, hi));
+  }
+  template <typename T, typename Parse>
+  T parsed(Parse parse) const {
+    const std::string& s = str();
+    auto x = parse(s);
+    if (!x) bad(path_, "unknown value '" + s + "'");
+    return *x;
+  }
+
+ private:
+  [[noreturn]] void outOfRange(const std::string& lo, const std::string& hi) const {
+    bad(path_, v_.dump() + " is out of range (accepted: " + lo + ".." + hi + ")");
+  }
+  const JsonIn& v_;
+  std::string path_;
+};
+
+template <typename T, typename F>
+std::vector<T> readArray(const In& a, F item) {
+  std::vector<T> out;
+  const size_t n = a.size();
+  for (size_t i = 0; i < n; ++i) out.push_back(item(a[i]));
+  return out;
+}
+
+std::vector<int> ints(const In& a, int lo, int hi) {
+  return readArray<int>(a, [&](const In& x) { return x.i32(lo, hi); });
+}
+
+// Files written before the sweep over slice sizes and slices in flight hold one of each.
+void readSweepLists(const In& o, BenchConfig& c) {
+  if (o.has("chunk_bytes")) {
+    c.sliceSizes = {o["chunk_bytes"].u64()};
+    c.inflights = {o["inflight"].i32(1, static_cast<int>(kMaxInflight))};
+    return;
+  }
+  c.sliceSizes = readArray<uint64_t>(o["slice_sizes"], [](const In& x) { return x.u64(); });
+  c.inflights = ints(o["inflights"], 1, static_cast<int>(kMaxInflight));
+  c.ringOrder = ints(o["ring_order"], 0, kMaxRanks - 1);
+}
+
+BenchConfig readConfig(const In& o) {
+  BenchConfig c;
+  c.minBytes = o["minbytes"].u64();
+  c.maxBytes = o["maxbytes"].u64();
+  c.stepFactor = o["stepfactor"].u64();
+  c.stepBytes = o["stepbytes"].u64();
+  c.iters = o["iters"].i32();
+  c.warmup = o["warmup_iters"].i32();
+  c.check = o["check"].boolean();
+  c.op = o["op"].parsed<RedOp>(parseRedOp);
+  c.dtype = o["dtype"].parsed<DataType>(parseDataType);
+  c.collective = o["collective"].parsed<Collective>(parseCollective);
+  c.algorithms = readArray<std::string>(o["algorithms"], [](const In& x) { return x.str(); });
+  c.workers = o["workers"].i32();
+  c.ranksPerHost = o["ranks_per_host"].i32();
+  readSweepLists(o, c);
+  c.backend = o["backend"].str();
+  c.listen = o["listen"].str();
+  c.expect = o["expect"].i32();
+  c.telemetry = o["telemetry"].parsed<TelemetryLevel>(parseTelemetryLevel);
+  // Absent from files written before the shared-memory data plane existed.
+  if (o.has("data_plane")) c.dataPlane = o["data_plane"].parsed<DataPlaneKind>(parseDataPlaneKind);
+  c.maxEvents = o["max_events"].u64();
+  c.root = o["root"].i32();
+  c.inPlace = o["in_place"].boolean();
+  c.jsonPath = o["json"].str();
+  c.csvPath = o["csv"].str();
+  c.tracePath = o["trace"].str();
+  c.recordPath = o["record"].str();
+  return c;
+}
+
+WorkerInfo readWorker(const In& a) {
+  const In o = a.object();
+  WorkerInfo w;
+  w.rank = o["rank"].i32(-1, kMaxRanks - 1);
+  w.name = o["name"].str();
+  w.host = o["host"].str();
+  w.pid = o["pid"].i64();
+  w.local = o["local"].boolean();
+  w.backend = o["backend"].str();
+  w.device = o["device"].i32();
+  w.clockOffsetNs = o["clock_offset_ns"].i64(-kMaxAbsNs, kMaxAbsNs);
+  w.dataEndpoint = o["data_endpoint"].str();
+  return w;
+}
+
+std::vector<WorkerInfo> readWorkers(const In& a) { return readArray<WorkerInfo>(a, readWorker); }
+
+RunRequest readRequest(const In& a) {
+  const In o = a.object();
+  RunRequest q;
+  q.algorithm = o["algorithm"].str();
+  q.collective = o["collective"].parsed<Collective>(parseCollective);
+  q.dtype = o["dtype"].parsed<DataType>(parseDataType);
+  q.op = o["op"].parsed<RedOp>(parseRedOp);
+  q.count = o["count"].u64();
+  q.sliceBytes = o["slice_bytes"].u64();
+  q.root = o["root"].i32(0, kMaxRanks - 1);
+  q.ranksPerHost = o["ranks_per_host"].i32(0, kMaxRanks);
+  // Absent from files written before the ring order was editable.
+  if (o.has("ring_order")) q.ringOrder = ints(o["ring_order"], 0, kMaxRanks - 1);
+  q.inflight = o["inflight"].i32(1, static_cast<int>(kMaxInflight));
+  q.inPlace = o["in_place"].boolean();
+  q.warmup = o["warmup"].i32();
+  q.iterations = o["iterations"].i32();
+  q.check = o["check"].boolean();
+  q.telemetry = o["telemetry"].parsed<TelemetryLevel>(parseTelemetryLevel);
+  if (o.has("data_plane")) q.dataPlane = o["data_plane"].parsed<DataPlaneKind>(parseDataPlaneKind);
+  q.maxEvents = o["max_events"].u64();
+  q.recvTimeout = std::chrono::milliseconds(o["recv_timeout_ms"].i64(0, kMaxAbsNs / 1'000'000));
+  return q;
+}
+
+std::optional<RunState> parseRunState(std::string_view s) {
+  for (RunState st : {RunState::Idle, RunState::Queued, RunState::Configuring, RunState::Running,
+                      RunState::Done, RunState::Failed, RunState::Aborted, RunState::Refused}) {
+    if (toString(st) == s) return st;
+  }
+  return std::nullopt;
+}
+
+std::optional<EventKind> parseEventKind(std::string_view s) {
+  for (EventKind k : {EventKind::SendStart, EventKind::SendEnd, EventKind::RecvEnd,
+                      EventKind::ReduceEnd, EventKind::StepEnd, EventKind::IterationEnd}) {
+    if (toString(k) == s) return k;
+  }
+  return std::nullopt;
+}
+
+RankIteration readPerRank(const In& a) {
+  if (a.size() != 4) bad(a.path(), "expected [rank, iteration, time_ns, wrong]");
+  RankIteration ri;
+  ri.rank = a[0].i32(0, kMaxRanks - 1);
+  ri.iteration = static_cast<uint32_t>(a[1].u64(kMaxIterations - 1));
+  ri.timeNs = a[2].i64(-kMaxAbsNs, kMaxAbsNs);
+  ri.wrong = a[3].u64();
+  return ri;
+}
+
+// One line of the events text: the fields of kEventColumns, separated by single spaces.
+class EventLine {
+ public:
+  EventLine(std::string_view line, const std::string& path, size_t number)
+      : rest_(line), path_(path), number_(number) {}
+
+  TelemetryEvent read(uint64_t runId) {
+    TelemetryEvent e;
+    e.runId = runId;
+    num(e.iteration);
+    num(e.rank, 0, kMaxRanks - 1);
+    num(e.step);
+    const std::string_view kind = field();
+    const auto k = parseEventKind(kind);
+    if (!k) fail("kind: unknown event kind '" + std::string(kind) + "'");
+    e.kind = *k;
+    unsigned phase = 0;
+    num(phase, 0u, static_cast<unsigned>(Phase::Local));
+    e.phase = static_cast<uint8_t>(phase);
+    num(e.peer, -1, kMaxRanks - 1);
+    num(e.chunk);
+    num(e.offset);
+    num(e.bytes);
+    num(e.tNs, -kMaxAbsNs, kMaxAbsNs);
+    num(e.provenance, uint64_t{0}, std::numeric_limits<uint64_t>::max(), 16);
+    if (!rest_.empty() || !lastField_) fail("more than " + std::to_string(kColumns) + " fields");
+    return e;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    bad(path_ + " line " + std::to_string(number_), what);
+  }
+
+  std::string_view field() {
+    if (lastField_) {
+      fail("expected " + std::to_string(kColumns) + " fields, found " + std::to_string(index_));
+    }
+    const size_t sp = rest_.find(' ');
+    const std::string_view f = rest_.substr(0, sp);
+    lastField_ = sp == std::string_view::npos;
+    rest_ = lastField_ ? std::string_view() : rest_.substr(sp + 1);
+    ++index_;
+    return f;
+  }
+
+  template <typename T>
+  void num(T& x, T lo = std::numeric_limits<T>::min(), T hi = std::numeric_limits<T>::max(),
+           int base = 10) {
+    const char* column = kEventColumns[index_];
+    const std::string_view f = field();
+    const auto r = std::from_chars(f.data(), f.data() + f.size(), x, base);
+    if (r.ec != std::errc() || r.ptr != f.data() + f.size() || x < lo || x > hi) {
+      fail(std::string(column) + ": bad number '" + std::string(f.substr(0, 40)) + "'");
+    }
+  }
+
+  std::string_view rest_;
+  const std::string& path_;
+  size_t number_;
+  size_t index_ = 0;
+  bool lastField_ = false;
+};
+
+std::vector<TelemetryEvent> parseEvents(std::string_view text, uint64_t runId,
+                                        const std::string& path) {
+  std::vector<TelemetryEvent> out;
+  // One event per line: the text bounds what this may reserve.
+  out.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
+  size_t line = 0;
+  while (!text.empty()) {
+    const size_t eol = text.find('\n');
+    out.push_back(EventLine(text.substr(0, eol), path, ++line).read(runId));
+    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+  }
+  return out;
+}
+
+ResolvedRun readEffective(const In& a, int nranks) {
+  const In o = a.object();
+  ResolvedRun e;
+  e.nranks = nranks;
+  e.ranksPerHost = o["ranks_per_host"].i32(0, kMaxRanks);
+  e.ringOrder = ints(o["ring_order"], 0, kMaxRanks - 1);
+  e.steps = static_cast<uint32_t>(o["steps"].u64(std::numeric_limits<uint32_t>::max()));
+  e.bytesSent = readArray<uint64_t>(o["bytes_sent"], [](const In& x) { return x.u64(); });
+  if (e.ringOrder.size() > static_cast<size_t>(kMaxRanks) ||
+      e.bytesSent.size() > static_cast<size_t>(kMaxRanks)) {
+    bad(a.path(), "names more than " + std::to_string(kMaxRanks) + " ranks");
+  }
+  return e;
+}
+
+Metrics readMetrics(const In& a) {
+  const In m = a.object();
+  Metrics x;
+  x.bytes = m["bytes"].u64();
+  x.timeUs = m["time_us"].num();
+  x.algbwGBps = m["algbw_gbps"].num();
+  x.busbwGBps = m["busbw_gbps"].num();
+  x.wrong = m["wrong"].u64();
+  return x;
+}
+
+BenchRow readRun(const In& a) {
+  const In o = a.object();
+  BenchRow row;
+  RunResult& res = row.result;
+  res.runId = o["run_id"].u64();
+  res.state = o["state"].parsed<RunState>(parseRunState);
+  res.error = o["error"].str();
+  res.failedRank = o["failed_rank"].i32(-1, kMaxRanks - 1);
+  row.sizeBytes = o["size_bytes"].u64();
+  row.count = o["count"].u64();
+  row.predictedUs = o["predicted_us"].num();
+  row.startNs = o["start_ns"].i64(-kMaxAbsNs, kMaxAbsNs);
+  row.endNs = o["end_ns"].i64(-kMaxAbsNs, kMaxAbsNs);
+  res.request = readRequest(o["request"]);
+  res.nranks = o["nranks"].i32(0, kMaxRanks);
+  res.workers = readWorkers(o["workers"]);
+  res.timeUs = o["time_us"].num();
+  res.wrong = o["wrong"].u64();
+  row.metrics = readMetrics(o["metrics"]);
+  res.iterationUs = readArray<double>(o["iteration_us"], [](const In& x) { return x.num(); });
+  res.perRank = readArray<RankIteration>(o["per_rank"], readPerRank);
+  // Absent from recordings written before runs carried what they resolved to.
+  if (o.has("effective")) res.effective = readEffective(o["effective"], res.nranks);
+  res.eventsDropped = o["events_dropped"].u64();
+  const In events = o["events"];
+  res.events = parseEvents(events.str(), res.runId, events.path());
+  const uint64_t expected = o["event_count"].u64();
+  if (res.events.size() != expected) {
+    bad(events.path(), "holds " + std::to_string(res.events.size()) + " events, event_count says " +
+                           std::to_string(expected));
+  }
+  return row;
+}
+
+void checkHeader(const In& top) {
+  const std::string& format = top["format"].str();
+  if (format != kRecordingFormat) {
+    bad("recording.format", "'" + format + "' is not " + std::string(kRecordingFormat));
+  }
+  const int64_t version = top["version"].i64();
+  if (version != kRecordingVersion) {
+    bad("recording.version", "version " + std::to_string(version) +
+                                 " is not supported (this build reads version " +
+                                 std::to_string(kRecordingVersion) + ")");
+  }
+  const In cols = top["event_columns"];
+  bool colsOk = cols.size() == kColumns;
+  for (size_t i = 0; colsOk && i < kColumns; ++i) {
+    const JsonIn& c = cols[i].raw();
+    colsOk = c.is_string() && c.get_ref<const std::string&>() == kEventColumns[i];
+  }
+  if (!colsOk) bad("recording.event_columns", "columns differ from this version's");
+}
+
+}  // namespace
+
+std::string recordingJson(const BenchReport& r) {
+  Json runs = Json::array();
+  for (const BenchRow& row : r.rows) runs.push_back(runJson(row));
+  const Json j{{"format", str(kRecordingFormat)},
+               {"version", kRecordingVersion},
+               {"clock", "coordinator steady clock, nanoseconds"},
+               {"config", configJson(r.config)},
+               {"workers", workersJson(r.workers)},
+               {"model", modelJson(r)},
+               {"error", r.error},
+               {"event_columns", kEventColumns},
+               {"runs", std::move(runs)}};
+  std::string text = jsonText(j);
+  text += '\n';  // appended, not concatenated: a recording is tens of megabytes
+  return text;
+}
+
+BenchReport parseRecording(std::string_view text) {
+  JsonIn root;
+  try {
+    root = parseJsonLimited(text, kRecordingLimits);
+  } catch (const JsonInputError& e) {
+    throw RecordingError(std::string("recording: ") + e.what());
+  }
+  const In top = In(root, "recording").object();
+  checkHeader(top);
+  BenchReport r;
+  r.config = readConfig(top["config"].object());
+  r.workers = readWorkers(top["workers"]);
+  const In model = top["model"].object();
+  r.modelSource = model["source"].str();
+  r.model.alpha = model["alpha_s"].num();
+  r.model.beta = model["beta_s_per_byte"].num();
+  r.model.gamma = model["gamma_s_per_byte"].num();
+  r.error = top["error"].str();
+  r.rows = readArray<BenchRow>(top["runs"], readRun);
+  return r;
+}
+
+BenchReport readRecording(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kRecordingLimits.maxBytes) {
+    throw RecordingError(path + ": recording of " + std::to_string(size) + " bytes is over the " +
+                         std::to_string(kRecordingLimits.maxBytes) + "-byte limit");
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw RecordingError("cannot read recording '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  try {
+    return parseRecording(ss.str());
+  } catch (const RecordingError& e) {
+    throw RecordingError(path + ": " + e.what());
+  }
+}
+
+}  // namespace arl

@@ -1,0 +1,95 @@
+#include "export/session_json.h"
+
+namespace arl {
+
+Json configJson(const BenchConfig& c) {
+  return Json{{"minbytes", c.minBytes},
+              {"maxbytes", c.maxBytes},
+              {"stepfactor", c.stepFactor},
+              {"stepbytes", c.stepBytes},
+              {"iters", c.iters},
+              {"warmup_iters", c.warmup},
+              {"check", c.check},
+              {"op", str(toString(c.op))},
+              {"dtype", str(toString(c.dtype))},
+              {"collective", str(toString(c.collective))},
+              {"algorithms", c.algorithms},
+              {"workers", c.workers},
+              {"ranks_per_host", c.ranksPerHost},
+              {"slice_sizes", c.sliceSizes},
+              {"inflights", c.inflights},
+              {"ring_order", c.ringOrder},
+              {"backend", c.backend},
+              {"listen", c.listen},
+              {"expect", c.expect},
+              {"telemetry", str(toString(c.telemetry))},
+              {"data_plane", str(toString(c.dataPlane))},
+              {"max_events", c.maxEvents},
+              {"root", c.root},
+              {"in_place", c.inPlace},
+              {"json", c.jsonPath},
+              {"csv", c.csvPath},
+              {"trace", c.tracePath},
+              {"record", c.recordPath}};
+}
+
+Json workerJson(const WorkerInfo& w) {
+  return Json{{"rank", w.rank},
+              {"name", w.name},
+              {"host", w.host},
+              {"pid", w.pid},
+              {"local", w.local},
+              {"backend", w.backend},
+              {"device", w.device},
+              {"clock_offset_ns", w.clockOffsetNs},
+              {"data_endpoint", w.dataEndpoint}};
+}
+
+Json workersJson(const std::vector<WorkerInfo>& ws) {
+  Json a = Json::array();
+  for (const WorkerInfo& w : ws) a.push_back(workerJson(w));
+  return a;
+}
+
+Json modelJson(const BenchReport& r) {
+  return Json{{"source", r.modelSource},
+              {"alpha_s", r.model.alpha},
+              {"beta_s_per_byte", r.model.beta},
+              {"gamma_s_per_byte", r.model.gamma}};
+}
+
+Json requestJson(const RunRequest& q) {
+  return Json{{"algorithm", q.algorithm},
+              {"collective", str(toString(q.collective))},
+              {"dtype", str(toString(q.dtype))},
+              {"op", str(toString(q.op))},
+              {"count", q.count},
+              {"slice_bytes", q.sliceBytes},
+              {"root", q.root},
+              {"ranks_per_host", q.ranksPerHost},
+              {"ring_order", q.ringOrder},
+              {"inflight", q.inflight},
+              {"in_place", q.inPlace},
+              {"warmup", q.warmup},
+              {"iterations", q.iterations},
+              {"check", q.check},
+              {"telemetry", str(toString(q.telemetry))},
+              {"data_plane", str(toString(q.dataPlane))},
+              {"max_events", q.maxEvents},
+              {"recv_timeout_ms", static_cast<int64_t>(q.recvTimeout.count())}};
+}
+
+uint64_t totalDropped(const BenchReport& r) {
+  uint64_t n = 0;
+  for (const BenchRow& row : r.rows) n += row.result.eventsDropped;
+  return n;
+}
+
+Json effectiveJson(const ResolvedRun& e) {
+  return Json{{"ranks_per_host", e.ranksPerHost},
+              {"ring_order", e.ringOrder},
+              {"steps", e.steps},
+              {"bytes_sent", e.bytesSent}};
+}
+
+}  // namespace arl

@@ -1,0 +1,28 @@
+// The parts of a bench session that the results file and the recording both write, and their
+// readers (private to export/). Key names are the file formats' (docs/bench.md,
+// docs/trace-and-recording.md); readers accept the older names noted there.
+#pragma once
+
+#include <string>
+
+#include "export/export.h"
+#include "export/json.h"
+
+namespace arl {
+
+Json configJson(const BenchConfig& c);
+Json workerJson(const WorkerInfo& w);
+Json workersJson(const std::vector<WorkerInfo>& ws);
+Json modelJson(const BenchReport& r);
+Json requestJson(const RunRequest& q);
+// What the run resolved to (RunResult::effective): ranks per host, ring order, the schedule's
+// steps and the bytes each rank sends in one collective.
+Json effectiveJson(const ResolvedRun& e);
+
+// Telemetry events dropped over all runs of the session.
+uint64_t totalDropped(const BenchReport& r);
+
+// `s` as JSON text would hold it: std::string_view is not a JSON string type everywhere.
+inline Json str(std::string_view s) { return Json(std::string(s)); }
+
+}  // namespace arl
