@@ -145,7 +145,7 @@ TEST(Export, CsvHasAHeaderAndOneQuotedRowPerRun) {
   const auto lines = splitLines(benchResultsCsv(r));
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0].rfind("size_bytes,count,dtype,op,root,algorithm,collective,ranks,", 0), 0u);
-  EXPECT_NE(lines[0].find(",time_us,algbw_gbps,busbw_gbps,wrong,predicted_us,"), std::string::npos);
+  EXPECT_NE(lines[0].find(",time_us,time_nccl_us,algbw_gbps,busbw_gbps,wrong,predicted_us,"), std::string::npos);
   EXPECT_EQ(lines[1].rfind("4096,1024,float,sum,0,ring,allreduce,3,", 0), 0u) << lines[1];
   EXPECT_NE(lines[1].find(",123.5,"), std::string::npos) << lines[1];
   // RFC 4180: the comma and the doubled quotes stay inside one field.
@@ -494,12 +494,16 @@ TEST(Export, RecordingsWrittenBeforeTheSweepListsStillRead) {
   r.config.inflights = {2};
   std::string old = recordingJson(r);
   // Version 1 files from before the sweep over slices: one chunk_bytes and one inflight in
-  // the config, no ring order anywhere, no data plane.
+  // the config, no ring order anywhere, no data plane, no effective run.
   const auto cut = [&](const std::string& from, const std::string& to) {
     const size_t p = old.find(from);
     ASSERT_NE(p, std::string::npos) << from;
     old.replace(p, from.size(), to);
   };
+  for (int i = 0; i < 2; ++i) {
+    cut("\"effective\":{\"ranks_per_host\":0,\"ring_order\":[],\"steps\":0,\"bytes_sent\":[]},",
+        "");
+  }
   cut("\"slice_sizes\":[65536],\"inflights\":[2],\"ring_order\":[],",
       "\"chunk_bytes\":65536,\"inflight\":2,");
   for (int i = 0; i < 2; ++i) cut("\"ring_order\":[],", "");

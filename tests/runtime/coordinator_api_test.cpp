@@ -171,9 +171,9 @@ TEST(CoordinatorApi, RefusedRequestsComeBackAsResultsNamingTheProblem) {
   RunRequest slice = smallRequest();
   slice.sliceBytes = 6;
   const std::pair<RunRequest, std::string> cases[] = {
-      {spiral, "unknown algorithm 'spiral'"},
-      {ring, "ring order names rank 0 twice"},
-      {slice, "not a whole number of float elements"}};
+      {spiral, "algorithm spiral: unknown"},
+      {ring, "(0 comes twice)"},
+      {slice, "6: must be a whole number, at least 1, of float elements"}};
   for (const auto& [req, words] : cases) {
     uint64_t id = 0;
     EXPECT_LT(elapsedMs([&] { id = coord.submit(req); }), kCallBoundMs);

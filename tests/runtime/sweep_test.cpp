@@ -128,7 +128,7 @@ TEST(Sweep, ARefusedRunEndsTheSweepWithItsError) {
   drive(coord, sweep);
   ASSERT_EQ(sweep.rows().size(), 1u);
   EXPECT_EQ(sweep.rows()[0].result.state, RunState::Refused);
-  EXPECT_NE(sweep.error().find("ring order names rank 1 twice"), std::string::npos)
+  EXPECT_NE(sweep.error().find("(1 comes twice)"), std::string::npos)
       << sweep.error();
 }
 
