@@ -28,9 +28,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/errors.h"
 #include "bench_options.h"
-#include "runtime/sweep.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "exec/run_request.h"
@@ -39,6 +39,7 @@
 #include "model/model.h"
 #include "runtime/coordinator.h"
 #include "runtime/protocol.h"
+#include "runtime/sweep.h"
 #include "schedule/generators.h"
 #include "transport/shm/shm_transport.h"
 
@@ -46,7 +47,7 @@ namespace arl::app {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = SteadyClock;
 
 constexpr const char* kProg = kBenchProg;
 // How long to wait for workers to join: local ones start in well under a second; remote

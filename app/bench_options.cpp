@@ -9,6 +9,7 @@
 #include <cctype>
 #include <set>
 
+#include "backend/registry.h"
 #include "base/errors.h"
 #include "base/limits.h"
 #include "exec/run_request.h"
@@ -192,8 +193,7 @@ BenchArgs BenchOptions::check() const {
 // The backend first (a build without CUDA says so before anything else), then the world.
 void BenchOptions::checkWorkers(BenchConfig& c) const {
   if (auto v = opts_.get("--backend")) {
-    if (v->text == "cuda" || v->text == "nccl") throw refuse(*v, "not built in this binary");
-    if (v->text != "cpu") throw refuse(*v, "unknown backend (known: cpu, cuda, nccl)");
+    if (auto why = backendUnavailable(v->text)) throw refuse(*v, *why);
     c.backend = v->text;
   }
   const auto workers = opts_.get("--workers"), expect = opts_.get("--expect");

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "backend/registry.h"
 #include "base/errors.h"
 #include "runtime/protocol.h"
 
@@ -62,12 +63,7 @@ WorkerOptions toOptions(const WorkerArgs& a) {
     refuse("--connect", a.connect, "not an endpoint (expected tcp://HOST:PORT or ipc://PATH)");
   }
   o.connect = a.connect;
-  if (a.backend == "cuda" || a.backend == "nccl") {
-    refuse("--backend", a.backend,
-           "not available in this build (the CUDA backends come with the GPU milestone); use "
-           "--backend cpu");
-  }
-  if (a.backend != "cpu") refuse("--backend", a.backend, "unknown backend (known: cpu)");
+  if (auto why = backendUnavailable(a.backend)) refuse("--backend", a.backend, *why);
   o.backend = a.backend;
   checkName("--name", a.name);
   checkName("--host", a.host);

@@ -15,17 +15,6 @@ namespace {
 
 // perIterationPerRank[i][r]: rank r's time in timed iteration i, in us, from a result's
 // per-rank reports (ranks that did not report an iteration count as 0).
-std::vector<std::vector<double>> perIterationPerRankUs(const RunResult& res) {
-  std::vector<std::vector<double>> m;
-  for (const RankIteration& ri : res.perRank) {
-    if (ri.rank < 0 || ri.rank >= res.nranks) continue;
-    if (m.size() <= ri.iteration) m.resize(ri.iteration + size_t{1});
-    auto& row = m[ri.iteration];
-    row.resize(static_cast<size_t>(res.nranks), 0.0);
-    row[static_cast<size_t>(ri.rank)] = static_cast<double>(ri.timeNs) / 1e3;
-  }
-  return m;
-}
 
 uint64_t totalEvents(const BenchReport& r) {
   uint64_t n = 0;
@@ -141,7 +130,8 @@ std::string benchResultsJson(const BenchReport& r) {
 std::string benchResultsCsv(const BenchReport& r) {
   std::string out =
       "size_bytes,count,dtype,op,root,algorithm,collective,ranks,in_place,slice_bytes,inflight,"
-      "time_us,time_nccl_us,algbw_gbps,busbw_gbps,wrong,predicted_us,iterations,events,events_dropped,state,"
+      "time_us,time_nccl_us,algbw_gbps,busbw_gbps,wrong,predicted_us,iterations,events,events_"
+      "dropped,state,"
       "error\n";
   for (const BenchRow& row : r.rows) {
     const std::vector<std::string> f = csvFields(row);

@@ -16,6 +16,28 @@ uint64_t saturatingMul(uint64_t a, uint64_t b) {
   return a * b;
 }
 
+// Each rank's mean over the iterations it reported (negative entries: not reported).
+std::vector<double> rankMeansUs(const std::vector<std::vector<double>>& perIterationPerRankUs) {
+  std::vector<double> sums;
+  std::vector<uint64_t> counts;
+  for (const auto& ranks : perIterationPerRankUs) {
+    if (sums.size() < ranks.size()) {
+      sums.resize(ranks.size(), 0.0);
+      counts.resize(ranks.size(), 0);
+    }
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      if (ranks[r] < 0) continue;
+      sums[r] += ranks[r];
+      ++counts[r];
+    }
+  }
+  std::vector<double> means;
+  for (size_t r = 0; r < sums.size(); ++r) {
+    if (counts[r] > 0) means.push_back(sums[r] / static_cast<double>(counts[r]));
+  }
+  return means;
+}
+
 }  // namespace
 
 double busBwFactor(Collective c, int nranks) {
@@ -49,27 +71,10 @@ uint64_t apiCountForSize(Collective c, int nranks, uint64_t sizeBytes, DataType 
 }
 
 double meanOfRankMeansUs(const std::vector<std::vector<double>>& perIterationPerRankUs) {
-  std::vector<double> sums;
-  std::vector<uint64_t> counts;
-  for (const auto& ranks : perIterationPerRankUs) {
-    if (sums.size() < ranks.size()) {
-      sums.resize(ranks.size(), 0.0);
-      counts.resize(ranks.size(), 0);
-    }
-    for (size_t r = 0; r < ranks.size(); ++r) {
-      if (ranks[r] < 0) continue;  // not reported
-      sums[r] += ranks[r];
-      ++counts[r];
-    }
-  }
+  const std::vector<double> means = rankMeansUs(perIterationPerRankUs);
   double total = 0;
-  int n = 0;
-  for (size_t r = 0; r < sums.size(); ++r) {
-    if (counts[r] == 0) continue;
-    total += sums[r] / static_cast<double>(counts[r]);
-    ++n;
-  }
-  return n == 0 ? 0 : total / n;
+  for (double m : means) total += m;
+  return means.empty() ? 0 : total / static_cast<double>(means.size());
 }
 
 double slowestRankMeanUs(const std::vector<std::vector<double>>& perIterationPerRankUs) {
@@ -84,14 +89,8 @@ double slowestRankMeanUs(const std::vector<std::vector<double>>& perIterationPer
 }
 
 double slowestOfRankMeansUs(const std::vector<std::vector<double>>& perIterationPerRankUs) {
-  std::vector<double> sums;
-  for (const auto& ranks : perIterationPerRankUs) {
-    if (sums.size() < ranks.size()) sums.resize(ranks.size(), 0.0);
-    for (size_t r = 0; r < ranks.size(); ++r) sums[r] += ranks[r];
-  }
-  if (sums.empty()) return 0;
-  return *std::max_element(sums.begin(), sums.end()) /
-         static_cast<double>(perIterationPerRankUs.size());
+  const std::vector<double> means = rankMeansUs(perIterationPerRankUs);
+  return means.empty() ? 0 : *std::max_element(means.begin(), means.end());
 }
 
 Metrics metricsFromTime(Collective c, int nranks, uint64_t count, DataType t, double timeUs,
@@ -139,8 +138,8 @@ std::string formatTimeUs(double us) { return formatColumn(us, 7); }
 std::string ncclTestsHeader() {
   char buf[256];
   std::string out;
-  std::snprintf(buf, sizeof buf, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size", "count",
-                "type", "redop", "root", "time", "algbw", "busbw", "#wrong");
+  std::snprintf(buf, sizeof buf, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size",
+                "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong");
   out += buf;
   std::snprintf(buf, sizeof buf, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)",
                 "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "");
@@ -153,11 +152,11 @@ std::string ncclTestsRow(Collective c, uint64_t count, DataType t, RedOp op, int
   const bool rooted = c == Collective::Reduce || c == Collective::Broadcast;
   const std::string opName = collectiveReduces(c) ? std::string(toString(op)) : "none";
   char buf[256];
-  std::snprintf(
-      buf, sizeof buf, "%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i  %7s  %6s  %6s  %6" PRIu64,
-      m.bytes, count, std::string(toString(t)).c_str(), opName.c_str(), rooted ? root : -1,
-      formatTimeUs(m.timeUs).c_str(), formatColumn(m.algbwGBps, 6).c_str(),
-      formatColumn(m.busbwGBps, 6).c_str(), m.wrong);
+  std::snprintf(buf, sizeof buf,
+                "%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i  %7s  %6s  %6s  %6" PRIu64, m.bytes,
+                count, std::string(toString(t)).c_str(), opName.c_str(), rooted ? root : -1,
+                formatTimeUs(m.timeUs).c_str(), formatColumn(m.algbwGBps, 6).c_str(),
+                formatColumn(m.busbwGBps, 6).c_str(), m.wrong);
   return buf;
 }
 

@@ -34,6 +34,8 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "backend/registry.h"
+#include "base/clock.h"
 #include "base/errors.h"
 #include "control_poll.h"
 #include "coord_wakeup.h"
@@ -58,9 +60,21 @@ std::string_view toString(RunState s) {
   return "?";
 }
 
+std::vector<std::vector<double>> perIterationPerRankUs(const RunResult& res) {
+  std::vector<std::vector<double>> m;
+  for (const RankIteration& ri : res.perRank) {
+    if (ri.rank < 0 || ri.rank >= res.nranks) continue;
+    if (m.size() <= ri.iteration) m.resize(ri.iteration + size_t{1});
+    auto& row = m[ri.iteration];
+    row.resize(static_cast<size_t>(res.nranks), -1.0);
+    row[static_cast<size_t>(ri.rank)] = static_cast<double>(ri.timeNs) / 1e3;
+  }
+  return m;
+}
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = SteadyClock;
 using std::chrono::milliseconds;
 
 constexpr milliseconds kTick{10};
@@ -70,11 +84,6 @@ constexpr milliseconds kAckWait{500};
 constexpr std::chrono::seconds kConfigureTimeout{60};
 // How long the destructor waits for workers to leave after Shutdown before killing them.
 constexpr milliseconds kShutdownWait{1000};
-
-int64_t steadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
-}
 
 LeaveReason leaveReason(const ExitStatus& st) {
   return {st.signaled ? LeaveKind::Killed : LeaveKind::Exited, st.signaled ? st.signal : st.code,
@@ -616,10 +625,10 @@ struct Coordinator::Impl {
     a.ready[static_cast<size_t>(r)] = true;
     a.endpoints[static_cast<size_t>(r)] = m.dataEndpoint;
     a.workers[static_cast<size_t>(r)].dataEndpoint = m.dataEndpoint;
-    a.workers[static_cast<size_t>(r)].clockOffsetNs = -m.clockOffsetNs;
+    a.workers[static_cast<size_t>(r)].clockOffsetNs = m.clockOffsetNs;
     if (Peer* p = findPeer(a.ids[static_cast<size_t>(r)])) {
       p->info.dataEndpoint = m.dataEndpoint;
-      p->info.clockOffsetNs = -m.clockOffsetNs;
+      p->info.clockOffsetNs = m.clockOffsetNs;
     }
     if (!std::all_of(a.ready.begin(), a.ready.end(), [](bool b) { return b; })) return;
     Start s;
@@ -878,8 +887,8 @@ struct Coordinator::Impl {
       return;
     }
     if (auto* ping = std::get_if<Ping>(&env->message)) {
-      const int64_t t1 = steadyNs();
-      sendMsg(id, Pong::answering(*ping, t1, steadyNs()));
+      const int64_t t1 = steadyNowNs();
+      sendMsg(id, Pong::answering(*ping, t1, steadyNowNs()));
       return;
     }
     if (auto* hb = std::get_if<Heartbeat>(&env->message)) {
@@ -1146,9 +1155,7 @@ Coordinator::Coordinator(CoordinatorOptions opt) : impl_(std::make_unique<Impl>(
   if (opt.missedHeartbeats < 1 || opt.missedHeartbeats > static_cast<int>(kMaxHeartbeatLiveness)) {
     throw ConfigError("missed heartbeats must be in 1.." + std::to_string(kMaxHeartbeatLiveness));
   }
-  if (opt.backend != "cpu") {
-    throw ConfigError("backend '" + opt.backend + "' is not available in this build (known: cpu)");
-  }
+  requireBackend(opt.backend);
   if (opt.localWorkers > 0) {
     I.workerBinary = findWorkerBinary(opt.workerBinary);
     if (I.workerBinary.empty()) {

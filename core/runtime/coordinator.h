@@ -14,10 +14,10 @@
 #include <variant>
 #include <vector>
 
+#include "base/types.h"
 #include "exec/run_request.h"
 #include "exec/telemetry.h"
 #include "transport/transport.h"
-#include "base/types.h"
 
 namespace arl {
 
@@ -50,8 +50,10 @@ struct WorkerInfo {
   bool local = false;  // started by this coordinator
   std::string backend;
   int device = -1;
-  int64_t clockOffsetNs = 0;  // worker clock - coordinator clock, from the ping exchange
-  std::string dataEndpoint;
+  // Coordinator clock - worker clock, from the ping exchange (ClockSample::offsetNs in
+  // runtime/protocol.h); telemetry timestamps already have it added.
+  int64_t clockOffsetNs = 0;
+  std::string dataEndpoint;  // the data-plane endpoint of the worker's latest run (from Ready)
 };
 
 // Queued: submitted, waiting for workers to join or for its plan. Refused: the request was
@@ -105,6 +107,10 @@ struct RunResult {
   std::string error;  // empty on success; otherwise names the rank, the step and the reason
   int failedRank = -1;
 };
+
+// perIterationPerRankUs(res)[i][r]: rank r's time in timed iteration i in us, from the
+// result's per-rank reports; -1 where a rank did not report (model/metrics.h skips those).
+std::vector<std::vector<double>> perIterationPerRankUs(const RunResult& res);
 
 // Why a worker left the session.
 enum class LeaveKind : uint8_t {

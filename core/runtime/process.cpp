@@ -19,6 +19,8 @@
 #include <system_error>
 #include <thread>
 
+#include "base/clock.h"
+
 namespace arl {
 
 std::string ExitStatus::describe() const {
@@ -96,10 +98,10 @@ std::optional<ExitStatus> tryReap(int64_t pid) {
 }
 
 std::optional<ExitStatus> waitFor(int64_t pid, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = SteadyClock::now() + timeout;
   for (;;) {
     if (auto st = tryReap(pid)) return st;
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    if (SteadyClock::now() >= deadline) return std::nullopt;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }

@@ -5,17 +5,11 @@
 #include <limits>
 #include <utility>
 
+#include "base/clock.h"
+
 namespace arl {
 
-namespace {
-
-int64_t nowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<SweepPoint> sweepPoints(const SweepSpec& s) {
   const std::vector<uint64_t> slices =
@@ -60,7 +54,7 @@ void Sweep::submitNext() {
   current_ = SweepRow{};
   current_.count = q.count;
   current_.sizeBytes = collectiveBytes(q.collective, nranks_, q.count, q.dtype);
-  current_.startNs = nowNs();
+  current_.startNs = steadyNowNs();
   runId_ = coord_.submit(std::move(q));
 }
 
@@ -89,7 +83,7 @@ bool Sweep::onEvent(CoordinatorEvent& ev) {
 void Sweep::complete(RunResult res) {
   runId_ = 0;
   SweepRow row = std::move(current_);
-  row.endNs = nowNs();
+  row.endNs = steadyNowNs();
   std::vector<TelemetryEvent> events = std::move(row.result.events);
   row.result = std::move(res);
   row.result.events = std::move(events);
@@ -98,6 +92,7 @@ void Sweep::complete(RunResult res) {
   const RunRequest& q = row.result.request;
   row.metrics = computeMetrics(q.collective, nranks_, row.count, q.dtype, row.result.iterationUs,
                                row.result.wrong);
+  row.metrics.ncclTimeUs = meanOfRankMeansUs(perIterationPerRankUs(row.result));
   row.predictedUs = std::numeric_limits<double>::quiet_NaN();
   if (row.result.effective.nranks > 0) {
     CostQuery cq;

@@ -90,7 +90,8 @@ TEST(PlanCli, EveryAlgorithmVerifiesAndRunsCorrectly) {
                           "--iters 1 --warmup 0");
     ASSERT_EQ(r.rc, 0) << algo << ": " << r.err << r.out;
     const nlohmann::json v = nlohmann::json::parse(r.out);
-    EXPECT_TRUE(v.at("verified").get<bool>()) << algo << ": " << v.at("verify_message").get<std::string>();
+    EXPECT_TRUE(v.at("verified").get<bool>())
+        << algo << ": " << v.at("verify_message").get<std::string>();
     EXPECT_EQ(v.at("wrong").get<int64_t>(), 0) << algo;
   }
 }
@@ -186,7 +187,8 @@ TEST(WorkerCli, HelpExitsZeroAndBadArgumentsAreOneLine) {
       {"--connect tcp://127.0.0.1:1 --device 1024",
        "--device 1024: must be an integer in -1..1023"},
       {"--connect tcp://127.0.0.1:1 --device x", "--device x:"},
-      {"--connect tcp://127.0.0.1:1 --backend cuda", "--backend cuda: not available"},
+      {"--connect tcp://127.0.0.1:1 --backend cuda",
+       "--backend cuda: backend 'cuda' needs a build with CUDA"},
       {"--connect tcp://127.0.0.1:1 --backend tpu", "--backend tpu: unknown backend"},
       {"--connect tcp://127.0.0.1:1 --parent-pid 0", "--parent-pid 0:"},
       {"--connect tcp://127.0.0.1:1 --frobnicate", "--frobnicate"},

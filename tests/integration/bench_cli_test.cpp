@@ -20,8 +20,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "export/export.h"
-#include "schedule/generators.h"
 #include "runtime/process.h"
 #include "schedule/generators.h"
 
@@ -29,7 +29,7 @@ namespace arl {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using Clock = SteadyClock;
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path);
@@ -249,8 +249,8 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
       {{"--ring-order", "0,1,2,4"}, "(4 is not a rank)"},
       {{"--workers", "2", "--expect", "1", "--ring-order", "0,1,2,3"},
        "--ring-order 0,1,2,3: must name each of the 3 ranks 0..2 once"},
-      {{"--backend", "cuda"}, "--backend cuda: not built in this binary"},
-      {{"--backend", "nccl"}, "--backend nccl: not built in this binary"},
+      {{"--backend", "cuda"}, "--backend cuda: backend 'cuda' needs a build with CUDA"},
+      {{"--backend", "nccl"}, "--backend nccl: backend 'nccl' needs a build with CUDA and NCCL"},
       {{"--backend", "tpu"}, "--backend tpu: unknown backend"},
       {{"--listen", "127.0.0.1:5555"}, "--listen"},
       {{"--listen", "tcp://127.0.0.1:99999"}, "--listen"},

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../runtime/event_client.h"
+#include "base/clock.h"
 #include "base/errors.h"
 #include "export/export.h"
 #include "runtime/coordinator.h"
@@ -35,7 +36,7 @@
 namespace arl {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = SteadyClock;
 using std::chrono::milliseconds;
 
 // Processes whose parent is this test process and whose command is allreduce-worker.

@@ -10,13 +10,14 @@
 
 #include <gtest/gtest.h>
 
+#include "base/clock.h"
 #include "event_client.h"
 #include "runtime/coordinator.h"
 
 namespace arl {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = SteadyClock;
 using std::chrono::milliseconds;
 using test::EventClient;
 using test::RunRecord;

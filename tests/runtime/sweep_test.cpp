@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/clock.h"
 #include "runtime/coordinator.h"
 #include "runtime/sweep.h"
 
@@ -35,9 +36,9 @@ SweepSpec smallSpec() {
 
 // Hands the coordinator's events to the sweep until it ends (at most 60 s).
 void drive(Coordinator& coord, Sweep& sweep) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(60);
   std::vector<CoordinatorEvent> evs;
-  while (!sweep.finished() && std::chrono::steady_clock::now() < deadline) {
+  while (!sweep.finished() && SteadyClock::now() < deadline) {
     evs.clear();
     coord.takeEvents(evs, std::chrono::milliseconds(20));
     for (auto& ev : evs) sweep.onEvent(ev);
@@ -102,8 +103,8 @@ TEST(Sweep, StoppingMidRunAbortsItAndKeepsItsRow) {
   sweep.start();
   std::vector<CoordinatorEvent> evs;
   int iterations = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (iterations < 4 && !sweep.finished() && std::chrono::steady_clock::now() < deadline) {
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(30);
+  while (iterations < 4 && !sweep.finished() && SteadyClock::now() < deadline) {
     evs.clear();
     coord.takeEvents(evs, std::chrono::milliseconds(20));
     for (auto& ev : evs) {
@@ -128,8 +129,7 @@ TEST(Sweep, ARefusedRunEndsTheSweepWithItsError) {
   drive(coord, sweep);
   ASSERT_EQ(sweep.rows().size(), 1u);
   EXPECT_EQ(sweep.rows()[0].result.state, RunState::Refused);
-  EXPECT_NE(sweep.error().find("(1 comes twice)"), std::string::npos)
-      << sweep.error();
+  EXPECT_NE(sweep.error().find("(1 comes twice)"), std::string::npos) << sweep.error();
 }
 
 }  // namespace
