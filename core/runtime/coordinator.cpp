@@ -246,7 +246,9 @@ struct Coordinator::Impl {
   std::vector<Peer> peers;  // in rank order
   std::map<int64_t, Child> children;
   int pendingLocal = 0;  // local children spawned that have not joined (or ended) yet
-  std::set<std::string> removedIds;
+  // Removed workers by identity; true when the process is known to be gone (a local one,
+  // killed and reaped), whose late messages are dropped without a word.
+  std::map<std::string, bool> removedIds;
   std::set<std::string> unknownLogged;
   uint64_t joinSeq = 0;
   std::deque<QueuedRun> queued;  // submitted runs, in order; the front may be planning
@@ -408,7 +410,10 @@ struct Coordinator::Impl {
     if (it == peers.end()) return;
     WorkerInfo info = it->info;
     peers.erase(it);
-    removedIds.insert(id);
+    removedIds[id] = info.local;
+    // A remote worker is told at once, so that it leaves with 0 when it is alive (a stopped
+    // one reads it when continued); a local one is killed below.
+    if (!info.local) sendMsg(id, Shutdown{"removed from the session: " + why.text});
     if (info.local) {
       auto c = children.find(info.pid);
       if (c != children.end()) {
@@ -873,8 +878,9 @@ struct Coordinator::Impl {
       return;
     }
     if (!peer) {
-      if (removedIds.count(id)) {
-        if (unknownLogged.insert(id).second) {
+      if (auto removed = removedIds.find(id); removed != removedIds.end()) {
+        // A dead local worker's last messages may arrive after it was reaped: not a speaker.
+        if (!removed->second && unknownLogged.insert(id).second) {
           sendMsg(id, Shutdown{"this worker was removed from the session"});
           log(1, "worker " + printableId(id) +
                      " was removed from the session and spoke again; "
@@ -956,7 +962,8 @@ struct Coordinator::Impl {
     p.info.backend = h.backend;
     p.info.device = h.deviceIndex;
     auto c = children.find(h.pid);
-    p.info.local = c != children.end() && !c->second.joined && h.hostName == hostName();
+    // By the spawn record, not the host name: a child started with another --host is ours.
+    p.info.local = c != children.end() && !c->second.joined && spawnedHere(id);
     if (p.info.local) c->second.joined = true;
     peers.push_back(p);
     removedIds.erase(id);
@@ -971,6 +978,12 @@ struct Coordinator::Impl {
     // Published first: a client that sees the event finds the worker in workers().
     publish();
     emit(WorkerJoined{added->info});
+  }
+
+  // A local child's routing identity ends with ":p<our pid>" (from its --parent-pid), which a
+  // worker on another machine with the same pid as a child does not carry.
+  static bool spawnedHere(const std::string& id) {
+    return id.ends_with(":p" + std::to_string(::getpid()));
   }
 
   // ---- Commands ------------------------------------------------------------------------------

@@ -569,8 +569,11 @@ class WorkerSession {
     std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(steadyNowNs()));
     char rnd[17];
     std::snprintf(rnd, sizeof rnd, "%016llx", static_cast<unsigned long long>(rng()));
+    // A coordinator's own child names its parent: how the coordinator knows it for its own
+    // whatever --host it reports.
     const std::string identity =
-        "w:" + host_.substr(0, 64) + ":" + std::to_string(pid_) + ":" + rnd;
+        "w:" + host_.substr(0, 64) + ":" + std::to_string(pid_) + ":" + rnd +
+        (opt_.parentPid > 0 ? ":p" + std::to_string(opt_.parentPid) : std::string());
     sock_.set(zmq::sockopt::routing_id, identity);
     sock_.set(zmq::sockopt::linger, 0);
     // Telemetry is lossless on the control connection: never drop at a high-water mark.
@@ -592,6 +595,7 @@ class WorkerSession {
     sendPing();
     const auto started = SteadyClock::now();
     lastHeard_ = started;
+    lastTick_ = started;
     nextHeartbeat_ = started + hbInterval_;
 
     for (;;) {
@@ -615,6 +619,11 @@ class WorkerSession {
         nextHeartbeat_ = now + hbInterval_;
       }
       if (pingOutstanding_ && now - pingSentAt_ > std::chrono::seconds(1)) sendPing();
+      // A loop that stalled (the process was stopped) heard nothing meanwhile through no fault
+      // of the coordinator: it gets a full window again, so that a Shutdown queued for this
+      // worker is read (exit 0) instead of the worker leaving for silence (exit 3).
+      if (now - lastTick_ > hbInterval_) lastHeard_ = now;
+      lastTick_ = now;
       const auto silence = now - lastHeard_;
       const auto limit = welcomed_ ? hbInterval_ * liveness_ : opt_.joinTimeout;
       if (silence > limit) {
@@ -857,6 +866,7 @@ class WorkerSession {
   milliseconds hbInterval_;
   int liveness_;
   SteadyClock::time_point lastHeard_;
+  SteadyClock::time_point lastTick_;  // the loop's last pass
   SteadyClock::time_point nextHeartbeat_;
   SteadyClock::time_point lastFlush_;
   bool welcomed_ = false;

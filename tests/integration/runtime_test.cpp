@@ -10,9 +10,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -297,6 +299,49 @@ TEST(Runtime, MissingWorkerBinaryIsAConfigError) {
   EXPECT_THROW(Coordinator c(o), ConfigError);
 }
 
+// The ZeroMQ ipc socket directories of `pid` in `tmp` ("arl-dp-<pid namespace>-<pid>-XXXXXX").
+std::vector<std::string> ipcDirsOf(const std::string& tmp, int64_t pid) {
+  std::vector<std::string> found;
+  DIR* d = ::opendir(tmp.c_str());
+  if (d == nullptr) return found;
+  const std::string tail = "-" + std::to_string(pid) + "-";
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind("arl-dp-", 0) != 0) continue;
+    const auto dash = name.find('-', 7);
+    if (dash != std::string::npos && name.compare(dash, tail.size(), tail) == 0) {
+      found.push_back(name);
+    }
+  }
+  ::closedir(d);
+  return found;
+}
+
+// Points the temporary folder of the workers started meanwhile at a fresh directory of
+// their own, so that no other test's bind sweeps (or leaves) anything in it.
+class PrivateTmpDir {
+ public:
+  PrivateTmpDir() {
+    std::string templ = "/tmp/arl-test-XXXXXX";
+    if (::mkdtemp(templ.data()) != nullptr) path_ = templ;
+    if (const char* old = std::getenv("TMPDIR")) old_ = old;
+    if (!path_.empty()) ::setenv("TMPDIR", path_.c_str(), 1);
+  }
+  ~PrivateTmpDir() {
+    if (old_) {
+      ::setenv("TMPDIR", old_->c_str(), 1);
+    } else {
+      ::unsetenv("TMPDIR");
+    }
+    if (!path_.empty()) std::filesystem::remove_all(path_);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::optional<std::string> old_;
+};
+
 // ---- Failures mid-run ------------------------------------------------------------------------
 
 // A run long enough to be interrupted: 4 MiB per rank, many iterations.
@@ -331,6 +376,8 @@ class RuntimeFailure : public ::testing::TestWithParam<FailureCase> {};
 // replacement joins, and the next run is exact.
 TEST_P(RuntimeFailure, WorkerLostMidRunEndsTheRunAndTheNextRunWorks) {
   const FailureCase fc = GetParam();
+  PrivateTmpDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
   std::vector<int64_t> pids;
   {
     Coordinator coord(localOptions(4));
@@ -373,8 +420,14 @@ TEST_P(RuntimeFailure, WorkerLostMidRunEndsTheRunAndTheNextRunWorks) {
     // The lost worker was removed (a stopped one killed) and reaped, and no segment name of
     // it survives the next run (its own removal or the next bind's sweep).
     EXPECT_FALSE(processAlive(victim));
+    // A SIGKILLed rank cannot remove its ipc socket directory: the next bind sweeps it.
+    if (fc.plane == DataPlaneKind::Zmq && fc.signal == SIGKILL) {
+      EXPECT_FALSE(ipcDirsOf(tmp.path(), victim).empty()) << "the killed rank had no ipc directory";
+    }
     // The next run: the replacement joins first, the world keeps its size, results are exact.
-    const RunResult next = client.run(smallRequest("ring", Collective::AllReduce));
+    RunRequest nextReq = smallRequest("ring", Collective::AllReduce);
+    nextReq.dataPlane = fc.plane;
+    const RunResult next = client.run(nextReq);
     ASSERT_EQ(next.state, RunState::Done) << next.error << "\n" << client.allLogs();
     EXPECT_EQ(next.nranks, 4) << client.allLogs();
     EXPECT_EQ(next.wrong, 0u);
@@ -383,6 +436,9 @@ TEST_P(RuntimeFailure, WorkerLostMidRunEndsTheRunAndTheNextRunWorks) {
       pids.push_back(w.pid);
     }
     EXPECT_TRUE(shmSegmentsOf({victim}).empty()) << shmSegmentsOf({victim}).front();
+    EXPECT_TRUE(ipcDirsOf(tmp.path(), victim).empty()) << ipcDirsOf(tmp.path(), victim).front();
+    // The dead worker's late messages, if any, are no reason to tell it anything.
+    EXPECT_EQ(client.logsContaining("told it to shut down"), 0) << client.allLogs();
   }
   expectNoWorkerChildren(pids);
 }
@@ -464,6 +520,35 @@ TEST(Runtime, WorkerStartedByHandJoinsAndTakesPart) {
   EXPECT_FALSE(st->signaled);
   EXPECT_EQ(st->code, 0);
   expectNoWorkerChildren(pids);
+}
+
+// A remote worker removed for silence (here: stopped) is told to shut down; continued, it
+// reads that and leaves with 0, as a Shutdown always makes it, not 3 (coordinator silent).
+TEST(Runtime, RemovedRemoteWorkerLeavesWithZeroWhenContinued) {
+  CoordinatorOptions o = localOptions(1);
+  o.heartbeat = milliseconds(100);
+  o.missedHeartbeats = 3;
+  Coordinator coord(o);
+  EventClient client(coord);
+  const int64_t pid = spawnChild({ARL_WORKER_BINARY, "--connect", coord.endpoint(), "--name",
+                                  "by-hand", "--host", "elsewhere"});
+  ASSERT_TRUE(client.waitJoined(2));
+  ASSERT_EQ(::kill(static_cast<pid_t>(pid), SIGSTOP), 0);
+  ASSERT_TRUE(client.waitLeft(1, std::chrono::seconds(10)));
+  const WorkerLeft gone = client.left().front();
+  EXPECT_EQ(gone.worker.pid, pid);
+  EXPECT_FALSE(gone.worker.local);
+  EXPECT_EQ(gone.reason.kind, LeaveKind::MissedHeartbeats);
+  // Stopped for longer than the worker's own silence limit (3 x 100 ms).
+  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_EQ(::kill(static_cast<pid_t>(pid), SIGCONT), 0);
+  const auto st = waitFor(pid, milliseconds(5000));
+  if (!st) killAndReap(pid);
+  ASSERT_TRUE(st.has_value()) << "the removed worker did not leave";
+  EXPECT_FALSE(st->signaled);
+  EXPECT_EQ(st->code, 0);
+  // The local worker was never silent and stays.
+  EXPECT_EQ(coord.workers().size(), 1u);
 }
 
 // A worker that reports another host name makes the run span two "hosts": every rank then

@@ -2,6 +2,8 @@
 // window will drive it: events from the first join on, nothing lost, calls that return at
 // once, a slow client that costs counted drops and never a stall, refusals as results, and
 // the ring order reaching the workers.
+#include <signal.h>
+
 #include <atomic>
 #include <chrono>
 #include <string>
@@ -218,6 +220,38 @@ TEST(CoordinatorApi, TheRingOrderReachesTheWorkers) {
     EXPECT_GT(sends, 0u);
     EXPECT_GT(recvs, 0u);
   }
+}
+
+// A local worker reporting another host name is still the coordinator's own child: it counts
+// as joined (the run does not wait for it: no Queued state), and when it dies it is reaped and
+// replaced as local workers are.
+TEST(CoordinatorApi, LocalWorkersWithAnotherHostNameCountAsJoined) {
+  CoordinatorOptions o = localOptions(2);
+  o.workerExtraArgs = {"--host", "elsewhere"};
+  o.joinTimeout = std::chrono::seconds(30);
+  Coordinator coord(o);
+  EventClient client(coord);
+  ASSERT_TRUE(client.waitJoined(2));
+  for (const WorkerInfo& w : coord.workers()) {
+    EXPECT_TRUE(w.local) << w.name;
+    EXPECT_EQ(w.host, "elsewhere");
+  }
+  const uint64_t id = coord.submit(smallRequest());
+  const auto res = client.waitResult(id, std::chrono::seconds(20));
+  ASSERT_TRUE(res.has_value()) << "no result within 20 s: the run waited for joined workers";
+  EXPECT_EQ(res->state, RunState::Done) << res->error;
+  const std::vector<RunState> states = client.record(id).states;
+  ASSERT_FALSE(states.empty());
+  EXPECT_NE(states.front(), RunState::Queued) << "the run waited for workers that had joined";
+
+  const int64_t victim = coord.workers().front().pid;
+  ASSERT_EQ(::kill(static_cast<pid_t>(victim), SIGKILL), 0);
+  ASSERT_TRUE(client.waitLeft(1));
+  const WorkerLeft gone = client.left().front();
+  EXPECT_EQ(gone.worker.pid, victim);
+  EXPECT_TRUE(gone.joined);
+  EXPECT_EQ(gone.reason.kind, LeaveKind::Killed);
+  EXPECT_TRUE(client.waitJoined(3)) << "no replacement joined";
 }
 
 }  // namespace

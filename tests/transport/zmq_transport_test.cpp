@@ -2,11 +2,15 @@
 #include "transport/zmq/zmq_transport.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -536,6 +540,53 @@ TEST(ZmqDataPlane, IpcFilesAreRemovedAfterTeardown) {
   }
   EXPECT_FALSE(fs::exists(file)) << file;
   EXPECT_FALSE(fs::exists(fs::path(file).parent_path())) << file;
+}
+
+// A SIGKILLed rank leaves its socket directory; the next ipc bind removes the directories of
+// dead owners of this pid namespace, and nothing else.
+TEST(ZmqDataPlane, IpcBindSweepsTheDirectoriesOfDeadOwnersOnly) {
+  namespace fs = std::filesystem;
+  std::string base = "/tmp/arl-sweep-XXXXXX";
+  ASSERT_NE(::mkdtemp(base.data()), nullptr);
+  struct stat ns {};
+  ASSERT_EQ(::stat("/proc/self/ns/pid", &ns), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // now a pid with no process
+  const std::string self = std::to_string(ns.st_ino);
+  const std::string other = std::to_string(ns.st_ino + 1);
+  auto makeDir = [&](const std::string& name, const std::string& file) {
+    fs::create_directory(base + "/" + name);
+    std::ofstream(base + "/" + name + "/" + file) << "x";
+    return base + "/" + name;
+  };
+  const std::string dead = makeDir("arl-dp-" + self + "-" + std::to_string(child) + "-aaaaaa",
+                                   "rank3.sock");
+  const std::string foreignFile = makeDir(
+      "arl-dp-" + self + "-" + std::to_string(child) + "-bbbbbb", "notes.txt");
+  const std::string live = makeDir(
+      "arl-dp-" + self + "-" + std::to_string(::getpid()) + "-cccccc", "rank1.sock");
+  const std::string otherNamespace = makeDir(
+      "arl-dp-" + other + "-" + std::to_string(child) + "-dddddd", "rank0.sock");
+  const std::string untagged = makeDir("arl-dp-eeeeee", "rank0.sock");
+
+  {
+    BindOptions o = optionsFor(Kind::Ipc);
+    o.ipcBaseDir = base;
+    ZmqDataPlane p(0, 1);
+    const std::string ep = p.bind(o);
+    // Its own directory carries its owner tag.
+    EXPECT_NE(ep.find("/arl-dp-" + self + "-" + std::to_string(::getpid()) + "-"),
+              std::string::npos)
+        << ep;
+  }
+  EXPECT_FALSE(fs::exists(dead)) << dead;
+  EXPECT_TRUE(fs::exists(foreignFile + "/notes.txt")) << foreignFile;
+  EXPECT_TRUE(fs::exists(live + "/rank1.sock")) << live;
+  EXPECT_TRUE(fs::exists(otherNamespace + "/rank0.sock")) << otherNamespace;
+  EXPECT_TRUE(fs::exists(untagged + "/rank0.sock")) << untagged;
+  fs::remove_all(base);
 }
 
 TEST(ZmqDataPlane, BindRefusesBadOptions) {

@@ -1,6 +1,8 @@
 #include "transport/zmq/zmq_transport.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 
 #include "base/clock.h"
 #include "base/errors.h"
+#include "transport/stale_owner.h"
 
 namespace arl {
 
@@ -196,6 +199,37 @@ int senderOf(const zmq::message_t& frame, int nranks) {
     return -1;
   }
   return h.src;
+}
+
+constexpr std::string_view kIpcDirPrefix = "arl-dp-";
+
+// Removes the socket directories under `base` ("arl-dp-<owner tag>-XXXXXX") whose owner is
+// dead, as a SIGKILLed rank leaves them: only this user's real directories, and in them only
+// rank sockets; a directory holding anything else is left alone.
+void sweepStaleIpcDirs(const std::string& base) {
+  DIR* d = ::opendir(base.c_str());
+  if (d == nullptr) return;
+  while (dirent* e = ::readdir(d)) {
+    const std::string_view name(e->d_name);
+    if (name.substr(0, kIpcDirPrefix.size()) != kIpcDirPrefix) continue;
+    if (!ownerTagGone(name.substr(kIpcDirPrefix.size()))) continue;
+    const std::string dir = base + "/" + std::string(name);
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
+      continue;
+    }
+    if (DIR* inner = ::opendir(dir.c_str())) {
+      while (dirent* f = ::readdir(inner)) {
+        const std::string_view file(f->d_name);
+        if (file.starts_with("rank") && file.ends_with(".sock")) {
+          ::unlink((dir + "/" + std::string(file)).c_str());
+        }
+      }
+      ::closedir(inner);
+    }
+    ::rmdir(dir.c_str());
+  }
+  ::closedir(d);
 }
 
 std::string fromWhom(int src) {
@@ -481,6 +515,35 @@ ZmqDataPlane::ZmqDataPlane(int rank, int nranks) : rank_(rank), nranks_(nranks) 
 
 ZmqDataPlane::~ZmqDataPlane() { close(); }
 
+// Creates this rank's private socket directory (named with its owner tag, after sweeping
+// those of dead owners) and returns the socket path in it.
+std::string ZmqDataPlane::makeIpcDir(const std::string& baseDir, const std::string& who) {
+  std::string base = baseDir;
+  if (base.empty()) {
+    std::error_code ec;  // temp_directory_path() honours $TMPDIR
+    const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+    base = ec ? std::string("/tmp") : tmp.string();
+  }
+  sweepStaleIpcDirs(base);
+  std::string templ = base + "/" + std::string(kIpcDirPrefix) + ownerTag() + "-XXXXXX";
+  if (::mkdtemp(templ.data()) == nullptr) {
+    throw ConfigError(who + "cannot create a private ipc directory under " + base + ": " +
+                      std::generic_category().message(errno));
+  }
+  impl_->ipcDir = templ;
+  impl_->ipcFile = templ + "/rank" + std::to_string(rank_) + ".sock";
+  // sockaddr_un::sun_path holds 108 bytes including the terminating NUL.
+  if (impl_->ipcFile.size() > 107) {
+    const std::string path = impl_->ipcFile;
+    ::rmdir(impl_->ipcDir.c_str());
+    impl_->ipcDir.clear();
+    impl_->ipcFile.clear();
+    throw ConfigError(who + "ipc socket path too long (" + std::to_string(path.size()) +
+                      " > 107 bytes): " + path + "; choose a shorter ipcBaseDir");
+  }
+  return impl_->ipcFile;
+}
+
 std::string ZmqDataPlane::bind(const BindOptions& opt) {
   ARL_ENFORCE(!impl_->ctx && !impl_->closed, "data plane of rank " << rank_ << " bound twice");
   const std::string who = impl_->who();
@@ -513,29 +576,7 @@ std::string ZmqDataPlane::bind(const BindOptions& opt) {
   if (tcp) {
     bindAddr = "tcp://" + opt.tcpHost + ":*";
   } else {
-    std::string base = opt.ipcBaseDir;
-    if (base.empty()) {
-      std::error_code ec;  // temp_directory_path() honours $TMPDIR
-      const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
-      base = ec ? std::string("/tmp") : tmp.string();
-    }
-    std::string templ = base + "/arl-dp-XXXXXX";
-    if (::mkdtemp(templ.data()) == nullptr) {
-      throw ConfigError(who + "cannot create a private ipc directory under " + base + ": " +
-                        std::generic_category().message(errno));
-    }
-    impl_->ipcDir = templ;
-    impl_->ipcFile = templ + "/rank" + std::to_string(rank_) + ".sock";
-    // sockaddr_un::sun_path holds 108 bytes including the terminating NUL.
-    if (impl_->ipcFile.size() > 107) {
-      const std::string path = impl_->ipcFile;
-      ::rmdir(impl_->ipcDir.c_str());
-      impl_->ipcDir.clear();
-      impl_->ipcFile.clear();
-      throw ConfigError(who + "ipc socket path too long (" + std::to_string(path.size()) +
-                        " > 107 bytes): " + path + "; choose a shorter ipcBaseDir");
-    }
-    bindAddr = "ipc://" + impl_->ipcFile;
+    bindAddr = "ipc://" + makeIpcDir(opt.ipcBaseDir, who);
   }
 
   try {

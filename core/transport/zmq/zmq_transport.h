@@ -89,7 +89,8 @@ class ZmqDataPlane final : public Transport {
   ZmqDataPlane& operator=(const ZmqDataPlane&) = delete;
 
   // Phase 1: binds this rank's PULL socket and returns the endpoint peers connect to
-  // ("ipc:///tmp/arl-dp-XXXXXX/rank3.sock", "tcp://10.0.0.5:41234"). Call once.
+  // ("ipc:///tmp/arl-dp-<ns>-<pid>-XXXXXX/rank3.sock", "tcp://10.0.0.5:41234"). Call once.
+  // An ipc bind first removes the socket directories of dead owners (a SIGKILLed rank's).
   // Throws ConfigError on bad options or when the bind fails.
   std::string bind(const BindOptions& opt);
   // Phase 2: connects PUSH sockets to `peers` (ranks) at endpointsByRank[peer]. Sending to a
@@ -123,6 +124,7 @@ class ZmqDataPlane final : public Transport {
   size_t queued(int peer) const;
 
  private:
+  std::string makeIpcDir(const std::string& baseDir, const std::string& who);
   struct Impl;  // ZeroMQ state, private to zmq_transport.cpp
   int rank_;
   int nranks_;
