@@ -33,9 +33,7 @@ std::optional<uint64_t> readNumber(std::string_view s, size_t& pos) {
 
 }  // namespace
 
-std::string ownerTag() {
-  return std::to_string(pidNamespace()) + "-" + std::to_string(::getpid());
-}
+std::string ownerTag() { return std::to_string(pidNamespace()) + "-" + std::to_string(::getpid()); }
 
 bool ownerTagGone(std::string_view s) {
   size_t pos = 0;

@@ -561,14 +561,14 @@ TEST(ZmqDataPlane, IpcBindSweepsTheDirectoriesOfDeadOwnersOnly) {
     std::ofstream(base + "/" + name + "/" + file) << "x";
     return base + "/" + name;
   };
-  const std::string dead = makeDir("arl-dp-" + self + "-" + std::to_string(child) + "-aaaaaa",
-                                   "rank3.sock");
-  const std::string foreignFile = makeDir(
-      "arl-dp-" + self + "-" + std::to_string(child) + "-bbbbbb", "notes.txt");
-  const std::string live = makeDir(
-      "arl-dp-" + self + "-" + std::to_string(::getpid()) + "-cccccc", "rank1.sock");
-  const std::string otherNamespace = makeDir(
-      "arl-dp-" + other + "-" + std::to_string(child) + "-dddddd", "rank0.sock");
+  const std::string dead =
+      makeDir("arl-dp-" + self + "-" + std::to_string(child) + "-aaaaaa", "rank3.sock");
+  const std::string foreignFile =
+      makeDir("arl-dp-" + self + "-" + std::to_string(child) + "-bbbbbb", "notes.txt");
+  const std::string live =
+      makeDir("arl-dp-" + self + "-" + std::to_string(::getpid()) + "-cccccc", "rank1.sock");
+  const std::string otherNamespace =
+      makeDir("arl-dp-" + other + "-" + std::to_string(child) + "-dddddd", "rank0.sock");
   const std::string untagged = makeDir("arl-dp-eeeeee", "rank0.sock");
 
   {
