@@ -3,7 +3,10 @@
 #include "transport/shm/shm_transport.h"
 
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,7 +17,9 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -111,6 +116,31 @@ Mesh fullMesh(int n, const ShmOptions& opt) {
 
 size_t recordBytes(size_t payload) { return 64 + (payload + 63) / 64 * 64; }
 
+// The inode of this process's pid namespace, as segment names carry it.
+uint64_t pidNamespace() {
+  struct stat st {};
+  return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+// A pid no process of this namespace has (for names that look stale), 0 when none is found.
+pid_t deadPid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  if (child < 0 || ::waitpid(child, &status, 0) != child) return 0;
+  return child;  // reaped: the pid names nobody now
+}
+
+// An empty file in /dev/shm named like a segment.
+void makeSegmentFile(const std::string& name) {
+  const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  EXPECT_GE(fd, 0) << name;
+  if (fd >= 0) {
+    EXPECT_EQ(::ftruncate(fd, 4096), 0);
+    ::close(fd);
+  }
+}
+
 // Sends `count` messages of `bytes` each from rank 0 to rank 1 (pattern stream 0, step i),
 // counting the sends that returned; records the first error. A test that ends early aborts
 // the producer rather than wait out its send timeout.
@@ -146,7 +176,8 @@ TEST(ShmDataPlane, BindReturnsShmEndpointInDevShm) {
   ShmDataPlane dp(0, 2);
   const std::string ep = dp.bind(ShmOptions{}, {1});
   EXPECT_EQ(ep, dp.endpoint());
-  EXPECT_EQ(ep.rfind("shm://arl-dp-" + std::to_string(::getpid()) + "-r0-", 0), 0u) << ep;
+  EXPECT_EQ(ep.rfind("shm://arl-dp-" + std::to_string(::getpid()) + "-ns", 0), 0u) << ep;
+  EXPECT_NE(ep.find("-r0-"), std::string::npos) << ep;
   EXPECT_EQ(ep.find('/', std::strlen("shm://")), std::string::npos) << ep;
   EXPECT_TRUE(fs::exists(shmPath(ep))) << ep;
   EXPECT_EQ(dp.rank(), 0);
@@ -805,35 +836,32 @@ TEST(ShmDataPlane, ThreeRanksExchangeInBothDirections) {
   });
 }
 
-// bind() removes the names of segments whose process is gone, and leaves live ones alone.
+// bind() removes the names of this pid namespace's segments whose process is gone, and leaves
+// live ones alone, and those of other namespaces (a dead pid here may be alive there) and
+// names without a namespace.
 TEST(ShmDataPlane, BindRemovesSegmentsOfDeadProcesses) {
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) ::_exit(0);
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);  // reaped: the pid names nobody now
-  auto makeSegment = [](const std::string& name) {
-    const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    EXPECT_GE(fd, 0) << name;
-    if (fd >= 0) {
-      EXPECT_EQ(::ftruncate(fd, 4096), 0);
-      ::close(fd);
-    }
-  };
-  const std::string stale = "/arl-dp-" + std::to_string(child) + "-r0-0-deadbeef";
-  const std::string live = "/arl-dp-" + std::to_string(::getpid()) + "-r9-0-deadbeef";
-  makeSegment(stale);
-  makeSegment(live);
+  const pid_t dead = deadPid();
+  ASSERT_GT(dead, 0);
+  const uint64_t ns = pidNamespace();
+  ASSERT_NE(ns, 0u) << "/proc/self/ns/pid unreadable";
+  const std::string d = std::to_string(dead);
+  const std::string stale = "/arl-dp-" + d + "-ns" + std::to_string(ns) + "-r0-0-deadbeef";
+  const std::string live =
+      "/arl-dp-" + std::to_string(::getpid()) + "-ns" + std::to_string(ns) + "-r9-0-deadbeef";
+  const std::string otherNs = "/arl-dp-" + d + "-ns" + std::to_string(ns + 1) + "-r0-0-deadbeef";
+  const std::string noNs = "/arl-dp-" + d + "-r0-0-deadbeef";
+  for (const auto& n : {stale, live, otherNs, noNs}) makeSegmentFile(n);
   ASSERT_TRUE(fs::exists("/dev/shm" + stale));
   ShmDataPlane dp(0, 1);
   dp.bind(ringOf(kSmallRing), {});
-  EXPECT_FALSE(fs::exists("/dev/shm" + stale)) << "stale segment of pid " << child << " kept";
+  EXPECT_FALSE(fs::exists("/dev/shm" + stale)) << "stale segment of pid " << dead << " kept";
   EXPECT_TRUE(fs::exists("/dev/shm" + live)) << "segment of a live process removed";
-  ::shm_unlink(stale.c_str());
-  ::shm_unlink(live.c_str());
+  EXPECT_TRUE(fs::exists("/dev/shm" + otherNs)) << "segment of another pid namespace removed";
+  EXPECT_TRUE(fs::exists("/dev/shm" + noNs)) << "segment of an unknown namespace removed";
+  for (const auto& n : {stale, live, otherNs, noNs}) ::shm_unlink(n.c_str());
 }
 
-TEST(ShmDataPlane, RingSizeHoldsInflightPlusOneRecords) {
+TEST(ShmDataPlane, RingSizeHoldsInflightPlusTwoRecords) {
   EXPECT_EQ(shmRingBytes(0, 1), kSmallRing);
   EXPECT_EQ(shmRingBytes(1000, 4), kSmallRing);
   EXPECT_GE(shmRingBytes(1000, 0), kSmallRing);
@@ -841,11 +869,42 @@ TEST(ShmDataPlane, RingSizeHoldsInflightPlusOneRecords) {
     for (const int inflight : {1, 2, 4, 8}) {
       const size_t ring = shmRingBytes(max, inflight);
       EXPECT_GE(ring, kSmallRing);
-      EXPECT_GE(ring, recordBytes(max) * static_cast<size_t>(inflight + 1))
+      EXPECT_GE(ring, recordBytes(max) * static_cast<size_t>(inflight + 2))
           << max << " bytes, " << inflight << " in flight";
     }
   }
-  EXPECT_GE(shmRingBytes(size_t{1} << 20, 0), 2 * recordBytes(size_t{1} << 20));
+  EXPECT_GE(shmRingBytes(size_t{1} << 20, 0), 3 * recordBytes(size_t{1} << 20));
+}
+
+// Sizes that would wrap around are refused, not computed modulo 2^64.
+TEST(ShmDataPlane, HugeSizesAreConfigErrorsNotWrappedSizes) {
+  constexpr size_t kMax = std::numeric_limits<size_t>::max();
+  EXPECT_THROW(shmRingBytes(kMax, 1), ConfigError);
+  EXPECT_THROW(shmRingBytes(kMax - 63, 1), ConfigError);
+  EXPECT_THROW(shmRingBytes(kMax / 3, 1), ConfigError);
+  EXPECT_THROW(shmRingBytes(kMax / 8, 64), ConfigError);
+  try {
+    shmRingBytes(kMax / 4, 4);
+    FAIL() << "a ring of 6 x 2^62 bytes";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("make the slice smaller"), std::string::npos) << e.what();
+  }
+  for (const size_t ring : {kMax, kMax - 100, kMax / 2, size_t{1} << 63}) {
+    ShmDataPlane dp(0, 3);
+    EXPECT_THROW(dp.bind(ringOf(ring), {1, 2}), ConfigError) << ring;
+  }
+  // A message size that would round up to a small record is refused before any copy.
+  auto mesh = oneWay(ringOf(kSmallRing));
+  const char byte = 0;
+  for (const size_t bytes : {kMax, kMax - 62, kMax - 64}) {
+    try {
+      mesh[0].send(1, headerFor(0), &byte, bytes);
+      FAIL() << "sent " << bytes << " bytes";
+    } catch (const PeerError& e) {
+      EXPECT_NE(std::string(e.what()).find("does not fit rank 1's ring"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 // A ring sized by shmRingBytes() takes `inflight` messages of the largest size without the
@@ -870,6 +929,41 @@ TEST(ShmDataPlane, RingSizedForInflightNeverBlocksThatMany) {
     std::vector<std::unique_ptr<InMessage>> held;
     for (int k = 0; k < kInflight; ++k) held.push_back(mesh[1].recv(0, step++, kLong));
     for (auto& m : held) EXPECT_TRUE(samePayload(*m, big));
+  }
+}
+
+// The case a ring of inflight + 1 records could not take: the receiver holds `inflight`
+// records (it may keep them until the next arrives) and the next record must wrap. With the
+// old size the send waits for a release that never comes; here it must not wait at all,
+// wherever the write position starts.
+TEST(ShmDataPlane, RingSizedForInflightTakesTheNextWhileThoseAreHeld) {
+  constexpr size_t kMax = 100000;
+  for (const int inflight : {1, 2, 3}) {
+    ShmOptions opt = ringOf(shmRingBytes(kMax, inflight));
+    opt.sendTimeout = milliseconds(1000);
+    auto mesh = oneWay(opt);
+    const auto big = pattern(0, 0, kMax);
+    uint32_t step = 0;
+    for (const size_t shift : {size_t{0}, size_t{64}, size_t{5000}, size_t{50000}, size_t{70000},
+                               size_t{99999}, size_t{12345}, size_t{100000}, size_t{64 * 999}}) {
+      SCOPED_TRACE("inflight " + std::to_string(inflight) + ", shift " + std::to_string(shift));
+      const auto filler = pattern(0, 1, shift);
+      mesh[0].send(1, headerFor(step), filler.data(), filler.size());
+      mesh[1].recv(0, step++, kLong).reset();
+      std::vector<std::unique_ptr<InMessage>> held;
+      for (int k = 0; k < inflight; ++k) {
+        mesh[0].send(1, headerFor(step), big.data(), kMax);
+        held.push_back(mesh[1].recv(0, step++, kLong));
+      }
+      try {
+        mesh[0].send(1, headerFor(step), big.data(), kMax);  // would wait for good
+      } catch (const PeerError& e) {
+        FAIL() << e.what();
+      }
+      auto next = mesh[1].recv(0, step++, kLong);
+      EXPECT_TRUE(samePayload(*next, big));
+      for (auto& m : held) EXPECT_TRUE(samePayload(*m, big));
+    }
   }
 }
 
