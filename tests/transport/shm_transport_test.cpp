@@ -801,6 +801,63 @@ TEST(ShmDataPlane, UnknownChannelsArePeerErrors) {
   }
 }
 
+// A channel has one producer: a second process (or data plane) attaching as the same rank is
+// refused, and the first one's messages still arrive alone.
+TEST(ShmDataPlane, SecondProducerForAChannelIsRefused) {
+  Mesh mesh;
+  for (int r = 0; r < 3; ++r) mesh.dp.push_back(std::make_unique<ShmDataPlane>(r, 3));
+  // Rank 1 waits for two senders, so its name stays while the impostor tries.
+  mesh.endpoints = {mesh[0].bind(ringOf(kSmallRing), {}), mesh[1].bind(ringOf(kSmallRing), {0, 2}),
+                    mesh[2].bind(ringOf(kSmallRing), {})};
+  mesh[0].connect(mesh.endpoints, {1});
+  ShmDataPlane impostor(0, 3);
+  impostor.bind(ringOf(kSmallRing), {});
+  try {
+    impostor.connect(mesh.endpoints, {1});
+    FAIL() << "a second producer attached to rank 1's channel from rank 0";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("rank 0 cannot use rank 1's endpoint"), std::string::npos) << what;
+    EXPECT_NE(what.find("already has a producer (pid " + std::to_string(::getpid()) + ")"),
+              std::string::npos)
+        << what;
+  }
+  const char one = 1;
+  mesh[0].send(1, headerFor(5), &one, 1);
+  auto m = mesh[1].recv(0, 5, kLong);
+  EXPECT_EQ(m->header().src, 0);
+  EXPECT_EQ(*static_cast<const char*>(m->data()), 1);
+}
+
+// A WRAP record that starts the ring, or reaches past what was published, is reported as
+// malformed at once instead of moving the read position into unpublished bytes (which then
+// waits out the timeout). The record is forged by writing into the segment: its first
+// channel's control block is at byte 128 (head first), its ring at byte 4096.
+TEST(ShmDataPlane, MalformedWrapRecordIsRefused) {
+  ShmDataPlane dp(1, 2);
+  const std::string ep = dp.bind(ringOf(kSmallRing), {0});
+  const int fd = ::open(shmPath(ep).c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  void* base = ::mmap(nullptr, 4096 + kSmallRing, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  ASSERT_NE(base, MAP_FAILED);
+  auto* bytes = static_cast<unsigned char*>(base);
+  const uint32_t wrap = 0x57524150;  // "WRAP"
+  std::memcpy(bytes + 4096, &wrap, sizeof wrap);
+  reinterpret_cast<std::atomic<uint64_t>*>(bytes + 128)->store(64);
+  const auto t0 = SteadyClock::now();
+  try {
+    dp.recv(0, 0, milliseconds(3000));
+    FAIL() << "a WRAP at the ring's start was taken";
+  } catch (const PeerError& e) {
+    EXPECT_NE(std::string(e.what()).find("malformed wrap record from rank 0 at ring offset 0"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_LT(SteadyClock::now() - t0, milliseconds(1000));
+  ::munmap(base, 4096 + kSmallRing);
+}
+
 // Three ranks, each sending to and receiving from both others at once, a few messages
 // ahead; every channel carries 1000 messages of mixed sizes, checked byte for byte.
 TEST(ShmDataPlane, ThreeRanksExchangeInBothDirections) {
@@ -859,6 +916,140 @@ TEST(ShmDataPlane, BindRemovesSegmentsOfDeadProcesses) {
   EXPECT_TRUE(fs::exists("/dev/shm" + otherNs)) << "segment of another pid namespace removed";
   EXPECT_TRUE(fs::exists("/dev/shm" + noNs)) << "segment of an unknown namespace removed";
   for (const auto& n : {stale, live, otherNs, noNs}) ::shm_unlink(n.c_str());
+}
+
+// Runs `body` in a forked child that binds rank 0 of 2 (expecting rank 1, who never comes),
+// sends its endpoint back and then calls `after`; returns the endpoint ("" on failure).
+std::string bindInChild(pid_t& child, const std::function<void()>& after) {
+  int fds[2];
+  if (::pipe(fds) != 0) return "";
+  child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    ShmDataPlane dp(0, 2);
+    const std::string ep = dp.bind(ringOf(kSmallRing), {1});
+    if (::write(fds[1], ep.data(), ep.size()) != static_cast<ssize_t>(ep.size())) ::_exit(1);
+    ::close(fds[1]);
+    after();
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string ep;
+  char buf[256];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) ep.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  return ep;
+}
+
+// A worker that dies between binding and its first receive (before its senders attached, so
+// the name is still there) leaves its segment; the next bind in this namespace removes it.
+TEST(ShmDataPlane, SegmentOfAWorkerDeadBeforeItsFirstReceiveIsSwept) {
+  for (const bool killed : {false, true}) {
+    SCOPED_TRACE(killed ? "SIGKILLed" : "_exit");
+    pid_t child = -1;
+    const std::string ep = bindInChild(child, [killed] {
+      if (killed) ::pause();  // until the SIGKILL
+    });
+    ASSERT_GT(child, 0);
+    ASSERT_FALSE(ep.empty());
+    if (killed) ::kill(child, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_EQ(killed, WIFSIGNALED(status));
+    ASSERT_TRUE(fs::exists(shmPath(ep))) << "the dead worker's segment went by itself";
+    ShmDataPlane next(0, 1);
+    next.bind(ringOf(kSmallRing), {});
+    EXPECT_FALSE(fs::exists(shmPath(ep))) << ep << " kept after its owner died";
+  }
+}
+
+// Moves the calling (single-threaded) process's future children into a new pid namespace:
+// directly when privileged, else inside a new user namespace that maps our own ids. False
+// when the system allows neither.
+bool unsharePidNamespace() {
+  if (::unshare(CLONE_NEWPID) == 0) return true;
+  const uid_t uid = ::getuid();
+  const gid_t gid = ::getgid();
+  if (::unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0) return false;
+  std::ofstream("/proc/self/setgroups") << "deny";
+  std::ofstream("/proc/self/uid_map") << uid << " " << uid << " 1";
+  std::ofstream("/proc/self/gid_map") << gid << " " << gid << " 1";
+  return ::getuid() == uid;
+}
+
+// Writes a line to a pipe from a forked child.
+void writeLine(int fd, const std::string& line) {
+  const std::string l = line + "\n";
+  if (::write(fd, l.data(), l.size()) != static_cast<ssize_t>(l.size())) ::_exit(1);
+}
+
+// The pid-namespace child of PeerInAnotherPidNamespaceKeepsItsSegment: forks until a child
+// gets pid `target`, which binds, reports its endpoint on `out` and holds until `hold` ends.
+[[noreturn]] void bindAsPidInNamespace(pid_t target, int out, int hold) {
+  for (;;) {
+    const pid_t c = ::fork();
+    if (c < 0) ::_exit(2);
+    if (c == 0) {
+      if (::getpid() != target) ::_exit(0);
+      ShmDataPlane dp(0, 2);
+      writeLine(out, dp.bind(ringOf(kSmallRing), {1}));
+      char b;
+      while (::read(hold, &b, 1) > 0) {
+      }
+      dp.close();
+      ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(c, &status, 0);
+    if (c >= target) ::_exit(0);
+  }
+}
+
+// A live peer in another pid namespace, whose pid names no process here: bind() here must
+// keep its segment (before, it took it for dead and removed it). Uses a new pid namespace
+// (and a user namespace when unprivileged); skipped where the system allows neither.
+TEST(ShmDataPlane, PeerInAnotherPidNamespaceKeepsItsSegment) {
+  pid_t target = 0;
+  for (pid_t p = 2; p < 4096 && target == 0; ++p) {
+    if (::kill(p, 0) != 0 && errno == ESRCH) target = p;
+  }
+  if (target == 0) GTEST_SKIP() << "no free small pid here";
+  int out[2];
+  int hold[2];
+  ASSERT_EQ(::pipe(out), 0);
+  ASSERT_EQ(::pipe(hold), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(out[0]);
+    ::close(hold[1]);
+    if (!unsharePidNamespace()) writeLine(out[1], "SKIP");
+    const pid_t first = ::fork();  // pid 1 of the new namespace
+    if (first == 0) bindAsPidInNamespace(target, out[1], hold[0]);
+    int status = 0;
+    if (first > 0) ::waitpid(first, &status, 0);
+    ::_exit(0);
+  }
+  ::close(out[1]);
+  ::close(hold[0]);
+  std::string ep;
+  char c;
+  while (::read(out[0], &c, 1) == 1 && c != '\n') ep.push_back(c);
+  ::close(out[0]);
+  bool kept = false;
+  if (ep.rfind(ShmDataPlane::kScheme, 0) == 0) {
+    ShmDataPlane here(0, 1);
+    here.bind(ringOf(kSmallRing), {});
+    kept = fs::exists(shmPath(ep));
+  }
+  ::close(hold[1]);  // the peer closes and exits
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  if (ep == "SKIP") GTEST_SKIP() << "no new pid namespace allowed here";
+  ASSERT_EQ(ep.rfind("shm://arl-dp-" + std::to_string(target) + "-ns", 0), 0u) << ep;
+  EXPECT_EQ(ep.find("-ns" + std::to_string(pidNamespace()) + "-"), std::string::npos) << ep;
+  EXPECT_TRUE(kept) << "the segment of a live peer in another pid namespace was removed";
+  EXPECT_FALSE(fs::exists(shmPath(ep))) << "the peer's own close() left its name";
 }
 
 TEST(ShmDataPlane, RingSizeHoldsInflightPlusTwoRecords) {
