@@ -42,7 +42,7 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr uint64_t kSegMagic = 0x314D48534C524141ull;  // "AARLSHM1"
-constexpr uint32_t kSegVersion = 1;
+constexpr uint32_t kSegVersion = 2;
 constexpr size_t kLine = 64;
 constexpr size_t kPage = 4096;
 constexpr size_t kMinRing = size_t{64} << 10;
@@ -71,6 +71,7 @@ struct SegHeader {
   int32_t ownerRank;
   int32_t nranks;
   int32_t ownerPid;
+  uint64_t ownerPidNs;  // pidNamespaceId() of the owner: ownerPid means nothing elsewhere
   uint64_t ringBytes;
   uint64_t totalBytes;
   uint32_t channels;
@@ -508,6 +509,7 @@ std::string ShmDataPlane::bind(const ShmOptions& opt, const std::vector<int>& re
   h->ownerRank = rank_;
   h->nranks = nranks_;
   h->ownerPid = static_cast<int32_t>(::getpid());
+  h->ownerPidNs = pidNamespaceId();
   h->ringBytes = im.opt.ringBytes;
   h->totalBytes = total;
   h->channels = static_cast<uint32_t>(channels);
@@ -584,7 +586,11 @@ std::unique_ptr<OutChannel> attach(const std::string& endpoint, int rank, int pe
   out->cap = h->ringBytes;
   out->head = out->ctl->head.load(std::memory_order_relaxed);
   out->tailSeen = out->ctl->tail.load(std::memory_order_acquire);
-  out->ownerPid.store(h->ownerPid, std::memory_order_relaxed);
+  // Across pid namespaces a pid names another process or none: neither side may judge the
+  // other's life by it (0 = unknown), and only a deadline or an abort ends a wait there.
+  const uint64_t ns = pidNamespaceId();
+  const bool sameNs = ns != 0 && h->ownerPidNs == ns;
+  out->ownerPid.store(sameNs ? h->ownerPid : 0, std::memory_order_relaxed);
   // The channel is single-producer: a second sender (a stale worker, a duplicate rank) would
   // interleave its records with the first one's and corrupt both, so it is refused.
   uint32_t none = 0;
@@ -595,7 +601,8 @@ std::unique_ptr<OutChannel> attach(const std::string& endpoint, int rank, int pe
               std::to_string(out->ctl->producerPid.load(std::memory_order_relaxed)) +
               "): two workers claim rank " + std::to_string(rank));
   }
-  out->ctl->producerPid.store(static_cast<int32_t>(::getpid()), std::memory_order_relaxed);
+  out->ctl->producerPid.store(sameNs ? static_cast<int32_t>(::getpid()) : 0,
+                              std::memory_order_relaxed);
   h->attached.fetch_add(1, std::memory_order_acq_rel);
   return out;
 }
