@@ -3,7 +3,10 @@
 #include "transport/shm/shm_transport.h"
 
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,7 +17,9 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -111,6 +116,31 @@ Mesh fullMesh(int n, const ShmOptions& opt) {
 
 size_t recordBytes(size_t payload) { return 64 + (payload + 63) / 64 * 64; }
 
+// The inode of this process's pid namespace, as segment names carry it.
+uint64_t pidNamespace() {
+  struct stat st {};
+  return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+// A pid no process of this namespace has (for names that look stale), 0 when none is found.
+pid_t deadPid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  if (child < 0 || ::waitpid(child, &status, 0) != child) return 0;
+  return child;  // reaped: the pid names nobody now
+}
+
+// An empty file in /dev/shm named like a segment.
+void makeSegmentFile(const std::string& name) {
+  const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  EXPECT_GE(fd, 0) << name;
+  if (fd >= 0) {
+    EXPECT_EQ(::ftruncate(fd, 4096), 0);
+    ::close(fd);
+  }
+}
+
 // Sends `count` messages of `bytes` each from rank 0 to rank 1 (pattern stream 0, step i),
 // counting the sends that returned; records the first error. A test that ends early aborts
 // the producer rather than wait out its send timeout.
@@ -146,7 +176,8 @@ TEST(ShmDataPlane, BindReturnsShmEndpointInDevShm) {
   ShmDataPlane dp(0, 2);
   const std::string ep = dp.bind(ShmOptions{}, {1});
   EXPECT_EQ(ep, dp.endpoint());
-  EXPECT_EQ(ep.rfind("shm://arl-dp-" + std::to_string(::getpid()) + "-r0-", 0), 0u) << ep;
+  EXPECT_EQ(ep.rfind("shm://arl-dp-" + std::to_string(::getpid()) + "-ns", 0), 0u) << ep;
+  EXPECT_NE(ep.find("-r0-"), std::string::npos) << ep;
   EXPECT_EQ(ep.find('/', std::strlen("shm://")), std::string::npos) << ep;
   EXPECT_TRUE(fs::exists(shmPath(ep))) << ep;
   EXPECT_EQ(dp.rank(), 0);
@@ -770,6 +801,63 @@ TEST(ShmDataPlane, UnknownChannelsArePeerErrors) {
   }
 }
 
+// A channel has one producer: a second process (or data plane) attaching as the same rank is
+// refused, and the first one's messages still arrive alone.
+TEST(ShmDataPlane, SecondProducerForAChannelIsRefused) {
+  Mesh mesh;
+  for (int r = 0; r < 3; ++r) mesh.dp.push_back(std::make_unique<ShmDataPlane>(r, 3));
+  // Rank 1 waits for two senders, so its name stays while the impostor tries.
+  mesh.endpoints = {mesh[0].bind(ringOf(kSmallRing), {}), mesh[1].bind(ringOf(kSmallRing), {0, 2}),
+                    mesh[2].bind(ringOf(kSmallRing), {})};
+  mesh[0].connect(mesh.endpoints, {1});
+  ShmDataPlane impostor(0, 3);
+  impostor.bind(ringOf(kSmallRing), {});
+  try {
+    impostor.connect(mesh.endpoints, {1});
+    FAIL() << "a second producer attached to rank 1's channel from rank 0";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("rank 0 cannot use rank 1's endpoint"), std::string::npos) << what;
+    EXPECT_NE(what.find("already has a producer (pid " + std::to_string(::getpid()) + ")"),
+              std::string::npos)
+        << what;
+  }
+  const char one = 1;
+  mesh[0].send(1, headerFor(5), &one, 1);
+  auto m = mesh[1].recv(0, 5, kLong);
+  EXPECT_EQ(m->header().src, 0);
+  EXPECT_EQ(*static_cast<const char*>(m->data()), 1);
+}
+
+// A WRAP record that starts the ring, or reaches past what was published, is reported as
+// malformed at once instead of moving the read position into unpublished bytes (which then
+// waits out the timeout). The record is forged by writing into the segment: its first
+// channel's control block is at byte 128 (head first), its ring at byte 4096.
+TEST(ShmDataPlane, MalformedWrapRecordIsRefused) {
+  ShmDataPlane dp(1, 2);
+  const std::string ep = dp.bind(ringOf(kSmallRing), {0});
+  const int fd = ::open(shmPath(ep).c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  void* base = ::mmap(nullptr, 4096 + kSmallRing, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  ASSERT_NE(base, MAP_FAILED);
+  auto* bytes = static_cast<unsigned char*>(base);
+  const uint32_t wrap = 0x57524150;  // "WRAP"
+  std::memcpy(bytes + 4096, &wrap, sizeof wrap);
+  reinterpret_cast<std::atomic<uint64_t>*>(bytes + 128)->store(64);
+  const auto t0 = SteadyClock::now();
+  try {
+    dp.recv(0, 0, milliseconds(3000));
+    FAIL() << "a WRAP at the ring's start was taken";
+  } catch (const PeerError& e) {
+    EXPECT_NE(std::string(e.what()).find("malformed wrap record from rank 0 at ring offset 0"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_LT(SteadyClock::now() - t0, milliseconds(1000));
+  ::munmap(base, 4096 + kSmallRing);
+}
+
 // Three ranks, each sending to and receiving from both others at once, a few messages
 // ahead; every channel carries 1000 messages of mixed sizes, checked byte for byte.
 TEST(ShmDataPlane, ThreeRanksExchangeInBothDirections) {
@@ -805,35 +893,166 @@ TEST(ShmDataPlane, ThreeRanksExchangeInBothDirections) {
   });
 }
 
-// bind() removes the names of segments whose process is gone, and leaves live ones alone.
+// bind() removes the names of this pid namespace's segments whose process is gone, and leaves
+// live ones alone, and those of other namespaces (a dead pid here may be alive there) and
+// names without a namespace.
 TEST(ShmDataPlane, BindRemovesSegmentsOfDeadProcesses) {
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) ::_exit(0);
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);  // reaped: the pid names nobody now
-  auto makeSegment = [](const std::string& name) {
-    const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    EXPECT_GE(fd, 0) << name;
-    if (fd >= 0) {
-      EXPECT_EQ(::ftruncate(fd, 4096), 0);
-      ::close(fd);
-    }
-  };
-  const std::string stale = "/arl-dp-" + std::to_string(child) + "-r0-0-deadbeef";
-  const std::string live = "/arl-dp-" + std::to_string(::getpid()) + "-r9-0-deadbeef";
-  makeSegment(stale);
-  makeSegment(live);
+  const pid_t dead = deadPid();
+  ASSERT_GT(dead, 0);
+  const uint64_t ns = pidNamespace();
+  ASSERT_NE(ns, 0u) << "/proc/self/ns/pid unreadable";
+  const std::string d = std::to_string(dead);
+  const std::string stale = "/arl-dp-" + d + "-ns" + std::to_string(ns) + "-r0-0-deadbeef";
+  const std::string live =
+      "/arl-dp-" + std::to_string(::getpid()) + "-ns" + std::to_string(ns) + "-r9-0-deadbeef";
+  const std::string otherNs = "/arl-dp-" + d + "-ns" + std::to_string(ns + 1) + "-r0-0-deadbeef";
+  const std::string noNs = "/arl-dp-" + d + "-r0-0-deadbeef";
+  for (const auto& n : {stale, live, otherNs, noNs}) makeSegmentFile(n);
   ASSERT_TRUE(fs::exists("/dev/shm" + stale));
   ShmDataPlane dp(0, 1);
   dp.bind(ringOf(kSmallRing), {});
-  EXPECT_FALSE(fs::exists("/dev/shm" + stale)) << "stale segment of pid " << child << " kept";
+  EXPECT_FALSE(fs::exists("/dev/shm" + stale)) << "stale segment of pid " << dead << " kept";
   EXPECT_TRUE(fs::exists("/dev/shm" + live)) << "segment of a live process removed";
-  ::shm_unlink(stale.c_str());
-  ::shm_unlink(live.c_str());
+  EXPECT_TRUE(fs::exists("/dev/shm" + otherNs)) << "segment of another pid namespace removed";
+  EXPECT_TRUE(fs::exists("/dev/shm" + noNs)) << "segment of an unknown namespace removed";
+  for (const auto& n : {stale, live, otherNs, noNs}) ::shm_unlink(n.c_str());
 }
 
-TEST(ShmDataPlane, RingSizeHoldsInflightPlusOneRecords) {
+// Runs `body` in a forked child that binds rank 0 of 2 (expecting rank 1, who never comes),
+// sends its endpoint back and then calls `after`; returns the endpoint ("" on failure).
+std::string bindInChild(pid_t& child, const std::function<void()>& after) {
+  int fds[2];
+  if (::pipe(fds) != 0) return "";
+  child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    ShmDataPlane dp(0, 2);
+    const std::string ep = dp.bind(ringOf(kSmallRing), {1});
+    if (::write(fds[1], ep.data(), ep.size()) != static_cast<ssize_t>(ep.size())) ::_exit(1);
+    ::close(fds[1]);
+    after();
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string ep;
+  char buf[256];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) ep.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  return ep;
+}
+
+// A worker that dies between binding and its first receive (before its senders attached, so
+// the name is still there) leaves its segment; the next bind in this namespace removes it.
+TEST(ShmDataPlane, SegmentOfAWorkerDeadBeforeItsFirstReceiveIsSwept) {
+  for (const bool killed : {false, true}) {
+    SCOPED_TRACE(killed ? "SIGKILLed" : "_exit");
+    pid_t child = -1;
+    const std::string ep = bindInChild(child, [killed] {
+      if (killed) ::pause();  // until the SIGKILL
+    });
+    ASSERT_GT(child, 0);
+    ASSERT_FALSE(ep.empty());
+    if (killed) ::kill(child, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_EQ(killed, WIFSIGNALED(status));
+    ASSERT_TRUE(fs::exists(shmPath(ep))) << "the dead worker's segment went by itself";
+    ShmDataPlane next(0, 1);
+    next.bind(ringOf(kSmallRing), {});
+    EXPECT_FALSE(fs::exists(shmPath(ep))) << ep << " kept after its owner died";
+  }
+}
+
+// Moves the calling (single-threaded) process's future children into a new pid namespace:
+// directly when privileged, else inside a new user namespace that maps our own ids. False
+// when the system allows neither.
+bool unsharePidNamespace() {
+  if (::unshare(CLONE_NEWPID) == 0) return true;
+  const uid_t uid = ::getuid();
+  const gid_t gid = ::getgid();
+  if (::unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0) return false;
+  std::ofstream("/proc/self/setgroups") << "deny";
+  std::ofstream("/proc/self/uid_map") << uid << " " << uid << " 1";
+  std::ofstream("/proc/self/gid_map") << gid << " " << gid << " 1";
+  return ::getuid() == uid;
+}
+
+// Writes a line to a pipe from a forked child.
+void writeLine(int fd, const std::string& line) {
+  const std::string l = line + "\n";
+  if (::write(fd, l.data(), l.size()) != static_cast<ssize_t>(l.size())) ::_exit(1);
+}
+
+// The pid-namespace child of PeerInAnotherPidNamespaceKeepsItsSegment: forks until a child
+// gets pid `target`, which binds, reports its endpoint on `out` and holds until `hold` ends.
+[[noreturn]] void bindAsPidInNamespace(pid_t target, int out, int hold) {
+  for (;;) {
+    const pid_t c = ::fork();
+    if (c < 0) ::_exit(2);
+    if (c == 0) {
+      if (::getpid() != target) ::_exit(0);
+      ShmDataPlane dp(0, 2);
+      writeLine(out, dp.bind(ringOf(kSmallRing), {1}));
+      char b;
+      while (::read(hold, &b, 1) > 0) {
+      }
+      dp.close();
+      ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(c, &status, 0);
+    if (c >= target) ::_exit(0);
+  }
+}
+
+// A live peer in another pid namespace, whose pid names no process here: bind() here must
+// keep its segment (before, it took it for dead and removed it). Uses a new pid namespace
+// (and a user namespace when unprivileged); skipped where the system allows neither.
+TEST(ShmDataPlane, PeerInAnotherPidNamespaceKeepsItsSegment) {
+  pid_t target = 0;
+  for (pid_t p = 2; p < 4096 && target == 0; ++p) {
+    if (::kill(p, 0) != 0 && errno == ESRCH) target = p;
+  }
+  if (target == 0) GTEST_SKIP() << "no free small pid here";
+  int out[2];
+  int hold[2];
+  ASSERT_EQ(::pipe(out), 0);
+  ASSERT_EQ(::pipe(hold), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(out[0]);
+    ::close(hold[1]);
+    if (!unsharePidNamespace()) writeLine(out[1], "SKIP");
+    const pid_t first = ::fork();  // pid 1 of the new namespace
+    if (first == 0) bindAsPidInNamespace(target, out[1], hold[0]);
+    int status = 0;
+    if (first > 0) ::waitpid(first, &status, 0);
+    ::_exit(0);
+  }
+  ::close(out[1]);
+  ::close(hold[0]);
+  std::string ep;
+  char c;
+  while (::read(out[0], &c, 1) == 1 && c != '\n') ep.push_back(c);
+  ::close(out[0]);
+  bool kept = false;
+  if (ep.rfind(ShmDataPlane::kScheme, 0) == 0) {
+    ShmDataPlane here(0, 1);
+    here.bind(ringOf(kSmallRing), {});
+    kept = fs::exists(shmPath(ep));
+  }
+  ::close(hold[1]);  // the peer closes and exits
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  if (ep == "SKIP") GTEST_SKIP() << "no new pid namespace allowed here";
+  ASSERT_EQ(ep.rfind("shm://arl-dp-" + std::to_string(target) + "-ns", 0), 0u) << ep;
+  EXPECT_EQ(ep.find("-ns" + std::to_string(pidNamespace()) + "-"), std::string::npos) << ep;
+  EXPECT_TRUE(kept) << "the segment of a live peer in another pid namespace was removed";
+  EXPECT_FALSE(fs::exists(shmPath(ep))) << "the peer's own close() left its name";
+}
+
+TEST(ShmDataPlane, RingSizeHoldsInflightPlusTwoRecords) {
   EXPECT_EQ(shmRingBytes(0, 1), kSmallRing);
   EXPECT_EQ(shmRingBytes(1000, 4), kSmallRing);
   EXPECT_GE(shmRingBytes(1000, 0), kSmallRing);
@@ -841,11 +1060,42 @@ TEST(ShmDataPlane, RingSizeHoldsInflightPlusOneRecords) {
     for (const int inflight : {1, 2, 4, 8}) {
       const size_t ring = shmRingBytes(max, inflight);
       EXPECT_GE(ring, kSmallRing);
-      EXPECT_GE(ring, recordBytes(max) * static_cast<size_t>(inflight + 1))
+      EXPECT_GE(ring, recordBytes(max) * static_cast<size_t>(inflight + 2))
           << max << " bytes, " << inflight << " in flight";
     }
   }
-  EXPECT_GE(shmRingBytes(size_t{1} << 20, 0), 2 * recordBytes(size_t{1} << 20));
+  EXPECT_GE(shmRingBytes(size_t{1} << 20, 0), 3 * recordBytes(size_t{1} << 20));
+}
+
+// Sizes that would wrap around are refused, not computed modulo 2^64.
+TEST(ShmDataPlane, HugeSizesAreConfigErrorsNotWrappedSizes) {
+  constexpr size_t kMax = std::numeric_limits<size_t>::max();
+  EXPECT_THROW(shmRingBytes(kMax, 1), ConfigError);
+  EXPECT_THROW(shmRingBytes(kMax - 63, 1), ConfigError);
+  EXPECT_THROW(shmRingBytes(kMax / 3, 1), ConfigError);
+  EXPECT_THROW(shmRingBytes(kMax / 8, 64), ConfigError);
+  try {
+    shmRingBytes(kMax / 4, 4);
+    FAIL() << "a ring of 6 x 2^62 bytes";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("make the slice smaller"), std::string::npos) << e.what();
+  }
+  for (const size_t ring : {kMax, kMax - 100, kMax / 2, size_t{1} << 63}) {
+    ShmDataPlane dp(0, 3);
+    EXPECT_THROW(dp.bind(ringOf(ring), {1, 2}), ConfigError) << ring;
+  }
+  // A message size that would round up to a small record is refused before any copy.
+  auto mesh = oneWay(ringOf(kSmallRing));
+  const char byte = 0;
+  for (const size_t bytes : {kMax, kMax - 62, kMax - 64}) {
+    try {
+      mesh[0].send(1, headerFor(0), &byte, bytes);
+      FAIL() << "sent " << bytes << " bytes";
+    } catch (const PeerError& e) {
+      EXPECT_NE(std::string(e.what()).find("does not fit rank 1's ring"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 // A ring sized by shmRingBytes() takes `inflight` messages of the largest size without the
@@ -870,6 +1120,41 @@ TEST(ShmDataPlane, RingSizedForInflightNeverBlocksThatMany) {
     std::vector<std::unique_ptr<InMessage>> held;
     for (int k = 0; k < kInflight; ++k) held.push_back(mesh[1].recv(0, step++, kLong));
     for (auto& m : held) EXPECT_TRUE(samePayload(*m, big));
+  }
+}
+
+// The case a ring of inflight + 1 records could not take: the receiver holds `inflight`
+// records (it may keep them until the next arrives) and the next record must wrap. With the
+// old size the send waits for a release that never comes; here it must not wait at all,
+// wherever the write position starts.
+TEST(ShmDataPlane, RingSizedForInflightTakesTheNextWhileThoseAreHeld) {
+  constexpr size_t kMax = 100000;
+  for (const int inflight : {1, 2, 3}) {
+    ShmOptions opt = ringOf(shmRingBytes(kMax, inflight));
+    opt.sendTimeout = milliseconds(1000);
+    auto mesh = oneWay(opt);
+    const auto big = pattern(0, 0, kMax);
+    uint32_t step = 0;
+    for (const size_t shift : {size_t{0}, size_t{64}, size_t{5000}, size_t{50000}, size_t{70000},
+                               size_t{99999}, size_t{12345}, size_t{100000}, size_t{64 * 999}}) {
+      SCOPED_TRACE("inflight " + std::to_string(inflight) + ", shift " + std::to_string(shift));
+      const auto filler = pattern(0, 1, shift);
+      mesh[0].send(1, headerFor(step), filler.data(), filler.size());
+      mesh[1].recv(0, step++, kLong).reset();
+      std::vector<std::unique_ptr<InMessage>> held;
+      for (int k = 0; k < inflight; ++k) {
+        mesh[0].send(1, headerFor(step), big.data(), kMax);
+        held.push_back(mesh[1].recv(0, step++, kLong));
+      }
+      try {
+        mesh[0].send(1, headerFor(step), big.data(), kMax);  // would wait for good
+      } catch (const PeerError& e) {
+        FAIL() << e.what();
+      }
+      auto next = mesh[1].recv(0, step++, kLong);
+      EXPECT_TRUE(samePayload(*next, big));
+      for (auto& m : held) EXPECT_TRUE(samePayload(*m, big));
+    }
   }
 }
 

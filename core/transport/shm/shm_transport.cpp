@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <new>
 #include <random>
 #include <string_view>
@@ -40,7 +42,7 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr uint64_t kSegMagic = 0x314D48534C524141ull;  // "AARLSHM1"
-constexpr uint32_t kSegVersion = 1;
+constexpr uint32_t kSegVersion = 2;
 constexpr size_t kLine = 64;
 constexpr size_t kPage = 4096;
 constexpr size_t kMinRing = size_t{64} << 10;
@@ -53,6 +55,14 @@ static_assert(std::atomic<uint32_t>::is_always_lock_free);
 
 size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+// roundUp() that reports overflow instead of wrapping: false when v rounded up to a does not
+// fit a size_t (and so no ring or segment of that size could exist).
+bool roundUpChecked(size_t v, size_t a, size_t& out) {
+  if (v > std::numeric_limits<size_t>::max() - (a - 1)) return false;
+  out = roundUp(v, a);
+  return true;
+}
+
 // Segment layout: SegHeader, then one ChannelCtl per inbound channel, then (page aligned)
 // one ring of SegHeader::ringBytes per channel.
 struct SegHeader {
@@ -61,6 +71,7 @@ struct SegHeader {
   int32_t ownerRank;
   int32_t nranks;
   int32_t ownerPid;
+  uint64_t ownerPidNs;  // pidNamespaceId() of the owner: ownerPid means nothing elsewhere
   uint64_t ringBytes;
   uint64_t totalBytes;
   uint32_t channels;
@@ -287,35 +298,82 @@ struct OutChannel {
   std::atomic<int32_t> ownerPid{0};
 };
 
-// Removes the names of segments whose creating process no longer exists.
+// This process's pid namespace: the inode of /proc/self/ns/pid, 0 when it cannot be read.
+// Not cached: a forked child may live in a namespace its parent created.
+uint64_t pidNamespaceId() {
+  struct stat st {};
+  if (::stat("/proc/self/ns/pid", &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_ino);
+}
+
+// Reads the decimal number that ends at the next '-' of `s`, moving `s` past the dash;
+// false when there is none or it is not a plain number below 1e15.
+bool takeNumber(std::string_view& s, uint64_t& out) {
+  const size_t dash = s.find('-');
+  if (dash == 0 || dash == std::string_view::npos || dash > 15) return false;
+  out = 0;
+  for (char c : s.substr(0, dash)) {
+    if (c < '0' || c > '9') return false;
+    out = out * 10 + static_cast<uint64_t>(c - '0');
+  }
+  s.remove_prefix(dash + 1);
+  return true;
+}
+
+// Segment names are arl-dp-<pid>-ns<pid namespace>-r<rank>-<n>-<random>. A pid means something
+// only in its own namespace, and kill() cannot see into another: a live owner in another
+// container sharing /dev/shm looks dead from here. So only names of this namespace are
+// judged, and those of the others (and names of any other form) are never touched.
+bool staleInThisNamespace(std::string_view name, uint64_t ns) {
+  const std::string_view prefix(kNamePrefix);
+  if (ns == 0 || name.substr(0, prefix.size()) != prefix) return false;
+  std::string_view rest = name.substr(prefix.size());
+  uint64_t nameNs = 0;
+  uint64_t pid = 0;
+  if (!takeNumber(rest, pid) || rest.substr(0, 2) != "ns") return false;
+  rest.remove_prefix(2);
+  if (!takeNumber(rest, nameNs) || rest.empty() || rest[0] != 'r') return false;
+  return nameNs == ns && pid <= INT32_MAX && processGone(static_cast<int32_t>(pid));
+}
+
+// Removes the names of this pid namespace's segments whose creating process no longer exists
+// (killed, or exited before every sender attached).
 void sweepStaleSegments() {
+  const uint64_t ns = pidNamespaceId();
   DIR* d = ::opendir("/dev/shm");
   if (d == nullptr) return;
-  const std::string_view prefix(kNamePrefix);
   while (dirent* e = ::readdir(d)) {
     const std::string_view name(e->d_name);
-    if (name.substr(0, prefix.size()) != prefix) continue;
-    const std::string_view rest = name.substr(prefix.size());
-    const size_t dash = rest.find('-');
-    if (dash == std::string_view::npos) continue;
-    int32_t pid = 0;
-    for (char c : rest.substr(0, dash)) {
-      if (c < '0' || c > '9' || pid > 100000000) {
-        pid = 0;
-        break;
-      }
-      pid = pid * 10 + (c - '0');
-    }
-    if (processGone(pid)) ::shm_unlink(("/" + std::string(name)).c_str());
+    if (staleInThisNamespace(name, ns)) ::shm_unlink(("/" + std::string(name)).c_str());
   }
   ::closedir(d);
 }
 
 }  // namespace
 
+// Why inflight + 2 records of the largest size R. A sender must always be able to place its
+// next record while up to `inflight` earlier records are live (unread, or read and still held
+// by a receiver that may keep them until this very record arrives). The live records take
+// L <= inflight * R contiguous ring bytes (a WRAP padding among them included) ending at the
+// write position p. Two cases, with cap = (inflight + 2) R:
+//  - R or more bytes are left before the ring's end: the free bytes run from p to the tail,
+//    cap - L >= 2R of them, so the record fits behind p;
+//  - fewer are (p > cap - R): the record goes to the ring's start behind a WRAP padding the
+//    end. The live bytes [p - L, p) do not cross the end then, so the start holds
+//    p - L > cap - R - L >= R free bytes: the record fits there in one piece.
+// With inflight + 1 records (the old size) the second case fails: a receiver holding one
+// record that ends at p, with the tail anywhere in (0, R), leaves less than R at the start
+// and less than R at the end, and the sender waits for a release that never comes.
 size_t shmRingBytes(size_t maxMessageBytes, int inflight) {
-  const size_t record = sizeof(RecHead) + roundUp(maxMessageBytes, kLine);
-  return std::max(kMinRing, record * static_cast<size_t>(std::max(inflight, 1) + 1));
+  const size_t records = static_cast<size_t>(std::max(inflight, 1)) + 2;
+  size_t padded = 0;
+  if (!roundUpChecked(maxMessageBytes, kLine, padded) ||
+      padded > std::numeric_limits<size_t>::max() / records - sizeof(RecHead)) {
+    throw ConfigError("shared-memory data plane: a ring for " + std::to_string(records) +
+                      " messages of " + std::to_string(maxMessageBytes) +
+                      " bytes does not fit the address space (make the slice smaller)");
+  }
+  return std::max(kMinRing, (sizeof(RecHead) + padded) * records);
 }
 
 namespace {
@@ -362,6 +420,25 @@ struct ShmDataPlane::Impl {
   }
 };
 
+namespace {
+
+// Bytes of a segment with `channels` rings of `ringBytes` (rounded up to a page, returned in
+// `ring`). Throws ConfigError when that does not fit a file offset: a size that wrapped
+// would map a segment smaller than the rings written into it.
+size_t segmentBytes(size_t ringBytes, size_t channels, size_t& ring) {
+  constexpr auto kMaxFile = static_cast<size_t>(std::numeric_limits<off_t>::max());
+  const size_t head = ringsOffset(channels);
+  if (!roundUpChecked(ringBytes, kPage, ring) ||
+      (channels > 0 && ring > (kMaxFile - head) / channels)) {
+    throw ConfigError("shared-memory data plane: " + std::to_string(channels) + " rings of " +
+                      std::to_string(ringBytes) +
+                      " bytes do not fit one segment (make the slice smaller)");
+  }
+  return head + channels * ring;
+}
+
+}  // namespace
+
 ShmDataPlane::ShmDataPlane(int rank, int nranks)
     : rank_(rank), nranks_(nranks), impl_(std::make_unique<Impl>()) {
   if (nranks < 1 || nranks > kMaxRanks || rank < 0 || rank >= nranks) {
@@ -392,17 +469,17 @@ std::string ShmDataPlane::bind(const ShmOptions& opt, const std::vector<int>& re
     }
   }
   im.opt = opt;
-  im.opt.ringBytes = roundUp(opt.ringBytes, kPage);
   const size_t channels = senders.size();
-  const size_t total = ringsOffset(channels) + channels * im.opt.ringBytes;
+  const size_t total = segmentBytes(opt.ringBytes, channels, im.opt.ringBytes);
 
   sweepStaleSegments();
   static std::atomic<uint32_t> counter{0};
   std::random_device rd;
   char rnd[9];
   std::snprintf(rnd, sizeof rnd, "%08x", rd());
-  const std::string name = "/" + std::string(kNamePrefix) + std::to_string(::getpid()) + "-r" +
-                           std::to_string(rank_) + "-" + std::to_string(counter++) + "-" + rnd;
+  const std::string name = "/" + std::string(kNamePrefix) + std::to_string(::getpid()) + "-ns" +
+                           std::to_string(pidNamespaceId()) + "-r" + std::to_string(rank_) + "-" +
+                           std::to_string(counter++) + "-" + rnd;
   const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) {
     throw ConfigError("shared-memory data plane: cannot create " + name +
@@ -432,6 +509,7 @@ std::string ShmDataPlane::bind(const ShmOptions& opt, const std::vector<int>& re
   h->ownerRank = rank_;
   h->nranks = nranks_;
   h->ownerPid = static_cast<int32_t>(::getpid());
+  h->ownerPidNs = pidNamespaceId();
   h->ringBytes = im.opt.ringBytes;
   h->totalBytes = total;
   h->channels = static_cast<uint32_t>(channels);
@@ -508,9 +586,23 @@ std::unique_ptr<OutChannel> attach(const std::string& endpoint, int rank, int pe
   out->cap = h->ringBytes;
   out->head = out->ctl->head.load(std::memory_order_relaxed);
   out->tailSeen = out->ctl->tail.load(std::memory_order_acquire);
-  out->ownerPid.store(h->ownerPid, std::memory_order_relaxed);
-  out->ctl->producerPid.store(static_cast<int32_t>(::getpid()), std::memory_order_relaxed);
-  out->ctl->producerState.store(kStateAttached, std::memory_order_release);
+  // Across pid namespaces a pid names another process or none: neither side may judge the
+  // other's life by it (0 = unknown), and only a deadline or an abort ends a wait there.
+  const uint64_t ns = pidNamespaceId();
+  const bool sameNs = ns != 0 && h->ownerPidNs == ns;
+  out->ownerPid.store(sameNs ? h->ownerPid : 0, std::memory_order_relaxed);
+  // The channel is single-producer: a second sender (a stale worker, a duplicate rank) would
+  // interleave its records with the first one's and corrupt both, so it is refused.
+  uint32_t none = 0;
+  if (!out->ctl->producerState.compare_exchange_strong(none, kStateAttached,
+                                                       std::memory_order_acq_rel)) {
+    throw bad("its channel from rank " + std::to_string(rank) +
+              " already has a producer (pid " +
+              std::to_string(out->ctl->producerPid.load(std::memory_order_relaxed)) +
+              "): two workers claim rank " + std::to_string(rank));
+  }
+  out->ctl->producerPid.store(sameNs ? static_cast<int32_t>(::getpid()) : 0,
+                              std::memory_order_relaxed);
   h->attached.fetch_add(1, std::memory_order_acq_rel);
   return out;
 }
@@ -561,12 +653,13 @@ std::shared_ptr<SendCompletion> ShmDataPlane::send(int peer, const ChunkHeader& 
     }
   }
   OutChannel& o = *slot;
-  const uint64_t need = sizeof(RecHead) + roundUp(bytes, kLine);
-  if (need > o.cap) {
+  // bytes is checked first: rounding a size near SIZE_MAX up would wrap it to a small one.
+  if (bytes > o.cap || sizeof(RecHead) + roundUp(bytes, kLine) > o.cap) {
     throw PeerError(rank_, peer, h.step,
                     "message of " + std::to_string(bytes) + " bytes does not fit rank " +
                         std::to_string(peer) + "'s ring of " + std::to_string(o.cap) + " bytes");
   }
+  const uint64_t need = sizeof(RecHead) + roundUp(bytes, kLine);
   ChannelCtl& c = *o.ctl;
   // Waits until `want` more bytes fit behind the head.
   const auto waitForRoom = [&](uint64_t want) {
@@ -682,6 +775,13 @@ std::unique_ptr<InMessage> ShmDataPlane::recv(int peer, uint32_t step,
     const auto* rec = reinterpret_cast<const RecHead*>(ch.ring + pos);
     const uint32_t kind = rec->kind;
     if (kind == kRecWrap) {
+      // A WRAP pads the ring's end: it never starts the ring, and all of it was published.
+      if (pos == 0 || ch.readPos + (ch.cap - pos) > head) {
+        throw PeerError(rank_, peer, step,
+                        "malformed wrap record from rank " + std::to_string(peer) + " at ring " +
+                            "offset " + std::to_string(pos) + " (" +
+                            std::to_string(head - ch.readPos) + " bytes published)");
+      }
       ch.readPos += ch.cap - pos;
       ch.hold(ch.readPos, true);
       continue;

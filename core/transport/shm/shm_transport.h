@@ -33,8 +33,11 @@
 // Lifetime and clean-up. The owner removes its segment's name as soon as every expected
 // sender has mapped it, and in close() at the latest; mappings (and so received messages)
 // stay valid until their last user lets go. A process killed before that leaves a name in
-// /dev/shm behind: bind() removes those whose creating pid no longer exists (so processes
-// sharing /dev/shm must share a pid namespace).
+// /dev/shm behind: bind() removes those whose creating pid no longer exists. A name carries
+// its creator's pid namespace (arl-dp-<pid>-ns<ns>-...), and only names of the caller's own
+// namespace are judged: a pid says nothing in another one. So ranks in different pid
+// namespaces (containers) sharing /dev/shm never remove each other's segments, but cannot
+// tell each other's death either: use the zmq data plane between them.
 //
 // Closing: a finished rank marks its outbound channels closed; its data stays readable in
 // the receivers' rings, so no goodbye exchange is needed. A receive on a channel that is
@@ -82,8 +85,9 @@ struct ShmOptions {
 };
 
 // Ring size for messages of at most maxMessageBytes with `inflight` of them outstanding:
-// room for inflight + 1 records (one may be lost to the wrap at the ring's end), at least
-// 64 KiB.
+// room for inflight + 2 records (the outstanding ones, the next one, and up to one lost to
+// the wrap at the ring's end; the reasoning is at the definition), at least 64 KiB. Throws
+// ConfigError when that size does not fit a size_t.
 size_t shmRingBytes(size_t maxMessageBytes, int inflight);
 
 // `base` with spin, yieldFor and yieldStall taken from ARL_SHM_SPIN_US, ARL_SHM_YIELD_US and
@@ -100,13 +104,13 @@ class ShmDataPlane final : public Transport {
   ShmDataPlane& operator=(const ShmDataPlane&) = delete;
 
   // Phase 1: creates this rank's segment with one ring per rank in `recvFrom` and returns
-  // the endpoint peers connect to ("shm://arl-dp-1234-r3-..."). Call once. Throws
+  // the endpoint peers connect to ("shm://arl-dp-1234-ns4026531836-r3-..."). Call once. Throws
   // ConfigError on bad arguments or when the segment cannot be created (the message names
   // the size and /dev/shm).
   std::string bind(const ShmOptions& opt, const std::vector<int>& recvFrom);
   // Phase 2: maps the segments of `peers` (ranks) from endpointsByRank[peer]. Throws
-  // ConfigError when an endpoint is not shm://, a segment cannot be opened, or its owner
-  // has no ring for this rank.
+  // ConfigError when an endpoint is not shm://, a segment cannot be opened, its owner has no
+  // ring for this rank, or another process already sends on that ring (one producer each).
   void connect(const std::vector<std::string>& endpointsByRank, const std::vector<int>& peers);
   const std::string& endpoint() const { return endpoint_; }
 
