@@ -11,13 +11,6 @@
 namespace arl {
 namespace {
 
-// The inode of /proc/self/ns/pid names the pid namespace; 0 where /proc is not mounted.
-uint64_t pidNamespace() {
-  struct stat st {};
-  if (::stat("/proc/self/ns/pid", &st) != 0) return 0;
-  return static_cast<uint64_t>(st.st_ino);
-}
-
 // Reads a run of decimal digits from `s` at `pos`; nullopt when empty or too long.
 std::optional<uint64_t> readNumber(std::string_view s, size_t& pos) {
   uint64_t v = 0;
@@ -33,7 +26,19 @@ std::optional<uint64_t> readNumber(std::string_view s, size_t& pos) {
 
 }  // namespace
 
-std::string ownerTag() { return std::to_string(pidNamespace()) + "-" + std::to_string(::getpid()); }
+uint64_t pidNamespaceId() {
+  struct stat st {};
+  if (::stat("/proc/self/ns/pid", &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_ino);
+}
+
+bool processGone(int64_t pid) {
+  return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+std::string ownerTag() {
+  return std::to_string(pidNamespaceId()) + "-" + std::to_string(::getpid());
+}
 
 bool ownerTagGone(std::string_view s) {
   size_t pos = 0;
@@ -44,8 +49,8 @@ bool ownerTagGone(std::string_view s) {
   if (!pid || *pid == 0 || *pid > 0x3fffffff) return false;
   if (pos < s.size() && s[pos] != '-') return false;
   // Without /proc (ns 0) no namespace can be told apart: nothing is swept.
-  if (*ns == 0 || *ns != pidNamespace()) return false;
-  return ::kill(static_cast<pid_t>(*pid), 0) != 0 && errno == ESRCH;
+  if (*ns == 0 || *ns != pidNamespaceId()) return false;
+  return processGone(static_cast<int64_t>(*pid));
 }
 
 }  // namespace arl

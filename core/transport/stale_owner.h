@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -8,6 +9,13 @@
 // whose owner is dead from one still in use and sweep only the former.
 
 namespace arl {
+
+// This process's pid namespace: the inode of /proc/self/ns/pid, 0 when it cannot be read.
+// Not cached: a forked child may live in a namespace its parent created.
+uint64_t pidNamespaceId();
+
+// True when no process `pid` exists in this pid namespace (kill(pid, 0) fails with ESRCH).
+bool processGone(int64_t pid);
 
 // This process's owner tag: "<pid namespace inode>-<pid>", digits and one dash.
 std::string ownerTag();

@@ -12,7 +12,7 @@
 // (rank 1). The sender keeps at most 4 sends in flight, as the executor does with its default
 // ExecOptions::inflight. A shm send (like a copying ZeroMQ one) is complete on return, so
 // there the bound is the transport's own: the receiver's ring, sized as the worker sizes it,
-// shmRingBytes(message, 4) (room for 5 messages). The receiver takes each message and drops it
+// shmRingBytes(message, 4) (room for 6 messages). The receiver takes each message and drops it
 // without reading the payload, so the figure is the transport's alone: for shm one copy, into
 // the receiver's ring; for ZeroMQ what it takes to hand the receiver a message (copying sends:
 // into ZeroMQ's buffer, through the socket, into a fresh receive buffer). One iteration moves

@@ -30,6 +30,7 @@
 #include "base/clock.h"
 #include "base/errors.h"
 #include "base/limits.h"
+#include "transport/stale_owner.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -137,8 +138,6 @@ void cpuRelax() {
   _mm_pause();
 #endif
 }
-
-bool processGone(int32_t pid) { return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH; }
 
 std::string formatDuration(milliseconds t) {
   if (t.count() >= 1000 && t.count() % 1000 == 0) return std::to_string(t.count() / 1000) + " s";
@@ -297,14 +296,6 @@ struct OutChannel {
   uint64_t tailSeen = 0;
   std::atomic<int32_t> ownerPid{0};
 };
-
-// This process's pid namespace: the inode of /proc/self/ns/pid, 0 when it cannot be read.
-// Not cached: a forked child may live in a namespace its parent created.
-uint64_t pidNamespaceId() {
-  struct stat st {};
-  if (::stat("/proc/self/ns/pid", &st) != 0) return 0;
-  return static_cast<uint64_t>(st.st_ino);
-}
 
 // Reads the decimal number that ends at the next '-' of `s`, moving `s` past the dash;
 // false when there is none or it is not a plain number below 1e15.
@@ -596,8 +587,7 @@ std::unique_ptr<OutChannel> attach(const std::string& endpoint, int rank, int pe
   uint32_t none = 0;
   if (!out->ctl->producerState.compare_exchange_strong(none, kStateAttached,
                                                        std::memory_order_acq_rel)) {
-    throw bad("its channel from rank " + std::to_string(rank) +
-              " already has a producer (pid " +
+    throw bad("its channel from rank " + std::to_string(rank) + " already has a producer (pid " +
               std::to_string(out->ctl->producerPid.load(std::memory_order_relaxed)) +
               "): two workers claim rank " + std::to_string(rank));
   }
