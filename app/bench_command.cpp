@@ -169,19 +169,6 @@ std::string joinWith(const std::vector<T>& v, F&& f) {
   return s;
 }
 
-BenchRow benchRow(SweepRow&& r) {
-  BenchRow b;
-  b.sizeBytes = r.sizeBytes;
-  b.count = r.count;
-  b.predictedUs = r.predictedUs;
-  b.startNs = r.startNs;
-  b.endNs = r.endNs;
-  b.metrics = r.metrics;
-  b.result = std::move(r.result);
-  b.eventsKept = r.eventsKept;
-  return b;
-}
-
 // The bench session: starts the coordinator, waits for the workers, then drives a Sweep with
 // the coordinator's events on this thread, printing each row as it completes.
 class Bench {
@@ -501,7 +488,7 @@ int Bench::runSweep(Coordinator& coord) {
   }
   progress_.clear();
   report_.error = sweep.error();
-  for (SweepRow& r : sweep.takeRows()) report_.rows.push_back(benchRow(std::move(r)));
+  for (SweepRow& r : sweep.takeRows()) report_.rows.push_back(std::move(r));
   if (interrupted() || report_.rows.empty()) return 0;
   const RunResult& last = report_.rows.back().result;
   if (last.state == RunState::Done && report_.error.empty()) return 0;

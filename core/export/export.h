@@ -16,6 +16,7 @@
 #include "model/metrics.h"
 #include "model/model.h"
 #include "runtime/coordinator.h"
+#include "runtime/sweep.h"
 
 namespace arl {
 
@@ -52,18 +53,8 @@ struct BenchConfig {
 };
 
 // One run of the sweep: one size with one algorithm.
-struct BenchRow {
-  uint64_t sizeBytes = 0;  // S, nccl-tests' size column
-  uint64_t count = 0;      // NCCL API count (per rank for reduce-scatter and all-gather)
-  double predictedUs = 0;  // the cost model's prediction (BenchReport::modelSource)
-  int64_t startNs = 0;     // coordinator clock when the run was submitted
-  int64_t endNs = 0;       // coordinator clock when its result arrived
-  Metrics metrics;         // nccl-tests' time, algbw, busbw, #wrong
-  RunResult result;        // request, workers, times, per-rank times, telemetry, state, error
-  // Telemetry events the run delivered; set when result.events was released to save memory
-  // (bench keeps them only for a trace or a recording). See eventCount().
-  uint64_t eventsKept = 0;
-};
+// One run of the sweep (runtime/sweep.h): its size, prediction, metrics and result.
+using BenchRow = SweepRow;
 
 // Events the run delivered: result.events.size(), or eventsKept when they were released.
 uint64_t eventCount(const BenchRow& row);
