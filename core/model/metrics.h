@@ -39,8 +39,8 @@ uint64_t apiCountForSize(Collective c, int nranks, uint64_t sizeBytes, DataType 
 
 // One row of nccl-tests output.
 struct Metrics {
-  uint64_t bytes = 0;  // S
-  double timeUs = 0;   // the lab's time: mean of the slowest rank's time over timed iterations
+  uint64_t bytes = 0;     // S
+  double timeUs = 0;      // the lab's time: mean of the slowest rank's time over timed iterations
   double ncclTimeUs = 0;  // nccl-tests' time: mean over ranks of each rank's mean; 0 = unknown
   double algbwGBps = 0;
   double busbwGBps = 0;
@@ -52,8 +52,8 @@ struct Metrics {
 // above slowestRankMeanUs. Returns 0 for no iterations.
 double meanOfRankMeansUs(const std::vector<std::vector<double>>& perIterationPerRankUs);
 
-// The lab's time, mean over iterations of the slowest rank: perIterationPerRankUs[i][r] is rank r's time in
-// timed iteration i. Returns 0 for no iterations.
+// The lab's time, mean over iterations of the slowest rank: perIterationPerRankUs[i][r] is rank r's
+// time in timed iteration i. Returns 0 for no iterations.
 double slowestRankMeanUs(const std::vector<std::vector<double>>& perIterationPerRankUs);
 
 // The slowest rank's mean: each rank's mean over the timed iterations, then the largest of

@@ -33,8 +33,8 @@
 #include <utility>
 #include <vector>
 
-#include "model/metrics.h"
 #include "base/types.h"
+#include "model/metrics.h"
 
 namespace {
 
