@@ -222,6 +222,50 @@ bool writeJson(const std::string& path, const Args& a, int nranks, const std::ve
   return std::fclose(f) == 0;
 }
 
+// Elements of one checked call that differ from the exact sum, over all ranks.
+uint64_t countWrong(const std::vector<float>& send, std::vector<float>& recv, uint64_t count,
+                    int nranks) {
+  // A value no correct sum has, so an element the library never wrote is counted.
+  std::fill(recv.begin(), recv.begin() + static_cast<ptrdiff_t>(count), -1.0f);
+  MPI_Allreduce(send.data(), recv.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                MPI_COMM_WORLD);
+  uint64_t mine = 0;
+  for (uint64_t i = 0; i < count; ++i) mine += recv[i] != expectedValue(i, nranks);
+  uint64_t wrong = 0;
+  MPI_Allreduce(&mine, &wrong, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return wrong;
+}
+
+// Warm-up, then every timed call's time on every rank, gathered on rank 0 as the lab's
+// coordinator gathers its workers' ([call][rank] in us; empty on the other ranks).
+std::vector<std::vector<double>> timeCalls(const Args& a, const std::vector<float>& send,
+                                           std::vector<float>& recv, uint64_t count, int rank,
+                                           int nranks) {
+  const int icount = static_cast<int>(count);
+  for (int i = 0; i < a.warmup; ++i) {
+    MPI_Allreduce(send.data(), recv.data(), icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  }
+  std::vector<double> callUs(static_cast<size_t>(a.iters));
+  MPI_Barrier(MPI_COMM_WORLD);
+  double prev = MPI_Wtime();
+  for (int i = 0; i < a.iters; ++i) {
+    MPI_Allreduce(send.data(), recv.data(), icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    const double now = MPI_Wtime();
+    callUs[static_cast<size_t>(i)] = (now - prev) * 1e6;
+    prev = now;
+  }
+  const size_t iters = static_cast<size_t>(a.iters);
+  std::vector<double> allUs(rank == 0 ? iters * static_cast<size_t>(nranks) : 0);
+  MPI_Gather(callUs.data(), a.iters, MPI_DOUBLE, allUs.data(), a.iters, MPI_DOUBLE, 0,
+             MPI_COMM_WORLD);
+  std::vector<std::vector<double>> perCallPerRank(rank == 0 ? iters : 0,
+                                                  std::vector<double>(static_cast<size_t>(nranks)));
+  for (size_t r = 0; rank == 0 && r < static_cast<size_t>(nranks); ++r) {
+    for (size_t i = 0; i < iters; ++i) perCallPerRank[i][r] = allUs[r * iters + i];
+  }
+  return perCallPerRank;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -262,46 +306,11 @@ int main(int argc, char** argv) {
 
   std::vector<Row> rows;
   uint64_t wrongTotal = 0;
-  std::vector<double> callUs(static_cast<size_t>(a.iters));
-  // Gathered on rank 0 only.
-  std::vector<double> allUs(rank == 0 ? static_cast<size_t>(a.iters) * static_cast<size_t>(nranks)
-                                      : 0);
   for (uint64_t bytes = a.minBytes;;) {
     const uint64_t count = bytes / sizeof(float);
-    const int icount = static_cast<int>(count);
 
-    uint64_t wrong = 0;
-    if (a.check) {
-      // A value no correct sum has, so an element the library never wrote is counted.
-      std::fill(recv.begin(), recv.begin() + static_cast<ptrdiff_t>(count), -1.0f);
-      MPI_Allreduce(send.data(), recv.data(), icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-      uint64_t mine = 0;
-      for (uint64_t i = 0; i < count; ++i) mine += recv[i] != expectedValue(i, nranks);
-      MPI_Allreduce(&mine, &wrong, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-    }
-    for (int i = 0; i < a.warmup; ++i) {
-      MPI_Allreduce(send.data(), recv.data(), icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    double prev = MPI_Wtime();
-    for (int i = 0; i < a.iters; ++i) {
-      MPI_Allreduce(send.data(), recv.data(), icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-      const double now = MPI_Wtime();
-      callUs[static_cast<size_t>(i)] = (now - prev) * 1e6;
-      prev = now;
-    }
-    // Every rank's call times on rank 0, as the lab's coordinator gathers its workers'.
-    MPI_Gather(callUs.data(), a.iters, MPI_DOUBLE, allUs.data(), a.iters, MPI_DOUBLE, 0,
-               MPI_COMM_WORLD);
-    std::vector<std::vector<double>> perCallPerRank(
-        rank == 0 ? static_cast<size_t>(a.iters) : 0,
-        std::vector<double>(static_cast<size_t>(nranks)));
-    for (int r = 0; rank == 0 && r < nranks; ++r) {
-      for (int i = 0; i < a.iters; ++i) {
-        perCallPerRank[static_cast<size_t>(i)][static_cast<size_t>(r)] =
-            allUs[static_cast<size_t>(r) * static_cast<size_t>(a.iters) + static_cast<size_t>(i)];
-      }
-    }
+    const uint64_t wrong = a.check ? countWrong(send, recv, count, nranks) : 0;
+    const auto perCallPerRank = timeCalls(a, send, recv, count, rank, nranks);
 
     Row row;
     row.bytes = count * sizeof(float);
