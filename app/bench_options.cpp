@@ -77,7 +77,7 @@ std::string flagOf(RunField f) {
     case RunField::Inflight: return "--inflight";
     case RunField::Warmup: return "--warmup_iters";
     case RunField::Iterations: return "--iters";
-    case RunField::RecvTimeout: break;
+    case RunField::StallTimeout: return "--stall-timeout";
   }
   return std::string(describe(f));
 }
@@ -108,6 +108,7 @@ SweepSpec sweepSpecOf(const BenchConfig& c, const std::vector<uint64_t>& sizes) 
   q.telemetry = c.telemetry;
   q.maxEvents = c.maxEvents;
   q.dataPlane = c.dataPlane;
+  q.stallTimeout = c.stallTimeout;
   s.algorithms = c.algorithms;
   s.sizes = sizes;
   s.sliceSizes = c.sliceSizes;
@@ -164,6 +165,9 @@ void BenchOptions::declare() {
   o.value("--data-plane", "NAME",
           "auto, shm or zmq: shared memory or ZeroMQ between workers (default auto: shm when "
           "every worker is on one host)");
+  o.value("--stall-timeout", "TIME",
+          "fail a run when no rank makes progress for TIME, e.g. 500ms, 30s (default 20s); a "
+          "rank that waits while others work is not failing");
   o.group("Telemetry and outputs");
   o.value("--telemetry", "LEVEL", "off, steps or chunks (default chunks; docs/telemetry.md)");
   o.value("--max-events", "N",
@@ -235,6 +239,7 @@ void BenchOptions::checkTelemetry(BenchConfig& c) const {
     c.telemetry = *t;
   }
   if (auto v = opts_.get("--max-events")) c.maxEvents = parseSize(*v);
+  if (auto v = opts_.get("--stall-timeout")) c.stallTimeout = parseMillis(*v, kMaxStallTimeoutMs);
   if (auto v = opts_.get("--data-plane")) {
     const auto d = parseDataPlaneKind(v->text);
     if (!d) throw refuse(*v, "unknown data plane (known: auto, shm, zmq)");

@@ -131,6 +131,16 @@ uint64_t parseSize(const Arg& a) {
   return *x;
 }
 
+std::chrono::milliseconds parseMillis(const Arg& a, int64_t maxMs) {
+  const auto ns = arl::parseDurationNs(a.text);
+  if (!ns)
+    throw refuse(a, "not a duration: a whole number with a unit, us, ms or s (e.g. 500ms, 30s)");
+  if (*ns < 1'000'000 || *ns % 1'000'000 != 0 || *ns / 1'000'000 > maxMs) {
+    throw refuse(a, "must be whole milliseconds from 1ms to " + std::to_string(maxMs / 1000) + "s");
+  }
+  return std::chrono::milliseconds(*ns / 1'000'000);
+}
+
 std::vector<uint64_t> parseSizeList(const Arg& a) {
   std::vector<uint64_t> out;
   for (const Arg& i : items(a)) out.push_back(parseSize(i));

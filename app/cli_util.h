@@ -4,6 +4,7 @@
 // in 1..1024"), printed as "<prog>: <message>" with exit code 2 before anything starts.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -75,6 +76,8 @@ class Options {
 int parseInt(const Arg& a, int lo, int hi);
 // A count with an optional K, M or G suffix (binary multiples) that fits in 64 bits.
 uint64_t parseSize(const Arg& a);
+// A duration with its unit ("500ms", "30s") in whole milliseconds, in [1 ms, maxMs].
+std::chrono::milliseconds parseMillis(const Arg& a, int64_t maxMs);
 // An integer for a field that resolveRunRequest checks (it names the accepted range): values
 // beyond int saturate, which that check refuses as out of range.
 int parseInteger(const Arg& a);

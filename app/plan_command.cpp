@@ -62,6 +62,7 @@ struct PlanArgs {
   bool inPlace = false;
   int iters = 5;
   int warmup = 1;
+  std::chrono::milliseconds stallTimeout{20000};
   bool run = false;
   bool json = false;
 };
@@ -80,7 +81,7 @@ std::string flagOf(RunField f) {
     case RunField::Inflight: return "--inflight";
     case RunField::Warmup: return "--warmup";
     case RunField::Iterations: return "--iters";
-    case RunField::RecvTimeout: break;
+    case RunField::StallTimeout: return "--stall-timeout";
   }
   return std::string(describe(f));
 }
@@ -100,6 +101,7 @@ RunRequest requestOf(const PlanArgs& a) {
   q.inPlace = a.inPlace;
   q.warmup = a.warmup;
   q.iterations = a.iters;
+  q.stallTimeout = a.stallTimeout;
   return q;
 }
 
@@ -144,6 +146,8 @@ PlanCommand::PlanCommand(CLI::App& lab, const std::vector<std::string>& args)
   opts_.flag("--in-place", &inPlace_, "run in place (NCCL's in-place buffers)");
   opts_.value("--iters", "N", "timed iterations with --run (default 5)");
   opts_.value("--warmup", "N", "untimed iterations before them (default 1)");
+  opts_.value("--stall-timeout", "TIME",
+              "with --run, fail when no rank makes progress for TIME, e.g. 500ms (default 20s)");
   opts_.flag("--run", &run_, "run the schedule in process and check every element");
   opts_.flag("--json", &json_, "print one JSON object instead of the tables");
 }
@@ -166,6 +170,7 @@ PlanArgs PlanCommand::parse() const {
   if (auto v = opts_.get("--inflight")) a.inflight = parseInteger(*v);
   if (auto v = opts_.get("--iters")) a.iters = parseInteger(*v);
   if (auto v = opts_.get("--warmup")) a.warmup = parseInteger(*v);
+  if (auto v = opts_.get("--stall-timeout")) a.stallTimeout = parseMillis(*v, kMaxStallTimeoutMs);
   return a;
 }
 
@@ -476,6 +481,7 @@ int PlanCommand::run() {
       lo.iterations = a.iters;
       lo.inflight = a.inflight;
       lo.check = true;
+      lo.stallTimeout = a.stallTimeout;
       try {
         const LocalRunResult res = runLocal(s, lo);
         const Metrics m =

@@ -16,4 +16,19 @@ inline int64_t steadyNowNs() {
       .count();
 }
 
+// A wait with no deadline of its own: it ends with its event, an abort, or the peer's end.
+// Runs have one deadline, for no progress anywhere (exec/progress.h), not one per wait.
+inline constexpr std::chrono::milliseconds kNoTimeout = std::chrono::milliseconds::max();
+
+// now + timeout, saturated: kNoTimeout (or any timeout past the clock's range) gives the
+// clock's last time point instead of overflowing.
+inline SteadyClock::time_point deadlineAfter(std::chrono::milliseconds timeout) {
+  const auto now = SteadyClock::now();
+  const auto left = SteadyClock::time_point::max() - now;
+  if (timeout >= std::chrono::duration_cast<std::chrono::milliseconds>(left)) {
+    return SteadyClock::time_point::max();
+  }
+  return now + timeout;
+}
+
 }  // namespace arl

@@ -4,7 +4,8 @@ namespace arl {
 
 namespace {
 std::string peerMessage(int rank, int peer, int64_t step, const std::string& reason) {
-  std::string m = "rank " + std::to_string(rank) + ": " + reason;
+  // rank -1: the whole run failed, no rank in particular (a stall).
+  std::string m = rank >= 0 ? "rank " + std::to_string(rank) + ": " + reason : reason;
   if (peer >= 0 && reason.find("rank " + std::to_string(peer)) == std::string::npos) {
     m += " (peer rank " + std::to_string(peer) + ")";
   }

@@ -15,7 +15,8 @@ struct EnforceError : std::logic_error {
 };
 
 // An expected failure in a run: peer gone, timeout, malformed or mismatched data.
-// what() reads like "rank 2: no data from rank 1 for step 5 within 3 s".
+// what() reads like "rank 2: rank 1's process exited before sending data for step 5"; with
+// rank -1 (the run as a whole, as in a stall) it is the reason alone.
 struct PeerError : std::runtime_error {
   PeerError(int rank, int peer, int64_t step, const std::string& reason);
   int rank;

@@ -12,5 +12,7 @@ inline constexpr int kMaxRanks = 64;
 inline constexpr uint32_t kMaxIterations = 1'000'000;
 // Pipeline slices a rank may have in flight.
 inline constexpr uint32_t kMaxInflight = 1024;
+// A run's stall timeout (no progress anywhere for this long fails it), in milliseconds.
+inline constexpr uint32_t kMaxStallTimeoutMs = 3'600'000;
 
 }  // namespace arl

@@ -107,6 +107,26 @@ std::optional<uint64_t> parseSize(std::string_view s) {
   return v * mult;
 }
 
+std::optional<int64_t> parseDurationNs(std::string_view s) {
+  int64_t unit = 0;
+  if (s.ends_with("us")) {
+    unit = 1'000;
+    s.remove_suffix(2);
+  } else if (s.ends_with("ms")) {
+    unit = 1'000'000;
+    s.remove_suffix(2);
+  } else if (s.ends_with("s")) {
+    unit = 1'000'000'000;
+    s.remove_suffix(1);
+  } else {
+    return std::nullopt;
+  }
+  const auto v = parseSize(s);  // digits only: the K/M/G suffixes are letters it would take
+  if (!v || s.empty() || s.back() < '0' || s.back() > '9') return std::nullopt;
+  if (*v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() / unit)) return std::nullopt;
+  return static_cast<int64_t>(*v) * unit;
+}
+
 std::string formatSize(uint64_t bytes) {
   if (bytes >= (1ULL << 30) && bytes % (1ULL << 30) == 0) return std::to_string(bytes >> 30) + "G";
   if (bytes >= (1ULL << 20) && bytes % (1ULL << 20) == 0) return std::to_string(bytes >> 20) + "M";

@@ -42,6 +42,10 @@ bool collectiveReduces(Collective c);
 // malformed text or on overflow of uint64.
 std::optional<uint64_t> parseSize(std::string_view s);
 
+// Parses a duration with its unit: "250us", "2ms", "30s" (a whole number; units us, ms, s).
+// Returns nanoseconds, or nullopt on malformed text, a missing unit or overflow of int64.
+std::optional<int64_t> parseDurationNs(std::string_view s);
+
 // Formats a byte count the way nccl-tests' users read it ("64K", "1M", "1000003").
 std::string formatSize(uint64_t bytes);
 

@@ -295,6 +295,14 @@ class Run {
  private:
   using Entry = State::Entry;
 
+  // What this rank blocks on, for the stall report (exec/progress.h): a few relaxed stores.
+  void waiting(WaitKind k, int peer, uint32_t step) noexcept {
+    if (opt_.progress) opt_.progress->beginWait(k, peer, step);
+  }
+  void doneWaiting() noexcept {
+    if (opt_.progress) opt_.progress->endWait();
+  }
+
   int64_t now() const {
     if (opt_.clock) return opt_.clock();
     return steadyNowNs();
@@ -351,7 +359,11 @@ class Run {
       }
     }
     if (e.send && !e.sendEndEmitted) {
-      if (block) e.send->wait();
+      if (block && !e.send->done()) {
+        waiting(WaitKind::Room, op.sendPeer, op.step);
+        e.send->wait();
+        doneWaiting();
+      }
       if (block || e.send->done()) {
         e.sendEndEmitted = true;
         chunkEvent(EventKind::SendEnd, op, op.step, op.sendPeer, payloadOffset(op), op.provenance);
@@ -492,7 +504,9 @@ class Run {
     h.offset = payloadOffset(op);
     h.length = bytes;
     chunkEvent(EventKind::SendStart, op, op.step, op.sendPeer, h.offset, op.provenance);
+    waiting(WaitKind::Room, op.sendPeer, op.step);
     e.send = transport_.send(op.sendPeer, h, data, bytes);
+    doneWaiting();
     e.sendEndEmitted = false;
   }
 
@@ -507,7 +521,9 @@ class Run {
     e.opIndex = i;
     e.stepEnd = st_.lastOfStep[i];
     if (opRecvs(op.kind)) {
+      waiting(WaitKind::Data, op.recvPeer, recvStep(i, op));
       e.msg = transport_.recv(op.recvPeer, recvStep(i, op), opt_.recvTimeout);
+      doneWaiting();
       validate(i, op, *e.msg);
       chunkEvent(EventKind::RecvEnd, op, recvStep(i, op), op.recvPeer, localOffset(op),
                  st_.recvPlan[i].provenance);

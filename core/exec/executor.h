@@ -8,8 +8,9 @@
 #include <memory>
 
 #include "backend/backend.h"
-#include "schedule/schedule.h"
+#include "exec/progress.h"
 #include "exec/telemetry.h"
+#include "schedule/schedule.h"
 #include "transport/transport.h"
 
 namespace arl {
@@ -19,7 +20,11 @@ struct ExecOptions {
   RedOp op = RedOp::Sum;
   int inflight = 4;  // slices in flight: outstanding sends / asynchronous backend ops
   TelemetryLevel telemetry = TelemetryLevel::Chunks;
-  std::chrono::milliseconds recvTimeout{3000};
+  // How long one receive may wait; none by default: a run's deadline is its stall timeout
+  // (exec/progress.h), enforced by whoever sees every rank (the coordinator, runLocal).
+  std::chrono::milliseconds recvTimeout = kNoTimeout;
+  // Where the executor reports what it waits for and that it moves on; null = nowhere.
+  RankProgress* progress = nullptr;
   uint64_t runId = 0;
   uint64_t epoch = 0;
   // Clock for telemetry timestamps (ns); defaults to steadyNowNs() (base/clock.h).

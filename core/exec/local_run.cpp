@@ -74,12 +74,39 @@ void validate(const Schedule& s, const LocalRunOptions& opt) {
   if (opt.inflight < 1) {
     throw ConfigError("inflight must be at least 1 (got " + std::to_string(opt.inflight) + ")");
   }
-  if (opt.recvTimeout.count() <= 0) throw ConfigError("receive timeout must be positive");
+  if (opt.stallTimeout.count() <= 0) throw ConfigError("stall timeout must be positive");
   if (opt.link.bytesPerSecond < 0) throw ConfigError("link bandwidth must not be negative");
   if (opt.link.latency.count() < 0) throw ConfigError("link latency must not be negative");
   if (opt.failRank >= s.nranks) {
     throw ConfigError("fail rank " + std::to_string(opt.failRank) + " is not a rank of " +
                       std::to_string(s.nranks));
+  }
+}
+
+// Waits for the rank threads (`wait(slice)` returns true when they are done or one failed)
+// while watching their progress; when no rank has moved for `timeout`, fails the run with
+// what each rank was doing.
+template <class Wait, class Fail>
+void watchForStall(const std::vector<RankProgress>& progress, std::vector<std::thread>& threads,
+                   std::chrono::milliseconds timeout, Wait wait, Fail fail) {
+  StallWatch watch(timeout);
+  const auto slice =
+      std::clamp(timeout / 10, std::chrono::milliseconds(1), std::chrono::milliseconds(100));
+  while (!wait(slice)) {
+    uint64_t total = 0;
+    for (size_t r = 0; r < progress.size(); ++r) {
+      total += progressCount(progress[r].snapshot(), threads[r]);
+    }
+    const auto now = SteadyClock::now();
+    watch.observe(total, now);
+    if (!watch.expired(now)) continue;
+    std::string text = stallHeadline(watch.quietFor(now), timeout);
+    for (size_t r = 0; r < progress.size(); ++r) {
+      text += (r == 0 ? ": " : "; ") + std::string("rank ") + std::to_string(r) + " " +
+              describe(progress[r].snapshot());
+    }
+    fail(std::make_exception_ptr(PeerError(-1, -1, -1, text)));
+    return;
   }
 }
 
@@ -92,13 +119,13 @@ void summarize(const std::vector<std::vector<int64_t>>& rankNs, LocalRunResult& 
                static_cast<double>(res.iterationUs.size());
 }
 
-RankRunOptions rankRunOptions(const LocalRunOptions& opt, int rank) {
+RankRunOptions rankRunOptions(const LocalRunOptions& opt, int rank, RankProgress* progress) {
   RankRunOptions ro;
   ro.exec.dtype = opt.dtype;
   ro.exec.op = opt.op;
   ro.exec.inflight = opt.inflight;
   ro.exec.telemetry = opt.telemetry;
-  ro.exec.recvTimeout = opt.recvTimeout;
+  ro.exec.progress = progress;
   ro.exec.runId = opt.runId;
   ro.exec.epoch = 1;
   if (rank == opt.failRank && opt.failAtOp >= 0) {
@@ -136,14 +163,29 @@ LocalRunResult runLocal(const Schedule& schedule, const LocalRunOptions& opt) {
                                            std::vector<int64_t>(static_cast<size_t>(n), 0));
   std::vector<uint64_t> wrong(static_cast<size_t>(n), 0);
   AbortableBarrier barrier(n);
+  std::vector<RankProgress> progress(static_cast<size_t>(n));
   std::mutex errMu;
+  std::condition_variable doneCv;
+  int finished = 0;  // rank threads done (guarded by errMu)
   std::exception_ptr firstError;
+  // The first failure is the run's; everyone else is stopped promptly: blocked receives
+  // throw, waiting ranks leave the barrier.
+  const auto fail = [&](std::exception_ptr e) {
+    {
+      std::lock_guard<std::mutex> lock(errMu);
+      if (!firstError) firstError = std::move(e);
+    }
+    doneCv.notify_all();
+    fabric.abort();
+    barrier.abort();
+  };
 
   const auto rankMain = [&](int r) {
     const auto ri = static_cast<size_t>(r);
     try {
       backends[ri] = std::make_unique<CpuBackend>();
-      runs[ri] = std::make_unique<RankRun>(s, r, *backends[ri], rankRunOptions(opt, r));
+      runs[ri] =
+          std::make_unique<RankRun>(s, r, *backends[ri], rankRunOptions(opt, r, &progress[ri]));
       RankRunHooks hooks;
       // All ranks start an iteration together, as nccl-tests' ranks do.
       hooks.beforeIteration = [&](uint32_t) { return barrier.arriveAndWait(); };
@@ -153,19 +195,26 @@ LocalRunResult runLocal(const Schedule& schedule, const LocalRunOptions& opt) {
       };
       runs[ri]->run(fabric.transport(r), opt.sink, hooks);
     } catch (...) {
-      {
-        std::lock_guard<std::mutex> lock(errMu);
-        if (!firstError) firstError = std::current_exception();
-      }
-      // Stop everyone else promptly: blocked receives throw, waiting ranks leave the barrier.
-      fabric.abort();
-      barrier.abort();
+      fail(std::current_exception());
     }
+    progress[ri].setPhase(RunPhase::Reported);
+    {
+      std::lock_guard<std::mutex> lock(errMu);
+      ++finished;
+    }
+    doneCv.notify_all();
   };
 
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) threads.emplace_back(rankMain, r);
+  watchForStall(
+      progress, threads, opt.stallTimeout,
+      [&](std::chrono::milliseconds slice) {
+        std::unique_lock<std::mutex> lock(errMu);
+        return doneCv.wait_for(lock, slice, [&] { return finished == n || firstError != nullptr; });
+      },
+      fail);
   for (auto& t : threads) t.join();
   if (firstError) std::rethrow_exception(firstError);
 

@@ -23,7 +23,8 @@ struct LocalRunOptions {
   TelemetryLevel telemetry = TelemetryLevel::Off;
   TelemetrySink* sink = nullptr;  // receives telemetry when not null
   LinkShape link;                 // of every loopback link (a teaching aid: what a slow link does)
-  std::chrono::milliseconds recvTimeout{3000};
+  // The run fails when no rank makes progress for this long (exec/progress.h).
+  std::chrono::milliseconds stallTimeout{20000};
   // Failure injection for tests: rank `failRank` stops (throws) before op `failAtOp`.
   int failRank = -1;
   int failAtOp = -1;

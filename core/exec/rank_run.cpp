@@ -21,6 +21,7 @@ RankRun::RankRun(const Schedule& s, int rank, Backend& backend, RankRunOptions o
                       std::to_string(s.nranks));
   }
   if (opt_.iterations < 1) throw ConfigError("iterations must be at least 1 (got 0)");
+  if (RankProgress* p = opt_.exec.progress) p->setPhase(RunPhase::SettingUp);
   try {
     allocateBuffers();
     const int n = s.nranks;
@@ -81,6 +82,10 @@ bool RankRun::run(Transport& transport, TelemetrySink* sink, const RankRunHooks&
     // In place, the previous iteration overwrote the input: restore it, untimed.
     if (opt_.inPlace && it > 0) backend_.upload(bufs_.input, hostInput_.data(), inBytes_);
     if (hooks.beforeIteration && !hooks.beforeIteration(it)) return false;
+    if (RankProgress* p = opt_.exec.progress) {
+      p->setIteration(it);
+      p->setPhase(RunPhase::Iterating);
+    }
     const bool isTimed = it >= opt_.warmup;
     const int64_t t0 = steadyNowNs();
     if (isTimed) {
@@ -94,7 +99,10 @@ bool RankRun::run(Transport& transport, TelemetrySink* sink, const RankRunHooks&
     TimedIteration r;
     r.index = it - opt_.warmup;
     r.ns = std::max<int64_t>(t1 - t0, 0);
-    if (checks() && it + 1 == total) r.wrong = countWrong();
+    if (checks() && it + 1 == total) {
+      if (RankProgress* p = opt_.exec.progress) p->setPhase(RunPhase::Checking);
+      r.wrong = countWrong();
+    }
     if (hooks.afterTimed) hooks.afterTimed(r);
   }
   return true;

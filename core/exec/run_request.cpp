@@ -82,9 +82,9 @@ void checkScalars(const RunRequest& req, int n) {
   checkInt(RunField::Inflight, req.inflight, 1, kMaxInflight);
   checkInt(RunField::Iterations, req.iterations, 1, kMaxIterations);
   checkInt(RunField::Warmup, req.warmup, 0, kMaxIterations);
-  if (req.recvTimeout.count() <= 0) {
-    throw RunRequestError(RunField::RecvTimeout, std::to_string(req.recvTimeout.count()) + " ms",
-                          "must be positive");
+  if (req.stallTimeout.count() <= 0 || req.stallTimeout.count() > kMaxStallTimeoutMs) {
+    throw RunRequestError(RunField::StallTimeout, std::to_string(req.stallTimeout.count()) + " ms",
+                          "must be in 1.." + std::to_string(kMaxStallTimeoutMs) + " ms");
   }
 }
 
@@ -150,7 +150,7 @@ std::string_view describe(RunField f) {
     case RunField::Inflight: return "slices in flight";
     case RunField::Warmup: return "warm-up iterations";
     case RunField::Iterations: return "iterations";
-    case RunField::RecvTimeout: return "receive timeout";
+    case RunField::StallTimeout: return "stall timeout";
   }
   return "?";
 }

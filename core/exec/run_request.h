@@ -38,7 +38,9 @@ struct RunRequest {
   bool check = true;
   TelemetryLevel telemetry = TelemetryLevel::Chunks;
   uint64_t maxEvents = 1'000'000;  // telemetry events kept per run (all ranks together)
-  std::chrono::milliseconds recvTimeout{3000};
+  // The run fails when no rank makes progress for this long (exec/progress.h): the one
+  // deadline of a run. A rank waiting while others work is progress elsewhere, not a failure.
+  std::chrono::milliseconds stallTimeout{20000};
   DataPlaneKind dataPlane = DataPlaneKind::Auto;
 };
 
@@ -56,7 +58,7 @@ enum class RunField {
   Inflight,
   Warmup,
   Iterations,
-  RecvTimeout,
+  StallTimeout,
 };
 
 // How a refusal speaks of `f` when no client names it: "slices in flight", "ring order", ...

@@ -5,6 +5,7 @@
 // JSON goes through export/json.h (nlohmann/json).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -47,6 +48,7 @@ struct BenchConfig {
   TelemetryLevel telemetry = TelemetryLevel::Chunks;
   uint64_t maxEvents = 1'000'000;
   DataPlaneKind dataPlane = DataPlaneKind::Auto;  // --data-plane
+  std::chrono::milliseconds stallTimeout{20000};  // --stall-timeout
   int root = 0;
   bool inPlace = false;
   std::string jsonPath, csvPath, tracePath, recordPath;

@@ -247,6 +247,9 @@ BenchConfig readConfig(const In& o) {
   // Absent from files written before the shared-memory data plane existed.
   if (o.has("data_plane")) c.dataPlane = o["data_plane"].parsed<DataPlaneKind>(parseDataPlaneKind);
   c.maxEvents = o["max_events"].u64();
+  if (o.has("stall_timeout_ms")) {
+    c.stallTimeout = std::chrono::milliseconds(o["stall_timeout_ms"].i64(1, kMaxStallTimeoutMs));
+  }
   c.root = o["root"].i32();
   c.inPlace = o["in_place"].boolean();
   c.jsonPath = o["json"].str();
@@ -294,7 +297,10 @@ RunRequest readRequest(const In& a) {
   q.telemetry = o["telemetry"].parsed<TelemetryLevel>(parseTelemetryLevel);
   if (o.has("data_plane")) q.dataPlane = o["data_plane"].parsed<DataPlaneKind>(parseDataPlaneKind);
   q.maxEvents = o["max_events"].u64();
-  q.recvTimeout = std::chrono::milliseconds(o["recv_timeout_ms"].i64(0, kMaxAbsNs / 1'000'000));
+  // Absent from files written before runs had a stall timeout (they had a receive timeout).
+  if (o.has("stall_timeout_ms")) {
+    q.stallTimeout = std::chrono::milliseconds(o["stall_timeout_ms"].i64(1, kMaxStallTimeoutMs));
+  }
   return q;
 }
 

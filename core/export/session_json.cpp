@@ -25,6 +25,7 @@ Json configJson(const BenchConfig& c) {
               {"telemetry", str(toString(c.telemetry))},
               {"data_plane", str(toString(c.dataPlane))},
               {"max_events", c.maxEvents},
+              {"stall_timeout_ms", static_cast<int64_t>(c.stallTimeout.count())},
               {"root", c.root},
               {"in_place", c.inPlace},
               {"json", c.jsonPath},
@@ -76,7 +77,7 @@ Json requestJson(const RunRequest& q) {
               {"telemetry", str(toString(q.telemetry))},
               {"data_plane", str(toString(q.dataPlane))},
               {"max_events", q.maxEvents},
-              {"recv_timeout_ms", static_cast<int64_t>(q.recvTimeout.count())}};
+              {"stall_timeout_ms", static_cast<int64_t>(q.stallTimeout.count())}};
 }
 
 uint64_t totalDropped(const BenchReport& r) {

@@ -80,8 +80,9 @@ using std::chrono::milliseconds;
 constexpr milliseconds kTick{10};
 // How long a failed or aborted run waits for the other ranks to acknowledge the Abort.
 constexpr milliseconds kAckWait{500};
-// How long the ranks may take to build the schedule, allocate and bind (Ready).
-constexpr std::chrono::seconds kConfigureTimeout{60};
+// How long a run message goes unanswered before it is said again (a reset connection loses
+// what was in flight; heartbeats show what a rank missed).
+constexpr milliseconds kResendAfter{1000};
 // How long the destructor waits for workers to leave after Shutdown before killing them.
 constexpr milliseconds kShutdownWait{1000};
 
@@ -181,7 +182,16 @@ struct Child {
   bool joined = false;
 };
 
-enum class FailKind { None, Died, Silent, Reported, Aborted, Protocol };
+enum class FailKind { None, Died, Silent, Reported, Aborted, Protocol, Stalled };
+
+// What a rank's heartbeats say about its part of the current run.
+struct RankSeen {
+  bool inRun = false;  // its latest heartbeat was about this run
+  ProgressSnapshot progress;
+  int reportedBeats = 0;        // heartbeats in a row that said its result was sent
+  bool missingResults = false;  // its RunDone came, some of its iteration reports did not
+  Clock::time_point lastResend;
+};
 
 struct ActiveRun {
   uint64_t runId = 0;
@@ -190,7 +200,10 @@ struct ActiveRun {
   ResolvedRun effective;
   RunConfig cfg;
   RunState state = RunState::Configuring;
-  Clock::time_point configDeadline;
+  // The run's one deadline: no progress anywhere for the request's stall timeout.
+  StallWatch stall{std::chrono::milliseconds(1)};
+  std::vector<RankSeen> seen;
+  std::vector<Clock::time_point> configSentAt;
   int n = 0;
   std::vector<std::string> ids;
   std::vector<WorkerInfo> workers;
@@ -492,8 +505,7 @@ struct Coordinator::Impl {
       removePeer(id, {LeaveKind::MissedHeartbeats, 0, "no heartbeat for " + silence}, true);
     }
     if (now >= nextHeartbeat) {
-      Heartbeat hb;
-      for (const auto& p : peers) sendMsg(p.id, hb);
+      for (const auto& p : peers) sendMsg(p.id, heartbeatFor(p));
       nextHeartbeat = now + opt.heartbeat;
     }
   }
@@ -583,7 +595,11 @@ struct Coordinator::Impl {
     r->nextBatchSeq.assign(n, 0);
     r->iterNs.assign(r->req.iterations, std::vector<int64_t>(n, -1));
     r->iterWrong.assign(r->req.iterations, std::vector<uint64_t>(n, 0));
-    r->configDeadline = Clock::now() + kConfigureTimeout;
+    // Progress reaches the coordinator with the heartbeats: a timeout shorter than two of
+    // their intervals would take a healthy run for a stalled one.
+    r->stall = StallWatch(std::max(r->req.stallTimeout, 2 * opt.heartbeat + kTick));
+    r->seen.assign(n, RankSeen{});
+    r->configSentAt.assign(n, Clock::now());
     run = std::move(r);
     ActiveRun& a = *run;
 
@@ -621,7 +637,16 @@ struct Coordinator::Impl {
 
   void onReady(const Ready& m, int r) {
     ActiveRun& a = *run;
-    if (a.state != RunState::Configuring || a.kind != FailKind::None) return;
+    if (a.kind != FailKind::None) return;
+    if (a.state == RunState::Running) {
+      // A second Ready: this rank never got the Start (lost on the way); say it again.
+      if (a.ready[static_cast<size_t>(r)]) {
+        logLimited(1,
+                   "rank " + std::to_string(r) + " is still waiting for Start; sending it again");
+        sendMsg(a.ids[static_cast<size_t>(r)], startOf(a));
+      }
+      return;
+    }
     if (m.dataEndpoint.empty()) {
       fail(FailKind::Protocol, r,
            "rank " + std::to_string(r) + " reported no data-plane endpoint in Ready");
@@ -636,10 +661,7 @@ struct Coordinator::Impl {
       p->info.clockOffsetNs = m.clockOffsetNs;
     }
     if (!std::all_of(a.ready.begin(), a.ready.end(), [](bool b) { return b; })) return;
-    Start s;
-    s.epoch = a.epoch;
-    s.runId = a.runId;
-    s.endpoints = a.endpoints;
+    const Start s = startOf(a);
     for (const auto& id : a.ids) sendMsg(id, s);
     a.state = RunState::Running;
     publish();
@@ -647,8 +669,19 @@ struct Coordinator::Impl {
                     "run " + std::to_string(a.runId) + ": every rank is ready; started"});
   }
 
+  static Start startOf(const ActiveRun& a) {
+    Start s;
+    s.epoch = a.epoch;
+    s.runId = a.runId;
+    s.endpoints = a.endpoints;
+    return s;
+  }
+
   void onIteration(const IterationResult& m, int r) {
     ActiveRun& a = *run;
+    if (m.iteration < a.iterNs.size() && a.iterNs[m.iteration][static_cast<size_t>(r)] >= 0) {
+      return;  // said again after a loss: already counted
+    }
     if (m.iteration >= a.iterNs.size()) {
       logLimited(1, "rank " + std::to_string(r) + " reported iteration " +
                         std::to_string(m.iteration) + " of a run with " +
@@ -704,6 +737,14 @@ struct Coordinator::Impl {
   void onDone(const RunDone& m, int r) {
     ActiveRun& a = *run;
     const auto k = static_cast<size_t>(r);
+    if (a.kind == FailKind::None) {
+      // An iteration report lost on the way (a reset connection): the rank is asked for its
+      // results again (heartbeatFor) instead of finishing the run with a hole in it.
+      const bool missing = std::any_of(a.iterNs.begin(), a.iterNs.end(),
+                                       [&](const std::vector<int64_t>& it) { return it[k] < 0; });
+      a.seen[k].missingResults = missing;
+      if (missing) return;
+    }
     a.done[k] = true;
     a.acked[k] = true;
     a.workerDropped[k] = std::max(a.workerDropped[k], m.eventsDropped);
@@ -760,15 +801,8 @@ struct Coordinator::Impl {
     if (!run) return;
     ActiveRun& a = *run;
     if (a.kind == FailKind::None) {
-      if (a.state == RunState::Configuring && Clock::now() > a.configDeadline) {
-        std::string missing;
-        for (int k = 0; k < a.n; ++k)
-          if (!a.ready[static_cast<size_t>(k)])
-            missing += (missing.empty() ? "" : ", ") + std::to_string(k);
-        fail(FailKind::Protocol, -1,
-             "rank(s) " + missing + " did not become ready within " +
-                 std::to_string(kConfigureTimeout.count()) + " s");
-      }
+      const auto now = Clock::now();
+      if (a.stall.expired(now)) fail(FailKind::Stalled, -1, stallText(a, now));
       return;
     }
     bool all = true;
@@ -796,6 +830,77 @@ struct Coordinator::Impl {
       }
     }
     finishRun(a.kind == FailKind::Aborted ? RunState::Aborted : RunState::Failed, error);
+  }
+
+  // "no rank made progress for 20.3 s (stall timeout 20.0 s): rank 0 waits for data from
+  // rank 1 for step 5 (iteration 2); rank 1 waits for Start; ..." from the ranks' heartbeats.
+  static std::string stallText(const ActiveRun& a, Clock::time_point now) {
+    std::string text = stallHeadline(a.stall.quietFor(now), a.stall.timeout());
+    for (int k = 0; k < a.n; ++k) {
+      const auto u = static_cast<size_t>(k);
+      std::string what;
+      if (a.done[u]) {
+        what = "is done";
+      } else if (!a.seen[u].inRun) {
+        what = "has not shown that it received the run";
+      } else {
+        what = describe(a.seen[u].progress);
+      }
+      text += (k == 0 ? ": " : "; ") + std::string("rank ") + std::to_string(k) + " " + what;
+    }
+    return text;
+  }
+
+  // A run rank's heartbeat: its progress restarts the stall clock, and what it shows it
+  // missed (a RunConfig, an Abort) is said again.
+  void onRunHeartbeat(const Heartbeat& hb, int r) {
+    ActiveRun& a = *run;
+    RankSeen& s = a.seen[static_cast<size_t>(r)];
+    const auto now = Clock::now();
+    const bool inRun = hb.epoch == a.epoch;
+    if (inRun) {
+      if (!s.inRun || hb.progress != s.progress.ticks || hb.phase != s.progress.phase) {
+        a.stall.progressed(now);
+      }
+      s.progress.ticks = hb.progress;
+      s.progress.phase = hb.phase;
+      s.progress.wait = hb.wait;
+      s.progress.peer = hb.waitPeer;
+      s.progress.step = hb.waitStep;
+      s.progress.iteration = hb.iteration;
+      s.reportedBeats = hb.phase == RunPhase::Reported ? s.reportedBeats + 1 : 0;
+    }
+    s.inRun = inRun;
+    const auto u = static_cast<size_t>(r);
+    if (now - s.lastResend < kResendAfter) return;
+    if (a.kind == FailKind::None && !inRun && now - a.configSentAt[u] > kResendAfter) {
+      s.lastResend = now;
+      a.configSentAt[u] = now;
+      logLimited(1, "rank " + std::to_string(r) + " shows no sign of run " +
+                        std::to_string(a.runId) + "; sending its configuration again");
+      sendMsg(a.ids[u], a.cfg);
+    } else if (a.kind != FailKind::None && inRun && !a.acked[u] && !a.gone[u] &&
+               hb.phase != RunPhase::Reported) {
+      s.lastResend = now;
+      Abort ab;
+      ab.epoch = a.epoch;
+      ab.runId = a.runId;
+      ab.reason = a.failText;
+      sendMsg(a.ids[u], ab);
+    }
+  }
+
+  // The heartbeat to one worker: in a run, it asks again for results the worker says it sent
+  // (two heartbeats in a row, so that a result still on its way is not asked for).
+  Heartbeat heartbeatFor(const Peer& p) const {
+    Heartbeat hb;
+    const int r = rankOf(p.id);
+    if (!run || r < 0) return hb;
+    const auto u = static_cast<size_t>(r);
+    hb.epoch = run->epoch;
+    hb.wantReport = run->kind == FailKind::None && !run->done[u] && run->seen[u].inRun &&
+                    (run->seen[u].reportedBeats >= 2 || run->seen[u].missingResults);
+    return hb;
   }
 
   // The result of the active run as it ends: times, checks and where the telemetry went.
@@ -903,6 +1008,7 @@ struct Coordinator::Impl {
         peer->iteration = hb->iteration;
         peer->step = hb->step;
       }
+      if (const int r = rankOf(id); r >= 0) onRunHeartbeat(*hb, r);
       return;
     }
     if (auto* l = std::get_if<Log>(&env->message)) {
@@ -915,6 +1021,7 @@ struct Coordinator::Impl {
     if (!run || env->epoch() != run->epoch) return;
     const int r = rankOf(id);
     if (r < 0) return;
+    run->stall.progressed(Clock::now());
     std::visit(
         [&](auto& m) {
           using T = std::decay_t<decltype(m)>;
@@ -1136,8 +1243,6 @@ struct Coordinator::Impl {
     c.iterations = static_cast<uint32_t>(std::min<int64_t>(req.iterations, kMaxIterations + 1));
     c.check = req.check;
     c.telemetry = req.telemetry;
-    c.recvTimeoutMs =
-        static_cast<uint32_t>(std::min<int64_t>(req.recvTimeout.count(), kMaxRecvTimeoutMs + 1));
     c.ringOrder.assign(run.ringOrder.begin(), run.ringOrder.end());
     c.hosts = hosts;
     c.dataPlane = req.dataPlane;

@@ -245,7 +245,13 @@ std::optional<std::string> check(const Pong& m) {
   return std::nullopt;
 }
 
-std::optional<std::string> check(const Heartbeat&) { return std::nullopt; }
+std::optional<std::string> check(const Heartbeat& m) {
+  if (m.waitPeer < -1 || m.waitPeer >= kMaxRanks) {
+    return "waited-for rank " + std::to_string(m.waitPeer) + " outside -1.." +
+           std::to_string(kMaxRanks - 1);
+  }
+  return std::nullopt;
+}
 
 std::optional<std::string> checkEpoch(uint64_t epoch) {
   if (epoch >= 1) return std::nullopt;
@@ -270,13 +276,11 @@ std::optional<std::string> check(const RunConfig& m) {
     return "root " + std::to_string(m.root) + " is not a rank of a world of " +
            std::to_string(m.worldSize);
   }
-  if (auto e = firstError(
-          {checkRange<uint32_t>("ranks per host", m.ranksPerHost, 1,
-                                static_cast<uint32_t>(m.worldSize)),
-           checkRange<uint32_t>("inflight", m.inflight, 1, kMaxInflight),
-           checkRange<uint32_t>("warmup", m.warmup, 0, kMaxIterations),
-           checkRange<uint32_t>("iterations", m.iterations, 1, kMaxIterations),
-           checkRange<uint32_t>("receive timeout (ms)", m.recvTimeoutMs, 1, kMaxRecvTimeoutMs)})) {
+  if (auto e = firstError({checkRange<uint32_t>("ranks per host", m.ranksPerHost, 1,
+                                                static_cast<uint32_t>(m.worldSize)),
+                           checkRange<uint32_t>("inflight", m.inflight, 1, kMaxInflight),
+                           checkRange<uint32_t>("warmup", m.warmup, 0, kMaxIterations),
+                           checkRange<uint32_t>("iterations", m.iterations, 1, kMaxIterations)})) {
     return e;
   }
   if (!m.hosts.empty() && m.hosts.size() != n) {
@@ -526,11 +530,27 @@ void toPb(const Heartbeat& m, pb::Heartbeat& p) {
   p.set_in_run(m.inRun);
   p.set_iteration(m.iteration);
   p.set_step(m.step);
+  p.set_epoch(m.epoch);
+  p.set_phase(static_cast<uint32_t>(m.phase));
+  p.set_progress(m.progress);
+  p.set_wait_kind(static_cast<uint32_t>(m.wait));
+  p.set_wait_peer(m.waitPeer);
+  p.set_wait_step(m.waitStep);
+  p.set_want_report(m.wantReport);
 }
 Reason fromPb(const pb::Heartbeat& p, const FrameHeader&, Heartbeat& m) {
   m.inRun = p.in_run();
   m.iteration = p.iteration();
   m.step = p.step();
+  m.epoch = p.epoch();
+  if (p.phase() > kMaxRunPhase) return "unknown run phase " + std::to_string(p.phase());
+  m.phase = static_cast<RunPhase>(p.phase());
+  m.progress = p.progress();
+  if (p.wait_kind() > kMaxWaitKind) return "unknown wait kind " + std::to_string(p.wait_kind());
+  m.wait = static_cast<WaitKind>(p.wait_kind());
+  m.waitPeer = p.wait_peer();
+  m.waitStep = p.wait_step();
+  m.wantReport = p.want_report();
   return std::nullopt;
 }
 
@@ -552,7 +572,6 @@ void toPb(const RunConfig& m, pb::RunConfig& p) {
   p.set_iterations(m.iterations);
   p.set_check(m.check);
   p.set_telemetry(static_cast<pb::TelemetryLevel>(enumToWire(m.telemetry)));
-  p.set_recv_timeout_ms(m.recvTimeoutMs);
   for (int32_t r : m.ringOrder) p.add_ring_order(r);
   for (const auto& host : m.hosts) p.add_hosts(host);
   p.set_data_plane(static_cast<pb::DataPlane>(enumToWire(m.dataPlane)));
@@ -596,7 +615,6 @@ Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
   m.iterations = p.iterations();
   m.check = p.check();
   m.telemetry = *level;
-  m.recvTimeoutMs = p.recv_timeout_ms();
   m.ringOrder.assign(p.ring_order().begin(), p.ring_order().end());
   m.hosts.assign(p.hosts().begin(), p.hosts().end());
   m.dataPlane = *plane;
@@ -1183,6 +1201,12 @@ std::string describe(const Message& m) {
           os << " seq=" << x.seq << " t0=" << x.t0Ns << " t1=" << x.t1Ns << " t2=" << x.t2Ns;
         } else if constexpr (std::is_same_v<T, Heartbeat>) {
           if (x.inRun) os << " iteration=" << x.iteration << " step=" << x.step;
+          if (x.epoch != 0) {
+            os << " epoch=" << x.epoch << " phase=" << toString(x.phase)
+               << " progress=" << x.progress;
+          }
+          if (x.wait != WaitKind::None) os << " waits=" << x.waitPeer << "@" << x.waitStep;
+          if (x.wantReport) os << " want-report";
         } else if constexpr (std::is_same_v<T, RunConfig>) {
           os << " run=" << x.runId << " " << x.algorithm << " " << toString(x.collective) << " "
              << toString(x.dtype) << " " << toString(x.op) << " count=" << x.count

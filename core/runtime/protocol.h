@@ -22,17 +22,18 @@
 #include <vector>
 
 #include "base/errors.h"
-#include "exec/telemetry.h"
-#include "transport/transport.h"
 #include "base/limits.h"
 #include "base/types.h"
+#include "exec/progress.h"
+#include "exec/telemetry.h"
+#include "transport/transport.h"
 
 namespace arl {
 
 // ---- Versions, sizes, limits --------------------------------------------------------------
 
 // Version written into every header. A receiver rejects any other version.
-inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint16_t kProtocolVersion = 2;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
@@ -43,7 +44,6 @@ inline constexpr size_t kMaxEndpointBytes = 255;  // "tcp://host:port", "ipc:///
 inline constexpr size_t kMaxTextBytes = 4096;     // failure reasons, log lines
 inline constexpr size_t kMaxEventsPerBatch = 4096;
 inline constexpr int32_t kMaxDeviceIndex = 1023;
-inline constexpr uint32_t kMaxRecvTimeoutMs = 3'600'000;
 inline constexpr uint32_t kMaxHeartbeatIntervalMs = 60'000;
 inline constexpr uint32_t kMaxHeartbeatLiveness = 100;
 
@@ -230,6 +230,16 @@ struct Heartbeat {
   bool inRun = false;
   uint32_t iteration = 0;  // meaningful when inRun
   uint32_t step = 0;       // meaningful when inRun
+  // worker -> coordinator: its run (epoch 0: none), where in it, a counter that moves while
+  // the run moves (exec/progress.h), and what its run thread waits for.
+  uint64_t epoch = 0;
+  RunPhase phase = RunPhase::Idle;
+  uint64_t progress = 0;
+  WaitKind wait = WaitKind::None;
+  int32_t waitPeer = -1;
+  uint32_t waitStep = 0;
+  // coordinator -> worker: the result of run `epoch` has not arrived; send it again.
+  bool wantReport = false;
 
   Frames encode() const;
   static DecodeResult<Heartbeat> decode(ByteView header, ByteView body);
@@ -258,7 +268,6 @@ struct RunConfig {
   uint32_t iterations = 1;  // 1..kMaxIterations
   bool check = true;
   TelemetryLevel telemetry = TelemetryLevel::Chunks;
-  uint32_t recvTimeoutMs = 3000;  // 1..kMaxRecvTimeoutMs
   std::vector<int32_t> ringOrder;  // a permutation of 0..worldSize-1
   // hosts[r]: host name of rank r, or empty (not given). A worker binds ipc:// when every
   // rank is on its host, tcp:// otherwise.

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
@@ -29,15 +30,15 @@
 #include "backend/registry.h"
 #include "base/clock.h"
 #include "base/errors.h"
-#include "exec/rank_run.h"
-#include "schedule/generators.h"
-#include "runtime/process.h"
-#include "runtime/protocol.h"
-#include "transport/shm/shm_transport.h"
-#include "schedule/verifier.h"
-#include "transport/zmq/zmq_transport.h"
 #include "control_poll.h"
 #include "coord_wakeup.h"
+#include "exec/rank_run.h"
+#include "runtime/process.h"
+#include "runtime/protocol.h"
+#include "schedule/generators.h"
+#include "schedule/verifier.h"
+#include "transport/shm/shm_transport.h"
+#include "transport/zmq/zmq_transport.h"
 
 namespace arl {
 
@@ -153,6 +154,47 @@ class CorruptingTransport final : public Transport {
   bool done_ = false;
 };
 
+// ---- Test-only loss of control messages ------------------------------------------------------
+
+// The types named in ARL_TEST_LOSE_CONTROL whose first message is still to be lost.
+std::set<MsgType> lossesFromEnv() {
+  const char* v = std::getenv(kLoseControlEnv);
+  std::set<MsgType> out;
+  if (v == nullptr || *v == '\0') return out;
+  std::string rest = v;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    const std::string name = rest.substr(0, comma);
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    bool known = false;
+    for (uint16_t t = 1; t <= kMaxMsgType; ++t) {
+      if (typeName(static_cast<MsgType>(t)) == name) {
+        out.insert(static_cast<MsgType>(t));
+        known = true;
+      }
+    }
+    if (!known) logLine(std::string("ignoring unknown type '") + name + "' in " + kLoseControlEnv);
+  }
+  return out;
+}
+
+// ARL_TEST_STALL="RANK:STEP" as (rank, step).
+std::optional<std::pair<int, uint32_t>> stallFromEnv() {
+  const char* v = std::getenv(kStallEnv);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  const std::string s = v;
+  const auto colon = s.find(':');
+  try {
+    if (colon == std::string::npos) throw ConfigError("no colon");
+    const int rank = parseInt(kStallEnv, s.substr(0, colon), 0, kMaxRanks - 1);
+    const int step = parseInt(kStallEnv, s.substr(colon + 1), 0, 1 << 30);
+    return std::make_pair(rank, static_cast<uint32_t>(step));
+  } catch (const ConfigError&) {
+    logLine(std::string("ignoring ") + kStallEnv + "='" + s + "' (expected RANK:STEP)");
+    return std::nullopt;
+  }
+}
+
 // ---- Outbox: run thread -> control thread ----------------------------------------------------
 
 // Telemetry events and result messages in the order the run thread produced them. record()
@@ -256,6 +298,7 @@ struct RunJob {
   std::string backend;          // a name in the backend registry
   int64_t offsetNs = 0;         // coordinator clock - worker clock (ClockSample::offsetNs)
   std::optional<Corruption> corruption;
+  std::optional<std::pair<int, uint32_t>> stallAt;  // ARL_TEST_STALL: (rank, step)
 
   Outbox out;
   uint64_t batchSeq = 0;  // control thread only
@@ -275,7 +318,25 @@ struct RunJob {
   std::atomic<bool> running{false};  // inside warmup/timed iterations
   std::atomic<uint32_t> iteration{0};
   std::atomic<uint32_t> step{0};
+  // Where the run is and what it waits for, for the heartbeats (exec/progress.h).
+  RankProgress progress;
   std::thread th;
+
+  // What this rank told the coordinator about the run, kept to say it again when a message
+  // was lost on the way (a connection reset): Ready until Start arrives, the results until
+  // the next run (guarded by mu).
+  std::optional<Ready> ready;
+  SteadyClock::time_point readySentAt;
+  std::vector<Message> results;  // IterationResults, then RunDone or RunFailed
+
+  // Posts a result message and keeps it for a re-send.
+  uint64_t postResult(Message m, bool wake = true) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      results.push_back(m);
+    }
+    return out.post(std::move(m), wake);
+  }
 
   void abort() {
     std::lock_guard<std::mutex> lock(mu);
@@ -331,7 +392,6 @@ RankRunOptions rankRunOptions(RunJob& j) {
   ro.exec.op = c.op;
   ro.exec.inflight = static_cast<int>(c.inflight);
   ro.exec.telemetry = c.telemetry;
-  ro.exec.recvTimeout = milliseconds(c.recvTimeoutMs);
   ro.exec.runId = c.runId;
   ro.exec.epoch = c.epoch;
   // Telemetry on the coordinator's clock (ClockSample::offsetNs).
@@ -339,7 +399,17 @@ RankRunOptions rankRunOptions(RunJob& j) {
   ro.exec.clock = [offset] { return steadyNowNs() + offset; };
   ro.exec.beforeOp = [&j](size_t, const Op& op) {
     j.step.store(op.step, std::memory_order_relaxed);
+    j.progress.tick();
+    if (j.stallAt && j.stallAt->first == j.rank && j.stallAt->second == op.step) {
+      j.stallAt.reset();
+      logLine("test: rank " + std::to_string(j.rank) + " stops before step " +
+              std::to_string(op.step) + " (" + kStallEnv + ")");
+      std::unique_lock<std::mutex> lock(j.mu);
+      j.cv.wait(lock, [&] { return j.aborted; });
+      throw PeerError(j.rank, -1, op.step, "run aborted");
+    }
   };
+  ro.exec.progress = &j.progress;
   ro.inPlace = c.inPlace;
   ro.warmup = c.warmup;
   ro.iterations = c.iterations;
@@ -411,6 +481,7 @@ std::string bindDataPlane(RunJob& j, const Schedule& s, RunDataPlane& plane) {
 void connectDataPlane(RunJob& j, RunDataPlane& plane) {
   const int rank = j.rank;
   std::vector<std::string> endpoints;
+  j.progress.setPhase(RunPhase::AwaitingStart);
   {
     std::unique_lock<std::mutex> lock(j.mu);
     j.cv.wait(lock, [&] { return j.started || j.aborted; });
@@ -451,7 +522,7 @@ uint64_t runIterations(RunJob& j, RankRun& run, Transport& transport, int64_t& i
     r.timeNs = static_cast<uint64_t>(t.ns);
     r.wrong = t.wrong.value_or(0);
     wrongTotal += r.wrong;
-    j.out.post(r, /*wake=*/false);
+    j.postResult(r, /*wake=*/false);
   };
   j.running.store(true);
   run.run(transport, &j.out, hooks);
@@ -482,6 +553,11 @@ void runOnDataPlane(RunJob& j, const Schedule& s, RankRun& run, RunDataPlane& pl
   ready.runId = c.runId;
   ready.dataEndpoint = bindDataPlane(j, s, plane);
   ready.clockOffsetNs = j.offsetNs;
+  {
+    std::lock_guard<std::mutex> lock(j.mu);
+    j.ready = ready;
+    j.readySentAt = SteadyClock::now();
+  }
   j.out.post(ready);
   connectDataPlane(j, plane);
 
@@ -500,22 +576,26 @@ void runOnDataPlane(RunJob& j, const Schedule& s, RankRun& run, RunDataPlane& pl
   // when the next one starts: ZeroMQ's close() says goodbye to its peers (it waits for
   // their last messages; j.dp stays set meanwhile, so an Abort still interrupts it);
   // shared memory needs no goodbye, its data already sits in the receivers' rings.
+  j.progress.setPhase(RunPhase::Closing);
   plane.close();
+  j.progress.setPhase(RunPhase::Reported);
   j.reported.store(true);
-  j.out.post(done);
+  j.postResult(done);
 }
 
 void runJobMain(RunJob& j) {
   int64_t iteration = -1;  // for RunFailed: -1 before the first timed iteration
   RunDataPlane plane;
+  j.progress.setPhase(RunPhase::SettingUp);
   // The failure is reported first, so that the coordinator hears the cause before the
   // consequences and can abort the other ranks at once; then the data plane is aborted: a
   // failed run says no goodbye (its peers may be gone).
   const auto fail = [&](const std::exception& e) {
     RunFailed f = runFailed(j, e, iteration);  // names the step while `running` says one is
     j.running.store(false);
+    j.progress.setPhase(RunPhase::Reported);
     j.reported.store(true);
-    const uint64_t n = j.out.post(std::move(f));
+    const uint64_t n = j.postResult(std::move(f));
     // The abort lets this rank's peers fail too; their reports must not overtake the cause.
     j.out.waitSent(n, kReportFirst);
     if (plane.dp) plane.dp->abort();
@@ -554,6 +634,8 @@ class WorkerSession {
     hbInterval_ = opt.heartbeat;
     liveness_ = opt.liveness;
     corruption_ = corruptionFromEnv();
+    losses_ = lossesFromEnv();
+    stall_ = stallFromEnv();
   }
 
   // Also on the error paths: no run thread may outlive the session.
@@ -609,15 +691,10 @@ class WorkerSession {
       flushOutbox(false);
       const auto now = SteadyClock::now();
       if (now >= nextHeartbeat_) {
-        Heartbeat hb;
-        if (job_ && !job_->finished.load() && job_->running.load()) {
-          hb.inRun = true;
-          hb.iteration = job_->iteration.load();
-          hb.step = job_->step.load();
-        }
-        send(hb);
+        send(heartbeat());
         nextHeartbeat_ = now + hbInterval_;
       }
+      resendReady(now);
       if (pingOutstanding_ && now - pingSentAt_ > std::chrono::seconds(1)) sendPing();
       // A loop that stalled (the process was stopped) heard nothing meanwhile through no fault
       // of the coordinator: it gets a full window again, so that a Shutdown queued for this
@@ -659,6 +736,68 @@ class WorkerSession {
     }
   }
 
+  // What this worker's run is doing, for the coordinator's liveness and stall watch.
+  Heartbeat heartbeat() {
+    Heartbeat hb;
+    if (!job_) return hb;
+    RunJob& j = *job_;
+    if (!j.finished.load() && j.running.load()) {
+      hb.inRun = true;
+      hb.iteration = j.iteration.load();
+      hb.step = j.step.load();
+    }
+    const ProgressSnapshot p = j.progress.snapshot();
+    hb.epoch = j.cfg.epoch;
+    hb.phase = j.reported.load() ? RunPhase::Reported : p.phase;
+    hb.progress = j.finished.load() ? p.ticks : progressCount(p, j.th);
+    hb.wait = p.wait;
+    hb.waitPeer = p.wait == WaitKind::None ? -1 : p.peer;
+    hb.waitStep = p.step;
+    return hb;
+  }
+
+  // A Ready, or the Start that answers it, may be lost (a reset connection): while this rank
+  // waits for Start it says Ready again every second; the coordinator answers a second Ready
+  // with the Start it already sent.
+  void resendReady(SteadyClock::time_point now) {
+    if (!job_ || job_->finished.load()) return;
+    std::optional<Ready> again;
+    {
+      std::lock_guard<std::mutex> lock(job_->mu);
+      if (!job_->ready || job_->started || job_->aborted) return;
+      if (now - job_->readySentAt < kResendAfter) return;
+      job_->readySentAt = now;
+      again = job_->ready;
+    }
+    if (opt_.verbose)
+      logLine("no Start yet for run " + std::to_string(again->runId) + "; Ready again");
+    send(*again);
+  }
+
+  // The coordinator misses this rank's results of run `epoch` (lost on the way): says them
+  // again, once the outbox has sent everything queued before them.
+  void resendResults(uint64_t epoch) {
+    if (!job_ || job_->cfg.epoch != epoch || !job_->reported.load()) return;
+    flushOutbox(true);
+    std::vector<Message> again;
+    {
+      std::lock_guard<std::mutex> lock(job_->mu);
+      again = job_->results;
+    }
+    if (opt_.verbose) {
+      logLine("the coordinator misses the results of run " + std::to_string(job_->cfg.runId) +
+              "; sending " + std::to_string(again.size()) + " message(s) again");
+    }
+    for (const Message& m : again) sendFrames(encode(m));
+  }
+
+  // Test-only: whether to lose this message (the first of a type named in the environment).
+  bool lost(MsgType t) {
+    if (losses_.erase(t) == 0) return false;
+    logLine("test: losing the first " + std::string(typeName(t)) + " (" + kLoseControlEnv + ")");
+    return true;
+  }
+
   void sendPing() {
     Ping p;
     p.seq = pingSeq_++;
@@ -693,6 +832,7 @@ class WorkerSession {
     };
     for (auto& [before, msg] : t->msgs) {
       sendEvents(before);
+      if (lost(typeOf(msg))) continue;
       sendFrames(encode(msg));
       if (opt_.verbose) logLine("sent " + describe(msg));
     }
@@ -738,6 +878,7 @@ class WorkerSession {
       return std::nullopt;
     }
     if (opt_.verbose) logLine("received " + describe(env->message));
+    if (lost(typeOf(env->message))) return std::nullopt;
     const uint64_t epoch = env->epoch();
     return std::visit([&](const auto& m) { return on(m, epoch); }, env->message);
   }
@@ -770,9 +911,15 @@ class WorkerSession {
     return std::nullopt;
   }
 
-  std::optional<int> on(const Heartbeat&, uint64_t) { return std::nullopt; }
+  std::optional<int> on(const Heartbeat& h, uint64_t) {
+    if (h.wantReport) resendResults(h.epoch);
+    return std::nullopt;
+  }
 
   std::optional<int> on(const RunConfig& c, uint64_t epoch) {
+    // The coordinator says a RunConfig again when this worker's heartbeats show it missed
+    // it; one that did arrive is not run twice.
+    if (job_ && job_->cfg.epoch == epoch) return std::nullopt;
     if (job_) {
       if (!job_->finished.load() && !job_->reported.load()) {
         logLine("RunConfig for run " + std::to_string(c.runId) + " while run " +
@@ -791,6 +938,7 @@ class WorkerSession {
     j.backend = opt_.backend;
     j.offsetNs = offsetNs_;
     j.corruption = corruption_;
+    j.stallAt = std::exchange(stall_, std::nullopt);
     j.out.setWakeup(&wake_);
     if (!welcomed_ || rank_ < 0 || rank_ >= c.worldSize) {
       RunFailed f;
@@ -798,7 +946,7 @@ class WorkerSession {
       f.rank = std::max(rank_, 0);
       f.reason = "RunConfig for a world of " + std::to_string(c.worldSize) +
                  " but this worker has rank " + std::to_string(rank_);
-      j.out.post(f);
+      j.postResult(f);
       j.finished.store(true);
       return std::nullopt;
     }
@@ -853,6 +1001,7 @@ class WorkerSession {
   }
 
   static constexpr size_t kPings = 5;
+  static constexpr milliseconds kResendAfter{1000};
 
   WorkerOptions opt_;
   std::string host_;
@@ -862,6 +1011,8 @@ class WorkerSession {
   zmq::socket_t sock_;
   Wakeup wake_;  // raised by the run thread when it queues a message
   std::optional<Corruption> corruption_;
+  std::set<MsgType> losses_;                       // ARL_TEST_LOSE_CONTROL
+  std::optional<std::pair<int, uint32_t>> stall_;  // ARL_TEST_STALL
 
   milliseconds hbInterval_;
   int liveness_;

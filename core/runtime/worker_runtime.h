@@ -53,5 +53,15 @@ int runWorker(const WorkerOptions& opt);
 // signature, epoch, seq, src, step, chunk, slice, offset or length) of the first data-plane
 // header it sends in every run. Never set outside tests.
 inline constexpr const char* kCorruptHeaderEnv = "ARL_TEST_CORRUPT_HEADER";
+// Test-only loss of control messages, as a connection reset loses them:
+// ARL_TEST_LOSE_CONTROL="Start,RunDone" makes the worker drop the first control message of
+// each named type that it receives (RunConfig, Start, Abort) or sends (Ready,
+// IterationResult, RunDone, RunFailed). Never set outside tests.
+inline constexpr const char* kLoseControlEnv = "ARL_TEST_LOSE_CONTROL";
+// Test-only stall: ARL_TEST_STALL="RANK:STEP" makes rank RANK stop, heartbeats flowing,
+// before its first op of step STEP in the first run it takes part in, until that run is
+// aborted. Never set outside
+// tests.
+inline constexpr const char* kStallEnv = "ARL_TEST_STALL";
 
 }  // namespace arl

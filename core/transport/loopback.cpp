@@ -152,7 +152,7 @@ std::unique_ptr<InMessage> LoopbackFabric::recv(int dst, int src, uint32_t step,
   checkRank(src, "receive from");
   Inbox& box = *inboxes_[static_cast<size_t>(dst)];
   Channel& ch = box.from[static_cast<size_t>(src)];
-  const auto deadline = SteadyClock::now() + timeout;
+  const auto deadline = deadlineAfter(timeout);
   std::unique_lock<std::mutex> lock(box.mu);
   for (;;) {
     if (box.aborted) {
@@ -161,7 +161,8 @@ std::unique_ptr<InMessage> LoopbackFabric::recv(int dst, int src, uint32_t step,
                           " for step " + std::to_string(step));
     }
     if (failed(dst)) throw PeerError(dst, -1, step, "this rank has failed");
-    auto wakeAt = deadline;
+    // Woken by a send or an abort; the 1 s cap keeps an unbounded wait off the clock's edge.
+    auto wakeAt = std::min(deadline, SteadyClock::now() + std::chrono::seconds(1));
     if (!ch.queue.empty()) {
       Message& m = ch.queue.front();
       const int64_t now = steadyNowNs();

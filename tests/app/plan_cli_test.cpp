@@ -286,6 +286,11 @@ TEST(PlanCli, BadInputIsOneLineNamingTheArgument) {
       {"--ring-order 0,1,2,4", "(4 is not a rank)"},
       {"--ring-order 0,1,,3", "--ring-order 0,1,,3: an empty item"},
       {"--ring-order 0,one,2,3", "--ring-order one: not an integer"},
+      {"--stall-timeout 0s", "--stall-timeout 0s: must be whole milliseconds from 1ms to 3600s"},
+      {"--stall-timeout 5", "--stall-timeout 5: not a duration: a whole number with a unit"},
+      {"--stall-timeout 1500us", "--stall-timeout 1500us: must be whole milliseconds"},
+      {"--stall-timeout 2h", "--stall-timeout 2h: not a duration"},
+      {"--stall-timeout 3601s", "--stall-timeout 3601s: must be whole milliseconds"},
   };
   for (const Case& c : cases) {
     const Result r = plan(std::string(c.args) + " --run");

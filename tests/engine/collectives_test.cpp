@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "exec/check.h"
 #include "base/errors.h"
-#include "schedule/generators.h"
+#include "exec/check.h"
 #include "exec/local_run.h"
+#include "schedule/generators.h"
 
 namespace arl {
 namespace {
@@ -78,7 +78,7 @@ LocalRunResult runCase(const Pair& p, const Case& c) {
   o.inPlace = c.inPlace;
   o.inflight = c.inflight;
   o.iterations = c.iterations;
-  o.recvTimeout = 20s;  // generous: a loaded machine must not turn slowness into failure
+  o.stallTimeout = 20s;  // generous: a loaded machine must not turn slowness into failure
   return runLocal(s, o);
 }
 

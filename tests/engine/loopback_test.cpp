@@ -196,7 +196,7 @@ TEST(LocalRun, LinkLatencyOrdersTelemetryTimestamps) {
 TEST(LocalRun, InjectedFailureStopsEveryRankAndNamesTheFailingOne) {
   const Schedule s = ring(Collective::AllReduce, 4, 400, 10);
   LocalRunOptions opt;
-  opt.recvTimeout = 10s;
+  opt.stallTimeout = 10s;
   opt.failRank = 2;
   opt.failAtOp = 3;
   opt.iterations = 3;
@@ -209,8 +209,8 @@ TEST(LocalRun, InjectedFailureStopsEveryRankAndNamesTheFailingOne) {
     EXPECT_EQ(std::string(e.what()).rfind("rank 2: injected failure before op 3", 0), 0u)
         << e.what();
   }
-  // Every other rank was stopped by the abort rather than by its own 10 s timeout.
-  EXPECT_LT(SteadyClock::now() - t0, opt.recvTimeout);
+  // Every other rank was stopped by the abort rather than by the 10 s stall timeout.
+  EXPECT_LT(SteadyClock::now() - t0, opt.stallTimeout);
 }
 
 TEST(LocalRun, RefusesBadOptions) {

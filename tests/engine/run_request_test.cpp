@@ -71,8 +71,8 @@ TEST(RunRequest, EachRefusalNamesItsFieldValueAndRange) {
        "iterations 0: must be in 1..1000000"},
       {"warm-up", [](RunRequest& q) { q.warmup = -1; }, 4, RunField::Warmup,
        "warm-up iterations -1: must be in 0..1000000"},
-      {"timeout", [](RunRequest& q) { q.recvTimeout = std::chrono::milliseconds(0); }, 4,
-       RunField::RecvTimeout, "receive timeout 0 ms: must be positive"},
+      {"stall timeout", [](RunRequest& q) { q.stallTimeout = std::chrono::milliseconds(0); }, 4,
+       RunField::StallTimeout, "stall timeout 0 ms: must be in 1..3600000 ms"},
       {"ring too short",
        [](RunRequest& q) {
          q.ringOrder = {0, 2, 1};

@@ -145,7 +145,8 @@ TEST(Export, CsvHasAHeaderAndOneQuotedRowPerRun) {
   const auto lines = splitLines(benchResultsCsv(r));
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0].rfind("size_bytes,count,dtype,op,root,algorithm,collective,ranks,", 0), 0u);
-  EXPECT_NE(lines[0].find(",time_us,time_nccl_us,algbw_gbps,busbw_gbps,wrong,predicted_us,"), std::string::npos);
+  EXPECT_NE(lines[0].find(",time_us,time_nccl_us,algbw_gbps,busbw_gbps,wrong,predicted_us,"),
+            std::string::npos);
   EXPECT_EQ(lines[1].rfind("4096,1024,float,sum,0,ring,allreduce,3,", 0), 0u) << lines[1];
   EXPECT_NE(lines[1].find(",123.5,"), std::string::npos) << lines[1];
   // RFC 4180: the comma and the doubled quotes stay inside one field.
@@ -424,7 +425,7 @@ void expectSameRow(const BenchRow& a, const BenchRow& b) {
   EXPECT_EQ(x.request.check, y.request.check);
   EXPECT_EQ(x.request.telemetry, y.request.telemetry);
   EXPECT_EQ(x.request.maxEvents, y.request.maxEvents);
-  EXPECT_EQ(x.request.recvTimeout, y.request.recvTimeout);
+  EXPECT_EQ(x.request.stallTimeout, y.request.stallTimeout);
   EXPECT_EQ(x.nranks, y.nranks);
   ASSERT_EQ(x.workers.size(), y.workers.size());
   for (size_t i = 0; i < x.workers.size(); ++i) {
@@ -457,7 +458,7 @@ TEST(Export, RecordingRoundTripsEverything) {
   r.rows[1].result.failedRank = 2;
   r.rows[1].result.request.collective = Collective::Broadcast;
   r.rows[1].result.request.dtype = DataType::BFloat16;
-  r.rows[1].result.request.recvTimeout = std::chrono::milliseconds(1234);
+  r.rows[1].result.request.stallTimeout = std::chrono::milliseconds(1234);
   r.rows[1].result.events[3].provenance = ~uint64_t{0};  // all 64 ranks
   r.rows[1].result.events[4].tNs = -42;
   r.config.telemetry = TelemetryLevel::Steps;

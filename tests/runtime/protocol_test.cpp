@@ -67,7 +67,7 @@ RunConfig sampleConfig(int n = 4) {
   c.warmup = 2;
   c.iterations = 10;
   c.telemetry = TelemetryLevel::Chunks;
-  c.recvTimeoutMs = 3000;
+
   for (int r = 0; r < n; ++r) c.ringOrder.push_back(n - 1 - r);
   return c;
 }
@@ -180,7 +180,7 @@ Frames withAppended(const T& m, F&& append) {
 
 TEST(Protocol, HeaderLayoutIsLittleEndianAndSixteenBytes) {
   const Bytes h = encodeHeader({kProtocolVersion, MsgType::TelemetryBatch, 0x0102030405060708});
-  const Bytes expected = {'A',  'R',  'L',  '1',  0x01, 0x00, 0x0A, 0x00,
+  const Bytes expected = {'A',  'R',  'L',  '1',  0x02, 0x00, 0x0A, 0x00,
                           0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01};
   EXPECT_EQ(h, expected);
   auto back = decodeHeader(h);
@@ -210,14 +210,14 @@ TEST(Protocol, RejectsBadMagic) {
 
 TEST(Protocol, RejectsOtherVersions) {
   Frames f = Heartbeat{}.encode();
-  f[0][4] = 2;
-  const auto e = expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 2");
-  EXPECT_TRUE(contains(e.reason, "speaks version 1"));
+  f[0][4] = 1;
+  const auto e = expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 1");
+  EXPECT_TRUE(contains(e.reason, "speaks version 2"));
   f[0][4] = 0;
   expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 0");
-  f[0][4] = 1;
-  f[0][5] = 1;  // 257
-  expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 257");
+  f[0][4] = 2;
+  f[0][5] = 1;  // 258
+  expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 258");
 }
 
 TEST(Protocol, RejectsUnknownTypes) {
@@ -268,6 +268,15 @@ TEST(Protocol, RoundTripsEdgeValues) {
   expectRoundTrip(Pong{0xFFFFFFFF, 0, kI64Max, kI64Max});
   expectRoundTrip(Heartbeat{});
   expectRoundTrip(Heartbeat{true, 0xFFFFFFFF, 0xFFFFFFFF});
+  Heartbeat run{true, 7, 3};
+  run.epoch = 0xFFFFFFFFFFFFFFFFull;
+  run.phase = RunPhase::AwaitingStart;
+  run.progress = 123456789012345ull;
+  run.wait = WaitKind::Room;
+  run.waitPeer = kMaxRanks - 1;
+  run.waitStep = 9;
+  run.wantReport = true;
+  expectRoundTrip(run);
 
   RunConfig big = sampleConfig(kMaxRanks);
   big.runId = kU64Max;
@@ -285,7 +294,7 @@ TEST(Protocol, RoundTripsEdgeValues) {
   big.iterations = kMaxIterations;
   big.check = false;
   big.telemetry = TelemetryLevel::Off;
-  big.recvTimeoutMs = kMaxRecvTimeoutMs;
+
   expectRoundTrip(big);
   RunConfig one = sampleConfig(1);
   one.count = 0;
@@ -448,6 +457,15 @@ TEST(Protocol, RejectsOutOfRangeWelcomeAndClockMessages) {
   expectRejected(ping[0], ping[1], DecodeErrc::InvalidField, "t0 -5 is negative");
   const Frames pong = withAppended(Pong{1, 5, 100, 200}, [](Bytes& b) { putSigned(b, 4, 99); });
   expectRejected(pong[0], pong[1], DecodeErrc::InvalidField, "t2 99 precedes t1 100");
+
+  auto heartbeat = [&](auto append, std::string_view part) {
+    const Frames f = withAppended(Heartbeat{}, append);
+    expectRejected(f[0], f[1], DecodeErrc::InvalidField, part);
+  };
+  heartbeat([](Bytes& b) { putField(b, 5, 7); }, "unknown run phase 7");
+  heartbeat([](Bytes& b) { putField(b, 7, 3); }, "unknown wait kind 3");
+  heartbeat([](Bytes& b) { putSigned(b, 8, 64); }, "waited-for rank 64 outside -1..63");
+  heartbeat([](Bytes& b) { putSigned(b, 8, -2); }, "waited-for rank -2");
 }
 
 TEST(Protocol, RejectsOutOfRangeRunConfig) {
@@ -472,7 +490,6 @@ TEST(Protocol, RejectsOutOfRangeRunConfig) {
   check([](Bytes& b) { putField(b, 14, kMaxIterations + 1); }, "warmup 1000001");
   check([](Bytes& b) { putField(b, 15, 0); }, "iterations 0 is outside 1..1000000");
   check([](Bytes& b) { putField(b, 17, 4); }, "unknown telemetry level 4");
-  check([](Bytes& b) { putField(b, 18, 0); }, "receive timeout (ms) 0");
   check([](Bytes& b) { putSigned(b, 20, 0); }, "ring order has 5 ranks for a world of 4");
   check(
       [](Bytes& b) {

@@ -661,7 +661,7 @@ std::shared_ptr<SendCompletion> ShmDataPlane::send(int peer, const ChunkHeader& 
     const auto closed = [&] {
       return c.consumerState.load(std::memory_order_acquire) == kStateClosed;
     };
-    const auto deadline = SteadyClock::now() + im.opt.sendTimeout;
+    const auto deadline = deadlineAfter(im.opt.sendTimeout);
     switch (waitFor(im.opt, im.aborted, room, closed, c.spaceSignal, c.spaceWaiters, o.ownerPid,
                     deadline)) {
       case WaitEnd::Ready: return;
@@ -736,7 +736,7 @@ std::unique_ptr<InMessage> ShmDataPlane::recv(int peer, uint32_t step,
   }
   InChannel& ch = *chp;
   ChannelCtl& c = *ch.ctl;
-  const auto deadline = SteadyClock::now() + timeout;
+  const auto deadline = deadlineAfter(timeout);
   for (;;) {
     const auto ready = [&] { return c.head.load(std::memory_order_acquire) > ch.readPos; };
     const auto closed = [&] {

@@ -54,6 +54,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "transport/transport.h"
 
 namespace arl {
@@ -80,8 +81,10 @@ struct ShmOptions {
   // which a lower threshold mistook for foreign load (docs/performance.md).
   std::chrono::microseconds yieldStall{2500};
   std::chrono::milliseconds yieldBackoff{1000};
-  // How long send() may wait for room in a peer's ring before failing with PeerError.
-  std::chrono::milliseconds sendTimeout{30000};
+  // How long send() may wait for room in a peer's ring before failing with PeerError. None
+  // by default: a receiver that is slow is alive, one whose process ended is seen by the wait
+  // itself, and a run's deadline is its stall timeout (exec/progress.h); abort() ends the wait.
+  std::chrono::milliseconds sendTimeout = kNoTimeout;
 };
 
 // Ring size for messages of at most maxMessageBytes with `inflight` of them outstanding:
@@ -123,7 +126,7 @@ class ShmDataPlane final : public Transport {
   int size() const override { return nranks_; }
   // The transport fills the header's magic, src and length; the caller supplies the rest.
   // The copy is complete on return (the completion is done). Blocks while the peer's ring is
-  // full (at most ShmOptions::sendTimeout).
+  // full (until abort(), the receiver's end, or ShmOptions::sendTimeout).
   std::shared_ptr<SendCompletion> send(int peer, const ChunkHeader& h, const void* data,
                                        size_t bytes) override;
   std::unique_ptr<InMessage> recv(int peer, uint32_t step,

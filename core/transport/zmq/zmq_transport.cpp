@@ -128,7 +128,7 @@ class ZeroCopyCompletion final : public SendCompletion {
     if (done()) {
       return;
     }
-    const auto deadline = SteadyClock::now() + timeout_;
+    const auto deadline = deadlineAfter(timeout_);
     std::unique_lock<std::mutex> lk(st_->m);
     while (!st_->done.load(std::memory_order_acquire)) {
       if (shared_->isAborted()) {
@@ -728,7 +728,7 @@ std::shared_ptr<SendCompletion> ZmqDataPlane::send(int peer, const ChunkHeader& 
     completion = completedSend();
   }
 
-  const auto deadline = SteadyClock::now() + impl_->opt.sendTimeout;
+  const auto deadline = deadlineAfter(impl_->opt.sendTimeout);
   auto sendFrame = [&](zmq::message_t& m, zmq::send_flags more) {
     for (;;) {
       if (st.isAborted()) {
@@ -778,7 +778,7 @@ std::unique_ptr<InMessage> ZmqDataPlane::recv(int peer, uint32_t step,
     return m;
   }
 
-  const auto deadline = SteadyClock::now() + timeout;
+  const auto deadline = deadlineAfter(timeout);
   for (;;) {
     std::unique_ptr<InMessage> m;
     while (impl_->readOne(step, peer, m)) {

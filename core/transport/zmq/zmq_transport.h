@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "schedule/schedule.h"
 #include "transport/transport.h"
 
@@ -62,11 +63,13 @@ struct BindOptions {
   // ZeroMQ's per-message free callback) and their completion is done at once.
   size_t zeroCopyMinBytes = 8192;
   // Largest message the PULL socket accepts (ZMQ_MAXMSGSIZE); -1 = unlimited. A peer that
-  // exceeds it is disconnected by ZeroMQ, which then shows as a receive timeout.
+  // exceeds it is disconnected by ZeroMQ, which then shows as a stall (exec/progress.h).
   int64_t maxMessageBytes = -1;
   // How long send() may wait for room in a peer's queue, and SendCompletion::wait() for
-  // ZeroMQ to release a zero-copy payload, before failing with PeerError.
-  std::chrono::milliseconds sendTimeout{30000};
+  // ZeroMQ to release a zero-copy payload, before failing with PeerError. None by default:
+  // a peer that reads slowly is alive; a run's deadline is its stall timeout, and abort()
+  // ends the wait.
+  std::chrono::milliseconds sendTimeout = kNoTimeout;
   // Longest time close() waits for its peers' goodbyes (see "Closing" above); a peer that
   // neither reads nor closes makes close() wait this long.
   std::chrono::milliseconds closeLinger{5000};
@@ -112,7 +115,7 @@ class ZmqDataPlane final : public Transport {
   int rank() const override { return rank_; }
   int size() const override { return nranks_; }
   // The transport fills the header's magic, src and length; the caller supplies the rest.
-  // Blocks while the peer's queue is full (at most BindOptions::sendTimeout).
+  // Blocks while the peer's queue is full (until abort(), or BindOptions::sendTimeout).
   std::shared_ptr<SendCompletion> send(int peer, const ChunkHeader& h, const void* data,
                                        size_t bytes) override;
   std::unique_ptr<InMessage> recv(int peer, uint32_t step,
