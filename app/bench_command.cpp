@@ -3,7 +3,9 @@
 // (size, count, type, redop, root, time, algbw, busbw, #wrong) with the algorithm and the cost
 // model's prediction beside each measurement. Optionally writes the results as JSON and CSV,
 // a Perfetto trace and a recording (export.h). Every argument is checked before any worker
-// starts; SIGINT or SIGTERM aborts the run and shuts the workers down.
+// starts; SIGINT or SIGTERM aborts the run and shuts the workers down. The sweep holds the
+// world of the header: a worker that joins meanwhile waits as a spare. Whatever ends the sweep
+// early (a failed or refused run, a signal), the rows that completed are written.
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -231,7 +233,14 @@ void Bench::onEvent(const CoordinatorEvent& ev) {
     }
     return;
   }
-  if (std::holds_alternative<WorkerJoined>(ev)) {
+  if (const auto* j = std::get_if<WorkerJoined>(&ev)) {
+    if (j->worker.spare) {
+      progress_.line(stderr, fmt("%s: worker %s joined from %s during the sweep; it waits as a "
+                                 "spare (the sweep keeps its %zu ranks)",
+                                 kProg, j->worker.name.c_str(), j->worker.host.c_str(),
+                                 report_.workers.size()));
+      return;
+    }
     ++joined_;
     progress_.show(fmt("waiting for workers: %d of %d joined", joined_, nranksOf(c_)));
     return;
@@ -464,10 +473,10 @@ void Bench::onRow(const SweepRow& row) {
   }
 }
 
-// Runs the sweep to its end; returns the exit status so far (0, 1 a run failed, 2 refused).
+// Runs the sweep to its end on the workers of the header (a worker that joins meanwhile is
+// a spare); returns the exit status so far (0, 1 a run failed, 2 refused).
 int Bench::runSweep(Coordinator& coord) {
-  const int n = static_cast<int>(report_.workers.size());
-  Sweep sweep(coord, sweepSpec(), n, [this](const SweepRow& r) { onRow(r); });
+  Sweep sweep(coord, sweepSpec(), report_.workers, [this](const SweepRow& r) { onRow(r); });
   runTotal_ = sweep.points().size();
   sweep.start();
   bool stopSent = false;
@@ -489,7 +498,12 @@ int Bench::runSweep(Coordinator& coord) {
   progress_.clear();
   report_.error = sweep.error();
   for (SweepRow& r : sweep.takeRows()) report_.rows.push_back(std::move(r));
-  if (interrupted() || report_.rows.empty()) return 0;
+  if (interrupted()) return 0;
+  if (report_.rows.empty()) {
+    if (report_.error.empty()) return 0;
+    progress_.line(stderr, std::string(kProg) + ": " + report_.error);
+    return 1;
+  }
   const RunResult& last = report_.rows.back().result;
   if (last.state == RunState::Done && report_.error.empty()) return 0;
   const std::string what = label(sweep.points()[sweep.index()]) + " " +
@@ -532,8 +546,10 @@ int Bench::run() {
 
   const int status = runSweep(*coord);
   if (interrupted() && report_.error.empty()) report_.error = "interrupted";
-  if (!interrupted() && status != 2) printFooter();
-  const bool written = status != 2 && writeOutputs();
+  // Whatever ended the sweep, the rows that completed are reported and written: the exit
+  // status says whether it ran to its end.
+  printFooter();
+  const bool written = writeOutputs();
   coord.reset();
   if (interrupted()) return interruptedExit();
   if (status != 0) return status;

@@ -134,10 +134,11 @@ struct RunPlan {
 };
 
 struct Command {
-  enum class Kind { Submit, Abort } kind = Kind::Submit;
+  enum class Kind { Submit, Abort, Hold, Release } kind = Kind::Submit;
   uint64_t runId = 0;
   RunRequest req;
   std::string reason;
+  std::vector<WorkerInfo> world;  // Hold
 };
 
 // A plan being made on a detached thread. The coordinator polls it; one that nobody waits
@@ -153,10 +154,13 @@ struct PlanJob {
   }
 };
 
-// A submitted run that has not started: waiting for local workers, then for its plan.
+// A submitted run that has not started: waiting for local workers, then for its plan. Or a
+// hold or release of the world, which waits its turn behind the runs submitted before it.
 struct QueuedRun {
+  enum class Kind : uint8_t { Run, Hold, Release } kind = Kind::Run;
   uint64_t runId = 0;
   RunRequest req;
+  std::vector<WorkerInfo> world;  // Hold: the workers to hold; empty = those of the next run
   Clock::time_point since;
   bool waitAnnounced = false;
   std::shared_ptr<PlanJob> plan;  // set once its planning thread has started
@@ -166,8 +170,7 @@ struct QueuedRun {
 
 struct Peer {
   std::string id;
-  WorkerInfo info;
-  uint64_t joinSeq = 0;
+  WorkerInfo info;  // info.serial orders the ranks within a host
   Clock::time_point lastSeen;
   // Last progress the worker reported (heartbeat or telemetry) in the current run.
   bool progressKnown = false;
@@ -182,7 +185,9 @@ struct Child {
   bool joined = false;
 };
 
-enum class FailKind { None, Died, Silent, Reported, Aborted, Protocol, Stalled };
+// Unreachable: a run-scoped message could not be handed to a rank's control connection.
+// Stalled: no rank made progress for the run's stall timeout.
+enum class FailKind { None, Died, Silent, Unreachable, Reported, Aborted, Protocol, Stalled };
 
 // What a rank's heartbeats say about its part of the current run.
 struct RankSeen {
@@ -191,6 +196,22 @@ struct RankSeen {
   int reportedBeats = 0;        // heartbeats in a row that said its result was sent
   bool missingResults = false;  // its RunDone came, some of its iteration reports did not
   Clock::time_point lastResend;
+};
+
+// What became of a message handed to the ROUTER.
+enum class Delivery : uint8_t {
+  Sent,
+  QueueFull,    // the worker's control queue is at its high-water mark
+  Unreachable,  // no connection to the worker (ROUTER_MANDATORY's EHOSTUNREACH)
+};
+
+// The world held by holdWorld(): fixed by the hold's own list, or by the first run planned
+// after it. Its members keep their ranks (their index in `ids`) while it is held.
+struct HeldWorld {
+  bool fixed = false;
+  std::vector<std::string> ids;     // routing identities, in rank order
+  std::vector<WorkerInfo> workers;  // as they were when the world was fixed
+  std::string lost;                 // the first member that left, and why; empty while it is whole
 };
 
 struct ActiveRun {
@@ -263,9 +284,12 @@ struct Coordinator::Impl {
   // killed and reaped), whose late messages are dropped without a word.
   std::map<std::string, bool> removedIds;
   std::set<std::string> unknownLogged;
-  uint64_t joinSeq = 0;
+  uint64_t joinSeq = 0;          // the last serial given to a worker
   std::deque<QueuedRun> queued;  // submitted runs, in order; the front may be planning
   std::unique_ptr<ActiveRun> run;
+  std::optional<HeldWorld> held;  // set from a hold until its release
+  // Workers whose control connection was found closed, logged once until a send works again.
+  std::set<std::string> unreachable;
   Clock::time_point nextHeartbeat;
   // Log rate limit for messages from unknown or misbehaving senders.
   Clock::time_point logWindow;
@@ -299,27 +323,48 @@ struct Coordinator::Impl {
 
   // ---- Sending -------------------------------------------------------------------------------
 
-  bool sendTo(const std::string& id, const Frames& f) {
+  // With ROUTER_MANDATORY, a message to a worker whose connection is gone (its process
+  // ended: the kernel closed the socket) fails at once with EHOSTUNREACH. The worker is not
+  // removed for that: a reset connection comes back by itself (the DEALER reconnects with its
+  // identity), and liveness removes a worker that stays silent.
+  Delivery sendTo(const std::string& id, const Frames& f) {
     try {
       if (!router.send(zmq::buffer(id), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
         logLimited(1, "control queue to " + printableId(id) + " is full; message dropped");
-        return false;
+        return Delivery::QueueFull;
       }
       for (size_t i = 0; i < f.size(); ++i) {
         router.send(zmq::buffer(f[i]),
                     i + 1 < f.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
       }
-      return true;
+      unreachable.erase(id);
+      return Delivery::Sent;
     } catch (const zmq::error_t& e) {
-      // EHOSTUNREACH (ROUTER_MANDATORY): the peer disconnected; liveness will remove it.
-      logLimited(1, "cannot send to worker " + printableId(id) + ": " + e.what());
-      return false;
+      if (unreachable.insert(id).second) {
+        const Peer* p = findPeer(id);
+        logLimited(1, "cannot send to worker " + (p ? p->info.name : printableId(id)) + ": " +
+                          e.what() +
+                          (e.num() == EHOSTUNREACH ? " (its control connection is closed)" : ""));
+      }
+      return Delivery::Unreachable;
     }
   }
 
   template <class M>
-  bool sendMsg(const std::string& id, const M& m) {
+  Delivery sendMsg(const std::string& id, const M& m) {
     return sendTo(id, m.encode());
+  }
+
+  // A run-scoped message (RunConfig, Start) that rank k of the active run cannot be handed
+  // fails the run at once, naming the worker, instead of when its heartbeats stop.
+  void failUndelivered(int k, Delivery d) {
+    const WorkerInfo& w = run->workers[static_cast<size_t>(k)];
+    fail(FailKind::Unreachable, k,
+         "rank " + std::to_string(k) + " (" + w.name + ", pid " + std::to_string(w.pid) + ") " +
+             (d == Delivery::QueueFull
+                  ? "does not read its control messages (its queue is full)"
+                  : "cannot be reached: its control connection is closed (the worker ended, or "
+                    "its host or the network is down)"));
   }
 
   Peer* findPeer(const std::string& id) {
@@ -340,11 +385,18 @@ struct Coordinator::Impl {
   // Ranks in join order, grouped by host (this machine first, then the others in the order
   // they first joined), so that the ranks of one host are contiguous: what hierarchical
   // schedules and the ring expect. During a run the ranks of its participants stay as they
-  // are, and workers that join meanwhile get rank -1 until it ends.
+  // are, and workers that join meanwhile get rank -1 until it ends; while the world is held,
+  // its members keep their ranks and every other worker is a spare until the release.
   void assignRanks() {
     if (run) {
-      for (auto& p : peers)
+      for (auto& p : peers) {
         if (rankOf(p.id) < 0) p.info.rank = -1;
+        p.info.spare = p.info.rank < 0;
+      }
+      return;
+    }
+    if (held && held->fixed) {
+      rankHeldWorld();
       return;
     }
     // This machine first (its local workers), then the other hosts as they joined.
@@ -352,7 +404,7 @@ struct Coordinator::Impl {
     std::vector<Peer*> byJoin;
     for (auto& p : peers) byJoin.push_back(&p);
     std::sort(byJoin.begin(), byJoin.end(),
-              [](const Peer* a, const Peer* b) { return a->joinSeq < b->joinSeq; });
+              [](const Peer* a, const Peer* b) { return a->info.serial < b->info.serial; });
     for (const Peer* p : byJoin) {
       if (std::find(hostOrder.begin(), hostOrder.end(), p->info.host) == hostOrder.end()) {
         hostOrder.push_back(p->info.host);
@@ -363,9 +415,42 @@ struct Coordinator::Impl {
     };
     std::stable_sort(peers.begin(), peers.end(), [&](const Peer& a, const Peer& b) {
       const auto ha = hostIndex(a.info.host), hb = hostIndex(b.info.host);
-      return ha != hb ? ha < hb : a.joinSeq < b.joinSeq;
+      return ha != hb ? ha < hb : a.info.serial < b.info.serial;
     });
-    for (size_t r = 0; r < peers.size(); ++r) peers[r].info.rank = static_cast<int>(r);
+    for (size_t r = 0; r < peers.size(); ++r) {
+      peers[r].info.rank = static_cast<int>(r);
+      peers[r].info.spare = false;
+    }
+  }
+
+  // The held world's members first, in their ranks (a member that left leaves its rank
+  // empty), then the spares in join order.
+  void rankHeldWorld() {
+    std::vector<Peer> ordered;
+    for (size_t r = 0; r < held->ids.size(); ++r) {
+      if (Peer* p = findPeer(held->ids[r])) {
+        p->info.rank = static_cast<int>(r);
+        p->info.spare = false;
+        ordered.push_back(std::move(*p));
+        p->id.clear();  // moved; skipped below
+      }
+    }
+    std::sort(peers.begin(), peers.end(),
+              [](const Peer& a, const Peer& b) { return a.info.serial < b.info.serial; });
+    for (auto& p : peers) {
+      if (p.id.empty()) continue;
+      p.info.rank = -1;
+      p.info.spare = true;
+      ordered.push_back(std::move(p));
+    }
+    peers = std::move(ordered);
+  }
+
+  // The world size a worker is told in Welcome: the run's, the held world's, or every worker.
+  int worldSize() const {
+    if (run) return run->n;
+    if (held && held->fixed) return static_cast<int>(held->ids.size());
+    return static_cast<int>(peers.size());
   }
 
   // Publishes the worker list for API threads.
@@ -377,14 +462,14 @@ struct Coordinator::Impl {
   }
 
   void welcome(Peer& p) {
-    const int world = static_cast<int>(peers.size());
+    const int world = worldSize();
     if (p.info.rank < 0 || (p.welcomedRank == p.info.rank && p.welcomedWorld == world)) return;
     Welcome w;
     w.rank = p.info.rank;
     w.worldSize = world;
     w.heartbeatIntervalMs = static_cast<uint32_t>(opt.heartbeat.count());
     w.heartbeatLiveness = static_cast<uint32_t>(opt.missedHeartbeats);
-    if (sendMsg(p.id, w)) {
+    if (sendMsg(p.id, w) == Delivery::Sent) {
       p.welcomedRank = p.info.rank;
       p.welcomedWorld = world;
     }
@@ -438,12 +523,23 @@ struct Coordinator::Impl {
       const int r = rankOf(id);
       if (r >= 0) run->gone[static_cast<size_t>(r)] = true;
     }
+    unreachable.erase(id);
+    noteHeldMemberLeft(id, info, why);
     log(1, "worker " + info.name + " (rank " + std::to_string(info.rank) + ", pid " +
                std::to_string(info.pid) + ") removed: " + why.text);
     assignRanks();
     publish();
     emit(WorkerLeft{info, std::move(why), true});
     if (info.local && respawn && !stopping.load()) spawnLocal();
+  }
+
+  // A held world that lost a member cannot run again: the first loss is what later runs report.
+  void noteHeldMemberLeft(const std::string& id, const WorkerInfo& info, const LeaveReason& why) {
+    if (!held || !held->fixed || !held->lost.empty()) return;
+    const auto it = std::find(held->ids.begin(), held->ids.end(), id);
+    if (it == held->ids.end()) return;
+    held->lost = "rank " + std::to_string(it - held->ids.begin()) + " (" + info.name + ", pid " +
+                 std::to_string(info.pid) + ") left the session: " + why.text;
   }
 
   // waitpid(WNOHANG) on every child: a killed local worker is noticed within a tick.
@@ -513,12 +609,28 @@ struct Coordinator::Impl {
   // ---- Queued runs ---------------------------------------------------------------------------
 
   // Moves the first queued run on: it waits while local workers are still starting (at most
-  // joinTimeout), then is planned on another thread, then starts. One run at a time.
+  // joinTimeout; not when the world is held: newcomers are spares), then is planned on another
+  // thread, then starts. One run at a time. Holds and releases take effect between runs.
   void advanceQueue() {
+    while (!run && !queued.empty() && queued.front().kind != QueuedRun::Kind::Run) {
+      if (queued.front().kind == QueuedRun::Kind::Hold) {
+        holdWorld(queued.front().world);
+      } else {
+        releaseWorld();
+      }
+      queued.pop_front();
+    }
     if (run || queued.empty()) return;
     QueuedRun& q = queued.front();
     if (!q.plan) {
-      if (pendingLocal > 0 && Clock::now() - q.since < opt.joinTimeout) {
+      if (held && held->fixed && !held->lost.empty()) {
+        const QueuedRun failed = std::move(q);
+        queued.pop_front();
+        finishUnstarted(failed.runId, failed.req, RunState::Failed, heldWorldBroken());
+        return;
+      }
+      const bool fixed = held && held->fixed;
+      if (!fixed && pendingLocal > 0 && Clock::now() - q.since < opt.joinTimeout) {
         if (!q.waitAnnounced) {
           q.waitAnnounced = true;
           emit(StateEvent{q.runId, RunState::Queued,
@@ -527,10 +639,16 @@ struct Coordinator::Impl {
         }
         return;
       }
+      if (held && !fixed && !peers.empty()) fixHeldWorld();
       std::vector<std::string> hosts, ids;
-      for (const auto& p : peers) {
-        hosts.push_back(p.info.host);
-        ids.push_back(p.id);
+      if (held && held->fixed) {
+        ids = held->ids;
+        for (const auto& w : held->workers) hosts.push_back(w.host);
+      } else {
+        for (const auto& p : peers) {
+          hosts.push_back(p.info.host);
+          ids.push_back(p.id);
+        }
       }
       q.plan = std::make_shared<PlanJob>();
       std::thread([job = q.plan, wakeup = wake, req = q.req, hosts, ids] {
@@ -566,10 +684,86 @@ struct Coordinator::Impl {
     emit(std::move(f));
   }
 
-  // Ends every queued run (Aborted); a plan still being made is left to end on its own.
+  // Ends every queued run (Aborted); a plan still being made is left to end on its own. Holds
+  // and releases keep their places.
   void abortQueued(const std::string& reason) {
-    for (auto& q : queued) finishUnstarted(q.runId, q.req, RunState::Aborted, reason);
-    queued.clear();
+    std::deque<QueuedRun> kept;
+    for (auto& q : queued) {
+      if (q.kind == QueuedRun::Kind::Run) {
+        finishUnstarted(q.runId, q.req, RunState::Aborted, reason);
+      } else {
+        kept.push_back(std::move(q));
+      }
+    }
+    queued = std::move(kept);
+  }
+
+  // ---- The held world ------------------------------------------------------------------------
+
+  // Holds `world` (matched by serial), or, when it is empty, the workers of the next run.
+  void holdWorld(const std::vector<WorkerInfo>& world) {
+    held = HeldWorld{};
+    if (world.empty()) {
+      assignRanks();
+      for (auto& p : peers) welcome(p);
+      publish();
+      return;
+    }
+    held->fixed = true;
+    for (const WorkerInfo& w : world) {
+      const auto it = std::find_if(peers.begin(), peers.end(),
+                                   [&](const Peer& p) { return p.info.serial == w.serial; });
+      const bool twice = it != peers.end() &&
+                         std::find(held->ids.begin(), held->ids.end(), it->id) != held->ids.end();
+      if (twice && held->lost.empty()) {
+        held->lost = w.name + " (pid " + std::to_string(w.pid) + ") is named twice in the world";
+      } else if (it != peers.end() && !twice) {
+        held->ids.push_back(it->id);
+        held->workers.push_back(it->info);
+      } else if (held->lost.empty()) {
+        held->lost = "rank " + std::to_string(held->ids.size()) + " (" + w.name + ", pid " +
+                     std::to_string(w.pid) + ") is no longer in the session";
+      }
+    }
+    log(0, "world of " + std::to_string(held->ids.size()) +
+               " ranks held; workers that join are spares until it is released");
+    assignRanks();
+    for (auto& p : peers) welcome(p);
+    publish();
+  }
+
+  // The world the first run after an open hold is planned on: every worker now.
+  void fixHeldWorld() {
+    held->fixed = true;
+    for (const auto& p : peers) {
+      held->ids.push_back(p.id);
+      held->workers.push_back(p.info);
+    }
+    log(0, "world of " + std::to_string(held->ids.size()) +
+               " ranks held; workers that join are spares until it is released");
+  }
+
+  void releaseWorld() {
+    if (!held) return;
+    held.reset();
+    std::vector<std::string> spares;
+    for (const auto& p : peers)
+      if (p.info.spare) spares.push_back(p.id);
+    assignRanks();
+    for (auto& p : peers) welcome(p);
+    publish();
+    std::string joined;
+    for (const auto& id : spares) {
+      const Peer* p = findPeer(id);
+      joined +=
+          (joined.empty() ? "" : ", ") + p->info.name + " rank " + std::to_string(p->info.rank);
+    }
+    log(0, "world released" + (joined.empty() ? std::string() : "; spares take part: " + joined));
+  }
+
+  // Why no run starts on the held world any more.
+  std::string heldWorldBroken() const {
+    return held->lost + "; the world is held, so no run starts until it is released";
   }
 
   // ---- Runs ----------------------------------------------------------------------------------
@@ -608,8 +802,10 @@ struct Coordinator::Impl {
     for (const auto& id : a.ids) {
       if (findPeer(id) == nullptr) {
         for (const auto& q : peers) a.workers.push_back(q.info);
-        finishRun(RunState::Failed, "a worker left while run " + std::to_string(a.runId) +
-                                        " was being planned; submit it again");
+        finishRun(RunState::Failed, held && !held->lost.empty()
+                                        ? heldWorldBroken()
+                                        : "a worker left while run " + std::to_string(a.runId) +
+                                              " was being planned; submit it again");
         return;
       }
     }
@@ -621,6 +817,7 @@ struct Coordinator::Impl {
     peers = std::move(ordered);
     for (size_t k = 0; k < peers.size(); ++k) {
       peers[k].info.rank = k < n ? static_cast<int>(k) : -1;
+      peers[k].info.spare = k >= n;
       peers[k].progressKnown = false;
       if (k < n) a.workers.push_back(peers[k].info);
     }
@@ -631,7 +828,12 @@ struct Coordinator::Impl {
                         " ranks"});
     for (int k = 0; k < a.n; ++k) {
       welcome(peers[static_cast<size_t>(k)]);
-      sendMsg(a.ids[static_cast<size_t>(k)], a.cfg);
+      const Delivery d = sendMsg(a.ids[static_cast<size_t>(k)], a.cfg);
+      if (d == Delivery::Sent) continue;
+      // The ranks after k were never configured: there is nothing for them to abort.
+      for (int j = k + 1; j < a.n; ++j) a.acked[static_cast<size_t>(j)] = true;
+      failUndelivered(k, d);
+      return;
     }
   }
 
@@ -662,7 +864,12 @@ struct Coordinator::Impl {
     }
     if (!std::all_of(a.ready.begin(), a.ready.end(), [](bool b) { return b; })) return;
     const Start s = startOf(a);
-    for (const auto& id : a.ids) sendMsg(id, s);
+    for (int k = 0; k < a.n; ++k) {
+      if (const Delivery d = sendMsg(a.ids[static_cast<size_t>(k)], s); d != Delivery::Sent) {
+        failUndelivered(k, d);
+        return;
+      }
+    }
     a.state = RunState::Running;
     publish();
     emit(StateEvent{a.runId, RunState::Running,
@@ -774,6 +981,7 @@ struct Coordinator::Impl {
     a.kind = kind;
     a.failedRank = rank;
     a.failText = text;
+    if (rank >= 0 && kind == FailKind::Unreachable) a.acked[static_cast<size_t>(rank)] = true;
     if (rank >= 0 && (kind == FailKind::Died || kind == FailKind::Silent)) {
       if (Peer* p = findPeer(a.ids[static_cast<size_t>(rank)]); p && p->progressKnown) {
         a.failProgressKnown = true;
@@ -791,7 +999,8 @@ struct Coordinator::Impl {
       const auto u = static_cast<size_t>(k);
       if (k == rank && kind != FailKind::Reported && kind != FailKind::Protocol) continue;
       if (a.done[u] || a.gone[u] || a.acked[u]) continue;
-      sendMsg(a.ids[u], ab);
+      // A rank that cannot be told has nothing to acknowledge: the run ends without it.
+      if (sendMsg(a.ids[u], ab) != Delivery::Sent) a.acked[u] = true;
     }
     log(kind == FailKind::Aborted ? 1 : 2, "run " + std::to_string(a.runId) + ": " + text);
   }
@@ -1061,7 +1270,7 @@ struct Coordinator::Impl {
     }
     Peer p;
     p.id = id;
-    p.joinSeq = joinSeq++;
+    p.info.serial = ++joinSeq;
     p.lastSeen = Clock::now();
     p.info.name = h.name;
     p.info.host = h.hostName;
@@ -1077,10 +1286,14 @@ struct Coordinator::Impl {
     assignRanks();
     Peer* added = findPeer(id);
     welcome(*added);
+    std::string waits = "; it gets a rank when the current run ends";
+    if (held && held->fixed) {
+      waits = "; a spare while the world of " + std::to_string(held->ids.size()) +
+              " ranks is held: it gets a rank when that is released";
+    }
     log(0, "worker " + h.name + " joined from " + h.hostName + " (pid " + std::to_string(h.pid) +
                (added->info.local ? ", local" : ", remote") + ")" +
-               (added->info.rank >= 0 ? " as rank " + std::to_string(added->info.rank)
-                                      : "; it gets a rank when the current run ends"));
+               (added->info.rank >= 0 ? " as rank " + std::to_string(added->info.rank) : waits));
     if (added->info.local) --pendingLocal;
     // Published first: a client that sees the event finds the worker in workers().
     publish();
@@ -1102,10 +1315,14 @@ struct Coordinator::Impl {
       cmds.swap(commands);
     }
     for (auto& c : cmds) {
-      if (c.kind == Command::Kind::Submit) {
+      if (c.kind != Command::Kind::Abort) {
         QueuedRun q;
+        q.kind = c.kind == Command::Kind::Submit ? QueuedRun::Kind::Run
+                 : c.kind == Command::Kind::Hold ? QueuedRun::Kind::Hold
+                                                 : QueuedRun::Kind::Release;
         q.runId = c.runId;
         q.req = std::move(c.req);
+        q.world = std::move(c.world);
         q.since = Clock::now();
         queued.push_back(std::move(q));
         continue;
@@ -1367,6 +1584,23 @@ void Coordinator::abort(const std::string& reason) {
   Command c;
   c.kind = Command::Kind::Abort;
   c.reason = reason;
+  impl_->commands.push_back(std::move(c));
+  impl_->wake->raise();
+}
+
+void Coordinator::holdWorld(std::vector<WorkerInfo> world) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Command c;
+  c.kind = Command::Kind::Hold;
+  c.world = std::move(world);
+  impl_->commands.push_back(std::move(c));
+  impl_->wake->raise();
+}
+
+void Coordinator::releaseWorld() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Command c;
+  c.kind = Command::Kind::Release;
   impl_->commands.push_back(std::move(c));
   impl_->wake->raise();
 }

@@ -43,7 +43,14 @@ struct CoordinatorOptions {
 };
 
 struct WorkerInfo {
+  // Unique in the session, from 1 in join order; a worker keeps it when its rank changes
+  // (the key holdWorld() takes a world by). 0: the worker never joined.
+  uint64_t serial = 0;
   int rank = -1;
+  // In the session but outside the world that runs use now (rank -1): it joined during a
+  // run, or while the world is held (Coordinator::holdWorld). It gets a rank when the run
+  // ends, or when the world is released.
+  bool spare = false;
   std::string name;
   std::string host;
   int64_t pid = 0;
@@ -131,6 +138,7 @@ struct StateEvent {
   RunState state;  // Queued, Configuring, Running (the end is a RunFinished)
   std::string message;
 };
+// worker.spare: it joined during a run or while the world is held, and waits for a rank.
 struct WorkerJoined {
   WorkerInfo worker;
 };
@@ -190,7 +198,22 @@ class Coordinator {
   uint64_t submit(RunRequest req);
 
   // Aborts the running run and every queued one (thread-safe); they end Aborted with `reason`.
+  // A holdWorld() or releaseWorld() still queued keeps its place.
   void abort(const std::string& reason);
+
+  // Holds the world for the runs submitted after this call, until releaseWorld(): they run
+  // on exactly the workers of `world` (as workers() returned them; matched by serial) in
+  // that order, as ranks 0..n-1; an empty `world` means the ranked workers when the first
+  // run after the hold is planned (after waiting for local workers still starting). A
+  // worker that joins meanwhile, a replacement of a lost local one included, is a spare
+  // (rank -1, WorkerInfo::spare) until the release. A member that leaves fails the run in
+  // progress as any loss does, and every later run at once (Failed, its error naming the
+  // worker and why it left). Like submit(), it takes effect in submission order: after the
+  // runs submitted before it. Holding again while held starts over (a release, then a hold).
+  void holdWorld(std::vector<WorkerInfo> world = {});
+  // Ends the hold once the runs submitted before it are over: spares get their ranks, ranks
+  // follow the join order by host again. Does nothing when the world is not held.
+  void releaseWorld();
 
   // Moves up to `max` queued events into `out` (appended), in order, waiting up to `wait` for
   // the first. Returns how many were moved. Events of the same run arrive in this order:

@@ -9,8 +9,6 @@
 
 namespace arl {
 
-namespace {}  // namespace
-
 std::vector<SweepPoint> sweepPoints(const SweepSpec& s) {
   const std::vector<uint64_t> slices =
       s.sliceSizes.empty() ? std::vector<uint64_t>{s.base.sliceBytes} : s.sliceSizes;
@@ -33,20 +31,40 @@ RunRequest sweepRequest(const SweepSpec& spec, const SweepPoint& p, int nranks) 
   return q;
 }
 
-Sweep::Sweep(Coordinator& coord, SweepSpec spec, int nranks, RowHandler onRow)
+Sweep::Sweep(Coordinator& coord, SweepSpec spec, std::vector<WorkerInfo> world, RowHandler onRow)
     : coord_(coord),
       spec_(std::move(spec)),
-      nranks_(nranks),
+      world_(std::move(world)),
+      nranks_(static_cast<int>(world_.size())),
       onRow_(std::move(onRow)),
       points_(sweepPoints(spec_)) {}
 
+Sweep::~Sweep() {
+  if (holding_) coord_.releaseWorld();
+}
+
 void Sweep::start() {
-  if (runId_ == 0 && next_ == 0) submitNext();
+  if (started_ || finished_) return;
+  started_ = true;
+  if (world_.empty()) {
+    error_ = "the sweep has no workers";
+    finished_ = true;
+    return;
+  }
+  coord_.holdWorld(world_);
+  holding_ = true;
+  submitNext();
+}
+
+void Sweep::finish() {
+  finished_ = true;
+  if (holding_) coord_.releaseWorld();
+  holding_ = false;
 }
 
 void Sweep::submitNext() {
   if (stopping_ || next_ >= points_.size()) {
-    finished_ = true;
+    finish();
     return;
   }
   const SweepPoint& p = points_[next_++];
@@ -113,8 +131,9 @@ void Sweep::complete(RunResult res) {
     error_ = row.result.error.empty() ? std::string(toString(st)) : row.result.error;
     stopping_ = true;
   } else if (st == RunState::Done && row.result.nranks != nranks_) {
+    // A guard: the held world gives every run the sweep's ranks.
     error_ = "the world changed from " + std::to_string(nranks_) + " to " +
-             std::to_string(row.result.nranks) + " ranks; a sweep holds one world size";
+             std::to_string(row.result.nranks) + " ranks; a sweep holds one world";
     stopping_ = true;
   }
   rows_.push_back(std::move(row));
@@ -129,7 +148,7 @@ void Sweep::stop(const std::string& reason) {
   if (runId_ != 0) {
     coord_.abort(reason);
   } else {
-    finished_ = true;
+    finish();
   }
 }
 

@@ -1,7 +1,7 @@
 // A sweep: one collective run over algorithms x sizes x slice sizes x slices in flight, one
-// run after another on a coordinator's workers, each row reported as it completes with the
-// cost model's prediction beside it. `allreduce-lab bench` drives it, and so will the
-// window: the sweep never blocks and owns no thread; its client hands it the coordinator's
+// run after another on one world of a coordinator's workers, each row reported as it
+// completes with the cost model's prediction beside it. `allreduce-lab bench` drives it, and so
+// will the window: the sweep never blocks and owns no thread; its client hands it the coordinator's
 // events (Coordinator::takeEvents) from whatever thread drains them.
 #pragma once
 
@@ -50,11 +50,19 @@ class Sweep {
  public:
   using RowHandler = std::function<void(const SweepRow&)>;
 
-  // `nranks`: the world the sweep runs on; one sweep holds one world size, and a run that
-  // finds another world ends it with an error. `onRow` is called as each row completes.
-  Sweep(Coordinator& coord, SweepSpec spec, int nranks, RowHandler onRow = {});
+  // `world`: the workers the sweep runs on, as Coordinator::workers() returned them, in rank
+  // order. The sweep holds that world (Coordinator::holdWorld) from start() until it ends, so
+  // every row has its ranks: a worker that joins meanwhile waits as a spare, and a member
+  // that leaves ends the sweep with the error that names it. `onRow` is called as each row
+  // completes.
+  Sweep(Coordinator& coord, SweepSpec spec, std::vector<WorkerInfo> world, RowHandler onRow = {});
+  // Releases the world if the sweep still holds it (the run in progress, if any, goes on).
+  ~Sweep();
+  Sweep(const Sweep&) = delete;
+  Sweep& operator=(const Sweep&) = delete;
 
-  // Submits the first run (returns at once).
+  // Holds the world and submits the first run (returns at once). A sweep without workers
+  // ends at once with an error.
   void start();
 
   // Hands the sweep one event taken from the coordinator. It keeps the telemetry of its
@@ -62,8 +70,8 @@ class Sweep {
   // row and submits the next run. Returns true when `ev` belonged to the sweep's run.
   bool onEvent(CoordinatorEvent& ev);
 
-  // Aborts the run in progress and submits no other; the sweep ends when that run's result
-  // arrives (at once when none is running). Completed rows are kept.
+  // Aborts the run in progress and submits no other; the sweep ends, and releases the world,
+  // when that run's result arrives (at once when none is running). Completed rows are kept.
   void stop(const std::string& reason);
 
   bool finished() const { return finished_; }
@@ -73,6 +81,7 @@ class Sweep {
   std::vector<SweepRow> takeRows() { return std::move(rows_); }
 
   const std::vector<SweepPoint>& points() const { return points_; }
+  const std::vector<WorkerInfo>& world() const { return world_; }
   // Index in points() of the run in progress (or of the next one).
   size_t index() const { return next_ == 0 ? 0 : next_ - 1; }
   uint64_t currentRunId() const { return runId_; }
@@ -80,9 +89,11 @@ class Sweep {
  private:
   void submitNext();
   void complete(RunResult res);
+  void finish();
 
   Coordinator& coord_;
   SweepSpec spec_;
+  std::vector<WorkerInfo> world_;
   int nranks_;
   RowHandler onRow_;
   std::vector<SweepPoint> points_;
@@ -90,6 +101,8 @@ class Sweep {
   uint64_t runId_ = 0;  // run in progress; 0 = none
   SweepRow current_;
   std::vector<SweepRow> rows_;
+  bool started_ = false;
+  bool holding_ = false;  // holdWorld() sent, releaseWorld() not yet
   bool stopping_ = false;
   bool finished_ = false;
   std::string error_;

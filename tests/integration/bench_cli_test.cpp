@@ -154,6 +154,54 @@ class BenchCli : public ::testing::Test {
     return false;
   }
 
+  // The endpoint in the join command a listening bench prints on stderr.
+  static std::string joinEndpoint(const Proc& p) {
+    const std::string prefix = "allreduce-worker --connect ";
+    if (!waitForText(p.err, prefix + "tcp://127.0.0.1:")) return "";
+    std::istringstream in(slurp(p.err));
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
+    }
+    return "";
+  }
+
+  // Waits until the bench has printed `n` result rows (the lines of its table without '#').
+  static bool waitForRows(const std::string& path, size_t n,
+                          std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      std::istringstream in(slurp(path));
+      std::string line;
+      size_t rows = 0;
+      while (std::getline(in, line)) rows += !line.empty() && line[0] != '#' ? 1 : 0;
+      if (rows >= n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  // Runs a listening bench on 4 local workers and starts one more worker by hand, reporting
+  // `host`, once the first row is out: it joins in the middle of the sweep.
+  static Result runWithJoiner(std::vector<std::string> args, const std::string& tag,
+                              const std::string& host) {
+    args.insert(args.begin(), {"--workers", "4", "--listen", "tcp://127.0.0.1:*"});
+    const Proc p = start(args, tag);
+    const std::string endpoint = joinEndpoint(p);
+    EXPECT_FALSE(endpoint.empty()) << slurp(p.err);
+    EXPECT_TRUE(waitForRows(p.out, 1)) << slurp(p.err);
+    const int64_t joiner =
+        spawnChild({ARL_WORKER_BINARY, "--connect", endpoint, "--name", "late", "--host", host});
+    Result r;
+    r.rc = finish(p);
+    r.out = slurp(p.out);
+    r.err = slurp(p.err);
+    // The bench's Shutdown sends the spare away too.
+    EXPECT_TRUE(waitFor(joiner, std::chrono::seconds(10)).has_value()) << "the joiner stayed";
+    killAndReap(joiner);
+    return r;
+  }
+
   // No worker this test started is still running.
   static void expectNoWorkerLeft() {
     const auto deadline = Clock::now() + std::chrono::seconds(5);
@@ -397,15 +445,9 @@ TEST_F(BenchCli, ListenPrintsTheJoinCommandAndRemoteWorkersTakePart) {
   const Proc p = start({"--workers", "1", "--expect", "1", "--listen", "tcp://127.0.0.1:*", "-b",
                         "4K", "-e", "4K", "-n", "2", "-w", "0"},
                        "listen");
-  ASSERT_TRUE(waitForText(p.err, "allreduce-worker --connect tcp://127.0.0.1:")) << slurp(p.err);
-  std::string line;
-  {
-    std::istringstream in(slurp(p.err));
-    while (std::getline(in, line) && line.rfind("allreduce-worker --connect ", 0) != 0) {
-    }
-  }
   // Run the printed command as a user would, with the real binary's path.
-  const std::string endpoint = line.substr(std::string("allreduce-worker --connect ").size());
+  const std::string endpoint = joinEndpoint(p);
+  ASSERT_FALSE(endpoint.empty());
   const int64_t remote = spawnChild({ARL_WORKER_BINARY, "--connect", endpoint});
   const int rc = finish(p);
   const std::string out = slurp(p.out);
@@ -418,9 +460,10 @@ TEST_F(BenchCli, ListenPrintsTheJoinCommandAndRemoteWorkersTakePart) {
 }
 
 TEST_F(BenchCli, SigintAbortsTheRunAndLeavesNoWorker) {
-  const Proc p = start(
-      {"--workers", "2", "-b", "8M", "-e", "8M", "-n", "100000", "-w", "0", "--telemetry", "off"},
-      "sigint");
+  const std::string json = file("sigint.json"), csv = file("sigint.csv");
+  const Proc p = start({"--workers", "2", "-b", "8M", "-e", "8M", "-n", "100000", "-w", "0",
+                        "--telemetry", "off", "--json", json, "--csv", csv},
+                       "sigint");
   ASSERT_TRUE(waitForText(p.out, "#  Rank  1 Pid")) << slurp(p.err);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // well into the run
   ::kill(p.pid, SIGINT);
@@ -430,6 +473,12 @@ TEST_F(BenchCli, SigintAbortsTheRunAndLeavesNoWorker) {
   EXPECT_NE(err.find("interrupted by SIGINT"), std::string::npos) << err;
   EXPECT_EQ(workerPids().size(), 2u);
   expectNoWorkerLeft();
+  // The outputs hold the run the signal aborted.
+  const nlohmann::json v = nlohmann::json::parse(slurp(json));
+  ASSERT_EQ(v.at("results").size(), 1u);
+  EXPECT_EQ(v.at("results")[0].at("state").get<std::string>(), "aborted");
+  EXPECT_NE(v.at("error").get<std::string>().find("interrupted by SIGINT"), std::string::npos);
+  EXPECT_EQ(lines(slurp(csv)), 2u);
 }
 
 TEST_F(BenchCli, AWorkerKilledMidRunFailsTheBenchNamingRankAndStep) {
@@ -453,6 +502,144 @@ TEST_F(BenchCli, AWorkerKilledMidRunFailsTheBenchNamingRankAndStep) {
   EXPECT_NE(last.find("ring allreduce 8M failed: rank "), std::string::npos) << err;
   EXPECT_NE(last.find("killed by signal 9"), std::string::npos) << err;
   EXPECT_NE(last.find("step"), std::string::npos) << err;
+  expectNoWorkerLeft();
+}
+
+// Splits a CSV line with no quoted fields.
+std::vector<std::string> csvRow(const std::string& line) {
+  std::vector<std::string> f;
+  std::istringstream in(line);
+  std::string x;
+  while (std::getline(in, x, ',')) f.push_back(x);
+  return f;
+}
+
+// A worker that joins in the middle of a sweep waits as a spare: every row keeps the header's
+// 4 ranks, and busbw has the 4-rank factor of reduce-scatter, (n-1)/n.
+TEST_F(BenchCli, AWorkerJoiningMidSweepWaitsAsASpareAndTheRowsKeepTheHeadersRanks) {
+  const std::string json = file("spare.json"), csv = file("spare.csv");
+  const Result r = runWithJoiner({"--collective", "reducescatter", "-b", "64K", "-e", "4M", "-f",
+                                  "2", "-n", "20", "-w", "1", "--json", json, "--csv", csv},
+                                 "spare", "elsewhere");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("nranks 4 (4 local, 0 remote)"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("worker late joined from elsewhere during the sweep; it waits as a spare "
+                       "(the sweep keeps its 4 ranks)"),
+            std::string::npos)
+      << r.err;
+  const nlohmann::json v = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(v.at("workers").size(), 4u);
+  ASSERT_EQ(v.at("results").size(), 7u);
+  for (const nlohmann::json& row : v.at("results")) {
+    EXPECT_EQ(row.at("state").get<std::string>(), "done") << row.at("error");
+    EXPECT_EQ(row.at("ranks").get<int64_t>(), 4);
+    EXPECT_EQ(row.at("count").get<int64_t>() * 4 * 4, row.at("size_bytes").get<int64_t>());
+    EXPECT_NEAR(row.at("busbw_gbps").get<double>(), row.at("algbw_gbps").get<double>() * 3 / 4,
+                1e-12);
+  }
+  std::istringstream rows(slurp(csv));
+  std::string line;
+  ASSERT_TRUE(std::getline(rows, line));
+  ASSERT_EQ(csvRow(line)[7], "ranks");
+  size_t n = 0;
+  while (std::getline(rows, line)) {
+    const std::vector<std::string> f = csvRow(line);
+    ASSERT_GE(f.size(), 21u) << line;
+    EXPECT_EQ(f[7], "4") << line;
+    EXPECT_EQ(f[20], "done") << line;
+    ++n;
+  }
+  EXPECT_EQ(n, 7u);
+}
+
+// Hierarchical needs the same number of ranks on every host: a joiner on another host would
+// make the world uneven, and the sweep would end refused. As a spare it changes nothing.
+TEST_F(BenchCli, AHierarchicalSweepCompletesWithAJoinerOnAnotherHost) {
+  const std::string json = file("hier.json");
+  const Result r = runWithJoiner({"--algo", "hierarchical,ring", "-b", "64K", "-e", "1M", "-f", "2",
+                                  "-n", "20", "-w", "1", "--json", json},
+                                 "hier", "elsewhere");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_NE(r.err.find("it waits as a spare"), std::string::npos) << r.err;
+  const nlohmann::json v = nlohmann::json::parse(slurp(json));
+  ASSERT_EQ(v.at("results").size(), 10u);
+  for (const nlohmann::json& row : v.at("results")) {
+    EXPECT_EQ(row.at("state").get<std::string>(), "done") << row.at("error");
+    EXPECT_EQ(row.at("ranks").get<int64_t>(), 4);
+    EXPECT_EQ(row.at("wrong").get<int64_t>(), 0);
+  }
+  expectNoWorkerLeft();
+}
+
+// A sweep that a lost worker ends midway still writes what it did: the rows that completed,
+// then the failed one with its error, in the JSON and the CSV; the exit status says it failed.
+TEST_F(BenchCli, ASweepThatFailsMidwayWritesTheRowsThatCompleted) {
+  const std::string json = file("midway.json"), csv = file("midway.csv");
+  const Proc p = start({"--workers", "2",   "--expect", "1",   "--listen", "tcp://127.0.0.1:*",
+                        "-b",        "64K", "-e",       "64M", "-f",       "2",
+                        "-n",        "3",   "-w",       "0",   "--json",   json,
+                        "--csv",     csv},
+                       "midway");
+  const std::string endpoint = joinEndpoint(p);
+  ASSERT_FALSE(endpoint.empty()) << slurp(p.err);
+  const int64_t remote = spawnChild({ARL_WORKER_BINARY, "--connect", endpoint, "--name", "far"});
+  ASSERT_TRUE(waitForRows(p.out, 1)) << slurp(p.err);
+  ::kill(static_cast<pid_t>(remote), SIGKILL);
+  EXPECT_TRUE(waitFor(remote, std::chrono::seconds(10)).has_value());
+  const int rc = finish(p, std::chrono::seconds(60));
+  const std::string out = slurp(p.out), err = slurp(p.err);
+  EXPECT_EQ(rc, 1) << err;
+  EXPECT_NE(out.find("# Stopped early"), std::string::npos) << out;
+  std::printf("%s", err.substr(err.rfind("allreduce-lab bench: ")).c_str());
+
+  const nlohmann::json v = nlohmann::json::parse(slurp(json));
+  const nlohmann::json& results = v.at("results");
+  ASSERT_GE(results.size(), 2u) << err;
+  ASSERT_LT(results.size(), 11u) << "the sweep ran to its end";
+  for (size_t k = 0; k + 1 < results.size(); ++k) {
+    EXPECT_EQ(results[k].at("state").get<std::string>(), "done") << results[k].at("error");
+    EXPECT_EQ(results[k].at("ranks").get<int64_t>(), 3);
+  }
+  const nlohmann::json& last = results.back();
+  EXPECT_EQ(last.at("state").get<std::string>(), "failed");
+  EXPECT_FALSE(last.at("error").get<std::string>().empty());
+  EXPECT_EQ(v.at("error"), last.at("error"));
+  EXPECT_EQ(lines(slurp(csv)), results.size() + 1);
+  expectNoWorkerLeft();
+}
+
+// A run refused midway (hierarchical on 2 + 1 ranks per host, which only the hosts of the
+// joined workers reveal) ends the sweep with status 2, and the rows before it are written.
+TEST_F(BenchCli, ARunRefusedMidwayStillWritesTheRowsBeforeIt) {
+  const std::string json = file("refused.json"), csv = file("refused.csv");
+  const Proc p = start({"--workers", "2",
+                        "--expect",  "1",
+                        "--listen",  "tcp://127.0.0.1:*",
+                        "--algo",    "ring,hierarchical",
+                        "-b",        "64K",
+                        "-e",        "64K",
+                        "-n",        "2",
+                        "-w",        "0",
+                        "--json",    json,
+                        "--csv",     csv},
+                       "refused");
+  const std::string endpoint = joinEndpoint(p);
+  ASSERT_FALSE(endpoint.empty()) << slurp(p.err);
+  const int64_t remote =
+      spawnChild({ARL_WORKER_BINARY, "--connect", endpoint, "--host", "elsewhere"});
+  const int rc = finish(p);
+  const std::string err = slurp(p.err);
+  EXPECT_EQ(rc, 2) << err;
+  const nlohmann::json v = nlohmann::json::parse(slurp(json));
+  ASSERT_EQ(v.at("results").size(), 2u) << err;
+  EXPECT_EQ(v.at("results")[0].at("algorithm").get<std::string>(), "ring");
+  EXPECT_EQ(v.at("results")[0].at("state").get<std::string>(), "done");
+  EXPECT_EQ(v.at("results")[1].at("algorithm").get<std::string>(), "hierarchical");
+  EXPECT_EQ(v.at("results")[1].at("state").get<std::string>(), "refused");
+  EXPECT_FALSE(v.at("error").get<std::string>().empty());
+  EXPECT_EQ(lines(slurp(csv)), 3u);
+  EXPECT_TRUE(waitFor(remote, std::chrono::seconds(10)).has_value());
+  killAndReap(remote);
   expectNoWorkerLeft();
 }
 

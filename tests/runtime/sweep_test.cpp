@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -34,6 +35,16 @@ SweepSpec smallSpec() {
   return s;
 }
 
+// The coordinator's workers once `n` have joined (the world a sweep is given).
+std::vector<WorkerInfo> joined(const Coordinator& coord, size_t n) {
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(30);
+  while (coord.workers().size() < n && SteadyClock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(coord.workers().size(), n) << "workers did not join";
+  return coord.workers();
+}
+
 // Hands the coordinator's events to the sweep until it ends (at most 60 s).
 void drive(Coordinator& coord, Sweep& sweep) {
   const auto deadline = SteadyClock::now() + std::chrono::seconds(60);
@@ -49,7 +60,7 @@ void drive(Coordinator& coord, Sweep& sweep) {
 TEST(Sweep, EveryAlgorithmSliceAndInflightInOrderWithPredictions) {
   Coordinator coord(localOptions(3));
   std::vector<SweepPoint> reported;
-  Sweep sweep(coord, smallSpec(), 3, [&](const SweepRow& r) {
+  Sweep sweep(coord, smallSpec(), joined(coord, 3), [&](const SweepRow& r) {
     const RunRequest& q = r.result.request;
     reported.push_back({r.sizeBytes, q.algorithm, q.sliceBytes, q.inflight});
   });
@@ -84,7 +95,7 @@ TEST(Sweep, EveryAlgorithmSliceAndInflightInOrderWithPredictions) {
 TEST(Sweep, StoppingKeepsTheCompletedRows) {
   Coordinator coord(localOptions(2));
   Sweep* self = nullptr;
-  Sweep sweep(coord, smallSpec(), 2, [&](const SweepRow&) { self->stop("enough"); });
+  Sweep sweep(coord, smallSpec(), joined(coord, 2), [&](const SweepRow&) { self->stop("enough"); });
   self = &sweep;
   sweep.start();
   drive(coord, sweep);
@@ -99,7 +110,7 @@ TEST(Sweep, StoppingMidRunAbortsItAndKeepsItsRow) {
   spec.base.iterations = 100000;
   spec.base.check = false;
   spec.base.telemetry = TelemetryLevel::Steps;
-  Sweep sweep(coord, spec, 2);
+  Sweep sweep(coord, spec, joined(coord, 2));
   sweep.start();
   std::vector<CoordinatorEvent> evs;
   int iterations = 0;
@@ -124,7 +135,7 @@ TEST(Sweep, ARefusedRunEndsTheSweepWithItsError) {
   Coordinator coord(localOptions(2));
   SweepSpec spec = smallSpec();
   spec.base.ringOrder = {1, 1};
-  Sweep sweep(coord, spec, 2);
+  Sweep sweep(coord, spec, joined(coord, 2));
   sweep.start();
   drive(coord, sweep);
   ASSERT_EQ(sweep.rows().size(), 1u);
