@@ -5,6 +5,7 @@
 #include "exec/local_run.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <memory>
@@ -92,8 +93,10 @@ void summarize(const std::vector<std::vector<int64_t>>& rankNs, LocalRunResult& 
                static_cast<double>(res.iterationUs.size());
 }
 
-RankRunOptions rankRunOptions(const LocalRunOptions& opt, int rank) {
+RankRunOptions rankRunOptions(const LocalRunOptions& opt, int rank,
+                              const std::atomic<bool>& cancel) {
   RankRunOptions ro;
+  ro.cancel = &cancel;
   ro.exec.dtype = opt.dtype;
   ro.exec.op = opt.op;
   ro.exec.inflight = opt.inflight;
@@ -138,12 +141,14 @@ LocalRunResult runLocal(const Schedule& schedule, const LocalRunOptions& opt) {
   AbortableBarrier barrier(n);
   std::mutex errMu;
   std::exception_ptr firstError;
+  // Set after the first error is kept: ranks still setting up or checking stop too.
+  std::atomic<bool> cancel{false};
 
   const auto rankMain = [&](int r) {
     const auto ri = static_cast<size_t>(r);
     try {
       backends[ri] = std::make_unique<CpuBackend>();
-      runs[ri] = std::make_unique<RankRun>(s, r, *backends[ri], rankRunOptions(opt, r));
+      runs[ri] = std::make_unique<RankRun>(s, r, *backends[ri], rankRunOptions(opt, r, cancel));
       RankRunHooks hooks;
       // All ranks start an iteration together, as nccl-tests' ranks do.
       hooks.beforeIteration = [&](uint32_t) { return barrier.arriveAndWait(); };
@@ -158,6 +163,7 @@ LocalRunResult runLocal(const Schedule& schedule, const LocalRunOptions& opt) {
         if (!firstError) firstError = std::current_exception();
       }
       // Stop everyone else promptly: blocked receives throw, waiting ranks leave the barrier.
+      cancel.store(true);
       fabric.abort();
       barrier.abort();
     }
