@@ -3,6 +3,7 @@
 // a CUDA stream) and complete later, observed through tickets.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -22,6 +23,14 @@ class Backend {
   virtual MemoryKind memoryKind() const = 0;
 
   virtual void* allocate(size_t bytes) = 0;
+  // allocate() for a caller that may give up: returns nullptr, holding nothing, once `cancel`
+  // (when not null) is true. A backend whose allocation takes long (the CPU backend touches
+  // every page: page faults, up to a second per 256 MiB on a loaded machine) looks at it
+  // while it works; this default looks once, before allocating.
+  virtual void* allocateUnlessCancelled(size_t bytes, const std::atomic<bool>* cancel) {
+    if (cancel != nullptr && cancel->load()) return nullptr;
+    return allocate(bytes);
+  }
   virtual void deallocate(void* p) = 0;
   // Synchronous transfers between host memory and backend memory.
   virtual void upload(void* dst, const void* host, size_t bytes) = 0;

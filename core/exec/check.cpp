@@ -67,44 +67,61 @@ void reduceElement(void* out, Collective c, DataType t, RedOp op, int n, uint64_
 
 void fillInput(void* host, Collective c, DataType t, RedOp op, int rank, int nranks,
                uint64_t count) {
-  ARL_ENFORCE(nranks >= 1 && rank >= 0 && rank < nranks, "rank " << rank << " of " << nranks);
-  const size_t es = dtypeSize(t);
-  auto* p = static_cast<unsigned char*>(host);
-  const uint64_t elems = inputElemsFor(c, nranks, count);
-  for (uint64_t i = 0; i < elems; ++i)
-    fromDouble(t, inputValue(c, t, op, rank, nranks, i), p + i * es);
+  fillInputRange(host, c, t, op, rank, nranks, count, 0, inputElemsFor(c, nranks, count));
 }
 
 bool fillExpected(void* host, Collective c, DataType t, RedOp op, int rank, int nranks,
                   uint64_t count, int root) {
+  return fillExpectedRange(host, c, t, op, rank, nranks, count, root, 0,
+                           outputElemsFor(c, nranks, count));
+}
+
+void fillInputRange(void* host, Collective c, DataType t, RedOp op, int rank, int nranks,
+                    uint64_t count, uint64_t first, uint64_t n) {
+  ARL_ENFORCE(nranks >= 1 && rank >= 0 && rank < nranks, "rank " << rank << " of " << nranks);
+  const uint64_t elems = inputElemsFor(c, nranks, count);
+  ARL_ENFORCE(first <= elems && n <= elems - first,
+              "elements " << first << "+" << n << " of an input of " << elems);
+  const size_t es = dtypeSize(t);
+  auto* p = static_cast<unsigned char*>(host);
+  for (uint64_t i = 0; i < n; ++i) {
+    fromDouble(t, inputValue(c, t, op, rank, nranks, first + i), p + i * es);
+  }
+}
+
+bool fillExpectedRange(void* host, Collective c, DataType t, RedOp op, int rank, int nranks,
+                       uint64_t count, int root, uint64_t first, uint64_t n) {
   ARL_ENFORCE(nranks >= 1 && rank >= 0 && rank < nranks, "rank " << rank << " of " << nranks);
   ARL_ENFORCE(root >= 0 && root < nranks, "root " << root << " of " << nranks);
+  const uint64_t elems = outputElemsFor(c, nranks, count);
+  ARL_ENFORCE(first <= elems && n <= elems - first,
+              "elements " << first << "+" << n << " of an output of " << elems);
   const size_t es = dtypeSize(t);
   auto* p = static_cast<unsigned char*>(host);
   switch (c) {
     case Collective::AllReduce:
-      for (uint64_t i = 0; i < count; ++i) reduceElement(p + i * es, c, t, op, nranks, i);
+      for (uint64_t i = 0; i < n; ++i) reduceElement(p + i * es, c, t, op, nranks, first + i);
       return true;
     case Collective::Reduce:
       if (rank != root) return false;
-      for (uint64_t i = 0; i < count; ++i) reduceElement(p + i * es, c, t, op, nranks, i);
+      for (uint64_t i = 0; i < n; ++i) reduceElement(p + i * es, c, t, op, nranks, first + i);
       return true;
     case Collective::ReduceScatter: {
-      const uint64_t base = static_cast<uint64_t>(rank) * count;
-      for (uint64_t i = 0; i < count; ++i) reduceElement(p + i * es, c, t, op, nranks, base + i);
+      const uint64_t base = static_cast<uint64_t>(rank) * count + first;
+      for (uint64_t i = 0; i < n; ++i) reduceElement(p + i * es, c, t, op, nranks, base + i);
       return true;
     }
     case Collective::AllGather:
-      for (int q = 0; q < nranks; ++q) {
-        const uint64_t base = static_cast<uint64_t>(q) * count;
-        for (uint64_t i = 0; i < count; ++i) {
-          fromDouble(t, inputValue(c, t, op, q, nranks, i), p + (base + i) * es);
-        }
+      // Output element k is element k % count of rank k / count's input.
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t k = first + i;
+        const int q = static_cast<int>(k / count);
+        fromDouble(t, inputValue(c, t, op, q, nranks, k % count), p + i * es);
       }
       return true;
     case Collective::Broadcast:
-      for (uint64_t i = 0; i < count; ++i) {
-        fromDouble(t, inputValue(c, t, op, root, nranks, i), p + i * es);
+      for (uint64_t i = 0; i < n; ++i) {
+        fromDouble(t, inputValue(c, t, op, root, nranks, first + i), p + i * es);
       }
       return true;
   }

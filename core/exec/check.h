@@ -35,6 +35,14 @@ void fillInput(void* host, Collective c, DataType t, RedOp op, int rank, int nra
 bool fillExpected(void* host, Collective c, DataType t, RedOp op, int rank, int nranks,
                   uint64_t count, int root);
 
+// Elements [first, first + n) of what fillInput and fillExpected write, stored at `host`
+// (element `first` at host[0]): for a caller that fills a large buffer piece by piece. The
+// range must lie inside the buffer; fillExpectedRange returns false as fillExpected does.
+void fillInputRange(void* host, Collective c, DataType t, RedOp op, int rank, int nranks,
+                    uint64_t count, uint64_t first, uint64_t n);
+bool fillExpectedRange(void* host, Collective c, DataType t, RedOp op, int rank, int nranks,
+                       uint64_t count, int root, uint64_t first, uint64_t n);
+
 // Number of the n elements that differ (nccl-tests' "#wrong"): elements must have identical
 // bits, except that any NaN equals any NaN.
 uint64_t countWrong(const void* got, const void* expected, DataType t, uint64_t n);

@@ -5,6 +5,7 @@
 #include "exec/local_run.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <memory>
@@ -119,8 +120,10 @@ void summarize(const std::vector<std::vector<int64_t>>& rankNs, LocalRunResult& 
                static_cast<double>(res.iterationUs.size());
 }
 
-RankRunOptions rankRunOptions(const LocalRunOptions& opt, int rank, RankProgress* progress) {
+RankRunOptions rankRunOptions(const LocalRunOptions& opt, int rank, RankProgress* progress,
+                              const std::atomic<bool>& cancel) {
   RankRunOptions ro;
+  ro.cancel = &cancel;
   ro.exec.dtype = opt.dtype;
   ro.exec.op = opt.op;
   ro.exec.inflight = opt.inflight;
@@ -168,13 +171,16 @@ LocalRunResult runLocal(const Schedule& schedule, const LocalRunOptions& opt) {
   std::condition_variable doneCv;
   int finished = 0;  // rank threads done (guarded by errMu)
   std::exception_ptr firstError;
+  // Set after the first error is kept: ranks still setting up or checking stop too.
+  std::atomic<bool> cancel{false};
   // The first failure is the run's; everyone else is stopped promptly: blocked receives
-  // throw, waiting ranks leave the barrier.
+  // throw, waiting ranks leave the barrier, ranks setting up or checking stop.
   const auto fail = [&](std::exception_ptr e) {
     {
       std::lock_guard<std::mutex> lock(errMu);
       if (!firstError) firstError = std::move(e);
     }
+    cancel.store(true);
     doneCv.notify_all();
     fabric.abort();
     barrier.abort();
@@ -184,8 +190,8 @@ LocalRunResult runLocal(const Schedule& schedule, const LocalRunOptions& opt) {
     const auto ri = static_cast<size_t>(r);
     try {
       backends[ri] = std::make_unique<CpuBackend>();
-      runs[ri] =
-          std::make_unique<RankRun>(s, r, *backends[ri], rankRunOptions(opt, r, &progress[ri]));
+      runs[ri] = std::make_unique<RankRun>(s, r, *backends[ri],
+                                           rankRunOptions(opt, r, &progress[ri], cancel));
       RankRunHooks hooks;
       // All ranks start an iteration together, as nccl-tests' ranks do.
       hooks.beforeIteration = [&](uint32_t) { return barrier.arriveAndWait(); };

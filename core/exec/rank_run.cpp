@@ -9,6 +9,20 @@
 
 namespace arl {
 
+namespace {
+
+// Elements per piece of the set-up and the check: about a millisecond of work each (filling
+// the input, copying and comparing the output), so that a cancelled run stops at once.
+constexpr uint64_t kPieceElems = uint64_t{1} << 18;
+
+// An expected element of a reduction combines one value per rank: smaller pieces.
+uint64_t expectedPieceElems(const Schedule& s) {
+  if (!collectiveReduces(s.collective)) return kPieceElems;
+  return std::max<uint64_t>(kPieceElems / static_cast<uint64_t>(std::max(s.nranks, 1)), 1024);
+}
+
+}  // namespace
+
 RankRun::RankRun(const Schedule& s, int rank, Backend& backend, RankRunOptions opt)
     : s_(s),
       rank_(rank),
@@ -24,17 +38,8 @@ RankRun::RankRun(const Schedule& s, int rank, Backend& backend, RankRunOptions o
   if (RankProgress* p = opt_.exec.progress) p->setPhase(RunPhase::SettingUp);
   try {
     allocateBuffers();
-    const int n = s.nranks;
-    hostInput_.resize(inBytes_);
-    fillInput(hostInput_.data(), s.collective, opt_.exec.dtype, opt_.exec.op, rank, n, s.count);
-    backend_.upload(bufs_.input, hostInput_.data(), inBytes_);
-    if (opt_.check) {
-      expected_.resize(outBytes_);
-      if (!fillExpected(expected_.data(), s.collective, opt_.exec.dtype, opt_.exec.op, rank, n,
-                        s.count, s.root)) {
-        expected_.clear();
-      }
-    }
+    fillInput();
+    if (opt_.check) fillExpected();
   } catch (...) {
     for (void* p : owned_) backend_.deallocate(p);
     throw;
@@ -49,7 +54,11 @@ RankRun::~RankRun() {
 
 void* RankRun::allocate(size_t bytes) {
   // Never zero bytes: every buffer gets an address, even for an empty collective.
-  void* p = backend_.allocate(std::max<size_t>(bytes, 8));
+  void* p = backend_.allocateUnlessCancelled(std::max<size_t>(bytes, 8), opt_.cancel);
+  if (p == nullptr) {
+    throwIfCancelled("while allocating its buffers");
+    ARL_ENFORCE(false, "the backend gave no memory for " << bytes << " bytes");
+  }
   owned_.push_back(p);
   return p;
 }
@@ -57,6 +66,7 @@ void* RankRun::allocate(size_t bytes) {
 void RankRun::allocateBuffers() {
   const size_t es = dtypeSize(opt_.exec.dtype);
   const size_t shift = inPlaceOffset(s_, rank_) * es;
+  owned_.reserve(3);  // so that recording an allocation cannot fail
   if (!opt_.inPlace) {
     bufs_.input = allocate(inBytes_);
     bufs_.output = allocate(outBytes_);
@@ -72,6 +82,52 @@ void RankRun::allocateBuffers() {
   if (s_.scratchElems > 0) bufs_.scratch = allocate(s_.scratchElems * es);
 }
 
+void RankRun::fillInput() {
+  const size_t es = dtypeSize(opt_.exec.dtype);
+  const uint64_t elems = s_.inputElems;
+  // In place the input is kept whole, to restore it before each iteration; else it goes to
+  // the backend through a staging piece.
+  std::vector<unsigned char> staging;
+  if (opt_.inPlace) {
+    hostInput_ = std::make_unique_for_overwrite<unsigned char[]>(inBytes_);
+  } else {
+    staging.resize(std::min(elems, kPieceElems) * es);
+  }
+  auto* dst = static_cast<unsigned char*>(bufs_.input);
+  for (uint64_t first = 0; first < elems; first += kPieceElems) {
+    throwIfCancelled("while filling its input");
+    const uint64_t n = std::min(kPieceElems, elems - first);
+    unsigned char* host = hostInput_ ? hostInput_.get() + first * es : staging.data();
+    fillInputRange(host, s_.collective, opt_.exec.dtype, opt_.exec.op, rank_, s_.nranks, s_.count,
+                   first, n);
+    backend_.upload(dst + first * es, host, n * es);
+  }
+}
+
+void RankRun::fillExpected() {
+  const size_t es = dtypeSize(opt_.exec.dtype);
+  const uint64_t elems = s_.outputElems;
+  if (elems == 0) return;
+  // Uninitialised: the pages are touched (and faulted in) piece by piece as they are filled.
+  auto expected = std::make_unique_for_overwrite<unsigned char[]>(outBytes_);
+  const uint64_t piece = expectedPieceElems(s_);
+  for (uint64_t first = 0; first < elems; first += piece) {
+    throwIfCancelled("while computing its expected output");
+    const uint64_t n = std::min(piece, elems - first);
+    if (!fillExpectedRange(expected.get() + first * es, s_.collective, opt_.exec.dtype,
+                           opt_.exec.op, rank_, s_.nranks, s_.count, s_.root, first, n)) {
+      return;  // the collective leaves this rank's output undefined
+    }
+  }
+  expected_ = std::move(expected);
+}
+
+void RankRun::throwIfCancelled(const char* where) const {
+  if (opt_.cancel != nullptr && opt_.cancel->load(std::memory_order_relaxed)) {
+    throw PeerError(rank_, -1, -1, std::string("run aborted ") + where);
+  }
+}
+
 bool RankRun::run(Transport& transport, TelemetrySink* sink, const RankRunHooks& hooks) {
   ExecOptions warmOpt = opt_.exec;
   warmOpt.telemetry = TelemetryLevel::Off;
@@ -79,8 +135,9 @@ bool RankRun::run(Transport& transport, TelemetrySink* sink, const RankRunHooks&
   timed_ = std::make_unique<Executor>(s_, rank_, transport, backend_, sink, opt_.exec);
   const uint32_t total = opt_.warmup + opt_.iterations;
   for (uint32_t it = 0; it < total; ++it) {
+    throwIfCancelled("between iterations");
     // In place, the previous iteration overwrote the input: restore it, untimed.
-    if (opt_.inPlace && it > 0) backend_.upload(bufs_.input, hostInput_.data(), inBytes_);
+    if (opt_.inPlace && it > 0) backend_.upload(bufs_.input, hostInput_.get(), inBytes_);
     if (hooks.beforeIteration && !hooks.beforeIteration(it)) return false;
     if (RankProgress* p = opt_.exec.progress) {
       p->setIteration(it);
@@ -101,6 +158,7 @@ bool RankRun::run(Transport& transport, TelemetrySink* sink, const RankRunHooks&
     r.ns = std::max<int64_t>(t1 - t0, 0);
     if (checks() && it + 1 == total) {
       if (RankProgress* p = opt_.exec.progress) p->setPhase(RunPhase::Checking);
+      if (hooks.beforeCheck) hooks.beforeCheck();
       r.wrong = countWrong();
     }
     if (hooks.afterTimed) hooks.afterTimed(r);
@@ -110,8 +168,18 @@ bool RankRun::run(Transport& transport, TelemetrySink* sink, const RankRunHooks&
 
 uint64_t RankRun::countWrong() const {
   if (!checks()) return 0;
-  const std::vector<unsigned char> got = output();
-  return arl::countWrong(got.data(), expected_.data(), opt_.exec.dtype, s_.outputElems);
+  const size_t es = dtypeSize(opt_.exec.dtype);
+  const uint64_t elems = s_.outputElems;
+  std::vector<unsigned char> got(std::min(elems, kPieceElems) * es);
+  const auto* src = static_cast<const unsigned char*>(bufs_.output);
+  uint64_t wrong = 0;
+  for (uint64_t first = 0; first < elems; first += kPieceElems) {
+    throwIfCancelled("while checking its output");
+    const uint64_t n = std::min(kPieceElems, elems - first);
+    backend_.download(got.data(), src + first * es, n * es);
+    wrong += arl::countWrong(got.data(), expected_.get() + first * es, opt_.exec.dtype, n);
+  }
+  return wrong;
 }
 
 std::vector<unsigned char> RankRun::output() const {

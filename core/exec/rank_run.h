@@ -5,6 +5,7 @@
 // in-process run waits at a barrier, the worker reports each timed iteration).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -27,6 +28,12 @@ struct RankRunOptions {
   uint32_t warmup = 0;
   uint32_t iterations = 1;
   bool check = true;  // fill the expected output and count #wrong after the last iteration
+  // When set: once it is true, the set-up (allocation, filling the input and the expected
+  // output), run() and countWrong() stop within milliseconds with PeerError(rank, -1, -1,
+  // "run aborted ..."). They look at it between pieces of a few milliseconds of work and
+  // between iterations; an iteration in flight is ended by aborting the transport, which
+  // whoever sets the flag does too. Must outlive the RankRun.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // What the caller learns after each timed iteration.
@@ -44,6 +51,8 @@ struct RankRunHooks {
   // ends the run early (the in-process run's barrier was aborted by a failing rank).
   std::function<bool(uint32_t it)> beforeIteration;
   std::function<void(const TimedIteration&)> afterTimed;
+  // Before the output of the last timed iteration is checked (only when checks()).
+  std::function<void()> beforeCheck;
 };
 
 class RankRun {
@@ -51,7 +60,8 @@ class RankRun {
   // Allocates the rank's buffers on `backend` once for the run (page faults stay out of the
   // timing; in place, Input and Output share one allocation as NCCL's in-place calls do, see
   // inPlaceOffset()), fills the input, and the expected output when checking. `s` and
-  // `backend` must outlive the RankRun. Throws ConfigError on bad options.
+  // `backend` must outlive the RankRun. Throws ConfigError on bad options, PeerError when
+  // cancelled (RankRunOptions::cancel).
   RankRun(const Schedule& s, int rank, Backend& backend, RankRunOptions opt);
   // Frees the buffers: close or abort the transport first, a send may still read them.
   ~RankRun();
@@ -61,7 +71,7 @@ class RankRun {
   const RankBuffers& buffers() const { return bufs_; }
   // Whether a result check applies: check asked for, and the collective defines this rank's
   // output (not so for Reduce on a rank other than the root).
-  bool checks() const { return !expected_.empty(); }
+  bool checks() const { return expected_ != nullptr; }
 
   // Runs the warm-up and timed iterations over `transport`, reporting to `sink` (may be
   // null). Returns false when beforeIteration ended the run early. Throws PeerError as
@@ -69,7 +79,7 @@ class RankRun {
   // stay open until after the RankRun is destroyed (a send may still read its buffers).
   bool run(Transport& transport, TelemetrySink* sink, const RankRunHooks& hooks);
 
-  // #wrong of the rank's Output now (0 when !checks()).
+  // #wrong of the rank's Output now (0 when !checks()), read back piece by piece.
   uint64_t countWrong() const;
   // A host copy of the rank's Output.
   std::vector<unsigned char> output() const;
@@ -77,6 +87,10 @@ class RankRun {
  private:
   void* allocate(size_t bytes);
   void allocateBuffers();
+  void fillInput();
+  void fillExpected();
+  // Throws PeerError naming `where` ("while filling the input") when the run is cancelled.
+  void throwIfCancelled(const char* where) const;
 
   const Schedule& s_;
   int rank_;
@@ -86,8 +100,10 @@ class RankRun {
   size_t outBytes_;
   std::vector<void*> owned_;
   RankBuffers bufs_;
-  std::vector<unsigned char> hostInput_;
-  std::vector<unsigned char> expected_;
+  // The input as filled, kept for restoring it between iterations in place (else empty).
+  std::unique_ptr<unsigned char[]> hostInput_;
+  // The expected Output, outBytes_ of it; null when there is nothing to check.
+  std::unique_ptr<unsigned char[]> expected_;
   // Declared last, destroyed first: they may hold backend temporaries.
   std::unique_ptr<Executor> warm_;
   std::unique_ptr<Executor> timed_;

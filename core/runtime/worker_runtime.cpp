@@ -3,7 +3,9 @@
 //    watches the coordinator's liveness and the parent process, and sends whatever the run
 //    thread queued;
 //  - the run thread (one per run) generates the schedule, owns the backend buffers and the
-//    data plane, and drives the Executor.
+//    data plane, and drives the Executor. It stops within milliseconds of an abort (RunJob::
+//    abort: the cancel flag that RankRun looks at, and the data plane's abort); the control
+//    thread never blocks on it, except briefly when the worker leaves.
 // They share one Outbox (telemetry events and result messages, in order) and a RunJob's
 // start/abort state; the run thread never touches the control socket.
 #include "runtime/worker_runtime.h"
@@ -299,6 +301,7 @@ struct RunJob {
   int64_t offsetNs = 0;         // coordinator clock - worker clock (ClockSample::offsetNs)
   std::optional<Corruption> corruption;
   std::optional<std::pair<int, uint32_t>> stallAt;  // ARL_TEST_STALL: (rank, step)
+  bool verbose = false;                             // log the run's phases (--verbose)
 
   Outbox out;
   uint64_t batchSeq = 0;  // control thread only
@@ -310,12 +313,20 @@ struct RunJob {
   std::vector<std::string> endpoints;
   Transport* dp = nullptr;  // the run thread's data plane while it exists (guarded by mu)
 
+  // Set with `aborted`, read without the lock: the set-up, the iterations and the check
+  // stop at it (RankRunOptions::cancel).
+  std::atomic<bool> cancelled{false};
+  // When the control thread first told the run to stop (control thread only).
+  std::optional<SteadyClock::time_point> abortedAt;
+
   std::atomic<bool> finished{false};
+  SteadyClock::time_point finishedAt;  // written before `finished` is set
   // Set just before RunDone or RunFailed is queued (so before the coordinator can answer it):
   // the run is over for the coordinator, though the thread may still be releasing its data
   // plane and buffers.
   std::atomic<bool> reported{false};
-  std::atomic<bool> running{false};  // inside warmup/timed iterations
+  SteadyClock::time_point reportedAt;  // written before `reported` is set
+  std::atomic<bool> running{false};    // inside warmup/timed iterations
   std::atomic<uint32_t> iteration{0};
   std::atomic<uint32_t> step{0};
   // Where the run is and what it waits for, for the heartbeats (exec/progress.h).
@@ -341,6 +352,7 @@ struct RunJob {
   void abort() {
     std::lock_guard<std::mutex> lock(mu);
     aborted = true;
+    cancelled.store(true);
     if (dp != nullptr) dp->abort();
     cv.notify_all();
   }
@@ -348,6 +360,12 @@ struct RunJob {
 
 // How long a failing rank waits for its RunFailed to leave before it aborts its data plane.
 constexpr milliseconds kReportFirst{200};
+// A run thread stops within milliseconds of its abort: every phase looks at it. One still
+// running this long after is stuck beyond repair, and the worker exits (code 5).
+constexpr std::chrono::seconds kStopLimit{30};
+// How long leaving (Shutdown, a silent coordinator, a dead parent) waits for the run thread;
+// below the coordinator's grace for local workers on shutdown (1 s).
+constexpr milliseconds kLeaveWait{500};
 
 // The run's data plane: shared memory or ZeroMQ, bound before Ready and connected on Start.
 struct RunDataPlane {
@@ -363,7 +381,11 @@ struct RunDataPlane {
 };
 
 // Generates this run's schedule, annotated with provenance when chunk telemetry asks for it.
-Schedule runSchedule(const RunConfig& c, int rank) {
+// Generators are pure functions of plain data and do not look at `cancel`: with the default
+// 1 MiB slice they take milliseconds even at 256 MiB; the smallest slices the limits accept
+// make them take seconds, and an abort then waits for the step under way to end.
+Schedule runSchedule(const RunConfig& c, int rank, const std::atomic<bool>& cancel) {
+  if (cancel.load()) throw PeerError(rank, -1, -1, "run aborted before it started");
   GenParams p;
   p.collective = c.collective;
   p.nranks = c.worldSize;
@@ -378,6 +400,7 @@ Schedule runSchedule(const RunConfig& c, int rank) {
   } catch (const GenError& e) {
     throw PeerError(rank, -1, -1, std::string("schedule refused: ") + e.what());
   }
+  if (cancel.load()) throw PeerError(rank, -1, -1, "run aborted while generating its schedule");
   if (c.telemetry == TelemetryLevel::Chunks && c.worldSize <= kMaxRanks) {
     const VerifyResult v = annotate(s);
     if (!v.ok) throw PeerError(rank, -1, -1, "schedule failed verification: " + v.message);
@@ -414,6 +437,7 @@ RankRunOptions rankRunOptions(RunJob& j) {
   ro.warmup = c.warmup;
   ro.iterations = c.iterations;
   ro.check = c.check;
+  ro.cancel = &j.cancelled;
   return ro;
 }
 
@@ -514,6 +538,9 @@ uint64_t runIterations(RunJob& j, RankRun& run, Transport& transport, int64_t& i
     j.step.store(0);
     return true;
   };
+  hooks.beforeCheck = [&] {
+    if (j.verbose) logLine("run " + std::to_string(c.runId) + ": checking the output");
+  };
   hooks.afterTimed = [&](const TimedIteration& t) {
     IterationResult r;
     r.epoch = c.epoch;
@@ -579,6 +606,7 @@ void runOnDataPlane(RunJob& j, const Schedule& s, RankRun& run, RunDataPlane& pl
   j.progress.setPhase(RunPhase::Closing);
   plane.close();
   j.progress.setPhase(RunPhase::Reported);
+  j.reportedAt = SteadyClock::now();
   j.reported.store(true);
   j.postResult(done);
 }
@@ -594,6 +622,7 @@ void runJobMain(RunJob& j) {
     RunFailed f = runFailed(j, e, iteration);  // names the step while `running` says one is
     j.running.store(false);
     j.progress.setPhase(RunPhase::Reported);
+    j.reportedAt = SteadyClock::now();
     j.reported.store(true);
     const uint64_t n = j.postResult(std::move(f));
     // The abort lets this rank's peers fail too; their reports must not overtake the cause.
@@ -602,8 +631,16 @@ void runJobMain(RunJob& j) {
   };
   try {
     const std::unique_ptr<Backend> backend = makeBackend(j.backend);
-    const Schedule s = runSchedule(j.cfg, j.rank);
+    const auto t0 = SteadyClock::now();
+    const Schedule s = runSchedule(j.cfg, j.rank, j.cancelled);
     RankRun run(s, j.rank, *backend, rankRunOptions(j));
+    if (j.verbose) {
+      const double ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "run %llu: set up in %.1f ms",
+                    static_cast<unsigned long long>(j.cfg.runId), ms);
+      logLine(buf);
+    }
     try {
       runOnDataPlane(j, s, run, plane, iteration);
     } catch (const std::exception& e) {
@@ -618,6 +655,7 @@ void runJobMain(RunJob& j) {
     std::lock_guard<std::mutex> lock(j.mu);
     j.dp = nullptr;
   }
+  j.finishedAt = SteadyClock::now();
   j.finished.store(true);
 }
 
@@ -640,10 +678,8 @@ class WorkerSession {
 
   // Also on the error paths: no run thread may outlive the session.
   ~WorkerSession() {
-    if (job_ && job_->th.joinable()) {
-      stopJob();
-      job_->th.join();
-    }
+    stopJobNow();
+    if (job_ && job_->th.joinable()) job_->th.join();
   }
 
   int run() {
@@ -715,7 +751,8 @@ class WorkerSession {
         logLine("parent process " + std::to_string(opt_.parentPid) + " is gone; leaving");
         return leave(4);
       }
-      reapJob(false);
+      reapJob();
+      checkStuckJob(now);
     }
   }
 
@@ -840,28 +877,72 @@ class WorkerSession {
     j.out.markSent(t->lastMsg);
   }
 
-  // Aborts the run and waits for its thread to finish (a data plane abort makes every blocked
-  // call fail at once); a thread that does not stop within 2 s ends the process.
-  void stopJob() {
+  // Tells the run thread to stop and returns at once: every phase of a run looks at the
+  // abort within milliseconds, and the loop reaps the thread (reapJob) while it heartbeats.
+  void abortJob() {
+    if (!job_ || job_->finished.load()) return;
+    if (!job_->abortedAt) job_->abortedAt = SteadyClock::now();
     job_->abort();
-    const auto deadline = SteadyClock::now() + std::chrono::seconds(2);
+  }
+
+  // A run thread still running kStopLimit after its abort is stuck beyond repair (no phase
+  // takes that long to stop): the process ends rather than run the next run beside it.
+  void checkStuckJob(SteadyClock::time_point now) const {
+    if (!job_ || !job_->abortedAt || job_->finished.load()) return;
+    if (now - *job_->abortedAt < kStopLimit) return;
+    logLine("the run thread of run " + std::to_string(job_->cfg.runId) + " did not stop within " +
+            std::to_string(kStopLimit.count()) + " s of its abort; exiting hard");
+    std::_Exit(5);
+  }
+
+  // Once the run thread has finished: sends what it queued and joins it.
+  void retireJob() {
+    if (!job_ || !job_->finished.load()) return;
+    flushOutbox(true);
+    if (!job_->th.joinable()) return;
+    job_->th.join();
+    if (opt_.verbose && job_->abortedAt && job_->reportedAt >= *job_->abortedAt) {
+      // Reported: the run's RunFailed was queued; stopped: the thread had also closed its
+      // data plane and given its buffers back.
+      const auto msSince = [&](SteadyClock::time_point t) {
+        return std::chrono::duration<double, std::milli>(t - *job_->abortedAt).count();
+      };
+      char buf[160];
+      std::snprintf(buf, sizeof buf,
+                    "run %llu: the run thread stopped %.1f ms after the abort (reported after "
+                    "%.1f ms)",
+                    static_cast<unsigned long long>(job_->cfg.runId), msSince(job_->finishedAt),
+                    msSince(job_->reportedAt));
+      logLine(buf);
+    }
+  }
+
+  // Every loop pass: retires a finished run thread, then starts the run held for it.
+  void reapJob() {
+    retireJob();
+    if (!pending_ || (job_ && !job_->finished.load())) return;
+    PendingRun p = std::move(*pending_);
+    pending_.reset();
+    startJob(p.cfg, p.epoch);
+    if (p.aborted) abortJob();
+  }
+
+  // For leaving: aborts the run and waits until its thread has finished (it stops within
+  // milliseconds; one that does not within kLeaveWait ends the process). Joins nothing.
+  void stopJobNow() {
+    pending_.reset();
+    if (!job_ || !job_->th.joinable()) return;
+    abortJob();
+    const auto deadline = SteadyClock::now() + kLeaveWait;
     while (!job_->finished.load() && SteadyClock::now() < deadline) {
       std::this_thread::sleep_for(milliseconds(2));
     }
     if (!job_->finished.load()) {
-      logLine("run thread did not stop within 2 s; exiting hard");
+      logLine("the run thread did not stop within " + std::to_string(kLeaveWait.count()) +
+              " ms; exiting hard");
       std::fflush(stderr);
       std::_Exit(5);
     }
-  }
-
-  // Joins a finished run thread once everything it queued has been sent.
-  void reapJob(bool wait) {
-    if (!job_) return;
-    if (wait) stopJob();
-    if (!job_->finished.load()) return;
-    flushOutbox(true);
-    if (job_->th.joinable()) job_->th.join();
   }
 
   // Handles one message; returns an exit code when the worker must leave.
@@ -918,16 +999,37 @@ class WorkerSession {
 
   std::optional<int> on(const RunConfig& c, uint64_t epoch) {
     // The coordinator says a RunConfig again when this worker's heartbeats show it missed
-    // it; one that did arrive is not run twice.
-    if (job_ && job_->cfg.epoch == epoch) return std::nullopt;
-    if (job_) {
-      if (!job_->finished.load() && !job_->reported.load()) {
+    // it; one that did arrive (running, or held until the old run thread ends) is not run twice.
+    if ((job_ && job_->cfg.epoch == epoch) || (pending_ && pending_->epoch == epoch)) {
+      return std::nullopt;
+    }
+    if (pending_ && opt_.verbose) {
+      logLine("run " + std::to_string(pending_->cfg.runId) + " never started: run " +
+              std::to_string(c.runId) + " replaces it");
+    }
+    pending_.reset();
+    if (job_ && !job_->finished.load()) {
+      if (!job_->reported.load() && !job_->abortedAt) {
         logLine("RunConfig for run " + std::to_string(c.runId) + " while run " +
                 std::to_string(job_->cfg.runId) + " is active: aborting the old run");
       }
-      reapJob(true);
-      job_.reset();
+      // The old thread may also just be releasing its buffers: the new run starts once it
+      // has finished (reapJob), and the loop heartbeats meanwhile.
+      abortJob();
+      if (opt_.verbose) {
+        logLine("run " + std::to_string(c.runId) + " starts once the thread of run " +
+                std::to_string(job_->cfg.runId) + " has finished");
+      }
+      pending_ = PendingRun{c, epoch, false};
+      return std::nullopt;
     }
+    retireJob();
+    startJob(c, epoch);
+    return std::nullopt;
+  }
+
+  // Starts the run thread for a RunConfig; no other run thread may be running.
+  void startJob(const RunConfig& c, uint64_t epoch) {
     job_ = std::make_unique<RunJob>();
     RunJob& j = *job_;
     j.cfg = c;
@@ -939,6 +1041,7 @@ class WorkerSession {
     j.offsetNs = offsetNs_;
     j.corruption = corruption_;
     j.stallAt = std::exchange(stall_, std::nullopt);
+    j.verbose = opt_.verbose;
     j.out.setWakeup(&wake_);
     if (!welcomed_ || rank_ < 0 || rank_ >= c.worldSize) {
       RunFailed f;
@@ -948,10 +1051,9 @@ class WorkerSession {
                  " but this worker has rank " + std::to_string(rank_);
       j.postResult(f);
       j.finished.store(true);
-      return std::nullopt;
+      return;
     }
     j.th = std::thread([&j] { runJobMain(j); });
-    return std::nullopt;
   }
 
   std::optional<int> on(const Start& s, uint64_t epoch) {
@@ -968,7 +1070,9 @@ class WorkerSession {
 
   std::optional<int> on(const Abort& a, uint64_t epoch) {
     if (job_ && job_->cfg.epoch == epoch) {
-      if (!job_->finished.load()) job_->abort();
+      abortJob();
+    } else if (pending_ && pending_->epoch == epoch) {
+      pending_->aborted = true;  // it starts aborted, and its RunFailed acknowledges this
     } else if (opt_.verbose) {
       logLine("ignored Abort for epoch " + std::to_string(epoch) + ": " + a.reason);
     }
@@ -995,8 +1099,10 @@ class WorkerSession {
   }
 
   int leave(int code) {
-    reapJob(true);
+    stopJobNow();
+    retireJob();
     sock_.close();
+    if (opt_.verbose) logLine("leaving with exit code " + std::to_string(code));
     return code;
   }
 
@@ -1031,6 +1137,13 @@ class WorkerSession {
   int64_t offsetNs_ = 0;
 
   std::unique_ptr<RunJob> job_;
+  // A RunConfig that waits for the previous run thread to finish.
+  struct PendingRun {
+    RunConfig cfg;
+    uint64_t epoch = 0;
+    bool aborted = false;  // an Abort for its epoch came meanwhile
+  };
+  std::optional<PendingRun> pending_;
 };
 
 }  // namespace

@@ -9,8 +9,13 @@
 //   Start            carries every rank's endpoint: connect, run warmup + timed iterations
 //   -> IterationResult per timed iteration, TelemetryBatch every ~50 ms or 4096 events,
 //      RunDone (with #wrong of the last iteration) or RunFailed(rank, peer, step, reason)
-//   Abort            aborts the data plane; the executor thread reports RunFailed
+//   Abort            stops the run wherever it is (set-up, iterations, check) within
+//                    milliseconds; the run thread reports RunFailed
 //   Shutdown         exit 0
+//
+// The control thread never waits for the run thread while it runs: a RunConfig that comes
+// while the previous run's thread is still stopping (or giving its buffers back) is held and
+// started once that thread has finished, and heartbeats go on meanwhile.
 //
 // The worker leaves by itself (non-zero exit, one log line) when the coordinator has been
 // silent for `liveness` heartbeat intervals, and a local worker also when its parent is gone.

@@ -4,12 +4,18 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "base/clock.h"
 #include "base/errors.h"
 #include "schedule/generators.h"
 #include "schedule/schedule.h"
@@ -169,6 +175,200 @@ TEST(RankRun, RefusesARankOutsideTheSchedule) {
   CpuBackend backend;
   EXPECT_THROW(RankRun(s, 2, backend, options(false, 0, 1)), ConfigError);
   EXPECT_THROW(RankRun(s, 0, backend, options(false, 0, 0)), ConfigError);
+}
+
+// ---- Cancellation ----------------------------------------------------------------------------
+
+// The CPU backend, counting uploads and downloads and calling a hook after each.
+class CountingBackend final : public Backend {
+ public:
+  std::function<void(int)> afterUpload, afterDownload;  // called with the count so far
+  int uploads = 0, downloads = 0, allocations = 0;
+
+  std::string_view name() const override { return "counting"; }
+  MemoryKind memoryKind() const override { return MemoryKind::Host; }
+  void* allocate(size_t bytes) override { return allocateUnlessCancelled(bytes, nullptr); }
+  void* allocateUnlessCancelled(size_t bytes, const std::atomic<bool>* cancel) override {
+    void* p = cpu_.allocateUnlessCancelled(bytes, cancel);
+    allocations += p != nullptr ? 1 : 0;
+    return p;
+  }
+  void deallocate(void* p) override {
+    cpu_.deallocate(p);
+    allocations -= p != nullptr ? 1 : 0;
+  }
+  void upload(void* dst, const void* host, size_t bytes) override {
+    cpu_.upload(dst, host, bytes);
+    ++uploads;
+    if (afterUpload) afterUpload(uploads);
+  }
+  void download(void* host, const void* src, size_t bytes) override {
+    cpu_.download(host, src, bytes);
+    ++downloads;
+    if (afterDownload) afterDownload(downloads);
+  }
+  Ticket reduceFromHost(void* dst, const void* local, const void* payload, size_t count, DataType t,
+                        RedOp op) override {
+    return cpu_.reduceFromHost(dst, local, payload, count, t, op);
+  }
+  Ticket copyFromHost(void* dst, const void* payload, size_t bytes) override {
+    return cpu_.copyFromHost(dst, payload, bytes);
+  }
+  Ticket copy(void* dst, const void* src, size_t bytes) override {
+    return cpu_.copy(dst, src, bytes);
+  }
+  Ticket stageOut(const void* src, size_t bytes, const void** hostView) override {
+    return cpu_.stageOut(src, bytes, hostView);
+  }
+  void releaseStaged(const void* hostView) override { cpu_.releaseStaged(hostView); }
+  Ticket finalize(void* dst, size_t count, DataType t, RedOp op, int nranks) override {
+    return cpu_.finalize(dst, count, t, op, nranks);
+  }
+  bool done(Ticket t) override { return cpu_.done(t); }
+  void wait(Ticket t) override { cpu_.wait(t); }
+  void synchronize() override { cpu_.synchronize(); }
+
+ private:
+  CpuBackend cpu_;
+};
+
+// 4 MiB of floats per rank: the input goes up in four pieces, the check reads four.
+constexpr uint64_t kFourPieces = uint64_t{1} << 20;
+
+// A ring schedule with slices of 1 MiB of floats, few ops for a large count.
+Schedule bigRing(Collective c, int n, uint64_t count) {
+  GenParams p;
+  p.collective = c;
+  p.nranks = n;
+  p.count = count;
+  p.sliceElems = uint64_t{1} << 18;
+  return generate("ring", p);
+}
+
+RankRunOptions cancellable(const std::atomic<bool>& cancel, uint32_t iterations = 1) {
+  RankRunOptions o = options(false, 0, iterations);
+  o.cancel = &cancel;
+  return o;
+}
+
+// The message of the PeerError that `f` throws ("" when it throws none).
+std::string peerErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const PeerError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RankRun, CancelledBeforeTheSetUpAllocatesNothing) {
+  const Schedule s = bigRing(Collective::AllReduce, 2, kFourPieces);
+  CountingBackend backend;
+  const std::atomic<bool> cancel{true};
+  const std::string err = peerErrorOf([&] { RankRun run(s, 1, backend, cancellable(cancel)); });
+  EXPECT_NE(err.find("rank 1: run aborted while allocating its buffers"), std::string::npos) << err;
+  EXPECT_EQ(backend.allocations, 0);
+  EXPECT_EQ(backend.uploads, 0);
+}
+
+TEST(RankRun, CancelWhileFillingTheInputStopsAtTheNextPiece) {
+  const Schedule s = bigRing(Collective::AllReduce, 2, kFourPieces);
+  CountingBackend backend;
+  std::atomic<bool> cancel{false};
+  backend.afterUpload = [&](int n) {
+    if (n == 2) cancel.store(true);
+  };
+  const std::string err = peerErrorOf([&] { RankRun run(s, 0, backend, cancellable(cancel)); });
+  EXPECT_NE(err.find("rank 0: run aborted while filling its input"), std::string::npos) << err;
+  EXPECT_EQ(backend.uploads, 2);
+  EXPECT_EQ(backend.allocations, 0) << "the buffers were not given back";
+}
+
+// Computing the expected output is the longest part of a set-up (each element combines one
+// value per rank): a cancel in the middle of it ends the set-up within a piece.
+TEST(RankRun, CancelWhileComputingTheExpectedOutputStopsPromptly) {
+  // 64 MiB on 16 ranks: about a second of work here, a piece about a millisecond.
+  const Schedule s = bigRing(Collective::AllReduce, 16, uint64_t{16} << 20);
+  CountingBackend backend;
+  std::atomic<bool> cancel{false};
+  std::atomic<int64_t> cancelledAtNs{0};
+  std::thread canceller;
+  backend.afterUpload = [&](int n) {
+    if (n != 64) return;  // the last piece of the input
+    canceller = std::thread([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      cancelledAtNs.store(steadyNowNs());
+      cancel.store(true);
+    });
+  };
+  const std::string err = peerErrorOf([&] { RankRun run(s, 3, backend, cancellable(cancel)); });
+  const int64_t stoppedAtNs = steadyNowNs();
+  ASSERT_TRUE(canceller.joinable()) << "the input did not go up in 64 pieces";
+  canceller.join();
+  EXPECT_NE(err.find("rank 3: run aborted while computing its expected output"), std::string::npos)
+      << err;
+  const double ms = static_cast<double>(stoppedAtNs - cancelledAtNs.load()) / 1e6;
+  std::printf("[ measured ] set-up stopped %.1f ms after the cancel\n", ms);
+  // A piece takes about a millisecond; the bound leaves room for a loaded 2-core machine.
+  EXPECT_LT(ms, 200.0);
+}
+
+TEST(RankRun, CancelBetweenIterationsStopsBeforeTheNext) {
+  const Schedule s = ring(Collective::AllReduce, 1, 1000);
+  CpuBackend backend;
+  std::atomic<bool> cancel{false};
+  RankRun run(s, 0, backend, cancellable(cancel, 5));
+  LoopbackFabric fabric(1);
+  RankRunHooks h;
+  int timed = 0;
+  h.beforeIteration = [&](uint32_t it) {
+    if (it == 1) cancel.store(true);
+    return true;
+  };
+  h.afterTimed = [&](const TimedIteration&) { ++timed; };
+  const std::string err = peerErrorOf([&] { run.run(fabric.transport(0), nullptr, h); });
+  EXPECT_NE(err.find("rank 0: run aborted between iterations"), std::string::npos) << err;
+  EXPECT_EQ(timed, 2);
+}
+
+TEST(RankRun, CancelWhileCheckingStopsAtTheNextPiece) {
+  const Schedule s = bigRing(Collective::AllReduce, 1, kFourPieces);
+  CountingBackend backend;
+  std::atomic<bool> cancel{false};
+  RankRun run(s, 0, backend, cancellable(cancel));
+  (void)run.countWrong();  // reads the output in four pieces
+  EXPECT_EQ(backend.downloads, 4);
+  backend.downloads = 0;
+  backend.afterDownload = [&](int n) {
+    if (n == 2) cancel.store(true);
+  };
+  LoopbackFabric fabric(1);
+  const std::string err = peerErrorOf([&] { run.run(fabric.transport(0), nullptr, {}); });
+  EXPECT_NE(err.find("rank 0: run aborted while checking its output"), std::string::npos) << err;
+  EXPECT_EQ(backend.downloads, 2);
+}
+
+TEST(RankRun, FilledInPiecesTheResultIsExactInAndOutOfPlace) {
+  // More than one piece of input, expected output and check, for every collective.
+  const int n = 3;
+  for (Collective c : kAllCollectives) {
+    if (!algorithmSupports("ring", c)) continue;
+    for (bool inPlace : {false, true}) {
+      GenParams p;
+      p.collective = c;
+      p.nranks = n;
+      p.count = (uint64_t{1} << 18) + 37;
+      p.sliceElems = uint64_t{1} << 16;
+      p.root = 2;
+      const Schedule s = generate("ring", p);
+      Ranks ranks(n);
+      (void)runAll(s, options(inPlace, 0, 1), ranks);
+      for (int r = 0; r < n; ++r) {
+        EXPECT_EQ(ranks.runs[static_cast<size_t>(r)]->countWrong(), 0u)
+            << toString(c) << (inPlace ? " in place" : "") << " rank " << r;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -15,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -66,10 +69,12 @@ class BenchCli : public ::testing::Test {
     fs::create_directories(dir_ / "app");
     fs::create_directories(dir_ / "workers");
     fs::copy_file(ARL_LAB_BINARY, dir_ / "app" / "allreduce-lab");
-    // Found by the lab as ../workers/allreduce-worker next to its binary.
+    // Found by the lab as ../workers/allreduce-worker next to its binary. A test that sets
+    // ARL_TEST_WORKER_VERBOSE in the lab's environment gets the workers' --verbose lines.
     const fs::path wrapper = dir_ / "workers" / "allreduce-worker";
     std::ofstream(wrapper) << "#!/bin/sh\necho $$ >> '" << (dir_ / "worker-pids").string()
-                           << "'\nexec '" << ARL_WORKER_BINARY << "' \"$@\"\n";
+                           << "'\nexec '" << ARL_WORKER_BINARY
+                           << "' \"$@\" ${ARL_TEST_WORKER_VERBOSE:+--verbose}\n";
     fs::permissions(wrapper, fs::perms::owner_all);
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
@@ -93,8 +98,10 @@ class BenchCli : public ::testing::Test {
     std::string out, err;
   };
 
-  // Starts `allreduce-lab bench args...` with stdout and stderr in files.
-  static Proc start(const std::vector<std::string>& args, const std::string& tag) {
+  // Starts `allreduce-lab bench args...` with stdout and stderr in files, and `env` (NAME,
+  // VALUE pairs) added to its environment.
+  static Proc start(const std::vector<std::string>& args, const std::string& tag,
+                    const std::vector<std::pair<std::string, std::string>>& env = {}) {
     Proc p;
     p.out = file(tag + ".out");
     p.err = file(tag + ".err");
@@ -102,6 +109,7 @@ class BenchCli : public ::testing::Test {
     argv.insert(argv.end(), args.begin(), args.end());
     p.pid = ::fork();
     if (p.pid == 0) {
+      for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
       std::freopen(p.out.c_str(), "w", stdout);
       std::freopen(p.err.c_str(), "w", stderr);
       std::vector<char*> cargv;
@@ -479,6 +487,45 @@ TEST_F(BenchCli, SigintAbortsTheRunAndLeavesNoWorker) {
   EXPECT_EQ(v.at("results")[0].at("state").get<std::string>(), "aborted");
   EXPECT_NE(v.at("error").get<std::string>().find("interrupted by SIGINT"), std::string::npos);
   EXPECT_EQ(lines(slurp(csv)), 2u);
+}
+
+// Ctrl-C while the workers set up a 256 MiB run (several seconds of allocating and filling
+// here): the set-up stops at once, every worker leaves by itself on the coordinator's
+// Shutdown (a killed one would not say "leaving with exit code 0"), and bench exits 130.
+TEST_F(BenchCli, SigintDuringASetUpLeavesAtOnceWithoutKillingAWorker) {
+  const Proc p = start(
+      {"--workers", "2", "-b", "256M", "-e", "256M", "-n", "1", "-w", "0", "--telemetry", "off"},
+      "sigint_setup", {{"ARL_TEST_WORKER_VERBOSE", "1"}});
+  ASSERT_TRUE(waitForText(p.out, "#  Rank  1 Pid")) << slurp(p.err);
+  ASSERT_TRUE(waitForText(p.err, "received RunConfig")) << slurp(p.err);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // well inside the set-up
+  const auto t0 = Clock::now();
+  ::kill(p.pid, SIGINT);
+  const int rc = finish(p, std::chrono::seconds(30));
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const std::string err = slurp(p.err);
+  std::printf("[ measured ] SIGINT during a 256 MiB set-up: bench exited %.3f s later\n", s);
+  for (const char* what : {"run thread stopped", "sent RunFailed"}) {
+    for (size_t at = err.find(what); at != std::string::npos; at = err.find(what, at + 1)) {
+      const size_t begin = err.rfind('\n', at) + 1;
+      std::printf("[ measured ]   %s\n", err.substr(begin, err.find('\n', at) - begin).c_str());
+    }
+  }
+  EXPECT_EQ(rc, 128 + SIGINT) << err;
+  EXPECT_NE(err.find("interrupted by SIGINT"), std::string::npos) << err;
+  // The goal is under 0.5 s; the bound leaves room for a loaded 2-core machine, and is below
+  // the coordinator's 1 s of grace before it kills a worker that does not leave.
+  EXPECT_LT(s, 2.0) << err;
+  EXPECT_EQ(err.find("set up in"), std::string::npos) << "the set-up was not interrupted\n" << err;
+  size_t leftByThemselves = 0;
+  for (size_t at = err.find("leaving with exit code 0"); at != std::string::npos;
+       at = err.find("leaving with exit code 0", at + 1)) {
+    ++leftByThemselves;
+  }
+  EXPECT_EQ(leftByThemselves, 2u) << err;
+  EXPECT_EQ(err.find("exiting hard"), std::string::npos) << err;
+  EXPECT_EQ(workerPids().size(), 2u);
+  expectNoWorkerLeft();
 }
 
 TEST_F(BenchCli, AWorkerKilledMidRunFailsTheBenchNamingRankAndStep) {

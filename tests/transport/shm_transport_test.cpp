@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -591,6 +592,55 @@ TEST(ShmDataPlane, AbortUnblocksWaitingRecvAndFailsLaterCalls) {
   EXPECT_THROW(mesh[1].recv(0, 0, kLong), PeerError);  // closed, not a 10 s wait
 }
 
+// An abort ends a wait in its polling and yielding phases too, not only once it sleeps: here
+// each phase alone would last 5 s.
+struct WaitPhase {
+  const char* name;
+  std::chrono::microseconds spin;
+  std::chrono::microseconds yieldFor;
+};
+
+void PrintTo(const WaitPhase& p, std::ostream* os) { *os << p.name; }
+
+class ShmAbortDuringWait : public ::testing::TestWithParam<WaitPhase> {};
+
+TEST_P(ShmAbortDuringWait, EndsTheWaitAtOnce) {
+  const WaitPhase phase = GetParam();
+  ShmOptions opt = ringOf(kSmallRing);
+  opt.spin = phase.spin;
+  opt.yieldFor = phase.yieldFor;
+  opt.yieldStall = std::chrono::hours(1);  // this test's yields never switch yielding off
+  // A yield that stalled in an earlier test of this process switches yielding off for
+  // yieldBackoff (1 s) in every wait: wait that out, so the wait below does yield.
+  std::this_thread::sleep_for(milliseconds(1100));
+  auto mesh = fullMesh(2, opt);
+  std::string error;
+  std::thread waiter([&] {
+    try {
+      mesh[0].recv(1, 3, kLong);
+    } catch (const PeerError& e) {
+      error = e.what();
+    }
+  });
+  std::this_thread::sleep_for(milliseconds(100));  // well inside the 5 s phase
+  const auto abortedAt = SteadyClock::now();
+  mesh[0].abort();
+  waiter.join();
+  const double ms =
+      std::chrono::duration<double, std::milli>(SteadyClock::now() - abortedAt).count();
+  std::printf("[ measured ] %s: the wait ended %.2f ms after the abort\n", phase.name, ms);
+  EXPECT_NE(error.find("rank 0: run aborted"), std::string::npos) << error;
+  // Microseconds in fact; the bound leaves room for a loaded machine, and is far below the
+  // 5 s that the phase would have lasted.
+  EXPECT_LT(ms, 500.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Phases, ShmAbortDuringWait,
+    ::testing::Values(WaitPhase{"spin", std::chrono::seconds(5), std::chrono::microseconds(0)},
+                      WaitPhase{"yield", std::chrono::microseconds(0), std::chrono::seconds(5)}),
+    [](const auto& info) { return std::string(info.param.name); });
+
 TEST(ShmDataPlane, AbortUnblocksBlockedSend) {
   auto mesh = oneWay(ringOf(kSmallRing));
   Producer producer(mesh[0], 100, kTenK);
@@ -936,7 +986,8 @@ std::string bindInChild(pid_t& child, const std::function<void()>& after) {
   ::close(fds[1]);
   std::string ep;
   char buf[256];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) ep.append(buf, static_cast<size_t>(n));
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+    ep.append(buf, static_cast<size_t>(n));
   ::close(fds[0]);
   return ep;
 }

@@ -1,5 +1,6 @@
 #include "backend/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -65,16 +66,30 @@ CpuBackend::~CpuBackend() {
   }
 }
 
-void* CpuBackend::allocate(size_t bytes) {
+void* CpuBackend::allocate(size_t bytes) { return allocateUnlessCancelled(bytes, nullptr); }
+
+void* CpuBackend::allocateUnlessCancelled(size_t bytes, const std::atomic<bool>* cancel) {
   const size_t rounded =
       bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
   ARL_ENFORCE(rounded >= bytes, "allocation of " << bytes << " bytes overflows");
+  const auto cancelled = [cancel] { return cancel != nullptr && cancel->load(); };
+  if (cancelled()) return nullptr;
   void* p = std::aligned_alloc(kAlignment, rounded);
   if (p == nullptr) {
     throw std::bad_alloc();
   }
-  // Touch every page now: the first write to a fresh mapping faults page by page.
-  std::memset(p, 0, rounded);
+  // Touch every page now: the first write to a fresh mapping faults page by page. In pieces
+  // of a few milliseconds (page faults cost up to 5 ms per MiB on a loaded machine), so that
+  // a cancelled run does not wait for a large buffer.
+  constexpr size_t kPiece = size_t{1} << 20;
+  auto* bytesAt = static_cast<unsigned char*>(p);
+  for (size_t off = 0; off < rounded; off += kPiece) {
+    if (cancelled()) {
+      std::free(p);
+      return nullptr;
+    }
+    std::memset(bytesAt + off, 0, std::min(kPiece, rounded - off));
+  }
   std::lock_guard lock(mu_);
   allocations_.emplace(p, rounded);
   return p;

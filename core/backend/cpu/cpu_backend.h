@@ -67,6 +67,8 @@ class CpuBackend final : public Backend {
   // iteration pays page faults; kept until deallocate() (never returned to the kernel in
   // between). bytes may be 0.
   void* allocate(size_t bytes) override;
+  // Touches the pages 1 MiB at a time, looking at `cancel` in between.
+  void* allocateUnlessCancelled(size_t bytes, const std::atomic<bool>* cancel) override;
   // p must come from allocate() of this backend (or be null).
   void deallocate(void* p) override;
   void upload(void* dst, const void* host, size_t bytes) override;

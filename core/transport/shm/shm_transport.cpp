@@ -161,6 +161,9 @@ WaitEnd waitFor(const ShmOptions& o, const std::atomic<bool>& aborted, Ready rea
                 std::atomic<uint32_t>& signal, std::atomic<uint32_t>& waiters,
                 const std::atomic<int32_t>& peerPid, SteadyClock::time_point deadline) {
   if (ready()) return WaitEnd::Ready;
+  // The spin and yield phases look at the abort flag as often as at the clock: an abort ends
+  // a wait within microseconds whatever spin and yieldFor are.
+  const auto isAborted = [&] { return aborted.load(std::memory_order_relaxed); };
   if (o.spin.count() > 0) {
     const auto spinEnd = std::min(SteadyClock::now() + o.spin, deadline);
     do {
@@ -168,6 +171,7 @@ WaitEnd waitFor(const ShmOptions& o, const std::atomic<bool>& aborted, Ready rea
         cpuRelax();
         if (ready()) return WaitEnd::Ready;
       }
+      if (isAborted()) return WaitEnd::Aborted;
     } while (SteadyClock::now() < spinEnd);
   }
   if (o.yieldFor.count() > 0) {
@@ -179,6 +183,7 @@ WaitEnd waitFor(const ShmOptions& o, const std::atomic<bool>& aborted, Ready rea
         const auto before = now;
         now = SteadyClock::now();
         if (ready()) return WaitEnd::Ready;
+        if (isAborted()) return WaitEnd::Aborted;
         // A yield that took this long handed the core to something that ran a whole time
         // slice, most likely not a rank of ours: sleep instead of yielding for a while.
         if (now - before > o.yieldStall) {

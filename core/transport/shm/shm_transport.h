@@ -20,7 +20,7 @@
 // Looking without a system call in between is what makes a small message cost microseconds;
 // yielding and sleeping keep a machine with more ranks than cores moving. Sleeps are cut into
 // slices of at most 10 ms, after each of which the abort flag, the peer's process and the deadline
-// are looked at.
+// are looked at; polls and yields look at the abort flag as they go.
 //
 // Sends copy the payload into the ring and are complete on return (the caller's memory is
 // free at once); send() blocks while the ring is full. A received message is a view into the
