@@ -641,18 +641,23 @@ struct Coordinator::Impl {
       }
       if (held && !fixed && !peers.empty()) fixHeldWorld();
       std::vector<std::string> hosts, ids;
+      std::vector<uint64_t> namespaces;
       if (held && held->fixed) {
         ids = held->ids;
-        for (const auto& w : held->workers) hosts.push_back(w.host);
+        for (const auto& w : held->workers) {
+          hosts.push_back(w.host);
+          namespaces.push_back(w.pidNamespace);
+        }
       } else {
         for (const auto& p : peers) {
           hosts.push_back(p.info.host);
+          namespaces.push_back(p.info.pidNamespace);
           ids.push_back(p.id);
         }
       }
       q.plan = std::make_shared<PlanJob>();
-      std::thread([job = q.plan, wakeup = wake, req = q.req, hosts, ids] {
-        RunPlan p = plan(req, hosts, ids);
+      std::thread([job = q.plan, wakeup = wake, req = q.req, hosts, namespaces, ids] {
+        RunPlan p = plan(req, hosts, namespaces, ids);
         std::lock_guard<std::mutex> lock(job->mu);
         job->plan = std::move(p);
         wakeup->raise();
@@ -1277,6 +1282,7 @@ struct Coordinator::Impl {
     p.info.pid = h.pid;
     p.info.backend = h.backend;
     p.info.device = h.deviceIndex;
+    p.info.pidNamespace = h.pidNamespace;
     auto c = children.find(h.pid);
     // By the spawn record, not the host name: a child started with another --host is ours.
     p.info.local = c != children.end() && !c->second.joined && spawnedHere(id);
@@ -1423,12 +1429,14 @@ struct Coordinator::Impl {
   // Checks a request against the ranks' hosts (in rank order) and builds the RunConfig; a bad
   // request comes back with `error` naming the parameter. Touches no worker.
   static RunPlan plan(const RunRequest& req, const std::vector<std::string>& hosts,
+                      const std::vector<uint64_t>& namespaces,
                       const std::vector<std::string>& ids) {
     RunPlan out;
     try {
       if (hosts.empty()) throw ConfigError("no workers have joined; start some or wait for them");
       out.run = resolveRunRequest(req, hosts);
       out.cfg = runConfig(req, out.run, hosts);
+      out.cfg.pidNamespaces = namespaces;
       if (auto why = validate(Message(out.cfg))) throw ConfigError(*why);
       out.ids = ids;
     } catch (const std::exception& e) {  // ConfigError, or no memory for the schedule
@@ -1506,6 +1514,9 @@ Coordinator::Coordinator(CoordinatorOptions opt) : impl_(std::make_unique<Impl>(
   const std::string listen = I.opt.listen.empty() ? "tcp://127.0.0.1:*" : I.opt.listen;
   I.router = zmq::socket_t(I.ctx, zmq::socket_type::router);
   I.router.set(zmq::sockopt::router_mandatory, 1);
+  // A worker whose connection was reset reconnects with the same identity, possibly before
+  // this side has seen the old connection die: the new connection takes the identity over.
+  I.router.set(zmq::sockopt::router_handover, 1);
   I.router.set(zmq::sockopt::linger, 0);
   I.router.set(zmq::sockopt::rcvhwm, 0);  // telemetry is lossless: never drop incoming
   try {

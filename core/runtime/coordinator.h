@@ -57,6 +57,7 @@ struct WorkerInfo {
   bool local = false;  // started by this coordinator
   std::string backend;
   int device = -1;
+  uint64_t pidNamespace = 0;  // its pid namespace's id (0: unknown); see RunConfig
   // Coordinator clock - worker clock, from the ping exchange (ClockSample::offsetNs in
   // runtime/protocol.h); telemetry timestamps already have it added.
   int64_t clockOffsetNs = 0;

@@ -286,6 +286,16 @@ std::optional<std::string> check(const RunConfig& m) {
   if (!m.hosts.empty() && m.hosts.size() != n) {
     return std::to_string(m.hosts.size()) + " host names for a world of " + std::to_string(n);
   }
+  if (!m.pidNamespaces.empty() && m.pidNamespaces.size() != n) {
+    return std::to_string(m.pidNamespaces.size()) + " pid namespaces for a world of " +
+           std::to_string(n);
+  }
+  for (size_t r = 0; r < m.pidNamespaces.size(); ++r) {
+    if (m.dataPlane == DataPlaneKind::Shm && m.pidNamespaces[r] != m.pidNamespaces[0]) {
+      return "the shm data plane needs every rank in one pid namespace (rank " + std::to_string(r) +
+             " is in another than rank 0: a container of its own?)";
+    }
+  }
   for (size_t r = 0; r < m.hosts.size(); ++r) {
     if (auto e = checkName("host of rank " + std::to_string(r), m.hosts[r])) return e;
     if (m.dataPlane == DataPlaneKind::Shm && m.hosts[r] != m.hosts[0]) {
@@ -474,6 +484,7 @@ void toPb(const Hello& m, pb::Hello& p) {
   p.set_backend(m.backend);
   p.set_device_index(m.deviceIndex);
   p.set_protocol_version(m.protocolVersion);
+  p.set_pid_namespace(m.pidNamespace);
 }
 Reason fromPb(const pb::Hello& p, const FrameHeader&, Hello& m) {
   if (p.protocol_version() > std::numeric_limits<uint16_t>::max()) {
@@ -485,6 +496,7 @@ Reason fromPb(const pb::Hello& p, const FrameHeader&, Hello& m) {
   m.backend = p.backend();
   m.deviceIndex = p.device_index();
   m.protocolVersion = static_cast<uint16_t>(p.protocol_version());
+  m.pidNamespace = p.pid_namespace();
   return std::nullopt;
 }
 
@@ -574,6 +586,7 @@ void toPb(const RunConfig& m, pb::RunConfig& p) {
   p.set_telemetry(static_cast<pb::TelemetryLevel>(enumToWire(m.telemetry)));
   for (int32_t r : m.ringOrder) p.add_ring_order(r);
   for (const auto& host : m.hosts) p.add_hosts(host);
+  for (const uint64_t ns : m.pidNamespaces) p.add_pid_namespaces(ns);
   p.set_data_plane(static_cast<pb::DataPlane>(enumToWire(m.dataPlane)));
 }
 Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
@@ -617,6 +630,7 @@ Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
   m.telemetry = *level;
   m.ringOrder.assign(p.ring_order().begin(), p.ring_order().end());
   m.hosts.assign(p.hosts().begin(), p.hosts().end());
+  m.pidNamespaces.assign(p.pid_namespaces().begin(), p.pid_namespaces().end());
   m.dataPlane = *plane;
   return std::nullopt;
 }

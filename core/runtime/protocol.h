@@ -175,6 +175,7 @@ struct Hello {
   std::string backend;                          // "cpu", "cuda", ...: printable ASCII, no spaces
   int32_t deviceIndex = -1;                     // -1: not tied to a device; else 0..kMaxDeviceIndex
   uint16_t protocolVersion = kProtocolVersion;  // what the worker speaks; >= 1
+  uint64_t pidNamespace = 0;                    // its pid namespace's id; 0: unknown
 
   Frames encode() const;
   static DecodeResult<Hello> decode(ByteView header, ByteView body);
@@ -272,8 +273,10 @@ struct RunConfig {
   // hosts[r]: host name of rank r, or empty (not given). A worker binds ipc:// when every
   // rank is on its host, tcp:// otherwise.
   std::vector<std::string> hosts;
-  // Auto: shared memory when every rank is on one host (see hosts), ZeroMQ otherwise. Shm
-  // with ranks on several hosts is refused.
+  // pidNamespaces[r]: rank r's pid namespace (Hello::pidNamespace), or empty (not given).
+  std::vector<uint64_t> pidNamespaces;
+  // Auto: shared memory when every rank is on one host (see hosts) and in one pid namespace,
+  // ZeroMQ otherwise. Shm with ranks on several hosts or namespaces is refused.
   DataPlaneKind dataPlane = DataPlaneKind::Auto;
 
   Frames encode() const;

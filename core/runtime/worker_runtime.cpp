@@ -40,6 +40,7 @@
 #include "schedule/generators.h"
 #include "schedule/verifier.h"
 #include "transport/shm/shm_transport.h"
+#include "transport/stale_owner.h"
 #include "transport/zmq/zmq_transport.h"
 
 namespace arl {
@@ -475,11 +476,19 @@ std::string bindDataPlane(RunJob& j, const Schedule& s, RunDataPlane& plane) {
   const bool oneHost =
       c.hosts.empty() || std::all_of(c.hosts.begin(), c.hosts.end(),
                                      [&](const std::string& h) { return h == j.myHost; });
+  // Shared memory also needs one pid namespace: a rank cannot tell whether a peer in another
+  // one is alive, nor clean up after it (transport/shm/shm_transport.h).
+  const uint64_t myNs = pidNamespaceId();
+  const bool oneNamespace = std::all_of(c.pidNamespaces.begin(), c.pidNamespaces.end(),
+                                        [&](uint64_t ns) { return ns == myNs; });
   if (c.dataPlane == DataPlaneKind::Shm && !oneHost) {
     throw PeerError(rank, -1, -1, "the shm data plane needs every rank on this host");
   }
-  const bool useShm =
-      c.dataPlane == DataPlaneKind::Shm || (c.dataPlane == DataPlaneKind::Auto && oneHost);
+  if (c.dataPlane == DataPlaneKind::Shm && !oneNamespace) {
+    throw PeerError(rank, -1, -1, "the shm data plane needs every rank in this pid namespace");
+  }
+  const bool useShm = c.dataPlane == DataPlaneKind::Shm ||
+                      (c.dataPlane == DataPlaneKind::Auto && oneHost && oneNamespace);
   plane.peers = dataPlanePeers(s, rank);
   if (useShm) {
     plane.shm = std::make_unique<ShmDataPlane>(rank, c.worldSize);
@@ -493,7 +502,11 @@ std::string bindDataPlane(RunJob& j, const Schedule& s, RunDataPlane& plane) {
     if (j.aborted) throw PeerError(rank, -1, -1, "run aborted before it started");
     j.dp = plane.dp;
   }
-  if (!useShm) return plane.zmq->bind(oneHost ? BindOptions{} : tcpBindOptions(j));
+  // ipc:// needs a shared file system as well as one host: another namespace may be a
+  // container with a /tmp of its own.
+  if (!useShm) {
+    return plane.zmq->bind(oneHost && oneNamespace ? BindOptions{} : tcpBindOptions(j));
+  }
   try {
     return plane.shm->bind(shmOptions(s, rank, c), plane.peers.recvFrom);
   } catch (const ConfigError& e) {
@@ -709,6 +722,7 @@ class WorkerSession {
     h.pid = pid_;
     h.backend = opt_.backend;
     h.deviceIndex = opt_.device;
+    h.pidNamespace = pidNamespaceId();
     send(h);
     sendPing();
     const auto started = SteadyClock::now();

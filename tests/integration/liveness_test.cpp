@@ -226,5 +226,38 @@ TEST(Liveness, LostAbortStillEndsTheRunAndTheNextWorks) {
   EXPECT_EQ(pids(coord), before);
 }
 
+// ---- Workers of one host in different pid namespaces -----------------------------------------
+
+// A worker in a pid namespace of its own (a container sharing the host's /dev/shm) cannot
+// watch its peers' processes, nor they its: auto takes ZeroMQ over tcp:// between them, and
+// the shm data plane is refused naming the namespaces.
+TEST(Liveness, WorkersInAnotherPidNamespaceDoNotShareMemory) {
+  if (std::system("unshare --pid --fork true 2>/dev/null") != 0) {
+    GTEST_SKIP() << "unshare --pid is not permitted here";
+  }
+  Coordinator coord(localOptions(1));
+  ASSERT_TRUE(waitForWorkers(coord, 1));
+  const int64_t other = spawnChild({"/usr/bin/unshare", "--pid", "--fork", ARL_WORKER_BINARY,
+                                    "--connect", coord.endpoint(), "--name", "contained"});
+  ASSERT_TRUE(waitForWorkers(coord, 2));
+  const auto ws = coord.workers();
+  ASSERT_EQ(ws.size(), 2u);
+  EXPECT_EQ(ws[0].host, ws[1].host);
+  EXPECT_NE(ws[0].pidNamespace, ws[1].pidNamespace);
+  RunRequest r = ringRequest(100000, 2);
+  const RunResult res = coord.run(r);
+  EXPECT_EQ(res.state, RunState::Done) << res.error;
+  ASSERT_EQ(res.workers.size(), 2u);
+  for (const WorkerInfo& w : res.workers) {
+    EXPECT_EQ(w.dataEndpoint.rfind("tcp://", 0), 0u) << w.dataEndpoint;
+  }
+  r.dataPlane = DataPlaneKind::Shm;
+  const RunResult shm = coord.run(r);
+  EXPECT_EQ(shm.state, RunState::Refused);
+  EXPECT_NE(shm.error.find("needs every rank in one pid namespace"), std::string::npos)
+      << shm.error;
+  killAndReap(other, milliseconds(2000));
+}
+
 }  // namespace
 }  // namespace arl
