@@ -337,7 +337,7 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
   const ModelParams& p = report_.model;
   std::printf(
       "#\n# predicted: the cost model's time, not a measurement (%s:\n"
-      "#   alpha %.1f us per message, link %.2f GB/s, reduce %.2f GB/s)\n",
+      "#   alpha %.1f us per message, port %.2f GB/s each way, reduce %.2f GB/s)\n",
       report_.modelSource.c_str(), p.alpha * 1e6, 1e-9 / p.beta, 1e-9 / p.gamma);
   const int aw = static_cast<int>(algoWidth_);
   const std::string sw = varySlice_ ? fmt("  %9s", "slice") : "";

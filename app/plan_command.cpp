@@ -340,19 +340,23 @@ CostQuery costQuery(const PlanArgs& a, const Schedule& s) {
   q.bytes = collectiveBytes(a.collective, a.ranks, a.count, a.dtype);
   q.sliceBytes = s.sliceElems * dtypeSize(a.dtype);
   q.ranksPerHost = a.ranksPerHost;
+  q.dtype = a.dtype;
+  q.root = a.root;
+  q.ringOrder = a.ringOrder;
+  q.inflight = a.inflight;
   return q;
 }
 
 // The schedule's time in the simulation of the cost model's links; nothing (and the reason in
 // *error) when the simulation refuses it.
-std::optional<double> simulateUs(const PlanArgs& a, const Schedule& s, const ModelParams& params,
+std::optional<double> simulateUs(const CostQuery& q, const Schedule& s, const ModelParams& params,
                                  std::string* error) {
   SimOptions so;
-  so.dtype = a.dtype;
-  so.inflight = a.inflight;
+  so.dtype = q.dtype;
+  so.inflight = q.inflight;
   so.telemetry = TelemetryLevel::Off;
   try {
-    return simulate(s, LinkModel::fromParams(params), so).totalSeconds * 1e6;
+    return simulate(s, linkModelFor(q, params), so).totalSeconds * 1e6;
   } catch (const std::exception& e) {
     *error = e.what();
     return std::nullopt;
@@ -361,7 +365,7 @@ std::optional<double> simulateUs(const PlanArgs& a, const Schedule& s, const Mod
 
 // The text output: what was asked, the schedule, the verifier's verdict and the model.
 void printSummary(const PlanArgs& a, const Schedule& s, const VerifyResult& vr,
-                  const ModelParams& params, double predictedUs,
+                  const ModelParams& params, const std::optional<double>& predictedUs,
                   const std::optional<double>& simulatedUs, const std::string& simError) {
   std::printf("%s: %s %s, %d ranks, count %" PRIu64 " x %s (%" PRIu64 " bytes per rank), op %s",
               kProg, a.algo.c_str(), std::string(toString(a.collective)).c_str(), a.ranks, a.count,
@@ -381,10 +385,16 @@ void printSummary(const PlanArgs& a, const Schedule& s, const VerifyResult& vr,
     std::printf("verifier: FAILED: %s\n", vr.message.c_str());
   }
   std::printf(
-      "model (defaults, not measurements: alpha %.1f us/message, link %.2f GB/s, reduce "
-      "%.2f GB/s):\n",
+      "model (defaults, not measurements: alpha %.1f us/message, port %.2f GB/s each way, "
+      "reduce %.2f GB/s):\n",
       params.alpha * 1e6, 1e-9 / params.beta, 1e-9 / params.gamma);
-  std::printf("  alpha-beta-gamma closed form  %12s us\n", formatTimeUs(predictedUs).c_str());
+  if (predictedUs) {
+    std::printf("  alpha-beta-gamma closed form  %12s us\n", formatTimeUs(*predictedUs).c_str());
+  } else {
+    std::printf(
+        "  alpha-beta-gamma closed form  none for this shaping (the simulation is the "
+        "authority)\n");
+  }
   if (simulatedUs) {
     std::printf("  simulated schedule            %12s us  (inflight %d)\n",
                 formatTimeUs(*simulatedUs).c_str(), a.inflight);
@@ -430,10 +440,12 @@ int PlanCommand::run() {
 
   const ModelParams params;
   const CostQuery q = costQuery(a, s);
-  const double predictedUs = predictSeconds(q, params) * 1e6;
+  // The closed form where it can say the network's shaping; the simulation beside it always.
+  std::optional<double> predictedUs;
+  if (closedFormCovers(q)) predictedUs = closedForm(q).seconds(shapedParams(q, params)) * 1e6;
   std::string simError;
   const std::optional<double> simulatedUs =
-      vr.ok ? simulateUs(a, s, params, &simError) : std::nullopt;
+      vr.ok ? simulateUs(q, s, params, &simError) : std::nullopt;
 
   size_t totalOps = 0;
   for (const auto& ops : s.ranks) totalOps += ops.size();
@@ -459,7 +471,7 @@ int PlanCommand::run() {
              {"ops", static_cast<uint64_t>(totalOps)},
              {"verified", vr.ok},
              {"verify_message", vr.message},
-             {"predicted_us", predictedUs},
+             {"predicted_us", predictedUs ? Json(*predictedUs) : Json(nullptr)},
              {"simulated_us", simulatedUs ? Json(*simulatedUs) : Json(nullptr)},
              {"model", Json{{"source", "defaults"},
                             {"alpha_s", params.alpha},

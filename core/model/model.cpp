@@ -2,7 +2,13 @@
 //
 // Notation: n ranks, S bytes (nccl-tests' size of the collective), s the pipeline slice in
 // bytes, k = ceil(x / s) the number of slices a piece of x bytes travels in, and
-// L = ceil(log2 n). Every form is linear in (alpha, beta, gamma).
+// L = ceil(log2 n). Every form is linear in (alpha, beta, gamma) (and the host's alpha and
+// beta, for hierarchical).
+//
+// Ports are full duplex: a rank sends at 1/beta and receives at 1/beta at once. The beta term
+// counts the bytes through the busiest port on the critical path, egress or ingress, so a rank
+// that many send to (a parameter server, a tree's parent, a binomial root) pays for what comes
+// in as well as what goes out.
 //
 // In the link model of simulate(), latency does not hold the link: a pipelined chain pays
 // alpha once per hop and then streams one slice per slice-time. The pipelined forms below
@@ -14,8 +20,9 @@
 #include <string>
 
 #include "base/errors.h"
-#include "schedule/generators.h"
+#include "model/metrics.h"
 #include "model/model.h"
+#include "schedule/generators.h"
 
 namespace arl {
 
@@ -53,6 +60,8 @@ CostTerms operator+(CostTerms a, const CostTerms& b) {
   a.alphaCount += b.alphaCount;
   a.betaBytes += b.betaBytes;
   a.gammaBytes += b.gammaBytes;
+  a.hostAlphaCount += b.hostAlphaCount;
+  a.hostBetaBytes += b.hostBetaBytes;
   return a;
 }
 
@@ -82,59 +91,55 @@ CostTerms ringCost(Collective coll, int n, double S, double s) {
   return {};
 }
 
-// NCCL's trees (see gen_tree.cpp): an in-order binary tree of depth D = ceil(log2 n), every
-// hop pipelined by slice, so each pass pays D latencies and a pipeline fill of D - 1 slices
-// on top of its streaming time.
-//  allreduce:     two complementary trees each reduce then broadcast one half. NCCL's tuning
-//                 model charges this 2 D latencies and half the ring's bus bandwidth (a
-//                 rank's port carries about 2 S: S up, both halves, and S down, twice the half
-//                 of the tree it is interior in); a rank reduces two children's halves, S.
-//                 The generator runs the four passes one after the other, which the
-//                 simulation shows costs somewhat more.
-//  reduce:        one tree; every rank sends S once; an interior rank reduces 2 S.
-//  broadcast:     one tree; an interior rank sends S to each of two children.
-//  reducescatter: n trees, one rooted at each rank, each reducing one n-th, in n passes one
-//                 after the other: n D latencies; each pass is held to its busiest rank, one
-//                 that reduces two children's n-th and sends one, so S on the link and 2 S
-//                 reduced in all.
-//  allgather:     n trees broadcasting one n-th each, in n passes: n D latencies, and the
-//                 busiest rank of each pass sends its n-th to two children: 2 S in all.
+// NCCL's trees (see gen_tree.cpp), costed as the generator runs them: an in-order binary
+// tree of depth D = ceil(log2 n), every hop pipelined by slice, and the passes of one
+// collective one after the other (each a whole pipeline, as the generator emits them). A pass
+// is held to its busiest port: in a reduction pass a rank with c children takes c pieces in
+// through its ingress (and reduces them), in a broadcast pass it sends c pieces out of its
+// egress; c = 2 from 4 ranks up, 1 below (the tree is a chain). A pass over a piece of x bytes
+// in slices of sigma therefore costs D alpha + c (x + (D - 1) sigma) beta, plus as much gamma
+// when it reduces.
+//  allreduce:     two complementary trees, each reducing one half up and broadcasting it down,
+//                 in four passes (tree 0 up, tree 1 up, tree 0 down, tree 1 down): 4 D
+//                 latencies and 2 c S on the busiest port. NCCL runs the two trees at once
+//                 (its tuning model charges 2 D latencies and about 2 S per port); the
+//                 generator does not, because interleaving them in one rank's program ties
+//                 each tree's pipeline to the other's (gen_tree.cpp).
+//  reduce:        one tree, one reduction pass.
+//  broadcast:     one tree, one broadcast pass.
+//  reducescatter: n trees, one rooted at each rank, each reducing one n-th, in n passes.
+//  allgather:     n trees broadcasting one n-th each, in n passes.
+CostTerms treePass(int D, int c, double x, double s, bool reduce) {
+  CostTerms t;
+  const double sigma = x / slices(x, s);
+  t.alphaCount = D;
+  t.betaBytes = c * (x + (D - 1) * sigma);
+  if (reduce) t.gammaBytes = t.betaBytes;
+  return t;
+}
+
+CostTerms times(double k, CostTerms t) {
+  t.alphaCount *= k;
+  t.betaBytes *= k;
+  t.gammaBytes *= k;
+  t.hostAlphaCount *= k;
+  t.hostBetaBytes *= k;
+  return t;
+}
+
 CostTerms treeCost(Collective coll, int n, double S, double s) {
-  CostTerms c;
-  if (n <= 1 || S <= 0) return c;
-  const double D = ceilLog2(n);
-  // The piece each tree pipelines: half the vector, one n-th, or all of it.
-  double part = S;
-  if (coll == Collective::AllReduce) part = S / 2;
-  if (coll == Collective::ReduceScatter || coll == Collective::AllGather) part = S / n;
-  const double slice = part / slices(part, s);
-  const double fill = (D - 1) * slice;
+  if (n <= 1 || S <= 0) return {};
+  const int D = ceilLog2(n);
+  const int c = n >= 4 ? 2 : 1;
   switch (coll) {
     case Collective::AllReduce:
-      c.alphaCount = 2 * D;
-      c.betaBytes = 2 * S + 2 * fill;
-      c.gammaBytes = S + 2 * fill;
-      return c;
-    case Collective::Reduce:
-      c.alphaCount = D;
-      c.betaBytes = S + fill;
-      c.gammaBytes = 2 * S + 2 * fill;
-      return c;
-    case Collective::Broadcast:
-      c.alphaCount = D;
-      c.betaBytes = 2 * S + 2 * fill;
-      return c;
-    case Collective::ReduceScatter:
-      c.alphaCount = n * D;
-      c.betaBytes = S + n * fill;
-      c.gammaBytes = 2 * S + 2 * n * fill;
-      return c;
-    case Collective::AllGather:
-      c.alphaCount = n * D;
-      c.betaBytes = 2 * S + 2 * n * fill;
-      return c;
+      return times(2, treePass(D, c, S / 2, s, true)) + times(2, treePass(D, c, S / 2, s, false));
+    case Collective::Reduce: return treePass(D, c, S, s, true);
+    case Collective::Broadcast: return treePass(D, c, S, s, false);
+    case Collective::ReduceScatter: return times(n, treePass(D, c, S / n, s, true));
+    case Collective::AllGather: return times(n, treePass(D, c, S / n, s, false));
   }
-  return c;
+  return {};
 }
 
 // Recursive halving then recursive doubling (Rabenseifner; Thakur et al. 2005, section 4.4):
@@ -178,42 +183,68 @@ CostTerms recursiveDoublingCost(int n, double S, double s) {
 }
 
 // Binomial-tree reduce to rank 0 then binomial-tree broadcast (MPICH's reduce and bcast;
-// Thakur et al. 2005), L = ceil(log2 n) levels, each half pipelined by slice. Every rank
-// sends S up once; rank 0 reduces L vectors and sends S to each of its L children, so it is
-// the bottleneck: 2 L alpha + (S + L S) beta + L S gamma, plus the pipeline fills.
+// Thakur et al. 2005), each half pipelined by slice, one after the other on rank 0. Rank 0
+// has L = ceil(log2 n) children: in the reduce their L vectors come in through its ingress
+// and it reduces them, in the broadcast it sends S to each out of its egress. It is the
+// bottleneck: 2 L S beta + L S gamma. A message climbs as many hops as its rank has set bits,
+// so the tree is H = max popcount(r), r < n, hops deep (L for a power of two, less below
+// one): 2 H alpha and pipeline fills of H - 1 slices.
 CostTerms reduceBroadcastCost(int n, double S, double s) {
   CostTerms c;
   if (n <= 1 || S <= 0) return c;
   const double L = ceilLog2(n);
+  int depth = 0;
+  for (int r = 1; r < n; ++r) depth = std::max(depth, __builtin_popcount(static_cast<unsigned>(r)));
+  const double H = depth;
   const double slice = S / slices(S, s);
-  c.alphaCount = 2 * L;
-  c.betaBytes = S + L * S + 2 * (L - 1) * slice;
-  c.gammaBytes = L * S + (L - 1) * slice;
+  c.alphaCount = 2 * H;
+  c.betaBytes = 2 * L * S + 2 * (H - 1) * slice;
+  c.gammaBytes = L * S + (H - 1) * slice;
   return c;
 }
 
-// Parameter server (Li et al., OSDI 2014): every worker sends its vector to the server (in
-// parallel, on their own links), the server reduces n - 1 vectors and sends the sum to each
-// worker in turn over its one port.
-CostTerms parameterServerCost(int n, double S) {
+// Parameter server (Li et al., OSDI 2014), pipelined by slice as the generator runs it: the
+// server takes slice j from every worker in through its ingress, reduces it and sends the sum
+// to every worker out of its egress while slice j + 1 comes in. Its ports each carry
+// (n - 1) S, at once (full duplex); the last slice's sends add (n - 1) sigma. The server
+// reduces (n - 1) S.
+CostTerms parameterServerCost(int n, double S, double s) {
   CostTerms c;
-  if (n <= 1) return c;
+  if (n <= 1 || S <= 0) return c;
+  const double slice = S / slices(S, s);
   c.alphaCount = 2;
-  c.betaBytes = S + (n - 1) * S;
+  c.betaBytes = (n - 1) * (S + slice);
   c.gammaBytes = (n - 1) * S;
   return c;
 }
 
+// Inside a host: the same terms counted against the host's parameters.
+CostTerms insideHost(CostTerms t) {
+  t.hostAlphaCount += t.alphaCount;
+  t.hostBetaBytes += t.betaBytes;
+  t.alphaCount = 0;
+  t.betaBytes = 0;
+  return t;
+}
+
 // Two levels (Horovod's hierarchical all-reduce; see gen_hierarchical.cpp): ring
 // reduce-scatter inside each host of K ranks, ring all-reduce of each 1/K shard across the
-// H hosts, ring all-gather inside each host. The sum of the three ring costs (a smaller last
-// host is costed as a full one).
+// H hosts, ring all-gather inside each host; with several hosts, the first and last phases at
+// the host's parameters. A smaller last host of m ranks gives each of its ranks u = ceil(K/m)
+// shards: u ring passes of m - 1 steps inside it, and u of the shard rings across hosts through its
+// port, so the busiest rank sends max(K - 1, u (m - 1)) shards inside its host and u shards'
+// rings across hosts.
 CostTerms hierarchicalCost(int n, int perHost, double S, double s) {
   if (n <= 1) return {};
   const int K = (perHost <= 0 || perHost > n) ? n : perHost;
   const int H = (n + K - 1) / K;
-  return ringCost(Collective::ReduceScatter, K, S, s) +
-         ringCost(Collective::AllReduce, H, S / K, s) + ringCost(Collective::AllGather, K, S, s);
+  const int m = n - (H - 1) * K;
+  const int u = (K + m - 1) / m;
+  const double inside = std::max(K - 1, u * (m - 1));
+  const CostTerms first = ringSteps(K, S, s, inside, inside), last = ringSteps(K, S, s, inside, 0);
+  if (H == 1) return first + last;  // one host: its links are alpha and beta
+  return insideHost(first) + times(u, ringCost(Collective::AllReduce, H, S / K, s)) +
+         insideHost(last);
 }
 
 }  // namespace
@@ -235,12 +266,98 @@ CostTerms closedForm(const CostQuery& q) {
   if (a == "halving-doubling") return halvingDoublingCost(n, S, s);
   if (a == "recursive-doubling") return recursiveDoublingCost(n, S, s);
   if (a == "reduce-broadcast") return reduceBroadcastCost(n, S, s);
-  if (a == "parameter-server") return parameterServerCost(n, S);
+  if (a == "parameter-server") return parameterServerCost(n, S, s);
   if (a == "hierarchical") return hierarchicalCost(n, q.ranksPerHost, S, s);
   throw GenError("the cost model has no closed form for algorithm '" + std::string(a) + "'");
 }
 
-double predictSeconds(const CostQuery& q, const ModelParams& p) { return closedForm(q).seconds(p); }
+namespace {
+
+bool ringLike(const CostQuery& q) {
+  return q.algorithm == "ring" &&
+         (q.collective == Collective::AllReduce || q.collective == Collective::ReduceScatter ||
+          q.collective == Collective::AllGather);
+}
+
+// The lower of two rates where 0 means unshaped.
+double lowerRate(double a, double b) {
+  if (a <= 0) return b;
+  if (b <= 0) return a;
+  return std::min(a, b);
+}
+
+// The rate of the ring's slowest link under the shaping (0 = none shaped): every link
+// order[i] -> order[i+1] at the lower of its ends' ports and its own rate.
+double slowestRingLink(const CostQuery& q) {
+  std::vector<int> order = q.ringOrder;
+  if (order.empty()) {
+    for (int r = 0; r < q.nranks; ++r) order.push_back(r);
+  }
+  double slowest = 0;
+  const size_t n = order.size();
+  for (size_t i = 0; i < n && n > 1; ++i) {
+    const int a = order[i], b = order[(i + 1) % n];
+    const double r = lowerRate(lowerRate(q.shaping.portRate(a), q.shaping.portRate(b)),
+                               q.shaping.linkRate(a, b));
+    slowest = lowerRate(slowest, r);
+  }
+  return slowest;
+}
+
+// beta no less than a byte's time at `rate` (0 = unshaped).
+double slowedBeta(double beta, double rate) { return rate > 0 ? std::max(beta, 1.0 / rate) : beta; }
+
+}  // namespace
+
+bool closedFormCovers(const CostQuery& q) {
+  const bool hosts = q.ranksPerHost >= 1 && q.ranksPerHost < q.nranks;
+  if (hosts && q.algorithm != "hierarchical") return false;
+  return q.shaping.uniform() || ringLike(q);
+}
+
+ModelParams shapedParams(const CostQuery& q, const ModelParams& p) {
+  const LinkShaping& sh = q.shaping;
+  ModelParams r = p;
+  const double rate = ringLike(q) ? slowestRingLink(q) : sh.portBytesPerSecond;
+  r.alpha += sh.addedLatencySeconds;
+  r.beta = slowedBeta(p.beta, rate);
+  if (p.intraHostAlpha) r.intraHostAlpha = *p.intraHostAlpha + sh.addedLatencySeconds;
+  if (p.intraHostBeta) r.intraHostBeta = slowedBeta(*p.intraHostBeta, rate);
+  return r;
+}
+
+std::string_view toString(PredictionMethod m) {
+  return m == PredictionMethod::ClosedForm ? "closed form" : "simulation";
+}
+
+LinkModel linkModelFor(const CostQuery& q, const ModelParams& p) {
+  const bool hosts = q.ranksPerHost >= 1 && q.ranksPerHost < q.nranks;
+  return LinkModel::shaped(p, q.shaping, hosts ? q.ranksPerHost : 0);
+}
+
+Prediction predict(const CostQuery& q, const ModelParams& p) {
+  const CostTerms terms = closedForm(q);  // refuses what has no closed form, in every case
+  if (closedFormCovers(q)) {
+    return {terms.seconds(shapedParams(q, p)), PredictionMethod::ClosedForm};
+  }
+  const uint64_t elem = dtypeSize(q.dtype);
+  GenParams g;
+  g.collective = q.collective;
+  g.nranks = q.nranks;
+  g.count = apiCountForSize(q.collective, q.nranks, q.bytes, q.dtype);
+  g.sliceElems = q.sliceBytes >= elem ? q.sliceBytes / elem : std::max<uint64_t>(g.count, 1);
+  g.root = q.root;
+  g.ranksPerHost = q.ranksPerHost;
+  g.ring = q.ringOrder;
+  SimOptions so;
+  so.dtype = q.dtype;
+  so.inflight = std::max(q.inflight, 1);
+  so.telemetry = TelemetryLevel::Off;
+  const Schedule s = generate(q.algorithm, g);
+  return {simulate(s, linkModelFor(q, p), so).totalSeconds, PredictionMethod::Simulation};
+}
+
+double predictSeconds(const CostQuery& q, const ModelParams& p) { return predict(q, p).seconds; }
 
 LinearFit fitLine(const std::vector<double>& x, const std::vector<double>& y) {
   ARL_ENFORCE(x.size() == y.size(), x.size() << " x values for " << y.size() << " y values");
@@ -283,7 +400,8 @@ AlphaBetaFit fitAlphaBeta(const std::vector<CostTerms>& terms, const std::vector
   // Normal equations of min sum (y - a*A - b*B)^2 with y = t - gamma*G.
   double aa = 0, ab = 0, bb = 0, ay = 0, by = 0;
   for (size_t i = 0; i < terms.size(); ++i) {
-    const double A = terms[i].alphaCount, B = terms[i].betaBytes;
+    const double A = terms[i].alphaCount + terms[i].hostAlphaCount;
+    const double B = terms[i].betaBytes + terms[i].hostBetaBytes;
     const double y = seconds[i] - gamma * terms[i].gammaBytes;
     aa += A * A;
     ab += A * B;
@@ -306,8 +424,9 @@ AlphaBetaFit fitAlphaBeta(const std::vector<CostTerms>& terms, const std::vector
   f.beta = (aa * by - ab * ay) / det;
   double ss = 0;
   for (size_t i = 0; i < terms.size(); ++i) {
-    const double r = seconds[i] - (terms[i].alphaCount * f.alpha + terms[i].betaBytes * f.beta +
-                                   terms[i].gammaBytes * gamma);
+    const double A = terms[i].alphaCount + terms[i].hostAlphaCount;
+    const double B = terms[i].betaBytes + terms[i].hostBetaBytes;
+    const double r = seconds[i] - (A * f.alpha + B * f.beta + terms[i].gammaBytes * gamma);
     ss += r * r;
   }
   f.rmsResidual = std::sqrt(ss / static_cast<double>(terms.size()));

@@ -1,27 +1,33 @@
 // Cost model of collective schedules. Three tools, all predictions, never measurements:
 //  1. closed forms in the alpha-beta-gamma (Hockney) model, per algorithm and collective
 //     (Thakur, Rabenseifner & Gropp 2005; Patarasuk & Yuan 2009; NCCL's tuning model);
-//  2. a discrete-event simulation of any Schedule over a link model, yielding a predicted
-//     timeline in the shape of measured telemetry (ModelTimeline, flagged `predicted`);
+//  2. a discrete-event simulation of any Schedule over a link model of full-duplex ports
+//     (egress and ingress) and links, yielding a predicted timeline in the shape of measured
+//     telemetry (ModelTimeline, flagged `predicted`);
 //  3. least-squares fits of alpha and beta from measured (bytes, time) points.
+// predict() picks the closed form where it can say the network's shaping and the simulation
+// where it cannot.
 // docs/algorithms.md lists every formula with its source.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "schedule/schedule.h"
-#include "exec/telemetry.h"
+#include "base/shaping.h"
 #include "base/types.h"
+#include "exec/telemetry.h"
+#include "schedule/schedule.h"
 
 namespace arl {
 
 // Hockney / alpha-beta-gamma parameters.
 //   alpha: seconds per message (latency a message pays once, whatever its size)
-//   beta:  seconds per byte on a link (1 / link bandwidth)
+//   beta:  seconds per byte through a rank's port, each direction (1 / port bandwidth); a
+//          port is full duplex: a rank sends and receives at once, each at 1 / beta
 //   gamma: seconds per byte reduced (1 / reduction rate)
 // The defaults describe the machines this lab is built on (a few cores, worker processes
 // over ZeroMQ ipc:// at one to two GB/s, a core reducing floats at a few GB/s). They are
@@ -30,62 +36,141 @@ struct ModelParams {
   double alpha = 20e-6;
   double beta = 1.0 / 1.5e9;
   double gamma = 1.0 / 4e9;
+  // Messages between ranks of one host when the ranks span several hosts (the hierarchical
+  // algorithm's first and last phases; a LinkModel with hosts). On one host alpha and beta
+  // are its links'. Unset: the same as alpha and beta, so nothing changes until they are set.
+  std::optional<double> intraHostAlpha;
+  std::optional<double> intraHostBeta;
+  double hostAlpha() const { return intraHostAlpha.value_or(alpha); }
+  double hostBeta() const { return intraHostBeta.value_or(beta); }
 };
 
-// A closed-form cost as coefficients of the three parameters:
-//   seconds = alphaCount * alpha + betaBytes * beta + gammaBytes * gamma.
-// Keeping the form linear in (alpha, beta, gamma) is what lets fitAlphaBeta() fit it.
+// A closed-form cost as coefficients of the parameters:
+//   seconds = alphaCount * alpha + betaBytes * beta + gammaBytes * gamma
+//           + hostAlphaCount * hostAlpha + hostBetaBytes * hostBeta.
+// Keeping the form linear in the parameters is what lets fitAlphaBeta() fit it.
 struct CostTerms {
-  double alphaCount = 0;  // messages on the critical path
-  double betaBytes = 0;   // bytes serialized over the critical path's links
-  double gammaBytes = 0;  // bytes reduced on the critical path
+  double alphaCount = 0;      // messages on the critical path (between hosts, for hierarchical)
+  double betaBytes = 0;       // bytes through the busiest port on the critical path
+  double gammaBytes = 0;      // bytes reduced on the critical path
+  double hostAlphaCount = 0;  // the same inside a host (hierarchical only)
+  double hostBetaBytes = 0;
   double seconds(const ModelParams& p) const {
-    return alphaCount * p.alpha + betaBytes * p.beta + gammaBytes * p.gamma;
+    return alphaCount * p.alpha + betaBytes * p.beta + gammaBytes * p.gamma +
+           hostAlphaCount * p.hostAlpha() + hostBetaBytes * p.hostBeta();
   }
 };
 
-// What a closed form is asked about. `bytes` is the collective's size S as nccl-tests
+// What the model is asked about: one run. `bytes` is the collective's size S as nccl-tests
 // reports it (collectiveBytes() in metrics.h: count*elem, or nranks*count*elem for
-// reduce-scatter and all-gather). `sliceBytes` is the pipeline slice (0 = unsliced).
+// reduce-scatter and all-gather). `sliceBytes` is the pipeline slice (0 = unsliced). The
+// closed forms read the algorithm, collective, ranks, bytes, slice and ranks per host; the
+// rest describes the schedule predict() simulates when a closed form cannot say the shaping.
 struct CostQuery {
   std::string_view algorithm;
   Collective collective = Collective::AllReduce;
   int nranks = 1;
   uint64_t bytes = 0;
   uint64_t sliceBytes = 0;
-  int ranksPerHost = 0;  // hierarchical: ranks per host; 0 = all ranks on one host
+  int ranksPerHost = 0;  // consecutive ranks per host; 0 = all ranks on one host
+  DataType dtype = DataType::Float;
+  int root = 0;                // reduce and broadcast
+  std::vector<int> ringOrder;  // empty = 0, 1, ..., n-1
+  int inflight = 4;            // as SimOptions::inflight
+  LinkShaping shaping;         // the network the run is shaped to (empty: the machine's own)
 };
 
-// Closed-form cost of the algorithm (formulas in model.cpp and docs/algorithms.md). Throws
-// GenError for an unknown algorithm or a collective it does not implement.
+// Closed-form cost of the algorithm on uniform ports (formulas in model.cpp and
+// docs/algorithms.md); it ignores q.shaping. Throws GenError for an unknown algorithm or a
+// collective it does not implement.
 CostTerms closedForm(const CostQuery& q);
 
-// closedForm(q).seconds(p).
+// Whether the closed form can say q's network: any uniform shaping (every port at one rate,
+// an added latency); for the ring's all-reduce, reduce-scatter and all-gather also slow ranks
+// and slow links, since every byte crosses every link of the ring and the ring runs at its
+// slowest link's pace. With ranks on several hosts only the hierarchical algorithm's closed
+// form knows which messages stay inside a host (and so use the host's links, not its port).
+// Elsewhere the simulation of the schedule is the authority.
+bool closedFormCovers(const CostQuery& q);
+
+// The parameters the closed form is evaluated with under q.shaping: alpha plus the added
+// latency, beta no less than 1 / the port rate (for the ring: 1 / its slowest link's rate),
+// inside and between hosts alike (one machine's data plane paces every transfer).
+ModelParams shapedParams(const CostQuery& q, const ModelParams& p);
+
+enum class PredictionMethod : uint8_t { ClosedForm, Simulation };
+std::string_view toString(PredictionMethod m);
+
+struct Prediction {
+  double seconds = 0;
+  PredictionMethod method = PredictionMethod::ClosedForm;
+};
+
+// The model's time for q: the closed form with shapedParams() when closedFormCovers(q), else
+// the simulation of q's schedule over linkModelFor(q, p). Throws GenError as closedForm(), or
+// for a schedule the generator refuses.
+Prediction predict(const CostQuery& q, const ModelParams& p = {});
+
+// predict(q, p).seconds.
 double predictSeconds(const CostQuery& q, const ModelParams& p = {});
 
 // ---- discrete-event simulation ----
 
+// A rank's port: bytes per second it can send and receive, each on its own (full duplex).
+// 0 = unlimited.
+struct PortParams {
+  double egressBytesPerSecond = 0;
+  double ingressBytesPerSecond = 0;
+};
+
+// A directed link: a rate cap on top of the ports at its ends (0 = none) and the latency a
+// message pays on it.
 struct LinkParams {
-  double bytesPerSecond = 1.5e9;
+  double bytesPerSecond = 0;
   double latencySeconds = 20e-6;
 };
 
-// Links between ranks and the speed of each rank's arithmetic. Links are directed
-// (from -> to); all have `defaults` unless overridden.
+// The network between ranks and the speed of each rank's arithmetic. A message from a to b
+// goes out of a's egress port, over the link a -> b and into b's ingress port. It starts when
+// all three are free, holds each for bytes / that one's own rate (a slow sender does not hold
+// a fast receiver's ingress longer than its bytes need), leaves bytes / rate after it starts
+// with rate = min(a's egress, b's ingress, the link's cap), and arrives the link's latency
+// later. With equal rates this is one message at a time through each port.
+// Ports are every rank's `port` unless `rankPorts` names it. With hosts (ranksPerHost > 0),
+// ranks h*K .. h*K+K-1 share host h, and messages inside a host use each rank's `hostPort` and
+// the `hostLink` instead; `overrides` name a directed link wherever it is.
 struct LinkModel {
-  LinkParams defaults;
+  PortParams port{1.5e9, 1.5e9};
+  std::map<int, PortParams> rankPorts;                  // rank -> its network port
+  LinkParams defaults;                                  // every link between hosts
   std::map<std::pair<int, int>, LinkParams> overrides;  // (from, to) -> params
+  int ranksPerHost = 0;                                 // 0 = no hosts: every message a network one
+  PortParams hostPort{1.5e9, 1.5e9};                    // every rank's port inside its host
+  LinkParams hostLink;                                  // every link inside a host
   double reduceBytesPerSecond = 4e9;                    // every rank unless overridden
   std::map<int, double> rankReduceBytesPerSecond;       // rank -> reduce rate
   double copyBytesPerSecond = 10e9;                     // local copies (memcpy)
 
-  // The link model that corresponds to alpha-beta-gamma parameters (uniform links).
-  static LinkModel fromParams(const ModelParams& p);
+  // The link model that corresponds to alpha-beta-gamma parameters: every port at 1 / beta
+  // each way, links uncapped with latency alpha (inside hosts: hostBeta, hostAlpha).
+  static LinkModel fromParams(const ModelParams& p, int ranksPerHost = 0);
+  // fromParams(), then the shaping: every port (network and host) at the lower of its rate
+  // and the shaped one, slow ranks' ports (and, with hosts, their links inside the host) at
+  // theirs, slow links capped, the added latency on every link.
+  static LinkModel shaped(const ModelParams& p, const LinkShaping& s, int ranksPerHost = 0);
+  bool sameHost(int a, int b) const;
+  PortParams portOf(int rank, bool insideHost) const;
   LinkParams link(int from, int to) const;
+  // Bytes per second of a message from -> to when nothing else uses its ports (0 = unlimited).
+  double rate(int from, int to) const;
   double reduceRate(int rank) const;
   // Sets both directions between a and b.
   void setLinkBothWays(int a, int b, LinkParams lp);
 };
+
+// The link model predict() simulates q over: LinkModel::shaped(p, q.shaping) with q's hosts
+// when the ranks span several (1 <= ranksPerHost < nranks), none on one host.
+LinkModel linkModelFor(const CostQuery& q, const ModelParams& p);
 
 struct SimOptions {
   DataType dtype = DataType::Float;
@@ -107,13 +192,16 @@ struct ModelTimeline {
   std::vector<TelemetryEvent> events;
 };
 
-// Simulates one iteration of `s`. Each rank performs its ops in program order. A send starts
-// when its payload is ready and the sender's outbound port is free, occupies that port for
-// bytes / bandwidth(from, to), and arrives latency later; messages on a channel arrive in
-// order. A receive waits for its message; a reduction occupies the rank for
-// bytes / reduceRate, a local copy bytes / copyRate. A rank finishes when its last op is done
-// and its sends have left. Throws ConfigError naming the rank, op and step when the schedule
-// cannot complete (a receive no send ever matches).
+// Simulates one iteration of `s`. Each rank performs its ops in program order; its sends
+// start in program order, at most `inflight` outstanding. A send may start when its payload
+// is ready and the sender's egress port, the receiver's ingress port and the link are free
+// (LinkModel says for how long a message holds each); sends claim them in the order of the
+// times they become ready (first come, first served), so senders to one receiver share its
+// ingress. Messages on a channel arrive in order. A receive waits
+// for its message; a reduction occupies the rank for bytes / reduceRate, a local copy
+// bytes / copyRate. A rank finishes when its last op is done and its sends have left. Throws
+// ConfigError naming the rank, op and step when the schedule cannot complete (a receive no
+// send ever matches).
 ModelTimeline simulate(const Schedule& s, const LinkModel& links, const SimOptions& opt = {});
 
 // ---- fitting ----
@@ -143,7 +231,9 @@ struct AlphaBetaFit {
 
 // Fits alpha and beta such that seconds ~= alphaCount*alpha + betaBytes*beta +
 // gammaBytes*gamma for each point's terms, with gamma held fixed (pass 0 to ignore
-// reductions). Throws ConfigError when the points cannot separate alpha from beta.
+// reductions). One alpha and one beta: a point's host terms count as the network's (the fit
+// is of a machine whose hosts' parameters equal its network's). Throws ConfigError when the points
+// cannot separate alpha from beta.
 AlphaBetaFit fitAlphaBeta(const std::vector<CostTerms>& terms, const std::vector<double>& seconds,
                           double gamma);
 

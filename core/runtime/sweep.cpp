@@ -120,10 +120,15 @@ void Sweep::complete(RunResult res) {
     cq.bytes = row.sizeBytes;
     cq.sliceBytes = q.sliceBytes;
     cq.ranksPerHost = row.result.effective.ranksPerHost;
+    cq.dtype = q.dtype;
+    cq.root = q.root;
+    cq.ringOrder = row.result.effective.ringOrder;
+    cq.inflight = q.inflight;
+    cq.shaping = spec_.shaping;
     try {
       row.predictedUs = predictSeconds(cq, spec_.model) * 1e6;
     } catch (const std::exception&) {
-      // No closed form for this algorithm and collective: the row shows no prediction.
+      // No model for this algorithm and collective: the row shows no prediction.
     }
   }
   const RunState st = row.result.state;

@@ -24,6 +24,7 @@ struct SweepSpec {
   std::vector<uint64_t> sliceSizes;  // empty = base.sliceBytes
   std::vector<int> inflights;        // empty = base.inflight
   ModelParams model;                 // for the predictions
+  LinkShaping shaping;               // the runs' network, for the predictions (see predict())
   bool keepTelemetry = false;        // keep each run's events in its row (for traces)
 };
 

@@ -134,10 +134,19 @@ Schedule reduceBroadcastAllReduce(const GenParams& p) {
 // server shard).
 //
 // Step 0 (push): every worker sends its whole vector, slice by slice; the server adds each
-// arrival into its Output. Step 1 (pull): the server sends the sum back to every worker.
-// 2 steps; a worker sends count elements, the server (n-1) * count, so the server's link is
-// the bottleneck and the time grows linearly with n.
+// arrival into its Output. Step 1 (pull): the server sends the sum back to every worker. The
+// two are pipelined by slice, as a server that answers each key once it has every worker's
+// push: the server takes slice j from every worker, then sends slice j to every worker, then
+// takes slice j + 1; a worker pushes slice j + 2 before it pulls slice j, so the next slices
+// are on their way in while the server's sends go out (one slice ahead is not enough with two
+// ranks: each slice's round trip would then pay two latencies). A port is full duplex, so the
+// server's ingress and egress each carry (n-1) * count elements at once: its port is the bottleneck
+// and the time grows linearly with n, against 2(n-1)/n of the vector per port for the ring.
+// 2 steps. No deadlock at channel capacity 1: the server's send of slice j + 1 to a worker
+// waits for that worker to pull slice j, which follows the worker's push of slice j + 2, which
+// waits for the server to take slice j + 1, and the server does that before sending it.
 Schedule parameterServerAllReduce(const GenParams& p) {
+  constexpr uint64_t kPushAhead = 2;  // slices a worker pushes before it pulls the first
   Schedule s = gen::makeSkeleton("parameter-server", p);
   const int n = p.nranks;
   if (n == 1) {
@@ -149,32 +158,31 @@ Schedule parameterServerAllReduce(const GenParams& p) {
   auto& server = s.ranks[0];
   for (uint64_t sl = 0; sl < slices; ++sl) {
     const Range x = wholeSlice(s, sl);
+    const auto js = static_cast<uint32_t>(sl);
     for (int w = 1; w < n; ++w) {
       const BufRef src = w == 1 ? in(x.begin) : out(x.begin);
-      server.push_back(makeOp(OpKind::RecvReduceCopy, Phase::Reduce, -1, w, src, out(x.begin),
-                              x.len, 0, 0, static_cast<uint32_t>(sl)));
+      server.push_back(
+          makeOp(OpKind::RecvReduceCopy, Phase::Reduce, -1, w, src, out(x.begin), x.len, 0, 0, js));
     }
-  }
-  for (uint64_t sl = 0; sl < slices; ++sl) {
-    const Range x = wholeSlice(s, sl);
     for (int w = 1; w < n; ++w) {
       server.push_back(makeOp(OpKind::Send, Phase::Broadcast, w, -1, out(x.begin), out(x.begin),
-                              x.len, 1, 0, static_cast<uint32_t>(sl)));
+                              x.len, 1, 0, js));
     }
   }
-  // Workers push everything before pulling: the server only sends once it has all of it.
   for (int w = 1; w < n; ++w) {
     auto& ops = s.ranks[static_cast<size_t>(w)];
+    auto pull = [&](uint64_t sl) {
+      const Range x = wholeSlice(s, sl);
+      ops.push_back(makeOp(OpKind::Recv, Phase::Broadcast, -1, 0, in(x.begin), out(x.begin), x.len,
+                           1, 0, static_cast<uint32_t>(sl)));
+    };
     for (uint64_t sl = 0; sl < slices; ++sl) {
       const Range x = wholeSlice(s, sl);
       ops.push_back(makeOp(OpKind::Send, Phase::Reduce, 0, -1, in(x.begin), out(x.begin), x.len, 0,
                            0, static_cast<uint32_t>(sl)));
+      if (sl >= kPushAhead) pull(sl - kPushAhead);
     }
-    for (uint64_t sl = 0; sl < slices; ++sl) {
-      const Range x = wholeSlice(s, sl);
-      ops.push_back(makeOp(OpKind::Recv, Phase::Broadcast, -1, 0, in(x.begin), out(x.begin), x.len,
-                           1, 0, static_cast<uint32_t>(sl)));
-    }
+    for (uint64_t sl = slices > kPushAhead ? slices - kPushAhead : 0; sl < slices; ++sl) pull(sl);
   }
   gen::finishSteps(s);
   return s;

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "base/errors.h"
-#include "schedule/generators.h"
 #include "model/metrics.h"
+#include "schedule/generators.h"
 #include "schedule/verifier.h"
 
 namespace arl {
@@ -130,7 +130,7 @@ TEST(Model, CappedLinkSlowsTheSimulatedRun) {
   const Schedule s = gen("ring", 8, 1 << 18, 4096);
   const LinkModel uniform = LinkModel::fromParams({});
   LinkModel capped = uniform;
-  capped.overrides[{3, 4}] = {uniform.defaults.bytesPerSecond / 10,
+  capped.overrides[{3, 4}] = {uniform.port.egressBytesPerSecond / 10,
                               uniform.defaults.latencySeconds};
   const double base = simulate(s, uniform).totalSeconds;
   const double slow = simulate(s, capped).totalSeconds;
@@ -144,7 +144,8 @@ TEST(Model, CappedLinkSlowsTheSimulatedRun) {
 }
 
 TEST(Model, HierarchicalWinsWhenLinksBetweenHostsAreSlow) {
-  // 8 ranks on two hosts of 4; links between the hosts at a tenth of the bandwidth.
+  // 8 ranks on two hosts of 4; the network between the hosts at a tenth of the bandwidth
+  // inside them.
   GenParams p;
   p.nranks = 8;
   p.count = 1 << 18;
@@ -154,12 +155,10 @@ TEST(Model, HierarchicalWinsWhenLinksBetweenHostsAreSlow) {
   Schedule ring = generate("ring", p);
   ASSERT_TRUE(annotate(hier).ok);
   ASSERT_TRUE(annotate(ring).ok);
-  LinkModel m = LinkModel::fromParams({});
-  for (int a = 0; a < 4; ++a) {
-    for (int b = 4; b < 8; ++b) {
-      m.setLinkBothWays(a, b, {m.defaults.bytesPerSecond / 10, m.defaults.latencySeconds});
-    }
-  }
+  ModelParams slowNetwork;
+  slowNetwork.intraHostBeta = slowNetwork.beta;
+  slowNetwork.beta *= 10;
+  const LinkModel m = LinkModel::fromParams(slowNetwork, 4);
   const LinkModel uniform = LinkModel::fromParams({});
   // Uniform links: the same ring costs, nearly the same time.
   EXPECT_NEAR(simulate(hier, uniform).totalSeconds / simulate(ring, uniform).totalSeconds, 1.0,
