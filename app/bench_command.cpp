@@ -342,14 +342,14 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
   const int aw = static_cast<int>(algoWidth_);
   const std::string sw = varySlice_ ? fmt("  %9s", "slice") : "";
   const std::string iw = varyInflight_ ? fmt("  %8s", "inflight") : "";
-  std::printf("#\n#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s\n", "size", "count",
-              "type", "redop", "root", aw, "algorithm", sw.c_str(), iw.c_str(), "time", "algbw",
-              "busbw", "#wrong", "predicted");
+  std::printf("#\n#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s  %7s  %7s  %7s\n",
+              "size", "count", "type", "redop", "root", aw, "algorithm", sw.c_str(), iw.c_str(),
+              "time", "algbw", "busbw", "#wrong", "predicted", "p50", "p99", "max");
   const std::string su = varySlice_ ? fmt("  %9s", "(B)") : "";
   const std::string iu = varyInflight_ ? fmt("  %8s", "") : "";
-  std::printf("#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s\n", "(B)",
-              "(elements)", "", "", "", aw, "", su.c_str(), iu.c_str(), "(us)", "(GB/s)", "(GB/s)",
-              "", "(us,model)");
+  std::printf("#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s  %7s  %7s  %7s\n",
+              "(B)", "(elements)", "", "", "", aw, "", su.c_str(), iu.c_str(), "(us)", "(GB/s)",
+              "(GB/s)", "", "(us,model)", "(us)", "(us)", "(us)");
   std::fflush(stdout);
 }
 
@@ -362,13 +362,16 @@ void Bench::printRow(const SweepRow& row) {
       std::isfinite(row.predictedUs) ? formatTimeUs(row.predictedUs) : std::string("-");
   const std::string slice = varySlice_ ? fmt("  %9" PRIu64, q.sliceBytes) : "";
   const std::string inflight = varyInflight_ ? fmt("  %8d", q.inflight) : "";
+  const IterationSpread& sp = row.metrics.spread;
   progress_.line(
-      stdout, fmt("%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i  %-*s%s%s  %7s  %6.2f  "
-                  "%6.2f  %6s  %9s",
-                  row.sizeBytes, row.count, std::string(toString(q.dtype)).c_str(), redop.c_str(),
-                  rooted ? q.root : -1, static_cast<int>(algoWidth_), q.algorithm.c_str(),
-                  slice.c_str(), inflight.c_str(), formatTimeUs(row.metrics.timeUs).c_str(),
-                  row.metrics.algbwGBps, row.metrics.busbwGBps, wrong.c_str(), predicted.c_str()));
+      stdout,
+      fmt("%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i  %-*s%s%s  %7s  %6.2f  "
+          "%6.2f  %6s  %9s  %7s  %7s  %7s",
+          row.sizeBytes, row.count, std::string(toString(q.dtype)).c_str(), redop.c_str(),
+          rooted ? q.root : -1, static_cast<int>(algoWidth_), q.algorithm.c_str(), slice.c_str(),
+          inflight.c_str(), formatTimeUs(row.metrics.timeUs).c_str(), row.metrics.algbwGBps,
+          row.metrics.busbwGBps, wrong.c_str(), predicted.c_str(), formatTimeUs(sp.p50Us).c_str(),
+          formatTimeUs(sp.p99Us).c_str(), formatTimeUs(sp.maxUs).c_str()));
 }
 
 void Bench::printFooter() {
