@@ -340,6 +340,18 @@ struct RunJob {
   SteadyClock::time_point readySentAt;
   std::vector<Message> results;  // IterationResults, then RunDone or RunFailed
 
+  // Gives `results` room for every IterationResult of the run and touches that memory now,
+  // before the run thread starts: growing it between iterations allocated fresh pages on the
+  // run thread, and a page fault there (15 us on a virtual machine) lands in the time of a
+  // peer waiting for this rank (docs/telemetry.md, "The tail"). Capped: a run of a million
+  // iterations grows the rest as it goes.
+  void reserveResults(uint32_t iterations) {
+    constexpr size_t kMaxReserved = size_t{1} << 16;  // 11 MiB of Messages
+    const size_t n = std::min<size_t>(size_t{iterations} + 2, kMaxReserved);
+    results.resize(n);  // constructs, so writes, every element: the pages are faulted in
+    results.clear();    // and stay, with the capacity
+  }
+
   // Posts a result message and keeps it for a re-send.
   uint64_t postResult(Message m, bool wake = true) {
     {
@@ -602,8 +614,13 @@ void runOnDataPlane(RunJob& j, const Schedule& s, RankRun& run, RunDataPlane& pl
   // The data plane is closed before RunDone leaves, so no send of this run is in flight
   // when the next one starts: ZeroMQ's close() says goodbye to its peers (it waits for
   // their last messages; j.dp stays set meanwhile, so an Abort still interrupts it);
-  // shared memory needs no goodbye, its data already sits in the receivers' rings.
+  // shared memory needs no goodbye for its data, which already sits in the receivers' rings,
+  // but drains them for the timing's sake: a rank that finished first waits, as it does
+  // between iterations, until its receivers have taken its last data, instead of tearing
+  // down and reporting on a core they may need for their last iteration (docs/telemetry.md,
+  // "The tail").
   j.progress.setPhase(RunPhase::Closing);
+  if (plane.shm) plane.shm->drain();
   plane.close();
   j.progress.setPhase(RunPhase::Reported);
   j.reportedAt = SteadyClock::now();
@@ -1043,6 +1060,7 @@ class WorkerSession {
     j.stallAt = std::exchange(stall_, std::nullopt);
     j.verbose = opt_.verbose;
     j.out.setWakeup(&wake_);
+    j.reserveResults(c.iterations);
     if (!welcomed_ || rank_ < 0 || rank_ >= c.worldSize) {
       RunFailed f;
       f.epoch = epoch;
