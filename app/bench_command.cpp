@@ -118,6 +118,14 @@ class Progress {
  public:
   Progress() : tty_(::isatty(2) == 1) {}
 
+  // Whether show() would draw now: callers skip formatting a line that would not be shown
+  // (iteration reports come thousands a second).
+  bool due() const {
+    if (!tty_) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    return !shown_ || Clock::now() - last_ >= std::chrono::milliseconds(100);
+  }
+
   void show(const std::string& text) {
     if (!tty_) return;
     std::lock_guard<std::mutex> lock(mu_);
@@ -148,7 +156,7 @@ class Progress {
     shown_ = false;
   }
   bool tty_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   bool shown_ = false;
   Clock::time_point last_{};
 };
@@ -251,6 +259,7 @@ void Bench::onEvent(const CoordinatorEvent& ev) {
       iterationReports_ = 0;
     }
     ++iterationReports_;
+    if (!progress_.due()) return;
     const uint64_t n = static_cast<uint64_t>(std::max(nranksOf(c_), 1));
     progress_.show(fmt("[%zu/%zu] %s: iteration %" PRIu64 "/%d", runIndex_, runTotal_,
                        runLabel_.c_str(), std::min<uint64_t>(iterationReports_ / n, c_.iters),
