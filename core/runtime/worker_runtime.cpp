@@ -548,28 +548,27 @@ constexpr int64_t kResultIntervalNs = 10'000'000;
 // The timed iterations not yet posted, as the IterationResult that will carry them.
 class ResultBatch {
  public:
-  ResultBatch(const RunConfig& c, int rank) {
+  ResultBatch(const RunConfig& c, int rank) : lastPostNs_(steadyNowNs()) {
     msg_.epoch = c.epoch;
     msg_.rank = rank;
     // Room for a whole batch, so that gathering allocates nothing between iterations.
     msg_.moreTimesNs.reserve(std::min<size_t>(c.iterations, kMaxIterationsPerResult - 1));
   }
 
-  // Adds a timed iteration; true when the batch is due (`last`, full, or kResultIntervalNs
-  // old).
+  // Adds a timed iteration; true when the batch is due: `last`, full, or kResultIntervalNs
+  // after the previous post (so an iteration longer than that is posted at once).
   bool add(const TimedIteration& t, bool last) {
-    const int64_t now = steadyNowNs();
     if (empty_) {
       msg_.iteration = t.index;
       msg_.timeNs = static_cast<uint64_t>(t.ns);
       msg_.moreTimesNs.clear();
-      firstNs_ = now;
       empty_ = false;
     } else {
       msg_.moreTimesNs.push_back(static_cast<uint64_t>(t.ns));
     }
     msg_.wrong = t.wrong.value_or(0);
-    return last || msg_.count() >= kMaxIterationsPerResult || now - firstNs_ >= kResultIntervalNs;
+    return last || msg_.count() >= kMaxIterationsPerResult ||
+           steadyNowNs() - lastPostNs_ >= kResultIntervalNs;
   }
 
   // Posts what was gathered (nothing when empty), without waking the control thread.
@@ -577,11 +576,12 @@ class ResultBatch {
     if (empty_) return;
     j.postResult(msg_, /*wake=*/false);
     empty_ = true;
+    lastPostNs_ = steadyNowNs();
   }
 
  private:
   IterationResult msg_;
-  int64_t firstNs_ = 0;
+  int64_t lastPostNs_;
   bool empty_ = true;
 };
 
