@@ -118,6 +118,14 @@ class Progress {
  public:
   Progress() : tty_(::isatty(2) == 1) {}
 
+  // Whether show() would draw now: callers skip formatting a line that would not be shown
+  // (iteration reports come thousands a second).
+  bool due() const {
+    if (!tty_) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    return !shown_ || Clock::now() - last_ >= std::chrono::milliseconds(100);
+  }
+
   void show(const std::string& text) {
     if (!tty_) return;
     std::lock_guard<std::mutex> lock(mu_);
@@ -148,7 +156,7 @@ class Progress {
     shown_ = false;
   }
   bool tty_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   bool shown_ = false;
   Clock::time_point last_{};
 };
@@ -251,6 +259,7 @@ void Bench::onEvent(const CoordinatorEvent& ev) {
       iterationReports_ = 0;
     }
     ++iterationReports_;
+    if (!progress_.due()) return;
     const uint64_t n = static_cast<uint64_t>(std::max(nranksOf(c_), 1));
     progress_.show(fmt("[%zu/%zu] %s: iteration %" PRIu64 "/%d", runIndex_, runTotal_,
                        runLabel_.c_str(), std::min<uint64_t>(iterationReports_ / n, c_.iters),
@@ -342,14 +351,14 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
   const int aw = static_cast<int>(algoWidth_);
   const std::string sw = varySlice_ ? fmt("  %9s", "slice") : "";
   const std::string iw = varyInflight_ ? fmt("  %8s", "inflight") : "";
-  std::printf("#\n#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s\n", "size", "count",
-              "type", "redop", "root", aw, "algorithm", sw.c_str(), iw.c_str(), "time", "algbw",
-              "busbw", "#wrong", "predicted");
+  std::printf("#\n#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s  %7s  %7s  %7s\n",
+              "size", "count", "type", "redop", "root", aw, "algorithm", sw.c_str(), iw.c_str(),
+              "time", "algbw", "busbw", "#wrong", "predicted", "p50", "p99", "max");
   const std::string su = varySlice_ ? fmt("  %9s", "(B)") : "";
   const std::string iu = varyInflight_ ? fmt("  %8s", "") : "";
-  std::printf("#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s\n", "(B)",
-              "(elements)", "", "", "", aw, "", su.c_str(), iu.c_str(), "(us)", "(GB/s)", "(GB/s)",
-              "", "(us,model)");
+  std::printf("#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s  %7s  %7s  %7s\n",
+              "(B)", "(elements)", "", "", "", aw, "", su.c_str(), iu.c_str(), "(us)", "(GB/s)",
+              "(GB/s)", "", "(us,model)", "(us)", "(us)", "(us)");
   std::fflush(stdout);
 }
 
@@ -362,13 +371,16 @@ void Bench::printRow(const SweepRow& row) {
       std::isfinite(row.predictedUs) ? formatTimeUs(row.predictedUs) : std::string("-");
   const std::string slice = varySlice_ ? fmt("  %9" PRIu64, q.sliceBytes) : "";
   const std::string inflight = varyInflight_ ? fmt("  %8d", q.inflight) : "";
+  const IterationSpread& sp = row.metrics.spread;
   progress_.line(
-      stdout, fmt("%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i  %-*s%s%s  %7s  %6.2f  "
-                  "%6.2f  %6s  %9s",
-                  row.sizeBytes, row.count, std::string(toString(q.dtype)).c_str(), redop.c_str(),
-                  rooted ? q.root : -1, static_cast<int>(algoWidth_), q.algorithm.c_str(),
-                  slice.c_str(), inflight.c_str(), formatTimeUs(row.metrics.timeUs).c_str(),
-                  row.metrics.algbwGBps, row.metrics.busbwGBps, wrong.c_str(), predicted.c_str()));
+      stdout,
+      fmt("%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i  %-*s%s%s  %7s  %6.2f  "
+          "%6.2f  %6s  %9s  %7s  %7s  %7s",
+          row.sizeBytes, row.count, std::string(toString(q.dtype)).c_str(), redop.c_str(),
+          rooted ? q.root : -1, static_cast<int>(algoWidth_), q.algorithm.c_str(), slice.c_str(),
+          inflight.c_str(), formatTimeUs(row.metrics.timeUs).c_str(), row.metrics.algbwGBps,
+          row.metrics.busbwGBps, wrong.c_str(), predicted.c_str(), formatTimeUs(sp.p50Us).c_str(),
+          formatTimeUs(sp.p99Us).c_str(), formatTimeUs(sp.maxUs).c_str()));
 }
 
 void Bench::printFooter() {

@@ -46,6 +46,10 @@ Json resultJson(const BenchRow& row) {
               {"time_us", row.metrics.timeUs},
               {"time_nccl_us", meanOfRankMeansUs(perIterationPerRankUs(res))},
               {"time_rank_mean_us", slowestOfRankMeansUs(perIterationPerRankUs(res))},
+              {"p50_us", row.metrics.spread.p50Us},
+              {"p90_us", row.metrics.spread.p90Us},
+              {"p99_us", row.metrics.spread.p99Us},
+              {"max_us", row.metrics.spread.maxUs},
               {"algbw_gbps", row.metrics.algbwGBps},
               {"busbw_gbps", row.metrics.busbwGBps},
               {"wrong", q.check ? Json(row.metrics.wrong) : Json(nullptr)},
@@ -96,6 +100,10 @@ std::vector<std::string> csvFields(const BenchRow& row) {
           std::to_string(q.inflight),
           csvNumber(row.metrics.timeUs),
           csvNumber(meanOfRankMeansUs(perIterationPerRankUs(res))),
+          csvNumber(row.metrics.spread.p50Us),
+          csvNumber(row.metrics.spread.p90Us),
+          csvNumber(row.metrics.spread.p99Us),
+          csvNumber(row.metrics.spread.maxUs),
           csvNumber(row.metrics.algbwGBps),
           csvNumber(row.metrics.busbwGBps),
           q.check ? std::to_string(row.metrics.wrong) : "",
@@ -130,9 +138,8 @@ std::string benchResultsJson(const BenchReport& r) {
 std::string benchResultsCsv(const BenchReport& r) {
   std::string out =
       "size_bytes,count,dtype,op,root,algorithm,collective,ranks,in_place,slice_bytes,inflight,"
-      "time_us,time_nccl_us,algbw_gbps,busbw_gbps,wrong,predicted_us,iterations,events,events_"
-      "dropped,state,"
-      "error\n";
+      "time_us,time_nccl_us,p50_us,p90_us,p99_us,max_us,algbw_gbps,busbw_gbps,wrong,predicted_us,"
+      "iterations,events,events_dropped,state,error\n";
   for (const BenchRow& row : r.rows) {
     const std::vector<std::string> f = csvFields(row);
     for (size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + csvField(f[i]);

@@ -80,11 +80,9 @@ Json perRankJson(const std::vector<RankIteration>& perRank) {
 }
 
 Json metricsJson(const Metrics& m) {
-  return Json{{"bytes", m.bytes},
-              {"time_us", m.timeUs},
-              {"algbw_gbps", m.algbwGBps},
-              {"busbw_gbps", m.busbwGBps},
-              {"wrong", m.wrong}};
+  return Json{{"bytes", m.bytes},          {"time_us", m.timeUs},      {"algbw_gbps", m.algbwGBps},
+              {"busbw_gbps", m.busbwGBps}, {"wrong", m.wrong},         {"p50_us", m.spread.p50Us},
+              {"p90_us", m.spread.p90Us},  {"p99_us", m.spread.p99Us}, {"max_us", m.spread.maxUs}};
 }
 
 Json runJson(const BenchRow& row) {
@@ -423,7 +421,9 @@ ResolvedRun readEffective(const In& a, int nranks) {
   return e;
 }
 
-Metrics readMetrics(const In& a) {
+// `iterationUs`: the run's iteration times, which recordings written before the metrics
+// carried their spread hold all the same; the spread is computed from them then.
+Metrics readMetrics(const In& a, const std::vector<double>& iterationUs) {
   const In m = a.object();
   Metrics x;
   x.bytes = m["bytes"].u64();
@@ -431,6 +431,14 @@ Metrics readMetrics(const In& a) {
   x.algbwGBps = m["algbw_gbps"].num();
   x.busbwGBps = m["busbw_gbps"].num();
   x.wrong = m["wrong"].u64();
+  if (m.has("p50_us")) {
+    x.spread.p50Us = m["p50_us"].num();
+    x.spread.p90Us = m["p90_us"].num();
+    x.spread.p99Us = m["p99_us"].num();
+    x.spread.maxUs = m["max_us"].num();
+  } else {
+    x.spread = iterationSpread(iterationUs);
+  }
   return x;
 }
 
@@ -452,8 +460,8 @@ BenchRow readRun(const In& a) {
   res.workers = readWorkers(o["workers"]);
   res.timeUs = o["time_us"].num();
   res.wrong = o["wrong"].u64();
-  row.metrics = readMetrics(o["metrics"]);
   res.iterationUs = readArray<double>(o["iteration_us"], [](const In& x) { return x.num(); });
+  row.metrics = readMetrics(o["metrics"], res.iterationUs);
   res.perRank = readArray<RankIteration>(o["per_rank"], readPerRank);
   // Absent from recordings written before runs carried what they resolved to.
   if (o.has("effective")) res.effective = readEffective(o["effective"], res.nranks);

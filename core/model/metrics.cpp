@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "base/errors.h"
+
 namespace arl {
 
 namespace {
@@ -38,7 +40,44 @@ std::vector<double> rankMeansUs(const std::vector<std::vector<double>>& perItera
   return means;
 }
 
+// The slowest rank's time in each iteration.
+std::vector<double> slowestPerIterationUs(
+    const std::vector<std::vector<double>>& perIterationPerRankUs) {
+  std::vector<double> out;
+  out.reserve(perIterationPerRankUs.size());
+  for (const auto& ranks : perIterationPerRankUs) {
+    double slowest = 0;
+    for (double us : ranks) slowest = std::max(slowest, us);
+    out.push_back(slowest);
+  }
+  return out;
+}
+
+// Index in the sorted values of the nearest-rank p-th percentile of n > 0 values:
+// ceil(p * n / 100) - 1, in integers so that no rounding of p / 100 can move it.
+size_t nearestRankIndex(int p, size_t n) { return (static_cast<size_t>(p) * n + 99) / 100 - 1; }
+
 }  // namespace
+
+double percentileNearestRank(std::vector<double> values, int p) {
+  ARL_ENFORCE(p >= 1 && p <= 100, "percentile " << p << " is outside 1..100");
+  if (values.empty()) return 0;
+  const auto nth = values.begin() + static_cast<std::ptrdiff_t>(nearestRankIndex(p, values.size()));
+  std::nth_element(values.begin(), nth, values.end());
+  return *nth;
+}
+
+IterationSpread iterationSpread(std::vector<double> iterationUs) {
+  IterationSpread s;
+  if (iterationUs.empty()) return s;
+  std::sort(iterationUs.begin(), iterationUs.end());
+  const auto at = [&](int p) { return iterationUs[nearestRankIndex(p, iterationUs.size())]; };
+  s.p50Us = at(50);
+  s.p90Us = at(90);
+  s.p99Us = at(99);
+  s.maxUs = iterationUs.back();
+  return s;
+}
 
 double busBwFactor(Collective c, int nranks) {
   if (nranks <= 0) return 0;
@@ -80,11 +119,7 @@ double meanOfRankMeansUs(const std::vector<std::vector<double>>& perIterationPer
 double slowestRankMeanUs(const std::vector<std::vector<double>>& perIterationPerRankUs) {
   if (perIterationPerRankUs.empty()) return 0;
   double sum = 0;
-  for (const auto& ranks : perIterationPerRankUs) {
-    double slowest = 0;
-    for (double us : ranks) slowest = std::max(slowest, us);
-    sum += slowest;
-  }
+  for (double us : slowestPerIterationUs(perIterationPerRankUs)) sum += us;
   return sum / static_cast<double>(perIterationPerRankUs.size());
 }
 
@@ -112,7 +147,9 @@ Metrics computeMetrics(Collective c, int nranks, uint64_t count, DataType t,
   double sum = 0;
   for (double us : iterationUs) sum += us;
   const double mean = iterationUs.empty() ? 0 : sum / static_cast<double>(iterationUs.size());
-  return metricsFromTime(c, nranks, count, t, mean, wrong);
+  Metrics m = metricsFromTime(c, nranks, count, t, mean, wrong);
+  m.spread = iterationSpread(iterationUs);
+  return m;
 }
 
 Metrics metricsFromRankTimes(Collective c, int nranks, uint64_t count, DataType t,
@@ -120,6 +157,7 @@ Metrics metricsFromRankTimes(Collective c, int nranks, uint64_t count, DataType 
                              uint64_t wrong) {
   Metrics m = metricsFromTime(c, nranks, count, t, slowestRankMeanUs(perIterationPerRankUs), wrong);
   m.ncclTimeUs = meanOfRankMeansUs(perIterationPerRankUs);
+  m.spread = iterationSpread(slowestPerIterationUs(perIterationPerRankUs));
   return m;
 }
 

@@ -37,7 +37,18 @@ uint64_t collectiveBytes(Collective c, int nranks, uint64_t count, DataType t);
 // over the ranks and rounded down to a multiple of 16 bytes per rank.
 uint64_t apiCountForSize(Collective c, int nranks, uint64_t sizeBytes, DataType t);
 
-// One row of nccl-tests output.
+// The spread of a run's iteration times (each the slowest rank's time in one timed
+// iteration), beside their mean: one slow iteration in twenty moves the mean by 5 % of its
+// excess, and the median not at all. Percentiles are nearest-rank (percentileNearestRank).
+// All 0 when nothing was timed or the times are unknown.
+struct IterationSpread {
+  double p50Us = 0;
+  double p90Us = 0;
+  double p99Us = 0;
+  double maxUs = 0;
+};
+
+// One row of nccl-tests output, with the spread of the iteration times beside it.
 struct Metrics {
   uint64_t bytes = 0;     // S
   double timeUs = 0;      // the lab's time: mean of the slowest rank's time over timed iterations
@@ -45,7 +56,20 @@ struct Metrics {
   double algbwGBps = 0;
   double busbwGBps = 0;
   uint64_t wrong = 0;
+  IterationSpread spread;  // of the iteration times timeUs is the mean of; 0s = unknown
 };
+
+// The p-th percentile of `values` (p in 1..100) by the nearest-rank method: the smallest
+// value with at least p % of the values at or below it, the ceil(p * n / 100)-th smallest
+// (Hyndman and Fan, "Sample quantiles in statistical packages", 1996, definition 1, the
+// inverse of the empirical distribution function; numpy's method "inverted_cdf"). It is always
+// one of the measured values, never an interpolation between two: with 20 iterations p99 is
+// the largest and p90 the 18th. Returns 0 for no values. p outside 1..100 is a bug
+// (ARL_ENFORCE).
+double percentileNearestRank(std::vector<double> values, int p);
+
+// p50, p90, p99 and the largest of per-iteration times (0s for none).
+IterationSpread iterationSpread(std::vector<double> iterationUs);
 
 // nccl-tests' time: each rank's mean over the timed iterations, averaged over the ranks
 // (perIterationPerRankUs[i][r] as below; ranks missing from an iteration are skipped). Never
@@ -62,18 +86,19 @@ double slowestRankMeanUs(const std::vector<std::vector<double>>& perIterationPer
 // turns being slowest (as they do with more ranks than cores).
 double slowestOfRankMeansUs(const std::vector<std::vector<double>>& perIterationPerRankUs);
 
-// Metrics from every rank's time in every timed iteration: the lab's time and nccl-tests'.
-// Bandwidths are 0 when the time is not positive (nothing was timed).
+// Metrics from every rank's time in every timed iteration: the lab's time and nccl-tests',
+// and the spread of the slowest rank's times. Bandwidths are 0 when the time is not positive
+// (nothing was timed).
 Metrics metricsFromRankTimes(Collective c, int nranks, uint64_t count, DataType t,
                              const std::vector<std::vector<double>>& perIterationPerRankUs,
                              uint64_t wrong);
 
 // Metrics from the per-iteration slowest-rank times alone (as LocalRunResult::iterationUs
-// holds); nccl-tests' time is left 0 (unknown).
+// holds), their spread included; nccl-tests' time is left 0 (unknown).
 Metrics computeMetrics(Collective c, int nranks, uint64_t count, DataType t,
                        const std::vector<double>& iterationUs, uint64_t wrong);
 
-// Metrics from an already averaged time.
+// Metrics from an already averaged time (the spread is left unknown, 0).
 Metrics metricsFromTime(Collective c, int nranks, uint64_t count, DataType t, double timeUs,
                         uint64_t wrong);
 

@@ -889,23 +889,39 @@ struct Coordinator::Impl {
     return s;
   }
 
+  // Records the iterations of `m` and hands the client an IterationEvent for each, queued
+  // together: one wake-up of the client per message, not per iteration.
   void onIteration(const IterationResult& m, int r) {
     ActiveRun& a = *run;
-    if (m.iteration < a.iterNs.size() && a.iterNs[m.iteration][static_cast<size_t>(r)] >= 0) {
-      return;  // said again after a loss: already counted
+    std::vector<CoordinatorEvent> out;
+    out.reserve(m.count());
+    for (size_t k = 0; k < m.count(); ++k) {
+      const uint64_t wrong = k + 1 == m.count() ? m.wrong : 0;
+      const auto iteration = static_cast<uint32_t>(m.iteration + k);
+      if (recordIteration(r, iteration, m.timeOf(k), wrong)) {
+        out.emplace_back(IterationEvent{a.runId, a.perRank.back()});
+      }
     }
-    if (m.iteration >= a.iterNs.size()) {
+    a.iterationEventsDropped += out.size() - events->tryPushAll(out, 1);
+  }
+
+  // Records rank r's time in a timed iteration; false when it was known already or is not
+  // an iteration of the run.
+  bool recordIteration(int r, uint32_t iteration, uint64_t timeNs, uint64_t wrong) {
+    ActiveRun& a = *run;
+    if (iteration < a.iterNs.size() && a.iterNs[iteration][static_cast<size_t>(r)] >= 0) {
+      return false;  // said again after a loss: already counted
+    }
+    if (iteration >= a.iterNs.size()) {
       logLimited(1, "rank " + std::to_string(r) + " reported iteration " +
-                        std::to_string(m.iteration) + " of a run with " +
+                        std::to_string(iteration) + " of a run with " +
                         std::to_string(a.iterNs.size()) + " iterations; ignored");
-      return;
+      return false;
     }
-    a.iterNs[m.iteration][static_cast<size_t>(r)] = static_cast<int64_t>(m.timeNs);
-    a.iterWrong[m.iteration][static_cast<size_t>(r)] = m.wrong;
-    RankIteration ri{r, m.iteration, static_cast<int64_t>(m.timeNs), m.wrong};
-    a.perRank.push_back(ri);
-    CoordinatorEvent ev = IterationEvent{a.runId, ri};
-    if (!events->tryPush(ev, 1)) ++a.iterationEventsDropped;
+    a.iterNs[iteration][static_cast<size_t>(r)] = static_cast<int64_t>(timeNs);
+    a.iterWrong[iteration][static_cast<size_t>(r)] = wrong;
+    a.perRank.push_back(RankIteration{r, iteration, static_cast<int64_t>(timeNs), wrong});
+    return true;
   }
 
   void onTelemetry(TelemetryBatch& m, int r) {

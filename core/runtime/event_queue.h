@@ -34,6 +34,23 @@ class EventQueue {
     return true;
   }
 
+  // Queues the events of `evs`, in order, while `weightEach` more fits under the capacity,
+  // with one wake-up for all of them; returns how many it queued (moved out of `evs`).
+  size_t tryPushAll(std::vector<CoordinatorEvent>& evs, size_t weightEach) {
+    size_t n = 0;
+    bool wasEmpty = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      wasEmpty = items_.empty();
+      for (; n < evs.size() && load_ + weightEach <= capacity_; ++n) {
+        load_ += weightEach;
+        items_.push_back(Item{std::move(evs[n]), weightEach});
+      }
+    }
+    if (n > 0 && wasEmpty) wake();
+    return n;
+  }
+
   // Moves up to `max` events into `out`, waiting up to `wait` for the first.
   size_t take(std::vector<CoordinatorEvent>& out, std::chrono::milliseconds wait, size_t max) {
     std::unique_lock<std::mutex> lock(mu_);
@@ -61,6 +78,9 @@ class EventQueue {
     size_t weight;
   };
 
+  // Wakes the client only when the queue turns non-empty: take() waits only on an empty
+  // queue, and a wake-up per event made the client and the coordinator take turns on a core
+  // for every iteration report of a batch, while the ranks ran on the same cores.
   void add(CoordinatorEvent ev, size_t weight) {
     bool wasEmpty = false;
     {
@@ -69,8 +89,12 @@ class EventQueue {
       load_ += weight;
       items_.push_back(Item{std::move(ev), weight});
     }
-    cv_.notify_one();
-    if (wasEmpty && onReady_) onReady_();
+    if (wasEmpty) wake();
+  }
+
+  void wake() {
+    cv_.notify_all();
+    if (onReady_) onReady_();
   }
 
   const size_t capacity_;

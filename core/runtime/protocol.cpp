@@ -339,7 +339,17 @@ std::optional<std::string> check(const Start& m) {
 }
 
 std::optional<std::string> check(const IterationResult& m) {
-  return firstError({checkEpoch(m.epoch), checkRank("rank", m.rank)});
+  if (auto e = firstError({checkEpoch(m.epoch), checkRank("rank", m.rank)})) return e;
+  if (m.count() > kMaxIterationsPerResult) {
+    return std::to_string(m.count()) + " iterations exceed the maximum of " +
+           std::to_string(kMaxIterationsPerResult) + " per result";
+  }
+  if (uint64_t{m.iteration} + m.moreTimesNs.size() > std::numeric_limits<uint32_t>::max()) {
+    return "iterations " + std::to_string(m.iteration) + ".." +
+           std::to_string(uint64_t{m.iteration} + m.moreTimesNs.size()) +
+           " go past the last iteration number";
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> check(const TelemetryBatch& m) {
@@ -671,6 +681,7 @@ void toPb(const IterationResult& m, pb::IterationResult& p) {
   p.set_iteration(m.iteration);
   p.set_time_ns(m.timeNs);
   p.set_wrong(m.wrong);
+  p.mutable_more_time_ns()->Assign(m.moreTimesNs.begin(), m.moreTimesNs.end());
 }
 Reason fromPb(const pb::IterationResult& p, const FrameHeader& h, IterationResult& m) {
   m.epoch = h.epoch;
@@ -678,6 +689,7 @@ Reason fromPb(const pb::IterationResult& p, const FrameHeader& h, IterationResul
   m.iteration = p.iteration();
   m.timeNs = p.time_ns();
   m.wrong = p.wrong();
+  m.moreTimesNs.assign(p.more_time_ns().begin(), p.more_time_ns().end());
   return std::nullopt;
 }
 
@@ -1234,6 +1246,7 @@ std::string describe(const Message& m) {
         } else if constexpr (std::is_same_v<T, IterationResult>) {
           os << " rank=" << x.rank << " iteration=" << x.iteration << " time=" << x.timeNs
              << "ns wrong=" << x.wrong;
+          if (!x.moreTimesNs.empty()) os << " and " << x.moreTimesNs.size() << " more";
         } else if constexpr (std::is_same_v<T, TelemetryBatch>) {
           os << " rank=" << x.rank << " run=" << x.runId << " seq=" << x.seq
              << " events=" << x.events.size() << " dropped=" << x.dropped;

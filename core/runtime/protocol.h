@@ -33,7 +33,8 @@ namespace arl {
 // ---- Versions, sizes, limits --------------------------------------------------------------
 
 // Version written into every header. A receiver rejects any other version.
-inline constexpr uint16_t kProtocolVersion = 2;
+// 3: IterationResult carries the times of consecutive iterations (moreTimesNs).
+inline constexpr uint16_t kProtocolVersion = 3;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
@@ -43,6 +44,8 @@ inline constexpr size_t kMaxNameBytes = 255;      // worker, host, backend and a
 inline constexpr size_t kMaxEndpointBytes = 255;  // "tcp://host:port", "ipc:///path"
 inline constexpr size_t kMaxTextBytes = 4096;     // failure reasons, log lines
 inline constexpr size_t kMaxEventsPerBatch = 4096;
+// Iterations one IterationResult reports: 4096 x 10 bytes at most, within kMaxBodyBytes.
+inline constexpr size_t kMaxIterationsPerResult = 4096;
 inline constexpr int32_t kMaxDeviceIndex = 1023;
 inline constexpr uint32_t kMaxHeartbeatIntervalMs = 60'000;
 inline constexpr uint32_t kMaxHeartbeatLiveness = 100;
@@ -314,14 +317,27 @@ struct Start {
   bool operator==(const Start&) const = default;
 };
 
-// worker -> coordinator: one timed iteration (warmup iterations are not reported).
+// worker -> coordinator: the times of one or more consecutive timed iterations (warmup
+// iterations are not reported). A worker sends one every few milliseconds rather than one per
+// iteration: a message per iteration and rank cost the machine more CPU than a small
+// iteration itself (docs/telemetry.md, "The tail").
 struct IterationResult {
   static constexpr MsgType kType = MsgType::IterationResult;
   uint64_t epoch = 0;  // >= 1
   int32_t rank = 0;
-  uint32_t iteration = 0;  // 0-based index among the timed iterations
-  uint64_t timeNs = 0;
-  uint64_t wrong = 0;  // elements that differ from the expected result (0 when !check)
+  uint32_t iteration = 0;  // 0-based index among the timed iterations of the first one
+  uint64_t timeNs = 0;     // the first one's time
+  // Elements that differ from the expected result in the last iteration reported (0 when
+  // !check; the earlier ones are not checked).
+  uint64_t wrong = 0;
+  // The times of iterations iteration + 1, iteration + 2, ...: at most
+  // kMaxIterationsPerResult - 1, and iteration + their number stays below 2^32.
+  std::vector<uint64_t> moreTimesNs;
+
+  // Iterations reported: 1 + moreTimesNs.size().
+  size_t count() const { return 1 + moreTimesNs.size(); }
+  // The time of the k-th iteration reported (k < count()): iteration + k.
+  uint64_t timeOf(size_t k) const { return k == 0 ? timeNs : moreTimesNs[k - 1]; }
 
   Frames encode() const;
   static DecodeResult<IterationResult> decode(ByteView header, ByteView body);

@@ -341,6 +341,19 @@ struct RunJob {
   SteadyClock::time_point readySentAt;
   std::vector<Message> results;  // IterationResults, then RunDone or RunFailed
 
+  // Gives `results` room for the run's IterationResults and touches that memory now, before
+  // the run thread starts: growing it between iterations allocated fresh pages on the run
+  // thread, and a page fault there (15 us on a virtual machine) lands in the time of a peer
+  // waiting for this rank (docs/telemetry.md, "The tail"). An IterationResult carries the
+  // iterations of up to 10 ms (ResultBatch), so 1024 of them last ten seconds at least; a
+  // longer run grows the vector as it goes.
+  void reserveResults(uint32_t iterations) {
+    constexpr size_t kMaxReserved = 1024;  // 176 KiB of Messages
+    const size_t n = std::min<size_t>(size_t{iterations} + 2, kMaxReserved);
+    results.resize(n);  // constructs, so writes, every element: the pages are faulted in
+    results.clear();    // and stay, with the capacity
+  }
+
   // Posts a result message and keeps it for a re-send.
   uint64_t postResult(Message m, bool wake = true) {
     {
@@ -538,11 +551,62 @@ void connectDataPlane(RunJob& j, RunDataPlane& plane) {
   }
 }
 
-// Runs the warm-up and timed iterations, reporting each timed one; returns the run's #wrong.
-// `iteration` follows the run for RunFailed: -1 while warming up.
-uint64_t runIterations(RunJob& j, RankRun& run, Transport& transport, int64_t& iteration) {
+// How long a rank gathers the times of its timed iterations before it posts them as one
+// IterationResult: the control thread looks every 10 ms anyway. A message per iteration cost
+// the machine more CPU than a 4 KiB iteration (this worker's control thread, ZeroMQ's I/O
+// threads on both sides and the coordinator handle each), while the ranks iterated
+// (docs/telemetry.md, "The tail").
+constexpr int64_t kResultIntervalNs = 10'000'000;
+
+// The timed iterations not yet posted, as the IterationResult that will carry them.
+class ResultBatch {
+ public:
+  ResultBatch(const RunConfig& c, int rank) : lastPostNs_(steadyNowNs()) {
+    msg_.epoch = c.epoch;
+    msg_.rank = rank;
+    // Room for a whole batch, so that gathering allocates nothing between iterations.
+    msg_.moreTimesNs.reserve(std::min<size_t>(c.iterations, kMaxIterationsPerResult - 1));
+  }
+
+  // Adds a timed iteration; true when the batch is due: `last`, full, or kResultIntervalNs
+  // after the previous post (so an iteration longer than that is posted at once).
+  bool add(const TimedIteration& t, bool last) {
+    if (empty_) {
+      msg_.iteration = t.index;
+      msg_.timeNs = static_cast<uint64_t>(t.ns);
+      msg_.moreTimesNs.clear();
+      empty_ = false;
+    } else {
+      msg_.moreTimesNs.push_back(static_cast<uint64_t>(t.ns));
+    }
+    msg_.wrong = t.wrong.value_or(0);
+    return last || msg_.count() >= kMaxIterationsPerResult ||
+           steadyNowNs() - lastPostNs_ >= kResultIntervalNs;
+  }
+
+  // Posts what was gathered (nothing when empty), without waking the control thread.
+  void post(RunJob& j) {
+    if (empty_) return;
+    j.postResult(msg_, /*wake=*/false);
+    empty_ = true;
+    lastPostNs_ = steadyNowNs();
+  }
+
+ private:
+  IterationResult msg_;
+  int64_t lastPostNs_;
+  bool empty_ = true;
+};
+
+// Runs the warm-up and timed iterations, reporting the timed ones in batches (ResultBatch);
+// returns the run's #wrong. `iteration` follows the run for RunFailed: -1 while warming up.
+// With `shm`, the rank drains it (ShmDataPlane::drain) before it checks its output: the check
+// takes milliseconds at large sizes, which peers still in their last iteration would wait out.
+uint64_t runIterations(RunJob& j, RankRun& run, Transport& transport, ShmDataPlane* shm,
+                       int64_t& iteration) {
   const RunConfig& c = j.cfg;
   uint64_t wrongTotal = 0;
+  ResultBatch batch(c, j.rank);
   RankRunHooks hooks;
   hooks.beforeIteration = [&](uint32_t it) {
     const bool isTimed = it >= c.warmup;
@@ -552,20 +616,21 @@ uint64_t runIterations(RunJob& j, RankRun& run, Transport& transport, int64_t& i
     return true;
   };
   hooks.beforeCheck = [&] {
+    if (shm != nullptr) shm->drain();
     if (j.verbose) logLine("run " + std::to_string(c.runId) + ": checking the output");
   };
   hooks.afterTimed = [&](const TimedIteration& t) {
-    IterationResult r;
-    r.epoch = c.epoch;
-    r.rank = j.rank;
-    r.iteration = t.index;
-    r.timeNs = static_cast<uint64_t>(t.ns);
-    r.wrong = t.wrong.value_or(0);
-    wrongTotal += r.wrong;
-    j.postResult(r, /*wake=*/false);
+    wrongTotal += t.wrong.value_or(0);
+    if (batch.add(t, t.index + 1 == c.iterations)) batch.post(j);
   };
   j.running.store(true);
-  run.run(transport, &j.out, hooks);
+  try {
+    run.run(transport, &j.out, hooks);
+  } catch (...) {
+    batch.post(j);  // the iterations that completed before the failure
+    throw;
+  }
+  batch.post(j);
   j.running.store(false);
   return wrongTotal;
 }
@@ -605,7 +670,8 @@ void runOnDataPlane(RunJob& j, const Schedule& s, RankRun& run, RunDataPlane& pl
   if (j.corruption && j.corruption->rank == j.rank) {
     corrupting.emplace(*plane.dp, j.corruption->field);
   }
-  const uint64_t wrong = runIterations(j, run, corrupting ? *corrupting : *plane.dp, iteration);
+  const uint64_t wrong =
+      runIterations(j, run, corrupting ? *corrupting : *plane.dp, plane.shm.get(), iteration);
 
   RunDone done;
   done.epoch = c.epoch;
@@ -615,8 +681,13 @@ void runOnDataPlane(RunJob& j, const Schedule& s, RankRun& run, RunDataPlane& pl
   // The data plane is closed before RunDone leaves, so no send of this run is in flight
   // when the next one starts: ZeroMQ's close() says goodbye to its peers (it waits for
   // their last messages; j.dp stays set meanwhile, so an Abort still interrupts it);
-  // shared memory needs no goodbye, its data already sits in the receivers' rings.
+  // shared memory needs no goodbye for its data, which already sits in the receivers' rings,
+  // but drains them for the timing's sake: a rank that finished first waits, as it does
+  // between iterations, until its receivers have taken its last data, instead of tearing
+  // down and reporting on a core they may need for their last iteration (docs/telemetry.md,
+  // "The tail").
   j.progress.setPhase(RunPhase::Closing);
+  if (plane.shm) plane.shm->drain();
   plane.close();
   j.progress.setPhase(RunPhase::Reported);
   j.reportedAt = SteadyClock::now();
@@ -1057,6 +1128,7 @@ class WorkerSession {
     j.stallAt = std::exchange(stall_, std::nullopt);
     j.verbose = opt_.verbose;
     j.out.setWakeup(&wake_);
+    j.reserveResults(c.iterations);
     if (!welcomed_ || rank_ < 0 || rank_ >= c.worldSize) {
       RunFailed f;
       f.epoch = epoch;

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
+
+#include "base/errors.h"
 
 namespace arl {
 namespace {
@@ -87,6 +90,72 @@ TEST(Metrics, NcclTestsTimeAveragesEachRanksMean) {
   EXPECT_DOUBLE_EQ(m.algbwGBps, 4000.0 / 4.0 / 1e3);
 }
 
+TEST(Metrics, PercentilesAreNearestRank) {
+  // 1..10 shuffled: the p-th percentile is the ceil(p * 10 / 100)-th smallest.
+  const std::vector<double> ten = {7, 3, 10, 1, 5, 9, 2, 8, 4, 6};
+  EXPECT_EQ(percentileNearestRank(ten, 1), 1.0);    // ceil(0.1) = 1st
+  EXPECT_EQ(percentileNearestRank(ten, 10), 1.0);   // ceil(1.0) = 1st
+  EXPECT_EQ(percentileNearestRank(ten, 11), 2.0);   // ceil(1.1) = 2nd
+  EXPECT_EQ(percentileNearestRank(ten, 50), 5.0);   // 5th, not the midpoint 5.5
+  EXPECT_EQ(percentileNearestRank(ten, 90), 9.0);   // exactly 9: 0.9 * 10 must not round up
+  EXPECT_EQ(percentileNearestRank(ten, 99), 10.0);  // ceil(9.9) = 10th
+  EXPECT_EQ(percentileNearestRank(ten, 100), 10.0);
+  // 200 values 1..200: p99 is the 198th, p90 the 180th, p50 the 100th.
+  std::vector<double> many;
+  for (int i = 200; i >= 1; --i) many.push_back(i);
+  EXPECT_EQ(percentileNearestRank(many, 50), 100.0);
+  EXPECT_EQ(percentileNearestRank(many, 90), 180.0);
+  EXPECT_EQ(percentileNearestRank(many, 99), 198.0);
+  EXPECT_EQ(percentileNearestRank({}, 50), 0.0);
+  EXPECT_EQ(percentileNearestRank({4.5}, 1), 4.5);
+  EXPECT_THROW(percentileNearestRank(ten, 0), EnforceError);
+  EXPECT_THROW(percentileNearestRank(ten, 101), EnforceError);
+}
+
+TEST(Metrics, SpreadOfIterationTimes) {
+  // Twenty iterations, nineteen of 7 us and the last of 500 us (a tail at the end of a run):
+  // the mean moves, the median does not; p90 is the 18th (7), p99 the 20th, the largest.
+  std::vector<double> it(19, 7.0);
+  it.push_back(500.0);
+  const IterationSpread s = iterationSpread(it);
+  EXPECT_EQ(s.p50Us, 7.0);
+  EXPECT_EQ(s.p90Us, 7.0);
+  EXPECT_EQ(s.p99Us, 500.0);
+  EXPECT_EQ(s.maxUs, 500.0);
+  const Metrics m = computeMetrics(Collective::AllReduce, 2, 1, DataType::Float, it, 0);
+  EXPECT_DOUBLE_EQ(m.timeUs, (19 * 7.0 + 500.0) / 20);
+  EXPECT_EQ(m.spread.p50Us, 7.0);
+  EXPECT_EQ(m.spread.maxUs, 500.0);
+
+  // One iteration: every percentile is that iteration.
+  const IterationSpread one = iterationSpread({42.0});
+  EXPECT_EQ(one.p50Us, 42.0);
+  EXPECT_EQ(one.p90Us, 42.0);
+  EXPECT_EQ(one.p99Us, 42.0);
+  EXPECT_EQ(one.maxUs, 42.0);
+
+  // None: all 0, as the time is.
+  const IterationSpread none = iterationSpread({});
+  EXPECT_EQ(none.p50Us, 0.0);
+  EXPECT_EQ(none.p99Us, 0.0);
+  EXPECT_EQ(none.maxUs, 0.0);
+  EXPECT_EQ(computeMetrics(Collective::AllReduce, 4, 100, DataType::Float, {}, 0).spread.maxUs,
+            0.0);
+  // From an averaged time alone the spread is unknown.
+  EXPECT_EQ(metricsFromTime(Collective::AllReduce, 4, 100, DataType::Float, 10, 0).spread.p50Us,
+            0.0);
+}
+
+TEST(Metrics, SpreadFromRankTimesIsOfTheSlowestRank) {
+  // Slowest per iteration: 5, 4, 9, 3.
+  const std::vector<std::vector<double>> t = {{1, 5}, {4, 2}, {9, 1}, {3, 3}};
+  const Metrics m = metricsFromRankTimes(Collective::AllReduce, 2, 100, DataType::Float, t, 0);
+  EXPECT_DOUBLE_EQ(m.timeUs, (5 + 4 + 9 + 3) / 4.0);
+  EXPECT_EQ(m.spread.p50Us, 4.0);  // 2nd of 3, 4, 5, 9
+  EXPECT_EQ(m.spread.p90Us, 9.0);  // ceil(3.6) = 4th
+  EXPECT_EQ(m.spread.maxUs, 9.0);
+}
+
 TEST(Metrics, ApiCountRoundsLikeNcclTests) {
   // All-reduce, reduce and broadcast: size / type size, no rounding.
   EXPECT_EQ(apiCountForSize(Collective::AllReduce, 3, 1000, DataType::Float), 250u);
@@ -104,8 +173,8 @@ TEST(Metrics, RowHasNcclTestsColumns) {
   const Metrics m = metricsFromTime(Collective::AllReduce, 8, 1 << 20, DataType::Float, 2000, 0);
   const std::string row =
       ncclTestsRow(Collective::AllReduce, 1 << 20, DataType::Float, RedOp::Sum, 3, m);
-  EXPECT_EQ(row,
-            "     4194304       1048576     float     sum      -1  2000.00    2.10    3.67       0");
+  EXPECT_EQ(
+      row, "     4194304       1048576     float     sum      -1  2000.00    2.10    3.67       0");
   const std::string header = ncclTestsHeader();
   EXPECT_NE(header.find("size         count      type   redop    root     time   algbw   busbw  "
                         "#wrong"),

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -120,6 +121,8 @@ BenchReport syntheticReport() {
     row.result.request.algorithm = i == 0 ? "ring" : "tree";
     row.metrics = computeMetrics(Collective::AllReduce, kRanks, row.count, DataType::Float,
                                  row.result.iterationUs, 0);
+    // Distinct values, exact in binary, so that a field written in another's place shows.
+    row.metrics.spread = {1.5 + i, 2.25 + i, 3.125 + i, 4.0625 + i};
     r.rows.push_back(row);
   }
   r.workers = r.rows[0].result.workers;
@@ -145,9 +148,16 @@ TEST(Export, CsvHasAHeaderAndOneQuotedRowPerRun) {
   const auto lines = splitLines(benchResultsCsv(r));
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0].rfind("size_bytes,count,dtype,op,root,algorithm,collective,ranks,", 0), 0u);
-  EXPECT_NE(lines[0].find(",time_us,time_nccl_us,algbw_gbps,busbw_gbps,wrong,predicted_us,"),
+  EXPECT_NE(lines[0].find(",time_us,time_nccl_us,p50_us,p90_us,p99_us,max_us,algbw_gbps,busbw_"
+                          "gbps,wrong,predicted_us,"),
             std::string::npos);
   EXPECT_EQ(lines[1].rfind("4096,1024,float,sum,0,ring,allreduce,3,", 0), 0u) << lines[1];
+  EXPECT_NE(lines[1].find(",1.5,2.25,3.125,4.0625,"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find(",2.5,3.25,4.125,5.0625,"), std::string::npos) << lines[2];
+  // The header and every row have as many fields (no field of this report holds a comma
+  // before the error).
+  const auto fields = [](const std::string& l) { return std::count(l.begin(), l.end(), ','); };
+  EXPECT_EQ(fields(lines[0]), fields(lines[1]));
   EXPECT_NE(lines[1].find(",123.5,"), std::string::npos) << lines[1];
   // RFC 4180: the comma and the doubled quotes stay inside one field.
   EXPECT_NE(lines[2].find(",\"rank 1, step 2: a reason, with \"\"quotes\"\"\""), std::string::npos)
@@ -189,6 +199,11 @@ TEST(Export, ResultsJsonHoldsConfigAndEveryResultField) {
   EXPECT_DOUBLE_EQ(a.at("time_us").get<double>(), r.rows[0].metrics.timeUs);
   EXPECT_DOUBLE_EQ(a.at("algbw_gbps").get<double>(), r.rows[0].metrics.algbwGBps);
   EXPECT_DOUBLE_EQ(a.at("busbw_gbps").get<double>(), r.rows[0].metrics.busbwGBps);
+  EXPECT_EQ(a.at("p50_us").get<double>(), 1.5);
+  EXPECT_EQ(a.at("p90_us").get<double>(), 2.25);
+  EXPECT_EQ(a.at("p99_us").get<double>(), 3.125);
+  EXPECT_EQ(a.at("max_us").get<double>(), 4.0625);
+  EXPECT_EQ(res[1].at("max_us").get<double>(), 5.0625);
   EXPECT_EQ(a.at("wrong").get<int64_t>(), 0);
   EXPECT_DOUBLE_EQ(a.at("predicted_us").get<double>(), 123.5);
   EXPECT_EQ(a.at("iterations").size(), 2u);
@@ -408,6 +423,10 @@ void expectSameRow(const BenchRow& a, const BenchRow& b) {
   EXPECT_EQ(a.metrics.algbwGBps, b.metrics.algbwGBps);
   EXPECT_EQ(a.metrics.busbwGBps, b.metrics.busbwGBps);
   EXPECT_EQ(a.metrics.wrong, b.metrics.wrong);
+  EXPECT_EQ(a.metrics.spread.p50Us, b.metrics.spread.p50Us);
+  EXPECT_EQ(a.metrics.spread.p90Us, b.metrics.spread.p90Us);
+  EXPECT_EQ(a.metrics.spread.p99Us, b.metrics.spread.p99Us);
+  EXPECT_EQ(a.metrics.spread.maxUs, b.metrics.spread.maxUs);
   const RunResult &x = a.result, &y = b.result;
   EXPECT_EQ(x.runId, y.runId);
   EXPECT_EQ(x.request.algorithm, y.request.algorithm);
@@ -517,6 +536,30 @@ TEST(Export, RecordingsWrittenBeforeTheSweepListsStillRead) {
   EXPECT_EQ(back.rows[1].result.events, r.rows[1].result.events);
 }
 
+TEST(Export, RecordingsWrittenBeforeTheSpreadStillRead) {
+  BenchReport r = syntheticReport();
+  r.rows[0].result.iterationUs = {30.0, 10.0, 20.0};
+  std::string old = recordingJson(r);
+  // Files from before the metrics carried the spread of the iteration times: the reader
+  // computes it from iteration_us.
+  for (const char* f : {"\"p50_us\":1.5,\"p90_us\":2.25,\"p99_us\":3.125,\"max_us\":4.0625",
+                        "\"p50_us\":2.5,\"p90_us\":3.25,\"p99_us\":4.125,\"max_us\":5.0625"}) {
+    const size_t p = old.find(std::string(",") + f);
+    ASSERT_NE(p, std::string::npos) << f;
+    old.erase(p, std::strlen(f) + 1);
+  }
+  ASSERT_EQ(old.find("p50_us"), std::string::npos);
+  const BenchReport back = parseRecording(old);
+  ASSERT_EQ(back.rows.size(), 2u);
+  const IterationSpread& s = back.rows[0].metrics.spread;
+  EXPECT_EQ(s.p50Us, 20.0);
+  EXPECT_EQ(s.p90Us, 30.0);
+  EXPECT_EQ(s.p99Us, 30.0);
+  EXPECT_EQ(s.maxUs, 30.0);
+  EXPECT_EQ(back.rows[1].metrics.spread.p50Us, 240.0 + kRanks - 1);
+  EXPECT_EQ(back.rows[0].metrics.timeUs, r.rows[0].metrics.timeUs);
+}
+
 TEST(Export, RecordingReaderRefusesWhatItCannotTrust) {
   const std::string good = recordingJson(syntheticReport());
   auto errorOf = [](const std::string& text) -> std::string {
@@ -539,6 +582,12 @@ TEST(Export, RecordingReaderRefusesWhatItCannotTrust) {
   badKind.replace(badKind.find(" send_start "), 12, " send_stort ");
   EXPECT_NE(errorOf(badKind).find("unknown event kind 'send_stort'"), std::string::npos)
       << errorOf(badKind);
+  std::string badSpread = good;
+  const std::string p99 = "\"p99_us\":3.125";
+  badSpread.replace(badSpread.find(p99), p99.size(), "\"p99_us\":\"3.1\"");
+  EXPECT_NE(errorOf(badSpread).find("recording.runs[0].metrics.p99_us: expected a number"),
+            std::string::npos)
+      << errorOf(badSpread);
   EXPECT_NE(errorOf("{\"format\":\"something-else\",\"version\":1}").find("format"),
             std::string::npos);
   EXPECT_THROW(readRecording("/nonexistent/dir/rec.json"), RecordingError);

@@ -103,6 +103,37 @@ TEST(CoordinatorApi, NoEventIsLostFromTheFirstJoinToTheLastResult) {
   for (size_t k = 0; k < 3; ++k) EXPECT_EQ(finished[k], "finished " + std::to_string(ids[k]));
 }
 
+// Many short iterations: the ranks report them in batches (an IterationResult carries the
+// iterations of up to 10 ms), and the coordinator and its client still see every rank's
+// every iteration exactly once, in order.
+TEST(CoordinatorApi, ManyShortIterationsAreReportedOnceEachInOrder) {
+  Coordinator coord(localOptions(3));
+  EventClient client(coord);
+  RunRequest req = smallRequest();
+  req.count = 64;
+  req.iterations = 1500;
+  req.telemetry = TelemetryLevel::Off;
+  req.check = true;
+  const uint64_t id = coord.submit(req);
+  const auto res = client.waitResult(id);
+  ASSERT_TRUE(res.has_value());
+  ASSERT_EQ(res->state, RunState::Done) << res->error;
+  EXPECT_EQ(res->wrong, 0u);
+  ASSERT_EQ(res->iterationUs.size(), 1500u);
+  for (double us : res->iterationUs) EXPECT_GT(us, 0);
+  ASSERT_EQ(res->perRank.size(), 3u * 1500);
+  std::vector<uint32_t> next(3, 0);  // per rank, the iteration expected next
+  for (const RankIteration& ri : res->perRank) {
+    ASSERT_GE(ri.rank, 0);
+    ASSERT_LT(ri.rank, 3);
+    EXPECT_EQ(ri.iteration, next[static_cast<size_t>(ri.rank)]) << "rank " << ri.rank;
+    next[static_cast<size_t>(ri.rank)] = ri.iteration + 1;
+    EXPECT_GT(ri.timeNs, 0);
+  }
+  EXPECT_EQ(next, (std::vector<uint32_t>{1500, 1500, 1500}));
+  EXPECT_EQ(client.record(id).iterations + res->iterationEventsDropped, 3u * 1500);
+}
+
 TEST(CoordinatorApi, CallsReturnAtOnceWhileWorkersStartAndSchedulesAreLarge) {
   Coordinator coord(localOptions(4));
   // Right after construction: no worker has joined yet; submit used to wait for them.

@@ -180,7 +180,7 @@ Frames withAppended(const T& m, F&& append) {
 
 TEST(Protocol, HeaderLayoutIsLittleEndianAndSixteenBytes) {
   const Bytes h = encodeHeader({kProtocolVersion, MsgType::TelemetryBatch, 0x0102030405060708});
-  const Bytes expected = {'A',  'R',  'L',  '1',  0x02, 0x00, 0x0A, 0x00,
+  const Bytes expected = {'A',  'R',  'L',  '1',  0x03, 0x00, 0x0A, 0x00,
                           0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01};
   EXPECT_EQ(h, expected);
   auto back = decodeHeader(h);
@@ -212,7 +212,7 @@ TEST(Protocol, RejectsOtherVersions) {
   Frames f = Heartbeat{}.encode();
   f[0][4] = 1;
   const auto e = expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 1");
-  EXPECT_TRUE(contains(e.reason, "speaks version 2"));
+  EXPECT_TRUE(contains(e.reason, "speaks version 3"));
   f[0][4] = 0;
   expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 0");
   f[0][4] = 2;
@@ -563,6 +563,39 @@ TEST(Protocol, RejectsOutOfRangeRunMessages) {
     std::fill(f[0].begin() + 8, f[0].end(), 0);
     expectRejected(f[0], f[1], DecodeErrc::InvalidField, "epoch 0 on a run-scoped message");
   }
+}
+
+// An IterationResult carries consecutive iterations: the first's time, then the others'.
+TEST(Protocol, IterationResultsCarryConsecutiveIterations) {
+  IterationResult r{7, 2, 40, 1'000, 3};
+  r.moreTimesNs = {2'000, 3'000, kU64Max};
+  expectRoundTrip(r);
+  EXPECT_EQ(r.count(), 4u);
+  EXPECT_EQ(r.timeOf(0), 1'000u);
+  EXPECT_EQ(r.timeOf(3), kU64Max);
+  // The most one may carry, ending at the last iteration number.
+  IterationResult full{1, 0, 0xFFFFFFFF - (kMaxIterationsPerResult - 1), 5, 0};
+  full.moreTimesNs.assign(kMaxIterationsPerResult - 1, 6);
+  expectRoundTrip(full);
+
+  // One more is refused, by the encoder and by the decoder.
+  IterationResult over = r;
+  over.moreTimesNs.assign(kMaxIterationsPerResult, 1);
+  EXPECT_THROW((void)over.encode(), EnforceError);
+  const auto packed = [](size_t n) {
+    std::string s;
+    for (size_t i = 0; i < n; ++i) s.push_back(1);  // varint 1
+    return s;
+  };
+  const Frames tooMany = withAppended(IterationResult{7, 1, 0, 1, 0}, [&](Bytes& b) {
+    putBytes(b, 5, packed(kMaxIterationsPerResult));
+  });
+  expectRejected(tooMany[0], tooMany[1], DecodeErrc::InvalidField,
+                 "4097 iterations exceed the maximum of 4096 per result");
+  const Frames pastEnd = withAppended(IterationResult{7, 1, 0xFFFFFFFF, 1, 0},
+                                      [&](Bytes& b) { putBytes(b, 5, packed(1)); });
+  expectRejected(pastEnd[0], pastEnd[1], DecodeErrc::InvalidField,
+                 "go past the last iteration number");
 }
 
 TEST(Protocol, RejectsBadTelemetryBatches) {

@@ -712,6 +712,78 @@ TEST(ShmDataPlane, CloseWakesAWaitingReceiver) {
       << error;
 }
 
+// drain() waits until the receiver has taken (and given back) everything sent to it: a rank
+// that finished first waits for its receivers before it tears down.
+TEST(ShmDataPlane, DrainWaitsUntilTheReceiverTookEverything) {
+  auto mesh = oneWay(ringOf(kSmallRing));
+  EXPECT_TRUE(mesh[1].drain()) << "nothing sent: nothing to wait for";
+  for (uint32_t i = 0; i < 3; ++i) {
+    const auto p = pattern(0, i, 1000 + i);
+    mesh[0].send(1, headerFor(i), p.data(), p.size());
+  }
+  std::atomic<bool> drained{false};
+  std::atomic<bool> result{false};
+  std::thread drainer([&] {
+    result = mesh[0].drain();
+    drained = true;
+  });
+  // Not a timing bound: nothing was taken, so the drain must still wait after 100 ms.
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_FALSE(drained.load());
+  for (uint32_t i = 0; i < 2; ++i) EXPECT_EQ(mesh[1].recv(0, i, kLong)->header().step, i);
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(drained.load()) << "the third message is still in the ring";
+  {
+    auto last = mesh[1].recv(0, 2, kLong);
+    std::this_thread::sleep_for(milliseconds(50));
+    EXPECT_FALSE(drained.load()) << "taken but not given back: a reduction may still read it";
+  }
+  // Generous: the wake-up of a sleeping drain is a futex away.
+  EXPECT_TRUE(eventually([&] { return drained.load(); }, milliseconds(2000)));
+  drainer.join();
+  EXPECT_TRUE(result.load());
+  EXPECT_TRUE(mesh[0].close());
+  EXPECT_FALSE(mesh[0].drain()) << "closed";
+}
+
+// A drain ends without the data taken when the receiver closes, when the plane is aborted,
+// and after closeLinger; each returns false.
+TEST(ShmDataPlane, DrainEndsOnCloseAbortOrLinger) {
+  const char byte = 7;
+  {
+    auto mesh = oneWay(ringOf(kSmallRing));
+    mesh[0].send(1, headerFor(0), &byte, 1);
+    std::thread closer([&] {
+      std::this_thread::sleep_for(milliseconds(50));
+      mesh[1].close();
+    });
+    EXPECT_FALSE(mesh[0].drain());
+    closer.join();
+  }
+  {
+    auto mesh = oneWay(ringOf(kSmallRing));
+    mesh[0].send(1, headerFor(0), &byte, 1);
+    std::thread aborter([&] {
+      std::this_thread::sleep_for(milliseconds(50));
+      mesh[0].abort();
+    });
+    EXPECT_FALSE(mesh[0].drain());
+    aborter.join();
+    EXPECT_FALSE(mesh[0].drain()) << "aborted: no wait at all";
+  }
+  {
+    ShmOptions o = ringOf(kSmallRing);
+    o.closeLinger = milliseconds(50);
+    auto mesh = oneWay(o);
+    mesh[0].send(1, headerFor(0), &byte, 1);
+    const auto t0 = SteadyClock::now();
+    EXPECT_FALSE(mesh[0].drain());
+    const auto waited = SteadyClock::now() - t0;
+    EXPECT_GE(waited, milliseconds(50));
+    EXPECT_LT(waited, milliseconds(5000)) << "closeLinger, not the default";
+  }
+}
+
 // A sender blocked on a full ring fails when the receiver closes instead of reading.
 TEST(ShmDataPlane, ReceiverCloseFailsABlockedSend) {
   auto mesh = oneWay(ringOf(kSmallRing));

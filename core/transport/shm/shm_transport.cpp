@@ -797,6 +797,29 @@ std::unique_ptr<InMessage> ShmDataPlane::recv(int peer, uint32_t step,
 
 void ShmDataPlane::abort() { impl_->aborted.store(true, std::memory_order_relaxed); }
 
+bool ShmDataPlane::drain() {
+  Impl& im = *impl_;
+  if (!im.bound || im.closed) return false;
+  const auto deadline = deadlineAfter(im.opt.closeLinger);
+  bool all = true;
+  for (const auto& slot : im.out) {
+    if (!slot) continue;
+    OutChannel& o = *slot;
+    ChannelCtl& c = *o.ctl;
+    // The consumer gives space back in ring order, so the tail reaches the head once every
+    // record was taken.
+    const auto taken = [&] { return c.tail.load(std::memory_order_acquire) >= o.head; };
+    const auto closed = [&] {
+      return c.consumerState.load(std::memory_order_acquire) == kStateClosed;
+    };
+    const WaitEnd end = waitFor(im.opt, im.aborted, taken, closed, c.spaceSignal, c.spaceWaiters,
+                                o.ownerPid, deadline);
+    if (end == WaitEnd::Aborted) return false;
+    all = all && end == WaitEnd::Ready;
+  }
+  return all;
+}
+
 bool ShmDataPlane::close() {
   Impl& im = *impl_;
   if (im.closed) return false;

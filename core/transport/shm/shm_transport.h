@@ -40,8 +40,14 @@
 // tell each other's death either: use the zmq data plane between them.
 //
 // Closing: a finished rank marks its outbound channels closed; its data stays readable in
-// the receivers' rings, so no goodbye exchange is needed. A receive on a channel that is
-// empty and closed fails with "rank P closed its data plane".
+// the receivers' rings, so no goodbye exchange is needed for the data to arrive. A receive
+// on a channel that is empty and closed fails with "rank P closed its data plane". drain()
+// is the goodbye for timing's sake: called before close(), it waits (polling, yielding,
+// sleeping as every wait does) until each receiver has taken everything sent to it, as the
+// ZeroMQ plane's close() waits for its receivers' acknowledgements. A rank that finished its
+// last iteration first then hands its core to the ranks still in theirs, as it does between
+// iterations, instead of tearing down and reporting on a core they need (docs/telemetry.md,
+// "The tail").
 //
 // Threads: one thread (the executor's) makes every call, and destroys every received message,
 // except abort(), which any thread may call.
@@ -85,6 +91,10 @@ struct ShmOptions {
   // by default: a receiver that is slow is alive, one whose process ended is seen by the wait
   // itself, and a run's deadline is its stall timeout (exec/progress.h); abort() ends the wait.
   std::chrono::milliseconds sendTimeout = kNoTimeout;
+  // Longest time drain() waits for the receivers to take what was sent (as the ZeroMQ data
+  // plane's closeLinger): a receiver that neither reads nor closes makes drain() wait this
+  // long.
+  std::chrono::milliseconds closeLinger{5000};
 };
 
 // Ring size for messages of at most maxMessageBytes with `inflight` of them outstanding:
@@ -116,6 +126,13 @@ class ShmDataPlane final : public Transport {
   // ring for this rank, or another process already sends on that ring (one producer each).
   void connect(const std::vector<std::string>& endpointsByRank, const std::vector<int>& peers);
   const std::string& endpoint() const { return endpoint_; }
+
+  // Waits until every rank this one sent to has taken all of it (given back its ring space),
+  // has closed, or its process is gone; at most ShmOptions::closeLinger, and not at all
+  // once aborted. Never throws. Returns true when everything sent was taken (trivially when
+  // nothing was), false otherwise or when not bound or already closed. Call before close()
+  // at the end of a run, not after a failure (abort() first, as always).
+  bool drain();
 
   // Marks the outbound channels closed, removes the segment's name and drops the mappings
   // (received messages still alive keep theirs). Never throws; idempotent; the destructor
