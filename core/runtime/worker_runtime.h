@@ -7,7 +7,8 @@
 //                    bind the data plane (ipc:// when every rank is on this host, else tcp://)
 //   -> Ready         carries the data-plane endpoint and the clock offset
 //   Start            carries every rank's endpoint: connect, run warmup + timed iterations
-//   -> IterationResult per timed iteration, TelemetryBatch every ~50 ms or 4096 events,
+//   -> IterationResult per timed iteration; TelemetryBatch (the rank's records as they lie in
+//      its ring) before each message that follows them, when 16384 wait, else every 50 ms;
 //      RunDone (with #wrong of the last iteration) or RunFailed(rank, peer, step, reason)
 //   Abort            stops the run wherever it is (set-up, iterations, check) within
 //                    milliseconds; the run thread reports RunFailed
