@@ -1165,27 +1165,39 @@ struct Coordinator::Impl {
 
   // ---- Incoming messages ---------------------------------------------------------------------
 
+  // The envelope of a message from the ROUTER (identity, header, body), read where ZeroMQ
+  // holds it: a telemetry batch is not copied before it is decoded.
+  static DecodeResult<Envelope> decodeFrames(const std::vector<zmq::message_t>& frames) {
+    const auto view = [](const zmq::message_t& f) {
+      return ByteView(static_cast<const uint8_t*>(f.data()), f.size());
+    };
+    if (frames.size() == 3) return decode(view(frames[1]), view(frames[2]));
+    std::vector<Bytes> parts;
+    for (size_t i = 1; i < frames.size(); ++i) {
+      const ByteView v = view(frames[i]);
+      parts.emplace_back(v.begin(), v.end());
+    }
+    return decode(std::span<const Bytes>(parts));  // the frame count error
+  }
+
   void onMessage(std::vector<zmq::message_t>& frames) {
     if (frames.empty()) return;
     const std::string id(static_cast<const char*>(frames[0].data()), frames[0].size());
     Peer* peer = findPeer(id);
     if (peer) peer->lastSeen = Clock::now();
-    std::vector<Bytes> body;
-    for (size_t i = 1; i < frames.size(); ++i) {
-      const auto* p = static_cast<const uint8_t*>(frames[i].data());
-      body.emplace_back(p, p + frames[i].size());
-    }
-    auto env = decode(std::span<const Bytes>(body));
-    const std::string who =
-        peer ? "rank " + std::to_string(peer->info.rank) + " (" + peer->info.name + ")"
-             : "unknown sender " + printableId(id);
+    auto env = decodeFrames(frames);
+    // Named only when a line is logged: most messages are decoded and handled without one.
+    const auto who = [&] {
+      return peer ? "rank " + std::to_string(peer->info.rank) + " (" + peer->info.name + ")"
+                  : "unknown sender " + printableId(id);
+    };
     if (!env) {
-      logLimited(1,
-                 "ignored a malformed control message from " + who + ": " + env.error().message());
+      logLimited(
+          1, "ignored a malformed control message from " + who() + ": " + env.error().message());
       return;
     }
     if (!sentByWorker(env->type())) {
-      logLimited(1, "ignored " + std::string(typeName(env->type())) + " from " + who +
+      logLimited(1, "ignored " + std::string(typeName(env->type())) + " from " + who() +
                         " (only the coordinator sends it)");
       return;
     }
@@ -1203,7 +1215,7 @@ struct Coordinator::Impl {
                      "told it to shut down");
         }
       } else if (unknownLogged.size() < 10000 && unknownLogged.insert(id).second) {
-        logLimited(1, "ignored " + std::string(typeName(env->type())) + " from " + who +
+        logLimited(1, "ignored " + std::string(typeName(env->type())) + " from " + who() +
                           " that has not said Hello");
       }
       return;
@@ -1225,7 +1237,7 @@ struct Coordinator::Impl {
     if (auto* l = std::get_if<Log>(&env->message)) {
       // Rate-limited: log lines are control events, which the client's queue never drops.
       logLimited(l->level >= LogLevel::Warning ? (l->level == LogLevel::Error ? 2 : 1) : 0,
-                 who + ": " + l->text);
+                 who() + ": " + l->text);
       return;
     }
     // Run-scoped messages: only the current run's epoch, only from its ranks.
@@ -1238,7 +1250,7 @@ struct Coordinator::Impl {
           using T = std::decay_t<decltype(m)>;
           if constexpr (requires { m.rank; }) {
             if (m.rank != r) {
-              logLimited(1, who + " sent " + std::string(typeName(T::kType)) + " for rank " +
+              logLimited(1, who() + " sent " + std::string(typeName(T::kType)) + " for rank " +
                                 std::to_string(m.rank) + "; ignored");
               return;
             }

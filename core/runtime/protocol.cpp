@@ -26,6 +26,17 @@ void putLe(uint8_t* p, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 
+constexpr size_t kMaxVarintBytes = 10;
+
+// A protobuf base-128 varint, appended.
+void putVarint(Bytes& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<uint8_t>(v) | 0x80);
+    v >>= 7;
+  }
+  out.push_back(static_cast<uint8_t>(v));
+}
+
 uint64_t getLe(const uint8_t* p, int bytes) {
   uint64_t v = 0;
   for (int i = 0; i < bytes; ++i) v |= uint64_t{p[i]} << (8 * i);
@@ -1117,13 +1128,28 @@ Frames TelemetryBatch::encodeRecords(std::span<const uint8_t> first,
       ARL_ENFORCE(false, "refusing to encode a TelemetryBatch: " << *e);
     }
   }
+  // The head through protobuf, then the records field by hand, copied once from where they
+  // lie: the bytes protobuf would write, since `records` has the highest field number and
+  // protobuf writes fields in number order (an empty one not at all).
   pb::TelemetryBatch p;
   toPbHead(*this, p);
-  std::string& records = *p.mutable_records();
-  records.reserve(first.size() + second.size());
-  records.append(reinterpret_cast<const char*>(first.data()), first.size());
-  records.append(reinterpret_cast<const char*>(second.data()), second.size());
-  return framesOf(p, kType, epoch);
+  const size_t head = p.ByteSizeLong();
+  const size_t bytes = first.size() + second.size();
+  Frames frames(2);
+  frames[0] = encodeHeader(FrameHeader{kProtocolVersion, kType, epoch});
+  Bytes& body = frames[1];
+  body.reserve(head + 2 * kMaxVarintBytes + bytes);
+  body.resize(head);
+  const bool ok = p.SerializeToArray(body.data(), static_cast<int>(head));
+  ARL_ENFORCE(ok, "protobuf could not serialise a TelemetryBatch head");
+  if (bytes > 0) {
+    putVarint(body, (uint64_t{pb::TelemetryBatch::kRecordsFieldNumber} << 3) | 2);  // bytes
+    putVarint(body, bytes);
+    body.insert(body.end(), first.begin(), first.end());
+    body.insert(body.end(), second.begin(), second.end());
+  }
+  ARL_ENFORCE(body.size() <= kMaxBodyBytes, "TelemetryBatch body of " << body.size() << " bytes");
+  return frames;
 }
 
 std::string describe(const Message& m) {

@@ -754,6 +754,29 @@ class WorkerSession {
     }
   }
 
+  // The same for frames this thread no longer needs: a large frame is handed to ZeroMQ as
+  // it is (its I/O thread frees it once sent) instead of being copied into a message.
+  void sendFrames(Frames&& f) {
+    constexpr size_t kHandOver = size_t{64} << 10;
+    try {
+      for (size_t i = 0; i < f.size(); ++i) {
+        const auto flags = i + 1 < f.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+        if (f[i].size() < kHandOver) {
+          sock_.send(zmq::buffer(f[i]), flags);
+          continue;
+        }
+        auto owned = std::make_unique<Bytes>(std::move(f[i]));
+        zmq::message_t msg(
+            owned->data(), owned->size(),
+            [](void*, void* hint) { delete static_cast<Bytes*>(hint); }, owned.get());
+        owned.release();  // the message frees it now
+        sock_.send(msg, flags);
+      }
+    } catch (const zmq::error_t& e) {
+      logLine(std::string("control send failed: ") + e.what());
+    }
+  }
+
   // What this worker's run is doing, for the coordinator's liveness and stall watch.
   Heartbeat heartbeat() {
     Heartbeat hb;
