@@ -24,6 +24,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <deque>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -37,6 +38,7 @@
 #include "backend/registry.h"
 #include "base/clock.h"
 #include "base/errors.h"
+#include "base/limits.h"
 #include "control_poll.h"
 #include "coord_wakeup.h"
 #include "event_queue.h"
@@ -1184,27 +1186,39 @@ struct Coordinator::Impl {
 
   // ---- Incoming messages ---------------------------------------------------------------------
 
+  // The envelope of a message from the ROUTER (identity, header, body), read where ZeroMQ
+  // holds it: a telemetry batch is not copied before it is decoded.
+  static DecodeResult<Envelope> decodeFrames(const std::vector<zmq::message_t>& frames) {
+    const auto view = [](const zmq::message_t& f) {
+      return ByteView(static_cast<const uint8_t*>(f.data()), f.size());
+    };
+    if (frames.size() == 3) return decode(view(frames[1]), view(frames[2]));
+    std::vector<Bytes> parts;
+    for (size_t i = 1; i < frames.size(); ++i) {
+      const ByteView v = view(frames[i]);
+      parts.emplace_back(v.begin(), v.end());
+    }
+    return decode(std::span<const Bytes>(parts));  // the frame count error
+  }
+
   void onMessage(std::vector<zmq::message_t>& frames) {
     if (frames.empty()) return;
     const std::string id(static_cast<const char*>(frames[0].data()), frames[0].size());
     Peer* peer = findPeer(id);
     if (peer) peer->lastSeen = Clock::now();
-    std::vector<Bytes> body;
-    for (size_t i = 1; i < frames.size(); ++i) {
-      const auto* p = static_cast<const uint8_t*>(frames[i].data());
-      body.emplace_back(p, p + frames[i].size());
-    }
-    auto env = decode(std::span<const Bytes>(body));
-    const std::string who =
-        peer ? "rank " + std::to_string(peer->info.rank) + " (" + peer->info.name + ")"
-             : "unknown sender " + printableId(id);
+    auto env = decodeFrames(frames);
+    // Named only when a line is logged: most messages are decoded and handled without one.
+    const auto who = [&] {
+      return peer ? "rank " + std::to_string(peer->info.rank) + " (" + peer->info.name + ")"
+                  : "unknown sender " + printableId(id);
+    };
     if (!env) {
-      logLimited(1,
-                 "ignored a malformed control message from " + who + ": " + env.error().message());
+      logLimited(
+          1, "ignored a malformed control message from " + who() + ": " + env.error().message());
       return;
     }
     if (!sentByWorker(env->type())) {
-      logLimited(1, "ignored " + std::string(typeName(env->type())) + " from " + who +
+      logLimited(1, "ignored " + std::string(typeName(env->type())) + " from " + who() +
                         " (only the coordinator sends it)");
       return;
     }
@@ -1222,7 +1236,7 @@ struct Coordinator::Impl {
                      "told it to shut down");
         }
       } else if (unknownLogged.size() < 10000 && unknownLogged.insert(id).second) {
-        logLimited(1, "ignored " + std::string(typeName(env->type())) + " from " + who +
+        logLimited(1, "ignored " + std::string(typeName(env->type())) + " from " + who() +
                           " that has not said Hello");
       }
       return;
@@ -1244,7 +1258,7 @@ struct Coordinator::Impl {
     if (auto* l = std::get_if<Log>(&env->message)) {
       // Rate-limited: log lines are control events, which the client's queue never drops.
       logLimited(l->level >= LogLevel::Warning ? (l->level == LogLevel::Error ? 2 : 1) : 0,
-                 who + ": " + l->text);
+                 who() + ": " + l->text);
       return;
     }
     // Run-scoped messages: only the current run's epoch, only from its ranks.
@@ -1257,7 +1271,7 @@ struct Coordinator::Impl {
           using T = std::decay_t<decltype(m)>;
           if constexpr (requires { m.rank; }) {
             if (m.rank != r) {
-              logLimited(1, who + " sent " + std::string(typeName(T::kType)) + " for rank " +
+              logLimited(1, who() + " sent " + std::string(typeName(T::kType)) + " for rank " +
                                 std::to_string(m.rank) + "; ignored");
               return;
             }
@@ -1640,22 +1654,17 @@ size_t Coordinator::takeEvents(std::vector<CoordinatorEvent>& out, std::chrono::
 RunResult Coordinator::run(const RunRequest& req,
                            const std::function<void(CoordinatorEvent&)>& onEvent) {
   const uint64_t id = submit(req);
-  std::vector<TelemetryEvent> telemetry;
+  TelemetryCollector telemetry;
   std::vector<CoordinatorEvent> evs;
   for (;;) {
     evs.clear();
     takeEvents(evs, std::chrono::milliseconds(100));
     for (auto& ev : evs) {
       if (auto* t = std::get_if<TelemetryBatchEvent>(&ev); t && t->runId == id) {
-        if (telemetry.empty()) {
-          telemetry = std::move(t->events);
-        } else {
-          telemetry.insert(telemetry.end(), t->events.begin(), t->events.end());
-        }
+        telemetry.add(*t);
       } else if (auto* f = std::get_if<RunFinished>(&ev); f && f->result.runId == id) {
         RunResult res = std::move(f->result);
-        res.events = std::move(telemetry);
-        sortByTime(res.events);
+        res.events = telemetry.take();
         return res;
       } else if (onEvent) {
         onEvent(ev);
@@ -1667,6 +1676,94 @@ RunResult Coordinator::run(const RunRequest& req,
 void sortByTime(std::vector<TelemetryEvent>& events) {
   std::stable_sort(events.begin(), events.end(),
                    [](const TelemetryEvent& x, const TelemetryEvent& y) { return x.tNs < y.tNs; });
+}
+
+void TelemetryCollector::add(int rank, std::vector<TelemetryEvent>&& events) {
+  ARL_ENFORCE(rank >= 0 && rank < kMaxRanks, "telemetry of rank " << rank);
+  if (events.empty()) return;
+  const auto r = static_cast<size_t>(rank);
+  if (batches_.size() <= r) batches_.resize(r + 1);
+  size_ += events.size();
+  batches_[r].push_back(std::move(events));
+}
+
+namespace {
+
+bool inTimeOrder(const std::vector<std::vector<TelemetryEvent>>& batches) {
+  int64_t last = std::numeric_limits<int64_t>::min();
+  for (const auto& b : batches) {
+    for (const TelemetryEvent& e : b) {
+      if (e.tNs < last) return false;
+      last = e.tNs;
+    }
+  }
+  return true;
+}
+
+// One rank's events as one run in time order: its batches as they are when they already
+// are in order, else concatenated and sorted.
+void orderRank(std::vector<std::vector<TelemetryEvent>>& batches) {
+  if (inTimeOrder(batches)) return;
+  std::vector<TelemetryEvent> all;
+  for (auto& b : batches) all.insert(all.end(), b.begin(), b.end());
+  sortByTime(all);
+  batches.clear();
+  batches.push_back(std::move(all));
+}
+
+}  // namespace
+
+std::vector<TelemetryEvent> TelemetryCollector::take() {
+  // A cursor per rank with events: (rank, batch, position). The heap's top is the cursor
+  // whose next event is the earliest, the lower rank on a tie.
+  struct Cursor {
+    size_t rank = 0;
+    size_t batch = 0;
+    size_t pos = 0;
+  };
+  std::vector<Cursor> heap;
+  for (size_t r = 0; r < batches_.size(); ++r) {
+    if (batches_[r].empty()) continue;
+    orderRank(batches_[r]);
+    heap.push_back({r, 0, 0});
+  }
+  const auto at = [&](const Cursor& c) -> const TelemetryEvent& {
+    return batches_[c.rank][c.batch][c.pos];
+  };
+  const auto later = [&](const Cursor& a, const Cursor& b) {
+    const int64_t ta = at(a).tNs;
+    const int64_t tb = at(b).tNs;
+    return ta != tb ? ta > tb : a.rank > b.rank;
+  };
+  std::make_heap(heap.begin(), heap.end(), later);
+  std::vector<TelemetryEvent> out;
+  out.reserve(size_);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    Cursor& c = heap.back();
+    const auto& rankBatches = batches_[c.rank];
+    // Take this rank's events while they are no later than the next rank's earliest.
+    const bool alone = heap.size() == 1;
+    const int64_t bound = alone ? std::numeric_limits<int64_t>::max() : at(heap.front()).tNs;
+    const size_t boundRank = alone ? 0 : heap.front().rank;
+    for (;;) {
+      const TelemetryEvent& e = at(c);
+      if (!alone && (e.tNs > bound || (e.tNs == bound && c.rank > boundRank))) break;
+      out.push_back(e);
+      if (++c.pos == rankBatches[c.batch].size()) {
+        c.pos = 0;
+        if (++c.batch == rankBatches.size()) break;
+      }
+    }
+    if (c.batch == rankBatches.size()) {
+      heap.pop_back();
+    } else {
+      std::push_heap(heap.begin(), heap.end(), later);
+    }
+  }
+  batches_.clear();
+  size_ = 0;
+  return out;
 }
 
 }  // namespace arl

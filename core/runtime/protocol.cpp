@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "arl.pb.h"
+#include "exec/telemetry_record.h"
 #include "schedule/schedule.h"
 
 namespace arl {
@@ -23,6 +24,17 @@ namespace {
 
 void putLe(uint8_t* p, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+constexpr size_t kMaxVarintBytes = 10;
+
+// A protobuf base-128 varint, appended.
+void putVarint(Bytes& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<uint8_t>(v) | 0x80);
+    v >>= 7;
+  }
+  out.push_back(static_cast<uint8_t>(v));
 }
 
 uint64_t getLe(const uint8_t* p, int bytes) {
@@ -197,8 +209,6 @@ constexpr RedOp kLastRedOp = RedOp::Avg;
 constexpr TelemetryLevel kLastTelemetryLevel = TelemetryLevel::Chunks;
 constexpr DataPlaneKind kLastDataPlane = DataPlaneKind::Shm;
 constexpr LogLevel kLastLogLevel = LogLevel::Error;
-constexpr EventKind kLastEventKind = EventKind::IterationEnd;
-constexpr Phase kLastPhase = Phase::Local;
 
 // ---- Semantic rules per message (shared by encode and decode) ------------------------------
 
@@ -360,22 +370,15 @@ std::optional<std::string> check(const TelemetryBatch& m) {
   }
   for (size_t i = 0; i < m.events.size(); ++i) {
     const TelemetryEvent& ev = m.events[i];
-    const std::string at = "event " + std::to_string(i) + ": ";
+    std::optional<std::string> e;
     if (ev.rank != m.rank) {
-      return at + "rank " + std::to_string(ev.rank) + " in a batch of rank " +
-             std::to_string(m.rank);
+      e = "rank " + std::to_string(ev.rank) + " in a batch of rank " + std::to_string(m.rank);
+    } else if (ev.runId != m.runId) {
+      e = "run id " + std::to_string(ev.runId) + " in a batch of run " + std::to_string(m.runId);
+    } else {
+      e = telemetryEventError(ev);
     }
-    if (ev.runId != m.runId) {
-      return at + "run id " + std::to_string(ev.runId) + " in a batch of run " +
-             std::to_string(m.runId);
-    }
-    if (ev.kind > kLastEventKind) {
-      return at + "unknown event kind " + std::to_string(static_cast<int>(ev.kind));
-    }
-    if (ev.phase > static_cast<uint8_t>(kLastPhase)) {
-      return at + "unknown phase " + std::to_string(static_cast<int>(ev.phase));
-    }
-    if (auto e = checkPeer("peer", ev.peer)) return at + *e;
+    if (e) return "event " + std::to_string(i) + ": " + *e;
   }
   return std::nullopt;
 }
@@ -693,59 +696,29 @@ Reason fromPb(const pb::IterationResult& p, const FrameHeader& h, IterationResul
   return std::nullopt;
 }
 
-// Columns, one entry per event; timestamps as wrapping deltas (no overflow for any input).
-void toPb(const TelemetryBatch& m, pb::TelemetryBatch& p) {
+// The head of a batch; the events follow as packed records.
+void toPbHead(const TelemetryBatch& m, pb::TelemetryBatch& p) {
   p.set_rank(m.rank);
   p.set_run_id(m.runId);
   p.set_seq(m.seq);
   p.set_dropped(m.dropped);
-  const int n = static_cast<int>(m.events.size());
-  p.mutable_iteration()->Reserve(n);
-  p.mutable_step()->Reserve(n);
-  p.mutable_kind()->Reserve(n);
-  p.mutable_phase()->Reserve(n);
-  p.mutable_peer()->Reserve(n);
-  p.mutable_chunk()->Reserve(n);
-  p.mutable_offset()->Reserve(n);
-  p.mutable_bytes()->Reserve(n);
-  p.mutable_t_delta_ns()->Reserve(n);
-  p.mutable_provenance()->Reserve(n);
-  uint64_t prev = 0;
-  for (const TelemetryEvent& e : m.events) {
-    p.add_iteration(e.iteration);
-    p.add_step(e.step);
-    p.add_kind(static_cast<uint32_t>(e.kind));
-    p.add_phase(e.phase);
-    p.add_peer(e.peer);
-    p.add_chunk(e.chunk);
-    p.add_offset(e.offset);
-    p.add_bytes(e.bytes);
-    const auto t = static_cast<uint64_t>(e.tNs);
-    p.add_t_delta_ns(static_cast<int64_t>(t - prev));
-    prev = t;
-    p.add_provenance(e.provenance);
+  p.set_record_version(kTelemetryRecordVersion);
+  p.set_record_bytes(static_cast<uint32_t>(kTelemetryRecordBytes));
+}
+void toPb(const TelemetryBatch& m, pb::TelemetryBatch& p) {
+  toPbHead(m, p);
+  std::string& records = *p.mutable_records();
+  records.resize(m.events.size() * kTelemetryRecordBytes);
+  auto* out = reinterpret_cast<uint8_t*>(records.data());
+  for (size_t i = 0; i < m.events.size(); ++i) {
+    packTelemetryRecord(m.events[i], out + i * kTelemetryRecordBytes);
   }
 }
 Reason fromPb(const pb::TelemetryBatch& p, const FrameHeader& h, TelemetryBatch& m) {
-  const int n = p.iteration_size();
-  if (static_cast<size_t>(n) > kMaxEventsPerBatch) {
-    return std::to_string(n) + " events exceed the maximum of " +
+  const std::string& records = p.records();
+  if (p.record_bytes() != 0 && records.size() / p.record_bytes() > kMaxEventsPerBatch) {
+    return std::to_string(records.size() / p.record_bytes()) + " events exceed the maximum of " +
            std::to_string(kMaxEventsPerBatch) + " per batch";
-  }
-  const std::pair<const char*, int> columns[] = {{"step", p.step_size()},
-                                                 {"kind", p.kind_size()},
-                                                 {"phase", p.phase_size()},
-                                                 {"peer", p.peer_size()},
-                                                 {"chunk", p.chunk_size()},
-                                                 {"offset", p.offset_size()},
-                                                 {"bytes", p.bytes_size()},
-                                                 {"t_delta_ns", p.t_delta_ns_size()},
-                                                 {"provenance", p.provenance_size()}};
-  for (const auto& [name, size] : columns) {
-    if (size != n) {
-      return std::string("column ") + name + " has " + std::to_string(size) + " entries for " +
-             std::to_string(n) + " events";
-    }
   }
   m.epoch = h.epoch;
   m.rank = p.rank();
@@ -753,33 +726,11 @@ Reason fromPb(const pb::TelemetryBatch& p, const FrameHeader& h, TelemetryBatch&
   m.seq = p.seq();
   m.dropped = p.dropped();
   m.events.clear();
-  m.events.reserve(static_cast<size_t>(n));
-  uint64_t t = 0;
-  for (int i = 0; i < n; ++i) {
-    const std::string at = "event " + std::to_string(i) + ": ";
-    if (p.kind(i) > static_cast<uint32_t>(kLastEventKind)) {
-      return at + "unknown event kind " + std::to_string(p.kind(i));
-    }
-    if (p.phase(i) > static_cast<uint32_t>(kLastPhase)) {
-      return at + "unknown phase " + std::to_string(p.phase(i));
-    }
-    TelemetryEvent e;
-    e.runId = m.runId;
-    e.rank = m.rank;
-    e.iteration = p.iteration(i);
-    e.step = p.step(i);
-    e.kind = static_cast<EventKind>(p.kind(i));
-    e.phase = static_cast<uint8_t>(p.phase(i));
-    e.peer = p.peer(i);
-    e.chunk = p.chunk(i);
-    e.offset = p.offset(i);
-    e.bytes = p.bytes(i);
-    t += static_cast<uint64_t>(p.t_delta_ns(i));
-    e.tNs = static_cast<int64_t>(t);
-    e.provenance = p.provenance(i);
-    m.events.push_back(e);
-  }
-  return std::nullopt;
+  // An empty batch (it carries the drop count) needs no layout.
+  if (records.empty()) return std::nullopt;
+  const ByteView bytes(reinterpret_cast<const uint8_t*>(records.data()), records.size());
+  return unpackTelemetryRecords(bytes, p.record_version(), p.record_bytes(), m.runId, m.rank,
+                                m.events);
 }
 
 void toPb(const RunDone& m, pb::RunDone& p) {
@@ -856,6 +807,18 @@ uint64_t headerEpoch(const T& m) {
   }
 }
 
+// The header frame and the serialised body.
+Frames framesOf(const google::protobuf::MessageLite& p, MsgType type, uint64_t epoch) {
+  Frames frames(2);
+  frames[0] = encodeHeader(FrameHeader{kProtocolVersion, type, epoch});
+  const size_t size = p.ByteSizeLong();
+  ARL_ENFORCE(size <= kMaxBodyBytes, typeName(type) << " body of " << size << " bytes");
+  frames[1].resize(size);
+  const bool ok = p.SerializeToArray(frames[1].data(), static_cast<int>(size));
+  ARL_ENFORCE(ok, "protobuf could not serialise " << typeName(type));
+  return frames;
+}
+
 template <class T>
 Frames encodeChecked(const T& m) {
   static_assert(kIndexMatchesType<T>, "Message's alternatives must follow MsgType's order");
@@ -864,14 +827,7 @@ Frames encodeChecked(const T& m) {
   }
   typename PbOf<T>::type p;
   toPb(m, p);
-  Frames frames(2);
-  frames[0] = encodeHeader(FrameHeader{kProtocolVersion, T::kType, headerEpoch(m)});
-  const size_t size = p.ByteSizeLong();
-  ARL_ENFORCE(size <= kMaxBodyBytes, typeName(T::kType) << " body of " << size << " bytes");
-  frames[1].resize(size);
-  const bool ok = p.SerializeToArray(frames[1].data(), static_cast<int>(size));
-  ARL_ENFORCE(ok, "protobuf could not serialise " << typeName(T::kType));
-  return frames;
+  return framesOf(p, T::kType, headerEpoch(m));
 }
 
 template <class T>
@@ -1185,26 +1141,41 @@ bool validEndpoint(std::string_view s) {
   return false;
 }
 
-std::vector<TelemetryBatch> makeTelemetryBatches(uint64_t epoch, int32_t rank, uint64_t runId,
-                                                 uint64_t firstSeq,
-                                                 std::span<const TelemetryEvent> events,
-                                                 uint64_t dropped) {
-  std::vector<TelemetryBatch> out;
-  size_t i = 0;
-  do {
-    const size_t n = std::min(kMaxEventsPerBatch, events.size() - i);
-    TelemetryBatch b;
-    b.epoch = epoch;
-    b.rank = rank;
-    b.runId = runId;
-    b.seq = firstSeq + out.size();
-    b.dropped = dropped;
-    b.events.assign(events.begin() + static_cast<std::ptrdiff_t>(i),
-                    events.begin() + static_cast<std::ptrdiff_t>(i + n));
-    out.push_back(std::move(b));
-    i += n;
-  } while (i < events.size());
-  return out;
+Frames TelemetryBatch::encodeRecords(std::span<const uint8_t> first,
+                                     std::span<const uint8_t> second) const {
+  ARL_ENFORCE(events.empty(),
+              "encodeRecords() of a TelemetryBatch that holds " << events.size() << " events");
+  if (auto e = check(*this)) ARL_ENFORCE(false, "refusing to encode a TelemetryBatch: " << *e);
+  const size_t n = (first.size() + second.size()) / kTelemetryRecordBytes;
+  ARL_ENFORCE(n <= kMaxEventsPerBatch,
+              "TelemetryBatch of " << n << " records, more than " << kMaxEventsPerBatch);
+  for (std::span<const uint8_t> piece : {first, second}) {
+    if (auto e = telemetryRecordsError(piece)) {
+      ARL_ENFORCE(false, "refusing to encode a TelemetryBatch: " << *e);
+    }
+  }
+  // The head through protobuf, then the records field by hand, copied once from where they
+  // lie: the bytes protobuf would write, since `records` has the highest field number and
+  // protobuf writes fields in number order (an empty one not at all).
+  pb::TelemetryBatch p;
+  toPbHead(*this, p);
+  const size_t head = p.ByteSizeLong();
+  const size_t bytes = first.size() + second.size();
+  Frames frames(2);
+  frames[0] = encodeHeader(FrameHeader{kProtocolVersion, kType, epoch});
+  Bytes& body = frames[1];
+  body.reserve(head + 2 * kMaxVarintBytes + bytes);
+  body.resize(head);
+  const bool ok = p.SerializeToArray(body.data(), static_cast<int>(head));
+  ARL_ENFORCE(ok, "protobuf could not serialise a TelemetryBatch head");
+  if (bytes > 0) {
+    putVarint(body, (uint64_t{pb::TelemetryBatch::kRecordsFieldNumber} << 3) | 2);  // bytes
+    putVarint(body, bytes);
+    body.insert(body.end(), first.begin(), first.end());
+    body.insert(body.end(), second.begin(), second.end());
+  }
+  ARL_ENFORCE(body.size() <= kMaxBodyBytes, "TelemetryBatch body of " << body.size() << " bytes");
+  return frames;
 }
 
 std::string describe(const Message& m) {

@@ -33,8 +33,10 @@ namespace arl {
 // ---- Versions, sizes, limits --------------------------------------------------------------
 
 // Version written into every header. A receiver rejects any other version.
+// 2: Heartbeat carries the run (phase, progress, waits); no per-wait receive timeout.
 // 3: IterationResult carries the times of consecutive iterations (moreTimesNs).
-inline constexpr uint16_t kProtocolVersion = 3;
+// 4: TelemetryBatch carries packed fixed-size records instead of per-field columns.
+inline constexpr uint16_t kProtocolVersion = 4;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
@@ -43,7 +45,8 @@ inline constexpr size_t kMaxBodyBytes = size_t{4} << 20;
 inline constexpr size_t kMaxNameBytes = 255;      // worker, host, backend and algorithm names
 inline constexpr size_t kMaxEndpointBytes = 255;  // "tcp://host:port", "ipc:///path"
 inline constexpr size_t kMaxTextBytes = 4096;     // failure reasons, log lines
-inline constexpr size_t kMaxEventsPerBatch = 4096;
+// Records in one TelemetryBatch: 16384 x 48 bytes = 768 KiB, within kMaxBodyBytes.
+inline constexpr size_t kMaxEventsPerBatch = 16384;
 // Iterations one IterationResult reports: 4096 x 10 bytes at most, within kMaxBodyBytes.
 inline constexpr size_t kMaxIterationsPerResult = 4096;
 inline constexpr int32_t kMaxDeviceIndex = 1023;
@@ -345,7 +348,8 @@ struct IterationResult {
 };
 
 // worker -> coordinator: telemetry, lossless and in order on the control connection. Every
-// event's runId and rank equal the batch's (they travel once per batch).
+// event's runId and rank equal the batch's (they travel once per batch). On the wire the
+// events are packed records (exec/telemetry_record.h), checked when decoded.
 struct TelemetryBatch {
   static constexpr MsgType kType = MsgType::TelemetryBatch;
   uint64_t epoch = 0;  // >= 1
@@ -356,6 +360,10 @@ struct TelemetryBatch {
   std::vector<TelemetryEvent> events;  // at most kMaxEventsPerBatch
 
   Frames encode() const;
+  // The frames encode() makes, for events already packed as records (exec/telemetry_record.h)
+  // in one or two pieces (a ring's wrap): the worker's way, which never unpacks them. `events`
+  // must be empty. Checks the head and every record as encode() does (ARL_ENFORCE).
+  Frames encodeRecords(std::span<const uint8_t> first, std::span<const uint8_t> second = {}) const;
   static DecodeResult<TelemetryBatch> decode(ByteView header, ByteView body);
   bool operator==(const TelemetryBatch&) const = default;
 };
@@ -470,14 +478,6 @@ std::optional<std::string> validate(const Message& m);
 // "shm://NAME" (a shared-memory segment, NAME without '/'), printable ASCII without spaces,
 // at most kMaxEndpointBytes.
 bool validEndpoint(std::string_view endpoint);
-
-// Splits events into batches of at most kMaxEventsPerBatch, numbered from `firstSeq`, each
-// carrying the cumulative `dropped`. Returns one empty batch when there are no events, so
-// that the drop count still travels.
-std::vector<TelemetryBatch> makeTelemetryBatches(uint64_t epoch, int32_t rank, uint64_t runId,
-                                                 uint64_t firstSeq,
-                                                 std::span<const TelemetryEvent> events,
-                                                 uint64_t dropped);
 
 // ---- Clock alignment ------------------------------------------------------------------------
 

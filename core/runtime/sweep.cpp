@@ -79,14 +79,7 @@ void Sweep::submitNext() {
 bool Sweep::onEvent(CoordinatorEvent& ev) {
   if (runId_ == 0) return false;
   if (auto* t = std::get_if<TelemetryBatchEvent>(&ev); t && t->runId == runId_) {
-    if (spec_.keepTelemetry) {
-      auto& kept = current_.result.events;
-      if (kept.empty()) {
-        kept = std::move(t->events);
-      } else {
-        kept.insert(kept.end(), t->events.begin(), t->events.end());
-      }
-    }
+    if (spec_.keepTelemetry) telemetry_.add(*t);
     return true;
   }
   if (auto* f = std::get_if<RunFinished>(&ev); f && f->result.runId == runId_) {
@@ -102,10 +95,8 @@ void Sweep::complete(RunResult res) {
   runId_ = 0;
   SweepRow row = std::move(current_);
   row.endNs = steadyNowNs();
-  std::vector<TelemetryEvent> events = std::move(row.result.events);
   row.result = std::move(res);
-  row.result.events = std::move(events);
-  sortByTime(row.result.events);
+  row.result.events = telemetry_.take();
   row.eventsKept = row.result.telemetry.delivered;
   const RunRequest& q = row.result.request;
   row.metrics = computeMetrics(q.collective, nranks_, row.count, q.dtype, row.result.iterationUs,

@@ -101,6 +101,7 @@ class Sweep {
   size_t next_ = 0;     // next point to submit
   uint64_t runId_ = 0;  // run in progress; 0 = none
   SweepRow current_;
+  TelemetryCollector telemetry_;  // the current run's, with SweepSpec::keepTelemetry
   std::vector<SweepRow> rows_;
   bool started_ = false;
   bool holding_ = false;  // holdWorld() sent, releaseWorld() not yet

@@ -6,8 +6,9 @@
 //    data plane, and drives the Executor. It stops within milliseconds of an abort (RunJob::
 //    abort: the cancel flag that RankRun looks at, and the data plane's abort); the control
 //    thread never blocks on it, except briefly when the worker leaves.
-// They share one Outbox (telemetry events and result messages, in order) and a RunJob's
-// start/abort state; the run thread never touches the control socket.
+// They share a RunJob's start/abort state, its Outbox (result messages) and the session's
+// TelemetryRing (the rank's events, recorded without a lock); the control thread sends both
+// in the order the run thread produced them. The run thread never touches the control socket.
 #include "runtime/worker_runtime.h"
 
 #include <unistd.h>
@@ -35,6 +36,7 @@
 #include "control_poll.h"
 #include "coord_wakeup.h"
 #include "exec/rank_run.h"
+#include "exec/telemetry_ring.h"
 #include "runtime/process.h"
 #include "runtime/protocol.h"
 #include "schedule/generators.h"
@@ -200,35 +202,26 @@ std::optional<std::pair<int, uint32_t>> stallFromEnv() {
 
 // ---- Outbox: run thread -> control thread ----------------------------------------------------
 
-// Telemetry events and result messages in the order the run thread produced them. record()
-// is called by the executor for every event: it holds the lock for one push_back (or counts
-// a drop when the control thread has fallen `cap` events behind), never waits for the network.
-class Outbox final : public TelemetrySink {
+// Result and set-up messages of the run thread, for the control thread to send in order, each
+// behind the telemetry recorded before it: a message remembers how many records the rank's
+// ring (RunJob::ring) held when it was posted, and the control thread sends at least those
+// first (the coordinator counts a rank's telemetry complete at its RunDone).
+// Events never pass through here: the rank records them into the ring without a lock.
+class Outbox {
  public:
-  static constexpr size_t kCap = size_t{1} << 18;
-
-  void record(const TelemetryEvent& e) noexcept override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (events_.size() >= kCap) {
-      ++dropped_;
-      return;
-    }
-    try {
-      events_.push_back(e);
-    } catch (...) {
-      ++dropped_;
-    }
-  }
+  // Before the run thread starts; null when the run records no telemetry.
+  void setRing(const TelemetryRing* ring) { ring_ = ring; }
 
   // Queues a message behind the events recorded so far and wakes the control thread, or
   // leaves it for the control thread's next regular look (at most 10 ms away) when `wake` is
   // false: a wake-up per iteration would take a core from the ranks while they run. Returns
   // the message's number (1, 2, ...) for waitSent().
   uint64_t post(Message m, bool wake = true) {
+    const uint64_t before = ring_ != nullptr ? ring_->written() : 0;
     uint64_t n = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      msgs_.push_back({events_.size(), std::move(m)});
+      msgs_.push_back({before, std::move(m)});
       n = ++posted_;
     }
     if (wake && wake_ != nullptr) wake_->raise();
@@ -252,43 +245,29 @@ class Outbox final : public TelemetrySink {
 
   void setWakeup(Wakeup* w) { wake_ = w; }
 
-  uint64_t dropped() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return dropped_;
-  }
-
   struct Taken {
-    std::vector<TelemetryEvent> events;
-    // (number of events that precede the message, message)
-    std::vector<std::pair<size_t, Message>> msgs;
-    uint64_t dropped = 0;
+    // (ring position the message follows, message), in the order they were posted
+    std::vector<std::pair<uint64_t, Message>> msgs;
     uint64_t lastMsg = 0;  // number of the last message in msgs (see post())
   };
 
-  // Takes everything when a message waits, when `minEvents` events wait, or when `force`.
-  std::optional<Taken> take(size_t minEvents, bool force) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (msgs_.empty() && events_.size() < minEvents && !(force && !events_.empty())) {
-      return std::nullopt;
-    }
+  // Takes the messages waiting (perhaps none).
+  Taken take() {
     Taken t;
-    t.events.swap(events_);
+    std::lock_guard<std::mutex> lock(mu_);
     t.msgs.swap(msgs_);
-    t.dropped = dropped_;
     t.lastMsg = posted_;
-    events_.reserve(1024);
     return t;
   }
 
  private:
   mutable std::mutex mu_;
-  std::vector<TelemetryEvent> events_;
-  std::vector<std::pair<size_t, Message>> msgs_;
-  uint64_t dropped_ = 0;
+  std::vector<std::pair<uint64_t, Message>> msgs_;
   uint64_t posted_ = 0;  // messages posted so far
   uint64_t sent_ = 0;    // of which handed to the socket
   std::condition_variable sentCv_;
-  Wakeup* wake_ = nullptr;  // set before the run thread starts
+  Wakeup* wake_ = nullptr;               // set before the run thread starts
+  const TelemetryRing* ring_ = nullptr;  // set before the run thread starts
 };
 
 // ---- One run ---------------------------------------------------------------------------------
@@ -305,6 +284,8 @@ struct RunJob {
   bool verbose = false;                             // log the run's phases (--verbose)
 
   Outbox out;
+  // The rank's telemetry (the session's ring, emptied for this run); null at level Off.
+  TelemetryRing* ring = nullptr;
   uint64_t batchSeq = 0;  // control thread only
 
   std::mutex mu;
@@ -625,7 +606,7 @@ uint64_t runIterations(RunJob& j, RankRun& run, Transport& transport, ShmDataPla
   };
   j.running.store(true);
   try {
-    run.run(transport, &j.out, hooks);
+    run.run(transport, j.ring, hooks);
   } catch (...) {
     batch.post(j);  // the iterations that completed before the failure
     throw;
@@ -677,7 +658,7 @@ void runOnDataPlane(RunJob& j, const Schedule& s, RankRun& run, RunDataPlane& pl
   done.epoch = c.epoch;
   done.rank = j.rank;
   done.wrongTotal = wrong;
-  done.eventsDropped = j.out.dropped();
+  done.eventsDropped = j.ring != nullptr ? j.ring->dropped() : 0;
   // The data plane is closed before RunDone leaves, so no send of this run is in flight
   // when the next one starts: ZeroMQ's close() says goodbye to its peers (it waits for
   // their last messages; j.dp stays set meanwhile, so an Abort still interrupts it);
@@ -858,6 +839,29 @@ class WorkerSession {
     }
   }
 
+  // The same for frames this thread no longer needs: a large frame is handed to ZeroMQ as
+  // it is (its I/O thread frees it once sent) instead of being copied into a message.
+  void sendFrames(Frames&& f) {
+    constexpr size_t kHandOver = size_t{64} << 10;
+    try {
+      for (size_t i = 0; i < f.size(); ++i) {
+        const auto flags = i + 1 < f.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+        if (f[i].size() < kHandOver) {
+          sock_.send(zmq::buffer(f[i]), flags);
+          continue;
+        }
+        auto owned = std::make_unique<Bytes>(std::move(f[i]));
+        zmq::message_t msg(
+            owned->data(), owned->size(),
+            [](void*, void* hint) { delete static_cast<Bytes*>(hint); }, owned.get());
+        owned.release();  // the message frees it now
+        sock_.send(msg, flags);
+      }
+    } catch (const zmq::error_t& e) {
+      logLine(std::string("control send failed: ") + e.what());
+    }
+  }
+
   // What this worker's run is doing, for the coordinator's liveness and stall watch.
   Heartbeat heartbeat() {
     Heartbeat hb;
@@ -929,37 +933,52 @@ class WorkerSession {
     send(p);
   }
 
-  // Sends what the run thread queued: telemetry in batches, messages in order.
+  // Sends what the run thread queued: its messages in order, behind the telemetry recorded
+  // before the last of them, and the rest of the telemetry when a batch is full, when
+  // kTelemetryInterval has passed since the last batch, or when `force`. The loop calls this
+  // every pass (at least every 10 ms), so telemetry leaves at a bounded rate: one batch a
+  // pass, more only when full ones wait. The telemetry before the last message goes first,
+  // in one piece, rather than each message's share before it: a run posts a result per
+  // iteration, and a batch per result would double the messages every stage handles.
   void flushOutbox(bool force) {
     if (!job_) return;
-    const auto now = SteadyClock::now();
-    const bool due = force || now - lastFlush_ >= milliseconds(50);
-    auto t = job_->out.take(kMaxEventsPerBatch, due);
-    if (!t) return;
-    lastFlush_ = now;
     RunJob& j = *job_;
-    size_t sent = 0;
-    auto sendEvents = [&](size_t upTo) {
-      if (upTo <= sent || j.cfg.telemetry == TelemetryLevel::Off) {
-        sent = std::max(sent, upTo);
-        return;
-      }
-      std::span<const TelemetryEvent> ev(t->events.data() + sent, upTo - sent);
-      for (const auto& b :
-           makeTelemetryBatches(j.cfg.epoch, j.rank, j.cfg.runId, j.batchSeq, ev, t->dropped)) {
-        send(b);
-        ++j.batchSeq;
-      }
-      sent = upTo;
-    };
-    for (auto& [before, msg] : t->msgs) {
-      sendEvents(before);
+    Outbox::Taken t = j.out.take();
+    if (!t.msgs.empty()) shipTelemetry(j, t.msgs.back().first);
+    for (const auto& entry : t.msgs) {
+      const Message& msg = entry.second;
       if (lost(typeOf(msg))) continue;
       sendFrames(encode(msg));
       if (opt_.verbose) logLine("sent " + describe(msg));
     }
-    sendEvents(t->events.size());
-    j.out.markSent(t->lastMsg);
+    if (j.ring != nullptr) {
+      const uint64_t written = j.ring->written();
+      const bool due = force || written - j.ring->read() >= kMaxEventsPerBatch ||
+                       SteadyClock::now() - lastShipped_ >= kTelemetryInterval;
+      if (due) shipTelemetry(j, written);
+    }
+    if (!t.msgs.empty()) j.out.markSent(t.lastMsg);
+  }
+
+  // Sends the ring's records before position `upTo` as they lie, in batches of at most
+  // kMaxEventsPerBatch, and gives their room back to the rank.
+  void shipTelemetry(RunJob& j, uint64_t upTo) {
+    TelemetryRing* ring = j.ring;
+    if (ring == nullptr) return;
+    const uint64_t target = std::min(upTo, ring->written());
+    while (ring->read() < target) {
+      const uint64_t end = std::min<uint64_t>(target, ring->read() + kMaxEventsPerBatch);
+      const TelemetryRing::View v = ring->peek(end);
+      TelemetryBatch b;
+      b.epoch = j.cfg.epoch;
+      b.rank = j.rank;
+      b.runId = j.cfg.runId;
+      b.seq = j.batchSeq++;
+      b.dropped = ring->dropped();
+      sendFrames(b.encodeRecords(v.first, v.second));
+      ring->release(end);
+    }
+    lastShipped_ = SteadyClock::now();
   }
 
   // Tells the run thread to stop and returns at once: every phase of a run looks at the
@@ -1113,6 +1132,21 @@ class WorkerSession {
     return std::nullopt;
   }
 
+  // Gives the job the session's telemetry ring, emptied; "" or why there is none. Mapped at
+  // the first run that records, then kept: the previous run's thread has finished and its
+  // records were sent (retireJob), so the ring is free to empty.
+  std::string attachRing(RunJob& j) {
+    try {
+      if (!ring_) ring_ = std::make_unique<TelemetryRing>(kRingRecords);
+    } catch (const std::exception& e) {
+      return std::string("no memory for the telemetry ring: ") + e.what();
+    }
+    ring_->reset();
+    j.ring = ring_.get();
+    j.out.setRing(j.ring);
+    return {};
+  }
+
   // Starts the run thread for a RunConfig; no other run thread may be running.
   void startJob(const RunConfig& c, uint64_t epoch) {
     job_ = std::make_unique<RunJob>();
@@ -1129,12 +1163,18 @@ class WorkerSession {
     j.verbose = opt_.verbose;
     j.out.setWakeup(&wake_);
     j.reserveResults(c.iterations);
+    std::string refused;
     if (!welcomed_ || rank_ < 0 || rank_ >= c.worldSize) {
+      refused = "RunConfig for a world of " + std::to_string(c.worldSize) +
+                " but this worker has rank " + std::to_string(rank_);
+    } else if (c.telemetry != TelemetryLevel::Off) {
+      refused = attachRing(j);
+    }
+    if (!refused.empty()) {
       RunFailed f;
       f.epoch = epoch;
       f.rank = std::max(rank_, 0);
-      f.reason = "RunConfig for a world of " + std::to_string(c.worldSize) +
-                 " but this worker has rank " + std::to_string(rank_);
+      f.reason = refused;
       j.postResult(f);
       j.finished.store(true);
       return;
@@ -1194,6 +1234,12 @@ class WorkerSession {
 
   static constexpr size_t kPings = 5;
   static constexpr milliseconds kResendAfter{1000};
+  // Telemetry a rank may record ahead of this thread (2^18 records of 48 bytes, 12 MiB):
+  // beyond it, records are dropped and counted (docs/telemetry.md, "The bound").
+  static constexpr size_t kRingRecords = size_t{1} << 18;
+  // Telemetry waits at most this long for a batch to fill (RunJob::out's messages take it
+  // along sooner).
+  static constexpr milliseconds kTelemetryInterval{50};
 
   WorkerOptions opt_;
   std::string host_;
@@ -1211,7 +1257,7 @@ class WorkerSession {
   SteadyClock::time_point lastHeard_;
   SteadyClock::time_point lastTick_;  // the loop's last pass
   SteadyClock::time_point nextHeartbeat_;
-  SteadyClock::time_point lastFlush_;
+  SteadyClock::time_point lastShipped_;  // telemetry last sent (shipTelemetry)
   bool welcomed_ = false;
   int rank_ = -1;
   int world_ = 0;
@@ -1222,6 +1268,7 @@ class WorkerSession {
   std::vector<ClockSample> samples_;
   int64_t offsetNs_ = 0;
 
+  std::unique_ptr<TelemetryRing> ring_;  // the runs' telemetry, one run at a time
   std::unique_ptr<RunJob> job_;
   // A RunConfig that waits for the previous run thread to finish.
   struct PendingRun {

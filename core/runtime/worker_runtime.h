@@ -7,8 +7,9 @@
 //                    bind the data plane (ipc:// when every rank is on this host, else tcp://)
 //   -> Ready         carries the data-plane endpoint and the clock offset
 //   Start            carries every rank's endpoint: connect, run warmup + timed iterations
-//   -> IterationResult per 10 ms of timed iterations, TelemetryBatch every ~50 ms or 4096
-//      events,
+//   -> IterationResult per 10 ms of timed iterations; TelemetryBatch (the rank's records as
+//      they lie in its ring) before each message that follows them, when 16384 wait, else
+//      every 50 ms;
 //      RunDone (with #wrong of the last iteration) or RunFailed(rank, peer, step, reason)
 //   Abort            stops the run wherever it is (set-up, iterations, check) within
 //                    milliseconds; the run thread reports RunFailed

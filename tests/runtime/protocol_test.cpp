@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/errors.h"
+#include "exec/telemetry_record.h"
 #include "schedule/schedule.h"
 #include "transport/transport.h"
 
@@ -38,9 +39,6 @@ void putField(Bytes& b, int field, uint64_t v) {
 }
 void putSigned(Bytes& b, int field, int64_t v) {  // int32 / int64 encoding
   putField(b, field, static_cast<uint64_t>(v));
-}
-void putZigzag(Bytes& b, int field, int64_t v) {  // sint32 / sint64 encoding
-  putField(b, field, (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
 }
 void putBytes(Bytes& b, int field, std::string_view s) {
   putVarint(b, (static_cast<uint64_t>(field) << 3) | 2);
@@ -180,7 +178,7 @@ Frames withAppended(const T& m, F&& append) {
 
 TEST(Protocol, HeaderLayoutIsLittleEndianAndSixteenBytes) {
   const Bytes h = encodeHeader({kProtocolVersion, MsgType::TelemetryBatch, 0x0102030405060708});
-  const Bytes expected = {'A',  'R',  'L',  '1',  0x03, 0x00, 0x0A, 0x00,
+  const Bytes expected = {'A',  'R',  'L',  '1',  0x04, 0x00, 0x0A, 0x00,
                           0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01};
   EXPECT_EQ(h, expected);
   auto back = decodeHeader(h);
@@ -210,14 +208,14 @@ TEST(Protocol, RejectsBadMagic) {
 
 TEST(Protocol, RejectsOtherVersions) {
   Frames f = Heartbeat{}.encode();
-  f[0][4] = 1;
-  const auto e = expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 1");
-  EXPECT_TRUE(contains(e.reason, "speaks version 3"));
+  f[0][4] = 3;  // the version before packed telemetry records
+  const auto e = expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 3");
+  EXPECT_TRUE(contains(e.reason, "speaks version 4"));
   f[0][4] = 0;
   expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 0");
-  f[0][4] = 2;
-  f[0][5] = 1;  // 258
-  expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 258");
+  f[0][4] = 4;
+  f[0][5] = 1;  // 260
+  expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 260");
 }
 
 TEST(Protocol, RejectsUnknownTypes) {
@@ -339,7 +337,7 @@ TEST(Protocol, TelemetryBatchRoundTripsExtremeEvents) {
   TelemetryEvent e;
   e.runId = b.runId;
   e.rank = b.rank;
-  // Timestamps that jump across the whole int64 range: deltas wrap and must come back exact.
+  // Every field at its extremes, timestamps across the whole int64 range.
   for (int64_t t : {kI64Min, kI64Max, int64_t{0}, int64_t{-1}, kI64Max, kI64Min + 1}) {
     e.tNs = t;
     e.iteration = 0xFFFFFFFF;
@@ -359,15 +357,16 @@ TEST(Protocol, TelemetryBatchRoundTripsExtremeEvents) {
   expectRoundTrip(full);
 }
 
-TEST(Protocol, TelemetryColumnsAreCompact) {
-  // Realistic events (1.7 us apart, small steps and chunks) must pack far below the 64 bytes
-  // of the in-memory struct; the exact size is printed for the record.
+TEST(Protocol, TelemetryRecordsAreFixedSize) {
+  // The body is the batch's head and one 48-byte record per event, nothing per field.
   const TelemetryBatch b = sampleBatch(kMaxEventsPerBatch);
   const Frames f = b.encode();
-  const double perEvent = static_cast<double>(f[1].size()) / kMaxEventsPerBatch;
-  std::printf("telemetry: %zu events in %zu body bytes (%.1f bytes/event)\n", b.events.size(),
-              f[1].size(), perEvent);
-  EXPECT_LT(perEvent, 24.0);
+  const size_t head = sampleBatch(0).encode()[1].size();
+  std::printf("telemetry: %zu events in %zu body bytes (%zu-byte head)\n", b.events.size(),
+              f[1].size(), head);
+  EXPECT_LE(f[1].size(), head + 16 + kMaxEventsPerBatch * kTelemetryRecordBytes);
+  EXPECT_GE(f[1].size(), kMaxEventsPerBatch * kTelemetryRecordBytes);
+  EXPECT_LE(f[1].size(), kMaxBodyBytes);
 }
 
 // ---- Rejected bodies ------------------------------------------------------------------------
@@ -598,26 +597,33 @@ TEST(Protocol, IterationResultsCarryConsecutiveIterations) {
                  "go past the last iteration number");
 }
 
+// Packed records of `n` sample events, for bodies built by hand.
+std::string sampleRecords(size_t n) {
+  std::string out(n * kTelemetryRecordBytes, '\0');
+  for (size_t i = 0; i < n; ++i) {
+    packTelemetryRecord(sampleEvent(static_cast<int>(i), 2, 42),
+                        reinterpret_cast<uint8_t*>(out.data()) + i * kTelemetryRecordBytes);
+  }
+  return out;
+}
+
 TEST(Protocol, RejectsBadTelemetryBatches) {
   auto rejects = [](const Frames& f, std::string_view part) {
     expectRejected(f[0], f[1], DecodeErrc::InvalidField, part);
   };
-  // One unpacked entry per column; `kind`, `phase` and `peer` chosen by the caller.
-  auto appendEvent = [](Bytes& b, uint64_t kind, uint64_t phase, int64_t peer) {
-    putField(b, 5, 0);
-    putField(b, 6, 0);
-    putField(b, 7, kind);
-    putField(b, 8, phase);
-    putZigzag(b, 9, peer);
-    putField(b, 10, 0);
-    putField(b, 11, 0);
-    putField(b, 12, 0);
-    putZigzag(b, 13, 0);
-    putField(b, 14, 0);
-  };
+  // An empty batch whose records (field 17) are replaced: one record with `kind`, `phase`
+  // and `peer` as the caller says (byte offsets 46, 47, 44 of the layout).
   const TelemetryBatch empty = sampleBatch(0);
+  auto withRecord = [&](uint8_t kind, uint8_t phase, int16_t peer) {
+    std::string r = sampleRecords(1);
+    r[46] = static_cast<char>(kind);
+    r[47] = static_cast<char>(phase);
+    r[44] = static_cast<char>(peer & 0xFF);
+    r[45] = static_cast<char>((peer >> 8) & 0xFF);
+    return withAppended(empty, [&](Bytes& b) { putBytes(b, 17, r); });
+  };
   {
-    const Frames good = withAppended(empty, [&](Bytes& b) { appendEvent(b, 5, 4, 63); });
+    const Frames good = withRecord(5, 4, 63);
     auto r = decode(good[0], good[1]);
     ASSERT_TRUE(r) << r.error().message();
     const auto& batch = std::get<TelemetryBatch>(r->message);
@@ -625,21 +631,30 @@ TEST(Protocol, RejectsBadTelemetryBatches) {
     EXPECT_EQ(batch.events[0].rank, empty.rank);
     EXPECT_EQ(batch.events[0].runId, empty.runId);
     EXPECT_EQ(batch.events[0].peer, 63);
+    EXPECT_EQ(batch.events[0].kind, EventKind::IterationEnd);
   }
-  rejects(withAppended(empty, [&](Bytes& b) { appendEvent(b, 6, 0, 1); }),
-          "event 0: unknown event kind 6");
-  rejects(withAppended(empty, [&](Bytes& b) { appendEvent(b, 0, 5, 1); }),
-          "event 0: unknown phase 5");
-  rejects(withAppended(empty, [&](Bytes& b) { appendEvent(b, 0, 0, 64); }), "event 0: peer 64");
-  rejects(withAppended(empty, [&](Bytes& b) { appendEvent(b, 0, 0, -2); }), "event 0: peer -2");
-  rejects(withAppended(empty, [](Bytes& b) { putField(b, 7, 1); }),
-          "column kind has 1 entries for 0 events");
-  rejects(withAppended(sampleBatch(3), [](Bytes& b) { putZigzag(b, 13, 5); }),
-          "column t_delta_ns has 4 entries for 3 events");
+  rejects(withRecord(6, 0, 1), "telemetry record 0: unknown event kind 6");
+  rejects(withRecord(0, 5, 1), "telemetry record 0: unknown phase 5");
+  rejects(withRecord(0, 0, 64), "telemetry record 0: peer 64");
+  rejects(withRecord(0, 0, -2), "telemetry record 0: peer -2");
+  // Truncated: a record cut short, and records whose size says nothing of the layout.
+  rejects(withAppended(empty, [](Bytes& b) { putBytes(b, 17, sampleRecords(3).substr(0, 143)); }),
+          "143 bytes, not a whole number of 48-byte records (truncated?)");
+  rejects(withAppended(sampleBatch(2), [](Bytes& b) { putField(b, 15, 2); }),
+          "layout version 2 is not supported");
+  rejects(withAppended(sampleBatch(2), [](Bytes& b) { putField(b, 16, 32); }),
+          "records of 32 bytes, expected 48");
+  rejects(withAppended(sampleBatch(2), [](Bytes& b) { putField(b, 16, 0); }),
+          "records of 0 bytes, expected 48");
+  // Garbage where the records belong.
+  rejects(withAppended(empty, [](Bytes& b) { putBytes(b, 17, std::string(96, '\xFF')); }),
+          "telemetry record 0: unknown event kind 255");
   rejects(withAppended(empty, [](Bytes& b) { putSigned(b, 1, 64); }), "TelemetryBatch: rank 64");
   // One event more than a batch may hold.
-  rejects(withAppended(sampleBatch(kMaxEventsPerBatch), [&](Bytes& b) { appendEvent(b, 0, 0, 1); }),
-          "4097 events exceed the maximum of 4096 per batch");
+  rejects(
+      withAppended(empty, [](Bytes& b) { putBytes(b, 17, sampleRecords(kMaxEventsPerBatch + 1)); }),
+      std::to_string(kMaxEventsPerBatch + 1) + " events exceed the maximum of " +
+          std::to_string(kMaxEventsPerBatch) + " per batch");
 }
 
 // The data-plane setup: RunConfig names the hosts, each Ready reports its rank's endpoint,
@@ -875,27 +890,37 @@ TEST(Protocol, BestClockSampleHasTheSmallestDelay) {
 
 // ---- Helpers --------------------------------------------------------------------------------
 
-TEST(Protocol, TelemetryBatchesSplitAtTheLimit) {
-  std::vector<TelemetryEvent> events;
-  for (size_t i = 0; i < kMaxEventsPerBatch + 1; ++i) {
-    events.push_back(sampleEvent(static_cast<int>(i), 1, 9));
+TEST(Protocol, EncodeRecordsIsEncodeOfTheSameEvents) {
+  const TelemetryBatch full = sampleBatch(100);
+  const std::string records = sampleRecords(100);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(records.data());
+  TelemetryBatch head = full;
+  head.events.clear();
+  // Whole, and in two pieces as a ring's wrap leaves them, at every record boundary tried.
+  EXPECT_EQ(head.encodeRecords({bytes, records.size()}), full.encode());
+  for (size_t cut : {size_t{0}, size_t{1}, size_t{37}, size_t{99}, size_t{100}}) {
+    const size_t at = cut * kTelemetryRecordBytes;
+    EXPECT_EQ(head.encodeRecords({bytes, at}, {bytes + at, records.size() - at}), full.encode())
+        << "cut after record " << cut;
   }
-  const auto batches = makeTelemetryBatches(5, 1, 9, 10, events, 77);
-  ASSERT_EQ(batches.size(), 2u);
-  EXPECT_EQ(batches[0].events.size(), kMaxEventsPerBatch);
-  EXPECT_EQ(batches[1].events.size(), 1u);
-  EXPECT_EQ(batches[0].seq, 10u);
-  EXPECT_EQ(batches[1].seq, 11u);
-  EXPECT_EQ(batches[1].events[0], events.back());
-  for (const auto& b : batches) {
-    EXPECT_EQ(b.dropped, 77u);
-    EXPECT_EQ(b.epoch, 5u);
-    expectRoundTrip(b);
-  }
-  const auto none = makeTelemetryBatches(5, 1, 9, 0, {}, 3);
-  ASSERT_EQ(none.size(), 1u);
-  EXPECT_TRUE(none[0].events.empty());
-  EXPECT_EQ(none[0].dropped, 3u);
+  expectRoundTrip(full);
+
+  // What decode would refuse, encodeRecords refuses: a piece cut inside a record, a record
+  // out of range, too many records, a head out of range; and events beside records.
+  EXPECT_THROW((void)head.encodeRecords({bytes, 47}), EnforceError);
+  std::string bad = records;
+  bad[46] = 9;  // an unknown kind in record 0
+  EXPECT_THROW((void)head.encodeRecords({reinterpret_cast<const uint8_t*>(bad.data()), 48}),
+               EnforceError);
+  const std::string many = sampleRecords(kMaxEventsPerBatch + 1);
+  EXPECT_THROW((void)head.encodeRecords(
+                   {reinterpret_cast<const uint8_t*>(many.data()), 48},
+                   {reinterpret_cast<const uint8_t*>(many.data()) + 48, many.size() - 48}),
+               EnforceError);
+  TelemetryBatch badHead = head;
+  badHead.rank = kMaxRanks;
+  EXPECT_THROW((void)badHead.encodeRecords({bytes, 48}), EnforceError);
+  EXPECT_THROW((void)full.encodeRecords({bytes, 48}), EnforceError);
 }
 
 TEST(Protocol, NamesDirectionsAndScopes) {
