@@ -338,6 +338,11 @@ TEST(Export, TraceHasRankProcessesLanesFlowPairsAndCounters) {
   for (const auto& [pid, bytes] : sentPerPid) {
     EXPECT_NEAR(bytes, 2.0 * 2 * (kRanks - 1) * kBytes, 2.0) << "pid " << pid;
   }
+}
+
+TEST(Export, TraceSlicesOfALaneNeverOverlapAndKeepTheirNanoseconds) {
+  const BenchReport r = syntheticReport();
+  const ParsedTrace t = parseTrace(chromeTraceJson(r, nullptr));
 
   // Slices of one lane never overlap: the format needs them nested, and they are flat. In
   // nanoseconds as Perfetto reads them (microseconds times 1000, truncated), a slice may
