@@ -883,6 +883,15 @@ struct Coordinator::Impl {
                     "run " + std::to_string(a.runId) + ": every rank is ready; started"});
   }
 
+  // The Abort of a failing run, with its reason (ActiveRun::failText).
+  static Abort abortOf(const ActiveRun& a) {
+    Abort ab;
+    ab.epoch = a.epoch;
+    ab.runId = a.runId;
+    ab.reason = a.failText;
+    return ab;
+  }
+
   static Start startOf(const ActiveRun& a) {
     Start s;
     s.epoch = a.epoch;
@@ -1014,10 +1023,7 @@ struct Coordinator::Impl {
       a.acked[static_cast<size_t>(rank)] = true;
     }
     a.ackDeadline = Clock::now() + kAckWait;
-    Abort ab;
-    ab.epoch = a.epoch;
-    ab.runId = a.runId;
-    ab.reason = text;
+    const Abort ab = abortOf(a);
     for (int k = 0; k < a.n; ++k) {
       const auto u = static_cast<size_t>(k);
       if (k == rank && kind != FailKind::Reported && kind != FailKind::Protocol) continue;
@@ -1114,11 +1120,7 @@ struct Coordinator::Impl {
     } else if (a.kind != FailKind::None && inRun && !a.acked[u] && !a.gone[u] &&
                hb.phase != RunPhase::Reported) {
       s.lastResend = now;
-      Abort ab;
-      ab.epoch = a.epoch;
-      ab.runId = a.runId;
-      ab.reason = a.failText;
-      sendMsg(a.ids[u], ab);
+      sendMsg(a.ids[u], abortOf(a));
     }
   }
 

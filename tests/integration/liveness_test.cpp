@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "base/clock.h"
+#include "local_workers.h"
 #include "runtime/coordinator.h"
 #include "runtime/process.h"
 #include "runtime/worker_runtime.h"
@@ -23,25 +24,11 @@
 namespace arl {
 namespace {
 
+using test::localOptions;
+using test::waitForWorkers;
+
 using Clock = SteadyClock;
 using std::chrono::milliseconds;
-
-CoordinatorOptions localOptions(int n) {
-  CoordinatorOptions o;
-  o.localWorkers = n;
-  o.workerBinary = ARL_WORKER_BINARY;
-  o.joinTimeout = milliseconds(20000);
-  return o;
-}
-
-bool waitForWorkers(const Coordinator& c, size_t n) {
-  const auto deadline = Clock::now() + std::chrono::seconds(20);
-  while (c.workers().size() < n) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
-}
 
 std::vector<int64_t> pids(const Coordinator& c) {
   std::vector<int64_t> out;

@@ -29,6 +29,7 @@
 #include "base/clock.h"
 #include "base/errors.h"
 #include "export/export.h"
+#include "local_workers.h"
 #include "runtime/coordinator.h"
 #include "runtime/process.h"
 #include "runtime/protocol.h"
@@ -37,6 +38,9 @@
 
 namespace arl {
 namespace {
+
+using test::localOptions;
+using test::waitForWorkers;
 
 using Clock = SteadyClock;
 using std::chrono::milliseconds;
@@ -68,14 +72,6 @@ std::vector<int64_t> workerChildren() {
   return out;
 }
 
-CoordinatorOptions localOptions(int n) {
-  CoordinatorOptions o;
-  o.localWorkers = n;
-  o.workerBinary = ARL_WORKER_BINARY;
-  o.joinTimeout = milliseconds(20000);
-  return o;
-}
-
 RunRequest smallRequest(const std::string& algo, Collective c) {
   RunRequest r;
   r.algorithm = algo;
@@ -90,17 +86,6 @@ RunRequest smallRequest(const std::string& algo, Collective c) {
 }
 
 using test::EventClient;
-
-// For tests that do not drain events: polls the published worker list.
-bool waitForWorkers(const Coordinator& c, size_t n,
-                    std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-  const auto deadline = Clock::now() + timeout;
-  while (c.workers().size() < n) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
-}
 
 void expectNoWorkerChildren(const std::vector<int64_t>& pids) {
   EXPECT_TRUE(workerChildren().empty()) << "allreduce-worker children remain";

@@ -14,6 +14,7 @@
 
 #include "../runtime/event_client.h"
 #include "base/clock.h"
+#include "local_workers.h"
 #include "runtime/coordinator.h"
 #include "runtime/process.h"
 #include "runtime/sweep.h"
@@ -21,15 +22,10 @@
 namespace arl {
 namespace {
 
+using test::localOptions;
+
 using Clock = SteadyClock;
 using std::chrono::milliseconds;
-
-CoordinatorOptions localOptions(int n) {
-  CoordinatorOptions o;
-  o.localWorkers = n;
-  o.workerBinary = ARL_WORKER_BINARY;
-  return o;
-}
 
 // Polls workers() until `pred` holds for the list (at most `timeout`).
 template <class Pred>
