@@ -176,7 +176,7 @@ void BenchOptions::declare() {
   o.value("--json", "FILE", "results as JSON ({\"config\": ..., \"results\": [...]})");
   o.value("--csv", "FILE", "results as CSV");
   o.value("--trace", "FILE", "Chrome trace-event JSON for ui.perfetto.dev");
-  o.value("--record", "FILE", "a recording of everything, for replay");
+  o.value("--record", "FILE", "a recording of everything, for replay and export (FILE.arlrec)");
 }
 
 BenchArgs BenchOptions::check() const {

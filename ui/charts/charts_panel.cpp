@@ -1,13 +1,145 @@
 #include "charts/charts_panel.h"
 
-namespace arl::ui {
+#include <QChartView>
+#include <QLabel>
+#include <QVBoxLayout>
+#include <cmath>
 
-ChartsPanel::ChartsPanel(QWidget* parent) : QTabWidget(parent) {}
+#include "charts/chart_adapter.h"
+#include "charts/chart_render.h"
+
+namespace arl::ui {
+namespace {
+
+constexpr std::array<ChartKind, 4> kXYKinds = {ChartKind::BusbwVsSize, ChartKind::AlgbwVsSize,
+                                              ChartKind::BusbwVsSlice,
+                                              ChartKind::IterationSpread};
+
+
+}  // namespace
+
+ChartsPanel::ChartsPanel(QWidget* parent) : QTabWidget(parent) {
+  setDocumentMode(true);
+  const FigureStyle style = FigureStyle::fromWidget(this);
+  std::array<QWidget*, kChartKinds> pages{};
+  for (size_t i = 0; i < kXYKinds.size(); ++i) {
+    adapters_[i] = std::make_unique<XYChartAdapter>(style);
+    views_[i] = makeChartView(*adapters_[i], nullptr);
+    views_[i]->setMinimumSize(320, 240);
+    const int k = static_cast<int>(kXYKinds[i]);
+    pages[static_cast<size_t>(k)] = wrap(views_[i], &notes_[static_cast<size_t>(k)]);
+  }
+  timeline_ = new FigureWidget([this](QPainter& p, const QRectF& r, const FigureStyle& s) {
+    paintTimeline(p, r, charts_.timeline, s);
+  });
+  heatMap_ = new FigureWidget([this](QPainter& p, const QRectF& r, const FigureStyle& s) {
+    paintHeatMap(p, r, charts_.heatMap, s);
+  });
+  pages[static_cast<size_t>(ChartKind::StepTimeline)] = wrap(timeline_, nullptr);
+  pages[static_cast<size_t>(ChartKind::LinkHeatMap)] = wrap(heatMap_, nullptr);
+  for (int k = 0; k < kChartKinds; ++k) {
+    addTab(pages[static_cast<size_t>(k)],
+           QString::fromStdString(chartTabTitle(static_cast<ChartKind>(k))));
+  }
+  timer_.setSingleShot(true);
+  timer_.setInterval(kRedrawIntervalMs);
+  connect(&timer_, &QTimer::timeout, this, &ChartsPanel::redraw);
+  charts_.subtitle = sessionSubtitle(config_, workers_);
+  fillRunCharts(charts_, nullptr);
+  redraw();
+}
+
 ChartsPanel::~ChartsPanel() = default;
 
-void ChartsPanel::beginSession(const BenchConfig&, const std::vector<WorkerInfo>&) {}
-void ChartsPanel::addRow(const SweepRow&) {}
-void ChartsPanel::setReport(const BenchReport&) {}
-void ChartsPanel::showRun(const SweepRow&) {}
+QWidget* ChartsPanel::wrap(QWidget* view, QLabel** note) {
+  auto* page = new QWidget;
+  auto* layout = new QVBoxLayout(page);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(2);
+  layout->addWidget(view, 1);
+  if (note != nullptr) {
+    *note = new QLabel;
+    (*note)->setWordWrap(true);
+    (*note)->setForegroundRole(QPalette::PlaceholderText);
+    (*note)->setContentsMargins(8, 0, 8, 4);
+    layout->addWidget(*note);
+  }
+  return page;
+}
+
+void ChartsPanel::beginSession(const BenchConfig& config, const std::vector<WorkerInfo>& workers) {
+  config_ = config;
+  workers_ = workers;
+  rows_.clear();
+  live_ = true;
+  charts_ = SessionCharts{};
+  charts_.subtitle = sessionSubtitle(config_, workers_);
+  fillRunCharts(charts_, nullptr);
+  timer_.stop();
+  redraw();
+}
+
+void ChartsPanel::addRow(const SweepRow& row) {
+  rows_.push_back(chartRow(row));
+  scheduleRedraw();
+}
+
+void ChartsPanel::setReport(const BenchReport& report) {
+  timer_.stop();
+  live_ = false;
+  config_ = report.config;
+  workers_ = report.workers;
+  rows_.clear();
+  for (const SweepRow& r : report.rows) rows_.push_back(chartRow(r));
+  charts_.subtitle = sessionSubtitle(config_, workers_);
+  fillRunCharts(charts_, defaultTimelineRow(report.rows));
+  redraw();
+}
+
+void ChartsPanel::showRun(const SweepRow& row) {
+  fillRunCharts(charts_, &row);
+  timeline_->update();
+  heatMap_->update();
+}
+
+SessionCharts ChartsPanel::charts() const {
+  SessionCharts c = charts_;
+  fillXYCharts(c, rows_);
+  return c;
+}
+
+void ChartsPanel::scheduleRedraw() {
+  if (!timer_.isActive()) timer_.start();
+}
+
+// While live, the x axes span the session's configured sizes and the y axes only grow, so the
+// charts do not jump as rows arrive.
+void ChartsPanel::applyLiveAxes(XYChartData& d, ChartKind k) const {
+  const XYChartData& before = *charts_.xy(k);
+  if (k != ChartKind::BusbwVsSlice) {
+    const double lo = std::floor(std::log2(static_cast<double>(std::max<uint64_t>(config_.minBytes, 1))));
+    const double hi = std::ceil(std::log2(static_cast<double>(std::max(config_.maxBytes, config_.minBytes))));
+    d.x.min = std::min(d.x.min, lo - 0.5);
+    d.x.max = std::max(d.x.max, hi + 0.5);
+    d.x.ticks = log2SizeTicks(d.x.min + 0.5, d.x.max - 0.5);
+  }
+  if (!before.y.ticks.empty() && d.y.min >= before.y.min && d.y.max <= before.y.max) d.y = before.y;
+}
+
+void ChartsPanel::redraw() {
+  SessionCharts next = charts_;
+  fillXYCharts(next, rows_);
+  for (size_t i = 0; i < kXYKinds.size(); ++i) {
+    XYChartData& d = *next.xy(kXYKinds[i]);
+    if (live_) applyLiveAxes(d, kXYKinds[i]);
+    adapters_[i]->update(d);
+    views_[i]->setToolTip(QString::fromStdString(d.y.tooltip));
+    notes_[static_cast<size_t>(kXYKinds[i])]->setText(QString::fromStdString(d.note));
+  }
+  charts_ = std::move(next);
+  timeline_->update();
+  heatMap_->update();
+  ++redraws_;
+}
 
 }  // namespace arl::ui

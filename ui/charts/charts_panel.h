@@ -5,10 +5,20 @@
 #pragma once
 
 #include <QTabWidget>
+#include <QTimer>
+#include <array>
+#include <memory>
 
+#include "charts/chart_data.h"
 #include "export/export.h"
 
+class QChartView;
+class QLabel;
+
 namespace arl::ui {
+
+class XYChartAdapter;
+class FigureWidget;
 
 class ChartsPanel : public QTabWidget {
   Q_OBJECT
@@ -26,6 +36,33 @@ class ChartsPanel : public QTabWidget {
   // The run whose per-step timeline and link heat map are shown (its telemetry events are
   // read; the row need not outlive the call).
   void showRun(const SweepRow& row);
+
+  // What the charts show now (rows added since the last redraw included).
+  SessionCharts charts() const;
+  // The chart on tab `index` (tabs are in ChartKind order).
+  static ChartKind kindOfTab(int index) { return static_cast<ChartKind>(index); }
+  // Redraws so far (a live session's are coalesced: at most one per kRedrawIntervalMs).
+  int redraws() const { return redraws_; }
+  static constexpr int kRedrawIntervalMs = 33;
+
+ private:
+  void redraw();
+  void scheduleRedraw();
+  QWidget* wrap(QWidget* view, QLabel** note);
+  void applyLiveAxes(XYChartData& d, ChartKind k) const;
+
+  BenchConfig config_;
+  std::vector<WorkerInfo> workers_;
+  std::vector<ChartRow> rows_;
+  SessionCharts charts_;
+  bool live_ = false;
+  std::array<std::unique_ptr<XYChartAdapter>, 4> adapters_;  // busbw, algbw, slice, spread
+  std::array<QChartView*, 4> views_{};
+  std::array<QLabel*, kChartKinds> notes_{};
+  FigureWidget* timeline_ = nullptr;
+  FigureWidget* heatMap_ = nullptr;
+  QTimer timer_;
+  int redraws_ = 0;
 };
 
 }  // namespace arl::ui

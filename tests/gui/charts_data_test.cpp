@@ -1,0 +1,213 @@
+// The charts' plain data (ui/charts/chart_data.h): from the sample recording and from rows
+// whose figures are known.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "charts/chart_data.h"
+#include "charts_fixture.h"
+
+namespace arl::ui {
+namespace {
+
+using testing::madeRow;
+using testing::samplePath;
+
+const ChartSeries* findSeries(const XYChartData& d, const std::string& key) {
+  for (const ChartSeries& s : d.series) {
+    if (s.key == key) return &s;
+  }
+  return nullptr;
+}
+
+// The y of the point at x, or NaN.
+double yAt(const ChartSeries& s, double x) {
+  for (const ChartPoint& p : s.points) {
+    if (std::abs(p.x - x) < 1e-9) return p.y;
+  }
+  return std::nan("");
+}
+
+TEST(ChartsData, SampleHasAPointForEverySizeAndAlgorithmWithItsPrediction) {
+  const BenchReport report = readRecording(samplePath());
+  ASSERT_FALSE(report.rows.empty());
+  const SessionCharts c = sessionCharts(report);
+  std::set<uint64_t> sizes, slices;
+  for (const SweepRow& row : report.rows) slices.insert(row.result.request.sliceBytes);
+  for (const SweepRow& row : report.rows) {
+    // With several slice sizes in a session, each is a series of its own.
+    std::string algo = row.result.request.algorithm;
+    if (slices.size() > 1) algo += " slice " + formatSize(row.result.request.sliceBytes);
+    const double x = std::log2(static_cast<double>(row.sizeBytes));
+    sizes.insert(row.sizeBytes);
+    for (const auto& [d, y] : {std::pair{&c.busbw, row.metrics.busbwGBps},
+                               std::pair{&c.algbw, row.metrics.algbwGBps}}) {
+      const ChartSeries* measured = findSeries(*d, algo);
+      ASSERT_NE(measured, nullptr) << algo;
+      EXPECT_EQ(measured->style, SeriesStyle::Measured);
+      EXPECT_DOUBLE_EQ(yAt(*measured, x), y) << algo << " " << row.sizeBytes;
+      ASSERT_TRUE(std::isfinite(row.predictedUs) && row.predictedUs > 0);
+      const ChartSeries* model = findSeries(*d, algo + " model");
+      ASSERT_NE(model, nullptr);
+      EXPECT_EQ(model->style, SeriesStyle::Predicted);
+      const double alg = static_cast<double>(row.sizeBytes) / row.predictedUs / 1e3;
+      const double expected = d == &c.busbw ? alg * 2.0 * 3 / 4 : alg;
+      EXPECT_NEAR(yAt(*model, x), expected, expected * 1e-12);
+    }
+  }
+  EXPECT_GE(sizes.size(), 3U) << "the sample should sweep a few sizes";
+  // Every size is on the x axis, labelled as nccl-tests' users read sizes.
+  std::set<std::string> labels;
+  for (const AxisTick& t : c.busbw.x.ticks) labels.insert(t.label);
+  for (const uint64_t s : sizes) EXPECT_TRUE(labels.count(formatSize(s))) << formatSize(s);
+  EXPECT_NE(c.busbw.subtitle.find("4 ranks"), std::string::npos) << c.busbw.subtitle;
+  EXPECT_NE(c.busbw.y.tooltip.find("2(n"), std::string::npos);
+}
+
+TEST(ChartsData, OneMeasuredAndOneModelSeriesPerAlgorithm) {
+  std::vector<ChartRow> rows;
+  for (const uint64_t size : {uint64_t{4096}, uint64_t{65536}, uint64_t{1} << 20}) {
+    rows.push_back(chartRow(madeRow("ring", size, 65536, 100.0 + size / 1e4, 90.0)));
+    rows.push_back(chartRow(madeRow("tree", size, 65536, 120.0 + size / 1e4, std::nan(""))));
+  }
+  const XYChartData d = bandwidthVsSize(rows, true);
+  ASSERT_EQ(d.series.size(), 3U) << "tree has no prediction, so no model series";
+  const ChartSeries* ring = findSeries(d, "ring");
+  const ChartSeries* tree = findSeries(d, "tree");
+  ASSERT_TRUE(ring && tree && findSeries(d, "ring model"));
+  EXPECT_EQ(ring->color.algorithm, "ring");
+  EXPECT_EQ(tree->points.size(), 3U);
+  for (size_t i = 1; i < tree->points.size(); ++i) EXPECT_LT(tree->points[i - 1].x, tree->points[i].x);
+  // 4K, 64K and 1M are labelled ticks; the axis holds them all.
+  EXPECT_LE(d.x.min, 12);
+  EXPECT_GE(d.x.max, 20);
+  EXPECT_GE(d.y.max, ring->points.front().y);
+}
+
+TEST(ChartsData, SliceChartHasOneSeriesPerMessageSizeOrderedBySlice) {
+  std::vector<ChartRow> rows;
+  for (const uint64_t size : {uint64_t{1} << 20, uint64_t{16} << 20}) {
+    for (const uint64_t slice : {uint64_t{256} << 10, uint64_t{16} << 10, uint64_t{64} << 10}) {
+      rows.push_back(chartRow(madeRow("ring", size, slice, static_cast<double>(size) / slice, 1)));
+    }
+  }
+  const XYChartData d = busbwVsSlice(rows);
+  ASSERT_EQ(d.series.size(), 2U);
+  EXPECT_EQ(d.series[0].name, "message 1M");
+  EXPECT_EQ(d.series[1].name, "message 16M");
+  for (const ChartSeries& s : d.series) {
+    ASSERT_EQ(s.points.size(), 3U);
+    EXPECT_DOUBLE_EQ(s.points[0].x, 14);  // 16K
+    EXPECT_DOUBLE_EQ(s.points[2].x, 18);  // 256K
+  }
+  EXPECT_NE(d.series[0].color.index, d.series[1].color.index);
+}
+
+TEST(ChartsData, SpreadBandRunsFromMedianToP99WithTheMaximumAsMarkers) {
+  const std::vector<ChartRow> rows = {chartRow(madeRow("ring", 1 << 20, 1 << 16, 100, 1)),
+                                      chartRow(madeRow("ring", 4 << 20, 1 << 16, 400, 1))};
+  const XYChartData d = iterationSpreadChart(rows);
+  const ChartSeries* low = findSeries(d, "ring p50");
+  const ChartSeries* high = findSeries(d, "ring p99");
+  const ChartSeries* max = findSeries(d, "ring max");
+  ASSERT_TRUE(low && high && max);
+  EXPECT_EQ(low->style, SeriesStyle::BandLow);
+  EXPECT_EQ(high->style, SeriesStyle::BandHigh);
+  EXPECT_EQ(low->band, high->band);
+  EXPECT_NEAR(low->points[0].y, std::log10(90.0), 1e-12);
+  EXPECT_NEAR(high->points[1].y, std::log10(600.0), 1e-12);
+  EXPECT_NEAR(max->points[1].y, std::log10(800.0), 1e-12);
+  EXPECT_LE(d.y.min, std::log10(90.0));
+  EXPECT_GE(d.y.max, std::log10(800.0));
+}
+
+TEST(ChartsData, TimelineOfTheSampleHasEveryRanksLanes) {
+  const BenchReport report = readRecording(samplePath());
+  const SweepRow* run = defaultTimelineRow(report.rows);
+  ASSERT_NE(run, nullptr) << "the sample must carry chunk telemetry";
+  const TimelineData t = stepTimeline(*run);
+  ASSERT_EQ(t.nranks, 4);
+  EXPECT_EQ(t.lanes.size(), 12U);
+  std::map<std::pair<int, Activity>, int> bars;
+  for (const TimelineBar& b : t.bars) {
+    EXPECT_GE(b.startUs, 0);
+    EXPECT_LE(b.startUs, b.endUs);
+    EXPECT_LE(b.endUs, t.endUs + 1e-9);
+    EXPECT_EQ(b.lane / 3, b.rank);
+    ++bars[{b.rank, b.activity}];
+  }
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_GT((bars[{r, Activity::Send}]), 0) << r;
+    EXPECT_GT((bars[{r, Activity::Recv}]), 0) << r;
+    EXPECT_GT((bars[{r, Activity::Reduce}]), 0) << r;
+  }
+  // A ring of 4 ranks has 2 x 3 steps per iteration.
+  std::set<uint32_t> steps;
+  for (const StepMark& m : t.stepEnds) steps.insert(m.step);
+  EXPECT_EQ(steps.size(), 6U);
+}
+
+TEST(ChartsData, HeatMapOfTheSampleRingHasTrafficOnRingLinksOnly) {
+  const BenchReport report = readRecording(samplePath());
+  const SweepRow* run = defaultTimelineRow(report.rows);
+  ASSERT_NE(run, nullptr);
+  const HeatMapData h = linkHeatMap(*run);
+  ASSERT_EQ(h.nranks, 4);
+  const Timeline tl(run->result.events);
+  uint64_t total = 0;
+  for (const Transfer& x : tl.transfers()) total += x.bytes;
+  uint64_t summed = 0;
+  for (int a = 0; a < 4; ++a) {
+    for (int b = 0; b < 4; ++b) {
+      const size_t k = static_cast<size_t>(a * 4 + b);
+      summed += h.bytes[k];
+      EXPECT_EQ(h.bytesPerSecond[k] > 0, b == (a + 1) % 4) << a << "->" << b;
+    }
+  }
+  EXPECT_EQ(summed, total);
+  EXPECT_GT(h.minBytesPerSecond, 0);
+  EXPECT_GE(h.maxBytesPerSecond, h.minBytesPerSecond);
+}
+
+// One message each way between two ranks: 0 -> 1 arrives in 1 us, 1 -> 0 in 4 us.
+TEST(ChartsData, HeatMapShowsASlowLinkAsALowerRate) {
+  SweepRow row;
+  row.result.nranks = 2;
+  row.result.request.algorithm = "ring";
+  auto ev = [](int rank, EventKind k, int peer, int64_t t) {
+    TelemetryEvent e;
+    e.runId = 1;
+    e.rank = rank;
+    e.kind = k;
+    e.peer = peer;
+    e.bytes = 4000;
+    e.tNs = t;
+    e.provenance = uint64_t{1} << (k == EventKind::RecvEnd ? peer : rank);
+    return e;
+  };
+  row.result.events = {ev(0, EventKind::SendStart, 1, 0),    ev(1, EventKind::SendStart, 0, 0),
+                       ev(0, EventKind::SendEnd, 1, 500),    ev(1, EventKind::SendEnd, 0, 500),
+                       ev(1, EventKind::RecvEnd, 0, 1000),   ev(0, EventKind::RecvEnd, 1, 4000)};
+  const HeatMapData h = linkHeatMap(row);
+  EXPECT_DOUBLE_EQ(h.bytesPerSecond[1], 4000 * 1e9 / 1000);  // 0 -> 1: 4 GB/s
+  EXPECT_DOUBLE_EQ(h.bytesPerSecond[2], 4000 * 1e9 / 4000);  // 1 -> 0: 1 GB/s
+  EXPECT_EQ(h.bytesPerSecond[0], 0);
+  EXPECT_DOUBLE_EQ(h.minBytesPerSecond, 1e9);
+}
+
+TEST(ChartsData, SubtitleNamesRanksAlgorithmSliceAndHost) {
+  BenchConfig c;
+  c.algorithms = {"ring", "tree"};
+  c.sliceSizes = {uint64_t{64} << 10};
+  std::vector<WorkerInfo> w(3);
+  for (WorkerInfo& x : w) x.host = "lab-host";
+  const std::string s = sessionSubtitle(c, w);
+  for (const char* part : {"3 ranks", "ring, tree", "slice 64K", "lab-host"}) {
+    EXPECT_NE(s.find(part), std::string::npos) << part << " in " << s;
+  }
+}
+
+}  // namespace
+}  // namespace arl::ui

@@ -1,0 +1,78 @@
+// The charts panel: fed whole from the sample, and row by row as a live sweep feeds it
+// (redraws coalesced to at most one per 33 ms).
+#include <gtest/gtest.h>
+
+#include <QChart>
+#include <QChartView>
+#include <QCoreApplication>
+#include <QElapsedTimer>
+
+#include "charts/charts_panel.h"
+#include "charts_fixture.h"
+
+namespace arl::ui {
+namespace {
+
+using testing::madeRow;
+
+// Processes events until `done` or 2 s have passed.
+template <typename F>
+bool waitFor(F done) {
+  QElapsedTimer t;
+  t.start();
+  while (!done() && t.elapsed() < 2000) QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+  return done();
+}
+
+TEST(ChartsPanel, HasOneTabPerChart) {
+  ChartsPanel panel;
+  ASSERT_EQ(panel.count(), kChartKinds);
+  for (int i = 0; i < kChartKinds; ++i) {
+    EXPECT_EQ(panel.tabText(i).toStdString(), chartTabTitle(ChartsPanel::kindOfTab(i)));
+  }
+}
+
+TEST(ChartsPanel, ShowsTheSampleRecording) {
+  ChartsPanel panel;
+  const BenchReport report = readRecording(testing::samplePath());
+  panel.setReport(report);
+  const SessionCharts c = panel.charts();
+  size_t points = 0;
+  for (const ChartSeries& s : c.busbw.series) points += s.points.size();
+  EXPECT_EQ(points, report.rows.size() * 2) << "a measured and a predicted point per run";
+  const auto* view = panel.widget(0)->findChild<QChartView*>();
+  ASSERT_NE(view, nullptr);
+  EXPECT_EQ(view->chart()->series().size(), c.busbw.series.size());
+  EXPECT_FALSE(c.timeline.bars.empty());
+  EXPECT_GT(c.heatMap.maxBytesPerSecond, 0);
+}
+
+TEST(ChartsPanel, LiveRowsAreRedrawnTogetherOnTheTimer) {
+  ChartsPanel panel;
+  BenchConfig config;
+  config.minBytes = 4096;
+  config.maxBytes = 1 << 20;
+  config.algorithms = {"ring", "tree"};
+  panel.beginSession(config, std::vector<WorkerInfo>(4));
+  const int before = panel.redraws();
+  for (const uint64_t size : {uint64_t{4096}, uint64_t{65536}, uint64_t{1} << 20}) {
+    panel.addRow(madeRow("ring", size, 65536, 50 + size / 1e3, 40));
+    panel.addRow(madeRow("tree", size, 65536, 60 + size / 1e3, 45));
+  }
+  EXPECT_EQ(panel.redraws(), before) << "rows are drawn on the timer, not one by one";
+  ASSERT_TRUE(waitFor([&] { return panel.redraws() > before; }));
+  EXPECT_EQ(panel.redraws(), before + 1) << "six rows, one redraw";
+  const SessionCharts c = panel.charts();
+  EXPECT_EQ(c.busbw.series.size(), 4U);
+  for (const ChartSeries& s : c.busbw.series) EXPECT_EQ(s.points.size(), 3U) << s.key;
+  const auto* view = panel.widget(0)->findChild<QChartView*>();
+  ASSERT_NE(view, nullptr);
+  EXPECT_EQ(view->chart()->series().size(), 4);
+  EXPECT_EQ(view->chart()->animationOptions(), QChart::NoAnimation);
+  // The x axis spans the configured sizes from the start.
+  EXPECT_LE(c.busbw.x.min, 12);
+  EXPECT_GE(c.busbw.x.max, 20);
+}
+
+}  // namespace
+}  // namespace arl::ui

@@ -1,0 +1,389 @@
+#include "charts/chart_data.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cmath>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "model/metrics.h"
+
+namespace arl::ui {
+namespace {
+
+const std::string kDot = " \u00B7 ";
+
+bool hasPrediction(double us) { return std::isfinite(us) && us > 0; }
+
+// The smallest of 1, 2, 2.5, 5 times a power of ten at or above `v` (v > 0).
+double niceCeil(double v) {
+  if (!(v > 0)) return 1;
+  const double p = std::pow(10.0, std::floor(std::log10(v)));
+  for (const double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    if (m * p >= v * (1 - 1e-12)) return m * p;
+  }
+  return 10 * p;
+}
+
+// What tells the series of one algorithm apart when a session swept more than sizes.
+struct Variety {
+  bool slices = false;
+  bool inflights = false;
+};
+
+Variety varietyOf(const std::vector<ChartRow>& rows) {
+  std::set<uint64_t> slices;
+  std::set<int> inflights;
+  for (const ChartRow& r : rows) {
+    slices.insert(r.sliceBytes);
+    inflights.insert(r.inflight);
+  }
+  return {slices.size() > 1, inflights.size() > 1};
+}
+
+std::string seriesKey(const ChartRow& r, const Variety& v) {
+  std::string k = r.algorithm;
+  if (v.slices) k += " slice " + formatSize(r.sliceBytes);
+  if (v.inflights) k += " \u00D7" + std::to_string(r.inflight);
+  return k;
+}
+
+void sortPoints(std::vector<ChartPoint>& pts) {
+  std::stable_sort(pts.begin(), pts.end(),
+                   [](const ChartPoint& a, const ChartPoint& b) { return a.x < b.x; });
+}
+
+// The x axis of log2 sizes over [lo, hi] bytes, half a power of two of margin either side.
+ChartAxis log2SizeAxis(std::string title, uint64_t lo, uint64_t hi) {
+  ChartAxis a;
+  a.title = std::move(title);
+  const double l = std::log2(static_cast<double>(std::max<uint64_t>(lo, 1)));
+  const double h = std::log2(static_cast<double>(std::max<uint64_t>(hi, 1)));
+  a.min = std::floor(l) - 0.5;
+  a.max = std::ceil(h) + 0.5;
+  a.ticks = log2SizeTicks(std::floor(l), std::ceil(h));
+  return a;
+}
+
+// A linear axis from 0 with five or six ticks at round values.
+ChartAxis bandwidthAxis(const std::string& title, double maxValue) {
+  ChartAxis a;
+  a.title = title;
+  a.min = 0;
+  const double step = niceCeil((maxValue > 0 ? maxValue * 1.05 : 1) / 6);
+  a.max = step * std::ceil((maxValue > 0 ? maxValue * 1.05 : 1) / step);
+  for (int i = 0; i * step <= a.max + step * 1e-9; ++i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", i * step);
+    a.ticks.push_back({i * step, buf});
+  }
+  return a;
+}
+
+std::string timeLabel(double us) {
+  char buf[32];
+  if (us >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%g s", us / 1e6);
+  } else if (us >= 1e3) {
+    std::snprintf(buf, sizeof buf, "%g ms", us / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%g \u00B5s", us);
+  }
+  return buf;
+}
+
+// A log10 time axis over [lo, hi] microseconds, ticks at 1-2-5 or decades.
+ChartAxis log10TimeAxis(double lo, double hi) {
+  ChartAxis a;
+  a.title = "iteration time (slowest rank)";
+  const double l = std::floor(std::log10(std::max(lo, 1e-3)));
+  const double h = std::ceil(std::log10(std::max(hi, lo * 1.0001)));
+  a.min = l;
+  a.max = std::max(h, l + 1);
+  const bool fine = a.max - a.min <= 2;
+  for (double d = a.min; d <= a.max + 1e-9; d += 1) {
+    for (const double m : {1.0, 2.0, 5.0}) {
+      if (m != 1.0 && !fine) continue;
+      const double v = d + std::log10(m);
+      if (v > a.max + 1e-9) break;
+      a.ticks.push_back({v, timeLabel(std::pow(10.0, v))});
+    }
+  }
+  return a;
+}
+
+}  // namespace
+
+std::string chartSlug(ChartKind k) {
+  switch (k) {
+    case ChartKind::BusbwVsSize: return "busbw-vs-size";
+    case ChartKind::AlgbwVsSize: return "algbw-vs-size";
+    case ChartKind::BusbwVsSlice: return "busbw-vs-slice";
+    case ChartKind::StepTimeline: return "step-timeline";
+    case ChartKind::LinkHeatMap: return "link-heatmap";
+    case ChartKind::IterationSpread: return "iteration-spread";
+  }
+  return "chart";
+}
+
+std::string chartTabTitle(ChartKind k) {
+  switch (k) {
+    case ChartKind::BusbwVsSize: return "busbw vs size";
+    case ChartKind::AlgbwVsSize: return "algbw vs size";
+    case ChartKind::BusbwVsSlice: return "busbw vs slice";
+    case ChartKind::StepTimeline: return "per-step timeline";
+    case ChartKind::LinkHeatMap: return "link heat map";
+    case ChartKind::IterationSpread: return "iteration spread";
+  }
+  return "chart";
+}
+
+ChartRow chartRow(const SweepRow& row) {
+  ChartRow c;
+  c.sizeBytes = row.sizeBytes;
+  c.algorithm = row.result.request.algorithm;
+  c.sliceBytes = row.result.request.sliceBytes;
+  c.inflight = row.result.request.inflight;
+  c.nranks = row.result.nranks;
+  c.timeUs = row.metrics.timeUs;
+  c.predictedUs = row.predictedUs;
+  c.algbwGBps = row.metrics.algbwGBps;
+  c.busbwGBps = row.metrics.busbwGBps;
+  c.busbwFactor = c.nranks > 0 ? busBwFactor(row.result.request.collective, c.nranks) : 1.0;
+  c.spread = row.metrics.spread;
+  c.ok = row.result.state == RunState::Done && row.metrics.timeUs > 0;
+  return c;
+}
+
+std::string sessionSubtitle(const BenchConfig& config, const std::vector<WorkerInfo>& workers) {
+  const size_t n = workers.empty() ? static_cast<size_t>(config.workers) : workers.size();
+  std::string s = std::to_string(n) + (n == 1 ? " rank" : " ranks");
+  std::string algos;
+  for (const std::string& a : config.algorithms) algos += (algos.empty() ? "" : ", ") + a;
+  if (!algos.empty()) s += kDot + algos;
+  s += kDot + std::string(toString(config.collective)) + " " +
+       std::string(toString(config.dtype)) + " " + std::string(toString(config.op));
+  std::string slices;
+  for (const uint64_t b : config.sliceSizes) slices += (slices.empty() ? "" : ", ") + formatSize(b);
+  if (!slices.empty()) s += kDot + "slice " + slices;
+  std::string inflight;
+  for (const int k : config.inflights) {
+    inflight += (inflight.empty() ? "" : ", ") + std::to_string(k);
+  }
+  if (!inflight.empty()) s += kDot + inflight + " in flight";
+  std::vector<std::string> hosts;
+  for (const WorkerInfo& w : workers) {
+    if (std::find(hosts.begin(), hosts.end(), w.host) == hosts.end()) hosts.push_back(w.host);
+  }
+  std::string hostText;
+  for (size_t i = 0; i < hosts.size() && i < 3; ++i) hostText += (i ? ", " : "") + hosts[i];
+  if (hosts.size() > 3) hostText += " +" + std::to_string(hosts.size() - 3) + " more";
+  if (!hostText.empty()) s += kDot + hostText;
+  return s;
+}
+
+std::string sizeLabel(double bytes) {
+  const double p = std::round(std::log2(std::max(bytes, 1.0)));
+  return formatSize(static_cast<uint64_t>(std::ldexp(1.0, static_cast<int>(p))));
+}
+
+std::vector<AxisTick> log2SizeTicks(double minLog2, double maxLog2) {
+  const double span = maxLog2 - minLog2;
+  const int every = span > 24 ? 4 : (span > 12 ? 2 : 1);
+  std::vector<AxisTick> ticks;
+  for (int e = static_cast<int>(std::ceil(minLog2)); e <= static_cast<int>(maxLog2); ++e) {
+    if (e % every != 0) continue;
+    ticks.push_back({static_cast<double>(e), sizeLabel(std::ldexp(1.0, e))});
+  }
+  return ticks;
+}
+
+XYChartData bandwidthVsSize(const std::vector<ChartRow>& rows, bool busbw) {
+  XYChartData d;
+  const std::string name = busbw ? "busbw" : "algbw";
+  d.title = name + " against message size";
+  const Variety v = varietyOf(rows);
+  std::map<std::string, size_t> index;  // key -> measured series; its prediction follows it
+  uint64_t lo = UINT64_MAX, hi = 0;
+  double top = 0;
+  for (const ChartRow& r : rows) {
+    if (!r.ok) continue;
+    const std::string key = seriesKey(r, v);
+    auto it = index.find(key);
+    if (it == index.end()) {
+      it = index.emplace(key, d.series.size()).first;
+      d.series.push_back({key, key + " (measured)", SeriesStyle::Measured, {r.algorithm}, {}, {}});
+      d.series.push_back(
+          {key + " model", key + " (model)", SeriesStyle::Predicted, {r.algorithm}, {}, {}});
+    }
+    const double x = std::log2(static_cast<double>(std::max<uint64_t>(r.sizeBytes, 1)));
+    const double y = busbw ? r.busbwGBps : r.algbwGBps;
+    d.series[it->second].points.push_back({x, y});
+    top = std::max(top, y);
+    if (hasPrediction(r.predictedUs)) {
+      const double alg = static_cast<double>(r.sizeBytes) / r.predictedUs / 1e3;
+      const double py = busbw ? alg * r.busbwFactor : alg;
+      d.series[it->second + 1].points.push_back({x, py});
+      top = std::max(top, py);
+    }
+    lo = std::min(lo, r.sizeBytes);
+    hi = std::max(hi, r.sizeBytes);
+  }
+  for (ChartSeries& s : d.series) sortPoints(s.points);
+  std::erase_if(d.series, [](const ChartSeries& s) { return s.points.empty(); });
+  d.x = log2SizeAxis("message size (bytes, log\u2082)", lo == UINT64_MAX ? 1024 : lo,
+                     hi == 0 ? 1 << 20 : hi);
+  d.y = bandwidthAxis(name + " (GB/s, 1 GB = 10\u2079 B)", top);
+  d.y.tooltip = busbw ? "busbw = algbw \u00D7 2(n\u22121)/n for all-reduce ((n\u22121)/n for "
+                        "reduce-scatter and all-gather, 1 for reduce and broadcast), as "
+                        "nccl-tests reports it: the bandwidth of an equivalent flat fabric "
+                        "that the algorithm would saturate, comparable across rank counts"
+                      : "algbw = S / time: the message size over the slowest rank's mean "
+                        "iteration time";
+  d.note = "Solid: measured (mean over timed iterations). Dashed: the cost model's "
+           "prediction, not a measurement.";
+  return d;
+}
+
+XYChartData busbwVsSlice(const std::vector<ChartRow>& rows) {
+  XYChartData d;
+  d.title = "busbw against slice size";
+  std::set<uint64_t> sizes;
+  std::set<std::string> algorithms;
+  for (const ChartRow& r : rows) {
+    if (!r.ok) continue;
+    sizes.insert(r.sizeBytes);
+    algorithms.insert(r.algorithm);
+  }
+  const std::vector<uint64_t> sizeList(sizes.begin(), sizes.end());
+  const bool inflights = varietyOf(rows).inflights;
+  std::map<std::string, size_t> index;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  double top = 0;
+  for (const ChartRow& r : rows) {
+    if (!r.ok || r.sliceBytes == 0) continue;
+    std::string key = formatSize(r.sizeBytes);
+    if (algorithms.size() > 1) key = r.algorithm + " " + key;
+    if (inflights) key += " \u00D7" + std::to_string(r.inflight);
+    auto it = index.find(key);
+    if (it == index.end()) {
+      const int pos = static_cast<int>(std::lower_bound(sizeList.begin(), sizeList.end(),
+                                                        r.sizeBytes) -
+                                       sizeList.begin());
+      SeriesColor c{algorithms.size() > 1 ? r.algorithm : std::string(), pos,
+                    static_cast<int>(sizeList.size())};
+      it = index.emplace(key, d.series.size()).first;
+      d.series.push_back({key, "message " + key, SeriesStyle::Measured, c, {}, {}});
+    }
+    const double x = std::log2(static_cast<double>(r.sliceBytes));
+    d.series[it->second].points.push_back({x, r.busbwGBps});
+    top = std::max(top, r.busbwGBps);
+    lo = std::min(lo, r.sliceBytes);
+    hi = std::max(hi, r.sliceBytes);
+  }
+  for (ChartSeries& s : d.series) sortPoints(s.points);
+  d.x = log2SizeAxis("slice size (bytes, log\u2082)", lo == UINT64_MAX ? 4096 : lo,
+                     hi == 0 ? 1 << 20 : hi);
+  d.y = bandwidthAxis("busbw (GB/s, 1 GB = 10\u2079 B)", top);
+  d.note = hi == lo ? "One slice size in this session: sweep slice sizes (bench --slice "
+                      "16K,64K,256K,1M) to see where slices get too small or too large."
+                    : "Too small a slice pays the per-message cost too often; too large a "
+                      "slice leaves the pipeline too short.";
+  return d;
+}
+
+XYChartData iterationSpreadChart(const std::vector<ChartRow>& rows) {
+  XYChartData d;
+  d.title = "Spread of iteration times per size";
+  const Variety v = varietyOf(rows);
+  std::map<std::string, size_t> index;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  double tmin = 1e300, tmax = 0;
+  for (const ChartRow& r : rows) {
+    const IterationSpread& s = r.spread;
+    if (!r.ok || !(s.p50Us > 0) || !(s.maxUs > 0)) continue;
+    const std::string key = seriesKey(r, v);
+    auto it = index.find(key);
+    if (it == index.end()) {
+      it = index.emplace(key, d.series.size()).first;
+      const SeriesColor c{r.algorithm};
+      d.series.push_back({key + " p50", key + " p50\u2013p99", SeriesStyle::BandLow, c, key, {}});
+      d.series.push_back({key + " p99", key + " p99", SeriesStyle::BandHigh, c, key, {}});
+      d.series.push_back({key + " median", key + " p50", SeriesStyle::Measured, c, {}, {}});
+      d.series.push_back({key + " max", key + " max", SeriesStyle::Markers, c, {}, {}});
+    }
+    const double x = std::log2(static_cast<double>(std::max<uint64_t>(r.sizeBytes, 1)));
+    const size_t i = it->second;
+    d.series[i].points.push_back({x, std::log10(s.p50Us)});
+    d.series[i + 1].points.push_back({x, std::log10(std::max(s.p99Us, s.p50Us))});
+    d.series[i + 2].points.push_back({x, std::log10(s.p50Us)});
+    d.series[i + 3].points.push_back({x, std::log10(s.maxUs)});
+    lo = std::min(lo, r.sizeBytes);
+    hi = std::max(hi, r.sizeBytes);
+    tmin = std::min(tmin, s.p50Us);
+    tmax = std::max(tmax, s.maxUs);
+  }
+  for (ChartSeries& s : d.series) sortPoints(s.points);
+  d.x = log2SizeAxis("message size (bytes, log\u2082)", lo == UINT64_MAX ? 1024 : lo,
+                     hi == 0 ? 1 << 20 : hi);
+  d.y = tmax > 0 ? log10TimeAxis(tmin, tmax) : log10TimeAxis(1, 1000);
+  d.y.title = "iteration time (slowest rank, log\u2081\u2080)";
+  d.note = "Band: median (p50) to p99 of the timed iterations; markers: the slowest "
+           "iteration (nearest-rank percentiles).";
+  return d;
+}
+
+const XYChartData* SessionCharts::xy(ChartKind k) const {
+  switch (k) {
+    case ChartKind::BusbwVsSize: return &busbw;
+    case ChartKind::AlgbwVsSize: return &algbw;
+    case ChartKind::BusbwVsSlice: return &slice;
+    case ChartKind::IterationSpread: return &spread;
+    default: return nullptr;
+  }
+}
+
+void fillXYCharts(SessionCharts& c, const std::vector<ChartRow>& rows) {
+  c.busbw = bandwidthVsSize(rows, true);
+  c.algbw = bandwidthVsSize(rows, false);
+  c.slice = busbwVsSlice(rows);
+  c.spread = iterationSpreadChart(rows);
+  for (XYChartData* d : {&c.busbw, &c.algbw, &c.slice, &c.spread}) d->subtitle = c.subtitle;
+}
+
+void fillRunCharts(SessionCharts& c, const SweepRow* run) {
+  if (run != nullptr) {
+    c.timeline = stepTimeline(*run);
+    c.heatMap = linkHeatMap(*run);
+  } else {
+    c.timeline = TimelineData{};
+    c.timeline.title = "Per-step timeline";
+    c.timeline.note = "No run with telemetry to show.";
+    c.heatMap = HeatMapData{};
+    c.heatMap.title = "Per-link throughput";
+    c.heatMap.note = c.timeline.note;
+  }
+  c.timeline.subtitle = c.subtitle;
+  c.heatMap.subtitle = c.subtitle;
+}
+
+SessionCharts sessionCharts(const BenchReport& report, const SweepRow* run) {
+  SessionCharts c;
+  c.subtitle = sessionSubtitle(report.config, report.workers);
+  std::vector<ChartRow> rows;
+  rows.reserve(report.rows.size());
+  for (const SweepRow& r : report.rows) rows.push_back(chartRow(r));
+  fillXYCharts(c, rows);
+  fillRunCharts(c, run != nullptr ? run : defaultTimelineRow(report.rows));
+  return c;
+}
+
+const SweepRow* defaultTimelineRow(const std::vector<SweepRow>& rows) {
+  for (auto it = rows.rbegin(); it != rows.rend(); ++it) {
+    if (!it->result.events.empty()) return &*it;
+  }
+  return nullptr;
+}
+
+}  // namespace arl::ui

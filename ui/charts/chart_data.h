@@ -1,0 +1,204 @@
+// What the charts show, as plain data: series of points, axes with their ranges, ticks and
+// titles, timeline bars and a link matrix, computed from a session's rows and a run's
+// Timeline. No Qt here, so the figures are unit-testable and survive a move from Qt Charts
+// (deprecated upstream) to Qt Graphs: chart_adapter.h turns this data into Qt objects.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exec/timeline.h"
+#include "export/export.h"
+
+namespace arl::ui {
+
+// The charts of a session, in tab order.
+enum class ChartKind : uint8_t {
+  BusbwVsSize,
+  AlgbwVsSize,
+  BusbwVsSlice,
+  StepTimeline,
+  LinkHeatMap,
+  IterationSpread,
+};
+inline constexpr int kChartKinds = 6;
+
+// "busbw-vs-size", ...: the chart's file name stem in exports.
+std::string chartSlug(ChartKind k);
+// "busbw vs size", ...: the tab's title.
+std::string chartTabTitle(ChartKind k);
+
+struct ChartPoint {
+  double x = 0;
+  double y = 0;
+};
+
+struct AxisTick {
+  double value = 0;
+  std::string label;
+};
+
+// A linear axis; logarithmic quantities are plotted as their logarithm with ticks labelled
+// in the original unit (x = log2 of the size, labelled 4K, 64K, 1M).
+struct ChartAxis {
+  std::string title;
+  double min = 0;
+  double max = 1;
+  std::vector<AxisTick> ticks;  // empty: evenly spaced value ticks
+  std::string tooltip;
+};
+
+// How a series is drawn: a measured line with markers, the model's dashed line, the lower or
+// upper edge of a band (the two edges of one band share `band`), or markers alone.
+enum class SeriesStyle : uint8_t { Measured, Predicted, BandLow, BandHigh, Markers };
+
+// The colour a series takes: its algorithm's (style/palette.h), or place `index` of `count`
+// on a sequential ramp (one message size of several).
+struct SeriesColor {
+  std::string algorithm;  // non-empty: algorithmColor(algorithm)
+  int index = 0;
+  int count = 1;
+};
+
+struct ChartSeries {
+  std::string key;   // stable across updates: a live chart replaces the points of this key
+  std::string name;  // the legend's text
+  SeriesStyle style = SeriesStyle::Measured;
+  SeriesColor color;
+  std::string band;  // BandLow/BandHigh: the band both edges belong to
+  std::vector<ChartPoint> points;
+};
+
+struct XYChartData {
+  std::string title;
+  std::string subtitle;  // the configuration: ranks, algorithms, slice, hosts
+  ChartAxis x;
+  ChartAxis y;
+  std::vector<ChartSeries> series;
+  std::string note;  // shown under the chart: what is measured, what is modelled
+};
+
+// The rows of a session as the charts read them (telemetry is not needed and not kept).
+struct ChartRow {
+  uint64_t sizeBytes = 0;
+  std::string algorithm;
+  uint64_t sliceBytes = 0;
+  int inflight = 0;
+  int nranks = 0;
+  double timeUs = 0;
+  double predictedUs = 0;  // NaN or <= 0: no prediction
+  double algbwGBps = 0;
+  double busbwGBps = 0;
+  double busbwFactor = 1;
+  IterationSpread spread;
+  bool ok = true;  // the run finished; failed runs are not plotted
+};
+
+ChartRow chartRow(const SweepRow& row);
+
+// The configuration line of a session: "4 ranks · ring · all-reduce float sum · slice 1M ·
+// 4 slices in flight · host1".
+std::string sessionSubtitle(const BenchConfig& config, const std::vector<WorkerInfo>& workers);
+
+// "4K", "64K", "1M": a size in bytes as nccl-tests' users read it, rounded to a power of two.
+std::string sizeLabel(double bytes);
+
+// Size ticks at every power of two in [minLog2, maxLog2] (every second or fourth one when
+// there are many), labelled 4K, 64K, 1M.
+std::vector<AxisTick> log2SizeTicks(double minLog2, double maxLog2);
+
+// busbw (or algbw) against log2 of the size, one measured series per algorithm with the
+// model's prediction (predicted bandwidth = size / predicted time, times the busbw factor)
+// dashed beside it. With several slice sizes or slices in flight in a session, each
+// combination is a series of its own.
+XYChartData bandwidthVsSize(const std::vector<ChartRow>& rows, bool busbw);
+
+// busbw against log2 of the slice size, one series per message size (and algorithm).
+XYChartData busbwVsSlice(const std::vector<ChartRow>& rows);
+
+// The spread of iteration times per size: for each algorithm a band from p50 to p99, the p50
+// line and the largest iteration as markers; y is log10 of microseconds.
+XYChartData iterationSpreadChart(const std::vector<ChartRow>& rows);
+
+// One bar of the per-step timeline.
+struct TimelineBar {
+  int lane = 0;
+  int rank = 0;
+  Activity activity = Activity::Send;
+  int peer = -1;
+  double startUs = 0;  // from the iteration's start
+  double endUs = 0;
+};
+
+// A rank finished a step at tUs.
+struct StepMark {
+  int rank = 0;
+  uint32_t step = 0;
+  double tUs = 0;
+};
+
+struct TimelineData {
+  std::string title;
+  std::string subtitle;
+  int nranks = 0;
+  uint32_t iteration = 0;
+  std::vector<std::string> lanes;  // "rank 0 send", "rank 0 recv", "rank 0 reduce", ...
+  std::vector<int> laneRank;
+  std::vector<TimelineBar> bars;
+  std::vector<StepMark> stepEnds;  // every rank's step ends
+  double endUs = 0;
+  std::string note;
+};
+
+// The per-step timeline of one iteration of a run: three lanes per rank (send, recv,
+// reduce), times in microseconds from the iteration's first event. `iteration` < 0 picks the
+// timed iteration whose slowest-rank time is the median.
+TimelineData stepTimeline(const SweepRow& row, int iteration = -1);
+
+// Per-link throughput of one run: bytes/s from sender to receiver while the link carried
+// data (the bytes over the union of the link's transfers' flight times, send start to
+// receive end), so a slow link stands out even where every link carries the same bytes.
+struct HeatMapData {
+  std::string title;
+  std::string subtitle;
+  int nranks = 0;
+  std::vector<double> bytesPerSecond;  // [sender * nranks + receiver]; 0 = no traffic
+  std::vector<uint64_t> bytes;
+  double maxBytesPerSecond = 0;
+  double minBytesPerSecond = 0;  // over links with traffic
+  std::string note;
+};
+
+HeatMapData linkHeatMap(const SweepRow& row);
+
+// The row of a session whose timeline and heat map are shown by default: the last with
+// telemetry events, or nullptr.
+const SweepRow* defaultTimelineRow(const std::vector<SweepRow>& rows);
+
+// Every chart of a session, with the session's configuration as each one's subtitle.
+struct SessionCharts {
+  std::string subtitle;
+  XYChartData busbw;
+  XYChartData algbw;
+  XYChartData slice;
+  XYChartData spread;
+  TimelineData timeline;
+  HeatMapData heatMap;
+
+  // The XY chart of `k` (nullptr for the timeline and the heat map).
+  const XYChartData* xy(ChartKind k) const;
+  XYChartData* xy(ChartKind k) { return const_cast<XYChartData*>(std::as_const(*this).xy(k)); }
+};
+
+// The XY charts of `rows`, each with `subtitle`.
+void fillXYCharts(SessionCharts& c, const std::vector<ChartRow>& rows);
+// The timeline and heat map of `run` (empty ones for nullptr).
+void fillRunCharts(SessionCharts& c, const SweepRow* run);
+
+// All charts of a report; the timeline and the heat map show `run`, by default
+// defaultTimelineRow(report.rows).
+SessionCharts sessionCharts(const BenchReport& report, const SweepRow* run = nullptr);
+
+}  // namespace arl::ui

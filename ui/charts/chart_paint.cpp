@@ -1,0 +1,121 @@
+// The per-step timeline and the link heat map, painted with QPainter (Qt Charts has neither
+// lanes of bars nor a matrix): on screen by their widgets, into exports by chart_render.
+#include <QFontMetricsF>
+#include <QLinearGradient>
+#include <QPainter>
+#include <algorithm>
+#include <cmath>
+
+#include "charts/chart_adapter.h"
+#include "charts/paint_util.h"
+#include "style/palette.h"
+
+namespace arl::ui {
+namespace {
+
+QColor laneColor(Activity a, int rank, int nranks) {
+  const QColor c = rankColor(rank, nranks);
+  switch (a) {
+    case Activity::Send: return c;
+    case Activity::Recv: return QColor::fromHslF(c.hslHueF(), c.hslSaturationF() * 0.7F, 0.82F);
+    default: return c.darker(160);
+  }
+}
+
+void drawTimeAxis(QPainter& p, const QRectF& plot, double endUs, const FigureStyle& s) {
+  const double step = tickStep(endUs, 8);
+  p.setFont(s.font);
+  const QFontMetricsF fm(s.font);
+  for (double t = 0; t <= endUs + step * 1e-9; t += step) {
+    const double x = plot.left() + plot.width() * t / endUs;
+    p.setPen(QPen(s.grid, 1));
+    p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+    p.setPen(s.text);
+    p.drawText(QRectF(x - 40, plot.bottom() + 3, 80, fm.height()), Qt::AlignHCenter,
+               QString::number(t, 'g', 4));
+  }
+  p.setFont(withSize(s.font, 1.05, true));
+  p.drawText(QRectF(plot.left(), plot.bottom() + fm.height() + 4, plot.width(), fm.height() + 4),
+             Qt::AlignHCenter, QStringLiteral("time from the iteration's start (\u00B5s)"));
+}
+
+void drawTimelineLegend(QPainter& p, const QRectF& r, const FigureStyle& s, int nranks) {
+  p.setFont(s.font);
+  const QFontMetricsF fm(s.font);
+  double x = r.left() + r.width() / 2 - 170;
+  const double y = r.top();
+  const std::pair<Activity, const char*> items[] = {
+      {Activity::Send, "send"}, {Activity::Recv, "receive (waiting for data)"},
+      {Activity::Reduce, "reduce"}};
+  for (const auto& [a, name] : items) {
+    p.fillRect(QRectF(x, y + 3, 14, fm.height() - 6), laneColor(a, 0, nranks));
+    p.setPen(s.text);
+    p.drawText(QPointF(x + 18, y + fm.ascent()), QString::fromUtf8(name));
+    x += 26 + fm.horizontalAdvance(QString::fromUtf8(name));
+  }
+  p.setPen(QPen(s.text, 1.5));
+  p.drawLine(QPointF(x, y + 2), QPointF(x, y + fm.height() - 2));
+  p.drawText(QPointF(x + 6, y + fm.ascent()), QStringLiteral("step end"));
+}
+
+}  // namespace
+
+void paintTimeline(QPainter& p, const QRectF& r, const TimelineData& d, const FigureStyle& s) {
+  p.save();
+  p.fillRect(r, s.background);
+  QRectF body = drawHeading(p, r, d.title, d.subtitle, s);
+  body = drawNote(p, body, d.note, s);
+  const QFontMetricsF fm(s.font);
+  const QRectF legend(body.left(), body.bottom() - fm.height(), body.width(), fm.height());
+  drawTimelineLegend(p, legend, s, d.nranks);
+  const double labelW = fm.horizontalAdvance(QStringLiteral("rank 00 reduce")) + 16;
+  const QRectF plot(body.left() + labelW, body.top(), body.width() - labelW - 24,
+                    body.height() - fm.height() * 3.5 - 16);
+  if (d.nranks <= 0 || d.endUs <= 0 || plot.height() <= 0) {
+    p.restore();
+    return;
+  }
+  drawTimeAxis(p, plot, d.endUs, s);
+  const double laneH = plot.height() / static_cast<double>(d.lanes.size());
+  const double rankH = laneH * 3;
+  const int labelEvery = std::max(1, static_cast<int>(std::ceil(fm.height() / rankH)));
+  p.setFont(s.font);
+  for (int rank = 0; rank < d.nranks; ++rank) {
+    const double y = plot.top() + rank * rankH;
+    if (rank % 2 == 1) p.fillRect(QRectF(plot.left(), y, plot.width(), rankH), s.grid.lighter(108));
+    p.fillRect(QRectF(body.left() + 2, y + 1, 5, rankH - 2), rankColor(rank, d.nranks));
+    if (rank % labelEvery != 0) continue;
+    p.setPen(s.text);
+    if (laneH >= fm.height() * 0.9) {
+      const QString lanes[] = {QStringLiteral("rank %1 send").arg(rank), QStringLiteral("recv"),
+                               QStringLiteral("reduce")};
+      for (int l = 0; l < 3; ++l) {
+        p.drawText(QRectF(body.left() + 10, y + l * laneH, labelW - 14, laneH),
+                   Qt::AlignRight | Qt::AlignVCenter, lanes[l]);
+      }
+    } else {
+      p.drawText(QRectF(body.left() + 10, y, labelW - 14, rankH), Qt::AlignRight | Qt::AlignVCenter,
+                 QStringLiteral("rank %1").arg(rank));
+    }
+  }
+  const double scale = plot.width() / d.endUs;
+  p.setPen(Qt::NoPen);
+  for (const TimelineBar& b : d.bars) {
+    const double x0 = plot.left() + b.startUs * scale;
+    const double w = std::max((b.endUs - b.startUs) * scale, 0.8);
+    const double y = plot.top() + b.lane * laneH + laneH * 0.12;
+    p.fillRect(QRectF(x0, y, w, laneH * 0.76), laneColor(b.activity, b.rank, d.nranks));
+  }
+  p.setPen(QPen(s.text, 1.5));
+  for (const StepMark& m : d.stepEnds) {
+    const double x = plot.left() + m.tUs * scale;
+    const double y = plot.top() + m.rank * rankH;
+    p.drawLine(QPointF(x, y + 1), QPointF(x, y + rankH - 1));
+  }
+  p.setPen(QPen(s.muted, 1));
+  p.setBrush(Qt::NoBrush);
+  p.drawRect(plot);
+  p.restore();
+}
+
+}  // namespace arl::ui

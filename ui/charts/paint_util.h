@@ -1,0 +1,69 @@
+// Drawing helpers shared by the painted figures (timeline, heat map).
+#pragma once
+
+#include <QFont>
+#include <QFontMetricsF>
+#include <QPainter>
+#include <QRectF>
+#include <cmath>
+#include <string>
+
+#include "charts/chart_adapter.h"
+
+namespace arl::ui {
+
+inline QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+inline QFont withSize(const QFont& f, double factor, bool bold = false) {
+  QFont g = f;
+  g.setPointSizeF(f.pointSizeF() * factor);
+  g.setBold(bold);
+  return g;
+}
+
+// Draws title and subtitle at the top of `r`; returns what is left below them.
+inline QRectF drawHeading(QPainter& p, const QRectF& r, const std::string& title,
+                   const std::string& subtitle, const FigureStyle& s) {
+  const QFont tf = withSize(s.font, 1.3, true);
+  const QFont sf = s.font;
+  double y = r.top() + 8;
+  p.setFont(tf);
+  p.setPen(s.text);
+  const double th = QFontMetricsF(tf).height();
+  p.drawText(QRectF(r.left(), y, r.width(), th), Qt::AlignHCenter | Qt::AlignVCenter, qs(title));
+  y += th + 2;
+  if (!subtitle.empty()) {
+    p.setFont(sf);
+    p.setPen(s.muted);
+    const double sh = QFontMetricsF(sf).height();
+    p.drawText(QRectF(r.left(), y, r.width(), sh), Qt::AlignHCenter | Qt::AlignVCenter,
+               qs(subtitle));
+    y += sh;
+  }
+  return QRectF(r.left(), y + 8, r.width(), r.bottom() - y - 8);
+}
+
+// Draws the note at the bottom of `r`; returns what is left above it.
+inline QRectF drawNote(QPainter& p, const QRectF& r, const std::string& note, const FigureStyle& s) {
+  if (note.empty()) return r;
+  const QFont f = withSize(s.font, 0.9);
+  const double h = QFontMetricsF(f).height() * 2 + 4;
+  p.setFont(f);
+  p.setPen(s.muted);
+  p.drawText(QRectF(r.left() + 8, r.bottom() - h, r.width() - 16, h),
+             Qt::AlignHCenter | Qt::AlignBottom | Qt::TextWordWrap, qs(note));
+  return QRectF(r.left(), r.top(), r.width(), r.height() - h - 4);
+}
+
+// A round step for about `n` ticks over [0, span].
+inline double tickStep(double span, int n) {
+  if (!(span > 0)) return 1;
+  const double raw = span / n;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (const double m : {1.0, 2.0, 2.5, 5.0}) {
+    if (m * p >= raw) return m * p;
+  }
+  return 10 * p;
+}
+
+}  // namespace arl::ui
