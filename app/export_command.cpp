@@ -79,8 +79,8 @@ ui::ExportOptions ExportCommand::parse() const {
   o.directory = out->text;
   o.formats.clear();
   const std::pair<bool, ui::ExportFormat> flags[] = {
-      {png_, ui::ExportFormat::Png}, {svg_, ui::ExportFormat::Svg},
-      {pdf_, ui::ExportFormat::Pdf}, {csv_, ui::ExportFormat::Csv},
+      {png_, ui::ExportFormat::Png},   {svg_, ui::ExportFormat::Svg},
+      {pdf_, ui::ExportFormat::Pdf},   {csv_, ui::ExportFormat::Csv},
       {json_, ui::ExportFormat::Json}, {trace_, ui::ExportFormat::Trace}};
   for (const auto& [on, f] : flags) {
     if (on) o.formats.insert(f);
@@ -88,8 +88,10 @@ ui::ExportOptions ExportCommand::parse() const {
   if (o.formats.empty()) {
     for (const auto& [on, f] : flags) o.formats.insert(f);
   }
-  if (auto w = opts_.get("--width")) o.image.width = parseInt(*w, ui::kMinImageSide, ui::kMaxImageSide);
-  if (auto h = opts_.get("--height")) o.image.height = parseInt(*h, ui::kMinImageSide, ui::kMaxImageSide);
+  if (auto w = opts_.get("--width"))
+    o.image.width = parseInt(*w, ui::kMinImageSide, ui::kMaxImageSide);
+  if (auto h = opts_.get("--height"))
+    o.image.height = parseInt(*h, ui::kMinImageSide, ui::kMaxImageSide);
   if (auto s = opts_.get("--scale")) o.image.scale = parseScale(*s);
   return o;
 }

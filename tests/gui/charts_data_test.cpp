@@ -42,8 +42,8 @@ TEST(ChartsData, SampleHasAPointForEverySizeAndAlgorithmWithItsPrediction) {
     if (slices.size() > 1) algo += " slice " + formatSize(row.result.request.sliceBytes);
     const double x = std::log2(static_cast<double>(row.sizeBytes));
     sizes.insert(row.sizeBytes);
-    for (const auto& [d, y] : {std::pair{&c.busbw, row.metrics.busbwGBps},
-                               std::pair{&c.algbw, row.metrics.algbwGBps}}) {
+    for (const auto& [d, y] :
+         {std::pair{&c.busbw, row.metrics.busbwGBps}, std::pair{&c.algbw, row.metrics.algbwGBps}}) {
       const ChartSeries* measured = findSeries(*d, algo);
       ASSERT_NE(measured, nullptr) << algo;
       EXPECT_EQ(measured->style, SeriesStyle::Measured);
@@ -79,7 +79,8 @@ TEST(ChartsData, OneMeasuredAndOneModelSeriesPerAlgorithm) {
   ASSERT_TRUE(ring && tree && findSeries(d, "ring model"));
   EXPECT_EQ(ring->color.algorithm, "ring");
   EXPECT_EQ(tree->points.size(), 3U);
-  for (size_t i = 1; i < tree->points.size(); ++i) EXPECT_LT(tree->points[i - 1].x, tree->points[i].x);
+  for (size_t i = 1; i < tree->points.size(); ++i)
+    EXPECT_LT(tree->points[i - 1].x, tree->points[i].x);
   // 4K, 64K and 1M are labelled ticks; the axis holds them all.
   EXPECT_LE(d.x.min, 12);
   EXPECT_GE(d.x.max, 20);
@@ -187,9 +188,9 @@ TEST(ChartsData, HeatMapShowsASlowLinkAsALowerRate) {
     e.provenance = uint64_t{1} << (k == EventKind::RecvEnd ? peer : rank);
     return e;
   };
-  row.result.events = {ev(0, EventKind::SendStart, 1, 0),    ev(1, EventKind::SendStart, 0, 0),
-                       ev(0, EventKind::SendEnd, 1, 500),    ev(1, EventKind::SendEnd, 0, 500),
-                       ev(1, EventKind::RecvEnd, 0, 1000),   ev(0, EventKind::RecvEnd, 1, 4000)};
+  row.result.events = {ev(0, EventKind::SendStart, 1, 0),  ev(1, EventKind::SendStart, 0, 0),
+                       ev(0, EventKind::SendEnd, 1, 500),  ev(1, EventKind::SendEnd, 0, 500),
+                       ev(1, EventKind::RecvEnd, 0, 1000), ev(0, EventKind::RecvEnd, 1, 4000)};
   const HeatMapData h = linkHeatMap(row);
   EXPECT_DOUBLE_EQ(h.bytesPerSecond[1], 4000 * 1e9 / 1000);  // 0 -> 1: 4 GB/s
   EXPECT_DOUBLE_EQ(h.bytesPerSecond[2], 4000 * 1e9 / 4000);  // 1 -> 0: 1 GB/s

@@ -9,7 +9,9 @@
 
 namespace arl::ui::testing {
 
-inline std::string samplePath() { return std::string(ARL_SOURCE_DIR) + "/resources/sample-ring-4.arlrec"; }
+inline std::string samplePath() {
+  return std::string(ARL_SOURCE_DIR) + "/resources/sample-ring-4.arlrec";
+}
 
 // A finished run of `algorithm` on `nranks` ranks whose slowest-rank time is `timeUs`, with
 // the spread `p50`..`max` and a prediction of `predictedUs` (NaN: none).

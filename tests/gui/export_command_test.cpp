@@ -22,12 +22,14 @@ struct Result {
 Result lab(const QStringList& args) {
   QProcess p;
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-  for (const char* v : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) env.remove(QString::fromUtf8(v));
+  for (const char* v : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"})
+    env.remove(QString::fromUtf8(v));
   p.setProcessEnvironment(env);
   p.start(QStringLiteral(ARL_LAB_BINARY), args);
   if (!p.waitForFinished(120000)) return {};
   return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-          QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+          QString::fromUtf8(p.readAllStandardOutput()),
+          QString::fromUtf8(p.readAllStandardError())};
 }
 
 QString sample() { return QString::fromStdString(testing::samplePath()); }
@@ -38,15 +40,15 @@ TEST(ExportCommand, WritesEveryChartInEveryFormatWithoutADisplay) {
   const Result r = lab({QStringLiteral("export"), sample(), QStringLiteral("--out"), out,
                         QStringLiteral("--png"), QStringLiteral("--svg"), QStringLiteral("--pdf"),
                         QStringLiteral("--csv"), QStringLiteral("--width"), QStringLiteral("800"),
-                        QStringLiteral("--height"), QStringLiteral("500"), QStringLiteral("--scale"),
-                        QStringLiteral("1")});
+                        QStringLiteral("--height"), QStringLiteral("500"),
+                        QStringLiteral("--scale"), QStringLiteral("1")});
   ASSERT_EQ(r.code, 0) << r.err.toStdString();
   const QStringList printed = r.out.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
   EXPECT_EQ(printed.size(), kChartKinds * 3 + 1);
   for (int i = 0; i < kChartKinds; ++i) {
     for (const char* ext : {".png", ".svg", ".pdf"}) {
-      const QString f = QDir(out).filePath(QString::fromStdString(chartSlug(static_cast<ChartKind>(i))) +
-                                           QString::fromUtf8(ext));
+      const QString f = QDir(out).filePath(
+          QString::fromStdString(chartSlug(static_cast<ChartKind>(i))) + QString::fromUtf8(ext));
       EXPECT_TRUE(printed.contains(f)) << f.toStdString();
       EXPECT_GT(QFileInfo(f).size(), 500) << f.toStdString();
     }
@@ -58,9 +60,10 @@ TEST(ExportCommand, WritesEveryChartInEveryFormatWithoutADisplay) {
 
 TEST(ExportCommand, NoFormatFlagWritesAllSix) {
   QTemporaryDir dir;
-  const Result r = lab({QStringLiteral("export"), sample(), QStringLiteral("--out"), dir.path(),
-                        QStringLiteral("--width"), QStringLiteral("400"), QStringLiteral("--height"),
-                        QStringLiteral("300"), QStringLiteral("--scale"), QStringLiteral("1")});
+  const Result r =
+      lab({QStringLiteral("export"), sample(), QStringLiteral("--out"), dir.path(),
+           QStringLiteral("--width"), QStringLiteral("400"), QStringLiteral("--height"),
+           QStringLiteral("300"), QStringLiteral("--scale"), QStringLiteral("1")});
   ASSERT_EQ(r.code, 0) << r.err.toStdString();
   EXPECT_EQ(r.out.split(QLatin1Char('\n'), Qt::SkipEmptyParts).size(), kChartKinds * 3 + 3);
   for (const char* f : {"results.csv", "results.json", "trace.json"}) {

@@ -38,7 +38,9 @@ class ExportTest : public ::testing::Test {
     report_ = readRecording(samplePath());
     charts_ = sessionCharts(report_);
   }
-  std::string path(const char* name) const { return dir_.filePath(QString::fromUtf8(name)).toStdString(); }
+  std::string path(const char* name) const {
+    return dir_.filePath(QString::fromUtf8(name)).toStdString();
+  }
 
   QTemporaryDir dir_;
   BenchReport report_;
@@ -60,7 +62,8 @@ TEST_F(ExportTest, PngHasTheChosenSizeAndDrawsTheSeries) {
       const QColor c = img.pixelColor(x, y);
       if (c != QColor(Qt::white)) ++nonWhite;
       if (std::abs(c.red() - ring.red()) + std::abs(c.green() - ring.green()) +
-              std::abs(c.blue() - ring.blue()) < 30) {
+              std::abs(c.blue() - ring.blue()) <
+          30) {
         ++ringLike;
       }
     }
@@ -120,7 +123,8 @@ TEST_F(ExportTest, PdfTextHoldsTheAxisTitles) {
         k == ChartKind::BusbwVsSize
             ? QStringList{QStringLiteral("message size"), QStringLiteral("busbw (GB/s")}
             : QStringList{QStringLiteral("receiver rank"), QStringLiteral("link throughput")};
-    for (const QString& e : expected) EXPECT_TRUE(text.contains(e)) << e.toStdString() << " in\n" << text.toStdString();
+    for (const QString& e : expected)
+      EXPECT_TRUE(text.contains(e)) << e.toStdString() << " in\n" << text.toStdString();
   }
 }
 

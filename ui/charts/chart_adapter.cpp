@@ -91,19 +91,25 @@ QColor rampColor(double t) {
 }
 
 QColor seriesColor(const SeriesColor& c) {
-  if (!c.algorithm.empty() && c.count <= 1) return algorithmColor(qs(c.algorithm));
+  if (!c.algorithm.empty() && c.count <= 1) {
+    const QColor base = algorithmColor(qs(c.algorithm));
+    if (c.variants <= 1) return base;
+    const double t = static_cast<double>(c.variant) / static_cast<double>(c.variants - 1);
+    return QColor::fromHslF(base.hslHueF(), base.hslSaturationF(),
+                            static_cast<float>(0.25 + 0.4 * t));
+  }
   if (c.count <= 1) return rampColor(0.2);
   return rampColor(static_cast<double>(c.index) / static_cast<double>(c.count - 1));
 }
 
 QString chartTitleHtml(const std::string& title, const std::string& subtitle,
                        const FigureStyle& style) {
-  QString html = QStringLiteral("<b>%1</b>").arg(qs(title).toHtmlEscaped());
+  QString html = QStringLiteral("<p align=\"center\"><b>%1</b>").arg(qs(title).toHtmlEscaped());
   if (!subtitle.empty()) {
-    html += QStringLiteral("<br/><span style=\"font-weight:normal; color:%1\">%2</span>")
+    html += QStringLiteral("<br/><span style=\"font-size:small; color:%1\">%2</span>")
                 .arg(style.muted.name(), qs(subtitle).toHtmlEscaped());
   }
-  return html;
+  return html + QStringLiteral("</p>");
 }
 
 XYChartAdapter::XYChartAdapter(const FigureStyle& style)
@@ -185,6 +191,9 @@ QXYSeries* XYChartAdapter::seriesFor(const ChartSeries& s) {
   series->attachAxis(x_);
   series->attachAxis(y_);
   applySeriesStyle(e);
+  if (!s.inLegend) {
+    for (QLegendMarker* m : chart_->legend()->markers(series)) m->setVisible(false);
+  }
   const QString yTitle = y_->titleText();
   const bool logY = yTitle.contains(QStringLiteral("log"));
   QObject::connect(series, &QXYSeries::hovered, series,
@@ -211,7 +220,8 @@ void XYChartAdapter::updateBand(const ChartSeries& s) {
     b.area->attachAxis(x_);
     b.area->attachAxis(y_);
   }
-  if (b.area != nullptr && s.style == SeriesStyle::BandLow) b.area->setName(qs(s.name));
+  if (s.style == SeriesStyle::BandLow) b.name = qs(s.name);
+  if (b.area != nullptr) b.area->setName(b.name);
 }
 
 void XYChartAdapter::update(const XYChartData& d) {

@@ -30,7 +30,7 @@ struct FigureStyle {
   QColor text = QColor(0x20, 0x20, 0x20);
   QColor muted = QColor(0x60, 0x60, 0x60);
   QColor grid = QColor(0xDD, 0xDD, 0xDD);
-  QFont font;      // labels; titles are drawn larger and bold
+  QFont font;  // labels; titles are drawn larger and bold
   bool dark = false;
 
   static FigureStyle paper();                     // exports: white, dark text
@@ -79,6 +79,7 @@ class XYChartAdapter {
     QXYSeries* low = nullptr;
     QXYSeries* high = nullptr;
     QAreaSeries* area = nullptr;
+    QString name;
   };
   std::map<std::string, Band> bands_;
   friend QChartView* makeChartView(XYChartAdapter& adapter, QWidget* parent);

@@ -1,8 +1,8 @@
 #include "charts/chart_data.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <utility>
@@ -40,6 +40,26 @@ Variety varietyOf(const std::vector<ChartRow>& rows) {
     inflights.insert(r.inflight);
   }
   return {slices.size() > 1, inflights.size() > 1};
+}
+
+// The variants of each algorithm's series (slice size x slices in flight), in sorted order.
+std::map<std::string, std::vector<std::pair<uint64_t, int>>> variantsOf(
+    const std::vector<ChartRow>& rows) {
+  std::map<std::string, std::set<std::pair<uint64_t, int>>> sets;
+  for (const ChartRow& r : rows) sets[r.algorithm].insert({r.sliceBytes, r.inflight});
+  std::map<std::string, std::vector<std::pair<uint64_t, int>>> out;
+  for (const auto& [a, set] : sets) out[a].assign(set.begin(), set.end());
+  return out;
+}
+
+SeriesColor variantColor(const ChartRow& r,
+                         const std::map<std::string, std::vector<std::pair<uint64_t, int>>>& all) {
+  SeriesColor c{r.algorithm};
+  const auto& list = all.at(r.algorithm);
+  c.variants = static_cast<int>(list.size());
+  c.variant = static_cast<int>(
+      std::find(list.begin(), list.end(), std::pair{r.sliceBytes, r.inflight}) - list.begin());
+  return c;
 }
 
 std::string seriesKey(const ChartRow& r, const Variety& v) {
@@ -162,8 +182,8 @@ std::string sessionSubtitle(const BenchConfig& config, const std::vector<WorkerI
   std::string algos;
   for (const std::string& a : config.algorithms) algos += (algos.empty() ? "" : ", ") + a;
   if (!algos.empty()) s += kDot + algos;
-  s += kDot + std::string(toString(config.collective)) + " " +
-       std::string(toString(config.dtype)) + " " + std::string(toString(config.op));
+  s += kDot + std::string(toString(config.collective)) + " " + std::string(toString(config.dtype)) +
+       " " + std::string(toString(config.op));
   std::string slices;
   for (const uint64_t b : config.sliceSizes) slices += (slices.empty() ? "" : ", ") + formatSize(b);
   if (!slices.empty()) s += kDot + "slice " + slices;
@@ -204,6 +224,7 @@ XYChartData bandwidthVsSize(const std::vector<ChartRow>& rows, bool busbw) {
   const std::string name = busbw ? "busbw" : "algbw";
   d.title = name + " against message size";
   const Variety v = varietyOf(rows);
+  const auto variants = variantsOf(rows);
   std::map<std::string, size_t> index;  // key -> measured series; its prediction follows it
   uint64_t lo = UINT64_MAX, hi = 0;
   double top = 0;
@@ -213,9 +234,9 @@ XYChartData bandwidthVsSize(const std::vector<ChartRow>& rows, bool busbw) {
     auto it = index.find(key);
     if (it == index.end()) {
       it = index.emplace(key, d.series.size()).first;
-      d.series.push_back({key, key + " (measured)", SeriesStyle::Measured, {r.algorithm}, {}, {}});
-      d.series.push_back(
-          {key + " model", key + " (model)", SeriesStyle::Predicted, {r.algorithm}, {}, {}});
+      const SeriesColor c = variantColor(r, variants);
+      d.series.push_back({key, key + " (measured)", SeriesStyle::Measured, c, {}, {}});
+      d.series.push_back({key + " model", key + " (model)", SeriesStyle::Predicted, c, {}, {}});
     }
     const double x = std::log2(static_cast<double>(std::max<uint64_t>(r.sizeBytes, 1)));
     const double y = busbw ? r.busbwGBps : r.algbwGBps;
@@ -241,8 +262,9 @@ XYChartData bandwidthVsSize(const std::vector<ChartRow>& rows, bool busbw) {
                         "that the algorithm would saturate, comparable across rank counts"
                       : "algbw = S / time: the message size over the slowest rank's mean "
                         "iteration time";
-  d.note = "Solid: measured (mean over timed iterations). Dashed: the cost model's "
-           "prediction, not a measurement.";
+  d.note =
+      "Solid: measured (mean over timed iterations). Dashed: the cost model's "
+      "prediction, not a measurement.";
   return d;
 }
 
@@ -268,9 +290,8 @@ XYChartData busbwVsSlice(const std::vector<ChartRow>& rows) {
     if (inflights) key += " \u00D7" + std::to_string(r.inflight);
     auto it = index.find(key);
     if (it == index.end()) {
-      const int pos = static_cast<int>(std::lower_bound(sizeList.begin(), sizeList.end(),
-                                                        r.sizeBytes) -
-                                       sizeList.begin());
+      const int pos = static_cast<int>(
+          std::lower_bound(sizeList.begin(), sizeList.end(), r.sizeBytes) - sizeList.begin());
       SeriesColor c{algorithms.size() > 1 ? r.algorithm : std::string(), pos,
                     static_cast<int>(sizeList.size())};
       it = index.emplace(key, d.series.size()).first;
@@ -297,6 +318,7 @@ XYChartData iterationSpreadChart(const std::vector<ChartRow>& rows) {
   XYChartData d;
   d.title = "Spread of iteration times per size";
   const Variety v = varietyOf(rows);
+  const auto variants = variantsOf(rows);
   std::map<std::string, size_t> index;
   uint64_t lo = UINT64_MAX, hi = 0;
   double tmin = 1e300, tmax = 0;
@@ -307,11 +329,11 @@ XYChartData iterationSpreadChart(const std::vector<ChartRow>& rows) {
     auto it = index.find(key);
     if (it == index.end()) {
       it = index.emplace(key, d.series.size()).first;
-      const SeriesColor c{r.algorithm};
+      const SeriesColor c = variantColor(r, variants);
       d.series.push_back({key + " p50", key + " p50\u2013p99", SeriesStyle::BandLow, c, key, {}});
       d.series.push_back({key + " p99", key + " p99", SeriesStyle::BandHigh, c, key, {}});
-      d.series.push_back({key + " median", key + " p50", SeriesStyle::Measured, c, {}, {}});
-      d.series.push_back({key + " max", key + " max", SeriesStyle::Markers, c, {}, {}});
+      d.series.push_back({key + " median", key + " p50", SeriesStyle::Measured, c, {}, {}, false});
+      d.series.push_back({key + " max", key + " max", SeriesStyle::Markers, c, {}, {}, false});
     }
     const double x = std::log2(static_cast<double>(std::max<uint64_t>(r.sizeBytes, 1)));
     const size_t i = it->second;
@@ -329,8 +351,9 @@ XYChartData iterationSpreadChart(const std::vector<ChartRow>& rows) {
                      hi == 0 ? 1 << 20 : hi);
   d.y = tmax > 0 ? log10TimeAxis(tmin, tmax) : log10TimeAxis(1, 1000);
   d.y.title = "iteration time (slowest rank, log\u2081\u2080)";
-  d.note = "Band: median (p50) to p99 of the timed iterations; markers: the slowest "
-           "iteration (nearest-rank percentiles).";
+  d.note =
+      "Band: median (p50) to p99 of the timed iterations, line: the median, squares: "
+      "the slowest iteration (nearest-rank percentiles; measured).";
   return d;
 }
 

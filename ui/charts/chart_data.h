@@ -60,6 +60,10 @@ struct SeriesColor {
   std::string algorithm;  // non-empty: algorithmColor(algorithm)
   int index = 0;
   int count = 1;
+  // One of `variants` series of the same algorithm (several slice sizes or slices in
+  // flight): shades of the algorithm's hue, from dark (0) to light.
+  int variant = 0;
+  int variants = 1;
 };
 
 struct ChartSeries {
@@ -69,6 +73,7 @@ struct ChartSeries {
   SeriesColor color;
   std::string band;  // BandLow/BandHigh: the band both edges belong to
   std::vector<ChartPoint> points;
+  bool inLegend = true;  // false: the chart's note explains it
 };
 
 struct XYChartData {

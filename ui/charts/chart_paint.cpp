@@ -44,9 +44,9 @@ void drawTimelineLegend(QPainter& p, const QRectF& r, const FigureStyle& s, int 
   const QFontMetricsF fm(s.font);
   double x = r.left() + r.width() / 2 - 170;
   const double y = r.top();
-  const std::pair<Activity, const char*> items[] = {
-      {Activity::Send, "send"}, {Activity::Recv, "receive (waiting for data)"},
-      {Activity::Reduce, "reduce"}};
+  const std::pair<Activity, const char*> items[] = {{Activity::Send, "send"},
+                                                    {Activity::Recv, "receive (waiting for data)"},
+                                                    {Activity::Reduce, "reduce"}};
   for (const auto& [a, name] : items) {
     p.fillRect(QRectF(x, y + 3, 14, fm.height() - 6), laneColor(a, 0, nranks));
     p.setPen(s.text);

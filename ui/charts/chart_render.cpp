@@ -4,8 +4,9 @@
 #include <QChartView>
 #include <QCoreApplication>
 #include <QPainter>
-#include <QResizeEvent>
 #include <memory>
+
+#include "charts/paint_util.h"
 
 namespace arl::ui {
 namespace {
@@ -19,7 +20,8 @@ void renderXY(const XYChartData& d, QPainter& p, const QRectF& target, const Fig
   view->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   view->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   view->resize(target.size().toSize());
-  // The chart lays itself out on the view's resize and on posted layout requests.
+  // A hidden view defers its resize (and its viewport's): shown off screen, it lays out the
+  // viewport and the chart, which finishes on the layout requests it posts.
   view->show();
   QCoreApplication::sendPostedEvents();
   view->render(&p, target, view->viewport()->rect(), Qt::KeepAspectRatio);
@@ -32,7 +34,9 @@ void renderChart(const SessionCharts& charts, ChartKind k, QPainter& p, const QR
   p.setRenderHint(QPainter::Antialiasing);
   p.setRenderHint(QPainter::TextAntialiasing);
   if (const XYChartData* d = charts.xy(k)) {
-    renderXY(*d, p, target, style);
+    // The note (what is measured, what is modelled) under the chart, as the window shows it.
+    const QRectF chartArea = drawNote(p, target, d->note, style);
+    renderXY(*d, p, QRectF(target.topLeft(), QSizeF(target.width(), chartArea.height())), style);
   } else if (k == ChartKind::StepTimeline) {
     paintTimeline(p, target, charts.timeline, style);
   } else {
@@ -40,7 +44,8 @@ void renderChart(const SessionCharts& charts, ChartKind k, QPainter& p, const QR
   }
 }
 
-FigureWidget::FigureWidget(Paint paint, QWidget* parent) : QWidget(parent), paint_(std::move(paint)) {
+FigureWidget::FigureWidget(Paint paint, QWidget* parent)
+    : QWidget(parent), paint_(std::move(paint)) {
   setMinimumSize(320, 240);
 }
 

@@ -40,7 +40,8 @@ TimelineData stepTimeline(const SweepRow& row, int iteration) {
   d.nranks = res.nranks;
   for (const TelemetryEvent& e : res.events) d.nranks = std::max(d.nranks, e.rank + 1);
   if (iteration < 0) iteration = medianIteration(res);
-  if (iteration < 0 && !res.events.empty()) iteration = static_cast<int>(res.events.back().iteration);
+  if (iteration < 0 && !res.events.empty())
+    iteration = static_cast<int>(res.events.back().iteration);
   d.iteration = static_cast<uint32_t>(std::max(iteration, 0));
   d.title = "Per-step timeline: " + res.request.algorithm + " " + formatSize(row.sizeBytes) +
             ", iteration " + std::to_string(d.iteration);
@@ -80,8 +81,9 @@ TimelineData stepTimeline(const SweepRow& row, int iteration) {
     d.bars.push_back({iv.rank * 3 + lane, iv.rank, iv.activity, iv.peer, s, e});
   }
   d.endUs = static_cast<double>(t1 - t0) / 1e3;
-  d.note = "Measured telemetry of one timed iteration (the median one by its slowest rank). "
-           "Ticks: each rank's step ends.";
+  d.note =
+      "Measured telemetry of one timed iteration (the median one by its slowest rank). "
+      "Ticks: each rank's step ends.";
   return d;
 }
 
@@ -129,8 +131,9 @@ HeatMapData linkHeatMap(const SweepRow& row) {
                               ? d.bytesPerSecond[k]
                               : std::min(d.minBytesPerSecond, d.bytesPerSecond[k]);
   }
-  d.note = "Bytes a link carried over the time it had a message in flight (send start to "
-           "receive end), all timed iterations of the run; measured telemetry.";
+  d.note =
+      "Bytes a link carried over the time it had a message in flight (send start to "
+      "receive end), all timed iterations of the run; measured telemetry.";
   return d;
 }
 

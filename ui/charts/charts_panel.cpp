@@ -12,9 +12,7 @@ namespace arl::ui {
 namespace {
 
 constexpr std::array<ChartKind, 4> kXYKinds = {ChartKind::BusbwVsSize, ChartKind::AlgbwVsSize,
-                                              ChartKind::BusbwVsSlice,
-                                              ChartKind::IterationSpread};
-
+                                               ChartKind::BusbwVsSlice, ChartKind::IterationSpread};
 
 }  // namespace
 
@@ -117,8 +115,10 @@ void ChartsPanel::scheduleRedraw() {
 void ChartsPanel::applyLiveAxes(XYChartData& d, ChartKind k) const {
   const XYChartData& before = *charts_.xy(k);
   if (k != ChartKind::BusbwVsSlice) {
-    const double lo = std::floor(std::log2(static_cast<double>(std::max<uint64_t>(config_.minBytes, 1))));
-    const double hi = std::ceil(std::log2(static_cast<double>(std::max(config_.maxBytes, config_.minBytes))));
+    const double lo =
+        std::floor(std::log2(static_cast<double>(std::max<uint64_t>(config_.minBytes, 1))));
+    const double hi =
+        std::ceil(std::log2(static_cast<double>(std::max(config_.maxBytes, config_.minBytes))));
     d.x.min = std::min(d.x.min, lo - 0.5);
     d.x.max = std::max(d.x.max, hi + 0.5);
     d.x.ticks = log2SizeTicks(d.x.min + 0.5, d.x.max - 0.5);

@@ -23,7 +23,7 @@ inline QFont withSize(const QFont& f, double factor, bool bold = false) {
 
 // Draws title and subtitle at the top of `r`; returns what is left below them.
 inline QRectF drawHeading(QPainter& p, const QRectF& r, const std::string& title,
-                   const std::string& subtitle, const FigureStyle& s) {
+                          const std::string& subtitle, const FigureStyle& s) {
   const QFont tf = withSize(s.font, 1.3, true);
   const QFont sf = s.font;
   double y = r.top() + 8;
@@ -44,10 +44,14 @@ inline QRectF drawHeading(QPainter& p, const QRectF& r, const std::string& title
 }
 
 // Draws the note at the bottom of `r`; returns what is left above it.
-inline QRectF drawNote(QPainter& p, const QRectF& r, const std::string& note, const FigureStyle& s) {
+inline QRectF drawNote(QPainter& p, const QRectF& r, const std::string& note,
+                       const FigureStyle& s) {
   if (note.empty()) return r;
   const QFont f = withSize(s.font, 0.9);
-  const double h = QFontMetricsF(f).height() * 2 + 4;
+  const double h = QFontMetricsF(f)
+                       .boundingRect(QRectF(0, 0, r.width() - 16, 1000), Qt::TextWordWrap, qs(note))
+                       .height() +
+                   4;
   p.setFont(f);
   p.setPen(s.muted);
   p.drawText(QRectF(r.left() + 8, r.bottom() - h, r.width() - 16, h),

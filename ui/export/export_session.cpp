@@ -41,7 +41,8 @@ const std::string& chartTitle(const SessionCharts& c, ChartKind k) {
 
 void writePng(const SessionCharts& c, ChartKind k, const std::string& path, const ImageOptions& o) {
   QImage img(static_cast<int>(std::lround(o.width * o.scale)),
-             static_cast<int>(std::lround(o.height * o.scale)), QImage::Format_ARGB32_Premultiplied);
+             static_cast<int>(std::lround(o.height * o.scale)),
+             QImage::Format_ARGB32_Premultiplied);
   img.setDevicePixelRatio(o.scale);
   img.fill(Qt::white);
   {
@@ -68,8 +69,8 @@ void writeSvg(const SessionCharts& c, ChartKind k, const std::string& path, cons
 void writePdf(const SessionCharts& c, ChartKind k, const std::string& path, const ImageOptions& o) {
   QPdfWriter pdf(qs(path));
   pdf.setResolution(kDpi);
-  pdf.setPageSize(QPageSize(QSizeF(o.width * 72.0 / kDpi, o.height * 72.0 / kDpi),
-                            QPageSize::Point, QString(), QPageSize::ExactMatch));
+  pdf.setPageSize(QPageSize(QSizeF(o.width * 72.0 / kDpi, o.height * 72.0 / kDpi), QPageSize::Point,
+                            QString(), QPageSize::ExactMatch));
   pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
   pdf.setTitle(qs(chartTitle(c, k)));
   pdf.setCreator(QStringLiteral("allreduce-lab"));
@@ -109,7 +110,8 @@ void exportChart(const SessionCharts& charts, ChartKind k, const std::string& pa
     case ExportFormat::Png: return writePng(charts, k, path, image);
     case ExportFormat::Svg: return writeSvg(charts, k, path, image);
     case ExportFormat::Pdf: return writePdf(charts, k, path, image);
-    default: throw ExportError(path + ": a chart exports to png, svg or pdf, not " + toString(format));
+    default:
+      throw ExportError(path + ": a chart exports to png, svg or pdf, not " + toString(format));
   }
 }
 
@@ -121,9 +123,7 @@ std::vector<std::string> exportSession(const BenchReport& report, const ExportOp
   if (!QFileInfo(dir).isDir() || !QFileInfo(dir).isWritable()) {
     throw ExportError(options.directory + ": not a writable directory");
   }
-  auto pathOf = [&](const std::string& name) {
-    return QDir(dir).filePath(qs(name)).toStdString();
-  };
+  auto pathOf = [&](const std::string& name) { return QDir(dir).filePath(qs(name)).toStdString(); };
   std::vector<std::string> written;
   const auto has = [&](ExportFormat f) { return options.formats.count(f) > 0; };
   if (has(ExportFormat::Png) || has(ExportFormat::Svg) || has(ExportFormat::Pdf)) {
@@ -138,12 +138,14 @@ std::vector<std::string> exportSession(const BenchReport& report, const ExportOp
       }
     }
   }
-  const std::pair<ExportFormat, std::pair<const char*, std::string (*)(const BenchReport&)>> data[] = {
-      {ExportFormat::Csv, {"results.csv", &benchResultsCsv}},
-      {ExportFormat::Json, {"results.json", &benchResultsJson}},
-      {ExportFormat::Trace, {"trace.json", [](const BenchReport& r) { return chromeTraceJson(r); }}},
-      {ExportFormat::Recording, {"session.arlrec", &recordingJson}},
-  };
+  const std::pair<ExportFormat, std::pair<const char*, std::string (*)(const BenchReport&)>>
+      data[] = {
+          {ExportFormat::Csv, {"results.csv", &benchResultsCsv}},
+          {ExportFormat::Json, {"results.json", &benchResultsJson}},
+          {ExportFormat::Trace,
+           {"trace.json", [](const BenchReport& r) { return chromeTraceJson(r); }}},
+          {ExportFormat::Recording, {"session.arlrec", &recordingJson}},
+      };
   for (const auto& [f, what] : data) {
     if (!has(f)) continue;
     const std::string path = pathOf(what.first);

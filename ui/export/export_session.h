@@ -36,8 +36,8 @@ inline constexpr double kMaxImageScale = 8.0;
 
 struct ExportOptions {
   std::string directory;  // created when missing
-  std::set<ExportFormat> formats = {ExportFormat::Png,  ExportFormat::Svg,   ExportFormat::Pdf,
-                                    ExportFormat::Csv,  ExportFormat::Json,  ExportFormat::Trace,
+  std::set<ExportFormat> formats = {ExportFormat::Png,      ExportFormat::Svg,  ExportFormat::Pdf,
+                                    ExportFormat::Csv,      ExportFormat::Json, ExportFormat::Trace,
                                     ExportFormat::Recording};
   ImageOptions image;
 };
