@@ -228,7 +228,9 @@ void MainWindow::onRow(const SweepRow& row) {
 void MainWindow::onSessionFinished(const SessionEnd& end) {
   report_.error = end.error;
   setRunning(false);
-  setMode(tr("idle"), QStringLiteral("#555555"));
+  const bool ok = end.error.empty() && !end.stoppedByUser;
+  setMode(ok ? tr("✓ done · %1 runs").arg(report_.rows.size()) : tr("idle"),
+          ok ? QStringLiteral("#2f6f3e") : QStringLiteral("#555555"));
   progress_ = RunProgress{};
   if (end.stoppedByUser) {
     statusBar()->showMessage(tr("Stopped: %1 runs completed").arg(report_.rows.size()), 8000);

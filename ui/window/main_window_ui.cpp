@@ -132,8 +132,9 @@ void MainWindow::buildToolBar() {
   spacer->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
   bar->addWidget(spacer);
   modeLabel_ = new QLabel(bar);
-  modeLabel_->setContentsMargins(12, 2, 12, 2);
+  modeLabel_->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
   bar->addWidget(modeLabel_);
+  bar->addWidget(toolLabel(QString(), bar));
   setMode(tr("idle"), QStringLiteral("#555555"));
 
   connect(toolAlgorithm_, &QComboBox::currentIndexChanged, panel_->algorithmBox(),

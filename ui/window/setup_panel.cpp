@@ -18,6 +18,7 @@
 #include <QTableView>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "base/errors.h"
 #include "base/limits.h"
@@ -159,8 +160,6 @@ QWidget* SetupPanel::buildWorkers() {
   workerTable_->verticalHeader()->hide();
   workerTable_->horizontalHeader()->setStretchLastSection(true);
   workerTable_->setSelectionMode(QAbstractItemView::NoSelection);
-  workerTable_->setMinimumHeight(110);
-  workerTable_->setMaximumHeight(170);
   form->addRow(workerTable_);
   for (QSpinBox* s : {local_, remote_})
     connect(s, &QSpinBox::valueChanged, this, &SetupPanel::changed);
@@ -468,7 +467,13 @@ QString SetupPanel::problemText(SetupField f) const {
 void SetupPanel::setWorkers(const std::vector<WorkerInfo>& workers, const QString& joinCommand) {
   workers_->setWorkers(workers);
   joinCommand_->setText(joinCommand);
+  joinCommand_->setCursorPosition(0);
   workerTable_->resizeColumnsToContents();
+  // Up to six workers show without scrolling.
+  const int rows = std::clamp(static_cast<int>(workers.size()), 2, 6);
+  const int h = workerTable_->horizontalHeader()->height() +
+                rows * workerTable_->verticalHeader()->defaultSectionSize() + 4;
+  workerTable_->setFixedHeight(h);
 }
 
 void SetupPanel::setRunning(bool running) {
