@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -49,6 +50,16 @@ ui::SessionSetup initialSetup(const GuiArgs& a) {
     s.size.single = *a.size;
   }
   return s;
+}
+
+// Whether Qt has somewhere to show the window: a display, or a platform named explicitly
+// (offscreen, vnc, ...).
+bool hasDisplay() {
+  for (const char* v : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) {
+    const char* s = std::getenv(v);
+    if (s && *s) return true;
+  }
+  return false;
 }
 
 int saveScreenshot(QWidget& window, const std::string& path) {
@@ -117,6 +128,14 @@ class GuiCommand final : public Command {
       return 0;
     });
     if (rc != 0) return rc;
+    if (!hasDisplay()) {
+      std::fprintf(stderr,
+                   "%s: no display (DISPLAY and WAYLAND_DISPLAY are unset); run it under "
+                   "xvfb-run, set QT_QPA_PLATFORM=offscreen, or use the headless commands "
+                   "(allreduce-lab --help)\n",
+                   kProg);
+      return 1;
+    }
     static int argc = 1;
     static char name[] = "allreduce-lab";
     static char* argv[] = {name, nullptr};
