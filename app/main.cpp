@@ -1,4 +1,6 @@
-// allreduce-lab: subcommands for the headless lab. The window arrives with the UI issue.
+// allreduce-lab: the lab's window by default (`gui`), and subcommands for the headless lab.
+// With no command, or with only options that are not --help, the window opens: those
+// options are the window's (`allreduce-lab --autorun ...` is `allreduce-lab gui --autorun ...`).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -11,9 +13,20 @@
 #include "commands.h"
 
 int main(int argc, char** argv) {
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  CLI::App lab("A lab for collective communication: schedules, models and real runs.",
-               "allreduce-lab");
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const bool wantsHelp = !args.empty() && (args.front() == "-h" || args.front() == "--help" ||
+                                           args.front() == "--help-all");
+  if (args.empty() || (args.front().rfind('-', 0) == 0 && !wantsHelp)) {
+    args.insert(args.begin(), "gui");
+  }
+  std::vector<char*> argvGui = {argv[0]};
+  for (std::string& a : args) argvGui.push_back(a.data());
+  argc = static_cast<int>(argvGui.size());
+  argv = argvGui.data();
+  CLI::App lab(
+      "A lab for collective communication: schedules, models and real runs, in a window or on "
+      "the command line.",
+      "allreduce-lab");
   lab.require_subcommand(1, 1);
   lab.footer("Run 'allreduce-lab COMMAND --help' for the options of a command.\n");
   // As in nccl-tests and most tools: a flag given twice takes the last value.
@@ -22,13 +35,14 @@ int main(int argc, char** argv) {
   commands.push_back(arl::app::addPlanCommand(lab, args));
   commands.push_back(arl::app::addBenchCommand(lab, args));
   commands.push_back(arl::app::addExportCommand(lab, args));
+  commands.push_back(arl::app::addGuiCommand(lab, args));
 
   std::string prog = "allreduce-lab";
   const bool known = std::any_of(commands.begin(), commands.end(), [&](const auto& c) {
     return !args.empty() && c->app->get_name() == args.front();
   });
   if (!args.empty() && args.front().rfind('-', 0) != 0 && !known) {
-    std::fprintf(stderr, "%s: unknown command '%s' (known: plan, bench, export; see --help)\n",
+    std::fprintf(stderr, "%s: unknown command '%s' (known: plan, bench, export, gui; see --help)\n",
                  prog.c_str(), args.front().c_str());
     return 2;
   }
@@ -53,5 +67,5 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  return 2;  // unreachable: CLI11 requires one subcommand
+  return 2;  // unreachable: CLI11 requires one subcommand (gui when none is named)
 }

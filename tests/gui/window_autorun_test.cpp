@@ -1,0 +1,52 @@
+// `allreduce-lab --autorun ... --screenshot FILE` as a user runs it (offscreen).
+#include <gtest/gtest.h>
+
+#include <QImage>
+#include <QProcess>
+#include <QSet>
+#include <QTemporaryDir>
+
+namespace {
+
+QProcessEnvironment offscreen() {
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+  return env;
+}
+
+TEST(WindowAutorun, RunsOnceAndWritesANonBlankScreenshot) {
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  const QString shot = dir.filePath(QStringLiteral("ring.png"));
+  QProcess lab;
+  lab.setProcessEnvironment(offscreen());
+  lab.start(QStringLiteral(ARL_LAB_BINARY),
+            {QStringLiteral("--autorun"), QStringLiteral("--workers"), QStringLiteral("4"),
+             QStringLiteral("--algo"), QStringLiteral("ring"), QStringLiteral("--size"),
+             QStringLiteral("256K"), QStringLiteral("--settle"), QStringLiteral("200"),
+             QStringLiteral("--screenshot"), shot});
+  ASSERT_TRUE(lab.waitForFinished(180000));
+  EXPECT_EQ(lab.exitStatus(), QProcess::NormalExit);
+  EXPECT_EQ(lab.exitCode(), 0) << lab.readAllStandardError().toStdString();
+  const QImage img(shot);
+  ASSERT_FALSE(img.isNull());
+  EXPECT_GT(img.width(), 600);
+  EXPECT_GT(img.height(), 400);
+  QSet<QRgb> colours;
+  for (int y = 0; y < img.height(); y += 7) {
+    for (int x = 0; x < img.width(); x += 7) colours.insert(img.pixel(x, y));
+  }
+  EXPECT_GT(colours.size(), 16);
+}
+
+TEST(WindowAutorun, BadArgumentsExitWithTwoAndAMessage) {
+  QProcess lab;
+  lab.setProcessEnvironment(offscreen());
+  lab.start(QStringLiteral(ARL_LAB_BINARY),
+            {QStringLiteral("--autorun"), QStringLiteral("--algo"), QStringLiteral("nope")});
+  ASSERT_TRUE(lab.waitForFinished(30000));
+  EXPECT_EQ(lab.exitCode(), 2);
+  EXPECT_TRUE(lab.readAllStandardError().contains("--algo nope"));
+}
+
+}  // namespace

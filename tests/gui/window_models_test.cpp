@@ -1,0 +1,158 @@
+// The window's item models under QAbstractItemModelTester, and the setup's checks.
+#include <gtest/gtest.h>
+
+#include <QAbstractItemModelTester>
+#include <QMimeData>
+#include <QSettings>
+#include <QTemporaryDir>
+#include <memory>
+
+#include "window/ring_order_model.h"
+#include "window/setup.h"
+#include "window/setup_settings.h"
+#include "window/worker_list_model.h"
+
+namespace arl::ui {
+namespace {
+
+using Tester = QAbstractItemModelTester;
+
+WorkerInfo worker(int rank, bool local) {
+  WorkerInfo w;
+  w.serial = static_cast<uint64_t>(rank + 1);
+  w.rank = rank;
+  w.name = "w" + std::to_string(rank);
+  w.host = local ? "here" : "there";
+  w.backend = "cpu";
+  w.local = local;
+  w.pid = 100 + rank;
+  return w;
+}
+
+TEST(WindowModels, WorkerListPassesTheModelTester) {
+  WorkerListModel m;
+  Tester t(&m, Tester::FailureReportingMode::Fatal);
+  m.setWorkers({worker(0, true), worker(1, true), worker(2, false)});
+  EXPECT_EQ(m.rowCount(), 3);
+  EXPECT_EQ(m.remoteCount(), 1);
+  EXPECT_EQ(m.data(m.index(2, WorkerListModel::Host)).toString(), QStringLiteral("there"));
+  EXPECT_EQ(m.data(m.index(2, WorkerListModel::Origin)).toString(), QStringLiteral("remote"));
+  WorkerInfo spare = worker(3, false);
+  spare.spare = true;
+  spare.rank = -1;
+  m.setWorkers({worker(0, true), spare});
+  EXPECT_EQ(m.data(m.index(1, WorkerListModel::Rank)).toString(), QStringLiteral("spare"));
+  m.setWorkers({});
+  EXPECT_EQ(m.rowCount(), 0);
+}
+
+TEST(WindowModels, RingOrderMovesRanksAndPassesTheModelTester) {
+  RingOrderModel m;
+  Tester t(&m, Tester::FailureReportingMode::Fatal);
+  m.setRing(4, {});
+  EXPECT_EQ(m.order(), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(m.isIdentity());
+  std::vector<int> edited;
+  QObject::connect(&m, &RingOrderModel::orderEdited,
+                   [&](const std::vector<int>& o) { edited = o; });
+  // Rank 2 moved before rank 1, as a drag does.
+  ASSERT_TRUE(m.moveRows({}, 2, 1, {}, 1));
+  EXPECT_EQ(m.order(), (std::vector<int>{0, 2, 1, 3}));
+  EXPECT_EQ(edited, m.order());
+  // A drag from the view: the first rank dropped at the end.
+  std::unique_ptr<QMimeData> drag(m.mimeData({m.index(0)}));
+  ASSERT_TRUE(drag);
+  EXPECT_TRUE(m.canDropMimeData(drag.get(), Qt::MoveAction, 4, 0, {}));
+  m.dropMimeData(drag.get(), Qt::MoveAction, 4, 0, {});
+  EXPECT_EQ(m.order(), (std::vector<int>{2, 1, 3, 0}));
+  EXPECT_FALSE(m.moveRows({}, 1, 1, {}, 1));  // onto itself
+  EXPECT_FALSE(m.moveRows({}, 3, 2, {}, 0));  // past the end
+  m.setRing(3, {2, 2, 1});                    // not a permutation: the default ring
+  EXPECT_EQ(m.order(), (std::vector<int>{0, 1, 2}));
+  m.setRing(3, {2, 0, 1});
+  EXPECT_EQ(m.data(m.index(0), Qt::UserRole).toInt(), 2);
+}
+
+TEST(WindowSetup, CoreRefusalsLandOnTheirFields) {
+  SessionSetup s;
+  EXPECT_TRUE(checkSetup(s).empty());
+  s.ringOrder = {0, 1, 1, 3};
+  s.slice.single = 1001;  // not a whole number of floats
+  s.collective = Collective::Reduce;
+  s.root = 7;
+  const auto problems = checkSetup(s);
+  auto find = [&](SetupField f) {
+    for (const auto& p : problems) {
+      if (p.field == f) return p.rule;
+    }
+    return std::string();
+  };
+  EXPECT_NE(find(SetupField::RingOrder).find("comes twice"), std::string::npos)
+      << find(SetupField::RingOrder);
+  EXPECT_NE(find(SetupField::Slice).find("whole number"), std::string::npos)
+      << find(SetupField::Slice);
+  EXPECT_NE(find(SetupField::Root).find("0..3"), std::string::npos) << find(SetupField::Root);
+}
+
+TEST(WindowSetup, SweepsShapingAndWorldsAreChecked) {
+  SessionSetup s;
+  s.size = {true, 0, 64 << 10, 4 << 10, 4};  // max below min
+  s.slowLinkFrom = 2;
+  s.slowLinkTo = 2;
+  s.portMBps = 0;
+  auto has = [](const std::vector<SetupProblem>& ps, SetupField f) {
+    return std::any_of(ps.begin(), ps.end(), [f](const SetupProblem& p) { return p.field == f; });
+  };
+  auto ps = checkSetup(s);
+  EXPECT_TRUE(has(ps, SetupField::Size));
+  EXPECT_TRUE(has(ps, SetupField::SlowLink));
+  EXPECT_FALSE(has(ps, SetupField::PortRate));
+  s = SessionSetup{};
+  s.localWorkers = 0;
+  EXPECT_TRUE(has(checkSetup(s), SetupField::LocalWorkers));
+  s = SessionSetup{};
+  s.slowRank = 9;
+  EXPECT_TRUE(has(checkSetup(s), SetupField::SlowRank));
+  s = SessionSetup{};
+  s.algorithm = "hierarchical";
+  EXPECT_TRUE(has(checkSetup(s, {"a", "a", "a", "b"}), SetupField::RanksPerHost));
+  EXPECT_FALSE(has(checkSetup(s, {"a", "a", "b", "b"}), SetupField::RanksPerHost));
+}
+
+TEST(WindowSetup, SweepSpecFollowsTheSetup) {
+  SessionSetup s;
+  s.size = {true, 0, 4 << 10, 64 << 10, 4};
+  s.slice = {true, 0, 16 << 10, 64 << 10, 2};
+  s.portMBps = 200;
+  const SweepSpec spec = sweepSpecOf(s);
+  EXPECT_EQ(spec.sizes, (std::vector<uint64_t>{4 << 10, 16 << 10, 64 << 10}));
+  EXPECT_EQ(spec.sliceSizes, (std::vector<uint64_t>{16 << 10, 32 << 10, 64 << 10}));
+  EXPECT_EQ(spec.inflights, (std::vector<int>{4}));
+  EXPECT_DOUBLE_EQ(spec.shaping.portBytesPerSecond, 200e6);
+  EXPECT_TRUE(spec.keepTelemetry);
+  EXPECT_EQ(parseRingOrder("0 2, 1  3"), (std::vector<int>{0, 2, 1, 3}));
+  EXPECT_THROW(parseRingOrder("0 x 1"), ConfigError);
+}
+
+TEST(WindowSetup, SettingsRoundTrip) {
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  QSettings st(dir.filePath(QStringLiteral("lab.ini")), QSettings::IniFormat);
+  SessionSetup s;
+  s.localWorkers = 6;
+  s.algorithm = "tree";
+  s.collective = Collective::AllGather;
+  s.dtype = DataType::Int32;
+  s.size = {false, 123456, 1, 2, 3};
+  s.ringOrder = {5, 4, 3, 2, 1, 0};
+  s.slowLinkFrom = 1;
+  s.slowLinkTo = 2;
+  s.slowLinkMBps = 42;
+  saveSetup(st, s);
+  EXPECT_EQ(loadSetup(st), s);
+  st.setValue(QStringLiteral("setup/algorithm"), QStringLiteral("no-such-algorithm"));
+  EXPECT_EQ(loadSetup(st).algorithm, "ring");
+}
+
+}  // namespace
+}  // namespace arl::ui

@@ -1,0 +1,240 @@
+// The real main window, offscreen, with real local workers: a sweep from Run to the charts and
+// the topology, Stop, a killed worker, closing mid-run.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QThread>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "window/error_banner.h"
+#include "window/main_window.h"
+#include "window/setup_panel.h"
+
+namespace arl::ui {
+namespace {
+
+bool waitUntil(const std::function<bool()>& done, int timeoutMs = 60000) {
+  QElapsedTimer t;
+  t.start();
+  while (!done()) {
+    if (t.elapsed() > timeoutMs) return false;
+    QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    QThread::msleep(2);
+  }
+  return true;
+}
+
+SessionSetup smallSweep() {
+  SessionSetup s;
+  s.localWorkers = 4;
+  s.size = {true, 0, 4 << 10, 64 << 10, 4};
+  s.slice = {false, 16 << 10, 0, 0, 2};
+  s.iterations = 2;
+  s.warmup = 1;
+  return s;
+}
+
+// One run long enough to act on while it runs.
+SessionSetup longRun() {
+  SessionSetup s = smallSweep();
+  s.size = {false, uint64_t{16} << 20, 0, 0, 2};
+  s.slice = {false, 64 << 10, 0, 0, 2};
+  s.iterations = 2000;
+  return s;
+}
+
+// What the window handed its views, in order.
+struct Feed {
+  std::vector<uint64_t> runs;  // run ids shown, in order
+  std::vector<SweepRow> rows;
+  uint64_t events = 0;
+  bool eventsInOrder = true;  // per run and rank, in time order, after the run was shown
+  bool eventsOfShownRun = true;
+  std::map<std::pair<uint64_t, int>, int64_t> lastT;
+  std::optional<SessionEnd> end;
+
+  void attach(MainWindow& w) {
+    QObject::connect(&w, &MainWindow::runShown, &w,
+                     [this](const TopologyRun& r) { runs.push_back(r.runId); });
+    QObject::connect(&w, &MainWindow::telemetryShown, &w,
+                     [this](const TelemetryBatches& b) { take(b); });
+    QObject::connect(&w, &MainWindow::rowShown, &w,
+                     [this](const SweepRow& r) { rows.push_back(r); });
+    QObject::connect(&w, &MainWindow::sessionEnded, &w, [this](const SessionEnd& e) { end = e; });
+  }
+  void take(const TelemetryBatches& b) {
+    for (const TelemetryBatchEvent& batch : b.batches) {
+      eventsOfShownRun &= !runs.empty() && batch.runId == runs.back();
+      for (const TelemetryEvent& e : batch.events) {
+        auto [it, fresh] = lastT.try_emplace({batch.runId, batch.rank}, e.tNs);
+        if (!fresh) {
+          eventsInOrder &= e.tNs >= it->second;
+          it->second = e.tNs;
+        }
+        eventsOfShownRun &= e.runId == batch.runId && e.rank == batch.rank;
+        ++events;
+      }
+    }
+  }
+};
+
+std::unique_ptr<MainWindow> makeWindow(const SessionSetup& s) {
+  WindowOptions o;
+  o.workerBinary = ARL_WORKER_BINARY;
+  o.persistSettings = false;
+  o.setup = s;
+  auto w = std::make_unique<MainWindow>(o);
+  w->show();
+  return w;
+}
+
+bool workersJoined(MainWindow& w, size_t n) {
+  return waitUntil([&] { return w.workers().size() >= n; }, 30000);
+}
+
+// The pids of `pids` that still exist (not even as zombies).
+std::vector<int64_t> alive(const std::vector<int64_t>& pids) {
+  std::vector<int64_t> out;
+  for (int64_t p : pids) {
+    if (::kill(static_cast<pid_t>(p), 0) == 0) out.push_back(p);
+  }
+  return out;
+}
+
+// allreduce-worker processes whose parent is this test.
+int workerChildren() {
+  int n = 0;
+  const QString me = QString::number(::getpid());
+  for (const QString& pid : QDir(QStringLiteral("/proc")).entryList(QDir::Dirs)) {
+    QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+    if (!stat.open(QIODevice::ReadOnly)) continue;
+    const QString line = QString::fromLatin1(stat.readAll());
+    const int close = line.lastIndexOf(QLatin1Char(')'));
+    const QStringList rest = line.mid(close + 2).split(QLatin1Char(' '));
+    if (line.contains(QStringLiteral("(allreduce-worke")) && rest.size() > 1 && rest[1] == me) ++n;
+  }
+  return n;
+}
+
+TEST(WindowRun, ASweepReachesTheChartsAndTheTopologyInOrder) {
+  auto w = makeWindow(smallSweep());
+  Feed feed;
+  feed.attach(*w);
+  ASSERT_TRUE(w->problems().empty()) << w->problems().front().rule;
+  ASSERT_TRUE(w->run());
+  EXPECT_TRUE(w->isRunning());
+  EXPECT_FALSE(w->runAction()->isEnabled());
+  EXPECT_TRUE(w->stopAction()->isEnabled());
+  ASSERT_TRUE(waitUntil([&] { return feed.end.has_value(); }, 120000));
+  EXPECT_EQ(feed.end->error, "");
+  ASSERT_EQ(feed.rows.size(), 3u);
+  std::set<uint64_t> sizes;
+  for (const SweepRow& r : feed.rows) {
+    EXPECT_EQ(r.result.state, RunState::Done) << r.result.error;
+    EXPECT_EQ(r.result.wrong, 0u);
+    EXPECT_GT(r.metrics.busbwGBps, 0.0);
+    sizes.insert(r.sizeBytes);
+  }
+  EXPECT_EQ(sizes, (std::set<uint64_t>{4 << 10, 16 << 10, 64 << 10}));
+  // Every run was shown before its telemetry, which came in time order per rank.
+  ASSERT_EQ(feed.runs.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(feed.runs[i], feed.rows[i].result.runId);
+  EXPECT_GT(feed.events, 0u);
+  EXPECT_TRUE(feed.eventsInOrder);
+  EXPECT_TRUE(feed.eventsOfShownRun);
+  uint64_t delivered = 0;
+  for (const SweepRow& r : feed.rows) delivered += r.result.telemetry.delivered;
+  EXPECT_EQ(feed.events, delivered);
+  EXPECT_EQ(w->report().rows.size(), 3u);
+  EXPECT_FALSE(w->isRunning());
+  EXPECT_TRUE(w->runAction()->isEnabled());
+  EXPECT_TRUE(w->banner()->isHidden());
+}
+
+TEST(WindowRun, StopEndsTheSessionAndTheNextOneRuns) {
+  auto w = makeWindow(longRun());
+  Feed feed;
+  feed.attach(*w);
+  ASSERT_TRUE(w->run());
+  ASSERT_TRUE(waitUntil([&] { return feed.events > 0; }));
+  w->stopAction()->trigger();
+  ASSERT_TRUE(waitUntil([&] { return feed.end.has_value(); }));
+  EXPECT_TRUE(feed.end->stoppedByUser);
+  EXPECT_FALSE(w->isRunning());
+  EXPECT_TRUE(w->banner()->isHidden()) << w->banner()->details().toStdString();
+  ASSERT_EQ(feed.rows.size(), 1u);
+  EXPECT_EQ(feed.rows[0].result.state, RunState::Aborted);
+  Feed next;
+  next.attach(*w);
+  w->setupPanel()->setSetup(smallSweep());
+  ASSERT_TRUE(w->run());
+  ASSERT_TRUE(waitUntil([&] { return next.end.has_value(); }, 120000));
+  EXPECT_EQ(next.end->error, "");
+  EXPECT_EQ(next.rows.size(), 3u);
+}
+
+TEST(WindowRun, AKilledWorkerShowsTheBannerAndTheNextRunWorks) {
+  auto w = makeWindow(longRun());
+  Feed feed;
+  feed.attach(*w);
+  ASSERT_TRUE(workersJoined(*w, 4));
+  ASSERT_TRUE(w->run());
+  // Rank 1's telemetry has arrived: the banner can name the step it was in.
+  ASSERT_TRUE(waitUntil([&] {
+    return !feed.runs.empty() && feed.lastT.count({feed.runs.back(), 1}) > 0;
+  }));
+  int64_t victim = 0;
+  for (const WorkerInfo& wi : w->workers()) {
+    if (wi.rank == 1) victim = wi.pid;
+  }
+  ASSERT_GT(victim, 0);
+  ASSERT_EQ(::kill(static_cast<pid_t>(victim), SIGKILL), 0);
+  ASSERT_TRUE(waitUntil([&] { return feed.end.has_value(); }));
+  EXPECT_FALSE(feed.end->error.empty());
+  EXPECT_FALSE(w->isRunning());
+  ASSERT_FALSE(w->banner()->isHidden());
+  const QString headline = w->banner()->headline();
+  EXPECT_TRUE(headline.contains(QStringLiteral("Rank 1")) &&
+              headline.contains(QStringLiteral("step")))
+      << headline.toStdString() << " / " << w->banner()->details().toStdString();
+  EXPECT_TRUE(w->runAction()->isEnabled());
+  // The next run: a replacement worker has joined (or is joining) and the sweep completes.
+  Feed next;
+  next.attach(*w);
+  w->setupPanel()->setSetup(smallSweep());
+  ASSERT_TRUE(w->run());
+  ASSERT_TRUE(waitUntil([&] { return next.end.has_value(); }, 120000));
+  EXPECT_EQ(next.end->error, "");
+  EXPECT_EQ(next.rows.size(), 3u);
+  EXPECT_TRUE(w->banner()->isHidden());
+}
+
+TEST(WindowRun, ClosingMidRunLeavesNoWorker) {
+  auto w = makeWindow(longRun());
+  Feed feed;
+  feed.attach(*w);
+  bool stopped = false;
+  QObject::connect(w.get(), &MainWindow::runtimeStopped, w.get(), [&] { stopped = true; });
+  ASSERT_TRUE(w->run());
+  ASSERT_TRUE(waitUntil([&] { return feed.events > 0; }));
+  std::vector<int64_t> pids;
+  for (const WorkerInfo& wi : w->workers()) pids.push_back(wi.pid);
+  ASSERT_EQ(pids.size(), 4u);
+  EXPECT_EQ(workerChildren(), 4);
+  w->close();
+  ASSERT_TRUE(waitUntil([&] { return stopped; }, 30000));
+  EXPECT_FALSE(w->isVisible());
+  EXPECT_TRUE(alive(pids).empty());
+  EXPECT_EQ(workerChildren(), 0);
+}
+
+}  // namespace
+}  // namespace arl::ui

@@ -1,0 +1,317 @@
+#include "window/main_window.h"
+
+#include <QAction>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QFileInfo>
+#include <QLabel>
+#include <QLoggingCategory>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include "charts/charts_panel.h"
+#include "topology/topology_pane.h"
+#include "window/error_banner.h"
+#include "window/frame_meter.h"
+#include "window/lab_runtime.h"
+#include "window/setup_fields.h"
+#include "window/setup_panel.h"
+#include "window/setup_settings.h"
+
+Q_LOGGING_CATEGORY(lcWindow, "arl.window")
+
+namespace arl::ui {
+
+MainWindow::MainWindow(WindowOptions options, QWidget* parent)
+    : QMainWindow(parent), options_(std::move(options)) {
+  registerRuntimeTypes();
+  setWindowTitle(tr("allreduce-lab"));
+  setObjectName(QStringLiteral("allreduceLabWindow"));
+  setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks);
+  banner_ = new ErrorBanner(this);
+  topology_ = new TopologyPane(this);
+  auto* centre = new QWidget(this);
+  auto* col = new QVBoxLayout(centre);
+  col->setContentsMargins(0, 0, 0, 0);
+  col->setSpacing(0);
+  col->addWidget(banner_);
+  col->addWidget(topology_, 1);
+  setCentralWidget(centre);
+  frames_ = new FrameMeter(this);
+  frames_->watch(topology_);
+
+  buildActions();
+  buildDocks();
+  buildToolBar();
+  buildMenus();
+  buildStatusBar();
+
+  SessionSetup setup;
+  if (options_.setup) {
+    setup = *options_.setup;
+  } else if (options_.persistSettings) {
+    QSettings st;
+    setup = loadSetup(st);
+  }
+  panel_->setSetup(setup);
+  mirrorToolBar();
+  resize(1500, 940);
+  defaultLayout_ = saveState();
+  restoreLayout();
+
+  validate_ = new QTimer(this);
+  validate_->setSingleShot(true);
+  validate_->setInterval(120);
+  connect(validate_, &QTimer::timeout, this, &MainWindow::validateNow);
+  connect(panel_, &SetupPanel::changed, this, &MainWindow::setupEdited);
+
+  runtime_ = new LabRuntime(options_.workerBinary);
+  runtime_->moveToThread(&runtimeThread_);
+  runtimeThread_.setObjectName(QStringLiteral("arl-runtime"));
+  connectRuntime();
+  runtimeThread_.start();
+  const WorkerSetup ws{setup.localWorkers, setup.listen, setup.backend};
+  QMetaObject::invokeMethod(
+      runtime_, [r = runtime_, ws] { r->configure(ws); }, Qt::QueuedConnection);
+  validateNow();
+  setRunning(false);
+}
+
+MainWindow::~MainWindow() { stopRuntimeNow(); }
+
+// Stops the runtime and waits for it: only when the window is destroyed without having been
+// closed (the close path does the same without blocking the GUI thread).
+void MainWindow::stopRuntimeNow() {
+  if (!runtime_) return;
+  if (runtimeThread_.isRunning()) {
+    if (!runtimeDown_) {
+      QMetaObject::invokeMethod(
+          runtime_, [r = runtime_] { r->shutdown(); }, Qt::BlockingQueuedConnection);
+    }
+    runtimeThread_.quit();
+    runtimeThread_.wait();
+  }
+  delete runtime_;
+  runtime_ = nullptr;
+}
+
+void MainWindow::connectRuntime() {
+  connect(runtime_, &LabRuntime::workersChanged, this, &MainWindow::onWorkers);
+  connect(runtime_, &LabRuntime::sessionStarted, this, &MainWindow::onSessionStarted);
+  connect(runtime_, &LabRuntime::runStarted, this, &MainWindow::onRunStarted);
+  connect(runtime_, &LabRuntime::telemetry, this, &MainWindow::onTelemetry);
+  connect(runtime_, &LabRuntime::rowReady, this, &MainWindow::onRow);
+  connect(runtime_, &LabRuntime::progress, this, [this](const RunProgress& p) { progress_ = p; });
+  connect(runtime_, &LabRuntime::sessionFinished, this, &MainWindow::onSessionFinished);
+  connect(runtime_, &LabRuntime::message, this, &MainWindow::onRuntimeMessage);
+  connect(runtime_, &LabRuntime::recordingLoaded, this, &MainWindow::onRecording);
+  connect(runtime_, &LabRuntime::recordingFailed, this, [this](const QString& e) {
+    banner_->showProblem(tr("Could not open the recording"), e);
+  });
+  connect(runtime_, &LabRuntime::shutDown, this, &MainWindow::onShutDown);
+}
+
+void MainWindow::setupEdited() {
+  mirrorToolBar();
+  validate_->start();
+  if (!running_) {
+    const SessionSetup s = panel_->setup();
+    const WorkerSetup ws{s.localWorkers, s.listen, s.backend};
+    QMetaObject::invokeMethod(
+        runtime_, [r = runtime_, ws] { r->configure(ws); }, Qt::QueuedConnection);
+  }
+}
+
+// Checks the setup as core will (on the hosts of the workers present when they make the
+// world) and marks the fields it would refuse.
+void MainWindow::validateNow() {
+  std::vector<SetupProblem> problems;
+  const SessionSetup s = panel_->setup(&problems);
+  std::vector<std::string> hosts;
+  if (static_cast<int>(workers_.size()) >= s.nranks()) {
+    for (size_t i = 0; i < static_cast<size_t>(s.nranks()); ++i) hosts.push_back(workers_[i].host);
+  }
+  for (SetupProblem& p : checkSetup(s, hosts)) {
+    const bool seen = std::any_of(problems.begin(), problems.end(),
+                                  [&](const SetupProblem& q) { return q.field == p.field; });
+    if (!seen) problems.push_back(std::move(p));
+  }
+  problems_ = problems;
+  panel_->showProblems(problems_);
+  setRunning(running_);
+}
+
+bool MainWindow::run() {
+  validate_->stop();
+  validateNow();
+  if (running_ || closing_ || !problems_.empty()) return false;
+  const SessionSetup setup = panel_->setup();
+  SessionRequest req{setup, sweepSpecOf(setup)};
+  report_ = BenchReport{};
+  report_.config = benchConfigOf(setup);
+  req.spec.model = report_.model;
+  eventsShown_ = 0;
+  eventsDropped_ = 0;
+  progress_ = RunProgress{};
+  banner_->hide();
+  setRunning(true);
+  setMode(tr("● waiting for workers"), QStringLiteral("#9a6700"));
+  if (options_.persistSettings) saveSettings();
+  QMetaObject::invokeMethod(
+      runtime_, [r = runtime_, req] { r->startSession(req); }, Qt::QueuedConnection);
+  return true;
+}
+
+void MainWindow::stop() {
+  if (!running_) return;
+  QMetaObject::invokeMethod(
+      runtime_, [r = runtime_] { r->stopSession(QStringLiteral("stopped by the user")); },
+      Qt::QueuedConnection);
+}
+
+void MainWindow::openRecording(const QString& path) {
+  if (running_) return;
+  setMode(tr("⟲ opening…"), QStringLiteral("#555555"));
+  QMetaObject::invokeMethod(
+      runtime_, [r = runtime_, path] { r->loadRecording(path); }, Qt::QueuedConnection);
+}
+
+void MainWindow::setRunning(bool running) {
+  running_ = running;
+  runAction_->setEnabled(!running && problems_.empty() && !closing_);
+  runAction_->setToolTip(problems_.empty() ? tr("Run the setup (Ctrl+R)")
+                                           : tr("Fix the fields marked in red first"));
+  stopAction_->setEnabled(running);
+  openAction_->setEnabled(!running);
+  panel_->setRunning(running);
+}
+
+void MainWindow::onWorkers(const WorkerList& workers, const QString& joinCommand) {
+  workers_ = workers;
+  panel_->setWorkers(workers, joinCommand);
+  validate_->start();
+  emit workersUpdated(workers);
+}
+
+void MainWindow::onSessionStarted(const WorkerList& world) {
+  report_.workers = world;
+  charts_->beginSession(report_.config, world);
+  setMode(tr("● LIVE"), QStringLiteral("#1a7f37"));
+}
+
+void MainWindow::onRunStarted(const TopologyRun& run) {
+  topology_->beginRun(run);
+  frames_->watch(topology_);
+  emit runShown(run);
+}
+
+void MainWindow::onTelemetry(const TelemetryBatches& batches) {
+  for (const TelemetryBatchEvent& b : batches.batches) topology_->appendEvents(b.rank, b.events);
+  eventsShown_ += batches.events;
+  emit telemetryShown(batches);
+}
+
+void MainWindow::onRow(const SweepRow& row) {
+  report_.rows.push_back(row);
+  eventsDropped_ += row.result.eventsDropped;
+  topology_->endRun();
+  if (row.result.state == RunState::Done) {
+    charts_->addRow(row);
+    charts_->showRun(row);
+  }
+  emit rowShown(row);
+}
+
+void MainWindow::onSessionFinished(const SessionEnd& end) {
+  report_.error = end.error;
+  setRunning(false);
+  const bool ok = end.error.empty() && !end.stoppedByUser;
+  setMode(ok ? tr("✓ done · %1 runs").arg(report_.rows.size()) : tr("idle"),
+          ok ? QStringLiteral("#2f6f3e") : QStringLiteral("#555555"));
+  progress_ = RunProgress{};
+  if (end.stoppedByUser) {
+    statusBar()->showMessage(tr("Stopped: %1 runs completed").arg(report_.rows.size()), 8000);
+  } else if (!end.error.empty()) {
+    banner_->showError(QString::fromStdString(end.error), end.failedRank, end.lastStep);
+  } else {
+    statusBar()->showMessage(tr("Finished: %1 runs").arg(report_.rows.size()), 8000);
+  }
+  emit sessionEnded(end);
+}
+
+void MainWindow::onRecording(const BenchReport& report, const QString& path) {
+  report_ = report;
+  charts_->setReport(report_);
+  const SweepRow* shown = nullptr;
+  for (const SweepRow& r : report_.rows) {
+    if (r.result.state == RunState::Done) shown = &r;
+  }
+  if (shown) {
+    topology_->showRun(topologyRunOf(report_, *shown), shown->result.events);
+    charts_->showRun(*shown);
+  }
+  frames_->watch(topology_);
+  setMode(tr("⟲ REPLAY · %1").arg(QFileInfo(path).fileName()), QStringLiteral("#0b5cad"));
+  emit recordingShown(path);
+}
+
+void MainWindow::onRuntimeMessage(const QString& text, int level) {
+  qCInfo(lcWindow).noquote() << text;
+  if (level >= 2) banner_->showProblem(tr("The workers could not start"), text);
+  statusBar()->showMessage(text, 10000);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (runtimeDown_ || !runtime_) {
+    event->accept();
+    return;
+  }
+  // Stop the run and the workers on the runtime's thread; close once it says they are gone.
+  event->ignore();
+  if (closing_) return;
+  closing_ = true;
+  if (options_.persistSettings) saveSettings();
+  setEnabled(false);
+  statusBar()->showMessage(tr("Stopping the workers…"));
+  QMetaObject::invokeMethod(
+      runtime_, [r = runtime_] { r->shutdown(); }, Qt::QueuedConnection);
+}
+
+void MainWindow::onShutDown() {
+  runtimeDown_ = true;
+  runtimeThread_.quit();
+  runtimeThread_.wait();  // its event loop ends at once: the work is done
+  emit runtimeStopped();
+  if (closing_) close();
+}
+
+void MainWindow::saveSettings() {
+  QSettings st;
+  saveSetup(st, panel_->setup());
+  st.setValue(QStringLiteral("window/geometry"), saveGeometry());
+  st.setValue(QStringLiteral("window/state"), saveState());
+}
+
+void MainWindow::restoreLayout() {
+  if (!options_.persistSettings) return;
+  QSettings st;
+  restoreGeometry(st.value(QStringLiteral("window/geometry")).toByteArray());
+  restoreState(st.value(QStringLiteral("window/state")).toByteArray());
+}
+
+TopologyRun topologyRunOf(const BenchReport& report, const SweepRow& row) {
+  TopologyRun run;
+  run.runId = row.result.runId;
+  run.request = row.result.request;
+  run.nranks = row.result.nranks;
+  for (const WorkerInfo& w : row.result.workers.empty() ? report.workers : row.result.workers) {
+    run.hosts.push_back(w.host);
+  }
+  if (run.hosts.size() != static_cast<size_t>(run.nranks)) run.hosts.clear();
+  return run;
+}
+
+}  // namespace arl::ui

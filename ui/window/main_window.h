@@ -1,0 +1,159 @@
+// The lab's main window: the topology pane in the centre, the setup panel in a dock on the
+// left, the charts in a dock at the bottom, a toolbar (Run, Stop, algorithm, collective, size,
+// slice, live/replay) and a status bar (run, events, drops, frames per second). The runtime
+// (coordinator and sweep) lives on its own thread (LabRuntime); errors it reports show in a
+// banner that names the rank and the step. Closing the window stops a run and every worker.
+#pragma once
+
+#include <QMainWindow>
+#include <QThread>
+#include <optional>
+#include <string>
+
+#include "export/export.h"
+#include "window/runtime_types.h"
+
+class QAction;
+class QComboBox;
+class QDockWidget;
+class QLabel;
+class QTimer;
+
+namespace arl::ui {
+
+class ChartsPanel;
+class ErrorBanner;
+class FrameMeter;
+class LabRuntime;
+class SetupPanel;
+class SizeEdit;
+class TopologyPane;
+
+struct WindowOptions {
+  std::string workerBinary;  // allreduce-worker to start; empty: next to this program
+  // Read the setup and the layout from QSettings at start, write them back on close.
+  bool persistSettings = true;
+  // Start from this setup instead of the saved one (scripted use).
+  std::optional<SessionSetup> setup;
+};
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  explicit MainWindow(WindowOptions options = {}, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Starts a session with the panel's setup; false (and nothing starts) when a session runs
+  // or a field has a problem.
+  bool run();
+  // Stops the session: the run in progress is aborted, the next is not started.
+  void stop();
+  // Shows a recording (read off the GUI thread); recordingShown() or a banner follows.
+  void openRecording(const QString& path);
+  bool isRunning() const { return running_; }
+
+  // The session so far (the live one, or the recording shown).
+  const BenchReport& report() const { return report_; }
+  const std::vector<WorkerInfo>& workers() const { return workers_; }
+  std::vector<SetupProblem> problems() const { return problems_; }
+
+  SetupPanel* setupPanel() const { return panel_; }
+  TopologyPane* topologyPane() const { return topology_; }
+  ChartsPanel* chartsPanel() const { return charts_; }
+  ErrorBanner* banner() const { return banner_; }
+  QAction* runAction() const { return runAction_; }
+  QAction* stopAction() const { return stopAction_; }
+
+ signals:
+  // What the window handed to its views, in order (for scripted use and tests).
+  void runShown(const arl::ui::TopologyRun& run);
+  void telemetryShown(const arl::ui::TelemetryBatches& batches);
+  void rowShown(const arl::SweepRow& row);
+  void sessionEnded(const arl::ui::SessionEnd& end);
+  void workersUpdated(const arl::ui::WorkerList& workers);
+  void recordingShown(const QString& path);
+  // The runtime has shut every worker down (after a close).
+  void runtimeStopped();
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void buildActions();
+  void buildToolBar();
+  void buildMenus();
+  void buildDocks();
+  void buildStatusBar();
+  void connectRuntime();
+  void mirrorToolBar();
+  void setupEdited();
+  void validateNow();
+  void setRunning(bool running);
+  void onWorkers(const WorkerList& workers, const QString& joinCommand);
+  void onSessionStarted(const WorkerList& world);
+  void onRunStarted(const TopologyRun& run);
+  void onTelemetry(const TelemetryBatches& batches);
+  void onRow(const SweepRow& row);
+  void onSessionFinished(const SessionEnd& end);
+  void onRecording(const BenchReport& report, const QString& path);
+  void onRuntimeMessage(const QString& text, int level);
+  void onShutDown();
+  void exportSession();
+  void chooseRecording();
+  void updateStatus();
+  void setMode(const QString& text, const QString& colour);
+  void restoreLayout();
+  void saveSettings();
+  void stopRuntimeNow();
+
+  WindowOptions options_;
+  SetupPanel* panel_ = nullptr;
+  TopologyPane* topology_ = nullptr;
+  ChartsPanel* charts_ = nullptr;
+  ErrorBanner* banner_ = nullptr;
+  QDockWidget* setupDock_ = nullptr;
+  QDockWidget* chartsDock_ = nullptr;
+  QAction* runAction_ = nullptr;
+  QAction* stopAction_ = nullptr;
+  QAction* openAction_ = nullptr;
+  QAction* exportAction_ = nullptr;
+  QAction* quitAction_ = nullptr;
+  QAction* resetLayoutAction_ = nullptr;
+  QComboBox* toolAlgorithm_ = nullptr;
+  QComboBox* toolCollective_ = nullptr;
+  SizeEdit* toolSize_ = nullptr;
+  SizeEdit* toolSlice_ = nullptr;
+  QLabel* modeLabel_ = nullptr;
+  QLabel* progressLabel_ = nullptr;
+  QLabel* eventsLabel_ = nullptr;
+  QLabel* dropsLabel_ = nullptr;
+  QLabel* fpsLabel_ = nullptr;
+  QTimer* validate_ = nullptr;
+  QTimer* status_ = nullptr;
+  FrameMeter* frames_ = nullptr;
+  QByteArray defaultLayout_;
+
+  QThread runtimeThread_;
+  LabRuntime* runtime_ = nullptr;
+  bool running_ = false;
+  bool closing_ = false;
+  bool runtimeDown_ = false;
+
+  BenchReport report_;
+  std::vector<WorkerInfo> workers_;
+  std::vector<SetupProblem> problems_;
+  RunProgress progress_;
+  uint64_t eventsShown_ = 0;
+  uint64_t eventsDropped_ = 0;
+};
+
+// Writes the session's data where File → Export puts it: results as CSV and JSON, a Perfetto
+// trace and a recording (.arlrec), into `dir`. Returns the files written; `error` says what
+// failed (the rest are still written).
+QStringList exportSessionData(const BenchReport& report, const QString& dir, QString* error);
+
+// The topology run of a recorded row (for replay).
+TopologyRun topologyRunOf(const BenchReport& report, const SweepRow& row);
+
+}  // namespace arl::ui

@@ -1,0 +1,277 @@
+// The main window's chrome: actions and shortcuts, toolbar, menus, docks, status bar, and
+// File → Open and File → Export.
+#include <QAction>
+#include <QApplication>
+#include <QComboBox>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QLabel>
+#include <QLocale>
+#include <QMenuBar>
+#include <QScrollArea>
+#include <QStatusBar>
+#include <QStyle>
+#include <QTimer>
+#include <QToolBar>
+
+#include "charts/charts_panel.h"
+#include "topology/topology_pane.h"
+#include "window/error_banner.h"
+#include "window/frame_meter.h"
+#include "window/main_window.h"
+#include "window/setup_fields.h"
+#include "window/setup_panel.h"
+
+namespace arl::ui {
+
+namespace {
+
+QLabel* toolLabel(const QString& text, QWidget* parent) {
+  auto* l = new QLabel(text, parent);
+  l->setContentsMargins(10, 0, 4, 0);
+  return l;
+}
+
+QLabel* statusField(QWidget* parent, int minChars) {
+  auto* l = new QLabel(parent);
+  l->setMinimumWidth(l->fontMetrics().averageCharWidth() * minChars);
+  l->setContentsMargins(8, 0, 8, 0);
+  return l;
+}
+
+}  // namespace
+
+void MainWindow::buildActions() {
+  runAction_ = new QAction(style()->standardIcon(QStyle::SP_MediaPlay), tr("Run"), this);
+  runAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+  stopAction_ = new QAction(style()->standardIcon(QStyle::SP_MediaStop), tr("Stop"), this);
+  stopAction_->setShortcuts(
+      {QKeySequence(Qt::Key_Escape), QKeySequence(Qt::CTRL | Qt::Key_Period)});
+  stopAction_->setToolTip(tr("Stop the session (Esc, Ctrl+.)"));
+  openAction_ =
+      new QAction(style()->standardIcon(QStyle::SP_DialogOpenButton), tr("&Open recording…"), this);
+  openAction_->setShortcut(QKeySequence::Open);
+  exportAction_ =
+      new QAction(style()->standardIcon(QStyle::SP_DialogSaveButton), tr("&Export…"), this);
+  exportAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+  quitAction_ = new QAction(tr("&Quit"), this);
+  quitAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));
+  quitAction_->setMenuRole(QAction::QuitRole);
+  resetLayoutAction_ = new QAction(tr("Reset layout"), this);
+  for (QAction* a : {runAction_, stopAction_, openAction_, exportAction_, quitAction_}) {
+    a->setShortcutContext(Qt::WindowShortcut);
+    addAction(a);
+  }
+  connect(runAction_, &QAction::triggered, this, [this] { run(); });
+  connect(stopAction_, &QAction::triggered, this, &MainWindow::stop);
+  connect(openAction_, &QAction::triggered, this, &MainWindow::chooseRecording);
+  connect(exportAction_, &QAction::triggered, this, &MainWindow::exportSession);
+  connect(quitAction_, &QAction::triggered, this, &QWidget::close);
+  connect(resetLayoutAction_, &QAction::triggered, this, [this] { restoreState(defaultLayout_); });
+}
+
+void MainWindow::buildDocks() {
+  panel_ = new SetupPanel(this);
+  panel_->setRunActions(runAction_, stopAction_);
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidget(panel_);
+  scroll->setWidgetResizable(true);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setMinimumWidth(panel_->sizeHint().width() + 24);
+  setupDock_ = new QDockWidget(tr("Setup"), this);
+  setupDock_->setObjectName(QStringLiteral("setupDock"));
+  setupDock_->setWidget(scroll);
+  addDockWidget(Qt::LeftDockWidgetArea, setupDock_);
+
+  charts_ = new ChartsPanel(this);
+  chartsDock_ = new QDockWidget(tr("Charts"), this);
+  chartsDock_->setObjectName(QStringLiteral("chartsDock"));
+  chartsDock_->setWidget(charts_);
+  addDockWidget(Qt::BottomDockWidgetArea, chartsDock_);
+  // The teacher's layout: the topology large in the centre, the charts under it.
+  setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
+  resizeDocks({chartsDock_}, {330}, Qt::Vertical);
+  resizeDocks({setupDock_}, {scroll->minimumWidth()}, Qt::Horizontal);
+}
+
+void MainWindow::buildToolBar() {
+  auto* bar = addToolBar(tr("Run"));
+  bar->setObjectName(QStringLiteral("runToolBar"));
+  bar->setMovable(false);
+  bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  const int icon = style()->pixelMetric(QStyle::PM_ToolBarIconSize);
+  bar->setIconSize(QSize(icon * 3 / 2, icon * 3 / 2));
+  QFont big = bar->font();
+  big.setPointSizeF(big.pointSizeF() * 1.15);
+  bar->setFont(big);
+  bar->addAction(runAction_);
+  bar->addAction(stopAction_);
+  bar->addSeparator();
+  toolAlgorithm_ = new QComboBox(bar);
+  toolAlgorithm_->setModel(panel_->algorithmBox()->model());
+  toolCollective_ = new QComboBox(bar);
+  toolCollective_->setModel(panel_->collectiveBox()->model());
+  toolSize_ = new SizeEdit(1024, uint64_t{1} << 30, bar);
+  toolSlice_ = new SizeEdit(1024, uint64_t{64} << 20, bar);
+  toolSize_->setMinimumContentsLength(10);
+  bar->addWidget(toolLabel(tr("Algorithm"), bar));
+  bar->addWidget(toolAlgorithm_);
+  bar->addWidget(toolLabel(tr("Collective"), bar));
+  bar->addWidget(toolCollective_);
+  bar->addWidget(toolLabel(tr("Size"), bar));
+  bar->addWidget(toolSize_);
+  bar->addWidget(toolLabel(tr("Slice"), bar));
+  bar->addWidget(toolSlice_);
+  bar->addSeparator();
+  QAction* setupToggle = setupDock_->toggleViewAction();
+  setupToggle->setText(tr("⚙ Setup"));
+  bar->addAction(setupToggle);
+  auto* spacer = new QWidget(bar);
+  spacer->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
+  bar->addWidget(spacer);
+  modeLabel_ = new QLabel(bar);
+  modeLabel_->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
+  bar->addWidget(modeLabel_);
+  bar->addWidget(toolLabel(QString(), bar));
+  setMode(tr("idle"), QStringLiteral("#555555"));
+
+  connect(toolAlgorithm_, &QComboBox::currentIndexChanged, panel_->algorithmBox(),
+          &QComboBox::setCurrentIndex);
+  connect(toolCollective_, &QComboBox::currentIndexChanged, panel_->collectiveBox(),
+          &QComboBox::setCurrentIndex);
+  connect(toolSize_, &SizeEdit::edited, this, [this] {
+    if (!panel_->sizeField()->sweeping())
+      panel_->sizeField()->singleEdit()->setCurrentText(toolSize_->currentText());
+  });
+  connect(toolSlice_, &SizeEdit::edited, this, [this] {
+    if (!panel_->sliceField()->sweeping())
+      panel_->sliceField()->singleEdit()->setCurrentText(toolSlice_->currentText());
+  });
+}
+
+// Shows the panel's values in the toolbar; a swept value shows its range and is edited in
+// the panel.
+void MainWindow::mirrorToolBar() {
+  if (!toolAlgorithm_) return;
+  const QSignalBlocker b1(toolAlgorithm_), b2(toolCollective_), b3(toolSize_), b4(toolSlice_);
+  toolAlgorithm_->setCurrentIndex(panel_->algorithmBox()->currentIndex());
+  toolCollective_->setCurrentIndex(panel_->collectiveBox()->currentIndex());
+  const SessionSetup s = panel_->setup();
+  auto mirror = [](SizeEdit* tool, RangeField* field, const SweepRange& r) {
+    tool->setEnabled(!field->sweeping());
+    const QString text =
+        field->sweeping() ? QStringLiteral("%1 … %2").arg(QString::fromStdString(formatSize(r.min)),
+                                                          QString::fromStdString(formatSize(r.max)))
+                          : field->singleEdit()->currentText();
+    if (tool->currentText() != text) tool->setEditText(text);
+    tool->setToolTip(field->sweeping() ? tr("Swept: change the range in the setup panel")
+                                       : QString());
+  };
+  mirror(toolSize_, panel_->sizeField(), s.size);
+  mirror(toolSlice_, panel_->sliceField(), s.slice);
+}
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(openAction_);
+  file->addAction(exportAction_);
+  file->addSeparator();
+  file->addAction(quitAction_);
+  QMenu* runMenu = menuBar()->addMenu(tr("&Run"));
+  runMenu->addAction(runAction_);
+  runMenu->addAction(stopAction_);
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  view->addAction(setupDock_->toggleViewAction());
+  view->addAction(chartsDock_->toggleViewAction());
+  view->addSeparator();
+  view->addAction(resetLayoutAction_);
+}
+
+void MainWindow::buildStatusBar() {
+  progressLabel_ = statusField(this, 36);
+  eventsLabel_ = statusField(this, 30);
+  dropsLabel_ = statusField(this, 16);
+  fpsLabel_ = statusField(this, 9);
+  statusBar()->addPermanentWidget(progressLabel_, 1);
+  statusBar()->addPermanentWidget(eventsLabel_);
+  statusBar()->addPermanentWidget(dropsLabel_);
+  statusBar()->addPermanentWidget(fpsLabel_);
+  status_ = new QTimer(this);
+  status_->setInterval(500);
+  connect(status_, &QTimer::timeout, this, &MainWindow::updateStatus);
+  status_->start();
+  updateStatus();
+}
+
+void MainWindow::updateStatus() {
+  const QLocale loc;
+  progressLabel_->setText(progress_.runTotal == 0
+                              ? QString()
+                              : tr("run %1 of %2 · %3")
+                                    .arg(progress_.runIndex)
+                                    .arg(progress_.runTotal)
+                                    .arg(QString::fromStdString(progress_.label)));
+  eventsLabel_->setText(tr("events %1 · held %2")
+                            .arg(loc.toString(static_cast<qulonglong>(eventsShown_)),
+                                 loc.toString(static_cast<qulonglong>(topology_->eventsHeld()))));
+  const uint64_t dropped = eventsDropped_ + topology_->eventsDropped();
+  dropsLabel_->setText(tr("dropped %1").arg(loc.toString(static_cast<qulonglong>(dropped))));
+  dropsLabel_->setStyleSheet(dropped ? QStringLiteral("color: #9a6700; font-weight: 600;")
+                                     : QString());
+  dropsLabel_->setToolTip(
+      tr("Telemetry events dropped: by the ranks' buffers, past the per-run limit, "
+         "or decimated by the view past its bound"));
+  fpsLabel_->setText(tr("%1 fps").arg(frames_->takeFps(), 0, 'f', 0));
+}
+
+void MainWindow::setMode(const QString& text, const QString& colour) {
+  modeLabel_->setText(text);
+  modeLabel_->setStyleSheet(
+      QStringLiteral("QLabel { color: white; background: %1; border-radius: 4px; "
+                     "padding: 3px 10px; font-weight: 700; }")
+          .arg(colour));
+}
+
+void MainWindow::chooseRecording() {
+  const QString path = QFileDialog::getOpenFileName(
+      this, tr("Open a recording"), QString(), tr("Recordings (*.arlrec *.json);;All files (*)"));
+  if (!path.isEmpty()) openRecording(path);
+}
+
+void MainWindow::exportSession() {
+  if (report_.rows.empty()) {
+    statusBar()->showMessage(tr("Nothing to export yet: run a session or open a recording"), 6000);
+    return;
+  }
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Export the session to"));
+  if (dir.isEmpty()) return;
+  QString error;
+  const QStringList files = exportSessionData(report_, dir, &error);
+  // Chart images (PNG, SVG, PDF) are written by ui/export's exportSession() once it is part of
+  // the build; until then File → Export writes the session's data only.
+  if (!error.isEmpty()) banner_->showProblem(tr("Export failed"), error);
+  statusBar()->showMessage(tr("Exported %1 files to %2").arg(files.size()).arg(dir), 10000);
+}
+
+QStringList exportSessionData(const BenchReport& report, const QString& dir, QString* error) {
+  QStringList written;
+  const QDir d(dir);
+  auto write = [&](const QString& name, auto&& make) {
+    const QString path = d.filePath(name);
+    try {
+      writeTextFile(path.toStdString(), make());
+      written << path;
+    } catch (const std::exception& e) {
+      if (error && error->isEmpty()) *error = QString::fromStdString(e.what());
+    }
+  };
+  write(QStringLiteral("results.csv"), [&] { return benchResultsCsv(report); });
+  write(QStringLiteral("results.json"), [&] { return benchResultsJson(report); });
+  write(QStringLiteral("trace.json"), [&] { return chromeTraceJson(report); });
+  write(QStringLiteral("session.arlrec"), [&] { return recordingJson(report); });
+  return written;
+}
+
+}  // namespace arl::ui

@@ -1,0 +1,298 @@
+#include "window/setup.h"
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+
+#include "base/errors.h"
+#include "base/limits.h"
+#include "exec/run_request.h"
+#include "model/metrics.h"
+#include "schedule/generators.h"
+
+namespace arl::ui {
+
+namespace {
+
+// More runs than this in one sweep is a slip of a field, not a session anyone waits for.
+constexpr size_t kMaxSweepValues = 1000;
+
+SetupField setupFieldOf(RunField f) {
+  switch (f) {
+    case RunField::Ranks: return SetupField::LocalWorkers;
+    case RunField::Algorithm: return SetupField::Algorithm;
+    case RunField::Collective: return SetupField::Collective;
+    case RunField::Count: return SetupField::Size;
+    case RunField::SliceBytes: return SetupField::Slice;
+    case RunField::Root: return SetupField::Root;
+    case RunField::RanksPerHost: return SetupField::RanksPerHost;
+    case RunField::RingOrder: return SetupField::RingOrder;
+    case RunField::Inflight: return SetupField::Inflight;
+    case RunField::Warmup: return SetupField::Warmup;
+    case RunField::Iterations: return SetupField::Iterations;
+    case RunField::StallTimeout: return SetupField::Iterations;
+  }
+  return SetupField::Algorithm;
+}
+
+// Collects problems, the first one per field.
+class Problems {
+ public:
+  void add(SetupField f, std::string rule) {
+    if (has(f)) return;
+    list_.push_back({f, std::move(rule)});
+  }
+  bool has(SetupField f) const {
+    return std::any_of(list_.begin(), list_.end(), [f](const auto& p) { return p.field == f; });
+  }
+  std::vector<SetupProblem> take() { return std::move(list_); }
+
+ private:
+  std::vector<SetupProblem> list_;
+};
+
+// Puts a value that core accepts in place of the refused one, so that a further check can find
+// a problem in another field. Returns false when nothing can stand in for it.
+bool standIn(RunRequest& q, RunField f) {
+  switch (f) {
+    case RunField::Algorithm: q.algorithm = "ring"; return true;
+    case RunField::Collective: q.collective = Collective::AllReduce; return true;
+    case RunField::Count: q.count = 1; return true;
+    case RunField::SliceBytes: q.sliceBytes = dtypeSize(q.dtype) << 16; return true;
+    case RunField::Root: q.root = 0; return true;
+    case RunField::RanksPerHost: q.ranksPerHost = 1; return true;
+    case RunField::RingOrder: q.ringOrder.clear(); return true;
+    case RunField::Inflight: q.inflight = 1; return true;
+    case RunField::Warmup: q.warmup = 0; return true;
+    case RunField::Iterations: q.iterations = 1; return true;
+    default: return false;
+  }
+}
+
+// Every field core refuses in `q`, found by checking again with a stand-in for each refusal.
+void checkRequest(RunRequest q, const std::vector<std::string>& hosts, const std::string& where,
+                  Problems& out) {
+  for (int round = 0; round < 12; ++round) {
+    try {
+      (void)resolveRunRequest(q, hosts);
+      return;
+    } catch (const RunRequestError& e) {
+      const std::string rule =
+          e.field == RunField::Count || e.field == RunField::SliceBytes ? e.rule + where : e.rule;
+      out.add(setupFieldOf(e.field), rule);
+      if (!standIn(q, e.field)) return;
+    } catch (const ConfigError& e) {
+      out.add(SetupField::Algorithm, q.algorithm + where + ": " + e.what());
+      return;
+    } catch (const std::exception& e) {
+      out.add(SetupField::Algorithm, q.algorithm + where + ": " + e.what());
+      return;
+    }
+  }
+}
+
+void checkRange(const SweepRange& r, SetupField f, const std::string& what, Problems& out) {
+  if (!r.on) {
+    if (r.single == 0) out.add(f, what + " must be at least 1");
+    return;
+  }
+  if (r.min == 0) out.add(f, "the smallest " + what + " must be at least 1");
+  if (r.max < r.min) out.add(f, "the largest " + what + " is smaller than the smallest");
+  if (r.factor < 2) out.add(f, "the factor must be at least 2");
+  if (r.min > 0 && r.factor >= 2 && r.max >= r.min &&
+      r.values(kMaxSweepValues + 1).size() > kMaxSweepValues) {
+    out.add(f, "gives more than " + std::to_string(kMaxSweepValues) + " values");
+  }
+}
+
+void checkShapingField(const LinkShaping& part, int nranks, SetupField f, Problems& out) {
+  try {
+    checkShaping(part, nranks);
+  } catch (const ConfigError& e) {
+    out.add(f, e.what());
+  }
+}
+
+void checkShapingFields(const SessionSetup& s, Problems& out) {
+  const int n = s.nranks();
+  LinkShaping port, latency, rank, link;
+  port.portBytesPerSecond = s.portMBps * 1e6;
+  latency.addedLatencySeconds = s.latencyUs * 1e-6;
+  if (s.portMBps < 0) out.add(SetupField::PortRate, "must be 0 (not shaped) or a positive rate");
+  checkShapingField(port, n, SetupField::PortRate, out);
+  checkShapingField(latency, n, SetupField::Latency, out);
+  if (s.slowRank >= 0) {
+    rank.rankPortBytesPerSecond[s.slowRank] = s.slowRankMBps * 1e6;
+    checkShapingField(rank, n, SetupField::SlowRank, out);
+  }
+  if (s.slowLinkFrom >= 0 || s.slowLinkTo >= 0) {
+    link.linkBytesPerSecond[{s.slowLinkFrom, s.slowLinkTo}] = s.slowLinkMBps * 1e6;
+    checkShapingField(link, n, SetupField::SlowLink, out);
+  }
+}
+
+// The smallest size that gives the collective at least one element on every rank.
+void checkSmallestSize(const SessionSetup& s, uint64_t bytes, Problems& out) {
+  if (bytes == 0 || apiCountForSize(s.collective, s.nranks(), bytes, s.dtype) != 0) return;
+  const bool perRank =
+      s.collective == Collective::ReduceScatter || s.collective == Collective::AllGather;
+  const uint64_t least =
+      perRank ? 16 * static_cast<uint64_t>(s.nranks()) : static_cast<uint64_t>(dtypeSize(s.dtype));
+  out.add(SetupField::Size,
+          "must be at least " + std::to_string(least) + " bytes: " +
+              (perRank ? "16 bytes per rank of " + std::string(toString(s.collective))
+                       : "one " + std::string(toString(s.dtype)) + " element"));
+}
+
+}  // namespace
+
+std::vector<uint64_t> SweepRange::values(size_t limit) const {
+  if (!on) return {single};
+  std::vector<uint64_t> v;
+  if (min == 0 || factor < 2) return v;
+  for (uint64_t x = min; x <= max && v.size() < limit; x *= factor) {
+    v.push_back(x);
+    if (x > max / factor) break;  // the next one overflows or passes max
+  }
+  return v;
+}
+
+std::vector<std::string> SessionSetup::algorithms() const {
+  if (algorithm != "all") return {algorithm};
+  std::vector<std::string> out;
+  for (const std::string& a : algorithmNames()) {
+    if (algorithmSupports(a, collective)) out.push_back(a);
+  }
+  return out;
+}
+
+LinkShaping SessionSetup::shaping() const {
+  LinkShaping s;
+  s.portBytesPerSecond = portMBps * 1e6;
+  s.addedLatencySeconds = latencyUs * 1e-6;
+  if (slowRank >= 0) s.rankPortBytesPerSecond[slowRank] = slowRankMBps * 1e6;
+  if (slowLinkFrom >= 0 && slowLinkTo >= 0) {
+    s.linkBytesPerSecond[{slowLinkFrom, slowLinkTo}] = slowLinkMBps * 1e6;
+  }
+  return s;
+}
+
+std::vector<SetupProblem> checkSetup(const SessionSetup& s, std::vector<std::string> hosts) {
+  Problems out;
+  const int n = s.nranks();
+  if (s.localWorkers < 0 || s.localWorkers > kMaxRanks) {
+    out.add(SetupField::LocalWorkers, "must be in 0.." + std::to_string(kMaxRanks));
+  }
+  if (n < 1 || n > kMaxRanks) {
+    out.add(n < 1 ? SetupField::LocalWorkers : SetupField::RemoteWorkers,
+            "local and remote workers make " + std::to_string(n) + " ranks; must be 1.." +
+                std::to_string(kMaxRanks));
+    return out.take();
+  }
+  if (hosts.size() != static_cast<size_t>(n)) hosts.assign(static_cast<size_t>(n), "localhost");
+  checkRange(s.size, SetupField::Size, "size", out);
+  checkRange(s.slice, SetupField::Slice, "slice", out);
+  checkRange(s.inflight, SetupField::Inflight, "number of slices in flight", out);
+  checkShapingFields(s, out);
+  const std::vector<std::string> algos = s.algorithms();
+  if (algos.empty()) {
+    out.add(SetupField::Algorithm,
+            "no algorithm implements " + std::string(toString(s.collective)));
+  }
+  const auto sizes = s.size.values(kMaxSweepValues);
+  const auto slices = s.slice.values(kMaxSweepValues);
+  const auto inflights = s.inflight.values(kMaxSweepValues);
+  if (sizes.empty() || slices.empty() || inflights.empty() || algos.empty()) return out.take();
+  checkSmallestSize(s, sizes.front(), out);
+  SweepSpec spec = sweepSpecOf(s);
+  auto check = [&](const std::string& algo, uint64_t size, uint64_t slice, uint64_t k) {
+    const SweepPoint p{size, algo, slice, static_cast<int>(std::min<uint64_t>(k, 1u << 30))};
+    RunRequest q = sweepRequest(spec, p, n);
+    if (q.count == 0) q.count = 1;  // reported above, by size
+    checkRequest(q, hosts, " (" + algo + " at " + formatSize(size) + ")", out);
+  };
+  for (const std::string& algo : algos) {
+    for (uint64_t slice : slices) {
+      check(algo, sizes.front(), slice, inflights.front());
+      if (sizes.size() > 1) check(algo, sizes.back(), slice, inflights.front());
+    }
+  }
+  for (uint64_t k : inflights) check(algos.front(), sizes.front(), slices.front(), k);
+  return out.take();
+}
+
+SweepSpec sweepSpecOf(const SessionSetup& s) {
+  SweepSpec spec;
+  RunRequest& q = spec.base;
+  q.collective = s.collective;
+  q.dtype = s.dtype;
+  q.op = s.op;
+  q.root = s.root;
+  q.ranksPerHost = s.ranksPerHost;
+  q.ringOrder = s.ringOrder;
+  q.iterations = s.iterations;
+  q.warmup = s.warmup;
+  q.check = true;
+  q.telemetry = TelemetryLevel::Chunks;
+  spec.algorithms = s.algorithms();
+  spec.sizes = s.size.values(kMaxSweepValues);
+  spec.sliceSizes = s.slice.values(kMaxSweepValues);
+  for (uint64_t k : s.inflight.values(kMaxSweepValues)) {
+    spec.inflights.push_back(static_cast<int>(std::min<uint64_t>(k, 1u << 30)));
+  }
+  spec.shaping = s.shaping();
+  spec.keepTelemetry = true;
+  return spec;
+}
+
+BenchConfig benchConfigOf(const SessionSetup& s) {
+  BenchConfig c;
+  const auto sizes = s.size.values(kMaxSweepValues);
+  c.minBytes = sizes.empty() ? 0 : sizes.front();
+  c.maxBytes = sizes.empty() ? 0 : sizes.back();
+  c.stepFactor = s.size.on ? s.size.factor : 0;
+  c.iters = s.iterations;
+  c.warmup = s.warmup;
+  c.op = s.op;
+  c.dtype = s.dtype;
+  c.collective = s.collective;
+  c.algorithms = s.algorithms();
+  c.workers = s.localWorkers;
+  c.expect = s.remoteWorkers;
+  c.ranksPerHost = s.ranksPerHost;
+  c.sliceSizes = s.slice.values(kMaxSweepValues);
+  c.inflights.clear();
+  for (uint64_t k : s.inflight.values(kMaxSweepValues)) c.inflights.push_back(static_cast<int>(k));
+  c.ringOrder = s.ringOrder;
+  c.backend = s.backend;
+  c.listen = s.listen;
+  c.root = s.root;
+  return c;
+}
+
+std::vector<int> parseRingOrder(const std::string& text) {
+  std::vector<int> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto sep = [](char c) { return c == ',' || std::isspace(static_cast<unsigned char>(c)); };
+    while (i < text.size() && sep(text[i])) ++i;
+    size_t j = i;
+    while (j < text.size() && !sep(text[j])) ++j;
+    if (j == i) break;
+    const std::string tok = text.substr(i, j - i);
+    if (tok.size() > 3 || !std::all_of(tok.begin(), tok.end(), ::isdigit)) {
+      throw ConfigError("'" + tok + "' is not a rank number");
+    }
+    out.push_back(std::stoi(tok));
+    i = j;
+  }
+  return out;
+}
+
+std::string formatRingOrder(const std::vector<int>& order) {
+  std::string s;
+  for (int r : order) s += (s.empty() ? "" : " ") + std::to_string(r);
+  return s;
+}
+
+}  // namespace arl::ui

@@ -1,0 +1,111 @@
+// The setup panel (a dock beside the topology): workers (local count, remote ones as they join
+// with the command that joins one), the collective, sizes and their sweeps, the pipeline, the
+// ring order (typed or dragged) and the network's shaping, with Run and Stop. A field that
+// core would refuse is outlined in red with the rule under it, before Run is pressed.
+#pragma once
+
+#include <QWidget>
+#include <map>
+#include <vector>
+
+#include "runtime/coordinator.h"
+#include "window/setup.h"
+
+class QAction;
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QFormLayout;
+class QLabel;
+class QLineEdit;
+class QListView;
+class QSpinBox;
+class QTableView;
+
+namespace arl::ui {
+
+class RangeField;
+class RingOrderModel;
+class WorkerListModel;
+
+class SetupPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit SetupPanel(QWidget* parent = nullptr);
+
+  // The setup as the fields say it; `problems` gets what a field's text cannot say (a size
+  // that is not a size, a ring order that is not numbers).
+  SessionSetup setup(std::vector<SetupProblem>* problems = nullptr) const;
+  void setSetup(const SessionSetup& s);
+
+  // Marks the fields with problems (and clears the others).
+  void showProblems(const std::vector<SetupProblem>& problems);
+  // The rule shown under a field ("" when it has none).
+  QString problemText(SetupField f) const;
+
+  void setWorkers(const std::vector<WorkerInfo>& workers, const QString& joinCommand);
+  void setRunActions(QAction* run, QAction* stop);
+  // Fields that cannot change while a session runs are disabled.
+  void setRunning(bool running);
+
+  // For the toolbar, which mirrors these.
+  QComboBox* algorithmBox() const { return algorithm_; }
+  QComboBox* collectiveBox() const { return collective_; }
+  RangeField* sizeField() const { return size_; }
+  RangeField* sliceField() const { return slice_; }
+  WorkerListModel* workerModel() const { return workers_; }
+  RingOrderModel* ringModel() const { return ring_; }
+  QLineEdit* ringOrderEdit() const { return ringText_; }
+
+ signals:
+  void changed();
+
+ private:
+  QWidget* buildWorkers();
+  QWidget* buildCollective();
+  QWidget* buildSizes();
+  QWidget* buildRing();
+  QWidget* buildShaping();
+  void addField(QFormLayout* form, SetupField f, const QString& label, QWidget* field,
+                const QString& tip);
+  void updateDependentFields();
+  void ringTextEdited();
+
+  std::map<SetupField, QWidget*> fieldWidgets_;
+  std::map<SetupField, QLabel*> problemLabels_;
+  QSpinBox* local_;
+  QSpinBox* remote_;
+  QLineEdit* listen_;
+  QLineEdit* joinCommand_;
+  QTableView* workerTable_;
+  WorkerListModel* workers_;
+  QComboBox* algorithm_;
+  QComboBox* collective_;
+  QComboBox* dtype_;
+  QComboBox* op_;
+  QSpinBox* root_;
+  RangeField* size_;
+  RangeField* slice_;
+  RangeField* inflight_;
+  QSpinBox* iterations_;
+  QSpinBox* warmup_;
+  QSpinBox* ranksPerHost_;
+  QLineEdit* ringText_;
+  QListView* ringList_;
+  RingOrderModel* ring_;
+  QDoubleSpinBox* portRate_;
+  QDoubleSpinBox* latency_;
+  QCheckBox* slowRankOn_;
+  QSpinBox* slowRank_;
+  QDoubleSpinBox* slowRankRate_;
+  QCheckBox* slowLinkOn_;
+  QSpinBox* slowFrom_;
+  QSpinBox* slowTo_;
+  QDoubleSpinBox* slowLinkRate_;
+  QWidget* runRow_;
+  std::vector<QWidget*> lockedWhileRunning_;
+  bool loading_ = false;
+};
+
+}  // namespace arl::ui

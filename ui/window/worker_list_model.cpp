@@ -1,0 +1,69 @@
+#include "window/worker_list_model.h"
+
+#include <algorithm>
+
+#include "style/palette.h"
+
+namespace arl::ui {
+
+WorkerListModel::WorkerListModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void WorkerListModel::setWorkers(std::vector<WorkerInfo> workers) {
+  beginResetModel();
+  workers_ = std::move(workers);
+  endResetModel();
+}
+
+int WorkerListModel::remoteCount() const {
+  return static_cast<int>(std::count_if(workers_.begin(), workers_.end(),
+                                        [](const WorkerInfo& w) { return !w.local; }));
+}
+
+int WorkerListModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(workers_.size());
+}
+
+int WorkerListModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant WorkerListModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) {
+    return {};
+  }
+  const WorkerInfo& w = workers_[static_cast<size_t>(index.row())];
+  const int n = static_cast<int>(workers_.size());
+  if (role == Qt::DecorationRole && index.column() == Rank && w.rank >= 0) {
+    return rankColor(w.rank, n);
+  }
+  if (role == Qt::ToolTipRole) {
+    return QStringLiteral("%1 on %2, pid %3")
+        .arg(QString::fromStdString(w.name), QString::fromStdString(w.host))
+        .arg(w.pid);
+  }
+  if (role != Qt::DisplayRole) return {};
+  switch (index.column()) {
+    case Rank: return w.spare || w.rank < 0 ? QStringLiteral("spare") : QString::number(w.rank);
+    case Name: return QString::fromStdString(w.name);
+    case Host: return QString::fromStdString(w.host);
+    case Backend: return QString::fromStdString(w.backend);
+    case Device: return w.device < 0 ? QStringLiteral("host") : QString::number(w.device);
+    case Origin: return w.local ? QStringLiteral("local") : QStringLiteral("remote");
+    default: return {};
+  }
+}
+
+QVariant WorkerListModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  switch (section) {
+    case Rank: return tr("Rank");
+    case Name: return tr("Name");
+    case Host: return tr("Host");
+    case Backend: return tr("Backend");
+    case Device: return tr("Device");
+    case Origin: return tr("Started");
+    default: return {};
+  }
+}
+
+}  // namespace arl::ui
