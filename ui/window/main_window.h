@@ -148,11 +148,6 @@ class MainWindow : public QMainWindow {
   uint64_t eventsDropped_ = 0;
 };
 
-// Writes the session's data where File → Export puts it: results as CSV and JSON, a Perfetto
-// trace and a recording (.arlrec), into `dir`. Returns the files written; `error` says what
-// failed (the rest are still written).
-QStringList exportSessionData(const BenchReport& report, const QString& dir, QString* error);
-
 // The topology run of a recorded row (for replay).
 TopologyRun topologyRunOf(const BenchReport& report, const SweepRow& row);
 

@@ -10,14 +10,17 @@
 #include <QLocale>
 #include <QMenuBar>
 #include <QScrollArea>
+#include <QSettings>
 #include <QStatusBar>
 #include <QStyle>
 #include <QTimer>
 #include <QToolBar>
 
 #include "charts/charts_panel.h"
+#include "export/export_session.h"
 #include "topology/topology_pane.h"
 #include "window/error_banner.h"
+#include "window/export_dialog.h"
 #include "window/frame_meter.h"
 #include "window/main_window.h"
 #include "window/setup_fields.h"
@@ -245,33 +248,29 @@ void MainWindow::exportSession() {
     statusBar()->showMessage(tr("Nothing to export yet: run a session or open a recording"), 6000);
     return;
   }
-  const QString dir = QFileDialog::getExistingDirectory(this, tr("Export the session to"));
-  if (dir.isEmpty()) return;
-  QString error;
-  const QStringList files = exportSessionData(report_, dir, &error);
-  // Chart images (PNG, SVG, PDF) are written by ui/export's exportSession() once it is part of
-  // the build; until then File → Export writes the session's data only.
-  if (!error.isEmpty()) banner_->showProblem(tr("Export failed"), error);
-  statusBar()->showMessage(tr("Exported %1 files to %2").arg(files.size()).arg(dir), 10000);
-}
-
-QStringList exportSessionData(const BenchReport& report, const QString& dir, QString* error) {
-  QStringList written;
-  const QDir d(dir);
-  auto write = [&](const QString& name, auto&& make) {
-    const QString path = d.filePath(name);
-    try {
-      writeTextFile(path.toStdString(), make());
-      written << path;
-    } catch (const std::exception& e) {
-      if (error && error->isEmpty()) *error = QString::fromStdString(e.what());
-    }
-  };
-  write(QStringLiteral("results.csv"), [&] { return benchResultsCsv(report); });
-  write(QStringLiteral("results.json"), [&] { return benchResultsJson(report); });
-  write(QStringLiteral("trace.json"), [&] { return chromeTraceJson(report); });
-  write(QStringLiteral("session.arlrec"), [&] { return recordingJson(report); });
-  return written;
+  ExportDialog dialog(this);
+  QSettings settings;
+  ExportOptions last;
+  last.directory = settings.value(QStringLiteral("export/directory")).toString().toStdString();
+  last.image.width = settings.value(QStringLiteral("export/width"), last.image.width).toInt();
+  last.image.height = settings.value(QStringLiteral("export/height"), last.image.height).toInt();
+  last.image.scale = settings.value(QStringLiteral("export/scale"), last.image.scale).toDouble();
+  dialog.setOptions(last);
+  if (dialog.exec() != QDialog::Accepted) return;
+  const ExportOptions chosen = dialog.options();
+  settings.setValue(QStringLiteral("export/directory"), QString::fromStdString(chosen.directory));
+  settings.setValue(QStringLiteral("export/width"), chosen.image.width);
+  settings.setValue(QStringLiteral("export/height"), chosen.image.height);
+  settings.setValue(QStringLiteral("export/scale"), chosen.image.scale);
+  try {
+    const std::vector<std::string> files = arl::ui::exportSession(report_, chosen);
+    statusBar()->showMessage(tr("Exported %1 files to %2")
+                                 .arg(files.size())
+                                 .arg(QString::fromStdString(chosen.directory)),
+                             10000);
+  } catch (const std::exception& e) {
+    banner_->showProblem(tr("Export failed"), QString::fromStdString(e.what()));
+  }
 }
 
 }  // namespace arl::ui
