@@ -338,6 +338,7 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
               slices.c_str(), inflights.c_str(), ring.c_str(),
               c_.inPlace ? "in-place" : "out-of-place", std::string(toString(c_.telemetry)).c_str(),
               c_.maxEvents, plane.c_str());
+  std::printf("# network: %s\n", describeShaping(c_.shaping).c_str());
   std::printf("#\n# Using workers\n");
   for (const WorkerInfo& w : ws) {
     std::printf("#  Rank %2d Pid %7" PRId64 " on %s (%s, %s)\n", w.rank, w.pid, w.host.c_str(),

@@ -78,6 +78,7 @@ std::string flagOf(RunField f) {
     case RunField::Warmup: return "--warmup_iters";
     case RunField::Iterations: return "--iters";
     case RunField::StallTimeout: return "--stall-timeout";
+    case RunField::Shaping: return "--nic-bw";
   }
   return std::string(describe(f));
 }
@@ -113,6 +114,7 @@ SweepSpec sweepSpecOf(const BenchConfig& c, const std::vector<uint64_t>& sizes) 
   s.sizes = sizes;
   s.sliceSizes = c.sliceSizes;
   s.inflights = c.inflights;
+  s.shaping = c.shaping;
   return s;
 }
 
@@ -168,6 +170,7 @@ void BenchOptions::declare() {
   o.value("--stall-timeout", "TIME",
           "fail a run when no rank makes progress for TIME, e.g. 500ms, 30s (default 20s); a "
           "rank that waits while others work is not failing");
+  declareShaping(o);
   o.group("Telemetry and outputs");
   o.value("--telemetry", "LEVEL", "off, steps or chunks (default chunks; docs/telemetry.md)");
   o.value("--max-events", "N",
@@ -217,6 +220,7 @@ void BenchOptions::checkWorkers(BenchConfig& c) const {
     checkListen(*v);
     c.listen = v->text;
   }
+  c.shaping = parseShaping(opts_, nranksOf(c));
 }
 
 void BenchOptions::checkOperation(BenchConfig& c) const {

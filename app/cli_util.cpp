@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 
 #include "schedule/generators.h"
@@ -74,6 +75,20 @@ void Options::value(const std::string& names, const std::string& type, const std
 
 void Options::flag(const std::string& names, bool* out, const std::string& help) {
   app_->add_flag(names, *out)->description(wrap(help, kHelpWidth))->group(group_);
+}
+
+void Options::repeated(const std::string& names, const std::string& type, const std::string& help) {
+  CLI::Option* o = app_->add_option(names)->description(wrap(help, kHelpWidth));
+  o->type_name(type)->group(group_)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  values_["--" + o->get_lnames().front()] = o;
+}
+
+std::vector<Arg> Options::getAll(const std::string& longName) const {
+  std::vector<Arg> out;
+  const auto it = values_.find(longName);
+  if (it == values_.end()) return out;
+  for (const std::string& v : it->second->results()) out.push_back({spelling(*it->second), v});
+  return out;
 }
 
 std::string Options::spelling(const CLI::Option& o) const {
@@ -189,6 +204,108 @@ UsageError refuse(const RunRequestError& e, const std::optional<Arg>& given,
                   const std::string& longName) {
   if (given && given->text.find(',') == std::string::npos) return refuse(*given, e.rule);
   return refuse(Arg{given ? given->flag : longName, e.value}, e.rule);
+}
+
+}  // namespace arl::app
+
+namespace arl::app {
+
+namespace {
+
+constexpr const char* kRateRule =
+    "must be a rate in bytes per second above 0, e.g. 500M (K, M, G = 1e3, 1e6, 1e9)";
+
+// The whole text of `t` as a number; false when it is not one.
+bool wholeNumber(std::string_view t, double& out) {
+  if (t.empty() || t.front() == '+' || t.front() == '-') return false;
+  const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
+  return ec == std::errc() && p == t.data() + t.size();
+}
+
+int rankOf(const Arg& whole, std::string_view t, int nranks) {
+  const std::string range =
+      " for " + std::to_string(nranks) + " ranks (0.." + std::to_string(nranks - 1) + ")";
+  int r = 0;
+  const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), r);
+  if (t.empty() || p != t.data() + t.size() || ec != std::errc()) {
+    throw refuse(whole, "'" + std::string(t) + "' is not a rank" + range);
+  }
+  if (r < 0 || r >= nranks) {
+    throw refuse(whole, "rank " + std::to_string(r) + " is out of range" + range);
+  }
+  return r;
+}
+
+// "X:RATE" split at its last colon into X and the rate.
+std::pair<std::string, double> withRate(const Arg& a, const std::string& form) {
+  const size_t colon = a.text.rfind(':');
+  if (colon == std::string::npos) throw refuse(a, "expected " + form);
+  try {
+    return {a.text.substr(0, colon), parseRate(Arg{a.flag, a.text.substr(colon + 1)})};
+  } catch (const UsageError&) {
+    throw refuse(a, "'" + a.text.substr(colon + 1) + "' " + std::string(kRateRule));
+  }
+}
+
+}  // namespace
+
+double parseRate(const Arg& a) {
+  std::string_view t = a.text;
+  double scale = 1;
+  if (!t.empty()) {
+    switch (t.back()) {
+      case 'K':
+      case 'k': scale = 1e3; break;
+      case 'M': scale = 1e6; break;
+      case 'G': scale = 1e9; break;
+      default: break;
+    }
+    if (scale != 1) t.remove_suffix(1);
+  }
+  double x = 0;
+  if (!wholeNumber(t, x) || !std::isfinite(x * scale) || x * scale <= 0) {
+    throw refuse(a, kRateRule);
+  }
+  return x * scale;
+}
+
+void declareShaping(Options& o) {
+  o.group(
+      "Network shaping (the data planes pace every transfer; RATE in bytes/s, K, M, G = "
+      "1e3, 1e6, 1e9)");
+  o.value("--nic-bw", "RATE", "every rank's port, each direction (full duplex), e.g. 500M");
+  o.value("--link-latency", "TIME", "added to every message, e.g. 50us, 2ms");
+  o.repeated("--slow-rank", "R:RATE", "rank R's port at RATE, each direction (repeatable)");
+  o.repeated("--slow-link", "A-B:RATE", "the directed link A -> B at RATE (repeatable)");
+}
+
+LinkShaping parseShaping(const Options& o, int nranks) {
+  LinkShaping s;
+  if (auto v = o.get("--nic-bw")) s.portBytesPerSecond = parseRate(*v);
+  if (auto v = o.get("--link-latency")) {
+    const auto ns = parseDurationNs(v->text);
+    if (!ns || *ns < 0) throw refuse(*v, "must be a duration with its unit, e.g. 50us, 2ms, 1s");
+    s.addedLatencySeconds = static_cast<double>(*ns) / 1e9;
+  }
+  for (const Arg& a : o.getAll("--slow-rank")) {
+    const auto [who, rate] = withRate(a, "R:RATE, e.g. 2:50M");
+    const int r = rankOf(a, who, nranks);
+    if (!s.rankPortBytesPerSecond.emplace(r, rate).second) {
+      throw refuse(a, "rank " + std::to_string(r) + " is already slowed");
+    }
+  }
+  for (const Arg& a : o.getAll("--slow-link")) {
+    const auto [link, rate] = withRate(a, "A-B:RATE, e.g. 1-2:50M");
+    const size_t dash = link.find('-');
+    if (dash == std::string::npos) throw refuse(a, "expected A-B:RATE, e.g. 1-2:50M");
+    const int from = rankOf(a, std::string_view(link).substr(0, dash), nranks);
+    const int to = rankOf(a, std::string_view(link).substr(dash + 1), nranks);
+    if (from == to) throw refuse(a, "a link joins two different ranks");
+    if (!s.linkBytesPerSecond.emplace(std::pair{from, to}, rate).second) {
+      throw refuse(a, "link " + link + " is already slowed");
+    }
+  }
+  return s;
 }
 
 }  // namespace arl::app

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/shaping.h"
 #include "base/types.h"
 #include "exec/run_request.h"
 
@@ -57,9 +58,13 @@ class Options {
   void value(const std::string& names, const std::string& type, const std::string& help,
              bool wrapHelp = true);
   void flag(const std::string& names, bool* out, const std::string& help);
+  // A valued option that may be given several times; getAll() returns every value.
+  void repeated(const std::string& names, const std::string& type, const std::string& help);
 
   // The value given to the option keyed `longName` ("--iters"), if it was given.
   std::optional<Arg> get(const std::string& longName) const;
+  // Every value given to a repeated() option, in order.
+  std::vector<Arg> getAll(const std::string& longName) const;
   // The value given, or `fallback` under the option's long name.
   Arg getOr(const std::string& longName, const std::string& fallback) const;
 
@@ -86,6 +91,16 @@ std::vector<uint64_t> parseSizeList(const Arg& a);
 std::vector<int> parseIntegerList(const Arg& a);
 // A comma-separated list of names, each once, none empty.
 std::vector<std::string> parseNameList(const Arg& a);
+
+// A rate in bytes per second: a positive number with an optional K, M or G suffix (powers of
+// ten: 500M = 500e6 B/s).
+double parseRate(const Arg& a);
+// The network shaping flags that `bench` and `plan --run` share (base/shaping.h):
+// --nic-bw RATE, --link-latency TIME, --slow-rank R:RATE, --slow-link A-B:RATE.
+void declareShaping(Options& o);
+// Their values for a world of `nranks` ranks, checked: a refusal names the flag and value
+// ("--slow-rank 7:50M: rank 7 is out of range for 4 ranks (0..3)").
+LinkShaping parseShaping(const Options& o, int nranks);
 
 // "ring, tree, ...": the known algorithms, for help texts.
 std::string algorithmList();

@@ -63,6 +63,7 @@ struct PlanArgs {
   int iters = 5;
   int warmup = 1;
   std::chrono::milliseconds stallTimeout{20000};
+  LinkShaping shaping;  // what the prediction assumes and --run paces the loopback to
   bool run = false;
   bool json = false;
 };
@@ -82,6 +83,7 @@ std::string flagOf(RunField f) {
     case RunField::Warmup: return "--warmup";
     case RunField::Iterations: return "--iters";
     case RunField::StallTimeout: return "--stall-timeout";
+    case RunField::Shaping: return "--nic-bw";
   }
   return std::string(describe(f));
 }
@@ -102,6 +104,7 @@ RunRequest requestOf(const PlanArgs& a) {
   q.warmup = a.warmup;
   q.iterations = a.iters;
   q.stallTimeout = a.stallTimeout;
+  q.shaping = a.shaping;
   return q;
 }
 
@@ -150,6 +153,7 @@ PlanCommand::PlanCommand(CLI::App& lab, const std::vector<std::string>& args)
               "with --run, fail when no rank makes progress for TIME, e.g. 500ms (default 20s)");
   opts_.flag("--run", &run_, "run the schedule in process and check every element");
   opts_.flag("--json", &json_, "print one JSON object instead of the tables");
+  declareShaping(opts_);
 }
 
 PlanArgs PlanCommand::parse() const {
@@ -171,6 +175,7 @@ PlanArgs PlanCommand::parse() const {
   if (auto v = opts_.get("--iters")) a.iters = parseInteger(*v);
   if (auto v = opts_.get("--warmup")) a.warmup = parseInteger(*v);
   if (auto v = opts_.get("--stall-timeout")) a.stallTimeout = parseMillis(*v, kMaxStallTimeoutMs);
+  a.shaping = parseShaping(opts_, a.ranks);
   return a;
 }
 
@@ -344,6 +349,7 @@ CostQuery costQuery(const PlanArgs& a, const Schedule& s) {
   q.root = a.root;
   q.ringOrder = a.ringOrder;
   q.inflight = a.inflight;
+  q.shaping = a.shaping;
   return q;
 }
 
@@ -469,6 +475,7 @@ int PlanCommand::run() {
              {"size_bytes", q.bytes},
              {"steps", s.nsteps},
              {"ops", static_cast<uint64_t>(totalOps)},
+             {"shaping", describeShaping(a.shaping)},
              {"verified", vr.ok},
              {"verify_message", vr.message},
              {"predicted_us", predictedUs ? Json(*predictedUs) : Json(nullptr)},
@@ -494,6 +501,7 @@ int PlanCommand::run() {
       lo.inflight = a.inflight;
       lo.check = true;
       lo.stallTimeout = a.stallTimeout;
+      lo.shaping = a.shaping;
       try {
         const LocalRunResult res = runLocal(s, lo);
         const Metrics m =
@@ -509,9 +517,10 @@ int PlanCommand::run() {
           j["iteration_us"] = res.iterationUs;
         } else {
           std::printf(
-              "run: in process, %d ranks (threads) on the CPU backend over loopback, %s, warmup "
-              "%d, iters %d, inflight %d\n",
-              a.ranks, a.inPlace ? "in-place" : "out-of-place", a.warmup, a.iters, a.inflight);
+              "run: in process, %d ranks (threads) on the CPU backend over loopback (%s), %s, "
+              "warmup %d, iters %d, inflight %d\n",
+              a.ranks, describeShaping(a.shaping).c_str(), a.inPlace ? "in-place" : "out-of-place",
+              a.warmup, a.iters, a.inflight);
           std::fputs(ncclTestsHeader().c_str(), stdout);
           std::printf("%s\n",
                       ncclTestsRow(a.collective, a.count, a.dtype, a.op, a.root, m).c_str());

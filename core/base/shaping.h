@@ -35,6 +35,7 @@ struct LinkShaping {
   double portRate(int rank) const;
   // The rate of the directed link from -> to (0 = not shaped beyond its ports).
   double linkRate(int from, int to) const;
+  bool operator==(const LinkShaping&) const = default;
 };
 
 // Throws ConfigError naming the first bad entry for a world of `nranks`: a rate that is not

@@ -76,8 +76,7 @@ void validate(const Schedule& s, const LocalRunOptions& opt) {
     throw ConfigError("inflight must be at least 1 (got " + std::to_string(opt.inflight) + ")");
   }
   if (opt.stallTimeout.count() <= 0) throw ConfigError("stall timeout must be positive");
-  if (opt.link.bytesPerSecond < 0) throw ConfigError("link bandwidth must not be negative");
-  if (opt.link.latency.count() < 0) throw ConfigError("link latency must not be negative");
+  checkShaping(opt.shaping, s.nranks);
   if (opt.failRank >= s.nranks) {
     throw ConfigError("fail rank " + std::to_string(opt.failRank) + " is not a rank of " +
                       std::to_string(s.nranks));
@@ -155,8 +154,7 @@ LocalRunResult runLocal(const Schedule& schedule, const LocalRunOptions& opt) {
   if (opt.telemetry == TelemetryLevel::Chunks && opt.sink && s.nranks <= kMaxRanks) annotate(s);
 
   const int n = s.nranks;
-  LoopbackFabric fabric(n);
-  fabric.setAllLinks(opt.link);
+  LoopbackFabric fabric(n, opt.shaping);
 
   // Each rank's backend and run are made on its own thread (filling the expected output is
   // the costly part of the setup), and kept for the results once every thread is done.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/shaping.h"
 #include "exec/telemetry.h"
 #include "schedule/schedule.h"
 #include "transport/loopback.h"
@@ -22,7 +23,8 @@ struct LocalRunOptions {
   bool check = true;  // compare every rank's output with the expected result
   TelemetryLevel telemetry = TelemetryLevel::Off;
   TelemetrySink* sink = nullptr;  // receives telemetry when not null
-  LinkShape link;                 // of every loopback link (a teaching aid: what a slow link does)
+  // The network the loopback transport paces (transport/pacing.h); empty = unshaped.
+  LinkShaping shaping;
   // The run fails when no rank makes progress for this long (exec/progress.h).
   std::chrono::milliseconds stallTimeout{20000};
   // Failure injection for tests: rank `failRank` stops (throws) before op `failAtOp`.

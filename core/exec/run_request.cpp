@@ -86,6 +86,11 @@ void checkScalars(const RunRequest& req, int n) {
     throw RunRequestError(RunField::StallTimeout, std::to_string(req.stallTimeout.count()) + " ms",
                           "must be in 1.." + std::to_string(kMaxStallTimeoutMs) + " ms");
   }
+  try {
+    checkShaping(req.shaping, n);
+  } catch (const ConfigError& e) {
+    throw RunRequestError(RunField::Shaping, describeShaping(req.shaping), e.what());
+  }
 }
 
 std::vector<int> resolveRing(const RunRequest& req, int n) {
@@ -151,6 +156,7 @@ std::string_view describe(RunField f) {
     case RunField::Warmup: return "warm-up iterations";
     case RunField::Iterations: return "iterations";
     case RunField::StallTimeout: return "stall timeout";
+    case RunField::Shaping: return "link shaping";
   }
   return "?";
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/errors.h"
+#include "base/shaping.h"
 #include "base/types.h"
 #include "exec/telemetry.h"
 #include "schedule/generators.h"
@@ -42,6 +43,8 @@ struct RunRequest {
   // deadline of a run. A rank waiting while others work is progress elsewhere, not a failure.
   std::chrono::milliseconds stallTimeout{20000};
   DataPlaneKind dataPlane = DataPlaneKind::Auto;
+  // The network the data planes pace the run to (base/shaping.h); empty = the machine's own.
+  LinkShaping shaping;
 };
 
 // The field of a RunRequest (or the world it runs on) that a refusal is about, so that each
@@ -59,6 +62,7 @@ enum class RunField {
   Warmup,
   Iterations,
   StallTimeout,
+  Shaping,
 };
 
 // How a refusal speaks of `f` when no client names it: "slices in flight", "ring order", ...

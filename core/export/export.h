@@ -49,6 +49,7 @@ struct BenchConfig {
   uint64_t maxEvents = 1'000'000;
   DataPlaneKind dataPlane = DataPlaneKind::Auto;  // --data-plane
   std::chrono::milliseconds stallTimeout{20000};  // --stall-timeout
+  LinkShaping shaping;  // --nic-bw, --link-latency, --slow-rank, --slow-link
   int root = 0;
   bool inPlace = false;
   std::string jsonPath, csvPath, tracePath, recordPath;

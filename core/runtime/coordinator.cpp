@@ -1503,6 +1503,7 @@ struct Coordinator::Impl {
     c.ringOrder.assign(run.ringOrder.begin(), run.ringOrder.end());
     c.hosts = hosts;
     c.dataPlane = req.dataPlane;
+    c.shaping = req.shaping;
     return c;
   }
 };

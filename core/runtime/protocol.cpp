@@ -313,6 +313,11 @@ std::optional<std::string> check(const RunConfig& m) {
              " is on " + m.hosts[r] + ", rank 0 on " + m.hosts[0] + ")";
     }
   }
+  try {
+    checkShaping(m.shaping, m.worldSize);
+  } catch (const ConfigError& e) {
+    return std::string("link shaping: ") + e.what();
+  }
   if (m.ringOrder.size() != n) {
     return "ring order has " + std::to_string(m.ringOrder.size()) + " ranks for a world of " +
            std::to_string(n);
@@ -601,6 +606,43 @@ void toPb(const RunConfig& m, pb::RunConfig& p) {
   for (const auto& host : m.hosts) p.add_hosts(host);
   for (const uint64_t ns : m.pidNamespaces) p.add_pid_namespaces(ns);
   p.set_data_plane(static_cast<pb::DataPlane>(enumToWire(m.dataPlane)));
+  p.set_port_bytes_per_second(m.shaping.portBytesPerSecond);
+  p.set_added_latency_seconds(m.shaping.addedLatencySeconds);
+  for (const auto& [rank, rate] : m.shaping.rankPortBytesPerSecond) {
+    auto* r = p.add_slow_ranks();
+    r->set_rank(rank);
+    r->set_bytes_per_second(rate);
+  }
+  for (const auto& [link, rate] : m.shaping.linkBytesPerSecond) {
+    auto* l = p.add_slow_links();
+    l->set_from_rank(link.first);
+    l->set_to_rank(link.second);
+    l->set_bytes_per_second(rate);
+  }
+}
+
+// The shaping of a RunConfig body; a rank or link named twice is refused (check() judges the
+// values).
+Reason shapingFromPb(const pb::RunConfig& p, LinkShaping& s) {
+  if (p.slow_ranks_size() > kMaxRanks || p.slow_links_size() > kMaxRanks * kMaxRanks) {
+    return std::to_string(p.slow_ranks_size() + p.slow_links_size()) +
+           " slow ranks and links listed, more than a world has";
+  }
+  s.portBytesPerSecond = p.port_bytes_per_second();
+  s.addedLatencySeconds = p.added_latency_seconds();
+  for (const auto& r : p.slow_ranks()) {
+    if (!s.rankPortBytesPerSecond.emplace(r.rank(), r.bytes_per_second()).second) {
+      return "slow rank " + std::to_string(r.rank()) + " listed twice";
+    }
+  }
+  for (const auto& l : p.slow_links()) {
+    if (!s.linkBytesPerSecond.emplace(std::pair{l.from_rank(), l.to_rank()}, l.bytes_per_second())
+             .second) {
+      return "slow link " + std::to_string(l.from_rank()) + "-" + std::to_string(l.to_rank()) +
+             " listed twice";
+    }
+  }
+  return std::nullopt;
 }
 Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
   const auto coll = enumFromWire(p.collective(), kLastCollective);
@@ -645,7 +687,7 @@ Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
   m.hosts.assign(p.hosts().begin(), p.hosts().end());
   m.pidNamespaces.assign(p.pid_namespaces().begin(), p.pid_namespaces().end());
   m.dataPlane = *plane;
-  return std::nullopt;
+  return shapingFromPb(p, m.shaping);
 }
 
 void toPb(const Ready& m, pb::Ready& p) {

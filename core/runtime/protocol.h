@@ -23,6 +23,7 @@
 
 #include "base/errors.h"
 #include "base/limits.h"
+#include "base/shaping.h"
 #include "base/types.h"
 #include "exec/progress.h"
 #include "exec/telemetry.h"
@@ -36,7 +37,8 @@ namespace arl {
 // 2: Heartbeat carries the run (phase, progress, waits); no per-wait receive timeout.
 // 3: IterationResult carries the times of consecutive iterations (moreTimesNs).
 // 4: TelemetryBatch carries packed fixed-size records instead of per-field columns.
-inline constexpr uint16_t kProtocolVersion = 4;
+// 5: RunConfig carries the link shaping that the data planes pace.
+inline constexpr uint16_t kProtocolVersion = 5;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
@@ -284,6 +286,9 @@ struct RunConfig {
   // Auto: shared memory when every rank is on one host (see hosts) and in one pid namespace,
   // ZeroMQ otherwise. Shm with ranks on several hosts or namespaces is refused.
   DataPlaneKind dataPlane = DataPlaneKind::Auto;
+  // The network the data planes pace (transport/pacing.h); empty = not shaped. checkShaping
+  // holds for worldSize.
+  LinkShaping shaping;
 
   Frames encode() const;
   static DecodeResult<RunConfig> decode(ByteView header, ByteView body);

@@ -28,6 +28,7 @@ RunRequest sweepRequest(const SweepSpec& spec, const SweepPoint& p, int nranks) 
   q.count = apiCountForSize(q.collective, nranks, p.sizeBytes, q.dtype);
   q.sliceBytes = p.sliceBytes;
   q.inflight = p.inflight;
+  q.shaping = spec.shaping;
   return q;
 }
 

@@ -24,8 +24,10 @@ struct SweepSpec {
   std::vector<uint64_t> sliceSizes;  // empty = base.sliceBytes
   std::vector<int> inflights;        // empty = base.inflight
   ModelParams model;                 // for the predictions
-  LinkShaping shaping;               // the runs' network, for the predictions (see predict())
-  bool keepTelemetry = false;        // keep each run's events in its row (for traces)
+  // The runs' network: every run is shaped to it (it replaces base.shaping) and predicted
+  // under it (see predict()).
+  LinkShaping shaping;
+  bool keepTelemetry = false;  // keep each run's events in its row (for traces)
 };
 
 // One point of the sweep, in run order: sizes, then algorithms, slice sizes, slices in flight.

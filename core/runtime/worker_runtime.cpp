@@ -460,6 +460,7 @@ ShmOptions shmOptions(const Schedule& s, int rank, const RunConfig& c) {
   }
   ShmOptions so = shmWaitsFromEnv(ShmOptions{});
   so.ringBytes = shmRingBytes(maxElems * dtypeSize(c.dtype), static_cast<int>(c.inflight));
+  so.shaping = c.shaping;
   return so;
 }
 
@@ -499,7 +500,10 @@ std::string bindDataPlane(RunJob& j, const Schedule& s, RunDataPlane& plane) {
   // ipc:// needs a shared file system as well as one host: another namespace may be a
   // container with a /tmp of its own.
   if (!useShm) {
-    return plane.zmq->bind(oneHost && oneNamespace ? BindOptions{} : tcpBindOptions(j));
+    BindOptions bo = oneHost && oneNamespace ? BindOptions{} : tcpBindOptions(j);
+    bo.shaping = c.shaping;
+    bo.clockOffsetNs = j.offsetNs;
+    return plane.zmq->bind(bo);
   }
   try {
     return plane.shm->bind(shmOptions(s, rank, c), plane.peers.recvFrom);

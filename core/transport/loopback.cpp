@@ -31,19 +31,18 @@ std::string formatTimeout(std::chrono::milliseconds t) {
   return std::to_string(ms) + " ms";
 }
 
-int64_t transferNs(size_t bytes, double bytesPerSecond) {
-  if (bytesPerSecond <= 0) return 0;
-  return static_cast<int64_t>(std::ceil(static_cast<double>(bytes) * 1e9 / bytesPerSecond));
-}
-
 }  // namespace
 
 int LoopbackTransport::size() const { return fabric_.size(); }
 
 std::shared_ptr<SendCompletion> LoopbackTransport::send(int peer, const ChunkHeader& h,
                                                         const void* data, size_t bytes) {
-  fabric_.send(rank_, peer, h, data, bytes);
-  return completedSend();  // the payload was copied into the receiver's queue
+  const int64_t leftNs = fabric_.send(rank_, peer, h, data, bytes);
+  if (leftNs == 0) return completedSend();  // the payload was copied into the receiver's queue
+  LoopbackFabric* f = &fabric_;
+  const int me = rank_;
+  return std::make_shared<PacedCompletion>(
+      leftNs, [f, me] { return f->stopped(me); }, rank_, peer, h.step);
 }
 
 std::unique_ptr<InMessage> LoopbackTransport::recv(int peer, uint32_t step,
@@ -53,8 +52,9 @@ std::unique_ptr<InMessage> LoopbackTransport::recv(int peer, uint32_t step,
 
 void LoopbackTransport::abort() { fabric_.abortRank(rank_); }
 
-LoopbackFabric::LoopbackFabric(int nranks) {
+LoopbackFabric::LoopbackFabric(int nranks, const LinkShaping& shaping) {
   if (nranks < 1) throw ConfigError("loopback fabric needs at least 1 rank");
+  checkShaping(shaping, nranks);
   failed_ = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) {
     failed_[static_cast<size_t>(r)].store(false);
@@ -62,6 +62,9 @@ LoopbackFabric::LoopbackFabric(int nranks) {
     box->from.resize(static_cast<size_t>(nranks));
     inboxes_.push_back(std::move(box));
     transports_.push_back(std::make_unique<LoopbackTransport>(*this, r));
+  }
+  if (!shaping.empty()) {
+    for (int r = 0; r < nranks; ++r) pacers_.push_back(Pacer::make(shaping, r, nranks));
   }
 }
 
@@ -72,22 +75,12 @@ LoopbackTransport& LoopbackFabric::transport(int rank) {
   return *transports_[static_cast<size_t>(rank)];
 }
 
-void LoopbackFabric::setLink(int src, int dst, LinkShape shape) {
-  ARL_ENFORCE(src >= 0 && src < size() && dst >= 0 && dst < size(),
-              "link " << src << "->" << dst << " of " << size());
-  Inbox& box = *inboxes_[static_cast<size_t>(dst)];
-  std::lock_guard<std::mutex> lock(box.mu);
-  box.from[static_cast<size_t>(src)].shape = shape;
-}
-
-void LoopbackFabric::setAllLinks(LinkShape shape) {
-  for (int d = 0; d < size(); ++d) {
-    for (int s = 0; s < size(); ++s) setLink(s, d, shape);
-  }
-}
-
 bool LoopbackFabric::failed(int rank) const {
   return failed_[static_cast<size_t>(rank)].load(std::memory_order_acquire);
+}
+
+bool LoopbackFabric::stopped(int rank) const {
+  return failed(rank) || inboxes_[static_cast<size_t>(rank)]->aborted.load();
 }
 
 void LoopbackFabric::fail(int rank) {
@@ -116,14 +109,24 @@ void LoopbackFabric::checkRank(int rank, const char* what) const {
   ARL_ENFORCE(rank >= 0 && rank < size(), what << " rank " << rank << " of " << size());
 }
 
-void LoopbackFabric::send(int src, int dst, const ChunkHeader& h, const void* data, size_t bytes) {
+int64_t LoopbackFabric::send(int src, int dst, const ChunkHeader& h, const void* data,
+                             size_t bytes) {
   checkRank(dst, "send to");
   if (failed(src)) throw PeerError(src, -1, h.step, "this rank has failed");
   if (failed(dst)) {
     throw PeerError(src, dst, h.step, "rank " + std::to_string(dst) + " failed");
   }
-  // Copy outside the lock: the copy is the expensive part and touches no shared state.
   Message m;
+  int64_t leftNs = 0;
+  if (!pacers_.empty()) {
+    const Pacer::SendSlot slot =
+        pacers_[static_cast<size_t>(src)]->claimSend(dst, bytes, steadyNowNs());
+    m.startNs = slot.startNs;
+    leftNs = slot.leftNs;
+  } else {
+    m.visibleAtNs = 0;
+  }
+  // Copy outside the lock: the copy is the expensive part and touches no shared state.
   m.header = h;
   m.payload.resize(bytes);
   if (bytes > 0) std::memcpy(m.payload.data(), data, bytes);
@@ -134,17 +137,18 @@ void LoopbackFabric::send(int src, int dst, const ChunkHeader& h, const void* da
     if (box.aborted) {
       throw PeerError(src, dst, h.step, "run aborted while sending to rank " + std::to_string(dst));
     }
-    Channel& ch = box.from[static_cast<size_t>(src)];
-    const int64_t now = steadyNowNs();
-    const int64_t start = std::max(now, ch.busyUntilNs);
-    const int64_t wire = transferNs(bytes, ch.shape.bytesPerSecond);
-    const int64_t latency =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(ch.shape.latency).count();
-    ch.busyUntilNs = start + wire;
-    m.visibleAtNs = (wire == 0 && latency == 0) ? now : start + wire + latency;
-    ch.queue.push_back(std::move(m));
+    box.from[static_cast<size_t>(src)].queue.push_back(std::move(m));
   }
   box.cv.notify_all();
+  return leftNs;
+}
+
+void LoopbackFabric::paceReceive(int dst, int src, uint32_t step, int64_t visibleAtNs) {
+  if (!paceUntil(visibleAtNs, [&] { return stopped(dst); })) {
+    throw PeerError(dst, src, step,
+                    "run aborted while data from rank " + std::to_string(src) + " for step " +
+                        std::to_string(step) + " was on its way");
+  }
 }
 
 std::unique_ptr<InMessage> LoopbackFabric::recv(int dst, int src, uint32_t step,
@@ -165,7 +169,20 @@ std::unique_ptr<InMessage> LoopbackFabric::recv(int dst, int src, uint32_t step,
     auto wakeAt = std::min(deadline, SteadyClock::now() + std::chrono::seconds(1));
     if (!ch.queue.empty()) {
       Message& m = ch.queue.front();
-      const int64_t now = steadyNowNs();
+      int64_t now = steadyNowNs();
+      if (m.visibleAtNs < 0) {
+        // Only this rank's thread takes from its channels: the front stays the front.
+        m.visibleAtNs =
+            pacers_[static_cast<size_t>(dst)]->claimReceive(src, m.payload.size(), m.startNs, now);
+        if (m.visibleAtNs > now) {
+          const int64_t visible = m.visibleAtNs;
+          lock.unlock();
+          paceReceive(dst, src, step, visible);
+          lock.lock();
+          continue;
+        }
+        now = steadyNowNs();
+      }
       if (m.visibleAtNs <= now) {
         auto out = std::make_unique<LoopbackMessage>(m.header, std::move(m.payload));
         ch.queue.pop_front();

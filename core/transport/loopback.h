@@ -1,16 +1,17 @@
 // In-process loopback transport: n ranks in one process, one thread per rank, each using its
 // own LoopbackTransport from a shared LoopbackFabric. It is a real Transport (FIFO per channel,
-// timeouts, failure and abort) with injectable link shaping, so collective tests need no
-// sockets.
+// timeouts, failure and abort) that can be shaped like the process data planes, so collective
+// tests need no sockets.
 //
-// Sends copy the payload into the receiver's queue, so a send completes as soon as send()
-// returns: the sender may reuse its buffer at once, and SendEnd telemetry marks that copy.
+// Sends copy the payload into the receiver's queue: the sender may reuse its buffer at once,
+// and an unshaped send is complete on return (SendEnd telemetry marks that copy).
 //
-// Link shaping is modelled with timestamps, never by sleeping in the sender: a message of b
-// bytes sent at time t on a channel busy until u becomes visible to the receiver at
-// max(t, u) + b / bandwidth + latency, and the channel is then busy until max(t, u) +
-// b / bandwidth. The receiver waits (on a condition variable) until that time. Times are on
-// the lab's steady clock (steadyNowNs(), base/clock.h), which telemetry uses too.
+// Shaping (a LinkShaping, given to the fabric when it is made) paces every rank as the other
+// data planes do (transport/pacing.h): a send is complete once its bytes have left the
+// sender's port, and a message becomes visible to its receiver once they have passed the
+// sender's port, the link and the receiver's ingress, plus the added latency. Waits sleep
+// until then, yielding for the last fraction of a millisecond. Times are on the lab's
+// steady clock (steadyNowNs(), base/clock.h), which telemetry uses too.
 #pragma once
 
 #include <atomic>
@@ -22,15 +23,11 @@
 #include <mutex>
 #include <vector>
 
+#include "base/shaping.h"
+#include "transport/pacing.h"
 #include "transport/transport.h"
 
 namespace arl {
-
-// Shaping of a loopback link.
-struct LinkShape {
-  std::chrono::microseconds latency{0};  // added to every message
-  double bytesPerSecond = 0;             // 0 = uncapped
-};
 
 class LoopbackFabric;
 
@@ -55,18 +52,15 @@ class LoopbackTransport final : public Transport {
 
 class LoopbackFabric {
  public:
-  // Creates the n endpoints. Throws ConfigError when n < 1.
-  explicit LoopbackFabric(int nranks);
+  // Creates the n endpoints, paced by `shaping` (none when it is empty). Throws ConfigError
+  // when n < 1 or the shaping does not fit n ranks (checkShaping).
+  explicit LoopbackFabric(int nranks, const LinkShaping& shaping = {});
   LoopbackFabric(const LoopbackFabric&) = delete;
   LoopbackFabric& operator=(const LoopbackFabric&) = delete;
   ~LoopbackFabric();
 
   int size() const { return static_cast<int>(transports_.size()); }
   LoopbackTransport& transport(int rank);
-
-  // Shaping of the link src -> dst, or of every link. Takes effect for messages sent after.
-  void setLink(int src, int dst, LinkShape shape);
-  void setAllLinks(LinkShape shape);
 
   // Declares `rank` dead: once the messages it sent before are drained, every receive from
   // it throws PeerError "rank P failed" at once, as do sends to it and its own calls.
@@ -80,12 +74,11 @@ class LoopbackFabric {
   struct Message {
     ChunkHeader header;
     std::vector<unsigned char> payload;
-    int64_t visibleAtNs = 0;
+    int64_t startNs = 0;       // when it started to leave the sender (shaped runs)
+    int64_t visibleAtNs = -1;  // when the receiver may take it; -1 = not paced yet
   };
   struct Channel {
     std::deque<Message> queue;
-    LinkShape shape;
-    int64_t busyUntilNs = 0;
   };
   // Everything a receiving rank waits on is guarded by that rank's own mutex, so senders to
   // different receivers never contend.
@@ -93,19 +86,26 @@ class LoopbackFabric {
     std::mutex mu;
     std::condition_variable cv;
     std::vector<Channel> from;  // from[src]
-    bool aborted = false;
+    // Set under mu (so a waiter cannot miss it); read without it by pacing waits.
+    std::atomic<bool> aborted{false};
   };
 
-  void send(int src, int dst, const ChunkHeader& h, const void* data, size_t bytes);
+  // Returns when the message has left the sender's port (0 when unshaped).
+  int64_t send(int src, int dst, const ChunkHeader& h, const void* data, size_t bytes);
   std::unique_ptr<InMessage> recv(int dst, int src, uint32_t step,
                                   std::chrono::milliseconds timeout);
   void abortRank(int rank);
   void checkRank(int rank, const char* what) const;
   bool failed(int rank) const;
+  bool stopped(int rank) const;  // aborted or failed
+  // Waits (without the inbox lock) until the front message of dst's channel from src is
+  // visible; throws PeerError when the run is aborted meanwhile.
+  void paceReceive(int dst, int src, uint32_t step, int64_t visibleAtNs);
 
   std::vector<std::unique_ptr<Inbox>> inboxes_;
   std::vector<std::unique_ptr<LoopbackTransport>> transports_;
   std::unique_ptr<std::atomic<bool>[]> failed_;
+  std::vector<std::unique_ptr<Pacer>> pacers_;  // by rank; empty when unshaped
 };
 
 }  // namespace arl

@@ -116,12 +116,11 @@ TEST(Loopback, AbortWakesEveryBlockedReceiver) {
             "(no error)");
 }
 
-TEST(Loopback, LatencyAndBandwidthDelayVisibility) {
-  LoopbackFabric fabric(2);
-  LinkShape shape;
-  shape.latency = 30ms;
-  shape.bytesPerSecond = 1e6;  // 10 000 bytes take 10 ms on the wire
-  fabric.setLink(0, 1, shape);
+TEST(Loopback, ShapingDelaysVisibility) {
+  LinkShaping shaping;
+  shaping.addedLatencySeconds = 0.030;
+  shaping.linkBytesPerSecond[{0, 1}] = 1e6;  // 10 000 bytes take 10 ms on the link 0 -> 1
+  LoopbackFabric fabric(2, shaping);
   std::vector<unsigned char> payload(10000, 7);
   const int64_t t0 = steadyNowNs();
   fabric.transport(0).send(1, header(0, 0), payload.data(), payload.size());
@@ -131,21 +130,39 @@ TEST(Loopback, LatencyAndBandwidthDelayVisibility) {
   const int64_t t1 = steadyNowNs();
   auto m2 = fabric.transport(1).recv(0, 1, 5s);
   const int64_t t2 = steadyNowNs();
-  // Lower bounds: wire time of each message queues behind the previous one on the channel.
+  // Lower bounds: each message's link time queues behind the previous one's.
   EXPECT_GE(t1 - t0, 40'000'000);
   EXPECT_GE(t2 - t0, 50'000'000);
   EXPECT_EQ(m2->size(), 10000u);
-  // The reverse link is unshaped.
+  // The reverse link has no rate, only the latency.
   const int64_t t3 = steadyNowNs();
   fabric.transport(1).send(0, header(1, 0), payload.data(), 4);
   fabric.transport(0).recv(1, 0, 5s);
-  EXPECT_LT(steadyNowNs() - t3, 30'000'000) << "unshaped link waited for a latency";
-  // A message still in flight when the timeout ends is a timeout.
-  fabric.setLink(0, 1, LinkShape{2s, 0});
-  fabric.transport(0).send(1, header(0, 3), payload.data(), 4);
-  fabric.transport(1).recv(0, 2, 5s);  // the empty message sent before
-  EXPECT_EQ(errorOf([&] { fabric.transport(1).recv(0, 3, 20ms); }),
-            "rank 1: no data from rank 0 for step 3 within 20 ms");
+  EXPECT_GE(steadyNowNs() - t3, 30'000'000);
+  EXPECT_LT(steadyNowNs() - t3, 1'000'000'000) << "a 4-byte message waited for a rate";
+}
+
+TEST(Loopback, ShapingIsCheckedForTheWorld) {
+  LinkShaping bad;
+  bad.rankPortBytesPerSecond[2] = 1e6;
+  EXPECT_THROW(LoopbackFabric(2, bad), ConfigError);
+}
+
+TEST(Loopback, AbortEndsAPacingWait) {
+  LinkShaping shaping;
+  shaping.addedLatencySeconds = 10;
+  LoopbackFabric fabric(2, shaping);
+  int x = 1;
+  fabric.transport(0).send(1, header(0, 0), &x, sizeof x);
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(30ms);
+    fabric.abort();
+  });
+  const int64_t t0 = steadyNowNs();
+  const std::string e = errorOf([&] { fabric.transport(1).recv(0, 0, 60s); });
+  aborter.join();
+  EXPECT_EQ(e.rfind("rank 1: run aborted", 0), 0u) << e;
+  EXPECT_LT(steadyNowNs() - t0, 5'000'000'000);
 }
 
 Schedule ring(Collective c, int n, uint64_t count, uint64_t slice) {
@@ -167,7 +184,7 @@ TEST(LocalRun, LinkLatencyOrdersTelemetryTimestamps) {
   LocalRunOptions opt;
   opt.telemetry = TelemetryLevel::Chunks;
   opt.sink = &sink;
-  opt.link.latency = latency;
+  opt.shaping.addedLatencySeconds = std::chrono::duration<double>(latency).count();
   const LocalRunResult res = runLocal(s, opt);
   EXPECT_EQ(res.wrong, 0u);
   const auto events = sink.take();

@@ -275,6 +275,28 @@ TEST_F(BenchCli, EveryAlgorithmSweepsExactlyAndWritesJson) {
   expectNoWorkerLeft();
 }
 
+// Real workers pace their data planes by the shaping flags: at 50 MB/s per port, a 2-rank
+// ring all-reduce of 4 MiB (each rank sends and receives 4 MiB) takes about 84 ms on shared
+// memory and on ZeroMQ alike, and the model predicts the run under the same network.
+TEST_F(BenchCli, NicBwPacesEveryDataPlane) {
+  for (const char* plane : {"shm", "zmq"}) {
+    const std::string json = file(std::string("shaped-") + plane + ".json");
+    const Result r = run({"--workers",    "2",   "--algo",   "ring", "-b",     "4M",          "-e",
+                          "4M",           "-n",  "3",        "-w",   "1",      "--telemetry", "off",
+                          "--data-plane", plane, "--nic-bw", "50M",  "--json", json});
+    ASSERT_EQ(r.rc, 0) << r.err << r.out;
+    EXPECT_NE(r.out.find("# network: ports 50 MB/s"), std::string::npos) << r.out;
+    const nlohmann::json v = nlohmann::json::parse(slurp(json));
+    const nlohmann::json& row = v.at("results").at(0);
+    const double expectedUs = 4194304.0 / 50e6 * 1e6;
+    EXPECT_GE(row.at("time_us").get<double>(), 0.7 * expectedUs) << plane;
+    EXPECT_LE(row.at("time_us").get<double>(), 3.0 * expectedUs) << plane;
+    EXPECT_GE(row.at("predicted_us").get<double>(), 0.7 * expectedUs) << plane;
+    EXPECT_LE(row.at("predicted_us").get<double>(), 1.5 * expectedUs) << plane;
+  }
+  expectNoWorkerLeft();
+}
+
 TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
   struct Case {
     std::vector<std::string> args;
@@ -328,6 +350,10 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
       {{"--collective", "allgather", "-b", "8"}, "-b"},
       {{"-e", "64G"}, "-e"},
       {{"--frobnicate"}, "--frobnicate"},
+      {{"--nic-bw", "0"}, "--nic-bw 0: must be a rate"},
+      {{"--slow-rank", "4:50M"}, "--slow-rank 4:50M: rank 4 is out of range for 4 ranks (0..3)"},
+      {{"--slow-link", "1-1:50M"}, "--slow-link 1-1:50M: a link joins two different ranks"},
+      {{"--link-latency", "soon"}, "--link-latency soon: must be a duration"},
       {{"-b"}, "--minbytes: 1 required SIZE missing"},  // CLI11 names an option by its long name
   };
   for (const Case& c : cases) {

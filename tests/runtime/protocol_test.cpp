@@ -178,7 +178,7 @@ Frames withAppended(const T& m, F&& append) {
 
 TEST(Protocol, HeaderLayoutIsLittleEndianAndSixteenBytes) {
   const Bytes h = encodeHeader({kProtocolVersion, MsgType::TelemetryBatch, 0x0102030405060708});
-  const Bytes expected = {'A',  'R',  'L',  '1',  0x04, 0x00, 0x0A, 0x00,
+  const Bytes expected = {'A',  'R',  'L',  '1',  0x05, 0x00, 0x0A, 0x00,
                           0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01};
   EXPECT_EQ(h, expected);
   auto back = decodeHeader(h);
@@ -210,7 +210,7 @@ TEST(Protocol, RejectsOtherVersions) {
   Frames f = Heartbeat{}.encode();
   f[0][4] = 3;  // the version before packed telemetry records
   const auto e = expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 3");
-  EXPECT_TRUE(contains(e.reason, "speaks version 4"));
+  EXPECT_TRUE(contains(e.reason, "speaks version 5"));
   f[0][4] = 0;
   expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 0");
   f[0][4] = 4;
@@ -655,6 +655,37 @@ TEST(Protocol, RejectsBadTelemetryBatches) {
       withAppended(empty, [](Bytes& b) { putBytes(b, 17, sampleRecords(kMaxEventsPerBatch + 1)); }),
       std::to_string(kMaxEventsPerBatch + 1) + " events exceed the maximum of " +
           std::to_string(kMaxEventsPerBatch) + " per batch");
+}
+
+// Link shaping (version 5): every field round-trips, and a shaping the world cannot have is
+// refused naming it.
+TEST(Protocol, ShapingRoundTripsAndIsChecked) {
+  RunConfig c = sampleConfig(4);
+  c.shaping.portBytesPerSecond = 200e6;
+  c.shaping.addedLatencySeconds = 50e-6;
+  c.shaping.rankPortBytesPerSecond[3] = 50e6;
+  c.shaping.linkBytesPerSecond[{1, 2}] = 25e6;
+  c.shaping.linkBytesPerSecond[{2, 1}] = 75e6;
+  expectRoundTrip(c);
+  const auto link = [](int from, int to) {
+    Bytes nested;
+    putSigned(nested, 1, from);
+    putSigned(nested, 2, to);
+    return std::string(nested.begin(), nested.end());
+  };
+  const auto rejects = [](const Frames& f, std::string_view part) {
+    expectRejected(f[0], f[1], DecodeErrc::InvalidField, part);
+  };
+  rejects(withAppended(sampleConfig(4), [&](Bytes& b) { putBytes(b, 29, link(2, 2)); }),
+          "link shaping: slow link 2-2: a link joins two different ranks");
+  rejects(withAppended(sampleConfig(4), [&](Bytes& b) { putBytes(b, 29, link(1, 9)); }),
+          "link shaping: slow link 1-9: rank 9 is out of range for 4 ranks");
+  rejects(withAppended(sampleConfig(4),
+                       [&](Bytes& b) {
+                         putBytes(b, 29, link(1, 2));
+                         putBytes(b, 29, link(1, 2));
+                       }),
+          "slow link 1-2 listed twice");
 }
 
 // The data-plane setup: RunConfig names the hosts, each Ready reports its rank's endpoint,

@@ -30,6 +30,7 @@
 #include "base/clock.h"
 #include "base/errors.h"
 #include "base/limits.h"
+#include "transport/pacing.h"
 #include "transport/stale_owner.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -101,7 +102,7 @@ enum : uint32_t { kRecData = 0x44415441, kRecWrap = 0x57524150 };  // "DATA", "W
 // The 64-byte head of every record in a ring.
 struct RecHead {
   uint32_t kind;
-  uint32_t reserved;
+  uint32_t sentUs;  // shaped runs: when the send started (stampMicros32); else 0
   ChunkHeader h;
 };
 static_assert(sizeof(RecHead) == kLine);
@@ -398,6 +399,7 @@ ShmOptions shmWaitsFromEnv(ShmOptions base) {
 
 struct ShmDataPlane::Impl {
   ShmOptions opt;
+  std::unique_ptr<Pacer> pacer;  // null when unshaped
   std::atomic<bool> aborted{false};
   bool bound = false;
   bool closed = false;
@@ -464,7 +466,9 @@ std::string ShmDataPlane::bind(const ShmOptions& opt, const std::vector<int>& re
                         " not in [0, " + std::to_string(nranks_) + ")");
     }
   }
+  checkShaping(opt.shaping, nranks_);
   im.opt = opt;
+  im.pacer = Pacer::make(opt.shaping, rank_, nranks_);
   const size_t channels = senders.size();
   const size_t total = segmentBytes(opt.ringBytes, channels, im.opt.ringBytes);
 
@@ -656,6 +660,8 @@ std::shared_ptr<SendCompletion> ShmDataPlane::send(int peer, const ChunkHeader& 
   }
   const uint64_t need = sizeof(RecHead) + roundUp(bytes, kLine);
   ChannelCtl& c = *o.ctl;
+  Pacer::SendSlot paced;
+  if (im.pacer) paced = im.pacer->claimSend(peer, bytes, steadyNowNs());
   // Waits until `want` more bytes fit behind the head.
   const auto waitForRoom = [&](uint64_t want) {
     if (o.cap - (o.head - o.tailSeen) >= want) return;
@@ -711,7 +717,7 @@ std::shared_ptr<SendCompletion> ShmDataPlane::send(int peer, const ChunkHeader& 
   }
   auto* rec = reinterpret_cast<RecHead*>(o.ring + at);
   rec->kind = kRecData;
-  rec->reserved = 0;
+  rec->sentUs = im.pacer ? stampMicros32(paced.startNs) : 0;
   rec->h = h;
   rec->h.magic = ChunkHeader::kMagic;
   rec->h.src = rank_;
@@ -720,7 +726,11 @@ std::shared_ptr<SendCompletion> ShmDataPlane::send(int peer, const ChunkHeader& 
   o.head += need;
   c.head.store(o.head, std::memory_order_seq_cst);
   notify(c.dataSignal, c.dataWaiters);
-  return completedSend();
+  if (!im.pacer) return completedSend();
+  const Impl* imp = &im;  // the data plane outlives its sends' completions (transport.h)
+  return std::make_shared<PacedCompletion>(
+      paced.leftNs, [imp] { return imp->aborted.load(std::memory_order_relaxed); }, rank_, peer,
+      h.step);
 }
 
 std::unique_ptr<InMessage> ShmDataPlane::recv(int peer, uint32_t step,
@@ -789,9 +799,20 @@ std::unique_ptr<InMessage> ShmDataPlane::recv(int peer, uint32_t step,
                       "malformed record from rank " + std::to_string(peer) + " (kind " +
                           std::to_string(kind) + ", " + std::to_string(hdr.length) + " bytes)");
     }
+    if (im.pacer) paceReceive(peer, step, hdr.length, rec->sentUs);
     ch.readPos += need;
     const uint64_t seq = ch.hold(ch.readPos, false);
     return std::make_unique<ShmMessage>(chp, seq, hdr, ch.ring + pos + sizeof(RecHead));
+  }
+}
+
+void ShmDataPlane::paceReceive(int peer, uint32_t step, uint64_t bytes, uint32_t sentUs) {
+  Impl& im = *impl_;
+  const int64_t now = steadyNowNs();
+  const int64_t visible =
+      im.pacer->claimReceive(peer, static_cast<size_t>(bytes), unstampMicros32(sentUs, now), now);
+  if (!paceUntil(visible, [&] { return im.aborted.load(std::memory_order_relaxed); })) {
+    throw PeerError(rank_, peer, step, "run aborted");
   }
 }
 

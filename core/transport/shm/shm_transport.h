@@ -22,7 +22,13 @@
 // slices of at most 10 ms, after each of which the abort flag, the peer's process and the deadline
 // are looked at; polls and yields look at the abort flag as they go.
 //
-// Sends copy the payload into the ring and are complete on return (the caller's memory is
+// Shaping (ShmOptions::shaping, transport/pacing.h): send() claims this rank's egress port
+// and the link, stamps the record with the time the message starts to leave and returns a
+// completion that turns done once it has left; recv() takes the record, claims its ingress
+// port and waits until the message would have arrived. Both waits sleep, then yield for the
+// last fraction of a millisecond, and end on abort().
+//
+// Unshaped sends copy the payload into the ring and are complete on return (the caller's memory is
 // free at once); send() blocks while the ring is full. A received message is a view into the
 // ring, pinned until the InMessage is destroyed; the ring's space comes back in ring order
 // (a message released early waits for the older ones). A record that does not fit before the
@@ -61,6 +67,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/shaping.h"
 #include "transport/transport.h"
 
 namespace arl {
@@ -95,6 +102,10 @@ struct ShmOptions {
   // plane's closeLinger): a receiver that neither reads nor closes makes drain() wait this
   // long.
   std::chrono::milliseconds closeLinger{5000};
+  // The network this rank's sends and receives are paced to (transport/pacing.h); empty = not
+  // paced. Every rank of a run must be given the same. The ranks share the host's steady
+  // clock: a send's start travels in its record head.
+  LinkShaping shaping;
 };
 
 // Ring size for messages of at most maxMessageBytes with `inflight` of them outstanding:
@@ -155,6 +166,9 @@ class ShmDataPlane final : public Transport {
   static constexpr const char* kScheme = "shm://";
 
  private:
+  // Claims the ingress for a message of `bytes` from `peer` sent at `sentUs` (its record's
+  // stamp) and waits until it is available; throws PeerError when aborted meanwhile.
+  void paceReceive(int peer, uint32_t step, uint64_t bytes, uint32_t sentUs);
   struct Impl;  // mappings and ring cursors, private to shm_transport.cpp
   int rank_;
   int nranks_;

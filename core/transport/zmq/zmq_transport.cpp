@@ -23,6 +23,7 @@
 
 #include "base/clock.h"
 #include "base/errors.h"
+#include "transport/pacing.h"
 #include "transport/stale_owner.h"
 
 namespace arl {
@@ -156,16 +157,22 @@ class ZeroCopyCompletion final : public SendCompletion {
 
 class ZmqInMessage final : public InMessage {
  public:
-  ZmqInMessage(const ChunkHeader& h, zmq::message_t payload)
-      : h_(h), payload_(std::move(payload)) {}
+  ZmqInMessage(const ChunkHeader& h, zmq::message_t payload, int64_t sentWireNs)
+      : h_(h), payload_(std::move(payload)), sentWireNs_(sentWireNs) {}
   const ChunkHeader& header() const override { return h_; }
   const void* data() const override { return payload_.data(); }
   size_t size() const override { return payload_.size(); }
+  // Shaped runs: when the send started, on the wire clock (Pacer::toWire); else 0.
+  int64_t sentWireNs() const { return sentWireNs_; }
 
  private:
   ChunkHeader h_;
   zmq::message_t payload_;
+  int64_t sentWireNs_;
 };
+
+// A shaped data message's header frame: the ChunkHeader, then the send's start (int64 ns).
+constexpr size_t kStampedHeaderBytes = sizeof(ChunkHeader) + sizeof(int64_t);
 
 bool isWildcardHost(std::string_view h) {
   return h == "*" || h == "0.0.0.0" || h == "::" || h == "[::]";
@@ -190,7 +197,7 @@ void waitSocket(zmq::socket_t& sock, short events, const SharedState& st, millis
 
 // Sender named in a header frame, or -1 when the frame is not a readable header.
 int senderOf(const zmq::message_t& frame, int nranks) {
-  if (frame.size() != sizeof(ChunkHeader)) {
+  if (frame.size() != sizeof(ChunkHeader) && frame.size() != kStampedHeaderBytes) {
     return -1;
   }
   ChunkHeader h;
@@ -246,7 +253,8 @@ struct ZmqDataPlane::Impl {
   zmq::socket_t pull;
   std::vector<zmq::socket_t> push;  // by rank; no handle until connected
   std::vector<std::string> endpoints;
-  std::vector<std::deque<std::unique_ptr<InMessage>>> queues;  // by sender rank
+  std::vector<std::deque<std::unique_ptr<ZmqInMessage>>> queues;  // by sender rank
+  std::unique_ptr<Pacer> pacer;                                   // null when unshaped
   std::shared_ptr<SharedState> shared = std::make_shared<SharedState>();
   std::string ipcDir;   // private directory holding the ipc socket ("" for tcp)
   std::string ipcFile;  // the ipc socket file
@@ -361,11 +369,38 @@ struct ZmqDataPlane::Impl {
     return shared->fail(rank, src, step, "malformed message " + fromWhom(src) + ": " + what);
   }
 
+  // The header frame of a shaped data message: the ChunkHeader and the send's start.
+  zmq::message_t pacedHeader(const ChunkHeader& hdr, int64_t startNs) {
+    const int64_t wire = pacer->toWire(startNs);
+    zmq::message_t head(kStampedHeaderBytes);
+    std::memcpy(head.data(), &hdr, sizeof hdr);
+    std::memcpy(static_cast<char*>(head.data()) + sizeof hdr, &wire, sizeof wire);
+    return head;
+  }
+
+  // Reads the header frame: a ChunkHeader, which a shaped data message follows with its send's
+  // start. Only the size is checked here.
+  void readHeader(const zmq::message_t& head, int src, uint32_t step, ChunkHeader& h,
+                  int64_t& sentWireNs) {
+    const size_t want = pacer ? kStampedHeaderBytes : sizeof(ChunkHeader);
+    if (head.size() != want && head.size() != sizeof(ChunkHeader)) {
+      throw malformed(src, step,
+                      "header frame is " + std::to_string(head.size()) + " bytes, expected " +
+                          std::to_string(want));
+    }
+    std::memcpy(&h, head.data(), sizeof h);
+    if (head.size() == kStampedHeaderBytes) {
+      std::memcpy(&sentWireNs, static_cast<const char*>(head.data()) + sizeof h, sizeof sentWireNs);
+    } else if (pacer && h.magic == ChunkHeader::kMagic) {
+      throw malformed(src, step, "a data message without its send time in a shaped run");
+    }
+  }
+
   // Reads one whole message if one is waiting: returns false when none is; sets `out` to a
   // data message, or leaves it empty after handling a control message. Messages are checked
   // before they are queued, so a bad one fails the receive that met it instead of waiting in
   // a queue. `step` is only for error messages.
-  bool readOne(uint32_t step, int forPeer, std::unique_ptr<InMessage>& out) {
+  bool readOne(uint32_t step, int forPeer, std::unique_ptr<ZmqInMessage>& out) {
     zmq::message_t head;
     try {
       if (!pull.recv(head, zmq::recv_flags::dontwait)) {
@@ -394,13 +429,9 @@ struct ZmqDataPlane::Impl {
     if (frames != 2) {
       throw malformed(src, step, std::to_string(frames) + " frames, expected 2 (header, payload)");
     }
-    if (head.size() != sizeof(ChunkHeader)) {
-      throw malformed(src, step,
-                      "header frame is " + std::to_string(head.size()) + " bytes, expected " +
-                          std::to_string(sizeof(ChunkHeader)));
-    }
     ChunkHeader h;
-    std::memcpy(&h, head.data(), sizeof h);
+    int64_t sentWireNs = 0;
+    readHeader(head, src, step, h, sentWireNs);
     if (!knownMagic(h.magic)) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "bad magic 0x%08X, expected 0x%08X", h.magic,
@@ -428,7 +459,7 @@ struct ZmqDataPlane::Impl {
       ackSeen[s] = 1;
     } else {
       recvFrom[s] = 1;
-      out = std::make_unique<ZmqInMessage>(h, std::move(body));
+      out = std::make_unique<ZmqInMessage>(h, std::move(body), sentWireNs);
     }
     return true;
   }
@@ -470,7 +501,7 @@ struct ZmqDataPlane::Impl {
       if (st.isAborted() || SteadyClock::now() >= deadline) {
         return false;
       }
-      std::unique_ptr<InMessage> unread;
+      std::unique_ptr<ZmqInMessage> unread;
       while (readOne(0, -1, unread)) {
         unread.reset();  // data nobody asked for is dropped
       }
@@ -570,7 +601,9 @@ std::string ZmqDataPlane::bind(const BindOptions& opt) {
     throw ConfigError(who + "tcp host '" + opt.tcpHost +
                       "' is a wildcard; set an address peers can reach (tcpAdvertiseHost)");
   }
+  checkShaping(opt.shaping, nranks_);
   impl_->opt = opt;
+  impl_->pacer = Pacer::make(opt.shaping, rank_, nranks_, opt.clockOffsetNs);
 
   std::string bindAddr;
   if (tcp) {
@@ -705,10 +738,17 @@ std::shared_ptr<SendCompletion> ZmqDataPlane::send(int peer, const ChunkHeader& 
   hdr.src = rank_;
   hdr.length = bytes;
   zmq::message_t head(&hdr, sizeof hdr);
-
   zmq::message_t body;
   std::shared_ptr<SendCompletion> completion;
-  if (bytes >= impl_->opt.zeroCopyMinBytes && bytes > 0) {
+  if (impl_->pacer) {
+    // Copied, and complete once the message has left this rank's port (transport/pacing.h).
+    const Pacer::SendSlot slot = impl_->pacer->claimSend(peer, bytes, steadyNowNs());
+    head = impl_->pacedHeader(hdr, slot.startNs);
+    if (bytes > 0) body = zmq::message_t(data, bytes);
+    std::shared_ptr<SharedState> shared = impl_->shared;
+    completion = std::make_shared<PacedCompletion>(
+        slot.leftNs, [shared] { return shared->isAborted(); }, rank_, peer, h.step);
+  } else if (bytes >= impl_->opt.zeroCopyMinBytes && bytes > 0) {
     auto zc = std::make_shared<ZeroCopyState>();
     auto* hint = new std::shared_ptr<ZeroCopyState>(zc);
     try {
@@ -764,6 +804,21 @@ std::shared_ptr<SendCompletion> ZmqDataPlane::send(int peer, const ChunkHeader& 
 
 std::unique_ptr<InMessage> ZmqDataPlane::recv(int peer, uint32_t step,
                                               std::chrono::milliseconds timeout) {
+  if (!impl_->pacer) return take(peer, step, timeout);
+  std::unique_ptr<InMessage> m = take(peer, step, timeout);
+  Pacer& pacer = *impl_->pacer;
+  const int64_t sent = pacer.fromWire(static_cast<const ZmqInMessage&>(*m).sentWireNs());
+  const int64_t now = steadyNowNs();
+  const int64_t visible = pacer.claimReceive(peer, m->size(), sent, now);
+  SharedState& st = *impl_->shared;
+  if (!paceUntil(visible, [&] { return st.isAborted(); })) {
+    throw st.fail(rank_, peer, step, "run aborted");
+  }
+  return m;
+}
+
+std::unique_ptr<InMessage> ZmqDataPlane::take(int peer, uint32_t step,
+                                              std::chrono::milliseconds timeout) {
   ARL_ENFORCE(peer >= 0 && peer < nranks_, "rank " << rank_ << " peer " << peer);
   ARL_ENFORCE(impl_->ctx && !impl_->closed,
               "recv on a data plane not bound or closed, rank " << rank_);
@@ -780,7 +835,7 @@ std::unique_ptr<InMessage> ZmqDataPlane::recv(int peer, uint32_t step,
 
   const auto deadline = deadlineAfter(timeout);
   for (;;) {
-    std::unique_ptr<InMessage> m;
+    std::unique_ptr<ZmqInMessage> m;
     while (impl_->readOne(step, peer, m)) {
       if (!m) {
         continue;  // a goodbye message

@@ -11,7 +11,8 @@
 //   Executor(schedule, rank, dp, backend, sink, execOpts).run(...);
 //   dp.close();                                    // or let the destructor do it
 //
-// Every message is two frames: the 56-byte ChunkHeader and the payload. Payloads of at least
+// Every message is two frames: the 56-byte ChunkHeader (64 bytes with the send's start when
+// shaped, see BindOptions::shaping) and the payload. Payloads of at least
 // BindOptions::zeroCopyMinBytes are sent without copying: ZeroMQ reads the caller's memory,
 // and the SendCompletion turns done when ZeroMQ releases it (the bytes are in the kernel).
 //
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/shaping.h"
 #include "schedule/schedule.h"
 #include "transport/transport.h"
 
@@ -74,6 +76,13 @@ struct BindOptions {
   // neither reads nor closes makes close() wait this long.
   std::chrono::milliseconds closeLinger{5000};
   int ioThreads = 1;  // ZeroMQ I/O threads of this rank's context
+  // The network this rank's sends and receives are paced to (transport/pacing.h); empty = not
+  // paced. Every rank of a run must be given the same. A paced data message's header frame
+  // carries the send's start after the ChunkHeader (8 more bytes, on the coordinator's clock:
+  // this one's plus clockOffsetNs, the Ping exchange's offset), so ranks on several hosts
+  // read each other's times.
+  LinkShaping shaping;
+  int64_t clockOffsetNs = 0;
 };
 
 // The peers a rank exchanges data with in a schedule (sorted, without duplicates).
@@ -128,6 +137,7 @@ class ZmqDataPlane final : public Transport {
 
  private:
   std::string makeIpcDir(const std::string& baseDir, const std::string& who);
+  std::unique_ptr<InMessage> take(int peer, uint32_t step, std::chrono::milliseconds timeout);
   struct Impl;  // ZeroMQ state, private to zmq_transport.cpp
   int rank_;
   int nranks_;

@@ -1,0 +1,105 @@
+// The network shaping flags of `allreduce-lab plan --run` and `bench`: bad values are refused
+// with one line naming the flag and the value, exit code 2, before anything runs; a shaped
+// in-process run takes about the time its rate says.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace arl {
+namespace {
+
+struct Result {
+  int rc = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Result lab(const std::string& args) {
+  const std::string base = ::testing::TempDir() + "shaping_cli_" + std::to_string(::getpid());
+  const std::string out = base + ".out", err = base + ".err";
+  const std::string cmd =
+      std::string("'") + ARL_LAB_BINARY + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return r;
+}
+
+struct Case {
+  const char* flags;
+  const char* says;
+};
+
+constexpr Case kBad[] = {
+    {"--nic-bw 0", "--nic-bw 0: must be a rate in bytes per second above 0"},
+    {"--nic-bw fast", "--nic-bw fast: must be a rate"},
+    {"--nic-bw -5M", "--nic-bw -5M: must be a rate"},
+    {"--link-latency 5", "--link-latency 5: must be a duration with its unit"},
+    {"--link-latency 2hours", "--link-latency 2hours: must be a duration"},
+    {"--slow-rank 7:50M", "--slow-rank 7:50M: rank 7 is out of range for 4 ranks (0..3)"},
+    {"--slow-rank 1:0", "--slow-rank 1:0: '0' must be a rate"},
+    {"--slow-rank 1", "--slow-rank 1: expected R:RATE"},
+    {"--slow-rank 1:5M --slow-rank 1:6M", "--slow-rank 1:6M: rank 1 is already slowed"},
+    {"--slow-link 2-2:50M", "--slow-link 2-2:50M: a link joins two different ranks"},
+    {"--slow-link 1-4:50M", "--slow-link 1-4:50M: rank 4 is out of range for 4 ranks (0..3)"},
+    {"--slow-link 1:50M", "--slow-link 1:50M: expected A-B:RATE"},
+    {"--slow-link 1-2:5x", "--slow-link 1-2:5x: '5x' must be a rate"},
+};
+
+TEST(ShapingCli, PlanRefusesBadShapingNamingTheFlag) {
+  for (const Case& c : kBad) {
+    const Result r = lab(std::string("plan --ranks 4 --run ") + c.flags);
+    EXPECT_EQ(r.rc, 2) << c.flags << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << c.flags;
+    EXPECT_EQ(r.err.rfind(std::string("allreduce-lab plan: ") + c.says, 0), 0u) << c.flags << "\n"
+                                                                                << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  }
+}
+
+TEST(ShapingCli, BenchRefusesBadShapingBeforeAnyWorker) {
+  for (const Case& c : kBad) {
+    const Result r = lab(std::string("bench --workers 4 -b 4K -e 4K -n 1 -w 0 ") + c.flags);
+    EXPECT_EQ(r.rc, 2) << c.flags << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << c.flags;  // no header: no worker was asked for
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.flags << "\n" << r.err;
+  }
+}
+
+// 2 ranks in a ring all-reduce each send and receive S bytes; at 50 MB/s per port 4 MiB takes
+// about 84 ms, whatever the machine's own speed (far above 50 MB/s).
+TEST(ShapingCli, PlanRunIsPacedByNicBw) {
+  const Result r =
+      lab("plan --algo ring --ranks 2 --count 1M --slice 256K --run --iters 2 --warmup 1 --json "
+          "--nic-bw 50M");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  const nlohmann::json v = nlohmann::json::parse(r.out);
+  const double expectedUs = 4194304.0 / 50e6 * 1e6;
+  EXPECT_GE(v.at("time_us").get<double>(), 0.7 * expectedUs);
+  EXPECT_LE(v.at("time_us").get<double>(), 3.0 * expectedUs);
+  EXPECT_EQ(v.at("shaping").get<std::string>(), "ports 50 MB/s");
+  // The prediction is made for the same network.
+  EXPECT_GE(v.at("predicted_us").get<double>(), 0.7 * expectedUs);
+}
+
+}  // namespace
+}  // namespace arl
