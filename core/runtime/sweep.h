@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@ struct SweepRow {
   uint64_t sizeBytes = 0;   // S, nccl-tests' size column
   uint64_t count = 0;       // NCCL API count (per rank for reduce-scatter and all-gather)
   double predictedUs = 0;   // the cost model's prediction; NaN when it has none
+  std::optional<PredictionMethod> predictedBy;  // how predict() made it; none without one
   int64_t startNs = 0;      // coordinator clock when the run was submitted
   int64_t endNs = 0;        // coordinator clock when its result arrived
   Metrics metrics;          // time, algbw, busbw, #wrong
@@ -109,6 +111,10 @@ class Sweep {
   bool finished_ = false;
   std::string error_;
 };
+
+// The cost model's query for a completed row: its request as the run resolved it, on
+// `shaping` (its prediction is predict() of it).
+CostQuery costQueryOf(const SweepRow& row, const LinkShaping& shaping);
 
 // The points of a sweep, in run order.
 std::vector<SweepPoint> sweepPoints(const SweepSpec& spec);
