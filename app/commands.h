@@ -24,5 +24,6 @@ class Command {
 // it must outlive the command.
 std::unique_ptr<Command> addPlanCommand(CLI::App& lab, const std::vector<std::string>& args);
 std::unique_ptr<Command> addBenchCommand(CLI::App& lab, const std::vector<std::string>& args);
+std::unique_ptr<Command> addCalibrateCommand(CLI::App& lab, const std::vector<std::string>& args);
 
 }  // namespace arl::app

@@ -21,13 +21,14 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<arl::app::Command>> commands;
   commands.push_back(arl::app::addPlanCommand(lab, args));
   commands.push_back(arl::app::addBenchCommand(lab, args));
+  commands.push_back(arl::app::addCalibrateCommand(lab, args));
 
   std::string prog = "allreduce-lab";
   const bool known = std::any_of(commands.begin(), commands.end(), [&](const auto& c) {
     return !args.empty() && c->app->get_name() == args.front();
   });
   if (!args.empty() && args.front().rfind('-', 0) != 0 && !known) {
-    std::fprintf(stderr, "%s: unknown command '%s' (known: plan, bench; see --help)\n",
+    std::fprintf(stderr, "%s: unknown command '%s' (known: plan, bench, calibrate; see --help)\n",
                  prog.c_str(), args.front().c_str());
     return 2;
   }

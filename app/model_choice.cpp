@@ -42,7 +42,7 @@ ModelChoice chooseModel(const std::optional<Arg>& model) {
     try {
       return fromFile(model->text);
     } catch (const CalibrationError& e) {
-      throw refuse(*model, e.what());
+      throw UsageError{e.what()};
     }
   }
   const std::string path = calibrationPath();
