@@ -1,8 +1,8 @@
 #include "bench_fit.h"
 
 #include <cinttypes>
-#include <cstdarg>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <limits>
 #include <vector>
@@ -77,8 +77,8 @@ std::string fitText(const BenchReport& r) {
       paramsText(f.params).c_str(), f.points, f.rmsRelativeResidual * 100);
   s += line("#%11s  %-18s  %9s  %10s  %-11s  %5s  %10s  %5s", "size", "algorithm", "time",
             "predicted", "method", "ratio", "fitted", "ratio");
-  s += line("#%11s  %-18s  %9s  %10s  %-11s  %5s  %10s  %5s", "(B)", "", "(us)", "(us)", "",
-            "", "(us)", "");
+  s += line("#%11s  %-18s  %9s  %10s  %-11s  %5s  %10s  %5s", "(B)", "", "(us)", "(us)", "", "",
+            "(us)", "");
   for (size_t i = 0; i < r.rows.size(); ++i) {
     const BenchRow& row = r.rows[i];
     if (row.result.state != RunState::Done) continue;

@@ -54,8 +54,8 @@ constexpr const char* kAbout =
 
 struct CalibrateArgs {
   BenchConfig cfg;  // the runs, as bench would make them
-  std::vector<uint64_t> sizes = {4 << 10,   16 << 10, 64 << 10, 256 << 10,
-                                 1 << 20,   4 << 20,  16 << 20};
+  std::vector<uint64_t> sizes = {4 << 10, 16 << 10, 64 << 10, 256 << 10,
+                                 1 << 20, 4 << 20,  16 << 20};
   uint64_t reduceBytes = uint64_t{32} << 20;
   int reducePasses = 7;
   int warmupRunIters = 100;  // iterations of the warm-up run, not kept
@@ -186,25 +186,25 @@ Calibration fitRows(const CalibrateArgs& a, const std::vector<SweepRow>& rows,
 }
 
 void printCalibration(const Calibration& c, const std::string& path) {
-  std::printf("# allreduce-lab calibrate: %s, %d local workers, data plane %s, %s %s, slice %s, "
-              "inflight %d, %d iterations (%d warmup) per run\n",
-              c.machine.c_str(), c.workers, c.dataPlane.c_str(), c.collective.c_str(),
-              c.dtype.c_str(), formatSize(c.sliceBytes).c_str(), c.inflight, c.iterations,
-              c.warmup);
+  std::printf(
+      "# allreduce-lab calibrate: %s, %d local workers, data plane %s, %s %s, slice %s, "
+      "inflight %d, %d iterations (%d warmup) per run\n",
+      c.machine.c_str(), c.workers, c.dataPlane.c_str(), c.collective.c_str(), c.dtype.c_str(),
+      formatSize(c.sliceBytes).c_str(), c.inflight, c.iterations, c.warmup);
   const ReduceMeasurement& m = c.reduce;
   std::printf("# reduce: %s in %s slices, median of %d passes %s us (%s kernels)\n",
               formatSize(m.bufferBytes).c_str(), formatSize(m.sliceBytes).c_str(), m.passes,
               formatTimeUs(m.medianPassSeconds * 1e6).c_str(), m.kernels.c_str());
-  std::printf("#\n#%11s  %-18s  %9s  %9s  %9s  %8s\n", "size", "algorithm", "time", "p50",
-              "fitted", "residual");
+  std::printf("#\n#%11s  %-18s  %9s  %9s  %9s  %8s\n", "size", "algorithm", "time", "p50", "fitted",
+              "residual");
   std::printf("#%11s  %-18s  %9s  %9s  %9s  %8s\n", "(B)", "", "(us)", "(us)", "(us)", "");
   for (const CalibrationRun& r : c.runs) {
-    std::printf("%12" PRIu64 "  %-18s  %9s  %9s  %9s  %+7.0f%%\n", r.sizeBytes,
-                r.algorithm.c_str(), hostTime(r.measuredUs).c_str(), hostTime(r.p50Us).c_str(),
+    std::printf("%12" PRIu64 "  %-18s  %9s  %9s  %9s  %+7.0f%%\n", r.sizeBytes, r.algorithm.c_str(),
+                hostTime(r.measuredUs).c_str(), hostTime(r.p50Us).c_str(),
                 hostTime(r.fittedUs).c_str(), (r.measuredUs - r.fittedUs) / r.measuredUs * 100);
   }
-  std::printf("#\n# fit: rms relative residual %.0f%% over %zu runs\n",
-              c.rmsRelativeResidual * 100, c.runs.size());
+  std::printf("#\n# fit: rms relative residual %.0f%% over %zu runs\n", c.rmsRelativeResidual * 100,
+              c.runs.size());
   std::printf("# parameters: %s\n", paramsText(c.params).c_str());
   std::printf("#   alpha %.4g s, beta %.4g s/byte, gamma %.4g s/byte\n", c.params.alpha,
               c.params.beta, c.params.gamma);

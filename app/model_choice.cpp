@@ -64,7 +64,8 @@ ModelChoice chooseModel(const std::optional<Arg>& model) {
 
 std::string paramsText(const ModelParams& p) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "alpha %.1f us per message, port %.2f GB/s each way, reduce %.2f GB/s",
+  std::snprintf(buf, sizeof buf,
+                "alpha %.1f us per message, port %.2f GB/s each way, reduce %.2f GB/s",
                 p.alpha * 1e6, 1e-9 / p.beta, 1e-9 / p.gamma);
   return buf;
 }

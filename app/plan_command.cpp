@@ -22,10 +22,10 @@
 #include "commands.h"
 #include "exec/local_run.h"
 #include "exec/run_request.h"
-#include "model_choice.h"
 #include "export/json.h"
 #include "model/metrics.h"
 #include "model/model.h"
+#include "model_choice.h"
 #include "schedule/generators.h"
 #include "schedule/verifier.h"
 

@@ -23,9 +23,7 @@ constexpr JsonLimits kCalibrationLimits{size_t{1} << 20, 8, 100'000};
 // The most runs a calibration may list.
 constexpr size_t kMaxRuns = 10'000;
 
-[[noreturn]] void bad(const In& v, const std::string& what) {
-  v.fail(v.path(), what);
-}
+[[noreturn]] void bad(const In& v, const std::string& what) { v.fail(v.path(), what); }
 
 // A number that must be positive and finite (parameters, times).
 double positive(const In& v) {
@@ -78,8 +76,7 @@ void readHeader(const In& top) {
   const int version = top["version"].i32();
   if (version != kCalibrationVersion) {
     bad(top["version"], "version " + std::to_string(version) + " is not supported (this " +
-                                   "build reads version " + std::to_string(kCalibrationVersion) +
-                                   ")");
+                            "build reads version " + std::to_string(kCalibrationVersion) + ")");
   }
 }
 

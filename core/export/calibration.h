@@ -23,7 +23,7 @@ struct CalibrationRun {
   std::string algorithm;
   uint64_t sizeBytes = 0;  // nccl-tests' size S
   double measuredUs = 0;
-  double p50Us = 0;    // median iteration, for judging the noise
+  double p50Us = 0;     // median iteration, for judging the noise
   double fittedUs = 0;  // closed form with the fitted parameters
 };
 

@@ -36,9 +36,7 @@ class In {
     if (it == v_.end()) fail(p, "missing");
     return In(*it, p, *fail_);
   }
-  In operator[](size_t i) const {
-    return In(v_[i], path_ + "[" + std::to_string(i) + "]", *fail_);
-  }
+  In operator[](size_t i) const { return In(v_[i], path_ + "[" + std::to_string(i) + "]", *fail_); }
   bool has(std::string_view k) const { return v_.contains(k); }
   const JsonIn& raw() const { return v_; }
 

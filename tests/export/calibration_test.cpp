@@ -81,8 +81,8 @@ TEST(Calibration, RoundTripsEveryField) {
 }
 
 TEST(Calibration, WritesAndReadsAFileCreatingItsFolder) {
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
-                                    ("calibration_" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / ("calibration_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   const std::string path = (dir / "allreduce-lab" / "calibration.json").string();
   writeCalibration(path, sample());
@@ -113,16 +113,19 @@ TEST(Calibration, RefusesMalformedFilesNamingFileAndField) {
   EXPECT_EQ(refusal(edited([](auto& j) { j["params"]["gamma_s_per_byte"] = 0; })),
             "calibration file /cal/test.json: calibration.params.gamma_s_per_byte: must be a "
             "positive finite number");
-  EXPECT_NE(refusal(edited([](auto& j) { j["params"]["alpha_s"] = -1e-6; }))
-                .find("calibration.params.alpha_s: must be a positive"),
+  EXPECT_NE(refusal(edited([](auto& j) {
+              j["params"]["alpha_s"] = -1e-6;
+            })).find("calibration.params.alpha_s: must be a positive"),
             std::string::npos);
-  EXPECT_NE(refusal(edited([](auto& j) { j["params"]["alpha_s"] = nullptr; }))
-                .find("calibration.params.alpha_s"),
+  EXPECT_NE(refusal(edited([](auto& j) {
+              j["params"]["alpha_s"] = nullptr;
+            })).find("calibration.params.alpha_s"),
             std::string::npos);
   EXPECT_NE(refusal(edited([](auto& j) { j["workers"] = 0; })).find("calibration.workers"),
             std::string::npos);
-  EXPECT_NE(refusal(edited([](auto& j) { j["measurements"]["runs"][1]["time_us"] = -3; }))
-                .find("calibration.measurements.runs[1].time_us"),
+  EXPECT_NE(refusal(edited([](auto& j) {
+              j["measurements"]["runs"][1]["time_us"] = -3;
+            })).find("calibration.measurements.runs[1].time_us"),
             std::string::npos);
   EXPECT_NE(refusal("[1, 2]").find("calibration: expected an object"), std::string::npos);
 }
@@ -148,8 +151,10 @@ TEST(Calibration, PathFollowsTheEnvironment) {
   ::unsetenv("ARL_CALIBRATION");
   EXPECT_EQ(calibrationPath(), "");
   for (int i = 0; i < 3; ++i) {
-    if (had[i]) ::setenv(keep[i], saved[i].c_str(), 1);
-    else ::unsetenv(keep[i]);
+    if (had[i])
+      ::setenv(keep[i], saved[i].c_str(), 1);
+    else
+      ::unsetenv(keep[i]);
   }
 }
 
