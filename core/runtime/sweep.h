@@ -38,15 +38,16 @@ struct SweepPoint {
 };
 
 struct SweepRow {
-  uint64_t sizeBytes = 0;  // S, nccl-tests' size column
-  uint64_t count = 0;      // NCCL API count (per rank for reduce-scatter and all-gather)
-  double predictedUs = 0;  // the cost model's prediction; NaN when it has none
-  std::optional<PredictionMethod> predictedBy;  // how predict() made it; none without one
-  int64_t startNs = 0;                          // coordinator clock when the run was submitted
-  int64_t endNs = 0;                            // coordinator clock when its result arrived
-  Metrics metrics;                              // time, algbw, busbw, #wrong
-  RunResult result;                             // events filled only with SweepSpec::keepTelemetry
-  uint64_t eventsKept = 0;                      // telemetry events the run delivered
+  uint64_t sizeBytes = 0;   // S, nccl-tests' size column
+  uint64_t count = 0;       // NCCL API count (per rank for reduce-scatter and all-gather)
+  double predictedUs = 0;   // the cost model's prediction; NaN when it has none
+  int64_t startNs = 0;      // coordinator clock when the run was submitted
+  int64_t endNs = 0;        // coordinator clock when its result arrived
+  Metrics metrics;          // time, algbw, busbw, #wrong
+  RunResult result;         // events filled only with SweepSpec::keepTelemetry
+  uint64_t eventsKept = 0;  // telemetry events the run delivered
+  // How predict() made predictedUs (closed form or simulation); none without a prediction.
+  std::optional<PredictionMethod> predictedBy;
 };
 
 class Sweep {
