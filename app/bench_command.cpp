@@ -189,6 +189,7 @@ class Bench {
     report_.config = c_;
     report_.model = model.params;
     report_.modelSource = model.source;
+    calibration_ = model.calibration;
     for (const std::string& n : c_.algorithms) algoWidth_ = std::max(algoWidth_, n.size());
     varySlice_ = c_.sliceSizes.size() > 1;
     varyInflight_ = c_.inflights.size() > 1;
@@ -219,7 +220,8 @@ class Bench {
 
   BenchArgs a_;
   const BenchConfig& c_;
-  bool fit_ = false;  // --fit
+  bool fit_ = false;                        // --fit
+  std::optional<Calibration> calibration_;  // where the parameters came from one
   BenchReport report_;
   SignalWatch signals_;
   Progress progress_;
@@ -352,6 +354,11 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
       "#\n# predicted: the cost model's time, not a measurement (%s:\n"
       "#   %s)\n",
       report_.modelSource.c_str(), paramsText(report_.model).c_str());
+  if (calibration_ &&
+      (calibration_->workers != n || plane.rfind(calibration_->dataPlane, 0) != 0)) {
+    std::printf("# note: calibrated with %d workers over %s; this run has %d ranks over %s\n",
+                calibration_->workers, calibration_->dataPlane.c_str(), n, plane.c_str());
+  }
   const int aw = static_cast<int>(algoWidth_);
   const std::string sw = varySlice_ ? fmt("  %9s", "slice") : "";
   const std::string iw = varyInflight_ ? fmt("  %8s", "inflight") : "";

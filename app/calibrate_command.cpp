@@ -48,7 +48,7 @@ constexpr const char* kAbout =
     "local worker processes, over the data plane bench uses. Prints the parameters, the fit's "
     "residual per run, and saves them as JSON where bench and plan look: $ARL_CALIBRATION, else "
     "$XDG_CONFIG_HOME/allreduce-lab/calibration.json, else "
-    "~/.config/allreduce-lab/calibration.json (docs/model.md).\n"
+    "~/.config/allreduce-lab/calibration.json (docs/bench.md).\n"
     "Exit status: 0 when saved; 1 when a run failed or the fit is not usable; 2 on bad "
     "arguments.";
 
@@ -138,7 +138,7 @@ std::vector<SweepRow> runSweep(Coordinator& coord, const SweepSpec& spec) {
 }
 
 // Runs the sweep on local workers and returns its rows. A warm-up run of the smallest size
-// comes first and is not kept: the first runs of a world are slower (see docs/model.md).
+// comes first and is not kept: the first runs of a world are slower (see docs/bench.md).
 std::vector<SweepRow> runCollectives(const CalibrateArgs& a) {
   const BenchConfig& c = a.cfg;
   CoordinatorOptions opt;

@@ -1,6 +1,6 @@
 // A calibration: the cost model's parameters as `allreduce-lab calibrate` measured them on one
 // machine, with the measurements they came from. `bench` and `plan` predict with it when it is
-// at calibrationPath(). The format is documented in docs/model.md; the reader takes a file
+// at calibrationPath(). The format is documented in docs/bench.md; the reader takes a file
 // from anywhere and checks every field, naming the file and the field it refuses.
 #pragma once
 
