@@ -32,6 +32,7 @@
 
 #include "base/clock.h"
 #include "base/errors.h"
+#include "bench_fit.h"
 #include "bench_options.h"
 #include "cli_util.h"
 #include "commands.h"
@@ -39,6 +40,7 @@
 #include "export/export.h"
 #include "model/metrics.h"
 #include "model/model.h"
+#include "model_choice.h"
 #include "runtime/coordinator.h"
 #include "runtime/protocol.h"
 #include "runtime/sweep.h"
@@ -183,8 +185,11 @@ std::string joinWith(const std::vector<T>& v, F&& f) {
 // the coordinator's events on this thread, printing each row as it completes.
 class Bench {
  public:
-  explicit Bench(BenchArgs a) : a_(std::move(a)), c_(a_.cfg) {
+  Bench(BenchArgs a, const ModelChoice& model, bool fit) : a_(std::move(a)), c_(a_.cfg), fit_(fit) {
     report_.config = c_;
+    report_.model = model.params;
+    report_.modelSource = model.source;
+    calibration_ = model.calibration;
     for (const std::string& n : c_.algorithms) algoWidth_ = std::max(algoWidth_, n.size());
     varySlice_ = c_.sliceSizes.size() > 1;
     varyInflight_ = c_.inflights.size() > 1;
@@ -215,6 +220,8 @@ class Bench {
 
   BenchArgs a_;
   const BenchConfig& c_;
+  bool fit_ = false;                        // --fit
+  std::optional<Calibration> calibration_;  // where the parameters came from one
   BenchReport report_;
   SignalWatch signals_;
   Progress progress_;
@@ -344,11 +351,15 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
     std::printf("#  Rank %2d Pid %7" PRId64 " on %s (%s, %s)\n", w.rank, w.pid, w.host.c_str(),
                 w.backend.c_str(), w.local ? "local" : "remote");
   }
-  const ModelParams& p = report_.model;
   std::printf(
       "#\n# predicted: the cost model's time, not a measurement (%s:\n"
-      "#   alpha %.1f us per message, port %.2f GB/s each way, reduce %.2f GB/s)\n",
-      report_.modelSource.c_str(), p.alpha * 1e6, 1e-9 / p.beta, 1e-9 / p.gamma);
+      "#   %s)\n",
+      report_.modelSource.c_str(), paramsText(report_.model).c_str());
+  if (calibration_ &&
+      (calibration_->workers != n || plane.rfind(calibration_->dataPlane, 0) != 0)) {
+    std::printf("# note: calibrated with %d workers over %s; this run has %d ranks over %s\n",
+                calibration_->workers, calibration_->dataPlane.c_str(), n, plane.c_str());
+  }
   const int aw = static_cast<int>(algoWidth_);
   const std::string sw = varySlice_ ? fmt("  %9s", "slice") : "";
   const std::string iw = varyInflight_ ? fmt("  %8s", "inflight") : "";
@@ -559,6 +570,10 @@ int Bench::run() {
 
   const int status = runSweep(*coord);
   if (interrupted() && report_.error.empty()) report_.error = "interrupted";
+  if (fit_) {
+    report_.fit = fitSession(report_);
+    progress_.line(stdout, fitText(report_));
+  }
   // Whatever ended the sweep, the rows that completed are reported and written: the exit
   // status says whether it ran to its end.
   printFooter();
@@ -575,22 +590,32 @@ int Bench::run() {
 
 class BenchCommand final : public Command {
  public:
-  BenchCommand(CLI::App& lab, const std::vector<std::string>& args) : options_(lab, args) {
+  BenchCommand(CLI::App& lab, const std::vector<std::string>& args)
+      : options_(lab, args), model_(options_.app(), args) {
     app = options_.app();
+    model_.group("Model");
+    declareModelOption(model_);
+    model_.flag("--fit", &fit_,
+                "after the sweep, fit alpha and beta to the measured times, print them and "
+                "every prediction beside the fitted one (JSON: model.fitted, fitted_us)");
   }
   int run() override {
     BenchArgs a;
+    ModelChoice m;
     const int rc = runChecked(kProg, [&] {
       a = options_.check();
+      m = chooseModel(model_.get("--model"));
       return 0;
     });
     if (rc != 0) return rc;
-    Bench bench(std::move(a));
+    Bench bench(std::move(a), m, fit_);
     return bench.run();
   }
 
  private:
   BenchOptions options_;
+  Options model_;  // --model and --fit
+  bool fit_ = false;
 };
 
 }  // namespace

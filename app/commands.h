@@ -26,5 +26,6 @@ std::unique_ptr<Command> addPlanCommand(CLI::App& lab, const std::vector<std::st
 std::unique_ptr<Command> addBenchCommand(CLI::App& lab, const std::vector<std::string>& args);
 std::unique_ptr<Command> addExportCommand(CLI::App& lab, const std::vector<std::string>& args);
 std::unique_ptr<Command> addGuiCommand(CLI::App& lab, const std::vector<std::string>& args);
+std::unique_ptr<Command> addCalibrateCommand(CLI::App& lab, const std::vector<std::string>& args);
 
 }  // namespace arl::app

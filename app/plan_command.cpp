@@ -25,6 +25,7 @@
 #include "export/json.h"
 #include "model/metrics.h"
 #include "model/model.h"
+#include "model_choice.h"
 #include "schedule/generators.h"
 #include "schedule/verifier.h"
 
@@ -154,6 +155,7 @@ PlanCommand::PlanCommand(CLI::App& lab, const std::vector<std::string>& args)
   opts_.flag("--run", &run_, "run the schedule in process and check every element");
   opts_.flag("--json", &json_, "print one JSON object instead of the tables");
   declareShaping(opts_);
+  declareModelOption(opts_);
 }
 
 PlanArgs PlanCommand::parse() const {
@@ -371,7 +373,7 @@ std::optional<double> simulateUs(const CostQuery& q, const Schedule& s, const Mo
 
 // The text output: what was asked, the schedule, the verifier's verdict and the model.
 void printSummary(const PlanArgs& a, const Schedule& s, const VerifyResult& vr,
-                  const ModelParams& params, const std::optional<double>& predictedUs,
+                  const ModelChoice& model, const std::optional<double>& predictedUs,
                   const std::optional<double>& simulatedUs, const std::string& simError) {
   std::printf("%s: %s %s, %d ranks, count %" PRIu64 " x %s (%" PRIu64 " bytes per rank), op %s",
               kProg, a.algo.c_str(), std::string(toString(a.collective)).c_str(), a.ranks, a.count,
@@ -390,10 +392,8 @@ void printSummary(const PlanArgs& a, const Schedule& s, const VerifyResult& vr,
   } else {
     std::printf("verifier: FAILED: %s\n", vr.message.c_str());
   }
-  std::printf(
-      "model (defaults, not measurements: alpha %.1f us/message, port %.2f GB/s each way, "
-      "reduce %.2f GB/s):\n",
-      params.alpha * 1e6, 1e-9 / params.beta, 1e-9 / params.gamma);
+  std::printf("model (predictions, not measurements; %s:\n       %s):\n", model.source.c_str(),
+              paramsText(model.params).c_str());
   if (predictedUs) {
     std::printf("  alpha-beta-gamma closed form  %12s us\n", formatTimeUs(*predictedUs).c_str());
   } else {
@@ -434,8 +434,10 @@ std::unique_ptr<Command> addPlanCommand(CLI::App& lab, const std::vector<std::st
 int PlanCommand::run() {
   PlanArgs a;
   Schedule s;
+  ModelChoice model;
   const int refused = runChecked(kProg, [&] {
     a = parse();
+    model = chooseModel(opts_.get("--model"));
     s = resolve(a);
     if (a.run) checkRunMemory(s, a.dtype);
     return 0;
@@ -444,7 +446,7 @@ int PlanCommand::run() {
 
   const VerifyResult vr = annotate(s);
 
-  const ModelParams params;
+  const ModelParams& params = model.params;
   const CostQuery q = costQuery(a, s);
   // The closed form where it can say the network's shaping; the simulation beside it always.
   std::optional<double> predictedUs;
@@ -456,7 +458,7 @@ int PlanCommand::run() {
   size_t totalOps = 0;
   for (const auto& ops : s.ranks) totalOps += ops.size();
 
-  if (!a.json) printSummary(a, s, vr, params, predictedUs, simulatedUs, simError);
+  if (!a.json) printSummary(a, s, vr, model, predictedUs, simulatedUs, simError);
 
   Json j;
   if (a.json) {
@@ -480,7 +482,7 @@ int PlanCommand::run() {
              {"verify_message", vr.message},
              {"predicted_us", predictedUs ? Json(*predictedUs) : Json(nullptr)},
              {"simulated_us", simulatedUs ? Json(*simulatedUs) : Json(nullptr)},
-             {"model", Json{{"source", "defaults"},
+             {"model", Json{{"source", model.source},
                             {"alpha_s", params.alpha},
                             {"beta_s_per_byte", params.beta},
                             {"gamma_s_per_byte", params.gamma}}}};

@@ -32,6 +32,7 @@ Json telemetryJson(const BenchReport& r) {
 Json resultJson(const BenchRow& row) {
   const RunResult& res = row.result;
   const RunRequest& q = res.request;
+  const Json method = row.predictedBy ? Json(str(toString(*row.predictedBy))) : Json(nullptr);
   return Json{{"size_bytes", row.sizeBytes},
               {"count", row.count},
               {"dtype", str(toString(q.dtype))},
@@ -54,6 +55,7 @@ Json resultJson(const BenchRow& row) {
               {"busbw_gbps", row.metrics.busbwGBps},
               {"wrong", q.check ? Json(row.metrics.wrong) : Json(nullptr)},
               {"predicted_us", row.predictedUs},
+              {"predicted_method", method},
               {"iterations", res.iterationUs},
               {"state", str(toString(res.state))},
               {"error", res.error},
@@ -123,7 +125,10 @@ uint64_t eventCount(const BenchRow& row) {
 
 std::string benchResultsJson(const BenchReport& r) {
   Json results = Json::array();
-  for (const BenchRow& row : r.rows) results.push_back(resultJson(row));
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    results.push_back(resultJson(r.rows[i]));
+    if (r.fit && i < r.fit->fittedUs.size()) results.back()["fitted_us"] = r.fit->fittedUs[i];
+  }
   const Json j{{"config", configJson(r.config)},
                {"workers", workersJson(r.workers)},
                {"model", modelJson(r)},

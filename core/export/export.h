@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -62,19 +63,31 @@ using BenchRow = SweepRow;
 // Events the run delivered: result.events.size(), or eventsKept when they were released.
 uint64_t eventCount(const BenchRow& row);
 
+// The cost model's parameters fitted from a session's own measured rows (`bench --fit`:
+// fitModel() over the rows' times, gamma held at the session's model).
+struct SessionFit {
+  ModelParams params;
+  double rmsRelativeResidual = 0;
+  size_t points = 0;
+  std::vector<double> fittedUs;  // per row of BenchReport::rows; NaN where the row has none
+  std::string error;             // why there is no fit (then params are not set)
+};
+
 // A whole session: configuration, workers, model and one row per run, in run order.
 struct BenchReport {
   BenchConfig config;
   std::vector<WorkerInfo> workers;  // in rank order
   ModelParams model;
   std::string modelSource = "alpha-beta-gamma closed form, default parameters";
+  std::optional<SessionFit> fit;  // with --fit
   std::vector<BenchRow> rows;
   std::string error;  // why the session stopped early ("" when it ran to the end)
 };
 
 // Results as one JSON object: {"config": {...}, "workers": [...], "model": {...},
 // "results": [{size_bytes, count, dtype, op, algorithm, collective, ranks, time_us, ...}]}.
-// `wrong` is null when checking was off.
+// `wrong` is null when checking was off. With a fit, "model" holds it as "fitted" and every
+// result its "fitted_us".
 std::string benchResultsJson(const BenchReport& r);
 
 // The same rows as CSV with a header row; fields with commas or quotes are quoted (RFC 4180).

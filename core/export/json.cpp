@@ -1,5 +1,7 @@
 #include "export/json.h"
 
+#include "export/json_in.h"
+
 #include <string>
 
 namespace arl {
@@ -48,6 +50,20 @@ nlohmann::json parseJsonLimited(std::string_view text, const JsonLimits& limits)
     return json::parse(text.begin(), text.end(), bound);
   } catch (const json::exception& e) {
     throw JsonInputError("not valid JSON: " + withoutId(e.what()));
+  }
+}
+
+const char* jsonTypeName(const JsonIn& v) {
+  switch (v.type()) {
+    case JsonIn::value_t::null: return "null";
+    case JsonIn::value_t::boolean: return "a boolean";
+    case JsonIn::value_t::number_integer:
+    case JsonIn::value_t::number_unsigned:
+    case JsonIn::value_t::number_float: return "a number";
+    case JsonIn::value_t::string: return "a string";
+    case JsonIn::value_t::array: return "an array";
+    case JsonIn::value_t::object: return "an object";
+    default: return "something else";
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include "base/limits.h"
 #include "export/export.h"
+#include "export/json_in.h"
 #include "export/session_json.h"
 
 namespace arl {
@@ -113,97 +114,8 @@ Json runJson(const BenchRow& row) {
 
 // ---- Reading -------------------------------------------------------------------------------
 
-using JsonIn = nlohmann::json;
-
 [[noreturn]] void bad(const std::string& path, const std::string& what) {
   throw RecordingError("recording: " + path + ": " + what);
-}
-
-const char* typeName(const JsonIn& v) {
-  switch (v.type()) {
-    case JsonIn::value_t::null: return "null";
-    case JsonIn::value_t::boolean: return "a boolean";
-    case JsonIn::value_t::number_integer:
-    case JsonIn::value_t::number_unsigned:
-    case JsonIn::value_t::number_float: return "a number";
-    case JsonIn::value_t::string: return "a string";
-    case JsonIn::value_t::array: return "an array";
-    case JsonIn::value_t::object: return "an object";
-    default: return "something else";
-  }
-}
-
-// A JSON value and its path in the recording, with typed access that names the path of what
-// is missing, mistyped or out of range.
-class In {
- public:
-  In(const JsonIn& v, std::string path) : v_(v), path_(std::move(path)) {}
-  const std::string& path() const { return path_; }
-  In operator[](std::string_view k) const {
-    const std::string p = path_ + "." + std::string(k);
-    auto it = v_.find(k);
-    if (it == v_.end()) bad(p, "missing");
-    return In(*it, p);
-  }
-  In operator[](size_t i) const { return In(v_[i], path_ + "[" + std::to_string(i) + "]"); }
-  bool has(std::string_view k) const { return v_.contains(k); }
-  const JsonIn& raw() const { return v_; }
-
-  const JsonIn& expect(bool ok, const char* want) const {
-    if (!ok) bad(path_, std::string("expected ") + want + ", found " + typeName(v_));
-    return v_;
-  }
-  In object() const { return In(expect(v_.is_object(), "an object"), path_); }
-  size_t size() const { return expect(v_.is_array(), "an array").size(); }
-  const std::string& str() const {
-    return expect(v_.is_string(), "a string").get_ref<const std::string&>();
-  }
-  bool boolean() const { return expect(v_.is_boolean(), "a boolean").get<bool>(); }
-  // Any number; null reads as NaN (non-finite numbers are written as null).
-  double num() const {
-    if (v_.is_null()) return std::numeric_limits<double>::quiet_NaN();
-    return expect(v_.is_number(), "a number").get<double>();
-  }
-  int64_t i64(int64_t lo = std::numeric_limits<int64_t>::min(),
-              int64_t hi = std::numeric_limits<int64_t>::max()) const {
-    expect(v_.is_number_integer(), "an integer");
-    constexpr auto kInt64Max = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-    const bool huge = v_.is_number_unsigned() && v_.get<uint64_t>() > kInt64Max;
-    const int64_t x = huge ? 0 : v_.get<int64_t>();
-    if (huge || x < lo || x > hi) outOfRange(std::to_string(lo), std::to_string(hi));
-    return x;
-  }
-  uint64_t u64(uint64_t hi = std::numeric_limits<uint64_t>::max()) const {
-    expect(v_.is_number_integer(), "an integer");
-    if (!v_.is_number_unsigned() || v_.get<uint64_t>() > hi) outOfRange("0", std::to_string(hi));
-    return v_.get<uint64_t>();
-  }
-  int i32(int lo = std::numeric_limits<int>::min(),
-          int hi = std::numeric_limits<int>::max()) const {
-    return static_cast<int>(i64(lo, hi));
-  }
-  template <typename T, typename Parse>
-  T parsed(Parse parse) const {
-    const std::string& s = str();
-    auto x = parse(s);
-    if (!x) bad(path_, "unknown value '" + s + "'");
-    return *x;
-  }
-
- private:
-  [[noreturn]] void outOfRange(const std::string& lo, const std::string& hi) const {
-    bad(path_, v_.dump() + " is out of range (accepted: " + lo + ".." + hi + ")");
-  }
-  const JsonIn& v_;
-  std::string path_;
-};
-
-template <typename T, typename F>
-std::vector<T> readArray(const In& a, F item) {
-  std::vector<T> out;
-  const size_t n = a.size();
-  for (size_t i = 0; i < n; ++i) out.push_back(item(a[i]));
-  return out;
 }
 
 std::vector<int> ints(const In& a, int lo, int hi) {
@@ -522,7 +434,8 @@ BenchReport parseRecording(std::string_view text) {
   } catch (const JsonInputError& e) {
     throw RecordingError(std::string("recording: ") + e.what());
   }
-  const In top = In(root, "recording").object();
+  const JsonFail fail = bad;
+  const In top = In(root, "recording", fail).object();
   checkHeader(top);
   BenchReport r;
   r.config = readConfig(top["config"].object());

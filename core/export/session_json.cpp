@@ -53,10 +53,23 @@ Json workersJson(const std::vector<WorkerInfo>& ws) {
 }
 
 Json modelJson(const BenchReport& r) {
-  return Json{{"source", r.modelSource},
-              {"alpha_s", r.model.alpha},
-              {"beta_s_per_byte", r.model.beta},
-              {"gamma_s_per_byte", r.model.gamma}};
+  Json j{{"source", r.modelSource},
+         {"alpha_s", r.model.alpha},
+         {"beta_s_per_byte", r.model.beta},
+         {"gamma_s_per_byte", r.model.gamma}};
+  if (r.fit && r.fit->error.empty()) {
+    const SessionFit& f = *r.fit;
+    j["fitted"] = Json{{"source", "fitted from this run"},
+                       {"alpha_s", f.params.alpha},
+                       {"beta_s_per_byte", f.params.beta},
+                       {"gamma_s_per_byte", f.params.gamma},
+                       {"gamma_held", true},
+                       {"points", static_cast<uint64_t>(f.points)},
+                       {"rms_relative_residual", f.rmsRelativeResidual}};
+  } else if (r.fit) {
+    j["fitted"] = Json{{"error", r.fit->error}};
+  }
+  return j;
 }
 
 Json requestJson(const RunRequest& q) {

@@ -31,7 +31,8 @@ namespace arl {
 //   gamma: seconds per byte reduced (1 / reduction rate)
 // The defaults describe the machines this lab is built on (a few cores, worker processes
 // over ZeroMQ ipc:// at one to two GB/s, a core reducing floats at a few GB/s). They are
-// defaults for teaching, not measurements; fit alpha and beta from a run to get real values.
+// defaults for teaching, not measurements; `allreduce-lab calibrate` measures a machine's
+// (fitModel() in model_fit.h), and `bench --fit` fits alpha and beta to a sweep's rows.
 struct ModelParams {
   double alpha = 20e-6;
   double beta = 1.0 / 1.5e9;

@@ -9,6 +9,23 @@
 
 namespace arl {
 
+CostQuery costQueryOf(const SweepRow& row, const LinkShaping& shaping) {
+  const RunRequest& q = row.result.request;
+  CostQuery cq;
+  cq.algorithm = q.algorithm;
+  cq.collective = q.collective;
+  cq.nranks = row.result.effective.nranks;
+  cq.bytes = row.sizeBytes;
+  cq.sliceBytes = q.sliceBytes;
+  cq.ranksPerHost = row.result.effective.ranksPerHost;
+  cq.dtype = q.dtype;
+  cq.root = q.root;
+  cq.ringOrder = row.result.effective.ringOrder;
+  cq.inflight = q.inflight;
+  cq.shaping = shaping;
+  return cq;
+}
+
 std::vector<SweepPoint> sweepPoints(const SweepSpec& s) {
   const std::vector<uint64_t> slices =
       s.sliceSizes.empty() ? std::vector<uint64_t>{s.base.sliceBytes} : s.sliceSizes;
@@ -105,20 +122,10 @@ void Sweep::complete(RunResult res) {
   row.metrics.ncclTimeUs = meanOfRankMeansUs(perIterationPerRankUs(row.result));
   row.predictedUs = std::numeric_limits<double>::quiet_NaN();
   if (row.result.effective.nranks > 0) {
-    CostQuery cq;
-    cq.algorithm = q.algorithm;
-    cq.collective = q.collective;
-    cq.nranks = row.result.effective.nranks;
-    cq.bytes = row.sizeBytes;
-    cq.sliceBytes = q.sliceBytes;
-    cq.ranksPerHost = row.result.effective.ranksPerHost;
-    cq.dtype = q.dtype;
-    cq.root = q.root;
-    cq.ringOrder = row.result.effective.ringOrder;
-    cq.inflight = q.inflight;
-    cq.shaping = spec_.shaping;
     try {
-      row.predictedUs = predictSeconds(cq, spec_.model) * 1e6;
+      const Prediction pr = predict(costQueryOf(row, spec_.shaping), spec_.model);
+      row.predictedUs = pr.seconds * 1e6;
+      row.predictedBy = pr.method;
     } catch (const std::exception&) {
       // No model for this algorithm and collective: the row shows no prediction.
     }

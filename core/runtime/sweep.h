@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,8 @@ struct SweepRow {
   Metrics metrics;          // time, algbw, busbw, #wrong
   RunResult result;         // events filled only with SweepSpec::keepTelemetry
   uint64_t eventsKept = 0;  // telemetry events the run delivered
+  // How predict() made predictedUs (closed form or simulation); none without a prediction.
+  std::optional<PredictionMethod> predictedBy;
 };
 
 class Sweep {
@@ -111,6 +114,10 @@ class Sweep {
   bool finished_ = false;
   std::string error_;
 };
+
+// The cost model's query for a completed row: its request as the run resolved it, on
+// `shaping` (its prediction is predict() of it).
+CostQuery costQueryOf(const SweepRow& row, const LinkShaping& shaping);
 
 // The points of a sweep, in run order.
 std::vector<SweepPoint> sweepPoints(const SweepSpec& spec);

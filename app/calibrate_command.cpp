@@ -1,0 +1,315 @@
+// allreduce-lab calibrate: measures this machine's cost-model parameters and saves them where
+// bench and plan find them (export/calibration.h). gamma is the CPU backend's reduction rate,
+// measured in process on buffers larger than the caches, reduced slice by slice as the
+// executor does. alpha and beta are fitted (fitModel(): relative least squares through the
+// closed forms) to real all-reduce runs at several sizes on local worker processes over the
+// data plane bench uses, so they are the parameters that best explain what bench measures.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "base/clock.h"
+#include "base/limits.h"
+#include "bench_options.h"
+#include "cli_util.h"
+#include "commands.h"
+#include "export/calibration.h"
+#include "model/metrics.h"
+#include "model/model_fit.h"
+#include "model_choice.h"
+#include "runtime/coordinator.h"
+#include "runtime/process.h"
+#include "runtime/sweep.h"
+#include "schedule/generators.h"
+
+namespace arl::app {
+
+namespace {
+
+constexpr const char* kProg = "allreduce-lab calibrate";
+constexpr std::chrono::seconds kJoinTimeout{20};
+
+constexpr const char* kAbout =
+    "Measures the cost model's parameters on this machine: gamma (seconds per byte reduced) "
+    "from the CPU backend reducing large buffers in process, then alpha (seconds per message) "
+    "and beta (seconds per byte through a port) fitted to all-reduce runs at several sizes on "
+    "local worker processes, over the data plane bench uses. Prints the parameters, the fit's "
+    "residual per run, and saves them as JSON where bench and plan look: $ARL_CALIBRATION, else "
+    "$XDG_CONFIG_HOME/allreduce-lab/calibration.json, else "
+    "~/.config/allreduce-lab/calibration.json (docs/bench.md).\n"
+    "Exit status: 0 when saved; 1 when a run failed or the fit is not usable; 2 on bad "
+    "arguments.";
+
+struct CalibrateArgs {
+  BenchConfig cfg;  // the runs, as bench would make them
+  std::vector<uint64_t> sizes = {4 << 10, 16 << 10, 64 << 10, 256 << 10,
+                                 1 << 20, 4 << 20,  16 << 20};
+  uint64_t reduceBytes = uint64_t{32} << 20;
+  int reducePasses = 7;
+  int warmupRunIters = 100;  // iterations of the warm-up run, not kept
+  std::string out;
+};
+
+std::string hostTime(double us) { return std::isfinite(us) ? formatTimeUs(us) : "-"; }
+
+// The CPU backend's reduction: dst = a + b over `bytes`, slice by slice; the median pass.
+ReduceMeasurement measureReduce(uint64_t bytes, uint64_t slice, int passes) {
+  CpuBackend cpu;
+  const size_t n = static_cast<size_t>(bytes);
+  auto* a = static_cast<unsigned char*>(cpu.allocate(n));
+  auto* b = static_cast<unsigned char*>(cpu.allocate(n));
+  auto* d = static_cast<unsigned char*>(cpu.allocate(n));
+  // 0x3c in every byte: a modest normal float, so no operand is subnormal.
+  std::memset(a, 0x3c, n);
+  std::memset(b, 0x3c, n);
+  std::vector<double> secs;
+  for (int p = 0; p < passes; ++p) {
+    const auto t0 = SteadyClock::now();
+    for (uint64_t off = 0; off < bytes; off += slice) {
+      const uint64_t len = std::min(slice, bytes - off);
+      cpu.wait(cpu.reduceFromHost(d + off, a + off, b + off, len / sizeof(float), DataType::Float,
+                                  RedOp::Sum));
+    }
+    secs.push_back(std::chrono::duration<double>(SteadyClock::now() - t0).count());
+  }
+  cpu.deallocate(a);
+  cpu.deallocate(b);
+  cpu.deallocate(d);
+  std::sort(secs.begin(), secs.end());
+  ReduceMeasurement m;
+  m.bufferBytes = bytes;
+  m.sliceBytes = slice;
+  m.passes = passes;
+  m.medianPassSeconds = secs[secs.size() / 2];
+  m.kernels = cpu.kernels() == CpuKernels::Avx2 ? "avx2" : "portable";
+  return m;
+}
+
+void waitForWorkers(Coordinator& coord, size_t need) {
+  const auto deadline = SteadyClock::now() + kJoinTimeout;
+  std::vector<CoordinatorEvent> evs;
+  while (coord.workers().size() < need) {
+    evs.clear();
+    coord.takeEvents(evs, std::chrono::milliseconds(20));
+    for (const auto& ev : evs) {
+      if (const auto* w = std::get_if<WorkerLeft>(&ev); w && !w->joined) {
+        throw std::runtime_error("local worker (pid " + std::to_string(w->worker.pid) + ") " +
+                                 w->reason.text);
+      }
+    }
+    if (SteadyClock::now() > deadline) {
+      throw std::runtime_error(std::to_string(coord.workers().size()) + " of " +
+                               std::to_string(need) + " workers joined within " +
+                               std::to_string(kJoinTimeout.count()) + " s");
+    }
+  }
+}
+
+// Runs `spec` to its end on the coordinator's workers; its rows.
+std::vector<SweepRow> runSweep(Coordinator& coord, const SweepSpec& spec) {
+  const bool tty = ::isatty(2) == 1;
+  Sweep sweep(coord, spec, coord.workers(), [&](const SweepRow& r) {
+    if (!tty || r.result.state != RunState::Done) return;
+    std::fprintf(stderr, "\r\033[K%s: %s %s done", kProg, r.result.request.algorithm.c_str(),
+                 formatSize(r.sizeBytes).c_str());
+  });
+  sweep.start();
+  std::vector<CoordinatorEvent> evs;
+  while (!sweep.finished()) {
+    evs.clear();
+    coord.takeEvents(evs, std::chrono::milliseconds(20));
+    for (auto& ev : evs) sweep.onEvent(ev);
+  }
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  if (!sweep.error().empty()) throw std::runtime_error(sweep.error());
+  return sweep.takeRows();
+}
+
+// Runs the sweep on local workers and returns its rows. A warm-up run of the smallest size
+// comes first and is not kept: the first runs of a world are slower (see docs/bench.md).
+std::vector<SweepRow> runCollectives(const CalibrateArgs& a) {
+  const BenchConfig& c = a.cfg;
+  CoordinatorOptions opt;
+  opt.localWorkers = c.workers;
+  opt.backend = c.backend;
+  Coordinator coord(opt);
+  waitForWorkers(coord, static_cast<size_t>(c.workers));
+  SweepSpec warm = sweepSpecOf(c, {a.sizes.front()});
+  warm.algorithms.resize(1);
+  warm.base.warmup = 0;
+  warm.base.iterations = a.warmupRunIters;
+  (void)runSweep(coord, warm);
+  return runSweep(coord, sweepSpecOf(c, a.sizes));
+}
+
+// The fit of alpha and beta to the rows, gamma as measured.
+Calibration fitRows(const CalibrateArgs& a, const std::vector<SweepRow>& rows,
+                    const ReduceMeasurement& reduce) {
+  Calibration cal;
+  ModelParams base;
+  base.gamma = reduce.medianPassSeconds / static_cast<double>(reduce.bufferBytes);
+  std::vector<FitSample> samples;
+  for (const SweepRow& r : rows) samples.push_back({costQueryOf(r, {}), r.metrics.timeUs * 1e-6});
+  const ModelFit f = fitModel(samples, base);
+  cal.params = f.params;
+  cal.rmsRelativeResidual = f.rmsRelativeResidual;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const SweepRow& r = rows[i];
+    cal.runs.push_back({r.result.request.algorithm, r.sizeBytes, r.metrics.timeUs,
+                        r.metrics.spread.p50Us, f.fittedSeconds[i] * 1e6});
+  }
+  const BenchConfig& c = a.cfg;
+  cal.machine = hostName();
+  cal.date = utcTimestamp();
+  cal.dataPlane = c.dataPlane == DataPlaneKind::Auto ? "shm" : std::string(toString(c.dataPlane));
+  cal.workers = c.workers;
+  cal.collective = std::string(toString(c.collective));
+  cal.dtype = std::string(toString(c.dtype));
+  cal.sliceBytes = c.sliceSizes.front();
+  cal.inflight = c.inflights.front();
+  cal.iterations = c.iters;
+  cal.warmup = c.warmup;
+  cal.reduce = reduce;
+  return cal;
+}
+
+void printCalibration(const Calibration& c, const std::string& path) {
+  std::printf(
+      "# allreduce-lab calibrate: %s, %d local workers, data plane %s, %s %s, slice %s, "
+      "inflight %d, %d iterations (%d warmup) per run\n",
+      c.machine.c_str(), c.workers, c.dataPlane.c_str(), c.collective.c_str(), c.dtype.c_str(),
+      formatSize(c.sliceBytes).c_str(), c.inflight, c.iterations, c.warmup);
+  const ReduceMeasurement& m = c.reduce;
+  std::printf("# reduce: %s in %s slices, median of %d passes %s us (%s kernels)\n",
+              formatSize(m.bufferBytes).c_str(), formatSize(m.sliceBytes).c_str(), m.passes,
+              formatTimeUs(m.medianPassSeconds * 1e6).c_str(), m.kernels.c_str());
+  std::printf("#\n#%11s  %-18s  %9s  %9s  %9s  %8s\n", "size", "algorithm", "time", "p50", "fitted",
+              "residual");
+  std::printf("#%11s  %-18s  %9s  %9s  %9s  %8s\n", "(B)", "", "(us)", "(us)", "(us)", "");
+  for (const CalibrationRun& r : c.runs) {
+    std::printf("%12" PRIu64 "  %-18s  %9s  %9s  %9s  %+7.0f%%\n", r.sizeBytes, r.algorithm.c_str(),
+                hostTime(r.measuredUs).c_str(), hostTime(r.p50Us).c_str(),
+                hostTime(r.fittedUs).c_str(), (r.measuredUs - r.fittedUs) / r.measuredUs * 100);
+  }
+  std::printf("#\n# fit: rms relative residual %.0f%% over %zu runs\n", c.rmsRelativeResidual * 100,
+              c.runs.size());
+  std::printf("# parameters: %s\n", paramsText(c.params).c_str());
+  std::printf("#   alpha %.4g s, beta %.4g s/byte, gamma %.4g s/byte\n", c.params.alpha,
+              c.params.beta, c.params.gamma);
+  std::printf("# saved to %s\n", path.c_str());
+}
+
+class CalibrateCommand final : public Command {
+ public:
+  CalibrateCommand(CLI::App& lab, const std::vector<std::string>& args)
+      : opts_(lab.add_subcommand("calibrate", "measure this machine's cost-model parameters"),
+              args) {
+    app = lab.get_subcommand("calibrate");
+    app->footer(wrap(kAbout, 92) + "\n");
+    opts_.value("--workers", "N", "local worker processes (default 4, as bench)");
+    opts_.value("--data-plane", "NAME", "auto, shm or zmq (default auto: shm, as bench)");
+    opts_.value("--algo", "NAME[,NAME...]",
+                "algorithms whose runs the fit uses (default ring). Known: " + algorithmList());
+    opts_.value("--sizes", "SIZE[,SIZE...]",
+                "all-reduce sizes in bytes, at least two (default 4K,16K,64K,256K,1M,4M,16M)");
+    opts_.value("-n,--iters", "N", "timed iterations per run (default 10)");
+    opts_.value("-w,--warmup_iters", "N", "untimed iterations before them (default 3)");
+    opts_.value("--slice", "SIZE", "pipeline slice (default 1M, as bench)");
+    opts_.flag("--quick", &quick_,
+               "fewer sizes (4K,256K,4M), 5 iterations, 1 warmup, an 8M reduce: a few seconds, "
+               "for tests; less precise");
+    opts_.value("--out", "FILE", "write the calibration here instead of the default place");
+  }
+  int run() override;
+
+ private:
+  CalibrateArgs parse() const;
+
+  Options opts_;
+  bool quick_ = false;
+};
+
+CalibrateArgs CalibrateCommand::parse() const {
+  CalibrateArgs a;
+  BenchConfig& c = a.cfg;
+  c.check = true;
+  c.iters = 10;
+  c.warmup = 3;
+  if (quick_) {
+    a.sizes = {4 << 10, 256 << 10, 4 << 20};
+    c.iters = 5;
+    c.warmup = 1;
+    a.reduceBytes = uint64_t{8} << 20;
+    a.reducePasses = 3;
+    a.warmupRunIters = 20;
+  }
+  if (auto v = opts_.get("--workers")) c.workers = parseInt(*v, 2, kMaxRanks);
+  if (auto v = opts_.get("--data-plane")) {
+    const auto d = parseDataPlaneKind(v->text);
+    if (!d) throw refuse(*v, "unknown data plane (known: auto, shm, zmq)");
+    c.dataPlane = *d;
+  }
+  if (auto v = opts_.get("--algo")) c.algorithms = parseNameList(*v);
+  for (const std::string& name : c.algorithms) {
+    if (!algorithmSupports(name, Collective::AllReduce)) {
+      throw refuse(*opts_.get("--algo"), "'" + name + "' is not an all-reduce algorithm (known: " +
+                                             algorithmList() + ")");
+    }
+  }
+  if (auto v = opts_.get("--sizes")) {
+    a.sizes = parseSizeList(*v);
+    std::sort(a.sizes.begin(), a.sizes.end());
+    a.sizes.erase(std::unique(a.sizes.begin(), a.sizes.end()), a.sizes.end());
+    if (a.sizes.size() < 2 || a.sizes.front() < 4) {
+      throw refuse(*v, "needs at least two different sizes of 4 bytes or more");
+    }
+  }
+  if (auto v = opts_.get("--iters")) c.iters = parseInt(*v, 1, 100000);
+  if (auto v = opts_.get("--warmup_iters")) c.warmup = parseInt(*v, 0, 100000);
+  if (auto v = opts_.get("--slice")) c.sliceSizes = {parseSize(*v)};
+  if (c.sliceSizes.front() < 4 || c.sliceSizes.front() % 4 != 0) {
+    throw refuse(opts_.getOr("--slice", ""), "must be a whole number of floats (4 bytes)");
+  }
+  a.out = calibrationPath();
+  if (auto v = opts_.get("--out")) a.out = v->text;
+  if (a.out.empty()) {
+    throw UsageError{"nowhere to save: set $ARL_CALIBRATION or $HOME, or give --out FILE"};
+  }
+  return a;
+}
+
+int CalibrateCommand::run() {
+  CalibrateArgs a;
+  const int refused = runChecked(kProg, [&] {
+    a = parse();
+    return 0;
+  });
+  if (refused != 0) return refused;
+  const ReduceMeasurement reduce =
+      measureReduce(a.reduceBytes, a.cfg.sliceSizes.front(), a.reducePasses);
+  const std::vector<SweepRow> rows = runCollectives(a);
+  const Calibration cal = fitRows(a, rows, reduce);
+  writeCalibration(a.out, cal);
+  printCalibration(cal, a.out);
+  return 0;
+}
+
+}  // namespace
+
+std::unique_ptr<Command> addCalibrateCommand(CLI::App& lab, const std::vector<std::string>& args) {
+  return std::make_unique<CalibrateCommand>(lab, args);
+}
+
+}  // namespace arl::app

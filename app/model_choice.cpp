@@ -1,0 +1,73 @@
+#include "model_choice.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+
+namespace arl::app {
+
+namespace {
+
+bool isFile(const std::string& path) {
+  struct stat st {};
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
+ModelChoice fromFile(const std::string& path) {
+  ModelChoice m;
+  m.calibration = readCalibration(path);
+  const Calibration& c = *m.calibration;
+  m.params = c.params;
+  m.path = path;
+  m.source = "calibration " + path + " (" + c.machine + ", " + c.date + ", data plane " +
+             c.dataPlane + ", " + std::to_string(c.workers) + " workers)";
+  return m;
+}
+
+}  // namespace
+
+void declareModelOption(Options& o) {
+  o.value("--model", "FILE|default",
+          "cost-model parameters: a calibration file that 'allreduce-lab calibrate' wrote, or "
+          "'default' for the built-in ones (default: the saved calibration, $ARL_CALIBRATION or "
+          "$XDG_CONFIG_HOME/allreduce-lab/calibration.json, when there is one)");
+}
+
+ModelChoice chooseModel(const std::optional<Arg>& model) {
+  if (model && model->text == "default") {
+    return ModelChoice{ModelParams{}, "default parameters (" + model->flag + " default)", {}, {}};
+  }
+  if (model) {
+    if (!isFile(model->text)) throw refuse(*model, "no such file");
+    try {
+      return fromFile(model->text);
+    } catch (const CalibrationError& e) {
+      throw UsageError{e.what()};
+    }
+  }
+  const std::string path = calibrationPath();
+  if (!isFile(path)) {
+    return ModelChoice{ModelParams{},
+                       path.empty() ? std::string("default parameters (no calibration: neither "
+                                                  "$ARL_CALIBRATION nor $HOME is set)")
+                                    : "default parameters (no calibration at " + path + ")",
+                       {},
+                       {}};
+  }
+  try {
+    return fromFile(path);
+  } catch (const CalibrationError& e) {
+    throw UsageError{std::string(e.what()) +
+                     " (run 'allreduce-lab calibrate' again, or use --model default)"};
+  }
+}
+
+std::string paramsText(const ModelParams& p) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "alpha %.1f us per message, port %.2f GB/s each way, reduce %.2f GB/s",
+                p.alpha * 1e6, 1e-9 / p.beta, 1e-9 / p.gamma);
+  return buf;
+}
+
+}  // namespace arl::app

@@ -1,0 +1,198 @@
+// Calibration files (calibration.h): written with export/json.h, read back through the bounded
+// parser and the checked reader of export/json_in.h.
+#include "export/calibration.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/errors.h"
+#include "export/export.h"
+#include "export/json.h"
+#include "export/json_in.h"
+
+namespace arl {
+
+namespace {
+
+// A calibration holds a few dozen runs; anything much larger is not one.
+constexpr JsonLimits kCalibrationLimits{size_t{1} << 20, 8, 100'000};
+// The most runs a calibration may list.
+constexpr size_t kMaxRuns = 10'000;
+
+[[noreturn]] void bad(const In& v, const std::string& what) { v.fail(v.path(), what); }
+
+// A number that must be positive and finite (parameters, times).
+double positive(const In& v) {
+  const double x = v.num();
+  if (!(x > 0) || !std::isfinite(x)) bad(v, "must be a positive finite number");
+  return x;
+}
+
+double nonNegative(const In& v) {
+  const double x = v.num();
+  if (!(x >= 0) || !std::isfinite(x)) bad(v, "must be a finite number, 0 or more");
+  return x;
+}
+
+Json runJson(const CalibrationRun& r) {
+  return Json{{"algorithm", r.algorithm},
+              {"size_bytes", r.sizeBytes},
+              {"time_us", r.measuredUs},
+              {"p50_us", r.p50Us},
+              {"fitted_us", r.fittedUs}};
+}
+
+CalibrationRun readRun(const In& a) {
+  const In o = a.object();
+  CalibrationRun r;
+  r.algorithm = o["algorithm"].str();
+  r.sizeBytes = o["size_bytes"].u64();
+  r.measuredUs = positive(o["time_us"]);
+  r.p50Us = nonNegative(o["p50_us"]);
+  r.fittedUs = nonNegative(o["fitted_us"]);
+  return r;
+}
+
+ReduceMeasurement readReduce(const In& a) {
+  const In o = a.object();
+  ReduceMeasurement m;
+  m.bufferBytes = o["buffer_bytes"].u64();
+  m.sliceBytes = o["slice_bytes"].u64();
+  m.passes = o["passes"].i32(1);
+  m.medianPassSeconds = positive(o["median_pass_s"]);
+  m.kernels = o["kernels"].str();
+  return m;
+}
+
+void readHeader(const In& top) {
+  const std::string& format = top["format"].str();
+  if (format != kCalibrationFormat) {
+    bad(top["format"], "'" + format + "' is not " + std::string(kCalibrationFormat));
+  }
+  const int version = top["version"].i32();
+  if (version != kCalibrationVersion) {
+    bad(top["version"], "version " + std::to_string(version) + " is not supported (this " +
+                            "build reads version " + std::to_string(kCalibrationVersion) + ")");
+  }
+}
+
+Calibration readTop(const In& top) {
+  readHeader(top);
+  Calibration c;
+  const In p = top["params"].object();
+  c.params.alpha = positive(p["alpha_s"]);
+  c.params.beta = positive(p["beta_s_per_byte"]);
+  c.params.gamma = positive(p["gamma_s_per_byte"]);
+  c.machine = top["machine"].str();
+  c.date = top["date"].str();
+  c.dataPlane = top["data_plane"].str();
+  c.workers = top["workers"].i32(1);
+  const In m = top["measurements"].object();
+  c.collective = m["collective"].str();
+  c.dtype = m["dtype"].str();
+  c.sliceBytes = m["slice_bytes"].u64();
+  c.inflight = m["inflight"].i32(1);
+  c.iterations = m["iterations"].i32(1);
+  c.warmup = m["warmup"].i32(0);
+  c.rmsRelativeResidual = nonNegative(m["rms_relative_residual"]);
+  const In runs = m["runs"];
+  if (runs.size() > kMaxRuns) bad(runs, "more than " + std::to_string(kMaxRuns) + " runs");
+  c.runs = readArray<CalibrationRun>(runs, readRun);
+  c.reduce = readReduce(m["reduce"]);
+  return c;
+}
+
+}  // namespace
+
+std::string calibrationJson(const Calibration& c) {
+  Json runs = Json::array();
+  for (const CalibrationRun& r : c.runs) runs.push_back(runJson(r));
+  const ReduceMeasurement& m = c.reduce;
+  const Json j{{"format", kCalibrationFormat},
+               {"version", kCalibrationVersion},
+               {"machine", c.machine},
+               {"date", c.date},
+               {"data_plane", c.dataPlane},
+               {"workers", c.workers},
+               {"params",
+                {{"alpha_s", c.params.alpha},
+                 {"beta_s_per_byte", c.params.beta},
+                 {"gamma_s_per_byte", c.params.gamma}}},
+               {"measurements",
+                {{"collective", c.collective},
+                 {"dtype", c.dtype},
+                 {"slice_bytes", c.sliceBytes},
+                 {"inflight", c.inflight},
+                 {"iterations", c.iterations},
+                 {"warmup", c.warmup},
+                 {"rms_relative_residual", c.rmsRelativeResidual},
+                 {"runs", runs},
+                 {"reduce",
+                  {{"buffer_bytes", m.bufferBytes},
+                   {"slice_bytes", m.sliceBytes},
+                   {"passes", m.passes},
+                   {"median_pass_s", m.medianPassSeconds},
+                   {"kernels", m.kernels}}}}}};
+  return jsonText(j) + "\n";
+}
+
+Calibration parseCalibration(std::string_view text, const std::string& origin) {
+  JsonIn root;
+  try {
+    root = parseJsonLimited(text, kCalibrationLimits);
+  } catch (const JsonInputError& e) {
+    throw CalibrationError("calibration file " + origin + ": " + e.what());
+  }
+  const JsonFail fail = [&origin](const std::string& path, const std::string& what) {
+    throw CalibrationError("calibration file " + origin + ": " + path + ": " + what);
+  };
+  return readTop(In(root, "calibration", fail).object());
+}
+
+Calibration readCalibration(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw CalibrationError("calibration file " + path + ": cannot be read");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parseCalibration(ss.str(), path);
+}
+
+void writeCalibration(const std::string& path, const Calibration& c) {
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw ConfigError("cannot create folder '" + dir.string() + "': " + ec.message());
+  }
+  writeTextFile(path, calibrationJson(c));
+}
+
+std::string calibrationPath() {
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  if (const std::string p = env("ARL_CALIBRATION"); !p.empty()) return p;
+  if (const std::string x = env("XDG_CONFIG_HOME"); !x.empty()) {
+    return x + "/allreduce-lab/calibration.json";
+  }
+  if (const std::string h = env("HOME"); !h.empty()) {
+    return h + "/.config/allreduce-lab/calibration.json";
+  }
+  return "";
+}
+
+std::string utcTimestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace arl

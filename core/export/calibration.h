@@ -1,0 +1,83 @@
+// A calibration: the cost model's parameters as `allreduce-lab calibrate` measured them on one
+// machine, with the measurements they came from. `bench` and `plan` predict with it when it is
+// at calibrationPath(). The format is documented in docs/bench.md; the reader takes a file
+// from anywhere and checks every field, naming the file and the field it refuses.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/model.h"
+
+namespace arl {
+
+inline constexpr std::string_view kCalibrationFormat = "allreduce-lab-calibration";
+inline constexpr int kCalibrationVersion = 1;
+
+// One collective run the fit used, as measured (the lab's time: the mean over timed
+// iterations of the slowest rank) and as the fitted closed form says.
+struct CalibrationRun {
+  std::string algorithm;
+  uint64_t sizeBytes = 0;  // nccl-tests' size S
+  double measuredUs = 0;
+  double p50Us = 0;     // median iteration, for judging the noise
+  double fittedUs = 0;  // closed form with the fitted parameters
+};
+
+// The in-process measurement of the CPU backend's reduction that gamma comes from.
+struct ReduceMeasurement {
+  uint64_t bufferBytes = 0;  // reduced per pass, in slices of sliceBytes
+  uint64_t sliceBytes = 0;
+  int passes = 0;
+  double medianPassSeconds = 0;
+  std::string kernels;  // the CPU backend's kernels ("avx2", "portable")
+};
+
+struct Calibration {
+  ModelParams params;
+  std::string machine;    // host name
+  std::string date;       // when it was measured, ISO 8601 UTC ("2026-12-01T19:56:19Z")
+  std::string dataPlane;  // the data plane the runs used: "shm" or "zmq"
+  int workers = 0;        // local worker processes
+  std::string collective = "allreduce";
+  std::string dtype = "float";
+  uint64_t sliceBytes = 0;
+  int inflight = 0;
+  int iterations = 0;  // timed iterations per run
+  int warmup = 0;
+  double rmsRelativeResidual = 0;  // of the fit over `runs`
+  std::vector<CalibrationRun> runs;
+  ReduceMeasurement reduce;
+};
+
+// Thrown by the reader; what() names the file and the field ("calibration file
+// /x/calibration.json: calibration.params.alpha_s: expected a number, found a string").
+struct CalibrationError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string calibrationJson(const Calibration& c);
+
+// Reads calibrationJson() output. `origin` names the text in errors (a file's path). Refuses
+// another format or version, a missing or mistyped field, and parameters that are not
+// positive and finite.
+Calibration parseCalibration(std::string_view text, const std::string& origin);
+
+// parseCalibration() of a file's contents; the error names `path` when it cannot be read.
+Calibration readCalibration(const std::string& path);
+
+// Writes the calibration to `path`, creating its folder. Throws ConfigError naming the path.
+void writeCalibration(const std::string& path, const Calibration& c);
+
+// Where calibrate writes and bench and plan look: $ARL_CALIBRATION when set and not empty,
+// else $XDG_CONFIG_HOME/allreduce-lab/calibration.json, else
+// $HOME/.config/allreduce-lab/calibration.json. Empty when none of them is set.
+std::string calibrationPath();
+
+// "2026-12-01T19:56:19Z" for now.
+std::string utcTimestamp();
+
+}  // namespace arl

@@ -1,0 +1,162 @@
+#include "export/calibration.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "export/json.h"
+
+namespace arl {
+namespace {
+
+Calibration sample() {
+  Calibration c;
+  c.params.alpha = 9.5e-6;
+  c.params.beta = 1.0 / 2.2e9;
+  c.params.gamma = 1.0 / 5.1e9;
+  c.machine = "vm";
+  c.date = "2026-12-01T19:56:19Z";
+  c.dataPlane = "shm";
+  c.workers = 4;
+  c.sliceBytes = 1 << 20;
+  c.inflight = 4;
+  c.iterations = 10;
+  c.warmup = 3;
+  c.rmsRelativeResidual = 0.21;
+  c.runs = {{"ring", 4096, 80.5, 70.25, 75.0}, {"ring", 16 << 20, 9000.0, 8800.0, 9100.0}};
+  c.reduce = {32 << 20, 1 << 20, 7, 6.5e-3, "avx2"};
+  return c;
+}
+
+// The error parseCalibration() gives for `text`, or "" when it accepts it.
+std::string refusal(const std::string& text) {
+  try {
+    (void)parseCalibration(text, "/cal/test.json");
+  } catch (const CalibrationError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// sample() as JSON with `edit` applied.
+template <typename Edit>
+std::string edited(Edit edit) {
+  nlohmann::json j = nlohmann::json::parse(calibrationJson(sample()));
+  edit(j);
+  return j.dump();
+}
+
+TEST(Calibration, RoundTripsEveryField) {
+  const Calibration a = sample();
+  const Calibration b = parseCalibration(calibrationJson(a), "x");
+  EXPECT_EQ(b.params.alpha, a.params.alpha);
+  EXPECT_EQ(b.params.beta, a.params.beta);
+  EXPECT_EQ(b.params.gamma, a.params.gamma);
+  EXPECT_EQ(b.machine, a.machine);
+  EXPECT_EQ(b.date, a.date);
+  EXPECT_EQ(b.dataPlane, a.dataPlane);
+  EXPECT_EQ(b.workers, a.workers);
+  EXPECT_EQ(b.collective, a.collective);
+  EXPECT_EQ(b.dtype, a.dtype);
+  EXPECT_EQ(b.sliceBytes, a.sliceBytes);
+  EXPECT_EQ(b.inflight, a.inflight);
+  EXPECT_EQ(b.iterations, a.iterations);
+  EXPECT_EQ(b.warmup, a.warmup);
+  EXPECT_EQ(b.rmsRelativeResidual, a.rmsRelativeResidual);
+  ASSERT_EQ(b.runs.size(), 2u);
+  EXPECT_EQ(b.runs[1].algorithm, "ring");
+  EXPECT_EQ(b.runs[1].sizeBytes, a.runs[1].sizeBytes);
+  EXPECT_EQ(b.runs[1].measuredUs, a.runs[1].measuredUs);
+  EXPECT_EQ(b.runs[1].p50Us, a.runs[1].p50Us);
+  EXPECT_EQ(b.runs[1].fittedUs, a.runs[1].fittedUs);
+  EXPECT_EQ(b.reduce.bufferBytes, a.reduce.bufferBytes);
+  EXPECT_EQ(b.reduce.sliceBytes, a.reduce.sliceBytes);
+  EXPECT_EQ(b.reduce.passes, a.reduce.passes);
+  EXPECT_EQ(b.reduce.medianPassSeconds, a.reduce.medianPassSeconds);
+  EXPECT_EQ(b.reduce.kernels, a.reduce.kernels);
+}
+
+TEST(Calibration, WritesAndReadsAFileCreatingItsFolder) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / ("calibration_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string path = (dir / "allreduce-lab" / "calibration.json").string();
+  writeCalibration(path, sample());
+  EXPECT_EQ(readCalibration(path).params.alpha, sample().params.alpha);
+  std::filesystem::remove_all(dir);
+  try {
+    (void)readCalibration(path);
+    ADD_FAILURE() << "a missing file was read";
+  } catch (const CalibrationError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+}
+
+TEST(Calibration, RefusesMalformedFilesNamingFileAndField) {
+  EXPECT_EQ(refusal(calibrationJson(sample())), "");
+  const std::string notJson = refusal("{\"format\": ");
+  EXPECT_NE(notJson.find("calibration file /cal/test.json"), std::string::npos) << notJson;
+  EXPECT_EQ(refusal(edited([](auto& j) { j["format"] = "allreduce-lab-recording"; })),
+            "calibration file /cal/test.json: calibration.format: 'allreduce-lab-recording' is "
+            "not allreduce-lab-calibration");
+  EXPECT_NE(refusal(edited([](auto& j) { j["version"] = 2; })).find("calibration.version"),
+            std::string::npos);
+  EXPECT_EQ(refusal(edited([](auto& j) { j["params"].erase("alpha_s"); })),
+            "calibration file /cal/test.json: calibration.params.alpha_s: missing");
+  EXPECT_EQ(refusal(edited([](auto& j) { j["params"]["beta_s_per_byte"] = "fast"; })),
+            "calibration file /cal/test.json: calibration.params.beta_s_per_byte: expected a "
+            "number, found a string");
+  EXPECT_EQ(refusal(edited([](auto& j) { j["params"]["gamma_s_per_byte"] = 0; })),
+            "calibration file /cal/test.json: calibration.params.gamma_s_per_byte: must be a "
+            "positive finite number");
+  EXPECT_NE(refusal(edited([](auto& j) {
+              j["params"]["alpha_s"] = -1e-6;
+            })).find("calibration.params.alpha_s: must be a positive"),
+            std::string::npos);
+  EXPECT_NE(refusal(edited([](auto& j) {
+              j["params"]["alpha_s"] = nullptr;
+            })).find("calibration.params.alpha_s"),
+            std::string::npos);
+  EXPECT_NE(refusal(edited([](auto& j) { j["workers"] = 0; })).find("calibration.workers"),
+            std::string::npos);
+  EXPECT_NE(refusal(edited([](auto& j) {
+              j["measurements"]["runs"][1]["time_us"] = -3;
+            })).find("calibration.measurements.runs[1].time_us"),
+            std::string::npos);
+  EXPECT_NE(refusal("[1, 2]").find("calibration: expected an object"), std::string::npos);
+}
+
+TEST(Calibration, PathFollowsTheEnvironment) {
+  const char* keep[] = {"ARL_CALIBRATION", "XDG_CONFIG_HOME", "HOME"};
+  std::string saved[3];
+  bool had[3];
+  for (int i = 0; i < 3; ++i) {
+    const char* v = std::getenv(keep[i]);
+    had[i] = v != nullptr;
+    saved[i] = v ? v : "";
+  }
+  ::setenv("ARL_CALIBRATION", "/a/cal.json", 1);
+  ::setenv("XDG_CONFIG_HOME", "/xdg", 1);
+  ::setenv("HOME", "/home/u", 1);
+  EXPECT_EQ(calibrationPath(), "/a/cal.json");
+  ::setenv("ARL_CALIBRATION", "", 1);
+  EXPECT_EQ(calibrationPath(), "/xdg/allreduce-lab/calibration.json");
+  ::unsetenv("XDG_CONFIG_HOME");
+  EXPECT_EQ(calibrationPath(), "/home/u/.config/allreduce-lab/calibration.json");
+  ::unsetenv("HOME");
+  ::unsetenv("ARL_CALIBRATION");
+  EXPECT_EQ(calibrationPath(), "");
+  for (int i = 0; i < 3; ++i) {
+    if (had[i])
+      ::setenv(keep[i], saved[i].c_str(), 1);
+    else
+      ::unsetenv(keep[i]);
+  }
+}
+
+}  // namespace
+}  // namespace arl

@@ -1,0 +1,177 @@
+// `allreduce-lab calibrate` and the model flags of `bench`, end to end: the real binary and
+// real worker processes. Sizes and iterations are kept few; what is asserted is behaviour
+// (files written, parameters positive, predictions made with the parameters named), never a
+// speed.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "export/calibration.h"
+#include "model/model.h"
+
+namespace arl {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+class CalibrateCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / ("calibrate_cli_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // `allreduce-lab args` with `env` (shell words) in its environment, killed after 120 s.
+  Result lab(const std::string& env, const std::string& args) {
+    const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+    const std::string cmd = "env -u ARL_CALIBRATION -u XDG_CONFIG_HOME " + env +
+                            " timeout -s KILL 120 '" + ARL_LAB_BINARY + "' " + args + " >'" + out +
+                            "' 2>'" + err + "'";
+    const int status = std::system(cmd.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  }
+
+  static void expectUsable(const Calibration& c) {
+    for (double p : {c.params.alpha, c.params.beta, c.params.gamma}) {
+      EXPECT_TRUE(std::isfinite(p) && p > 0) << p;
+    }
+    EXPECT_EQ(c.workers, 2);
+    EXPECT_FALSE(c.machine.empty());
+    EXPECT_EQ(c.date.size(), 20u) << c.date;  // 2026-12-01T19:56:19Z
+    ASSERT_EQ(c.runs.size(), 3u);             // --quick: 4K, 256K, 4M
+    for (const CalibrationRun& r : c.runs) {
+      EXPECT_EQ(r.algorithm, "ring");
+      EXPECT_GT(r.measuredUs, 0);
+      EXPECT_GT(r.fittedUs, 0);
+    }
+    EXPECT_GT(c.reduce.medianPassSeconds, 0);
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CalibrateCli, QuickRunOnTwoWorkersSavesPositiveParameters) {
+  const std::string path = (dir_ / "cal.json").string();
+  const Result r = lab("ARL_CALIBRATION='" + path + "'", "calibrate --workers 2 --quick");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("# saved to " + path), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rms relative residual"), std::string::npos) << r.out;
+  const Calibration c = readCalibration(path);
+  expectUsable(c);
+  EXPECT_EQ(c.dataPlane, "shm");
+  EXPECT_EQ(c.iterations, 5);
+}
+
+TEST_F(CalibrateCli, OutWritesElsewhereAndZmqIsRecorded) {
+  const std::string env = (dir_ / "env.json").string(), out = (dir_ / "sub" / "out.json").string();
+  const Result r = lab("ARL_CALIBRATION='" + env + "'",
+                       "calibrate --workers 2 --quick --data-plane zmq --out '" + out + "'");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_FALSE(fs::exists(env));
+  const Calibration c = readCalibration(out);
+  expectUsable(c);
+  EXPECT_EQ(c.dataPlane, "zmq");
+}
+
+TEST_F(CalibrateCli, RefusesBadArgumentsBeforeAnyRun) {
+  const Result one = lab("", "calibrate --sizes 4K --out /dev/null");
+  EXPECT_EQ(one.rc, 2);
+  EXPECT_NE(one.err.find("--sizes 4K: needs at least two different sizes"), std::string::npos)
+      << one.err;
+  const Result algo = lab("", "calibrate --algo nope --out /dev/null");
+  EXPECT_EQ(algo.rc, 2);
+  EXPECT_NE(algo.err.find("--algo nope"), std::string::npos) << algo.err;
+}
+
+TEST_F(CalibrateCli, BenchPredictsWithTheCalibrationAndFitsItsOwnRows) {
+  Calibration cal;
+  cal.params.alpha = 12.5e-6;
+  cal.params.beta = 1.0 / 2e9;
+  cal.params.gamma = 1.0 / 5e9;
+  cal.machine = "testhost";
+  cal.date = "2026-12-01T12:00:00Z";
+  cal.dataPlane = "shm";
+  cal.workers = 2;
+  cal.sliceBytes = 1 << 20;
+  cal.inflight = 4;
+  cal.iterations = 3;
+  cal.reduce = {8 << 20, 1 << 20, 3, 1e-3, "avx2"};
+  const std::string path = (dir_ / "cal.json").string(), json = (dir_ / "bench.json").string();
+  writeCalibration(path, cal);
+  const Result r = lab("ARL_CALIBRATION='" + path + "'",
+                       "bench --workers 2 --algo ring,tree -b 4K -e 16M -f 64 -n 3 -w 1 -c 0 "
+                       "--fit --json '" +
+                           json + "'");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("calibration " + path + " (testhost, 2026-12-01T12:00:00Z"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("alpha 12.5 us per message, port 2.00 GB/s each way"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("# Fitted from this run  : alpha"), std::string::npos) << r.out;
+
+  const nlohmann::json v = nlohmann::json::parse(slurp(json));
+  const nlohmann::json& m = v.at("model");
+  EXPECT_NE(m.at("source").get<std::string>().find(path), std::string::npos);
+  EXPECT_EQ(m.at("alpha_s").get<double>(), cal.params.alpha);
+  const nlohmann::json& f = m.at("fitted");
+  EXPECT_GT(f.at("alpha_s").get<double>(), 0);
+  EXPECT_GT(f.at("beta_s_per_byte").get<double>(), 0);
+  EXPECT_EQ(f.at("gamma_s_per_byte").get<double>(), cal.params.gamma);  // held
+  EXPECT_EQ(f.at("points").get<int64_t>(), 6);                          // 2 algorithms x 3 sizes
+  ASSERT_EQ(v.at("results").size(), 6u);
+  for (const nlohmann::json& row : v.at("results")) {
+    EXPECT_GT(row.at("fitted_us").get<double>(), 0);
+    EXPECT_EQ(row.at("predicted_method").get<std::string>(), "closed form");
+    // The prediction is the model's with the calibration's parameters.
+    CostQuery q;
+    const std::string algo = row.at("algorithm").get<std::string>();
+    q.algorithm = algo;
+    q.nranks = 2;
+    q.bytes = row.at("size_bytes").get<uint64_t>();
+    q.sliceBytes = row.at("slice_bytes").get<uint64_t>();
+    EXPECT_NEAR(row.at("predicted_us").get<double>(), predict(q, cal.params).seconds * 1e6,
+                1e-6 * row.at("predicted_us").get<double>())
+        << algo;
+  }
+}
+
+TEST_F(CalibrateCli, BenchModelDefaultIgnoresTheCalibrationAndRefusesAMalformedOne) {
+  const std::string path = (dir_ / "cal.json").string();
+  std::ofstream(path) << "{\"format\": \"allreduce-lab-calibration\", \"version\": 1}";
+  const Result bad = lab("ARL_CALIBRATION='" + path + "'", "bench --workers 2 -b 4K -e 4K");
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_NE(bad.err.find("calibration file " + path + ": calibration.params: missing"),
+            std::string::npos)
+      << bad.err;
+  const Result d =
+      lab("ARL_CALIBRATION='" + path + "'", "bench --workers 2 -b 4K -e 4K -n 2 --model default");
+  ASSERT_EQ(d.rc, 0) << d.err;
+  EXPECT_NE(d.out.find("default parameters (--model default)"), std::string::npos) << d.out;
+}
+
+}  // namespace
+}  // namespace arl
