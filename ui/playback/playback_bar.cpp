@@ -138,7 +138,7 @@ PlaybackBar::PlaybackBar(QWidget* parent) : QWidget(parent) {
   speed_->setToolTip(QStringLiteral("Playback speed: 1× is the run's real pace"));
   lay->addWidget(speed_);
   speedLabel_ = new QLabel(this);
-  speedLabel_->setMinimumWidth(86);
+  speedLabel_->setMinimumWidth(150);
   QFont bold = speedLabel_->font();
   bold.setBold(true);
   speedLabel_->setFont(bold);
@@ -167,8 +167,14 @@ double PlaybackBar::speedForSlider(int position) {
 
 QString PlaybackBar::speedText(double speed) {
   if (speed >= 0.1) return QString::number(speed, 'g', 2) + QStringLiteral("×");
-  // Slow motion reads better as "1/2500×" than as 0.0004×; both shown.
-  return QStringLiteral("%1× (1/%2)").arg(QString::number(speed, 'g', 2)).arg(std::lround(1.0 / speed));
+  // Two significant digits in plain decimals (0.00034×, never 3.4e-04×), and the slow-motion
+  // factor, which reads better at a glance: "1/2900".
+  const int digits = static_cast<int>(std::ceil(-std::log10(speed))) + 1;
+  const long inverse = std::lround(1.0 / speed);
+  const long shown = inverse >= 1000 ? (inverse + 50) / 100 * 100 : inverse;
+  QString text = QString::number(speed, 'f', std::clamp(digits, 1, 8));
+  while (text.endsWith(QChar('0'))) text.chop(1);
+  return QStringLiteral("%1× (1/%2)").arg(text).arg(shown);
 }
 
 QString PlaybackBar::speedLabel() const { return speedLabel_->text(); }

@@ -133,6 +133,7 @@ ExplainPanel::ExplainPanel(QWidget* parent) : QWidget(parent) {
   mono.setPixelSize(12);
   log_->setFont(mono);
   lay->addWidget(log_, 1);
+  lay->addStretch(0);
   status_ = label(11, false);
   setMinimumWidth(300);
   setMaximumWidth(440);
@@ -174,6 +175,8 @@ void ExplainPanel::setRun(const RunModel& model) {
   bytes_->setText(bytes);
   values_->setVisible(arithmetic_->enabled());
   log_->setVisible(arithmetic_->enabled());
+  // Without the log, the labels stay together at the top.
+  if (auto* box = qobject_cast<QVBoxLayout*>(layout())) box->setStretch(box->indexOf(log_) + 1, arithmetic_->enabled() ? 0 : 1);
   log_->clear();
   step_->setText(QStringLiteral("waiting for telemetry"));
   rule_->clear();

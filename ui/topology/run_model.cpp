@@ -128,28 +128,32 @@ void RunModel::buildSteps() {
       }
     }
   }
-  std::map<std::pair<uint32_t, uint32_t>, StepMark> marks;
+  // A step's boundary is the median of its ranks' StepEnds, not the last: under skew (many
+  // ranks on few cores) one late rank would otherwise put a step's end after later steps.
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<int64_t>> ends;
+  std::map<std::pair<uint32_t, uint32_t>, uint8_t> phaseOf;
   for (const TelemetryEvent& e : events_) {
     if (e.kind != EventKind::StepEnd) continue;
     if (!hasSchedule_) phaseSteps[e.phase].insert(e.step);
-    StepMark& m = marks[{e.iteration, e.step}];
-    if (m.phaseSteps == 0 || e.tNs > m.endNs) {
-      m.endNs = e.tNs;
-      m.iteration = e.iteration;
-      m.step = e.step;
-      m.phase = e.phase;
-      m.phaseSteps = -1;
-    }
+    ends[{e.iteration, e.step}].push_back(e.tNs);
+    phaseOf[{e.iteration, e.step}] = e.phase;
   }
   steps_.clear();
-  for (auto& [key, m] : marks) {
+  int64_t floor = INT64_MIN;
+  for (auto& [key, times] : ends) {
+    std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2), times.end());
+    StepMark m;
+    m.iteration = key.first;
+    m.step = key.second;
+    m.phase = phaseOf[key];
+    // In (iteration, step) order, boundaries never go back in time.
+    m.endNs = std::max(times[times.size() / 2], floor);
+    floor = m.endNs;
     const auto& set = phaseSteps[m.phase];
     m.phaseSteps = static_cast<int>(set.size());
     m.phaseIndex = static_cast<int>(std::distance(set.begin(), set.lower_bound(m.step))) + 1;
     steps_.push_back(m);
   }
-  std::stable_sort(steps_.begin(), steps_.end(),
-                   [](const StepMark& a, const StepMark& b) { return a.endNs < b.endNs; });
 }
 
 void RunModel::cellRange(uint64_t offset, uint64_t elems, int& first, int& last) const {
