@@ -3,6 +3,7 @@
 #include <QLabel>
 #include <QLocale>
 #include <QPlainTextEdit>
+#include <QSizePolicy>
 #include <QStringList>
 #include <QVBoxLayout>
 #include <map>
@@ -117,6 +118,8 @@ ExplainPanel::ExplainPanel(QWidget* parent) : QWidget(parent) {
     l->setWordWrap(true);
     l->setTextFormat(Qt::RichText);
     l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // Never shorter than the wrapped text: the stretch below takes the spare height.
+    l->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Minimum);
     lay->addWidget(l);
     return l;
   };
@@ -133,7 +136,7 @@ ExplainPanel::ExplainPanel(QWidget* parent) : QWidget(parent) {
   mono.setPixelSize(12);
   log_->setFont(mono);
   lay->addWidget(log_, 1);
-  lay->addStretch(0);
+  lay->addStretch(1);
   status_ = label(11, false);
   setMinimumWidth(300);
   setMaximumWidth(440);
@@ -175,8 +178,6 @@ void ExplainPanel::setRun(const RunModel& model) {
   bytes_->setText(bytes);
   values_->setVisible(arithmetic_->enabled());
   log_->setVisible(arithmetic_->enabled());
-  // Without the log, the labels stay together at the top.
-  if (auto* box = qobject_cast<QVBoxLayout*>(layout())) box->setStretch(box->indexOf(log_) + 1, arithmetic_->enabled() ? 0 : 1);
   log_->clear();
   step_->setText(QStringLiteral("waiting for telemetry"));
   rule_->clear();

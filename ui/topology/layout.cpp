@@ -44,7 +44,7 @@ void addLink(Layout& l, int a, int b, int group = 0) {
   const auto key = std::minmax(a, b);
   if (l.linkIndex.count({key.first, key.second})) return;
   l.linkIndex[{key.first, key.second}] = static_cast<int>(l.links.size());
-  l.links.push_back({key.first, key.second, group, 0, false, {}});
+  l.links.push_back({key.first, key.second, group, -1, 0, false, {}});
 }
 
 // Rank pairs the schedule sends between, as (sender, receiver, chunk).
@@ -79,7 +79,10 @@ void ringLayout(Layout& l, const TopologyRun& run) {
     const QPointF pos = onCircle(radius, p, n);
     addNode(l, order[static_cast<size_t>(p)], pos, pos);
   }
-  for (int p = 0; p < n && n > 1; ++p) addLink(l, p, (p + 1) % n);
+  for (int p = 0; p < n && n > 1; ++p) {
+    addLink(l, p, (p + 1) % n);
+    if (n > 2) l.links.back().from = p;
+  }
 }
 
 // The trees the schedule uses: per chunk, each rank's parent (the peer it sends its partial
@@ -239,22 +242,27 @@ void hostsLayout(Layout& l, const TopologyRun& run, const Schedule* s) {
     k = std::max(n, 1);
   }
   const int h = (n + k - 1) / k;
-  const double hostR = h <= 1 ? 0 : (h == 2 ? 250 : 290);
-  const double boxHalf = std::min(h <= 2 ? 190.0 : 330.0 / std::sqrt(h) + 40, 200.0);
+  // Hosts on a grid of boxes, their ranks on a circle inside each.
+  const int cols = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(h))));
+  const int rows = (h + cols - 1) / cols;
+  const double cell = std::min(2 * kHalfWidth / cols, 2 * kHalfHeight / rows);
+  const double boxHalf = cell / 2 - 14;
   for (int host = 0; host < h; ++host) {
-    const QPointF centre = h == 2 ? QPointF(host == 0 ? -hostR : hostR, 0) : onCircle(hostR, host, h);
+    const int row = host / cols;
+    const int col = host % cols;
+    const QPointF centre((col - (cols - 1) / 2.0) * cell, (row - (rows - 1) / 2.0) * cell + 10);
     const int first = host * k;
     const int m = std::min(k, n - first);
-    const double rr = boxHalf - 48;
+    const double rr = boxHalf * 0.55;
     for (int j = 0; j < m; ++j) {
       const QPointF pos = m == 1 ? centre : onCircle(rr, j, m, centre);
       addNode(l, first + j, pos, pos - centre);
     }
-    const QString name = static_cast<int>(run.hosts.size()) == n && !run.hosts[static_cast<size_t>(first)].empty()
-                             ? QString::fromStdString(run.hosts[static_cast<size_t>(first)])
-                             : QStringLiteral("host %1").arg(host);
-    l.boxes.push_back({QRectF(centre - QPointF(boxHalf, boxHalf), QSizeF(2 * boxHalf, 2 * boxHalf)),
-                       name, true});
+    QString name = QStringLiteral("host %1").arg(host);
+    if (static_cast<int>(run.hosts.size()) == n && !run.hosts[static_cast<size_t>(first)].empty()) {
+      name += QStringLiteral(" · ") + QString::fromStdString(run.hosts[static_cast<size_t>(first)]);
+    }
+    l.boxes.push_back({QRectF(centre - QPointF(boxHalf, boxHalf), QSizeF(2 * boxHalf, 2 * boxHalf)), name, true});
   }
   linkScheduleEdges(l, s);
 }

@@ -31,6 +31,7 @@ struct LayoutLink {
   int a = 0;  // node indices
   int b = 0;
   int group = 0;
+  int from = -1;      // the node its messages leave (a one-way link, e.g. the ring), else -1
   double rate = 0;    // bytes/s its shaping allows (0 = unshaped)
   bool slow = false;  // slower than the rest of the network
   QString label;      // the rate, when shaped individually

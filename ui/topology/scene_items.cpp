@@ -70,6 +70,7 @@ void LinkItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
   p->setRenderHint(QPainter::Antialiasing);
   p->setPen(link_.slow ? style_.slowLinkPen : style_.linkPen);
   p->drawLine(a_, b_);
+  if (link_.from >= 0) paintArrow(p);
   if (link_.label.isEmpty()) return;
   QFont f = style_.smallFont;
   f.setPixelSize(static_cast<int>(std::max(11.0, radius_ * 0.55)));
@@ -84,6 +85,23 @@ void LinkItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
   p->drawRoundedRect(box, 5, 5);
   p->setPen(style_.slowLinkPen.color().darker(130));
   p->drawText(box, Qt::AlignCenter, link_.label);
+}
+
+// A chevron at the link's middle pointing the way its messages go.
+void LinkItem::paintArrow(QPainter* p) const {
+  const QPointF from = link_.from == link_.a ? a_ : b_;
+  const QPointF to = link_.from == link_.a ? b_ : a_;
+  const QPointF d = to - from;
+  const double len = std::hypot(d.x(), d.y());
+  if (len < 1e-6) return;
+  const QPointF u = d / len;
+  const QPointF n(-u.y(), u.x());
+  const double s = std::clamp(radius_ * 0.4, 5.0, 14.0);
+  const QPointF tip = (a_ + b_) / 2 + u * s;
+  const QPolygonF head({tip, tip - u * 2 * s + n * s, tip - u * 2 * s - n * s});
+  p->setPen(Qt::NoPen);
+  p->setBrush(link_.slow ? style_.slowLinkPen.color() : style_.linkPen.color().darker(115));
+  p->drawPolygon(head);
 }
 
 // ---- BoxItem ----
@@ -209,12 +227,12 @@ void RankItem::paintStrip(QPainter* p) const {
   const int cells = strips_.cells();
   if (cells <= 0) return;
   p->save();
-  const bool below = std::abs(node_.outward.x()) < 1e-6 && node_.outward.y() > 0.99;
+  const bool below = (std::abs(node_.outward.x()) < 1e-6 && node_.outward.y() > 0.99) || style_.nranks <= 8;
   if (below) {
-    // Under the node, left to right (trees and other top-down drawings).
-    const double w = std::max(2.4 * radius_, 12.0 * cells);
+    // Under the node, left to right, as a buffer is read: chunk 0 first.
+    const double w = std::max(2.6 * radius_, 14.0 * cells);
     const double cw = w / cells;
-    const double h = std::clamp(radius_ * 0.5, 9.0, 18.0);
+    const double h = std::clamp(radius_ * 0.55, 9.0, 22.0);
     for (int c = 0; c < cells; ++c) {
       paintCell(p, QRectF(-w / 2 + c * cw, radius_ + 8, cw, h), strips_.mask(node_.rank, c));
     }

@@ -41,6 +41,7 @@ class LinkItem : public QGraphicsItem {
   void paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) override;
 
  private:
+  void paintArrow(QPainter* p) const;
   QPointF a_, b_;
   LayoutLink link_;
   const SceneStyle& style_;
