@@ -15,6 +15,7 @@
 #include <QApplication>
 #include <QDir>
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QTimer>
 #include <algorithm>
 #include <cstdio>
@@ -27,6 +28,7 @@
 #include "export/export.h"
 #include "runtime/coordinator.h"
 #include "topology/topology_pane.h"
+#include "topology/run_model.h"
 #include "topology/topology_view.h"
 
 namespace {
@@ -55,7 +57,7 @@ Source fromRecording(const std::string& path) {
   for (const arl::BenchRow& row : report.rows) {
     if (row.result.events.empty()) continue;
     Source s;
-    s.name = "recording " + path;
+    s.name = "recording " + QFileInfo(QString::fromStdString(path)).fileName().toStdString();
     s.run.runId = row.result.runId;
     s.run.request = row.result.request;
     s.run.nranks = row.result.nranks;
@@ -80,7 +82,8 @@ Source fromLocalRun(const std::string& algorithm, int n, uint64_t count, uint64_
   s.run.request.warmup = 0;
   s.run.request.iterations = iterations;
   arl::Schedule sched;
-  arl::resolveRunRequest(s.run.request, std::vector<std::string>(static_cast<size_t>(n), "localhost"), &sched);
+  arl::resolveRunRequest(s.run.request,
+                         std::vector<std::string>(static_cast<size_t>(n), "localhost"), &sched);
   arl::BoundedSink sink(uint64_t{1} << 23);
   arl::LocalRunOptions lo;
   lo.iterations = iterations;
@@ -99,6 +102,7 @@ struct Figures {
   uint64_t fed = 0;
   uint64_t held = 0;
   uint64_t dropped = 0;
+  uint64_t paneBytes = 0;
   long rssKb = 0;
   long peakKb = 0;
 };
@@ -138,17 +142,20 @@ Figures feed(const Source& src, double rate, double seconds) {
   QTimer::singleShot(static_cast<int>(seconds * 1000), &loop, &QEventLoop::quit);
   loop.exec();
   feeder.stop();
-  f.fps = static_cast<double>(pane.framesPainted() - frames0) / (static_cast<double>(clock.nsecsElapsed()) / 1e9);
+  f.fps = static_cast<double>(pane.framesPainted() - frames0) /
+          (static_cast<double>(clock.nsecsElapsed()) / 1e9);
   f.fed = next;
   pane.endRun();
   f.held = pane.eventsHeld();
   f.dropped = pane.eventsDropped();
+  f.paneBytes = pane.model().bytesHeld();
   const uint64_t frames1 = pane.framesPainted();
   QElapsedTimer replay;
   replay.start();
   QTimer::singleShot(2000, &loop, &QEventLoop::quit);
   loop.exec();
-  f.replayFps = static_cast<double>(pane.framesPainted() - frames1) / (static_cast<double>(replay.nsecsElapsed()) / 1e9);
+  f.replayFps = static_cast<double>(pane.framesPainted() - frames1) /
+                (static_cast<double>(replay.nsecsElapsed()) / 1e9);
   f.rssKb = statusKb("VmRSS:");
   f.peakKb = statusKb("VmHWM:");
   return f;
@@ -156,10 +163,13 @@ Figures feed(const Source& src, double rate, double seconds) {
 
 void report(const Source& src, double rate, double seconds) {
   const Figures f = feed(src, rate, seconds);
-  std::printf("%-44s %6d ranks  live %6.1f fps  replay %6.1f fps  fed %9llu  held %8llu  dropped %8llu  RSS %6.0f MB (peak %6.0f MB)\n",
-              src.name.c_str(), src.run.nranks, f.fps, f.replayFps, static_cast<unsigned long long>(f.fed),
-              static_cast<unsigned long long>(f.held), static_cast<unsigned long long>(f.dropped),
-              static_cast<double>(f.rssKb) / 1024, static_cast<double>(f.peakKb) / 1024);
+  std::printf(
+      "%-34s %2d ranks  live %5.1f fps  replay %5.1f fps  fed %7llu  held %7llu  dropped %7llu  "
+      "pane holds %5.1f MB  process RSS %4.0f MB (peak %4.0f MB)\n",
+      src.name.c_str(), src.run.nranks, f.fps, f.replayFps, static_cast<unsigned long long>(f.fed),
+      static_cast<unsigned long long>(f.held), static_cast<unsigned long long>(f.dropped),
+      static_cast<double>(f.paneBytes) / 1e6, static_cast<double>(f.rssKb) / 1024,
+      static_cast<double>(f.peakKb) / 1024);
   std::fflush(stdout);
 }
 
@@ -196,6 +206,7 @@ void shoot(const Source& src, const QString& path) {
   pane.show();
   pane.showRun(src.run, src.events);
   pane.seek(busyMoment(pane));
+  QApplication::processEvents();  // lets the explanation's labels lay out their new text
   pane.grab().save(path);
   std::printf("saved %s (%s)\n", path.toUtf8().constData(), src.name.c_str());
 }
@@ -212,7 +223,8 @@ int shots(const QString& dir, const Source& ring4) {
   ps.name += " (slow link 2->0 drawn from the shaping; the in-process run is unshaped)";
   shoot(ps, dir + QStringLiteral("/parameter-server-4-slow-link.png"));
   shoot(fromLocalRun("ring", 64, 64 * 64, 64 * 64 * 4), dir + QStringLiteral("/ring-64.png"));
-  shoot(fromLocalRun("hierarchical", 16, 16 * 64, 16 * 64 * 4, 4), dir + QStringLiteral("/hierarchical-16.png"));
+  shoot(fromLocalRun("hierarchical", 16, 16 * 64, 16 * 64 * 4, 4),
+        dir + QStringLiteral("/hierarchical-16.png"));
   Source small = fromLocalRun("ring", 4, 8, 8, 0, 1);
   small.name += " (8 elements: values shown)";
   shoot(small, dir + QStringLiteral("/ring-4-values.png"));
@@ -245,12 +257,16 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    const Source first = recordings.empty() ? fromLocalRun("ring", 4, 256 * 1024, 64 * 1024) : fromRecording(recordings[0]);
+    const Source first = recordings.empty() ? fromLocalRun("ring", 4, 256 * 1024, 64 * 1024)
+                                            : fromRecording(recordings[0]);
     if (!shotDir.isEmpty()) return shots(shotDir, first);
-    std::printf("topology pane, offscreen 1280x800, %.0f events/s for %.0f s each; bound %llu events per run\n", rate,
-                seconds, static_cast<unsigned long long>(TopologyPane().maxEventsHeld()));
+    std::printf(
+        "topology pane, offscreen 1280x800, %.0f events/s for %.0f s each; bound %llu events per "
+        "run\n",
+        rate, seconds, static_cast<unsigned long long>(TopologyPane().maxEventsHeld()));
     report(first, rate, seconds);
-    for (size_t i = 1; i < recordings.size(); ++i) report(fromRecording(recordings[i]), rate, seconds);
+    for (size_t i = 1; i < recordings.size(); ++i)
+      report(fromRecording(recordings[i]), rate, seconds);
     report(fromLocalRun("ring", 16, 16 * 16 * 1024, 16 * 1024), rate, seconds);
     report(fromLocalRun("ring", 64, 64 * 4 * 1024, 4 * 1024), rate, seconds);
   } catch (const std::exception& e) {

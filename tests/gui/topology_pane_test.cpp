@@ -9,8 +9,8 @@
 #include "topology/arithmetic.h"
 #include "topology/explain_panel.h"
 #include "topology/run_model.h"
-#include "topology/topology_pane.h"
 #include "topology/scene_items.h"
+#include "topology/topology_pane.h"
 #include "topology/topology_view.h"
 #include "topology_local_run.h"
 
@@ -20,7 +20,9 @@ namespace {
 using testing::LocalRecording;
 using testing::recordLocal;
 
-int hostsFor(const std::string& algo, int n) { return algo == "hierarchical" ? (n == 4 ? 2 : (n == 16 ? 4 : 8)) : 0; }
+int hostsFor(const std::string& algo, int n) {
+  return algo == "hierarchical" ? (n == 4 ? 2 : (n == 16 ? 4 : 8)) : 0;
+}
 
 struct LayoutCase {
   std::string algorithm;
@@ -73,7 +75,8 @@ std::vector<LayoutCase> layoutCases() {
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, TopologyLayouts, ::testing::ValuesIn(layoutCases()),
                          [](const auto& info) {
-                           std::string name = info.param.algorithm + "_" + std::to_string(info.param.nranks);
+                           std::string name =
+                               info.param.algorithm + "_" + std::to_string(info.param.nranks);
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
@@ -200,7 +203,8 @@ TEST_P(TopologyStrips, FillToCompleteAfterAFullAllReduce) {
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, TopologyStrips,
                          ::testing::Values("ring", "tree", "halving-doubling", "parameter-server",
-                                           "hierarchical", "recursive-doubling", "reduce-broadcast"),
+                                           "hierarchical", "recursive-doubling",
+                                           "reduce-broadcast"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -219,7 +223,8 @@ TEST(TopologyPane, ShowsTheValuesAndTheirArithmeticAtSmallCounts) {
   EXPECT_TRUE(log.contains(QStringLiteral("copied from rank"))) << log.toStdString();
   // Each full sum equals the expected result of the run's check.
   std::vector<float> expected(count);
-  ASSERT_TRUE(fillExpected(expected.data(), Collective::AllReduce, DataType::Float, RedOp::Sum, 0, n, count, 0));
+  ASSERT_TRUE(fillExpected(expected.data(), Collective::AllReduce, DataType::Float, RedOp::Sum, 0,
+                           n, count, 0));
   const Arithmetic arithmetic(rec.run);
   ASSERT_TRUE(arithmetic.enabled());
   for (uint64_t e = 0; e < count; ++e) EXPECT_EQ(arithmetic.value(allRanksMask(n), e), expected[e]);

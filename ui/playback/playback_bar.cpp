@@ -83,12 +83,21 @@ void TimelineScrubber::paintEvent(QPaintEvent*) {
   p.setPen(Qt::NoPen);
   p.setBrush(QColor(0xee, 0xf0, 0xf3));
   p.drawRoundedRect(track, 4, 4);
-  // Phase bands: from each boundary to the next, in that step's phase colour.
-  int64_t prev = start_;
-  for (size_t i = 0; i < ticks_.size(); ++i) {
-    p.setBrush(phaseColor(i < phases_.size() ? phases_[i] : 0));
-    p.drawRect(QRectF(QPointF(xOf(prev), track.top()), QPointF(xOf(ticks_[i]), track.bottom())));
-    prev = ticks_[i];
+  // Phase bands: from each boundary to the next, in that step's phase colour; runs of one
+  // phase merge into one rectangle, so a long run costs a few rectangles, not one per step.
+  double bandStart = xOf(start_);
+  int bandPhase = -1;
+  for (size_t i = 0; i <= ticks_.size(); ++i) {
+    const int phase = i < ticks_.size() && i < phases_.size() ? phases_[i] : -2;
+    if (phase == bandPhase) continue;
+    const double x =
+        i < ticks_.size() && i > 0 ? xOf(ticks_[i - 1]) : (i == 0 ? bandStart : xOf(ticks_.back()));
+    if (bandPhase >= 0 && x > bandStart) {
+      p.setBrush(phaseColor(static_cast<uint8_t>(bandPhase)));
+      p.drawRect(QRectF(QPointF(bandStart, track.top()), QPointF(x, track.bottom())));
+    }
+    bandStart = x;
+    bandPhase = phase;
   }
   p.setPen(QPen(QColor(0x6b, 0x74, 0x80), 1));
   const double minGap = 3;
@@ -105,7 +114,9 @@ void TimelineScrubber::paintEvent(QPaintEvent*) {
   p.drawRoundedRect(QRectF(hx - 5, track.top() - 6, 10, track.height() + 12), 3, 3);
 }
 
-void TimelineScrubber::mousePressEvent(QMouseEvent* e) { emit seekRequested(timeAt(e->position().x())); }
+void TimelineScrubber::mousePressEvent(QMouseEvent* e) {
+  emit seekRequested(timeAt(e->position().x()));
+}
 
 void TimelineScrubber::mouseMoveEvent(QMouseEvent* e) {
   if (e->buttons() & Qt::LeftButton) emit seekRequested(timeAt(e->position().x()));
@@ -127,11 +138,16 @@ PlaybackBar::PlaybackBar(QWidget* parent) : QWidget(parent) {
     lay->addWidget(b);
     return b;
   };
-  live_ = button(QStringLiteral("Live"), QStringLiteral("Follow the newest telemetry"), QStyle::SP_MediaSeekForward);
+  live_ = button(QStringLiteral("Live"), QStringLiteral("Follow the newest telemetry"),
+                 QStyle::SP_MediaSeekForward);
   live_->setCheckable(true);
-  back_ = button(QStringLiteral("Step"), QStringLiteral("Back one step (to the previous step boundary)"), QStyle::SP_MediaSkipBackward);
-  play_ = button(QStringLiteral("Play"), QStringLiteral("Play or pause the run at the chosen speed"), QStyle::SP_MediaPlay);
-  forward_ = button(QStringLiteral("Step"), QStringLiteral("Play one step and stop at its end"), QStyle::SP_MediaSkipForward);
+  back_ = button(QStringLiteral("Step"),
+                 QStringLiteral("Back one step (to the previous step boundary)"),
+                 QStyle::SP_MediaSkipBackward);
+  play_ = button(QStringLiteral("Play"),
+                 QStringLiteral("Play or pause the run at the chosen speed"), QStyle::SP_MediaPlay);
+  forward_ = button(QStringLiteral("Step"), QStringLiteral("Play one step and stop at its end"),
+                    QStyle::SP_MediaSkipForward);
   speed_ = new QSlider(Qt::Horizontal, this);
   speed_->setRange(0, kSliderSteps);
   speed_->setFixedWidth(130);
@@ -152,12 +168,14 @@ PlaybackBar::PlaybackBar(QWidget* parent) : QWidget(parent) {
   connect(back_, &QToolButton::clicked, this, &PlaybackBar::stepBackRequested);
   connect(play_, &QToolButton::clicked, this, &PlaybackBar::playPauseRequested);
   connect(forward_, &QToolButton::clicked, this, &PlaybackBar::stepForwardRequested);
-  connect(speed_, &QSlider::valueChanged, this, [this](int v) { emit speedRequested(speedForSlider(v)); });
+  connect(speed_, &QSlider::valueChanged, this,
+          [this](int v) { emit speedRequested(speedForSlider(v)); });
   connect(scrubber_, &TimelineScrubber::seekRequested, this, &PlaybackBar::seekRequested);
 }
 
 int PlaybackBar::sliderForSpeed(double speed) {
-  const double decades = std::log10(std::clamp(speed, PlaybackClock::kMinSpeed, PlaybackClock::kMaxSpeed));
+  const double decades =
+      std::log10(std::clamp(speed, PlaybackClock::kMinSpeed, PlaybackClock::kMaxSpeed));
   return static_cast<int>(std::lround(kSliderSteps + decades * 100));
 }
 
@@ -194,7 +212,8 @@ void PlaybackBar::showClock(const PlaybackClock& clock) {
                  formatNs(clock.endNs() - clock.startNs()));
 }
 
-void PlaybackBar::setSteps(const std::vector<int64_t>& boundaries, const std::vector<uint8_t>& phases) {
+void PlaybackBar::setSteps(const std::vector<int64_t>& boundaries,
+                           const std::vector<uint8_t>& phases) {
   scrubber_->setTicks(boundaries, phases);
 }
 

@@ -27,7 +27,10 @@ class PlaybackClock {
   void setSpeed(double factor);  // clamped to [kMinSpeed, kMaxSpeed]
   double speed() const { return speed_; }
 
-  void goLive() { mode_ = Mode::Live; t_ = endNs_; }
+  void goLive() {
+    mode_ = Mode::Live;
+    t_ = endNs_;
+  }
   void play();  // from the end of the range, plays again from its start
   void pause() { mode_ = Mode::Paused; }
   Mode mode() const { return mode_; }

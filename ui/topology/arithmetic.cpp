@@ -64,7 +64,8 @@ double Arithmetic::value(uint64_t mask, uint64_t e) const {
 QString Arithmetic::values(uint64_t mask, uint64_t first, uint64_t n) const {
   QStringList parts;
   for (uint64_t e = first; e < first + n && e < elems_; ++e) parts << number(value(mask, e));
-  return parts.size() == 1 ? parts.front() : QStringLiteral("(") + parts.join(QChar(' ')) + QStringLiteral(")");
+  return parts.size() == 1 ? parts.front()
+                           : QStringLiteral("(") + parts.join(QChar(' ')) + QStringLiteral(")");
 }
 
 QString Arithmetic::opSymbol() const {
@@ -80,8 +81,9 @@ QString Arithmetic::opSymbol() const {
 
 QString Arithmetic::logLine(const CellUpdate& u, uint64_t before) const {
   const uint64_t n = std::min<uint64_t>(u.elems, elems_ > u.offset ? elems_ - u.offset : 0);
-  const QString where = n == 1 ? QStringLiteral("element %1").arg(u.offset)
-                               : QStringLiteral("elements %1–%2").arg(u.offset).arg(u.offset + n - 1);
+  const QString where = n == 1
+                            ? QStringLiteral("element %1").arg(u.offset)
+                            : QStringLiteral("elements %1–%2").arg(u.offset).arg(u.offset + n - 1);
   const QString head = QStringLiteral("rank %1 · %2: ").arg(u.rank).arg(where);
   if (!u.reduce) {
     return head + values(u.mask, u.offset, n) + QStringLiteral(" copied from rank %1").arg(u.peer);

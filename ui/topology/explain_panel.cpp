@@ -88,8 +88,9 @@ QString ruleFor(const std::string& algorithm, uint8_t phase, int s, int n) {
                : QStringLiteral("Pull: the server sends the sum back to every worker.");
   }
   if (algorithm == "reduce-broadcast") {
-    return p == Phase::Reduce ? QStringLiteral("Reduce: every rank sends its vector to the root, which sums them.")
-                              : QStringLiteral("Broadcast: the root sends the sum to every rank.");
+    return p == Phase::Reduce
+               ? QStringLiteral("Reduce: every rank sends its vector to the root, which sums them.")
+               : QStringLiteral("Broadcast: the root sends the sum to every rank.");
   }
   if (algorithm == "hierarchical") {
     if (p == Phase::ReduceScatter) {
@@ -156,6 +157,7 @@ void ExplainPanel::setRun(const RunModel& model) {
                             QString::fromUtf8(toString(req.dtype).data()),
                             QString::fromUtf8(toString(req.op).data())));
   arithmetic_ = std::make_unique<Arithmetic>(run);
+  messagesKey_ = {UINT32_MAX, UINT32_MAX, 0};
   QString bytes;
   if (const Schedule* s = model.schedule()) {
     uint64_t lo = UINT64_MAX;
@@ -173,7 +175,8 @@ void ExplainPanel::setRun(const RunModel& model) {
                 .arg(range)
                 .arg(msg > 0 ? static_cast<double>(hi) / msg : 0, 0, 'g', 3);
   } else {
-    bytes = QStringLiteral("No schedule: ") + QString::fromStdString(model.scheduleError()).toHtmlEscaped();
+    bytes = QStringLiteral("No schedule: ") +
+            QString::fromStdString(model.scheduleError()).toHtmlEscaped();
   }
   bytes_->setText(bytes);
   values_->setVisible(arithmetic_->enabled());
@@ -190,9 +193,18 @@ void ExplainPanel::showAt(const RunModel& model, const StepMark* m, int64_t stri
     rule_->clear();
     messages_->clear();
   } else {
-    step_->setText(QStringLiteral("%1 · step %2 of %3").arg(phaseName(m->phase)).arg(m->phaseIndex).arg(m->phaseSteps));
-    rule_->setText(ruleFor(model.run().request.algorithm, m->phase, m->phaseIndex - 1, model.nranks()));
-    messages_->setText(messagesOfStep(model, *m));
+    step_->setText(QStringLiteral("%1 · step %2 of %3")
+                       .arg(phaseName(m->phase))
+                       .arg(m->phaseIndex)
+                       .arg(m->phaseSteps));
+    rule_->setText(
+        ruleFor(model.run().request.algorithm, m->phase, m->phaseIndex - 1, model.nranks()));
+    // The step's messages change only with the step (a scan of every transfer).
+    const auto key = std::make_tuple(m->iteration, m->step, model.timeline().transfers().size());
+    if (key != messagesKey_) {
+      messagesKey_ = key;
+      messages_->setText(messagesOfStep(model, *m));
+    }
   }
   showValues(model, m, stripTime);
 }
@@ -267,10 +279,14 @@ void ExplainPanel::showValues(const RunModel& model, const StepMark* m, int64_t 
 
 void ExplainPanel::setTelemetryStatus(uint64_t held, uint64_t dropped, uint64_t bound) {
   const QLocale c = QLocale::c();
-  QString s = QStringLiteral("Telemetry: %1 events held").arg(c.toString(static_cast<qulonglong>(held)));
+  QString s =
+      QStringLiteral("Telemetry: %1 events held").arg(c.toString(static_cast<qulonglong>(held)));
   if (dropped > 0) {
-    s += QStringLiteral(", <b style='color:#c0392b'>%1 dropped</b> past the bound of %2 (the view shows the run's start)")
-             .arg(c.toString(static_cast<qulonglong>(dropped)), c.toString(static_cast<qulonglong>(bound)));
+    s += QStringLiteral(
+             ", <b style='color:#c0392b'>%1 dropped</b> past the bound of %2 (the view shows the "
+             "run's start)")
+             .arg(c.toString(static_cast<qulonglong>(dropped)),
+                  c.toString(static_cast<qulonglong>(bound)));
   }
   status_->setText(s);
 }

@@ -5,6 +5,7 @@
 
 #include <QWidget>
 #include <memory>
+#include <tuple>
 
 #include "topology/run_model.h"
 
@@ -49,6 +50,7 @@ class ExplainPanel : public QWidget {
   QPlainTextEdit* log_;
   QLabel* status_;
   std::unique_ptr<Arithmetic> arithmetic_;
+  std::tuple<uint32_t, uint32_t, size_t> messagesKey_{UINT32_MAX, UINT32_MAX, 0};
 };
 
 }  // namespace arl::ui

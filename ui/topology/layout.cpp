@@ -93,14 +93,18 @@ std::vector<std::pair<std::vector<int>, std::vector<uint32_t>>> scheduleTrees(co
   std::map<uint32_t, std::vector<int>> parentsOf;
   for (int r = 0; r < n; ++r) {
     for (const Op& op : s.ranks[static_cast<size_t>(r)]) {
-      auto& parents = parentsOf.try_emplace(op.chunk, std::vector<int>(static_cast<size_t>(n), -1)).first->second;
-      if (op.phase == Phase::Reduce && op.sendPeer >= 0) parents[static_cast<size_t>(r)] = op.sendPeer;
-      if (op.phase == Phase::Broadcast && op.recvPeer >= 0) parents[static_cast<size_t>(r)] = op.recvPeer;
+      auto& parents = parentsOf.try_emplace(op.chunk, std::vector<int>(static_cast<size_t>(n), -1))
+                          .first->second;
+      if (op.phase == Phase::Reduce && op.sendPeer >= 0)
+        parents[static_cast<size_t>(r)] = op.sendPeer;
+      if (op.phase == Phase::Broadcast && op.recvPeer >= 0)
+        parents[static_cast<size_t>(r)] = op.recvPeer;
     }
   }
   std::vector<std::pair<std::vector<int>, std::vector<uint32_t>>> trees;
   for (const auto& [chunk, parents] : parentsOf) {
-    auto same = std::find_if(trees.begin(), trees.end(), [&](const auto& t) { return t.first == parents; });
+    auto same =
+        std::find_if(trees.begin(), trees.end(), [&](const auto& t) { return t.first == parents; });
     if (same == trees.end()) {
       trees.push_back({parents, {chunk}});
     } else {
@@ -112,7 +116,8 @@ std::vector<std::pair<std::vector<int>, std::vector<uint32_t>>> scheduleTrees(co
 
 // A tidy drawing of one tree: leaves in depth-first order on evenly spaced columns, each parent
 // centred over its children. Returns (column, depth) per rank; depth -1 for ranks not in it.
-std::vector<std::pair<double, int>> tidyTree(const std::vector<int>& parent, int& columns, int& depth) {
+std::vector<std::pair<double, int>> tidyTree(const std::vector<int>& parent, int& columns,
+                                             int& depth) {
   const int n = static_cast<int>(parent.size());
   std::vector<std::vector<int>> children(static_cast<size_t>(n));
   int root = -1;
@@ -170,15 +175,19 @@ void treeLayout(Layout& l, const TopologyRun& run, const Schedule* s) {
     for (int r = 0; r < run.nranks; ++r) {
       const auto [x, dep] = at[static_cast<size_t>(r)];
       if (dep < 0) continue;
-      addNode(l, r, QPointF(-kHalfWidth + colW * (x + 0.5), top + 60 + dep * levelH), QPointF(0, 1), t);
+      addNode(l, r, QPointF(-kHalfWidth + colW * (x + 0.5), top + 60 + dep * levelH), QPointF(0, 1),
+              t);
     }
     for (int r = 0; r < run.nranks; ++r) {
       const int p = trees[static_cast<size_t>(t)].first[static_cast<size_t>(r)];
-      if (p >= 0 && l.nodeOf.count({r, t}) && l.nodeOf.count({p, t})) addLink(l, l.nodeOf[{r, t}], l.nodeOf[{p, t}], t);
+      if (p >= 0 && l.nodeOf.count({r, t}) && l.nodeOf.count({p, t}))
+        addLink(l, l.nodeOf[{r, t}], l.nodeOf[{p, t}], t);
     }
     for (uint32_t chunk : trees[static_cast<size_t>(t)].second) l.chunkGroup[chunk] = t;
     QString title = QStringLiteral("tree %1").arg(t);
-    if (count == 2) title += t == 0 ? QStringLiteral(" · carries the first half") : QStringLiteral(" · carries the second half");
+    if (count == 2)
+      title += t == 0 ? QStringLiteral(" · carries the first half")
+                      : QStringLiteral(" · carries the second half");
     l.boxes.push_back({QRectF(-kHalfWidth, top + 4, 2 * kHalfWidth, panelH - 8), title, false});
   }
 }
@@ -262,7 +271,8 @@ void hostsLayout(Layout& l, const TopologyRun& run, const Schedule* s) {
     if (static_cast<int>(run.hosts.size()) == n && !run.hosts[static_cast<size_t>(first)].empty()) {
       name += QStringLiteral(" · ") + QString::fromStdString(run.hosts[static_cast<size_t>(first)]);
     }
-    l.boxes.push_back({QRectF(centre - QPointF(boxHalf, boxHalf), QSizeF(2 * boxHalf, 2 * boxHalf)), name, true});
+    l.boxes.push_back(
+        {QRectF(centre - QPointF(boxHalf, boxHalf), QSizeF(2 * boxHalf, 2 * boxHalf)), name, true});
   }
   linkScheduleEdges(l, s);
 }
@@ -319,11 +329,12 @@ Layout makeLayout(const TopologyRun& run, const Schedule* schedule) {
     hostsLayout(l, run, schedule);
   } else {
     l.kind = QStringLiteral("circle");
-    for (int r = 0; r < run.nranks; ++r) addNode(l, r, onCircle(330, r, run.nranks), onCircle(1, r, run.nranks));
+    for (int r = 0; r < run.nranks; ++r)
+      addNode(l, r, onCircle(330, r, run.nranks), onCircle(1, r, run.nranks));
     linkScheduleEdges(l, schedule);
   }
-  l.stripsAsRings = run.nranks > 16 || (l.kind != QStringLiteral("ring") && l.kind != QStringLiteral("star") &&
-                                        run.nranks > 8);
+  l.stripsAsRings = run.nranks > 16 || (l.kind != QStringLiteral("ring") &&
+                                        l.kind != QStringLiteral("star") && run.nranks > 8);
   applyShaping(l, run);
   return l;
 }

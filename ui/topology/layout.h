@@ -50,8 +50,8 @@ struct Layout {
   std::vector<LayoutLink> links;
   std::vector<LayoutBox> boxes;
   double nodeRadius = 20;
-  bool stripsAsRings = false;  // buffer strips folded into fill rings around the nodes
-  std::map<int, double> slowRanks;  // rank -> its port's rate, where slower than the rest
+  bool stripsAsRings = false;          // buffer strips folded into fill rings around the nodes
+  std::map<int, double> slowRanks;     // rank -> its port's rate, where slower than the rest
   std::map<uint32_t, int> chunkGroup;  // chunk -> tree carrying it (tree layout)
 
   // The nodes a message from `sender` to `receiver` of `chunk` travels between; {-1, -1} when

@@ -46,7 +46,8 @@ void StripState::applyUntil(const std::vector<CellUpdate>& updates, int64_t t) {
 
 uint64_t StripState::mask(int rank, int cell) const {
   if (rank < 0 || rank >= nranks_ || cell < 0 || cell >= cells_) return 0;
-  return masks_[static_cast<size_t>(rank) * static_cast<size_t>(cells_) + static_cast<size_t>(cell)];
+  return masks_[static_cast<size_t>(rank) * static_cast<size_t>(cells_) +
+                static_cast<size_t>(cell)];
 }
 
 // ---- RunModel ----
@@ -72,8 +73,8 @@ void RunModel::begin(const TopologyRun& run) {
   }
   bufferElems_ = hasSchedule_ ? std::max<uint64_t>(schedule_.outputElems, 1)
                               : std::max<uint64_t>(run.request.count, 1);
-  cells_ = static_cast<int>(std::clamp<uint64_t>(bufferElems_, 1,
-                                                 static_cast<uint64_t>(std::clamp(run.nranks, 1, 64))));
+  cells_ = static_cast<int>(
+      std::clamp<uint64_t>(bufferElems_, 1, static_cast<uint64_t>(std::clamp(run.nranks, 1, 64))));
   events_.clear();
   events_.shrink_to_fit();
   lastT_.assign(static_cast<size_t>(std::max(run.nranks, 0)), INT64_MIN);
@@ -141,7 +142,8 @@ void RunModel::buildSteps() {
   steps_.clear();
   int64_t floor = INT64_MIN;
   for (auto& [key, times] : ends) {
-    std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2), times.end());
+    std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2),
+                     times.end());
     StepMark m;
     m.iteration = key.first;
     m.step = key.second;
@@ -164,7 +166,8 @@ void RunModel::cellRange(uint64_t offset, uint64_t elems, int& first, int& last)
   for (int c = 0; c < cells_; ++c) {
     const uint64_t b = cellBegin(c);
     const uint64_t e = cellBegin(c + 1);
-    const uint64_t overlap = std::min(e, end) > std::max(b, offset) ? std::min(e, end) - std::max(b, offset) : 0;
+    const uint64_t overlap =
+        std::min(e, end) > std::max(b, offset) ? std::min(e, end) - std::max(b, offset) : 0;
     // A cell counts when the update covers half of it, or half of the update lies in it (a
     // slice smaller than a cell), so cell edges that differ from the schedule's chunk edges
     // by an element never light a neighbour.
@@ -187,8 +190,8 @@ void RunModel::buildUpdates() {
     auto [it, fresh] = firstOfIteration.try_emplace({e.rank, e.iteration}, e.tNs);
     if (!fresh) it->second = std::min(it->second, e.tNs);
     const auto phase = static_cast<Phase>(e.phase);
-    const bool copy = e.kind == EventKind::RecvEnd &&
-                      (phase == Phase::AllGather || phase == Phase::Broadcast);
+    const bool copy =
+        e.kind == EventKind::RecvEnd && (phase == Phase::AllGather || phase == Phase::Broadcast);
     if (e.kind != EventKind::ReduceEnd && !copy) continue;
     CellUpdate u;
     u.tNs = e.tNs;
@@ -217,6 +220,12 @@ void RunModel::buildUpdates() {
   std::stable_sort(updates_.begin(), updates_.end(), [](const CellUpdate& a, const CellUpdate& b) {
     return a.tNs != b.tNs ? a.tNs < b.tNs : a.reset > b.reset;
   });
+}
+
+uint64_t RunModel::bytesHeld() const {
+  return events_.capacity() * sizeof(TelemetryEvent) + timeline_->transfers().capacity() * sizeof(Transfer) +
+         timeline_->intervals().capacity() * sizeof(Interval) + steps_.capacity() * sizeof(StepMark) +
+         updates_.capacity() * sizeof(CellUpdate);
 }
 
 const StepMark* RunModel::stepAt(int64_t t) const {

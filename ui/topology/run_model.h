@@ -30,9 +30,9 @@ struct StepMark {
   int64_t endNs = 0;
   uint32_t iteration = 0;
   uint32_t step = 0;
-  uint8_t phase = 0;    // arl::Phase
-  int phaseIndex = 0;   // 1-based position of the step within its phase
-  int phaseSteps = 0;   // steps of that phase in the schedule
+  uint8_t phase = 0;   // arl::Phase
+  int phaseIndex = 0;  // 1-based position of the step within its phase
+  int phaseSteps = 0;  // steps of that phase in the schedule
 };
 
 // A change to one rank's buffer strip: cells [first, last] now hold `mask`'s contributions
@@ -110,6 +110,8 @@ class RunModel {
 
   const std::vector<TelemetryEvent>& events() const { return events_; }
   uint64_t held() const { return events_.size(); }
+  // Bytes of the events, timeline, step marks and strip updates held (capacities).
+  uint64_t bytesHeld() const;
   uint64_t dropped() const { return dropped_; }
   // Events that arrived earlier in time than their rank's previous event (0 when every rank's
   // telemetry came in order).

@@ -123,7 +123,8 @@ void BoxItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
   f.setPixelSize(20);
   p->setFont(f);
   p->setPen(style_.ink.lighter(160));
-  const QRectF title = box_.framed ? box_.rect.adjusted(16, 8, -16, 0) : box_.rect.adjusted(0, 0, 0, 0);
+  const QRectF title =
+      box_.framed ? box_.rect.adjusted(16, 8, -16, 0) : box_.rect.adjusted(0, 0, 0, 0);
   p->drawText(title, Qt::AlignTop | Qt::AlignLeft, box_.title);
 }
 
@@ -140,7 +141,8 @@ RankItem::RankItem(const Layout& layout, const LayoutNode& node, const SceneStyl
   setPos(node.pos);
   setZValue(2);
   setAcceptHoverEvents(true);
-  if (const auto it = layout.slowRanks.find(node.rank); it != layout.slowRanks.end()) slowRate_ = it->second;
+  if (const auto it = layout.slowRanks.find(node.rank); it != layout.slowRanks.end())
+    slowRate_ = it->second;
   setToolTip(QStringLiteral("rank %1").arg(node.rank));
 }
 
@@ -156,7 +158,8 @@ void RankItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
   } else {
     paintStrip(p);
   }
-  const QColor c = node_.rank < style_.nranks ? style_.rankColors[static_cast<size_t>(node_.rank)] : style_.ink;
+  const QColor c =
+      node_.rank < style_.nranks ? style_.rankColors[static_cast<size_t>(node_.rank)] : style_.ink;
   if (slowRate_ > 0) {
     p->setPen(QPen(style_.slowLinkPen.color(), std::max(2.0, radius_ * 0.12), Qt::DashLine));
     p->setBrush(Qt::NoBrush);
@@ -167,7 +170,8 @@ void RankItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
   p->drawEllipse(QPointF(0, 0), radius_, radius_);
   if (labelled_ || hovered_) {
     QFont f = style_.labelFont;
-    f.setPixelSize(static_cast<int>(std::max(10.0, radius_ * (hovered_ && !labelled_ ? 1.6 : 0.95))));
+    f.setPixelSize(
+        static_cast<int>(std::max(10.0, radius_ * (hovered_ && !labelled_ ? 1.6 : 0.95))));
     p->setFont(f);
     const QString text = QString::number(node_.rank);
     if (labelled_) {
@@ -227,7 +231,8 @@ void RankItem::paintStrip(QPainter* p) const {
   const int cells = strips_.cells();
   if (cells <= 0) return;
   p->save();
-  const bool below = (std::abs(node_.outward.x()) < 1e-6 && node_.outward.y() > 0.99) || style_.nranks <= 8;
+  const bool below =
+      (std::abs(node_.outward.x()) < 1e-6 && node_.outward.y() > 0.99) || style_.nranks <= 8;
   if (below) {
     // Under the node, left to right, as a buffer is read: chunk 0 first.
     const double w = std::max(2.6 * radius_, 14.0 * cells);
@@ -260,7 +265,9 @@ void RankItem::paintFillRing(QPainter* p) const {
     const uint64_t m = strips_.mask(node_.rank, c);
     const int k = contributors(m, n);
     const bool complete = m == allRanksMask(n) && n > 1;
-    const QColor col = complete ? completeColor() : (k == 0 ? style_.faint : style_.gaugeColor(node_.rank, double(k) / n));
+    const QColor col = complete
+                           ? completeColor()
+                           : (k == 0 ? style_.faint : style_.gaugeColor(node_.rank, double(k) / n));
     p->setPen(QPen(col, std::max(3.0, radius_ * 0.5), Qt::SolidLine, Qt::FlatCap));
     p->drawArc(arc, static_cast<int>((90 - c * span) * 16), static_cast<int>(-span * 0.9 * 16));
   }
@@ -328,8 +335,10 @@ void TokenLayer::paintRingToken(QPainter* p, const TokenDraw& t) const {
     int i = 0;
     for (int rank = 0; rank < n && rank < 64; ++rank) {
       if (!(t.provenance & (uint64_t{1} << rank))) continue;
-      p->setPen(QPen(style_.rankColors[static_cast<size_t>(rank)], thick, Qt::SolidLine, Qt::FlatCap));
-      p->drawArc(mid, static_cast<int>((90 - i * span) * 16), static_cast<int>(-span * 16 + (k > 1 ? 40 : 0)));
+      p->setPen(
+          QPen(style_.rankColors[static_cast<size_t>(rank)], thick, Qt::SolidLine, Qt::FlatCap));
+      p->drawArc(mid, static_cast<int>((90 - i * span) * 16),
+                 static_cast<int>(-span * 16 + (k > 1 ? 40 : 0)));
       ++i;
     }
   } else if (k > 8) {

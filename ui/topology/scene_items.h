@@ -20,8 +20,8 @@ struct SceneStyle {
   int nranks = 0;
   std::vector<QColor> rankColors;
   std::vector<QBrush> rankBrushes;
-  QColor ink;        // text and outlines
-  QColor faint;      // empty cells, frames
+  QColor ink;    // text and outlines
+  QColor faint;  // empty cells, frames
   QPen linkPen;
   QPen slowLinkPen;
   QPen outlinePen;

@@ -14,9 +14,9 @@
 namespace arl::ui {
 
 namespace {
-constexpr int kFrameMs = 16;         // about 60 frames a second
-constexpr int kMinRebuildMs = 33;    // the timeline is rebuilt at most 30 times a second
-constexpr double kStepSeconds = 1.0; // the default slow motion: a median step lasts a second
+constexpr int kFrameMs = 16;          // about 60 frames a second
+constexpr int kMinRebuildMs = 33;     // the timeline is rebuilt at most 30 times a second
+constexpr double kStepSeconds = 1.0;  // the default slow motion: a median step lasts a second
 }  // namespace
 
 TopologyPane::TopologyPane(QWidget* parent)
@@ -172,12 +172,14 @@ void TopologyPane::render() {
                   : (model_->held() == 0 ? QString() : QStringLiteral("starting"));
   QString detail;
   if (mark && model_->iterations() > 0) {
-    detail = QStringLiteral("iteration %1 of %2 · ").arg(mark->iteration + 1).arg(model_->iterations());
+    detail =
+        QStringLiteral("iteration %1 of %2 · ").arg(mark->iteration + 1).arg(model_->iterations());
   }
   detail += QStringLiteral("%1 in flight · ").arg(view_->tokenTransfers().size());
   detail += clock_->mode() == PlaybackClock::Mode::Live
                 ? QStringLiteral("live")
-                : PlaybackBar::speedText(clock_->speed()) + QStringLiteral(" · replay of measured telemetry");
+                : PlaybackBar::speedText(clock_->speed()) +
+                      QStringLiteral(" · replay of measured telemetry");
   detail_ = detail;
   view_->setCaption(caption_, detail_);
   bar_->showClock(*clock_);

@@ -13,7 +13,8 @@ namespace {
 const QRectF kSceneRect(-560, -470, 1120, 940);
 }  // namespace
 
-TopologyView::TopologyView(QWidget* parent) : QGraphicsView(parent), scene_(new QGraphicsScene(this)) {
+TopologyView::TopologyView(QWidget* parent)
+    : QGraphicsView(parent), scene_(new QGraphicsScene(this)) {
   scene_->setItemIndexMethod(QGraphicsScene::NoIndex);
   scene_->setSceneRect(kSceneRect);
   setScene(scene_);
