@@ -17,6 +17,7 @@ void StripState::reset(int nranks, int cells, bool ownContribution) {
   own_ = ownContribution;
   masks_.assign(static_cast<size_t>(nranks) * static_cast<size_t>(cells), 0);
   iteration_.assign(static_cast<size_t>(nranks), 0);
+  changed_.assign(static_cast<size_t>(nranks), 1);
   for (int r = 0; r < nranks; ++r) resetRank(r);
   cursor_ = 0;
   appliedUntil_ = INT64_MIN;
@@ -34,6 +35,7 @@ void StripState::applyUntil(const std::vector<CellUpdate>& updates, int64_t t) {
   while (cursor_ < updates.size() && updates[cursor_].tNs <= t) {
     const CellUpdate& u = updates[cursor_++];
     if (u.rank < 0 || u.rank >= nranks_) continue;
+    changed_[static_cast<size_t>(u.rank)] = 1;
     if (u.reset) {
       resetRank(u.rank);
       iteration_[static_cast<size_t>(u.rank)] = u.iteration;
@@ -42,6 +44,12 @@ void StripState::applyUntil(const std::vector<CellUpdate>& updates, int64_t t) {
     auto* row = masks_.data() + static_cast<size_t>(u.rank) * static_cast<size_t>(cells_);
     for (int c = std::max(u.first, 0); c <= std::min(u.last, cells_ - 1); ++c) row[c] |= u.mask;
   }
+}
+
+std::vector<char> StripState::takeChanged() {
+  std::vector<char> out(changed_.size(), 0);
+  out.swap(changed_);
+  return out;
 }
 
 uint64_t StripState::mask(int rank, int cell) const {

@@ -64,6 +64,8 @@ class StripState {
   int nranks() const { return nranks_; }
   int cells() const { return cells_; }
   size_t applied() const { return cursor_; }
+  // Whether rank's strip changed since the last takeChanged(); clears the marks.
+  std::vector<char> takeChanged();
 
  private:
   void resetRank(int rank);
@@ -74,6 +76,7 @@ class StripState {
   size_t cursor_ = 0;
   std::vector<uint64_t> masks_;
   std::vector<uint32_t> iteration_;
+  std::vector<char> changed_;
 };
 
 class RunModel {

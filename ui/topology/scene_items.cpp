@@ -60,6 +60,7 @@ LinkItem::LinkItem(const Layout& layout, const LayoutLink& link, const SceneStyl
       style_(style),
       radius_(layout.nodeRadius) {
   setZValue(0);
+  setCacheMode(QGraphicsItem::DeviceCoordinateCache);
 }
 
 QRectF LinkItem::boundingRect() const {
@@ -108,6 +109,7 @@ void LinkItem::paintArrow(QPainter* p) const {
 
 BoxItem::BoxItem(const LayoutBox& box, const SceneStyle& style) : box_(box), style_(style) {
   setZValue(-1);
+  setCacheMode(QGraphicsItem::DeviceCoordinateCache);
 }
 
 QRectF BoxItem::boundingRect() const { return box_.rect.adjusted(-4, -40, 4, 4); }
@@ -140,6 +142,8 @@ RankItem::RankItem(const Layout& layout, const LayoutNode& node, const SceneStyl
       labelled_(style.nranks <= 16) {
   setPos(node.pos);
   setZValue(2);
+  // Strips change only as data lands: between changes the item is drawn from its pixmap.
+  setCacheMode(QGraphicsItem::DeviceCoordinateCache);
   setAcceptHoverEvents(true);
   if (const auto it = layout.slowRanks.find(node.rank); it != layout.slowRanks.end())
     slowRate_ = it->second;

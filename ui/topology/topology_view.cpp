@@ -65,7 +65,11 @@ void TopologyView::showAt(const RunModel& model, int64_t tokenTime, int64_t stri
   strips_.applyUntil(model.updates(), stripTime);
   if (strips_.applied() != stripsApplied_) {
     stripsApplied_ = strips_.applied();
-    for (RankItem* r : rankItems_) r->update();
+    // Only the ranks whose strips changed repaint (the others draw from their caches).
+    const std::vector<char> changed = strips_.takeChanged();
+    for (RankItem* r : rankItems_) {
+      if (r->rank() < static_cast<int>(changed.size()) && changed[static_cast<size_t>(r->rank())]) r->update();
+    }
   }
   const Timeline& tl = model.timeline();
   tokenTransfers_ = tl.inFlightAt(tokenTime);
