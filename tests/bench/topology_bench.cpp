@@ -27,8 +27,8 @@
 #include "exec/run_request.h"
 #include "export/export.h"
 #include "runtime/coordinator.h"
-#include "topology/topology_pane.h"
 #include "topology/run_model.h"
+#include "topology/topology_pane.h"
 #include "topology/topology_view.h"
 
 namespace {
@@ -103,6 +103,7 @@ struct Figures {
   uint64_t held = 0;
   uint64_t dropped = 0;
   uint64_t paneBytes = 0;
+  double rebuildMs = 0;  // one rebuild of the timeline from every event held
   long rssKb = 0;
   long peakKb = 0;
 };
@@ -149,6 +150,10 @@ Figures feed(const Source& src, double rate, double seconds) {
   f.held = pane.eventsHeld();
   f.dropped = pane.eventsDropped();
   f.paneBytes = pane.model().bytesHeld();
+  QElapsedTimer rebuild;
+  rebuild.start();
+  pane.flushEvents();
+  f.rebuildMs = static_cast<double>(rebuild.nsecsElapsed()) / 1e6;
   const uint64_t frames1 = pane.framesPainted();
   QElapsedTimer replay;
   replay.start();
@@ -165,10 +170,10 @@ void report(const Source& src, double rate, double seconds) {
   const Figures f = feed(src, rate, seconds);
   std::printf(
       "%-34s %2d ranks  live %5.1f fps  replay %5.1f fps  fed %7llu  held %7llu  dropped %7llu  "
-      "pane holds %5.1f MB  process RSS %4.0f MB (peak %4.0f MB)\n",
+      "pane holds %5.1f MB  rebuild %4.0f ms  process RSS %4.0f MB (peak %4.0f MB)\n",
       src.name.c_str(), src.run.nranks, f.fps, f.replayFps, static_cast<unsigned long long>(f.fed),
       static_cast<unsigned long long>(f.held), static_cast<unsigned long long>(f.dropped),
-      static_cast<double>(f.paneBytes) / 1e6, static_cast<double>(f.rssKb) / 1024,
+      static_cast<double>(f.paneBytes) / 1e6, f.rebuildMs, static_cast<double>(f.rssKb) / 1024,
       static_cast<double>(f.peakKb) / 1024);
   std::fflush(stdout);
 }

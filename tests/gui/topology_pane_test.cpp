@@ -120,6 +120,31 @@ TEST(TopologyPane, KeepsAtMostItsBoundAndCountsTheRest) {
   EXPECT_EQ(pane.maxEventsHeld(), 100u);
 }
 
+TEST(TopologyPane, LiveRebuildsFromTheNewestEventsAndTheWholeRunAtItsEnd) {
+  const LocalRecording rec = recordLocal("ring", 4, 64);
+  TopologyPane pane;
+  pane.beginRun(rec.run);
+  // The same run's telemetry again and again, later each time, as a long run would send it.
+  const int64_t span = rec.events.back().tNs - rec.events.front().tNs + 1000;
+  uint64_t total = 0;
+  for (uint32_t lap = 0; total <= RunModel::kLiveWindow + 1000; ++lap) {
+    std::vector<TelemetryEvent> batch = rec.events;
+    for (TelemetryEvent& e : batch) {
+      e.tNs += static_cast<int64_t>(lap) * span;
+      e.iteration += lap;
+    }
+    total += batch.size();
+    pane.appendEvents(0, batch);
+  }
+  pane.flushEvents();
+  EXPECT_TRUE(pane.model().windowed());
+  const size_t liveTransfers = pane.model().timeline().transfers().size();
+  pane.endRun();
+  EXPECT_FALSE(pane.model().windowed());
+  EXPECT_EQ(pane.eventsHeld(), total);
+  EXPECT_GT(pane.model().timeline().transfers().size(), liveTransfers);
+}
+
 TEST(TopologyPane, StepForwardAndBackMoveAcrossStepBoundaries) {
   const LocalRecording rec = recordLocal("ring", 4, 64);
   TopologyPane pane;

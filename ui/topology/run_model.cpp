@@ -109,25 +109,29 @@ void RunModel::append(const std::vector<TelemetryEvent>& events) {
   }
 }
 
-void RunModel::rebuild() {
+void RunModel::rebuild(bool newestOnly) {
   dirty_ = false;
-  timeline_ = std::make_unique<Timeline>(events_);
+  windowed_ = newestOnly && events_.size() > kLiveWindow;
+  std::vector<TelemetryEvent> tail;
+  if (windowed_) tail.assign(events_.end() - static_cast<long>(kLiveWindow), events_.end());
+  const std::vector<TelemetryEvent>& src = windowed_ ? tail : events_;
+  timeline_ = std::make_unique<Timeline>(src);
   startNs_ = 0;
   endNs_ = 0;
   iterations_ = 0;
-  if (!events_.empty()) {
+  if (!src.empty()) {
     const auto [lo, hi] = std::minmax_element(
-        events_.begin(), events_.end(),
+        src.begin(), src.end(),
         [](const TelemetryEvent& a, const TelemetryEvent& b) { return a.tNs < b.tNs; });
     startNs_ = lo->tNs;
     endNs_ = hi->tNs;
-    for (const TelemetryEvent& e : events_) iterations_ = std::max(iterations_, e.iteration + 1);
+    for (const TelemetryEvent& e : src) iterations_ = std::max(iterations_, e.iteration + 1);
   }
-  buildSteps();
-  buildUpdates();
+  buildSteps(src);
+  buildUpdates(src);
 }
 
-void RunModel::buildSteps() {
+void RunModel::buildSteps(const std::vector<TelemetryEvent>& src) {
   // Steps of each phase in the schedule (from the events when there is none).
   std::map<uint8_t, std::set<uint32_t>> phaseSteps;
   if (hasSchedule_) {
@@ -141,7 +145,7 @@ void RunModel::buildSteps() {
   // ranks on few cores) one late rank would otherwise put a step's end after later steps.
   std::map<std::pair<uint32_t, uint32_t>, std::vector<int64_t>> ends;
   std::map<std::pair<uint32_t, uint32_t>, uint8_t> phaseOf;
-  for (const TelemetryEvent& e : events_) {
+  for (const TelemetryEvent& e : src) {
     if (e.kind != EventKind::StepEnd) continue;
     if (!hasSchedule_) phaseSteps[e.phase].insert(e.step);
     ends[{e.iteration, e.step}].push_back(e.tNs);
@@ -190,11 +194,11 @@ uint64_t RunModel::cellBegin(int cell) const {
   return bufferElems_ * static_cast<uint64_t>(cell) / static_cast<uint64_t>(cells_);
 }
 
-void RunModel::buildUpdates() {
+void RunModel::buildUpdates(const std::vector<TelemetryEvent>& src) {
   updates_.clear();
   const size_t esize = dtypeSize(run_.request.dtype);
   std::map<std::pair<int, uint32_t>, int64_t> firstOfIteration;  // (rank, iteration) -> t
-  for (const TelemetryEvent& e : events_) {
+  for (const TelemetryEvent& e : src) {
     auto [it, fresh] = firstOfIteration.try_emplace({e.rank, e.iteration}, e.tNs);
     if (!fresh) it->second = std::min(it->second, e.tNs);
     const auto phase = static_cast<Phase>(e.phase);
@@ -231,9 +235,10 @@ void RunModel::buildUpdates() {
 }
 
 uint64_t RunModel::bytesHeld() const {
-  return events_.capacity() * sizeof(TelemetryEvent) + timeline_->transfers().capacity() * sizeof(Transfer) +
-         timeline_->intervals().capacity() * sizeof(Interval) + steps_.capacity() * sizeof(StepMark) +
-         updates_.capacity() * sizeof(CellUpdate);
+  return events_.capacity() * sizeof(TelemetryEvent) +
+         timeline_->transfers().capacity() * sizeof(Transfer) +
+         timeline_->intervals().capacity() * sizeof(Interval) +
+         steps_.capacity() * sizeof(StepMark) + updates_.capacity() * sizeof(CellUpdate);
 }
 
 const StepMark* RunModel::stepAt(int64_t t) const {

@@ -97,8 +97,16 @@ class RunModel {
   void begin(const TopologyRun& run);
   // Appends one rank's batch (events of other runs are ignored). Marks the model dirty.
   void append(const std::vector<TelemetryEvent>& events);
-  // Rebuilds the timeline, step marks and strip updates from the events held.
-  void rebuild();
+  // While a run is live, the timeline is rebuilt from its newest events only (the live view
+  // shows the newest moment, and a rebuild of a million events takes the GUI thread for
+  // seconds); the whole run is rebuilt when it ends.
+  static constexpr uint64_t kLiveWindow = 100'000;
+
+  // Rebuilds the timeline, step marks and strip updates from the events held: all of them, or
+  // with newestOnly the newest kLiveWindow.
+  void rebuild(bool newestOnly = false);
+  // Whether the last rebuild used the newest events only.
+  bool windowed() const { return windowed_; }
   bool dirty() const { return dirty_; }
 
   const TopologyRun& run() const { return run_; }
@@ -132,8 +140,8 @@ class RunModel {
   std::vector<int64_t> boundaries() const;
 
  private:
-  void buildSteps();
-  void buildUpdates();
+  void buildSteps(const std::vector<TelemetryEvent>& src);
+  void buildUpdates(const std::vector<TelemetryEvent>& src);
 
   TopologyRun run_;
   Schedule schedule_;
@@ -147,6 +155,7 @@ class RunModel {
   uint64_t dropped_ = 0;
   uint64_t outOfOrder_ = 0;
   bool dirty_ = false;
+  bool windowed_ = false;
   std::unique_ptr<Timeline> timeline_;
   std::vector<StepMark> steps_;
   std::vector<CellUpdate> updates_;

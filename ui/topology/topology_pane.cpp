@@ -114,7 +114,7 @@ void TopologyPane::rebuildNow() {
   rebuildTimer_->stop();
   QElapsedTimer took;
   took.start();
-  model_->rebuild();
+  model_->rebuild(active_);
   lastRebuildMs_ = static_cast<int>(took.elapsed());
   clock_->setRange(model_->startNs(), model_->endNs());
   clock_->setBoundaries(model_->boundaries());
@@ -177,7 +177,9 @@ void TopologyPane::render() {
   }
   detail += QStringLiteral("%1 in flight · ").arg(view_->tokenTransfers().size());
   detail += clock_->mode() == PlaybackClock::Mode::Live
-                ? QStringLiteral("live")
+                ? (model_->windowed()
+                       ? QStringLiteral("live (the newest %1 events)").arg(RunModel::kLiveWindow)
+                       : QStringLiteral("live"))
                 : PlaybackBar::speedText(clock_->speed()) +
                       QStringLiteral(" · replay of measured telemetry");
   detail_ = detail;

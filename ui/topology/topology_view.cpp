@@ -68,7 +68,8 @@ void TopologyView::showAt(const RunModel& model, int64_t tokenTime, int64_t stri
     // Only the ranks whose strips changed repaint (the others draw from their caches).
     const std::vector<char> changed = strips_.takeChanged();
     for (RankItem* r : rankItems_) {
-      if (r->rank() < static_cast<int>(changed.size()) && changed[static_cast<size_t>(r->rank())]) r->update();
+      if (r->rank() < static_cast<int>(changed.size()) && changed[static_cast<size_t>(r->rank())])
+        r->update();
     }
   }
   const Timeline& tl = model.timeline();
