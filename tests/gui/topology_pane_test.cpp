@@ -244,8 +244,17 @@ TEST(TopologyPane, ShowsTheValuesAndTheirArithmeticAtSmallCounts) {
   pane.showRun(rec.run, rec.events);
   pane.seek(pane.model().endNs());
   const QString log = pane.explanation()->logText();
+  EXPECT_TRUE(log.contains(QStringLiteral("RS 1 · rank"))) << log.toStdString();
   EXPECT_TRUE(log.contains(QStringLiteral(" + "))) << log.toStdString();
-  EXPECT_TRUE(log.contains(QStringLiteral("copied from rank"))) << log.toStdString();
+  EXPECT_TRUE(log.contains(QStringLiteral("AG 3 · rank"))) << log.toStdString();
+  EXPECT_TRUE(log.contains(QStringLiteral(" from rank"))) << log.toStdString();
+  // The reduce-scatter's last step reduces (RecvReduceCopySend): no copy is logged before the
+  // all-gather.
+  for (const QString& line : log.split(QChar('\n'))) {
+    if (line.startsWith(QStringLiteral("RS"))) {
+      EXPECT_FALSE(line.contains(QStringLiteral(" from rank"))) << line.toStdString();
+    }
+  }
   // Each full sum equals the expected result of the run's check.
   std::vector<float> expected(count);
   ASSERT_TRUE(fillExpected(expected.data(), Collective::AllReduce, DataType::Float, RedOp::Sum, 0,

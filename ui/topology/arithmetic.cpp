@@ -81,12 +81,11 @@ QString Arithmetic::opSymbol() const {
 
 QString Arithmetic::logLine(const CellUpdate& u, uint64_t before) const {
   const uint64_t n = std::min<uint64_t>(u.elems, elems_ > u.offset ? elems_ - u.offset : 0);
-  const QString where = n == 1
-                            ? QStringLiteral("element %1").arg(u.offset)
-                            : QStringLiteral("elements %1–%2").arg(u.offset).arg(u.offset + n - 1);
-  const QString head = QStringLiteral("rank %1 · %2: ").arg(u.rank).arg(where);
+  const QString where = n == 1 ? QStringLiteral("[%1]").arg(u.offset)
+                               : QStringLiteral("[%1–%2]").arg(u.offset).arg(u.offset + n - 1);
+  const QString head = QStringLiteral("rank %1 %2: ").arg(u.rank).arg(where);
   if (!u.reduce) {
-    return head + values(u.mask, u.offset, n) + QStringLiteral(" copied from rank %1").arg(u.peer);
+    return head + values(u.mask, u.offset, n) + QStringLiteral(" from rank %1").arg(u.peer);
   }
   // A reduction's event carries the payload's contributions: the incoming partial sum, or the
   // result it sends on; either way the result holds both.

@@ -26,7 +26,8 @@ class Arithmetic {
   // Elements [first, first + n) of such a result, as "(3 1 −1 2)" or "3" for one element.
   QString values(uint64_t mask, uint64_t first, uint64_t n) const;
   // One log line for a strip update (a reduction or a copy that landed), given what the rank
-  // held in those elements before it: "rank 1 · elements 4–7: (1 0 2 1) + (2 2 −1 0) = ...".
+  // held in those elements before it: "rank 1 [4–7]: (1 0 2 1) + (2 2 −1 0) = ...", or for a copy
+  // "rank 1 [4–7]: (3 2 1 0) from rank 0".
   QString logLine(const CellUpdate& u, uint64_t before) const;
   // The operator's symbol between two operands: "+", "×", "min", "max".
   QString opSymbol() const;

@@ -19,6 +19,18 @@ QString phaseName(uint8_t phase) {
   return QString::fromUtf8(toString(static_cast<Phase>(phase)).data());
 }
 
+// The log's prefix: "RS 2" is step 2 of the reduce-scatter, as the caption counts it.
+QString phaseShort(uint8_t phase) {
+  switch (static_cast<Phase>(phase)) {
+    case Phase::ReduceScatter: return QStringLiteral("RS ");
+    case Phase::AllGather: return QStringLiteral("AG ");
+    case Phase::Reduce: return QStringLiteral("up ");
+    case Phase::Broadcast: return QStringLiteral("down ");
+    case Phase::Local: break;
+  }
+  return QStringLiteral("step ");
+}
+
 QString ringRule(Phase p, int s) {
   if (p == Phase::ReduceScatter) {
     return QStringLiteral(
@@ -134,12 +146,12 @@ ExplainPanel::ExplainPanel(QWidget* parent) : QWidget(parent) {
   log_->setReadOnly(true);
   log_->setMaximumBlockCount(400);
   QFont mono(QStringLiteral("DejaVu Sans Mono"));
-  mono.setPixelSize(12);
+  mono.setPixelSize(11);
   log_->setFont(mono);
   lay->addWidget(log_, 1);
   lay->addStretch(1);
   status_ = label(11, false);
-  setMinimumWidth(300);
+  setMinimumWidth(340);
   setMaximumWidth(440);
 }
 
@@ -249,14 +261,19 @@ void ExplainPanel::showValues(const RunModel& model, const StepMark* m, int64_t 
     const uint64_t before = state.mask(u.rank, u.first);
     ofIteration.push_back(u);
     state.applyUntil(ofIteration, u.tNs);
-    lines << QStringLiteral("step %1 · ").arg(u.step) + arithmetic_->logLine(u, before);
+    lines << phaseShort(u.phase) + QString::number(model.phaseIndex(u.phase, u.step)) +
+                 QStringLiteral(" · ") + arithmetic_->logLine(u, before);
   }
   const QString text = lines.join(QChar('\n'));
   if (log_->toPlainText() != text) {
     log_->setPlainText(text);
     log_->moveCursor(QTextCursor::End);
   }
-  QString html = QStringLiteral("<table cellspacing='0' cellpadding='2'>");
+  QString html = QStringLiteral("<table cellspacing='0' cellpadding='2'><tr><td></td>");
+  for (uint64_t e = 0; e < model.bufferElems(); ++e) {
+    html += QStringLiteral("<td align='right' style='color:#8a93a0'>%1</td>").arg(e);
+  }
+  html += QStringLiteral("</tr>");
   const uint64_t all = allRanksMask(n);
   for (int r = 0; r < n; ++r) {
     html += QStringLiteral("<tr><td><span style='color:%1'>■</span> <b>%2</b></td>")

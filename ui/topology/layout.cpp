@@ -16,8 +16,8 @@ constexpr double kHalfWidth = 470;
 constexpr double kHalfHeight = 370;
 
 double radiusFor(int n) {
-  if (n <= 4) return 38;
-  if (n <= 8) return 32;
+  if (n <= 4) return 44;
+  if (n <= 8) return 34;
   if (n <= 16) return 24;
   if (n <= 32) return 15;
   return 10;
@@ -74,7 +74,7 @@ void ringLayout(Layout& l, const TopologyRun& run) {
     order.resize(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
   }
-  const double radius = n <= 16 ? 250 : 330;
+  const double radius = n <= 8 ? 300 : (n <= 16 ? 250 : 330);
   for (int p = 0; p < n; ++p) {
     const QPointF pos = onCircle(radius, p, n);
     addNode(l, order[static_cast<size_t>(p)], pos, pos);

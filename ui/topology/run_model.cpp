@@ -66,6 +66,7 @@ RunModel::~RunModel() = default;
 void RunModel::begin(const TopologyRun& run) {
   run_ = run;
   hasSchedule_ = false;
+  stepPhase_.clear();
   scheduleError_.clear();
   schedule_ = Schedule{};
   std::vector<std::string> hosts = run.hosts;
@@ -76,6 +77,11 @@ void RunModel::begin(const TopologyRun& run) {
     resolveRunRequest(run.request, hosts, &schedule_);
     annotate(schedule_);
     hasSchedule_ = true;
+    for (const auto& ops : schedule_.ranks) {
+      for (const Op& op : ops) {
+        if (op.sendPeer >= 0) stepPhase_.try_emplace(op.step, static_cast<uint8_t>(op.phase));
+      }
+    }
   } catch (const std::exception& e) {
     scheduleError_ = e.what();
   }
@@ -164,6 +170,7 @@ void RunModel::buildSteps(const std::vector<TelemetryEvent>& src) {
     m.endNs = std::max(times[times.size() / 2], floor);
     floor = m.endNs;
     const auto& set = phaseSteps[m.phase];
+    phaseSteps_[m.phase] = std::vector<uint32_t>(set.begin(), set.end());
     m.phaseSteps = static_cast<int>(set.size());
     m.phaseIndex = static_cast<int>(std::distance(set.begin(), set.lower_bound(m.step))) + 1;
     steps_.push_back(m);
@@ -198,19 +205,39 @@ void RunModel::buildUpdates(const std::vector<TelemetryEvent>& src) {
   updates_.clear();
   const size_t esize = dtypeSize(run_.request.dtype);
   std::map<std::pair<int, uint32_t>, int64_t> firstOfIteration;  // (rank, iteration) -> t
-  for (const TelemetryEvent& e : src) {
+  // A receive that a reduction consumes (RecvReduceSend, RecvReduceCopySend, ...) is not a
+  // copy: the ReduceEnd that follows it on its rank (same iteration, chunk, offset and peer)
+  // tells what landed, at the step of the message it received.
+  std::map<std::tuple<int, uint32_t, uint32_t, uint64_t, int>, size_t> pendingRecv;
+  std::vector<char> consumed(src.size(), 0);
+  std::vector<uint32_t> recvStep(src.size(), UINT32_MAX);
+  for (size_t i = 0; i < src.size(); ++i) {
+    const TelemetryEvent& e = src[i];
+    const auto key = std::make_tuple(e.rank, e.iteration, e.chunk, e.offset, e.peer);
+    if (e.kind == EventKind::RecvEnd) pendingRecv[key] = i;
+    if (e.kind != EventKind::ReduceEnd) continue;
+    if (const auto it = pendingRecv.find(key); it != pendingRecv.end()) {
+      consumed[it->second] = 1;
+      recvStep[i] = src[it->second].step;
+      pendingRecv.erase(it);
+    }
+  }
+  for (size_t i = 0; i < src.size(); ++i) {
+    const TelemetryEvent& e = src[i];
     auto [it, fresh] = firstOfIteration.try_emplace({e.rank, e.iteration}, e.tNs);
     if (!fresh) it->second = std::min(it->second, e.tNs);
     const auto phase = static_cast<Phase>(e.phase);
-    const bool copy =
-        e.kind == EventKind::RecvEnd && (phase == Phase::AllGather || phase == Phase::Broadcast);
+    const bool copy = e.kind == EventKind::RecvEnd && !consumed[i] &&
+                      (phase == Phase::AllGather || phase == Phase::Broadcast);
     if (e.kind != EventKind::ReduceEnd && !copy) continue;
     CellUpdate u;
     u.tNs = e.tNs;
     u.rank = e.rank;
     u.iteration = e.iteration;
-    u.step = e.step;
-    u.phase = e.phase;
+    // Labelled by the message that landed: its step, and the phase of the sends of that step.
+    u.step = recvStep[i] != UINT32_MAX ? recvStep[i] : e.step;
+    const auto sp = stepPhase_.find(u.step);
+    u.phase = sp != stepPhase_.end() ? sp->second : e.phase;
     u.reduce = e.kind == EventKind::ReduceEnd;
     u.peer = e.peer;
     u.offset = e.offset;
@@ -232,6 +259,14 @@ void RunModel::buildUpdates(const std::vector<TelemetryEvent>& src) {
   std::stable_sort(updates_.begin(), updates_.end(), [](const CellUpdate& a, const CellUpdate& b) {
     return a.tNs != b.tNs ? a.tNs < b.tNs : a.reset > b.reset;
   });
+}
+
+int RunModel::phaseIndex(uint8_t phase, uint32_t step) const {
+  const auto it = phaseSteps_.find(phase);
+  if (it == phaseSteps_.end()) return static_cast<int>(step) + 1;
+  return static_cast<int>(std::lower_bound(it->second.begin(), it->second.end(), step) -
+                          it->second.begin()) +
+         1;
 }
 
 uint64_t RunModel::bytesHeld() const {

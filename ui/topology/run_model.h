@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -138,6 +139,8 @@ class RunModel {
   // end; null without steps).
   const StepMark* stepAt(int64_t t) const;
   std::vector<int64_t> boundaries() const;
+  // The 1-based place of `step` among the steps of `phase` (as the caption numbers it).
+  int phaseIndex(uint8_t phase, uint32_t step) const;
 
  private:
   void buildSteps(const std::vector<TelemetryEvent>& src);
@@ -158,6 +161,8 @@ class RunModel {
   bool windowed_ = false;
   std::unique_ptr<Timeline> timeline_;
   std::vector<StepMark> steps_;
+  std::map<uint8_t, std::vector<uint32_t>> phaseSteps_;
+  std::map<uint32_t, uint8_t> stepPhase_;  // step -> the phase of the schedule's sends at it
   std::vector<CellUpdate> updates_;
   int64_t startNs_ = 0;
   int64_t endNs_ = 0;

@@ -151,7 +151,7 @@ RankItem::RankItem(const Layout& layout, const LayoutNode& node, const SceneStyl
 }
 
 QRectF RankItem::boundingRect() const {
-  const double ext = radius_ + (rings_ ? 14 : 160);
+  const double ext = rings_ ? radius_ + 14 : std::max(radius_ + 160, 2.0 * radius_ + 30);
   return QRectF(-ext, -ext, 2 * ext, 2 * ext);
 }
 
@@ -239,9 +239,9 @@ void RankItem::paintStrip(QPainter* p) const {
       (std::abs(node_.outward.x()) < 1e-6 && node_.outward.y() > 0.99) || style_.nranks <= 8;
   if (below) {
     // Under the node, left to right, as a buffer is read: chunk 0 first.
-    const double w = std::max(2.6 * radius_, 14.0 * cells);
+    const double w = std::max(3.4 * radius_, 18.0 * cells);
     const double cw = w / cells;
-    const double h = std::clamp(radius_ * 0.55, 9.0, 22.0);
+    const double h = std::clamp(radius_ * 0.6, 9.0, 26.0);
     for (int c = 0; c < cells; ++c) {
       paintCell(p, QRectF(-w / 2 + c * cw, radius_ + 8, cw, h), strips_.mask(node_.rank, c));
     }
