@@ -180,9 +180,11 @@ void ExplainPanel::setRun(const RunModel& model) {
       hi = std::max(hi, b);
     }
     const double msg = static_cast<double>(req.count * es);
-    const QString range = lo == hi ? QString::fromStdString(formatSize(hi))
-                                   : QString::fromStdString(formatSize(lo)) + QStringLiteral("–") +
-                                         QString::fromStdString(formatSize(hi));
+    const auto size = [](uint64_t b) {
+      return QString::fromStdString(formatSize(b)) +
+             (b < 1024 ? QStringLiteral(" bytes") : QString());
+    };
+    const QString range = lo == hi ? size(hi) : size(lo) + QStringLiteral("–") + size(hi);
     bytes = QStringLiteral("Each rank sends <b>%1</b> per all-reduce (%2× the message).")
                 .arg(range)
                 .arg(msg > 0 ? static_cast<double>(hi) / msg : 0, 0, 'g', 3);

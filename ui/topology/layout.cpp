@@ -74,7 +74,7 @@ void ringLayout(Layout& l, const TopologyRun& run) {
     order.resize(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
   }
-  const double radius = n <= 8 ? 300 : (n <= 16 ? 250 : 330);
+  const double radius = n <= 8 ? 300 : (n <= 16 ? 250 : 350);
   for (int p = 0; p < n; ++p) {
     const QPointF pos = onCircle(radius, p, n);
     addNode(l, order[static_cast<size_t>(p)], pos, pos);

@@ -127,7 +127,9 @@ void BoxItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
   p->setPen(style_.ink.lighter(160));
   const QRectF title =
       box_.framed ? box_.rect.adjusted(16, 8, -16, 0) : box_.rect.adjusted(0, 0, 0, 0);
-  p->drawText(title, Qt::AlignTop | Qt::AlignLeft, box_.title);
+  // Frames (hosts) name themselves at their top left; unframed panels (trees) at the top
+  // right, clear of the caption over the view's top left corner.
+  p->drawText(title, Qt::AlignTop | (box_.framed ? Qt::AlignLeft : Qt::AlignRight), box_.title);
 }
 
 // ---- RankItem ----
@@ -242,8 +244,10 @@ void RankItem::paintStrip(QPainter* p) const {
     const double w = std::max(3.4 * radius_, 18.0 * cells);
     const double cw = w / cells;
     const double h = std::clamp(radius_ * 0.6, 9.0, 26.0);
+    // Above a node at the top of the drawing, so the strip stays clear of its links.
+    const double y = node_.outward.y() < -0.7 ? -radius_ - 8 - h : radius_ + 8;
     for (int c = 0; c < cells; ++c) {
-      paintCell(p, QRectF(-w / 2 + c * cw, radius_ + 8, cw, h), strips_.mask(node_.rank, c));
+      paintCell(p, QRectF(-w / 2 + c * cw, y, cw, h), strips_.mask(node_.rank, c));
     }
   } else {
     // Radially outward from the node, cell 0 nearest to it.

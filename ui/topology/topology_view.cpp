@@ -55,7 +55,7 @@ void TopologyView::setRun(const RunModel& model) {
     scene_->addItem(item);
     rankItems_.push_back(item);
   }
-  const double tokenRadius = std::clamp(layout_.nodeRadius * 0.5, 6.0, 15.0);
+  const double tokenRadius = std::clamp(layout_.nodeRadius * 0.45, 7.0, 20.0);
   tokens_ = new TokenLayer(*style_, tokenRadius, kSceneRect);
   scene_->addItem(tokens_);
   fit();
