@@ -102,13 +102,14 @@ std::vector<std::pair<std::vector<int>, std::vector<uint32_t>>> scheduleTrees(co
     }
   }
   std::vector<std::pair<std::vector<int>, std::vector<uint32_t>>> trees;
-  for (const auto& [chunk, parents] : parentsOf) {
+  for (const auto& entry : parentsOf) {
+    const std::vector<int>& parents = entry.second;
     auto same =
         std::find_if(trees.begin(), trees.end(), [&](const auto& t) { return t.first == parents; });
     if (same == trees.end()) {
-      trees.push_back({parents, {chunk}});
+      trees.push_back({parents, {entry.first}});
     } else {
-      same->second.push_back(chunk);
+      same->second.push_back(entry.first);
     }
   }
   return trees;
@@ -231,7 +232,7 @@ void starLayout(Layout& l, const TopologyRun& run, const Schedule* s) {
   int i = 0;
   for (int r = 0; r < n; ++r) {
     if (r == root) continue;
-    const QPointF pos = onCircle(n <= 16 ? 270 : 330, i++, n - 1);
+    const QPointF pos = onCircle(n <= 8 ? 330 : (n <= 16 ? 290 : 340), i++, n - 1);
     addNode(l, r, pos, pos);
   }
   linkScheduleEdges(l, s);

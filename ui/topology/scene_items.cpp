@@ -77,7 +77,8 @@ void LinkItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
   f.setPixelSize(static_cast<int>(std::max(11.0, radius_ * 0.55)));
   f.setBold(true);
   p->setFont(f);
-  const QPointF mid = (a_ + b_) / 2;
+  // Past the middle, away from the first node (a star's centre), clear of its strip.
+  const QPointF mid = a_ + (b_ - a_) * 0.62;
   const QRectF text = p->fontMetrics().boundingRect(link_.label).toRectF();
   const QRectF box(mid.x() - text.width() / 2 - 6, mid.y() - text.height() / 2 - 3,
                    text.width() + 12, text.height() + 6);
