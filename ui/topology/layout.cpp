@@ -278,6 +278,17 @@ void hostsLayout(Layout& l, const TopologyRun& run, const Schedule* s) {
   linkScheduleEdges(l, s);
 }
 
+// Centres the drawing (nodes and frames) in the scene, a little below the middle: the caption
+// covers the top of the view.
+void centre(Layout& l) {
+  QRectF box;
+  for (const LayoutNode& n : l.nodes) box |= QRectF(n.pos, QSizeF(1e-6, 1e-6));
+  for (const LayoutBox& b : l.boxes) box |= b.rect;
+  const QPointF shift = QPointF(0, 24) - box.center();
+  for (LayoutNode& n : l.nodes) n.pos += shift;
+  for (LayoutBox& b : l.boxes) b.rect.translate(shift);
+}
+
 void applyShaping(Layout& l, const TopologyRun& run) {
   const LinkShaping& sh = run.shaping;
   const double base = sh.portBytesPerSecond;
@@ -334,6 +345,7 @@ Layout makeLayout(const TopologyRun& run, const Schedule* schedule) {
       addNode(l, r, onCircle(330, r, run.nranks), onCircle(1, r, run.nranks));
     linkScheduleEdges(l, schedule);
   }
+  if (l.kind != QStringLiteral("tree")) centre(l);
   l.stripsAsRings = run.nranks > 16 || (l.kind != QStringLiteral("ring") &&
                                         l.kind != QStringLiteral("star") && run.nranks > 8);
   applyShaping(l, run);

@@ -158,6 +158,7 @@ void RunModel::buildSteps(const std::vector<TelemetryEvent>& src) {
     phaseOf[{e.iteration, e.step}] = e.phase;
   }
   steps_.clear();
+  markIndex_.clear();
   int64_t floor = INT64_MIN;
   for (auto& [key, times] : ends) {
     std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2),
@@ -173,6 +174,7 @@ void RunModel::buildSteps(const std::vector<TelemetryEvent>& src) {
     phaseSteps_[m.phase] = std::vector<uint32_t>(set.begin(), set.end());
     m.phaseSteps = static_cast<int>(set.size());
     m.phaseIndex = static_cast<int>(std::distance(set.begin(), set.lower_bound(m.step))) + 1;
+    markIndex_[key] = steps_.size();
     steps_.push_back(m);
   }
 }
@@ -259,6 +261,11 @@ void RunModel::buildUpdates(const std::vector<TelemetryEvent>& src) {
   std::stable_sort(updates_.begin(), updates_.end(), [](const CellUpdate& a, const CellUpdate& b) {
     return a.tNs != b.tNs ? a.tNs < b.tNs : a.reset > b.reset;
   });
+}
+
+const StepMark* RunModel::markOf(uint32_t iteration, uint32_t step) const {
+  const auto it = markIndex_.find({iteration, step});
+  return it == markIndex_.end() ? nullptr : &steps_[it->second];
 }
 
 int RunModel::phaseIndex(uint8_t phase, uint32_t step) const {

@@ -139,6 +139,8 @@ class RunModel {
   // end; null without steps).
   const StepMark* stepAt(int64_t t) const;
   std::vector<int64_t> boundaries() const;
+  // The mark of (iteration, step), null when the telemetry has none.
+  const StepMark* markOf(uint32_t iteration, uint32_t step) const;
   // The 1-based place of `step` among the steps of `phase` (as the caption numbers it).
   int phaseIndex(uint8_t phase, uint32_t step) const;
 
@@ -162,6 +164,7 @@ class RunModel {
   std::unique_ptr<Timeline> timeline_;
   std::vector<StepMark> steps_;
   std::map<uint8_t, std::vector<uint32_t>> phaseSteps_;
+  std::map<std::pair<uint32_t, uint32_t>, size_t> markIndex_;  // (iteration, step) -> steps_
   std::map<uint32_t, uint8_t> stepPhase_;  // step -> the phase of the schedule's sends at it
   std::vector<CellUpdate> updates_;
   int64_t startNs_ = 0;

@@ -4,6 +4,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <map>
 
 #include "playback/playback_bar.h"
 #include "playback/playback_clock.h"
@@ -157,7 +158,8 @@ void TopologyPane::render() {
   const int64_t t = clock_->time();
   const int64_t stripTime = stepMode_ ? clock_->boundaryAtOrBefore(t) : t;
   view_->showAt(*model_, t, stripTime);
-  const StepMark* mark = model_->stepAt(stepMode_ ? std::max(t, clock_->startNs()) : t);
+  const StepMark* mark =
+      stepMode_ ? model_->stepAt(std::max(t, clock_->startNs())) : captionMark(t);
   const size_t strips = view_->strips().applied();
   if (mark != shownMark_ || strips != shownStrips_ || stripTime != shownStripTime_) {
     if (mark != shownMark_ || strips != shownStrips_) explain_->showAt(*model_, mark, stripTime);
@@ -185,6 +187,21 @@ void TopologyPane::render() {
   detail_ = detail;
   view_->setCaption(caption_, detail_);
   bar_->showClock(*clock_);
+}
+
+// While playing, the caption names what the view shows: the step most messages in flight
+// belong to (ranks drift apart, and a sender's step ends when its send does, before the
+// message lands). With nothing in flight, the step whose span holds t.
+const StepMark* TopologyPane::captionMark(int64_t t) const {
+  std::map<std::pair<uint32_t, uint32_t>, int> count;
+  const auto& transfers = model_->timeline().transfers();
+  for (size_t i : view_->tokenTransfers()) count[{transfers[i].iteration, transfers[i].step}]++;
+  const auto best = std::max_element(
+      count.begin(), count.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (best != count.end()) {
+    if (const StepMark* m = model_->markOf(best->first.first, best->first.second)) return m;
+  }
+  return model_->stepAt(t);
 }
 
 void TopologyPane::goLive() {

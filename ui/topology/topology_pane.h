@@ -24,6 +24,7 @@ class ExplainPanel;
 class PlaybackBar;
 class PlaybackClock;
 class RunModel;
+struct StepMark;
 class TopologyView;
 
 // What the pane draws a run from (its events arrive separately).
@@ -97,6 +98,7 @@ class TopologyPane : public QWidget {
   void render();
   void startReplay();
   void syncTimer();
+  const StepMark* captionMark(int64_t t) const;
 
   std::unique_ptr<RunModel> model_;
   std::unique_ptr<PlaybackClock> clock_;
