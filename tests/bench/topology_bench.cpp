@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "exec/local_run.h"
@@ -178,7 +179,7 @@ void report(const Source& src, double rate, double seconds) {
   std::fflush(stdout);
 }
 
-// The time in the last iteration, past its first step, with the most messages in flight: a
+// The time in the last iteration, past its first step, with the most ranks sending at once: a
 // frame that shows the algorithm at work in steady state.
 int64_t busyMoment(const TopologyPane& pane) {
   const auto& tl = pane.model().timeline();
@@ -196,7 +197,10 @@ int64_t busyMoment(const TopologyPane& pane) {
   for (const auto& x : tl.transfers()) {
     const int64_t t = x.sendStartNs + (x.recvEndNs - x.sendStartNs) / 3;
     if (t < from || x.iteration != last) continue;
-    const size_t k = tl.inFlightAt(t).size();
+    // Links busy at once, not messages queued on one link: the frame shows the whole ring.
+    std::set<int> senders;
+    for (size_t i : tl.inFlightAt(t)) senders.insert(tl.transfers()[i].sender);
+    const size_t k = senders.size();
     if (k > most) {
       most = k;
       best = t;
