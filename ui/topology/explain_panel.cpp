@@ -239,7 +239,7 @@ QString ExplainPanel::messagesOfStep(const RunModel& model, const StepMark& m) c
                  .arg(from)
                  .arg(to)
                  .arg(chunk);
-    if (parts.size() >= 16) {
+    if (parts.size() >= 16 && seen.size() > 16) {
       parts << QStringLiteral("… %1 more").arg(seen.size() - 16);
       break;
     }
