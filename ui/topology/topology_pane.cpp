@@ -1,15 +1,275 @@
 #include "topology/topology_pane.h"
 
+#include <QHBoxLayout>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <map>
+
+#include "playback/playback_bar.h"
+#include "playback/playback_clock.h"
+#include "topology/explain_panel.h"
+#include "topology/run_model.h"
+#include "topology/topology_view.h"
+
 namespace arl::ui {
 
-TopologyPane::TopologyPane(QWidget* parent) : QWidget(parent) {}
+namespace {
+constexpr int kFrameMs = 16;          // about 60 frames a second
+constexpr int kMinRebuildMs = 33;     // the timeline is rebuilt at most 30 times a second
+constexpr double kStepSeconds = 1.0;  // the default slow motion: a median step lasts a second
+}  // namespace
+
+TopologyPane::TopologyPane(QWidget* parent)
+    : QWidget(parent),
+      model_(std::make_unique<RunModel>()),
+      clock_(std::make_unique<PlaybackClock>()),
+      view_(new TopologyView(this)),
+      explain_(new ExplainPanel(this)),
+      bar_(new PlaybackBar(this)),
+      frameTimer_(new QTimer(this)),
+      rebuildTimer_(new QTimer(this)) {
+  auto* top = new QHBoxLayout;
+  top->setContentsMargins(0, 0, 0, 0);
+  top->setSpacing(0);
+  top->addWidget(view_, 1);
+  top->addWidget(explain_);
+  auto* lay = new QVBoxLayout(this);
+  lay->setContentsMargins(0, 0, 0, 0);
+  lay->setSpacing(0);
+  lay->addLayout(top, 1);
+  lay->addWidget(bar_);
+  frameTimer_->setInterval(kFrameMs);
+  frameTimer_->setTimerType(Qt::PreciseTimer);
+  connect(frameTimer_, &QTimer::timeout, this, &TopologyPane::onFrame);
+  rebuildTimer_->setSingleShot(true);
+  connect(rebuildTimer_, &QTimer::timeout, this, &TopologyPane::rebuildNow);
+  connect(bar_, &PlaybackBar::liveRequested, this, &TopologyPane::goLive);
+  connect(bar_, &PlaybackBar::playPauseRequested, this, [this] { playing() ? pause() : play(); });
+  connect(bar_, &PlaybackBar::stepForwardRequested, this, &TopologyPane::stepForward);
+  connect(bar_, &PlaybackBar::stepBackRequested, this, &TopologyPane::stepBack);
+  connect(bar_, &PlaybackBar::speedRequested, this, &TopologyPane::setSpeed);
+  connect(bar_, &PlaybackBar::seekRequested, this, &TopologyPane::seek);
+  wall_.start();
+  TopologyRun none;
+  model_->begin(none);
+  view_->setRun(*model_);
+  explain_->setRun(*model_);
+  render();
+}
+
 TopologyPane::~TopologyPane() = default;
 
-void TopologyPane::beginRun(const TopologyRun&) {}
-void TopologyPane::appendEvents(int, const std::vector<TelemetryEvent>&) {}
-void TopologyPane::endRun() {}
-void TopologyPane::showRun(const TopologyRun&, const std::vector<TelemetryEvent>&) {}
-uint64_t TopologyPane::eventsHeld() const { return 0; }
-uint64_t TopologyPane::eventsDropped() const { return 0; }
+void TopologyPane::beginRun(const TopologyRun& run) {
+  rebuildTimer_->stop();
+  model_->begin(run);
+  *clock_ = PlaybackClock{};
+  clock_->goLive();
+  active_ = true;
+  stepMode_ = false;
+  view_->setRun(*model_);
+  explain_->setRun(*model_);
+  rebuildNow();
+}
+
+void TopologyPane::appendEvents(int, const std::vector<TelemetryEvent>& events) {
+  if (!active_) return;
+  model_->append(events);
+  scheduleRebuild();
+}
+
+void TopologyPane::endRun() {
+  if (!active_) return;
+  active_ = false;
+  rebuildNow();
+  if (clock_->mode() == PlaybackClock::Mode::Live) startReplay();
+}
+
+void TopologyPane::showRun(const TopologyRun& run, const std::vector<TelemetryEvent>& events) {
+  beginRun(run);
+  model_->append(events);
+  active_ = false;
+  rebuildNow();
+  startReplay();
+}
+
+// Plays the run again from its first message, at the speed where a step lasts about a second.
+void TopologyPane::startReplay() {
+  clock_->setSpeed(clock_->speedForStepSeconds(kStepSeconds));
+  const auto& transfers = model_->timeline().transfers();
+  clock_->seek(transfers.empty() ? model_->startNs() : transfers.front().sendStartNs);
+  clock_->play();
+  stepMode_ = false;
+  syncTimer();
+  render();
+}
+
+void TopologyPane::scheduleRebuild() {
+  if (rebuildTimer_->isActive()) return;
+  // Coalesce: at most 30 rebuilds a second, and never more than a fifth of the GUI thread's
+  // time on them when a rebuild gets slow (large runs).
+  rebuildTimer_->start(std::max(kMinRebuildMs, 4 * lastRebuildMs_));
+}
+
+void TopologyPane::rebuildNow() {
+  rebuildTimer_->stop();
+  QElapsedTimer took;
+  took.start();
+  model_->rebuild(active_);
+  lastRebuildMs_ = static_cast<int>(took.elapsed());
+  clock_->setRange(model_->startNs(), model_->endNs());
+  clock_->setBoundaries(model_->boundaries());
+  std::vector<uint8_t> phases;
+  for (const StepMark& m : model_->steps()) phases.push_back(m.phase);
+  bar_->setSteps(model_->boundaries(), phases);
+  explain_->setTelemetryStatus(model_->held(), model_->dropped(), model_->maxEvents());
+  shownMark_ = nullptr;
+  shownStrips_ = SIZE_MAX;
+  shownStripTime_ = INT64_MIN;
+  syncTimer();
+  render();
+}
+
+void TopologyPane::flushEvents() { rebuildNow(); }
+
+void TopologyPane::syncTimer() {
+  const bool needed = clock_->running() || (clock_->mode() == PlaybackClock::Mode::Live && active_);
+  if (needed && !frameTimer_->isActive()) {
+    lastFrameNs_ = wall_.nsecsElapsed();
+    frameTimer_->start();
+  } else if (!needed) {
+    frameTimer_->stop();
+  }
+}
+
+void TopologyPane::onFrame() {
+  const int64_t now = wall_.nsecsElapsed();
+  advanceFrame(now - lastFrameNs_);
+  lastFrameNs_ = now;
+}
+
+void TopologyPane::advanceFrame(int64_t wallNs) {
+  clock_->advance(wallNs);
+  render();
+  syncTimer();
+}
+
+void TopologyPane::render() {
+  const int64_t t = clock_->time();
+  const int64_t stripTime = stepMode_ ? clock_->boundaryAtOrBefore(t) : t;
+  view_->showAt(*model_, t, stripTime);
+  const StepMark* mark =
+      stepMode_ ? model_->stepAt(std::max(t, clock_->startNs())) : captionMark(t);
+  const size_t strips = view_->strips().applied();
+  if (mark != shownMark_ || strips != shownStrips_ || stripTime != shownStripTime_) {
+    if (mark != shownMark_ || strips != shownStrips_) explain_->showAt(*model_, mark, stripTime);
+    shownMark_ = mark;
+    shownStrips_ = strips;
+    shownStripTime_ = stripTime;
+  }
+  caption_ = mark ? QStringLiteral("%1 · step %2 of %3")
+                        .arg(QString::fromUtf8(toString(static_cast<Phase>(mark->phase)).data()))
+                        .arg(mark->phaseIndex)
+                        .arg(mark->phaseSteps)
+                  : (model_->held() == 0 ? QString() : QStringLiteral("starting"));
+  QString detail;
+  if (mark && model_->iterations() > 0) {
+    detail =
+        QStringLiteral("iteration %1 of %2 · ").arg(mark->iteration + 1).arg(model_->iterations());
+  }
+  detail += QStringLiteral("%1 in flight · ").arg(view_->tokenTransfers().size());
+  detail += clock_->mode() == PlaybackClock::Mode::Live
+                ? (model_->windowed()
+                       ? QStringLiteral("live (the newest %1 events)").arg(RunModel::kLiveWindow)
+                       : QStringLiteral("live"))
+                : PlaybackBar::speedText(clock_->speed()) +
+                      QStringLiteral(" · replay of measured telemetry");
+  detail_ = detail;
+  view_->setCaption(caption_, detail_);
+  bar_->showClock(*clock_);
+}
+
+// While playing, the caption names what the view shows: the step most messages in flight
+// belong to (ranks drift apart, and a sender's step ends when its send does, before the
+// message lands). With nothing in flight, the step whose span holds t.
+const StepMark* TopologyPane::captionMark(int64_t t) const {
+  std::map<std::pair<uint32_t, uint32_t>, int> count;
+  const auto& transfers = model_->timeline().transfers();
+  for (size_t i : view_->tokenTransfers()) count[{transfers[i].iteration, transfers[i].step}]++;
+  const auto best = std::max_element(
+      count.begin(), count.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (best != count.end()) {
+    if (const StepMark* m = model_->markOf(best->first.first, best->first.second)) return m;
+  }
+  return model_->stepAt(t);
+}
+
+void TopologyPane::goLive() {
+  if (!active_) {
+    // A finished run has no live edge: play it again from the start instead.
+    startReplay();
+    return;
+  }
+  clock_->goLive();
+  stepMode_ = false;
+  syncTimer();
+  render();
+}
+
+void TopologyPane::play() {
+  clock_->play();
+  stepMode_ = false;
+  lastFrameNs_ = wall_.nsecsElapsed();
+  syncTimer();
+  render();
+}
+
+void TopologyPane::pause() {
+  clock_->pause();
+  syncTimer();
+  render();
+}
+
+void TopologyPane::stepForward() {
+  if (clock_->mode() == PlaybackClock::Mode::Live) clock_->pause();
+  clock_->stepForward();
+  stepMode_ = true;
+  lastFrameNs_ = wall_.nsecsElapsed();
+  syncTimer();
+  render();
+}
+
+void TopologyPane::stepBack() {
+  if (clock_->mode() == PlaybackClock::Mode::Live) clock_->pause();
+  clock_->stepBack();
+  stepMode_ = true;
+  syncTimer();
+  render();
+}
+
+void TopologyPane::seek(int64_t tNs) {
+  if (clock_->mode() == PlaybackClock::Mode::Live) clock_->pause();
+  clock_->seek(tNs);
+  stepMode_ = false;
+  syncTimer();
+  render();
+}
+
+void TopologyPane::setSpeed(double factor) {
+  clock_->setSpeed(factor);
+  render();
+}
+
+double TopologyPane::speed() const { return clock_->speed(); }
+bool TopologyPane::playing() const { return clock_->running(); }
+int64_t TopologyPane::playbackTimeNs() const { return clock_->time(); }
+uint64_t TopologyPane::eventsHeld() const { return model_->held(); }
+uint64_t TopologyPane::eventsDropped() const { return model_->dropped(); }
+uint64_t TopologyPane::maxEventsHeld() const { return model_->maxEvents(); }
+void TopologyPane::setMaxEventsHeld(uint64_t n) { model_->setMaxEvents(n); }
+uint64_t TopologyPane::eventsOutOfOrder() const { return model_->outOfOrder(); }
+QString TopologyPane::captionText() const { return caption_; }
+QString TopologyPane::captionDetail() const { return detail_; }
+uint64_t TopologyPane::framesPainted() const { return view_->framesPainted(); }
 
 }  // namespace arl::ui

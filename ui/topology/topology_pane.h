@@ -5,8 +5,10 @@
 // scrubbable timeline). Everything drawn comes from measured telemetry events.
 #pragma once
 
+#include <QElapsedTimer>
 #include <QWidget>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,7 +16,16 @@
 #include "exec/run_request.h"
 #include "exec/telemetry.h"
 
+class QTimer;
+
 namespace arl::ui {
+
+class ExplainPanel;
+class PlaybackBar;
+class PlaybackClock;
+class RunModel;
+struct StepMark;
+class TopologyView;
 
 // What the pane draws a run from (its events arrive separately).
 struct TopologyRun {
@@ -46,6 +57,66 @@ class TopologyPane : public QWidget {
   // it dropped past its bound.
   uint64_t eventsHeld() const;
   uint64_t eventsDropped() const;
+  // The bound on events held per run (RunModel::kMaxEvents, 1,000,000, unless lowered); past
+  // it events are dropped and counted.
+  uint64_t maxEventsHeld() const;
+  void setMaxEventsHeld(uint64_t n);
+  // Events that arrived earlier than their rank's previous event (0: every rank in order).
+  uint64_t eventsOutOfOrder() const;
+
+  // Playback, as the bar's buttons do it (the window's shortcuts and the tests call these).
+  void goLive();
+  void play();
+  void pause();
+  void stepForward();
+  void stepBack();
+  void seek(int64_t tNs);
+  void setSpeed(double factor);
+  double speed() const;
+  bool playing() const;
+  int64_t playbackTimeNs() const;
+  // Moves the clock on by `wallNs` of wall time and draws the frame, as the frame timer does.
+  void advanceFrame(int64_t wallNs);
+  // Rebuilds the timeline from the events held now, rather than on the coalescing timer.
+  void flushEvents();
+
+  // The caption over the view ("reduce-scatter · step 2 of 3") and its detail line.
+  QString captionText() const;
+  QString captionDetail() const;
+  // Frames the view has painted since the pane was made.
+  uint64_t framesPainted() const;
+
+  TopologyView* view() const { return view_; }
+  ExplainPanel* explanation() const { return explain_; }
+  PlaybackBar* playbackBar() const { return bar_; }
+  const RunModel& model() const { return *model_; }
+
+ private:
+  void scheduleRebuild();
+  void rebuildNow();
+  void onFrame();
+  void render();
+  void startReplay();
+  void syncTimer();
+  const StepMark* captionMark(int64_t t) const;
+
+  std::unique_ptr<RunModel> model_;
+  std::unique_ptr<PlaybackClock> clock_;
+  TopologyView* view_;
+  ExplainPanel* explain_;
+  PlaybackBar* bar_;
+  QTimer* frameTimer_;
+  QTimer* rebuildTimer_;
+  QElapsedTimer wall_;
+  int64_t lastFrameNs_ = 0;
+  int lastRebuildMs_ = 0;
+  bool active_ = false;
+  bool stepMode_ = false;
+  const void* shownMark_ = nullptr;
+  size_t shownStrips_ = SIZE_MAX;
+  int64_t shownStripTime_ = INT64_MIN;
+  QString caption_;
+  QString detail_;
 };
 
 }  // namespace arl::ui

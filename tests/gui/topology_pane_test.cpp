@@ -1,0 +1,292 @@
+// The topology pane, offscreen, fed real telemetry from in-process runs (exec/local_run.h).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "exec/check.h"
+#include "playback/playback_bar.h"
+#include "topology/arithmetic.h"
+#include "topology/explain_panel.h"
+#include "topology/run_model.h"
+#include "topology/scene_items.h"
+#include "topology/topology_pane.h"
+#include "topology/topology_view.h"
+#include "topology_local_run.h"
+
+namespace arl::ui {
+namespace {
+
+using testing::LocalRecording;
+using testing::recordLocal;
+
+int hostsFor(const std::string& algo, int n) {
+  return algo == "hierarchical" ? (n == 4 ? 2 : (n == 16 ? 4 : 8)) : 0;
+}
+
+struct LayoutCase {
+  std::string algorithm;
+  int nranks;
+};
+
+class TopologyLayouts : public ::testing::TestWithParam<LayoutCase> {};
+
+TEST_P(TopologyLayouts, DrawsEveryRankAndEveryLinkTheRunUsed) {
+  const auto& c = GetParam();
+  const LocalRecording rec = recordLocal(c.algorithm, c.nranks, static_cast<uint64_t>(c.nranks) * 4,
+                                         hostsFor(c.algorithm, c.nranks));
+  TopologyPane pane;
+  pane.resize(1280, 800);
+  pane.showRun(rec.run, rec.events);
+  const TopologyView& view = *pane.view();
+  const Layout& layout = view.layout();
+  std::set<int> ranks;
+  for (const LayoutNode& node : layout.nodes) ranks.insert(node.rank);
+  EXPECT_EQ(static_cast<int>(ranks.size()), c.nranks);
+  EXPECT_EQ(view.rankItems(), static_cast<int>(layout.nodes.size()));
+  EXPECT_EQ(view.linkItems(), static_cast<int>(layout.links.size()));
+  // Every message of the run travels along a drawn link.
+  const auto& transfers = pane.model().timeline().transfers();
+  ASSERT_FALSE(transfers.empty());
+  for (const Transfer& x : transfers) {
+    const auto [a, b] = layout.route(x.sender, x.receiver, x.chunk);
+    ASSERT_GE(a, 0) << x.sender << "->" << x.receiver;
+    ASSERT_GE(b, 0) << x.sender << "->" << x.receiver;
+    const auto key = std::minmax(a, b);
+    EXPECT_TRUE(layout.linkIndex.count({key.first, key.second}))
+        << c.algorithm << " " << c.nranks << ": no link " << x.sender << "->" << x.receiver;
+  }
+  // Each node sits inside the scene and no two nodes of one group overlap.
+  for (size_t i = 0; i < layout.nodes.size(); ++i) {
+    for (size_t j = i + 1; j < layout.nodes.size(); ++j) {
+      const QPointF d = layout.nodes[i].pos - layout.nodes[j].pos;
+      EXPECT_GT(std::hypot(d.x(), d.y()), 1.9 * layout.nodeRadius) << "nodes " << i << ", " << j;
+    }
+  }
+}
+
+std::vector<LayoutCase> layoutCases() {
+  std::vector<LayoutCase> cases;
+  for (const char* a : {"ring", "tree", "halving-doubling", "parameter-server", "hierarchical"}) {
+    for (int n : {4, 16, 64}) cases.push_back({a, n});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, TopologyLayouts, ::testing::ValuesIn(layoutCases()),
+                         [](const auto& info) {
+                           std::string name =
+                               info.param.algorithm + "_" + std::to_string(info.param.nranks);
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(TopologyPane, ReceivesEachRanksEventsInOrder) {
+  const LocalRecording rec = recordLocal("ring", 4, 64);
+  TopologyPane pane;
+  pane.beginRun(rec.run);
+  // As the coordinator hands them over: one rank's batch at a time, in time order.
+  std::map<int, std::vector<TelemetryEvent>> byRank;
+  for (const TelemetryEvent& e : rec.events) byRank[e.rank].push_back(e);
+  for (const auto& [rank, events] : byRank) pane.appendEvents(rank, events);
+  TelemetryEvent other = rec.events.front();
+  other.runId = rec.run.runId + 1;
+  pane.appendEvents(0, {other});  // another run's batch is ignored
+  pane.endRun();
+  EXPECT_EQ(pane.eventsHeld(), rec.events.size());
+  EXPECT_EQ(pane.eventsDropped(), 0u);
+  EXPECT_EQ(pane.eventsOutOfOrder(), 0u);
+  std::map<int, std::vector<TelemetryEvent>> held;
+  for (const TelemetryEvent& e : pane.model().events()) held[e.rank].push_back(e);
+  EXPECT_EQ(held, byRank);
+
+  // A batch that goes back in time is counted.
+  TopologyPane shuffled;
+  shuffled.beginRun(rec.run);
+  std::vector<TelemetryEvent> reversed = byRank[1];
+  std::reverse(reversed.begin(), reversed.end());
+  shuffled.appendEvents(1, reversed);
+  EXPECT_GT(shuffled.eventsOutOfOrder(), 0u);
+}
+
+TEST(TopologyPane, KeepsAtMostItsBoundAndCountsTheRest) {
+  const LocalRecording rec = recordLocal("ring", 4, 64);
+  ASSERT_GT(rec.events.size(), 100u);
+  TopologyPane pane;
+  pane.setMaxEventsHeld(100);
+  pane.showRun(rec.run, rec.events);
+  EXPECT_EQ(pane.eventsHeld(), 100u);
+  EXPECT_EQ(pane.eventsDropped(), rec.events.size() - 100);
+  EXPECT_EQ(pane.maxEventsHeld(), 100u);
+}
+
+TEST(TopologyPane, LiveRebuildsFromTheNewestEventsAndTheWholeRunAtItsEnd) {
+  const LocalRecording rec = recordLocal("ring", 4, 64);
+  TopologyPane pane;
+  pane.beginRun(rec.run);
+  // The same run's telemetry again and again, later each time, as a long run would send it.
+  const int64_t span = rec.events.back().tNs - rec.events.front().tNs + 1000;
+  uint64_t total = 0;
+  for (uint32_t lap = 0; total <= RunModel::kLiveWindow + 1000; ++lap) {
+    std::vector<TelemetryEvent> batch = rec.events;
+    for (TelemetryEvent& e : batch) {
+      e.tNs += static_cast<int64_t>(lap) * span;
+      e.iteration += lap;
+    }
+    total += batch.size();
+    pane.appendEvents(0, batch);
+  }
+  pane.flushEvents();
+  EXPECT_TRUE(pane.model().windowed());
+  const size_t liveTransfers = pane.model().timeline().transfers().size();
+  pane.endRun();
+  EXPECT_FALSE(pane.model().windowed());
+  EXPECT_EQ(pane.eventsHeld(), total);
+  EXPECT_GT(pane.model().timeline().transfers().size(), liveTransfers);
+}
+
+TEST(TopologyPane, StepForwardAndBackMoveAcrossStepBoundaries) {
+  const LocalRecording rec = recordLocal("ring", 4, 64);
+  TopologyPane pane;
+  pane.showRun(rec.run, rec.events);
+  pane.pause();
+  const std::vector<int64_t> bounds = pane.model().boundaries();
+  ASSERT_EQ(bounds.size(), 6u);  // 2(n - 1) steps of one iteration
+  pane.seek(pane.model().startNs());
+  pane.setSpeed(1.0);
+  pane.stepForward();
+  EXPECT_TRUE(pane.playing());
+  // The strips stay as they were at the step's start while its messages move.
+  const uint64_t before = pane.view()->strips().mask(1, 0);
+  pane.advanceFrame((bounds[0] - pane.model().startNs()) / 2);
+  EXPECT_EQ(pane.view()->strips().mask(1, 0), before);
+  for (int i = 0; i < 1000 && pane.playing(); ++i) pane.advanceFrame(1'000'000);
+  EXPECT_EQ(pane.playbackTimeNs(), bounds[0]);
+  EXPECT_EQ(pane.captionText(), QStringLiteral("reduce-scatter · step 1 of 3"));
+  pane.stepForward();
+  pane.stepForward();  // finishes the step under way at once, then starts the next
+  for (int i = 0; i < 1000 && pane.playing(); ++i) pane.advanceFrame(1'000'000);
+  EXPECT_EQ(pane.playbackTimeNs(), bounds[2]);
+  pane.stepForward();
+  for (int i = 0; i < 1000 && pane.playing(); ++i) pane.advanceFrame(1'000'000);
+  EXPECT_EQ(pane.playbackTimeNs(), bounds[3]);
+  EXPECT_EQ(pane.captionText(), QStringLiteral("all-gather · step 1 of 3"));
+  pane.stepBack();
+  EXPECT_EQ(pane.playbackTimeNs(), bounds[2]);
+  EXPECT_EQ(pane.captionText(), QStringLiteral("reduce-scatter · step 3 of 3"));
+  pane.stepBack();
+  pane.stepBack();
+  pane.stepBack();
+  EXPECT_EQ(pane.playbackTimeNs(), pane.model().startNs());
+}
+
+TEST(TopologyPane, TokensAreTheMessagesInFlight) {
+  const LocalRecording rec = recordLocal("ring", 4, 4096);
+  TopologyPane pane;
+  pane.showRun(rec.run, rec.events);
+  const Timeline& tl = pane.model().timeline();
+  ASSERT_FALSE(tl.transfers().empty());
+  int seen = 0;
+  for (const Transfer& x : tl.transfers()) {
+    const int64_t t = (x.sendStartNs + x.recvEndNs) / 2;
+    pane.seek(t);
+    EXPECT_EQ(pane.view()->tokenTransfers(), tl.inFlightAt(t));
+    EXPECT_EQ(pane.view()->tokens().size(), tl.inFlightAt(t).size());
+    seen += static_cast<int>(pane.view()->tokens().size());
+  }
+  EXPECT_GT(seen, 0);
+  // A token sits between its ends, as far along as the message is.
+  const Transfer& x = tl.transfers().front();
+  pane.seek(x.sendStartNs);
+  ASSERT_FALSE(pane.view()->tokens().empty());
+  const TokenDraw& first = pane.view()->tokens().front();
+  EXPECT_EQ(first.sender, x.sender);
+  EXPECT_EQ(first.provenance, x.provenance);
+}
+
+class TopologyStrips : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TopologyStrips, FillToCompleteAfterAFullAllReduce) {
+  const int n = 4;
+  const LocalRecording rec = recordLocal(GetParam(), n, 64, hostsFor(GetParam(), n), 2);
+  TopologyPane pane;
+  pane.showRun(rec.run, rec.events);
+  pane.seek(pane.model().startNs());
+  const StripState& strips = pane.view()->strips();
+  int complete = 0;
+  for (int r = 0; r < n; ++r) {
+    for (int c = 0; c < strips.cells(); ++c) complete += strips.mask(r, c) == allRanksMask(n);
+  }
+  EXPECT_EQ(complete, 0) << "nothing is reduced before the run starts";
+  pane.seek(pane.model().endNs());
+  for (int r = 0; r < n; ++r) {
+    for (int c = 0; c < strips.cells(); ++c) {
+      EXPECT_EQ(strips.mask(r, c), allRanksMask(n)) << "rank " << r << " cell " << c;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, TopologyStrips,
+                         ::testing::Values("ring", "tree", "halving-doubling", "parameter-server",
+                                           "hierarchical", "recursive-doubling",
+                                           "reduce-broadcast"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(TopologyPane, ShowsTheValuesAndTheirArithmeticAtSmallCounts) {
+  const int n = 4;
+  const uint64_t count = 8;
+  const LocalRecording rec = recordLocal("ring", n, count);
+  TopologyPane pane;
+  pane.showRun(rec.run, rec.events);
+  pane.seek(pane.model().endNs());
+  const QString log = pane.explanation()->logText();
+  EXPECT_TRUE(log.contains(QStringLiteral("RS 1 · rank"))) << log.toStdString();
+  EXPECT_TRUE(log.contains(QStringLiteral(" + "))) << log.toStdString();
+  EXPECT_TRUE(log.contains(QStringLiteral("AG 3 · rank"))) << log.toStdString();
+  EXPECT_TRUE(log.contains(QStringLiteral(" from rank"))) << log.toStdString();
+  // The reduce-scatter's last step reduces (RecvReduceCopySend): no copy is logged before the
+  // all-gather.
+  for (const QString& line : log.split(QChar('\n'))) {
+    if (line.startsWith(QStringLiteral("RS"))) {
+      EXPECT_FALSE(line.contains(QStringLiteral(" from rank"))) << line.toStdString();
+    }
+  }
+  // Each full sum equals the expected result of the run's check.
+  std::vector<float> expected(count);
+  ASSERT_TRUE(fillExpected(expected.data(), Collective::AllReduce, DataType::Float, RedOp::Sum, 0,
+                           n, count, 0));
+  const Arithmetic arithmetic(rec.run);
+  ASSERT_TRUE(arithmetic.enabled());
+  for (uint64_t e = 0; e < count; ++e) EXPECT_EQ(arithmetic.value(allRanksMask(n), e), expected[e]);
+  // Rank 2's input alone, element 3, is what the check filled in.
+  std::vector<float> input(count);
+  fillInput(input.data(), Collective::AllReduce, DataType::Float, RedOp::Sum, 2, n, count);
+  EXPECT_EQ(arithmetic.value(uint64_t{1} << 2, 3), input[3]);
+  EXPECT_TRUE(pane.explanation()->ruleText().contains(QStringLiteral("mod n")));
+}
+
+TEST(TopologyPane, ReplaysAtTheChosenSpeedAndShowsIt) {
+  const LocalRecording rec = recordLocal("ring", 4, 64);
+  TopologyPane pane;
+  pane.showRun(rec.run, rec.events);
+  EXPECT_TRUE(pane.playing());
+  EXPECT_LT(pane.speed(), 1.0);  // slow motion by default
+  pane.setSpeed(0.001);
+  EXPECT_TRUE(pane.playbackBar()->speedLabel().contains(QStringLiteral("0.001")));
+  const int64_t t0 = pane.playbackTimeNs();
+  pane.advanceFrame(1'000'000);  // 1 ms of wall time at 0.001x: 1 us of the run
+  EXPECT_EQ(pane.playbackTimeNs() - t0, 1000);
+  pane.pause();
+  pane.advanceFrame(1'000'000);
+  EXPECT_EQ(pane.playbackTimeNs() - t0, 1000);
+  pane.seek(pane.model().endNs());
+  pane.play();  // from the end plays again from the start
+  EXPECT_EQ(pane.playbackTimeNs(), pane.model().startNs());
+}
+
+}  // namespace
+}  // namespace arl::ui

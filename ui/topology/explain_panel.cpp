@@ -1,0 +1,317 @@
+#include "topology/explain_panel.h"
+
+#include <QLabel>
+#include <QLocale>
+#include <QPlainTextEdit>
+#include <QSizePolicy>
+#include <QStringList>
+#include <QVBoxLayout>
+#include <map>
+
+#include "style/palette.h"
+#include "topology/arithmetic.h"
+
+namespace arl::ui {
+
+namespace {
+
+QString phaseName(uint8_t phase) {
+  return QString::fromUtf8(toString(static_cast<Phase>(phase)).data());
+}
+
+// The log's prefix: "RS 2" is step 2 of the reduce-scatter, as the caption counts it.
+QString phaseShort(uint8_t phase) {
+  switch (static_cast<Phase>(phase)) {
+    case Phase::ReduceScatter: return QStringLiteral("RS ");
+    case Phase::AllGather: return QStringLiteral("AG ");
+    case Phase::Reduce: return QStringLiteral("up ");
+    case Phase::Broadcast: return QStringLiteral("down ");
+    case Phase::Local: break;
+  }
+  return QStringLiteral("step ");
+}
+
+QString ringRule(Phase p, int s) {
+  if (p == Phase::ReduceScatter) {
+    return QStringLiteral(
+               "The rank at ring position i sends its partial sum of chunk (i − 1 − s) mod n to "
+               "position i + 1, which adds its own input to it (here s = %1). After n − 1 steps "
+               "each rank holds the full sum of one chunk.")
+        .arg(s);
+  }
+  if (p == Phase::AllGather) {
+    return QStringLiteral(
+               "The finished chunks go once more around the ring: position i forwards chunk "
+               "(i − s) mod n to position i + 1, which keeps a copy (here s = %1). No "
+               "arithmetic: after n − 1 steps every rank has every sum.")
+        .arg(s);
+  }
+  return QStringLiteral("A chain along the ring: each rank passes the chunk to the next.");
+}
+
+QString treeRule(Phase p) {
+  if (p == Phase::Reduce) {
+    return QStringLiteral(
+        "Up the tree: a rank adds its children's partial sums to its own and sends the result "
+        "to its parent. Two trees each carry half the vector; a rank that is a leaf in one is "
+        "inside the other, so the work is shared. Depth log₂ n, not n.");
+  }
+  return QStringLiteral(
+      "Down the tree: the root's full sum flows to the leaves; each rank keeps a copy of what "
+      "its parent sends and forwards it to its children.");
+}
+
+}  // namespace
+
+QString ruleFor(const std::string& algorithm, uint8_t phase, int s, int n) {
+  const auto p = static_cast<Phase>(phase);
+  if (algorithm == "ring") return ringRule(p, s);
+  if (algorithm == "tree") return treeRule(p);
+  if (algorithm == "halving-doubling") {
+    if (p == Phase::ReduceScatter) {
+      return QStringLiteral(
+                 "Recursive halving: rank i exchanges with rank i XOR 2^%1. Each keeps half of "
+                 "its range, sends the other half and adds what it receives. The range halves "
+                 "every step; after log₂ n steps each rank owns the sum of 1/n of the vector.")
+          .arg(s);
+    }
+    if (p == Phase::AllGather) {
+      return QStringLiteral(
+          "Recursive doubling: the same pairs in reverse order; each rank sends everything it "
+          "holds and receives its partner's part. The range doubles every step.");
+    }
+    return QStringLiteral(
+        "Fold or unfold: ranks beyond the largest power of two hand their vector to a partner "
+        "and get the result back at the end.");
+  }
+  if (algorithm == "recursive-doubling") {
+    return QStringLiteral(
+               "Rank i swaps its whole vector with rank i XOR 2^%1 and adds what it receives. "
+               "After log₂ n steps every rank has the sum: few steps, but the whole vector "
+               "every step.")
+        .arg(s);
+  }
+  if (algorithm == "parameter-server") {
+    return p == Phase::Reduce
+               ? QStringLiteral(
+                     "Push: every worker sends its whole vector to the server (rank 0), which adds "
+                     "each arrival into its sum. The server's port carries n − 1 vectors: it is "
+                     "the bottleneck.")
+               : QStringLiteral("Pull: the server sends the sum back to every worker.");
+  }
+  if (algorithm == "reduce-broadcast") {
+    return p == Phase::Reduce
+               ? QStringLiteral("Reduce: every rank sends its vector to the root, which sums them.")
+               : QStringLiteral("Broadcast: the root sends the sum to every rank.");
+  }
+  if (algorithm == "hierarchical") {
+    if (p == Phase::ReduceScatter) {
+      return QStringLiteral(
+          "Inside each host a ring reduce-scatter; then the ranks that own the same shard "
+          "reduce it across hosts: only 1/K of the vector crosses the slow links.");
+    }
+    return QStringLiteral(
+        "Across hosts the shard owners share their sums; inside each host a ring all-gather "
+        "hands every shard to every rank.");
+  }
+  (void)n;
+  return {};
+}
+
+ExplainPanel::ExplainPanel(QWidget* parent) : QWidget(parent) {
+  auto* lay = new QVBoxLayout(this);
+  lay->setContentsMargins(14, 14, 14, 14);
+  lay->setSpacing(10);
+  auto label = [&](int px, bool bold) {
+    auto* l = new QLabel(this);
+    QFont f = l->font();
+    f.setPixelSize(px);
+    f.setBold(bold);
+    l->setFont(f);
+    l->setWordWrap(true);
+    l->setTextFormat(Qt::RichText);
+    l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // Never shorter than the wrapped text: the stretch below takes the spare height.
+    l->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Minimum);
+    lay->addWidget(l);
+    return l;
+  };
+  header_ = label(13, false);
+  step_ = label(22, true);
+  rule_ = label(14, false);
+  messages_ = label(12, false);
+  bytes_ = label(13, false);
+  values_ = label(13, false);
+  log_ = new QPlainTextEdit(this);
+  log_->setReadOnly(true);
+  log_->setMaximumBlockCount(400);
+  QFont mono(QStringLiteral("DejaVu Sans Mono"));
+  mono.setPixelSize(11);
+  log_->setFont(mono);
+  lay->addWidget(log_, 1);
+  lay->addStretch(1);
+  status_ = label(11, false);
+  setMinimumWidth(340);
+  setMaximumWidth(440);
+}
+
+ExplainPanel::~ExplainPanel() = default;
+
+void ExplainPanel::setRun(const RunModel& model) {
+  const TopologyRun& run = model.run();
+  const RunRequest& req = run.request;
+  const size_t es = dtypeSize(req.dtype);
+  header_->setText(QStringLiteral("<b>%1</b> %2 · %3 ranks · %4 × %5 %6")
+                       .arg(QString::fromStdString(req.algorithm),
+                            QString::fromUtf8(toString(req.collective).data()))
+                       .arg(run.nranks)
+                       .arg(QLocale::c().toString(static_cast<qulonglong>(req.count)),
+                            QString::fromUtf8(toString(req.dtype).data()),
+                            QString::fromUtf8(toString(req.op).data())));
+  arithmetic_ = std::make_unique<Arithmetic>(run);
+  messagesKey_ = {UINT32_MAX, UINT32_MAX, 0};
+  QString bytes;
+  if (const Schedule* s = model.schedule()) {
+    uint64_t lo = UINT64_MAX;
+    uint64_t hi = 0;
+    for (int r = 0; r < run.nranks; ++r) {
+      const uint64_t b = bytesSent(*s, r, req.dtype);
+      lo = std::min(lo, b);
+      hi = std::max(hi, b);
+    }
+    const double msg = static_cast<double>(req.count * es);
+    const auto size = [](uint64_t b) {
+      return QString::fromStdString(formatSize(b)) +
+             (b < 1024 ? QStringLiteral(" bytes") : QString());
+    };
+    const QString range = lo == hi ? size(hi) : size(lo) + QStringLiteral("–") + size(hi);
+    bytes = QStringLiteral("Each rank sends <b>%1</b> per all-reduce (%2× the message).")
+                .arg(range)
+                .arg(msg > 0 ? static_cast<double>(hi) / msg : 0, 0, 'g', 3);
+  } else {
+    bytes = QStringLiteral("No schedule: ") +
+            QString::fromStdString(model.scheduleError()).toHtmlEscaped();
+  }
+  bytes_->setText(bytes);
+  values_->setVisible(arithmetic_->enabled());
+  log_->setVisible(arithmetic_->enabled());
+  log_->clear();
+  step_->setText(QStringLiteral("waiting for telemetry"));
+  rule_->clear();
+  messages_->clear();
+}
+
+void ExplainPanel::showAt(const RunModel& model, const StepMark* m, int64_t stripTime) {
+  if (m == nullptr) {
+    step_->setText(model.held() == 0 ? QStringLiteral("waiting for telemetry") : QString());
+    rule_->clear();
+    messages_->clear();
+  } else {
+    step_->setText(QStringLiteral("%1 · step %2 of %3")
+                       .arg(phaseName(m->phase))
+                       .arg(m->phaseIndex)
+                       .arg(m->phaseSteps));
+    rule_->setText(
+        ruleFor(model.run().request.algorithm, m->phase, m->phaseIndex - 1, model.nranks()));
+    // The step's messages change only with the step (a scan of every transfer).
+    const auto key = std::make_tuple(m->iteration, m->step, model.timeline().transfers().size());
+    if (key != messagesKey_) {
+      messagesKey_ = key;
+      messages_->setText(messagesOfStep(model, *m));
+    }
+  }
+  showValues(model, m, stripTime);
+}
+
+QString ExplainPanel::messagesOfStep(const RunModel& model, const StepMark& m) const {
+  // Distinct sender -> receiver (chunk) of the step, from the measured transfers.
+  std::map<std::tuple<int, int, uint32_t>, int> seen;
+  for (const Transfer& x : model.timeline().transfers()) {
+    if (x.iteration == m.iteration && x.step == m.step) seen[{x.sender, x.receiver, x.chunk}]++;
+  }
+  if (seen.empty()) return {};
+  QStringList parts;
+  for (const auto& [key, slices] : seen) {
+    const auto& [from, to, chunk] = key;
+    const QColor c = rankColor(from, model.nranks());
+    parts << QStringLiteral("<span style='color:%1'>■</span>%2→%3 chunk %4")
+                 .arg(c.name())
+                 .arg(from)
+                 .arg(to)
+                 .arg(chunk);
+    if (parts.size() >= 16 && seen.size() > 16) {
+      parts << QStringLiteral("… %1 more").arg(seen.size() - 16);
+      break;
+    }
+  }
+  return QStringLiteral("This step: ") + parts.join(QStringLiteral(", "));
+}
+
+void ExplainPanel::showValues(const RunModel& model, const StepMark* m, int64_t stripTime) {
+  if (!arithmetic_ || !arithmetic_->enabled()) return;
+  // Replays the strip updates of the step's iteration up to stripTime: each rank's values and
+  // one log line per reduction or copy.
+  const int n = model.nranks();
+  const uint32_t iteration = m ? m->iteration : 0;
+  StripState state;
+  state.reset(n, model.cells(), startsWithOwnInput(model.run().request.collective));
+  QStringList lines;
+  std::vector<CellUpdate> ofIteration;
+  for (const CellUpdate& u : model.updates()) {
+    if (u.tNs > stripTime) break;
+    if (u.iteration != iteration || u.reset) continue;
+    const uint64_t before = state.mask(u.rank, u.first);
+    ofIteration.push_back(u);
+    state.applyUntil(ofIteration, u.tNs);
+    lines << phaseShort(u.phase) + QString::number(model.phaseIndex(u.phase, u.step)) +
+                 QStringLiteral(" · ") + arithmetic_->logLine(u, before);
+  }
+  const QString text = lines.join(QChar('\n'));
+  if (log_->toPlainText() != text) {
+    log_->setPlainText(text);
+    log_->moveCursor(QTextCursor::End);
+  }
+  QString html = QStringLiteral("<table cellspacing='0' cellpadding='2'><tr><td></td>");
+  for (uint64_t e = 0; e < model.bufferElems(); ++e) {
+    html += QStringLiteral("<td align='right' style='color:#8a93a0'>%1</td>").arg(e);
+  }
+  html += QStringLiteral("</tr>");
+  const uint64_t all = allRanksMask(n);
+  for (int r = 0; r < n; ++r) {
+    html += QStringLiteral("<tr><td><span style='color:%1'>■</span> <b>%2</b></td>")
+                .arg(rankColor(r, n).name())
+                .arg(r);
+    for (uint64_t e = 0; e < model.bufferElems(); ++e) {
+      int cell = 0;
+      int last = 0;
+      model.cellRange(e, 1, cell, last);
+      const uint64_t mask = state.mask(r, cell);
+      const bool done = mask == all;
+      html += QStringLiteral("<td align='right' style='%1'>%2</td>")
+                  .arg(done ? QStringLiteral("background:#ffe38a;font-weight:bold") : QString(),
+                       arithmetic_->values(mask, e, 1));
+    }
+    html += QStringLiteral("</tr>");
+  }
+  values_->setText(html + QStringLiteral("</table>"));
+}
+
+void ExplainPanel::setTelemetryStatus(uint64_t held, uint64_t dropped, uint64_t bound) {
+  const QLocale c = QLocale::c();
+  QString s =
+      QStringLiteral("Telemetry: %1 events held").arg(c.toString(static_cast<qulonglong>(held)));
+  if (dropped > 0) {
+    s += QStringLiteral(
+             ", <b style='color:#c0392b'>%1 dropped</b> past the bound of %2 (the view shows the "
+             "run's start)")
+             .arg(c.toString(static_cast<qulonglong>(dropped)),
+                  c.toString(static_cast<qulonglong>(bound)));
+  }
+  status_->setText(s);
+}
+
+QString ExplainPanel::stepText() const { return step_->text(); }
+QString ExplainPanel::ruleText() const { return rule_->text(); }
+QString ExplainPanel::logText() const { return log_->toPlainText(); }
+
+}  // namespace arl::ui

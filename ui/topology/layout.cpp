@@ -1,0 +1,361 @@
+#include "topology/layout.h"
+
+#include <QLineF>
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <set>
+
+#include "exec/run_request.h"
+
+namespace arl::ui {
+
+namespace {
+
+constexpr double kHalfWidth = 470;
+constexpr double kHalfHeight = 370;
+
+double radiusFor(int n) {
+  if (n <= 4) return 44;
+  if (n <= 8) return 34;
+  if (n <= 16) return 24;
+  if (n <= 32) return 15;
+  return 10;
+}
+
+QPointF unit(QPointF v) {
+  const double len = std::hypot(v.x(), v.y());
+  return len > 1e-9 ? v / len : QPointF(0, 1);
+}
+
+QPointF onCircle(double radius, int i, int n, QPointF centre = {}) {
+  const double a = -std::numbers::pi / 2 + 2 * std::numbers::pi * i / std::max(n, 1);
+  return centre + QPointF(radius * std::cos(a), radius * std::sin(a));
+}
+
+int addNode(Layout& l, int rank, QPointF pos, QPointF outward, int group = 0) {
+  l.nodes.push_back({rank, pos, unit(outward), group});
+  l.nodeOf[{rank, group}] = static_cast<int>(l.nodes.size()) - 1;
+  return static_cast<int>(l.nodes.size()) - 1;
+}
+
+void addLink(Layout& l, int a, int b, int group = 0) {
+  if (a == b || a < 0 || b < 0) return;
+  const auto key = std::minmax(a, b);
+  if (l.linkIndex.count({key.first, key.second})) return;
+  l.linkIndex[{key.first, key.second}] = static_cast<int>(l.links.size());
+  l.links.push_back({key.first, key.second, group, -1, 0, false, {}});
+}
+
+// Rank pairs the schedule sends between, as (sender, receiver, chunk).
+std::vector<std::tuple<int, int, uint32_t>> scheduleEdges(const Schedule* s) {
+  std::set<std::tuple<int, int, uint32_t>> edges;
+  if (s == nullptr) return {};
+  for (size_t r = 0; r < s->ranks.size(); ++r) {
+    for (const Op& op : s->ranks[r]) {
+      if (op.sendPeer >= 0) edges.insert({static_cast<int>(r), op.sendPeer, op.chunk});
+    }
+  }
+  return {edges.begin(), edges.end()};
+}
+
+void linkScheduleEdges(Layout& l, const Schedule* s) {
+  for (const auto& [from, to, chunk] : scheduleEdges(s)) {
+    (void)chunk;
+    addLink(l, l.nodeOf.count({from, 0}) ? l.nodeOf[{from, 0}] : -1,
+            l.nodeOf.count({to, 0}) ? l.nodeOf[{to, 0}] : -1);
+  }
+}
+
+void ringLayout(Layout& l, const TopologyRun& run) {
+  const int n = run.nranks;
+  std::vector<int> order = run.request.ringOrder;
+  if (static_cast<int>(order.size()) != n) {
+    order.resize(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+  }
+  const double radius = n <= 8 ? 300 : (n <= 16 ? 250 : 350);
+  for (int p = 0; p < n; ++p) {
+    const QPointF pos = onCircle(radius, p, n);
+    addNode(l, order[static_cast<size_t>(p)], pos, pos);
+  }
+  for (int p = 0; p < n && n > 1; ++p) {
+    addLink(l, p, (p + 1) % n);
+    if (n > 2) l.links.back().from = p;
+  }
+}
+
+// The trees the schedule uses: per chunk, each rank's parent (the peer it sends its partial
+// sum to in the reduce phase, or receives from in the broadcast phase); chunks with the same
+// parents share a tree.
+std::vector<std::pair<std::vector<int>, std::vector<uint32_t>>> scheduleTrees(const Schedule& s) {
+  const int n = s.nranks;
+  std::map<uint32_t, std::vector<int>> parentsOf;
+  for (int r = 0; r < n; ++r) {
+    for (const Op& op : s.ranks[static_cast<size_t>(r)]) {
+      auto& parents = parentsOf.try_emplace(op.chunk, std::vector<int>(static_cast<size_t>(n), -1))
+                          .first->second;
+      if (op.phase == Phase::Reduce && op.sendPeer >= 0)
+        parents[static_cast<size_t>(r)] = op.sendPeer;
+      if (op.phase == Phase::Broadcast && op.recvPeer >= 0)
+        parents[static_cast<size_t>(r)] = op.recvPeer;
+    }
+  }
+  std::vector<std::pair<std::vector<int>, std::vector<uint32_t>>> trees;
+  for (const auto& entry : parentsOf) {
+    const std::vector<int>& parents = entry.second;
+    auto same =
+        std::find_if(trees.begin(), trees.end(), [&](const auto& t) { return t.first == parents; });
+    if (same == trees.end()) {
+      trees.push_back({parents, {entry.first}});
+    } else {
+      same->second.push_back(entry.first);
+    }
+  }
+  return trees;
+}
+
+// A tidy drawing of one tree: leaves in depth-first order on evenly spaced columns, each parent
+// centred over its children. Returns (column, depth) per rank; depth -1 for ranks not in it.
+std::vector<std::pair<double, int>> tidyTree(const std::vector<int>& parent, int& columns,
+                                             int& depth) {
+  const int n = static_cast<int>(parent.size());
+  std::vector<std::vector<int>> children(static_cast<size_t>(n));
+  int root = -1;
+  for (int r = 0; r < n; ++r) {
+    const int p = parent[static_cast<size_t>(r)];
+    if (p >= 0 && p < n) children[static_cast<size_t>(p)].push_back(r);
+  }
+  for (int r = 0; r < n && root < 0; ++r) {
+    if (parent[static_cast<size_t>(r)] < 0 && !children[static_cast<size_t>(r)].empty()) root = r;
+  }
+  std::vector<std::pair<double, int>> at(static_cast<size_t>(n), {0.0, -1});
+  columns = 0;
+  depth = 0;
+  if (root < 0) return at;
+  // Iterative post-order walk: a node is placed once its children are.
+  std::vector<std::pair<int, size_t>> stack{{root, 0}};
+  std::vector<int> d(static_cast<size_t>(n), 0);
+  while (!stack.empty()) {
+    auto& [v, next] = stack.back();
+    const auto& ch = children[static_cast<size_t>(v)];
+    if (next < ch.size()) {
+      const int c = ch[next++];
+      d[static_cast<size_t>(c)] = d[static_cast<size_t>(v)] + 1;
+      stack.push_back({c, 0});
+      continue;
+    }
+    double x = columns;
+    if (ch.empty()) {
+      ++columns;
+    } else {
+      x = 0;
+      for (int c : ch) x += at[static_cast<size_t>(c)].first;
+      x /= static_cast<double>(ch.size());
+    }
+    at[static_cast<size_t>(v)] = {x, d[static_cast<size_t>(v)]};
+    depth = std::max(depth, d[static_cast<size_t>(v)]);
+    stack.pop_back();
+  }
+  return at;
+}
+
+void treeLayout(Layout& l, const TopologyRun& run, const Schedule* s) {
+  if (s == nullptr) return;
+  const auto trees = scheduleTrees(*s);
+  const int count = static_cast<int>(trees.size());
+  const double panelH = 2 * kHalfHeight / std::max(count, 1);
+  for (int t = 0; t < count; ++t) {
+    int columns = 0;
+    int depth = 0;
+    const auto at = tidyTree(trees[static_cast<size_t>(t)].first, columns, depth);
+    const double top = -kHalfHeight + t * panelH;
+    const double levelH = (panelH - 110) / std::max(depth, 1);
+    const double colW = 2 * kHalfWidth / std::max(columns, 1);
+    l.nodeRadius = std::min(l.nodeRadius, std::min(0.34 * colW, 0.3 * levelH));
+    for (int r = 0; r < run.nranks; ++r) {
+      const auto [x, dep] = at[static_cast<size_t>(r)];
+      if (dep < 0) continue;
+      addNode(l, r, QPointF(-kHalfWidth + colW * (x + 0.5), top + 60 + dep * levelH), QPointF(0, 1),
+              t);
+    }
+    for (int r = 0; r < run.nranks; ++r) {
+      const int p = trees[static_cast<size_t>(t)].first[static_cast<size_t>(r)];
+      if (p >= 0 && l.nodeOf.count({r, t}) && l.nodeOf.count({p, t}))
+        addLink(l, l.nodeOf[{r, t}], l.nodeOf[{p, t}], t);
+    }
+    for (uint32_t chunk : trees[static_cast<size_t>(t)].second) l.chunkGroup[chunk] = t;
+    QString title = QStringLiteral("tree %1").arg(t);
+    if (count == 2)
+      title += t == 0 ? QStringLiteral(" · carries the first half")
+                      : QStringLiteral(" · carries the second half");
+    l.boxes.push_back({QRectF(-kHalfWidth, top + 4, 2 * kHalfWidth, panelH - 8), title, false});
+  }
+}
+
+// Hypercube drawing for 2..16 ranks: bits 0 and 1 a square, bit 2 an oblique copy of it (a
+// cube), bit 3 a smaller copy inside the cube, about its centre (a tesseract).
+QPointF cubePoint(int rank) {
+  const QPointF depth(0.55, -0.45);
+  QPointF p((rank & 1) ? 1 : -1, (rank & 2) ? 1 : -1);
+  if (rank & 4) p += depth;
+  if (rank & 8) p = depth / 2 + (p - depth / 2) * 0.4;
+  return p;
+}
+
+void hypercubeLayout(Layout& l, const TopologyRun& run, const Schedule* s) {
+  const int n = run.nranks;
+  const bool pow2 = n > 0 && (n & (n - 1)) == 0;
+  if (pow2 && n <= 16) {
+    std::vector<QPointF> pts;
+    QRectF box;
+    for (int r = 0; r < n; ++r) pts.push_back(cubePoint(r));
+    for (const QPointF& p : pts) box |= QRectF(p, QSizeF(1e-6, 1e-6));
+    const double scale = std::min(kHalfWidth * 1.3 / std::max(box.width(), 1e-6),
+                                  kHalfHeight * 1.3 / std::max(box.height(), 1e-6));
+    for (int r = 0; r < n; ++r) {
+      const QPointF pos = (pts[static_cast<size_t>(r)] - box.center()) * scale;
+      addNode(l, r, pos, n == 16 && (r & 8) ? QPointF(0, 1) : pos);
+    }
+    l.kind = QStringLiteral("hypercube");
+  } else {
+    for (int r = 0; r < n; ++r) addNode(l, r, onCircle(330, r, n), onCircle(1, r, n));
+    l.kind = QStringLiteral("circle");
+  }
+  linkScheduleEdges(l, s);
+}
+
+void starLayout(Layout& l, const TopologyRun& run, const Schedule* s) {
+  const int n = run.nranks;
+  const int root = run.request.algorithm == "parameter-server" ? 0 : run.request.root;
+  addNode(l, root, QPointF(0, 0), QPointF(0, 1));
+  int i = 0;
+  for (int r = 0; r < n; ++r) {
+    if (r == root) continue;
+    const QPointF pos = onCircle(n <= 8 ? 330 : (n <= 16 ? 290 : 340), i++, n - 1);
+    addNode(l, r, pos, pos);
+  }
+  linkScheduleEdges(l, s);
+  if (s == nullptr) {
+    for (int k = 1; k < static_cast<int>(l.nodes.size()); ++k) addLink(l, 0, k);
+  }
+}
+
+void hostsLayout(Layout& l, const TopologyRun& run, const Schedule* s) {
+  const int n = run.nranks;
+  int k = n;
+  try {
+    std::vector<std::string> hosts = run.hosts;
+    if (static_cast<int>(hosts.size()) != n) hosts.assign(static_cast<size_t>(n), "localhost");
+    k = std::clamp(ranksPerHost(run.request.ranksPerHost, hosts), 1, std::max(n, 1));
+  } catch (const std::exception&) {
+    k = std::max(n, 1);
+  }
+  const int h = (n + k - 1) / k;
+  // Hosts on a grid of boxes, their ranks on a circle inside each.
+  const int cols = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(h))));
+  const int rows = (h + cols - 1) / cols;
+  const double cell = std::min(2 * kHalfWidth / cols, 2 * kHalfHeight / rows);
+  const double boxHalf = cell / 2 - 14;
+  for (int host = 0; host < h; ++host) {
+    const int row = host / cols;
+    const int col = host % cols;
+    const QPointF centre((col - (cols - 1) / 2.0) * cell, (row - (rows - 1) / 2.0) * cell + 10);
+    const int first = host * k;
+    const int m = std::min(k, n - first);
+    const double rr = boxHalf * 0.55;
+    for (int j = 0; j < m; ++j) {
+      const QPointF pos = m == 1 ? centre : onCircle(rr, j, m, centre);
+      addNode(l, first + j, pos, pos - centre);
+    }
+    QString name = QStringLiteral("host %1").arg(host);
+    if (static_cast<int>(run.hosts.size()) == n && !run.hosts[static_cast<size_t>(first)].empty()) {
+      name += QStringLiteral(" · ") + QString::fromStdString(run.hosts[static_cast<size_t>(first)]);
+    }
+    l.boxes.push_back(
+        {QRectF(centre - QPointF(boxHalf, boxHalf), QSizeF(2 * boxHalf, 2 * boxHalf)), name, true});
+  }
+  linkScheduleEdges(l, s);
+}
+
+// Centres the drawing (nodes and frames) in the scene, a little below the middle: the caption
+// covers the top of the view.
+void centre(Layout& l) {
+  QRectF box;
+  for (const LayoutNode& n : l.nodes) box |= QRectF(n.pos, QSizeF(1e-6, 1e-6));
+  for (const LayoutBox& b : l.boxes) box |= b.rect;
+  const QPointF shift = QPointF(0, 24) - box.center();
+  for (LayoutNode& n : l.nodes) n.pos += shift;
+  for (LayoutBox& b : l.boxes) b.rect.translate(shift);
+}
+
+void applyShaping(Layout& l, const TopologyRun& run) {
+  const LinkShaping& sh = run.shaping;
+  const double base = sh.portBytesPerSecond;
+  for (const auto& [rank, rate] : sh.rankPortBytesPerSecond) {
+    if (base == 0 || rate < base) l.slowRanks[rank] = rate;
+  }
+  for (LayoutLink& link : l.links) {
+    const int a = l.nodes[static_cast<size_t>(link.a)].rank;
+    const int b = l.nodes[static_cast<size_t>(link.b)].rank;
+    double rate = 0;
+    for (double r : {sh.linkRate(a, b), sh.linkRate(b, a), sh.portRate(a), sh.portRate(b)}) {
+      if (r > 0) rate = rate == 0 ? r : std::min(rate, r);
+    }
+    link.rate = rate;
+    const bool own = sh.linkBytesPerSecond.count({a, b}) || sh.linkBytesPerSecond.count({b, a});
+    link.slow = rate > 0 && (base == 0 || rate < base);
+    if (own || link.slow) link.label = formatRate(rate);
+  }
+}
+
+}  // namespace
+
+std::pair<int, int> Layout::route(int sender, int receiver, uint32_t chunk) const {
+  int group = 0;
+  if (const auto g = chunkGroup.find(chunk); g != chunkGroup.end()) group = g->second;
+  const auto a = nodeOf.find({sender, group});
+  const auto b = nodeOf.find({receiver, group});
+  if (a == nodeOf.end() || b == nodeOf.end()) return {-1, -1};
+  return {a->second, b->second};
+}
+
+Layout makeLayout(const TopologyRun& run, const Schedule* schedule) {
+  Layout l;
+  l.nodeRadius = radiusFor(run.nranks);
+  const std::string& algo = run.request.algorithm;
+  if (run.nranks <= 0) return l;
+  if (algo == "ring") {
+    l.kind = QStringLiteral("ring");
+    ringLayout(l, run);
+  } else if (algo == "tree" && run.nranks > 1) {
+    l.kind = QStringLiteral("tree");
+    treeLayout(l, run, schedule);
+  } else if (algo == "halving-doubling" || algo == "recursive-doubling") {
+    hypercubeLayout(l, run, schedule);
+  } else if (algo == "parameter-server" || algo == "reduce-broadcast") {
+    l.kind = QStringLiteral("star");
+    starLayout(l, run, schedule);
+  } else if (algo == "hierarchical") {
+    l.kind = QStringLiteral("hosts");
+    hostsLayout(l, run, schedule);
+  } else {
+    l.kind = QStringLiteral("circle");
+    for (int r = 0; r < run.nranks; ++r)
+      addNode(l, r, onCircle(330, r, run.nranks), onCircle(1, r, run.nranks));
+    linkScheduleEdges(l, schedule);
+  }
+  if (l.kind != QStringLiteral("tree")) centre(l);
+  l.stripsAsRings = run.nranks > 16 || (l.kind != QStringLiteral("ring") &&
+                                        l.kind != QStringLiteral("star") && run.nranks > 8);
+  applyShaping(l, run);
+  return l;
+}
+
+QString formatRate(double bytesPerSecond) {
+  if (bytesPerSecond >= 1e9) return QStringLiteral("%1 GB/s").arg(bytesPerSecond / 1e9, 0, 'g', 3);
+  if (bytesPerSecond >= 1e6) return QStringLiteral("%1 MB/s").arg(bytesPerSecond / 1e6, 0, 'g', 3);
+  return QStringLiteral("%1 kB/s").arg(bytesPerSecond / 1e3, 0, 'g', 3);
+}
+
+}  // namespace arl::ui

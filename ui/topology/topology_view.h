@@ -1,0 +1,65 @@
+// The Graphics View of one run: ranks laid out for its algorithm, links with their shaping,
+// every rank's buffer strip, and the tokens in flight at the playback time, interpolated
+// between each message's send start and receive end (exec/timeline.h). The scene has no index
+// (tokens move every frame) and one item paints all tokens.
+#pragma once
+
+#include <QGraphicsView>
+#include <memory>
+#include <vector>
+
+#include "topology/layout.h"
+#include "topology/run_model.h"
+
+namespace arl::ui {
+
+struct SceneStyle;
+class RankItem;
+class TokenLayer;
+struct TokenDraw;
+
+class TopologyView : public QGraphicsView {
+  Q_OBJECT
+
+ public:
+  explicit TopologyView(QWidget* parent = nullptr);
+  ~TopologyView() override;
+
+  // Lays the run out afresh (a new run, or its schedule changed).
+  void setRun(const RunModel& model);
+  // Draws the tokens in flight at `tokenTime` and the strips as of `stripTime`.
+  void showAt(const RunModel& model, int64_t tokenTime, int64_t stripTime);
+  // The caption drawn over the top of the view.
+  void setCaption(const QString& title, const QString& detail);
+
+  const Layout& layout() const { return layout_; }
+  const StripState& strips() const { return strips_; }
+  // Transfer indices (into the timeline) of the tokens drawn now, in start order.
+  const std::vector<size_t>& tokenTransfers() const { return tokenTransfers_; }
+  const std::vector<TokenDraw>& tokens() const;
+  int rankItems() const { return static_cast<int>(rankItems_.size()); }
+  int linkItems() const { return linkItems_; }
+  uint64_t framesPainted() const { return frames_; }
+
+ protected:
+  void resizeEvent(QResizeEvent* e) override;
+  void drawForeground(QPainter* p, const QRectF& rect) override;
+
+ private:
+  void fit();
+
+  QGraphicsScene* scene_;
+  Layout layout_;
+  std::unique_ptr<SceneStyle> style_;
+  StripState strips_;
+  std::vector<RankItem*> rankItems_;
+  TokenLayer* tokens_ = nullptr;
+  int linkItems_ = 0;
+  size_t stripsApplied_ = SIZE_MAX;
+  std::vector<size_t> tokenTransfers_;
+  uint64_t frames_ = 0;
+  QString title_;
+  QString detail_;
+};
+
+}  // namespace arl::ui
