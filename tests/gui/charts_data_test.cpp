@@ -146,7 +146,7 @@ TEST(ChartsData, TimelineOfTheSampleHasEveryRanksLanes) {
   }
   // A ring of 4 ranks has 2 x 3 steps per iteration.
   std::set<uint32_t> steps;
-  for (const StepMark& m : t.stepEnds) steps.insert(m.step);
+  for (const StepEndMark& m : t.stepEnds) steps.insert(m.step);
   EXPECT_EQ(steps.size(), 6U);
 }
 

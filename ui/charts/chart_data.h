@@ -138,7 +138,7 @@ struct TimelineBar {
 };
 
 // A rank finished a step at tUs.
-struct StepMark {
+struct StepEndMark {
   int rank = 0;
   uint32_t step = 0;
   double tUs = 0;
@@ -152,7 +152,7 @@ struct TimelineData {
   std::vector<std::string> lanes;  // "rank 0 send", "rank 0 recv", "rank 0 reduce", ...
   std::vector<int> laneRank;
   std::vector<TimelineBar> bars;
-  std::vector<StepMark> stepEnds;  // every rank's step ends
+  std::vector<StepEndMark> stepEnds;  // every rank's step ends
   double endUs = 0;
   std::string note;
 };

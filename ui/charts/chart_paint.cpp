@@ -107,7 +107,7 @@ void paintTimeline(QPainter& p, const QRectF& r, const TimelineData& d, const Fi
     p.fillRect(QRectF(x0, y, w, laneH * 0.76), laneColor(b.activity, b.rank, d.nranks));
   }
   p.setPen(QPen(s.text, 1.5));
-  for (const StepMark& m : d.stepEnds) {
+  for (const StepEndMark& m : d.stepEnds) {
     const double x = plot.left() + m.tUs * scale;
     const double y = plot.top() + m.rank * rankH;
     p.drawLine(QPointF(x, y + 1), QPointF(x, y + rankH - 1));
