@@ -137,10 +137,11 @@ TEST_P(Pacing, AReceiverFedByThreeSendersIsHeldByItsIngress) {
   const double three = fanInSeconds(*w, 3, bytes);
   EXPECT_GE(single, 0.7 * one);
   EXPECT_LE(single, 3.0 * one);
-  // Each sender's egress could carry its message in `one`: only the ingress makes it 3x.
-  EXPECT_GE(three, 0.7 * 3 * one);
+  // Each sender's egress could carry its message in `one`: only the ingress makes it 3x. The
+  // lower bound is the check (a loaded machine only makes transfers slower, so a ratio of the
+  // two measurements would not be one).
+  EXPECT_GE(three, 0.7 * 3 * one) << "single " << single << " s, three " << three << " s";
   EXPECT_LE(three, 3.0 * 3 * one);
-  EXPECT_GE(three / single, 2.0) << "single " << single << " s, three " << three << " s";
 }
 
 TEST_P(Pacing, AddedLatencyDelaysEveryMessageAndOverlaps) {
@@ -162,7 +163,8 @@ TEST_P(Pacing, AddedLatencyDelaysEveryMessageAndOverlaps) {
 
 TEST_P(Pacing, ASlowLinkHoldsOnlyItsOwnDirection) {
   LinkShaping s;
-  s.linkBytesPerSecond[{0, 1}] = 20e6;
+  // Slow enough that the unshaped way back, even on a loaded machine, takes far less.
+  s.linkBytesPerSecond[{0, 1}] = 5e6;
   const size_t bytes = size_t{1} << 20;
   auto w = makeWorld(GetParam(), 2, s, bytes);
   const std::vector<unsigned char> payload(bytes, 5);
@@ -170,13 +172,14 @@ TEST_P(Pacing, ASlowLinkHoldsOnlyItsOwnDirection) {
   (*w)[0].send(1, headerFor(0), payload.data(), bytes)->wait();
   (*w)[1].recv(0, 0, 30s);
   const double slow = static_cast<double>(steadyNowNs() - t0) / 1e9;
-  EXPECT_GE(slow, 0.7 * static_cast<double>(bytes) / 20e6);
-  EXPECT_LE(slow, 3.0 * static_cast<double>(bytes) / 20e6);
+  const double expected = static_cast<double>(bytes) / 5e6;  // 210 ms
+  EXPECT_GE(slow, 0.7 * expected);
+  EXPECT_LE(slow, 3.0 * expected);
   t0 = steadyNowNs();
   (*w)[1].send(0, headerFor(0), payload.data(), bytes)->wait();
   (*w)[0].recv(1, 0, 30s);
   const double back = static_cast<double>(steadyNowNs() - t0) / 1e9;
-  EXPECT_LT(back, 0.5 * slow) << "the link 1 -> 0 is not shaped";
+  EXPECT_LT(back, 0.5 * expected) << "the link 1 -> 0 is not shaped";
 }
 
 TEST_P(Pacing, AbortEndsAWaitForAMessageOnItsWay) {
