@@ -107,6 +107,14 @@ void chooseHeadlessPlatform() {
   }
 }
 
+// The offscreen platform warns once per chart that it cannot propagate size hints (charts are
+// shown off screen to be laid out); that says nothing to the user, every other message passes.
+QtMessageHandler previousHandler = nullptr;
+void quietOffscreen(QtMsgType type, const QMessageLogContext& context, const QString& text) {
+  if (text.contains(QLatin1String("does not support propagateSizeHints"))) return;
+  if (previousHandler != nullptr) previousHandler(type, context, text);
+}
+
 }  // namespace
 
 int ExportCommand::run() {
@@ -129,6 +137,7 @@ int ExportCommand::run() {
   static char* argv[] = {name, nullptr};
   std::unique_ptr<QApplication> qapp;
   if (QApplication::instance() == nullptr) qapp = std::make_unique<QApplication>(argc, argv);
+  previousHandler = qInstallMessageHandler(quietOffscreen);
   try {
     for (const std::string& path : ui::exportSession(report, options)) {
       std::printf("%s\n", path.c_str());

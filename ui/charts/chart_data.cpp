@@ -253,6 +253,17 @@ XYChartData bandwidthVsSize(const std::vector<ChartRow>& rows, bool busbw) {
   }
   for (ChartSeries& s : d.series) sortPoints(s.points);
   std::erase_if(d.series, [](const ChartSeries& s) { return s.points.empty(); });
+  // Past three series the legend names each once, by its measured line; the note says what
+  // the dashed lines of the same colour are, so no name is cut short.
+  if (index.size() > 3) {
+    for (ChartSeries& s : d.series) {
+      if (s.style == SeriesStyle::Predicted) {
+        s.inLegend = false;
+      } else if (s.style == SeriesStyle::Measured) {
+        s.name = s.key;
+      }
+    }
+  }
   d.x = log2SizeAxis("message size (bytes, log\u2082)", lo == UINT64_MAX ? 1024 : lo,
                      hi == 0 ? 1 << 20 : hi);
   d.y = bandwidthAxis(name + " (GB/s, 1 GB = 10\u2079 B)", top);
