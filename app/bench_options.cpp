@@ -78,7 +78,10 @@ std::string flagOf(RunField f) {
     case RunField::Warmup: return "--warmup_iters";
     case RunField::Iterations: return "--iters";
     case RunField::StallTimeout: return "--stall-timeout";
-    case RunField::Shaping: return "--nic-bw";
+    case RunField::PortRate: return "--nic-bw";
+    case RunField::AddedLatency: return "--link-latency";
+    case RunField::SlowRank: return "--slow-rank";
+    case RunField::SlowLink: return "--slow-link";
   }
   return std::string(describe(f));
 }
@@ -349,7 +352,7 @@ void BenchOptions::checkRuns(const BenchArgs& a) const {
     try {
       (void)resolveRunRequest(requestOf(c, algo, bytes, slice, inflight), hosts, s);
     } catch (const RunRequestError& e) {
-      throw refuse(e, opts_.get(flagOf(e.field)), flagOf(e.field));
+      throw refuse(e, givenFor(opts_, flagOf(e.field), e), flagOf(e.field));
     } catch (const ConfigError& e) {
       throw refuse(opts_.getOr("--algo", algo),
                    algo + " at " + formatSize(bytes) + ": " + e.what());

@@ -308,4 +308,12 @@ LinkShaping parseShaping(const Options& o, int nranks) {
   return s;
 }
 
+std::optional<Arg> givenFor(const Options& o, const std::string& flag, const RunRequestError& e) {
+  if (e.field != RunField::SlowRank && e.field != RunField::SlowLink) return o.get(flag);
+  for (const Arg& a : o.getAll(flag)) {
+    if (a.text.substr(0, a.text.rfind(':')) == e.value) return a;
+  }
+  return std::nullopt;
+}
+
 }  // namespace arl::app

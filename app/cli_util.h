@@ -101,6 +101,10 @@ void declareShaping(Options& o);
 // Their values for a world of `nranks` ranks, checked: a refusal names the flag and value
 // ("--slow-rank 7:50M: rank 7 is out of range for 4 ranks (0..3)").
 LinkShaping parseShaping(const Options& o, int nranks);
+// The value given to `flag` that refusal `e` is about: for --slow-rank and --slow-link, the
+// occurrence that names e.value's rank or link (none when no occurrence spells it so); for
+// other flags, the value given.
+std::optional<Arg> givenFor(const Options& o, const std::string& flag, const RunRequestError& e);
 
 // "ring, tree, ...": the known algorithms, for help texts.
 std::string algorithmList();

@@ -84,7 +84,10 @@ std::string flagOf(RunField f) {
     case RunField::Warmup: return "--warmup";
     case RunField::Iterations: return "--iters";
     case RunField::StallTimeout: return "--stall-timeout";
-    case RunField::Shaping: return "--nic-bw";
+    case RunField::PortRate: return "--nic-bw";
+    case RunField::AddedLatency: return "--link-latency";
+    case RunField::SlowRank: return "--slow-rank";
+    case RunField::SlowLink: return "--slow-link";
   }
   return std::string(describe(f));
 }
@@ -187,7 +190,7 @@ Schedule PlanCommand::resolve(const PlanArgs& a) const {
   try {
     (void)resolveRunRequest(requestOf(a), std::vector<std::string>(a.ranks, "localhost"), &s);
   } catch (const RunRequestError& e) {
-    throw refuse(e, opts_.get(flagOf(e.field)), flagOf(e.field));
+    throw refuse(e, givenFor(opts_, flagOf(e.field), e), flagOf(e.field));
   } catch (const ConfigError& e) {
     throw refuse(Arg{"--algo", a.algo}, e.what());
   }

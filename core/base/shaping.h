@@ -16,6 +16,8 @@
 #include <string>
 #include <utility>
 
+#include "base/errors.h"
+
 namespace arl {
 
 struct LinkShaping {
@@ -38,10 +40,35 @@ struct LinkShaping {
   bool operator==(const LinkShaping&) const = default;
 };
 
-// Throws ConfigError naming the first bad entry for a world of `nranks`: a rate that is not
+// The part of a LinkShaping a refusal is about: one per command-line flag, so that each client
+// names its own control for it.
+enum class ShapingPart {
+  PortRate,      // portBytesPerSecond (--nic-bw)
+  AddedLatency,  // addedLatencySeconds (--link-latency)
+  SlowRank,      // rankPortBytesPerSecond (--slow-rank)
+  SlowLink,      // linkBytesPerSecond (--slow-link)
+};
+
+// A refused shaping. what() reads "<part> <value>: <rule>", e.g. "slow rank 7: rank 7 is out of
+// range for 4 ranks (0..3)" or "slow link 2-2: a link joins two different ranks"; `value` is
+// the entry's rank or link ("7", "1-2") for slow ranks and links, the number for the others.
+struct ShapingError : ConfigError {
+  ShapingError(ShapingPart p, std::string v, std::string r);
+  ShapingPart part;
+  std::string value;
+  std::string rule;
+};
+
+// "port rate", "added latency", "slow rank", "slow link".
+const char* describe(ShapingPart p);
+
+// Throws ShapingError naming the first bad entry for a world of `nranks`: a rate that is not
 // positive and finite, a negative or non-finite latency, a rank out of range, a link from a
 // rank to itself.
 void checkShaping(const LinkShaping& s, int nranks);
+
+// A rate for people: "50 MB/s", "1.25 GB/s".
+std::string describeRate(double bytesPerSecond);
 
 // One line for headers and logs, e.g. "ports 200 MB/s, +50 us per message, rank 3 at
 // 50 MB/s, link 1->2 at 50 MB/s"; "unshaped" when empty.

@@ -88,8 +88,8 @@ void checkScalars(const RunRequest& req, int n) {
   }
   try {
     checkShaping(req.shaping, n);
-  } catch (const ConfigError& e) {
-    throw RunRequestError(RunField::Shaping, describeShaping(req.shaping), e.what());
+  } catch (const ShapingError& e) {
+    throw RunRequestError(runFieldOf(e.part), e.value, e.rule);
   }
 }
 
@@ -156,9 +156,22 @@ std::string_view describe(RunField f) {
     case RunField::Warmup: return "warm-up iterations";
     case RunField::Iterations: return "iterations";
     case RunField::StallTimeout: return "stall timeout";
-    case RunField::Shaping: return "link shaping";
+    case RunField::PortRate: return describe(ShapingPart::PortRate);
+    case RunField::AddedLatency: return describe(ShapingPart::AddedLatency);
+    case RunField::SlowRank: return describe(ShapingPart::SlowRank);
+    case RunField::SlowLink: return describe(ShapingPart::SlowLink);
   }
   return "?";
+}
+
+RunField runFieldOf(ShapingPart p) {
+  switch (p) {
+    case ShapingPart::PortRate: return RunField::PortRate;
+    case ShapingPart::AddedLatency: return RunField::AddedLatency;
+    case ShapingPart::SlowRank: return RunField::SlowRank;
+    case ShapingPart::SlowLink: return RunField::SlowLink;
+  }
+  return RunField::PortRate;
 }
 
 RunRequestError::RunRequestError(RunField f, std::string v, std::string r)

@@ -62,11 +62,18 @@ enum class RunField {
   Warmup,
   Iterations,
   StallTimeout,
-  Shaping,
+  // The network's shaping, one field per part of it (base/shaping.h's ShapingPart).
+  PortRate,
+  AddedLatency,
+  SlowRank,
+  SlowLink,
 };
 
 // How a refusal speaks of `f` when no client names it: "slices in flight", "ring order", ...
 std::string_view describe(RunField f);
+
+// The field of a part of the shaping.
+RunField runFieldOf(ShapingPart p);
 
 // A refused request. what() reads "<describe(field)> <value>: <rule>", e.g.
 // "slices in flight 2000: must be in 1..1024"; a client may show `value` and `rule` after

@@ -114,7 +114,8 @@ std::vector<std::string> csvFields(const BenchRow& row) {
           std::to_string(eventCount(row)),
           std::to_string(res.eventsDropped),
           std::string(toString(res.state)),
-          res.error};
+          res.error,
+          row.predictedBy ? std::string(toString(*row.predictedBy)) : ""};
 }
 
 }  // namespace
@@ -144,7 +145,7 @@ std::string benchResultsCsv(const BenchReport& r) {
   std::string out =
       "size_bytes,count,dtype,op,root,algorithm,collective,ranks,in_place,slice_bytes,inflight,"
       "time_us,time_nccl_us,p50_us,p90_us,p99_us,max_us,algbw_gbps,busbw_gbps,wrong,predicted_us,"
-      "iterations,events,events_dropped,state,error\n";
+      "iterations,events,events_dropped,state,error,predicted_method\n";
   for (const BenchRow& row : r.rows) {
     const std::vector<std::string> f = csvFields(row);
     for (size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + csvField(f[i]);

@@ -91,6 +91,7 @@ struct BenchReport {
 std::string benchResultsJson(const BenchReport& r);
 
 // The same rows as CSV with a header row; fields with commas or quotes are quoted (RFC 4180).
+// The last column, predicted_method, is empty without a prediction.
 std::string benchResultsCsv(const BenchReport& r);
 
 // What the trace writer found in the runs' timelines (exec/timeline.h).
@@ -105,7 +106,9 @@ struct TraceStats {
 // Chrome trace-event JSON (opens in ui.perfetto.dev and chrome://tracing): one process per
 // rank, lanes send/recv/reduce/steps/iterations, one complete event per slice, a flow arrow
 // (flow v2: bind_id with flow_out/flow_in) from every send to its receive, and a per-rank
-// counter of bytes sent per millisecond. Timestamps in microseconds on the coordinator's
+// counter of bytes sent per millisecond. A shaped session names its network in the bench
+// process's name, each shaped rank's port rate in its process name, the network of each run in
+// its "runs" slice and in otherData.network. Timestamps in microseconds on the coordinator's
 // clock, relative to the first run's start. See docs/trace-and-recording.md.
 std::string chromeTraceJson(const BenchReport& r, TraceStats* stats = nullptr);
 

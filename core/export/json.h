@@ -20,7 +20,7 @@ using Json = nlohmann::ordered_json;
 // as U+FFFD instead of failing the export; NaN and infinities are written as null.
 std::string jsonText(const Json& j);
 
-// What one JSON text from elsewhere may hold. Recordings nest 4 levels deep and hold a few
+// What one JSON text from elsewhere may hold. Recordings nest 7 levels deep and hold a few
 // values per rank and iteration (their events are one string per run).
 struct JsonLimits {
   size_t maxBytes = size_t{1} << 30;  // 1 GiB: about 20 million events

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cinttypes>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -28,7 +29,8 @@ constexpr const char* kEventColumns[] = {"iteration", "rank", "step",      "kind
                                          "bytes",     "t_ns", "provenance"};
 constexpr size_t kColumns = std::size(kEventColumns);
 
-// Recordings nest 4 levels deep; their size is what bounds the events they may hold.
+// Recordings nest 7 levels deep (a run's slow links); their size is what bounds the events they may
+// hold.
 constexpr JsonLimits kRecordingLimits{};
 
 // Timestamps and durations stay within +-2^62 ns (146 years), so that differences of two of
@@ -88,28 +90,30 @@ Json metricsJson(const Metrics& m) {
 
 Json runJson(const BenchRow& row) {
   const RunResult& res = row.result;
-  return Json{{"run_id", res.runId},
-              {"state", str(toString(res.state))},
-              {"error", res.error},
-              {"failed_rank", res.failedRank},
-              {"size_bytes", row.sizeBytes},
-              {"count", row.count},
-              {"predicted_us", row.predictedUs},
-              {"start_ns", row.startNs},
-              {"end_ns", row.endNs},
-              {"request", requestJson(res.request)},
-              {"nranks", res.nranks},
-              {"workers", workersJson(res.workers)},
-              {"time_us", res.timeUs},
-              {"wrong", res.wrong},
-              {"metrics", metricsJson(row.metrics)},
-              {"iteration_us", res.iterationUs},
-              // [rank, iteration, time_ns, wrong] per rank and timed iteration.
-              {"per_rank", perRankJson(res.perRank)},
-              {"effective", effectiveJson(res.effective)},
-              {"events_dropped", res.eventsDropped},
-              {"event_count", static_cast<uint64_t>(res.events.size())},
-              {"events", eventsText(res.events)}};
+  return Json{
+      {"run_id", res.runId},
+      {"state", str(toString(res.state))},
+      {"error", res.error},
+      {"failed_rank", res.failedRank},
+      {"size_bytes", row.sizeBytes},
+      {"count", row.count},
+      {"predicted_us", row.predictedUs},
+      {"predicted_method", row.predictedBy ? Json(str(toString(*row.predictedBy))) : Json(nullptr)},
+      {"start_ns", row.startNs},
+      {"end_ns", row.endNs},
+      {"request", requestJson(res.request)},
+      {"nranks", res.nranks},
+      {"workers", workersJson(res.workers)},
+      {"time_us", res.timeUs},
+      {"wrong", res.wrong},
+      {"metrics", metricsJson(row.metrics)},
+      {"iteration_us", res.iterationUs},
+      // [rank, iteration, time_ns, wrong] per rank and timed iteration.
+      {"per_rank", perRankJson(res.perRank)},
+      {"effective", effectiveJson(res.effective)},
+      {"events_dropped", res.eventsDropped},
+      {"event_count", static_cast<uint64_t>(res.events.size())},
+      {"events", eventsText(res.events)}};
 }
 
 // ---- Reading -------------------------------------------------------------------------------
@@ -120,6 +124,49 @@ Json runJson(const BenchRow& row) {
 
 std::vector<int> ints(const In& a, int lo, int hi) {
   return readArray<int>(a, [&](const In& x) { return x.i32(lo, hi); });
+}
+
+// A rate in bytes per second: positive and finite, or 0 (not shaped) where `zeroOk`.
+double readRate(const In& x, bool zeroOk) {
+  const double r = x.num();
+  if (!std::isfinite(r) || r < 0 || (r == 0 && !zeroOk)) {
+    x.fail(x.path(), "rate " + x.raw().dump() +
+                         (zeroOk ? " must be 0 (not shaped) or positive" : " must be positive"));
+  }
+  return r;
+}
+
+// The network's shaping (shapingJson); entries name ranks within the lab's limit, each rank
+// and link once. Whether the ranks exist in the run's world is the run's to say, not the file's.
+LinkShaping readShaping(const In& a) {
+  const In o = a.object();
+  LinkShaping s;
+  s.portBytesPerSecond = readRate(o["port_bytes_per_s"], true);
+  const In lat = o["added_latency_s"];
+  s.addedLatencySeconds = lat.num();
+  if (!std::isfinite(s.addedLatencySeconds) || s.addedLatencySeconds < 0) {
+    lat.fail(lat.path(), "latency " + lat.raw().dump() + " must be 0 or more seconds");
+  }
+  const In ranks = o["slow_ranks"];
+  for (size_t i = 0, n = ranks.size(); i < n; ++i) {
+    const In r = ranks[i].object();
+    const int rank = r["rank"].i32(0, kMaxRanks - 1);
+    if (!s.rankPortBytesPerSecond.emplace(rank, readRate(r["bytes_per_s"], false)).second) {
+      r.fail(r.path(), "rank " + std::to_string(rank) + " is listed twice");
+    }
+  }
+  const In links = o["slow_links"];
+  for (size_t i = 0, n = links.size(); i < n; ++i) {
+    const In l = links[i].object();
+    const int from = l["from"].i32(0, kMaxRanks - 1), to = l["to"].i32(0, kMaxRanks - 1);
+    const std::string name = std::to_string(from) + "-" + std::to_string(to);
+    if (from == to) l.fail(l.path(), "link " + name + " joins a rank to itself");
+    if (!s.linkBytesPerSecond.emplace(std::pair{from, to}, readRate(l["bytes_per_s"], false))
+             .second) {
+      l.fail(l.path(), "link " + name + " is listed twice");
+    }
+  }
+  return s;
 }
 
 // Files written before the sweep over slice sizes and slices in flight hold one of each.
@@ -160,6 +207,8 @@ BenchConfig readConfig(const In& o) {
   if (o.has("stall_timeout_ms")) {
     c.stallTimeout = std::chrono::milliseconds(o["stall_timeout_ms"].i64(1, kMaxStallTimeoutMs));
   }
+  // Absent from files written before the network could be shaped: the machine's own.
+  if (o.has("shaping")) c.shaping = readShaping(o["shaping"]);
   c.root = o["root"].i32();
   c.inPlace = o["in_place"].boolean();
   c.jsonPath = o["json"].str();
@@ -211,6 +260,8 @@ RunRequest readRequest(const In& a) {
   if (o.has("stall_timeout_ms")) {
     q.stallTimeout = std::chrono::milliseconds(o["stall_timeout_ms"].i64(1, kMaxStallTimeoutMs));
   }
+  // Absent from files written before the network could be shaped: the run was not.
+  if (o.has("shaping")) q.shaping = readShaping(o["shaping"]);
   return q;
 }
 
@@ -218,6 +269,13 @@ std::optional<RunState> parseRunState(std::string_view s) {
   for (RunState st : {RunState::Idle, RunState::Queued, RunState::Configuring, RunState::Running,
                       RunState::Done, RunState::Failed, RunState::Aborted, RunState::Refused}) {
     if (toString(st) == s) return st;
+  }
+  return std::nullopt;
+}
+
+std::optional<PredictionMethod> parsePredictionMethod(std::string_view s) {
+  for (PredictionMethod m : {PredictionMethod::ClosedForm, PredictionMethod::Simulation}) {
+    if (toString(m) == s) return m;
   }
   return std::nullopt;
 }
@@ -365,6 +423,10 @@ BenchRow readRun(const In& a) {
   row.sizeBytes = o["size_bytes"].u64();
   row.count = o["count"].u64();
   row.predictedUs = o["predicted_us"].num();
+  // Absent from files written before predictions said how they were made; null: no prediction.
+  if (o.has("predicted_method") && !o["predicted_method"].raw().is_null()) {
+    row.predictedBy = o["predicted_method"].parsed<PredictionMethod>(parsePredictionMethod);
+  }
   row.startNs = o["start_ns"].i64(-kMaxAbsNs, kMaxAbsNs);
   row.endNs = o["end_ns"].i64(-kMaxAbsNs, kMaxAbsNs);
   res.request = readRequest(o["request"]);

@@ -2,6 +2,21 @@
 
 namespace arl {
 
+Json shapingJson(const LinkShaping& s) {
+  Json ranks = Json::array();
+  for (const auto& [rank, rate] : s.rankPortBytesPerSecond) {
+    ranks.push_back(Json{{"rank", rank}, {"bytes_per_s", rate}});
+  }
+  Json links = Json::array();
+  for (const auto& [link, rate] : s.linkBytesPerSecond) {
+    links.push_back(Json{{"from", link.first}, {"to", link.second}, {"bytes_per_s", rate}});
+  }
+  return Json{{"port_bytes_per_s", s.portBytesPerSecond},
+              {"added_latency_s", s.addedLatencySeconds},
+              {"slow_ranks", std::move(ranks)},
+              {"slow_links", std::move(links)}};
+}
+
 Json configJson(const BenchConfig& c) {
   return Json{{"minbytes", c.minBytes},
               {"maxbytes", c.maxBytes},
@@ -26,6 +41,7 @@ Json configJson(const BenchConfig& c) {
               {"data_plane", str(toString(c.dataPlane))},
               {"max_events", c.maxEvents},
               {"stall_timeout_ms", static_cast<int64_t>(c.stallTimeout.count())},
+              {"shaping", shapingJson(c.shaping)},
               {"root", c.root},
               {"in_place", c.inPlace},
               {"json", c.jsonPath},
@@ -90,7 +106,8 @@ Json requestJson(const RunRequest& q) {
               {"telemetry", str(toString(q.telemetry))},
               {"data_plane", str(toString(q.dataPlane))},
               {"max_events", q.maxEvents},
-              {"stall_timeout_ms", static_cast<int64_t>(q.stallTimeout.count())}};
+              {"stall_timeout_ms", static_cast<int64_t>(q.stallTimeout.count())},
+              {"shaping", shapingJson(q.shaping)}};
 }
 
 uint64_t totalDropped(const BenchReport& r) {

@@ -10,6 +10,9 @@
 
 namespace arl {
 
+// The network's shaping: {port_bytes_per_s, added_latency_s, slow_ranks: [{rank, bytes_per_s}],
+// slow_links: [{from, to, bytes_per_s}]}; 0 and empty lists where a part is not shaped.
+Json shapingJson(const LinkShaping& s);
 Json configJson(const BenchConfig& c);
 Json workerJson(const WorkerInfo& w);
 Json workersJson(const std::vector<WorkerInfo>& ws);

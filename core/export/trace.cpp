@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <queue>
 #include <set>
 
+#include "base/shaping.h"
 #include "exec/timeline.h"
 #include "export/export.h"
 #include "export/session_json.h"
@@ -231,6 +233,7 @@ std::pair<std::string, Json> describe(const Slice& s) {
                  {"size_bytes", s.row->sizeBytes},
                  {"time_us", s.row->metrics.timeUs},
                  {"busbw_gbps", s.row->metrics.busbwGBps},
+                 {"network", describeShaping(res.request.shaping)},
                  {"state", str(toString(res.state))}}};
   }
   const TelemetryEvent& e = res.events[s.event];
@@ -309,13 +312,32 @@ class EventWriter {
   bool first_ = true;
 };
 
-// Process names: every rank known from the workers, the runs or the slices.
-std::map<int, std::string> processNames(const BenchReport& r, const std::vector<Slice>& slices) {
+// The network every run of the session was shaped to; none when the runs differ. Without runs,
+// the one the session was configured with.
+std::optional<LinkShaping> sessionShaping(const BenchReport& r) {
+  if (r.rows.empty()) return r.config.shaping;
+  const LinkShaping& first = r.rows.front().result.request.shaping;
+  for (const BenchRow& row : r.rows) {
+    if (row.result.request.shaping != first) return std::nullopt;
+  }
+  return first;
+}
+
+std::string networkText(const std::optional<LinkShaping>& s) {
+  return s ? describeShaping(*s) : "shaped differently per run (each run's args say how)";
+}
+
+// Process names: every rank known from the workers, the runs or the slices; a rank whose port
+// the session's shaping paced says at what rate.
+std::map<int, std::string> processNames(const BenchReport& r, const std::vector<Slice>& slices,
+                                        const std::optional<LinkShaping>& shaping) {
   std::map<int, std::string> names;
   auto nameRank = [&](const WorkerInfo& w) {
     if (w.rank < 0 || names.count(rankPid(w.rank))) return;
-    names[rankPid(w.rank)] =
-        "rank " + std::to_string(w.rank) + " (" + w.host + ", pid " + std::to_string(w.pid) + ")";
+    const double port = shaping ? shaping->portRate(w.rank) : 0;
+    names[rankPid(w.rank)] = "rank " + std::to_string(w.rank) + " (" + w.host + ", pid " +
+                             std::to_string(w.pid) +
+                             (port > 0 ? ", port " + describeRate(port) : "") + ")";
   };
   for (const WorkerInfo& w : r.workers) nameRank(w);
   for (const BenchRow& row : r.rows) {
@@ -328,16 +350,21 @@ std::map<int, std::string> processNames(const BenchReport& r, const std::vector<
   return names;
 }
 
+// The bench process is named with the network when the runs were shaped, so a trace of a
+// shaped run says so where it is opened.
 void writeNames(EventWriter& write, const BenchReport& r, const std::vector<Slice>& slices) {
   std::map<std::pair<int, int>, int> subLanes;  // (pid, lane) -> sub-lanes used
   for (const Slice& s : slices) {
     if (s.sub >= 0) subLanes[{s.pid, s.lane}] = std::max(subLanes[{s.pid, s.lane}], s.sub + 1);
   }
+  const std::optional<LinkShaping> shaping = sessionShaping(r);
   if (subLanes.count({kBenchPid, kRuns})) {
-    write(metadata("process_name", kBenchPid, 0, "name", "allreduce-lab bench"));
+    std::string bench = "allreduce-lab bench";
+    if (!shaping || !shaping->empty()) bench += " (network: " + networkText(shaping) + ")";
+    write(metadata("process_name", kBenchPid, 0, "name", bench));
     write(metadata("process_sort_index", kBenchPid, 0, "sort_index", -1));
   }
-  for (const auto& [pid, name] : processNames(r, slices)) {
+  for (const auto& [pid, name] : processNames(r, slices, shaping)) {
     write(metadata("process_name", pid, 0, "name", name));
     write(metadata("process_sort_index", pid, 0, "sort_index", pid));
   }
@@ -402,6 +429,7 @@ std::string chromeTraceJson(const BenchReport& r, TraceStats* statsOut) {
       {"clock", "coordinator steady clock; ts in microseconds from the first run's start"},
       {"origin_ns", origin},
       {"runs", static_cast<uint64_t>(r.rows.size())},
+      {"network", networkText(sessionShaping(r))},
       {"flows", b.stats.flows},
       {"unmatched_sends", b.stats.unmatchedSends},
       {"unmatched_recvs", b.stats.unmatchedRecvs},

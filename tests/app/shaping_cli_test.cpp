@@ -85,6 +85,24 @@ TEST(ShapingCli, BenchRefusesBadShapingBeforeAnyWorker) {
   }
 }
 
+// The world is the local and the remote workers together: a slow rank is checked against it
+// before any worker is started or awaited, and the refusal names the occurrence of the flag
+// that is wrong.
+TEST(ShapingCli, BenchChecksSlowRanksAgainstLocalAndRemoteWorkers) {
+  const Result r =
+      lab("bench --workers 2 --expect 1 -b 4K -e 4K -n 1 -w 0 --slow-rank 2:50M --slow-rank 3:5M");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "allreduce-lab bench: --slow-rank 3:5M: rank 3 is out of range for 3 ranks "
+            "(0..2)\n");
+  const Result link = lab("bench --workers 1 --expect 2 -b 4K -e 4K -n 1 -w 0 --slow-link 2-3:5M");
+  EXPECT_EQ(link.rc, 2) << link.err;
+  EXPECT_NE(link.err.find("--slow-link 2-3:5M: rank 3 is out of range for 3 ranks (0..2)"),
+            std::string::npos)
+      << link.err;
+}
+
 // 2 ranks in a ring all-reduce each send and receive S bytes; at 50 MB/s per port 4 MiB takes
 // about 84 ms, whatever the machine's own speed (far above 50 MB/s).
 TEST(ShapingCli, PlanRunIsPacedByNicBw) {

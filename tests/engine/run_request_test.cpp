@@ -91,6 +91,30 @@ TEST(RunRequest, EachRefusalNamesItsFieldValueAndRange) {
        },
        4, RunField::RingOrder,
        "ring order 0,1,2,4: must name each of the 4 ranks 0..3 once (4 is not a rank)"},
+      // The shaping: each part is its own field, so that a client names the flag or the
+      // control that set it, not the shaping as a whole.
+      {"negative port rate", [](RunRequest& q) { q.shaping.portBytesPerSecond = -5e6; }, 4,
+       RunField::PortRate, "port rate -5e+06 bytes/s: a rate must be positive"},
+      {"negative latency", [](RunRequest& q) { q.shaping.addedLatencySeconds = -1e-3; }, 4,
+       RunField::AddedLatency, "added latency -0.001 s: must be zero or more"},
+      {"slow rank beyond the world",
+       [](RunRequest& q) {
+         q.shaping.portBytesPerSecond = 200e6;
+         q.shaping.rankPortBytesPerSecond[7] = 50e6;
+       },
+       4, RunField::SlowRank, "slow rank 7: rank 7 is out of range for 4 ranks (0..3)"},
+      {"slow rank at 0", [](RunRequest& q) { q.shaping.rankPortBytesPerSecond[1] = 0; }, 4,
+       RunField::SlowRank, "slow rank 1: rate 0 bytes/s must be positive"},
+      {"slow link beyond the world",
+       [](RunRequest& q) {
+         q.shaping.linkBytesPerSecond[{1, 4}] = 50e6;
+       },
+       4, RunField::SlowLink, "slow link 1-4: rank 4 is out of range for 4 ranks (0..3)"},
+      {"slow link to itself",
+       [](RunRequest& q) {
+         q.shaping.linkBytesPerSecond[{2, 2}] = 50e6;
+       },
+       4, RunField::SlowLink, "slow link 2-2: a link joins two different ranks"},
   };
   for (const Refusal& c : cases) {
     RunRequest q = valid();

@@ -7,6 +7,7 @@
 #include <QTemporaryDir>
 #include <memory>
 
+#include "window/main_window.h"
 #include "window/ring_order_model.h"
 #include "window/setup.h"
 #include "window/setup_settings.h"
@@ -117,6 +118,47 @@ TEST(WindowSetup, SweepsShapingAndWorldsAreChecked) {
   s.algorithm = "hierarchical";
   EXPECT_TRUE(has(checkSetup(s, {"a", "a", "a", "b"}), SetupField::RanksPerHost));
   EXPECT_FALSE(has(checkSetup(s, {"a", "a", "b", "b"}), SetupField::RanksPerHost));
+}
+
+// A shaping that core refuses lands on the control that set it, and the check goes on to the
+// other fields (a refusal of the shaping is no problem of the algorithm's).
+TEST(WindowSetup, ShapingRefusalsLandOnTheirOwnFields) {
+  auto fieldsOf = [](const std::vector<SetupProblem>& ps) {
+    std::vector<SetupField> out;
+    for (const SetupProblem& p : ps) out.push_back(p.field);
+    return out;
+  };
+  SessionSetup s;
+  s.slowRank = 7;
+  s.collective = Collective::Reduce;
+  s.root = 5;
+  const auto ps = checkSetup(s);
+  EXPECT_EQ(fieldsOf(ps), (std::vector<SetupField>{SetupField::SlowRank, SetupField::Root}));
+  ASSERT_FALSE(ps.empty());
+  EXPECT_NE(ps[0].rule.find("rank 7 is out of range for 4 ranks"), std::string::npos) << ps[0].rule;
+  s = SessionSetup{};
+  s.slowLinkFrom = 1;
+  s.slowLinkTo = 6;
+  s.latencyUs = -3;
+  EXPECT_EQ(fieldsOf(checkSetup(s)),
+            (std::vector<SetupField>{SetupField::Latency, SetupField::SlowLink}));
+}
+
+TEST(WindowSetup, TheSessionsConfigAndTheReplayedRunCarryTheShaping) {
+  SessionSetup s;
+  s.portMBps = 200;
+  s.slowLinkFrom = 1;
+  s.slowLinkTo = 2;
+  s.slowLinkMBps = 25;
+  EXPECT_EQ(benchConfigOf(s).shaping, s.shaping());
+  BenchReport report;
+  report.config = benchConfigOf(s);
+  SweepRow row;
+  row.result.nranks = 4;
+  row.result.request.shaping = s.shaping();
+  const TopologyRun run = topologyRunOf(report, row);
+  EXPECT_EQ(run.shaping, s.shaping());
+  EXPECT_DOUBLE_EQ(run.shaping.linkRate(1, 2), 25e6);
 }
 
 TEST(WindowSetup, SweepSpecFollowsTheSetup) {

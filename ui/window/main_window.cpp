@@ -11,6 +11,7 @@
 #include <QStatusBar>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <utility>
 
 #include "charts/charts_panel.h"
 #include "topology/topology_pane.h"
@@ -150,8 +151,9 @@ bool MainWindow::run() {
   if (running_ || closing_ || !problems_.empty()) return false;
   const SessionSetup setup = panel_->setup();
   SessionRequest req{setup, sweepSpecOf(setup)};
-  report_ = BenchReport{};
-  report_.config = benchConfigOf(setup);
+  BenchReport fresh;
+  fresh.config = benchConfigOf(setup);
+  report_ = std::move(fresh);
   req.spec.model = report_.model;
   eventsShown_ = 0;
   eventsDropped_ = 0;
@@ -306,6 +308,7 @@ TopologyRun topologyRunOf(const BenchReport& report, const SweepRow& row) {
   TopologyRun run;
   run.runId = row.result.runId;
   run.request = row.result.request;
+  run.shaping = row.result.request.shaping;  // what the data planes paced this run to
   run.nranks = row.result.nranks;
   for (const WorkerInfo& w : row.result.workers.empty() ? report.workers : row.result.workers) {
     run.hosts.push_back(w.host);

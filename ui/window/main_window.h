@@ -148,7 +148,7 @@ class MainWindow : public QMainWindow {
   uint64_t eventsDropped_ = 0;
 };
 
-// The topology run of a recorded row (for replay).
+// The topology run of a recorded row (for replay), shaped as its request was.
 TopologyRun topologyRunOf(const BenchReport& report, const SweepRow& row);
 
 }  // namespace arl::ui

@@ -31,6 +31,10 @@ SetupField setupFieldOf(RunField f) {
     case RunField::Warmup: return SetupField::Warmup;
     case RunField::Iterations: return SetupField::Iterations;
     case RunField::StallTimeout: return SetupField::Iterations;
+    case RunField::PortRate: return SetupField::PortRate;
+    case RunField::AddedLatency: return SetupField::Latency;
+    case RunField::SlowRank: return SetupField::SlowRank;
+    case RunField::SlowLink: return SetupField::SlowLink;
   }
   return SetupField::Algorithm;
 }
@@ -65,6 +69,10 @@ bool standIn(RunRequest& q, RunField f) {
     case RunField::Inflight: q.inflight = 1; return true;
     case RunField::Warmup: q.warmup = 0; return true;
     case RunField::Iterations: q.iterations = 1; return true;
+    case RunField::PortRate: q.shaping.portBytesPerSecond = 0; return true;
+    case RunField::AddedLatency: q.shaping.addedLatencySeconds = 0; return true;
+    case RunField::SlowRank: q.shaping.rankPortBytesPerSecond.clear(); return true;
+    case RunField::SlowLink: q.shaping.linkBytesPerSecond.clear(); return true;
     default: return false;
   }
 }
@@ -72,7 +80,7 @@ bool standIn(RunRequest& q, RunField f) {
 // Every field core refuses in `q`, found by checking again with a stand-in for each refusal.
 void checkRequest(RunRequest q, const std::vector<std::string>& hosts, const std::string& where,
                   Problems& out) {
-  for (int round = 0; round < 12; ++round) {
+  for (int round = 0; round < 16; ++round) {
     try {
       (void)resolveRunRequest(q, hosts);
       return;
@@ -267,6 +275,7 @@ BenchConfig benchConfigOf(const SessionSetup& s) {
   c.backend = s.backend;
   c.listen = s.listen;
   c.root = s.root;
+  c.shaping = s.shaping();
   return c;
 }
 
