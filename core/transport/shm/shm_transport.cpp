@@ -150,15 +150,15 @@ std::string errnoText(int e) { return std::system_category().message(e); }
 // Makes this process's first access to each page of [p, p + n) happen now, at setup, and not
 // in a timed iteration. The pages exist (bind() reserves them), but every process pays for its
 // first touch of each page of its mapping: a guest page fault, and on a virtual machine the
-// hypervisor's work for the page on top (about 25 us a page here, 7 ms for 1 MiB, against
+// hypervisor's work for the page on top (about 28 us a page here, 7 ms for 1 MiB, against
 // 0.04 ms to copy 1 MiB into pages already touched). A ring of inflight + 2 records is written
 // through once only after that many messages, so without this the first inflight + 2
-// messages of every channel paid it on both sides: with the bench defaults that was the first
+// messages of every channel paid it on both sides: after one warm-up iteration, the first
 // five timed iterations of a run whose channels carry one message per iteration
 // (docs/dataplane.md, "Pages"). MADV_POPULATE_WRITE (Linux 5.14) fills the page tables in one
-// call; a read of each page then does what only an access does (on this machine it halves the
-// cost of the reads alone). Reading leaves the bytes alone, so it is safe on a ring another
-// process may be writing.
+// call; a read of each page then does what only an access does (on this machine that cuts the
+// cost of the reads alone by about 40%). Reading leaves the bytes alone, so it is safe on a ring
+// another process may be writing.
 void prefault(void* p, size_t n) {
 #ifdef MADV_POPULATE_WRITE
   (void)::madvise(p, n, MADV_POPULATE_WRITE);  // an optimisation: the reads below suffice
