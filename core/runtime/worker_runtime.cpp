@@ -523,6 +523,9 @@ void connectDataPlane(RunJob& j, RunDataPlane& plane) {
     if (j.aborted) throw PeerError(rank, -1, -1, "run aborted before it started");
     endpoints = j.endpoints;
   }
+  // Connecting maps the receivers' segments, and on shared memory touches every page of this
+  // rank's rings there: set-up work alone, whose CPU time the stall watch counts as progress.
+  j.progress.setPhase(RunPhase::SettingUp);
   if (endpoints.size() != static_cast<size_t>(j.cfg.worldSize)) {
     throw PeerError(rank, -1, -1,
                     "Start carries " + std::to_string(endpoints.size()) +

@@ -1281,6 +1281,75 @@ TEST(ShmDataPlane, RingSizedForInflightTakesTheNextWhileThoseAreHeld) {
   }
 }
 
+// Pages of this process's mappings of the file `name` (a /dev/shm file name without the
+// directory): one entry per mapping, the number of its pages that are mapped now (present in
+// /proc/self/pagemap, bit 63) and how many it has.
+struct MappedPages {
+  size_t present = 0;
+  size_t total = 0;
+};
+std::vector<MappedPages> mappedPagesOf(const std::string& name) {
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  std::ifstream maps("/proc/self/maps");
+  // pagemap takes whole 8-byte entries at their offsets only: a buffered stream reads other
+  // sizes and fails.
+  const int pagemap = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  EXPECT_GE(pagemap, 0) << "cannot open /proc/self/pagemap";
+  std::vector<MappedPages> out;
+  std::string line;
+  while (pagemap >= 0 && std::getline(maps, line)) {
+    if (line.find("/dev/shm/" + name) == std::string::npos) continue;
+    const uint64_t lo = std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+    const uint64_t hi = std::stoull(line.substr(line.find('-') + 1), nullptr, 16);
+    MappedPages m;
+    for (uint64_t a = lo; a < hi; a += page) {
+      uint64_t entry = 0;
+      const auto at = static_cast<off_t>(a / page * sizeof entry);
+      EXPECT_EQ(::pread(pagemap, &entry, sizeof entry, at), static_cast<ssize_t>(sizeof entry))
+          << "cannot read /proc/self/pagemap";
+      if ((entry >> 63) & 1) ++m.present;
+      ++m.total;
+    }
+    out.push_back(m);
+  }
+  if (pagemap >= 0) ::close(pagemap);
+  return out;
+}
+
+// Setup maps every ring page a process will use into it, so that no send or receive pays a
+// first-touch page fault: bind() the whole segment of its receiver, connect() the ring of
+// its own channel and none of another sender's (docs/dataplane.md, "Pages").
+TEST(ShmDataPlane, SetupMapsTheRingPagesEachSideUses) {
+  constexpr size_t kRing = size_t{256} << 10;
+  const size_t ringPages = kRing / static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<std::unique_ptr<ShmDataPlane>> dp;
+  for (int r = 0; r < 3; ++r) dp.push_back(std::make_unique<ShmDataPlane>(r, 3));
+  const std::string ep = dp[0]->bind(ringOf(kRing), {1, 2});
+  const std::string name = ep.substr(std::strlen(ShmDataPlane::kScheme));
+  const std::vector<std::string> endpoints = {ep, dp[1]->bind(ringOf(kRing), {}),
+                                              dp[2]->bind(ringOf(kRing), {})};
+
+  auto maps = mappedPagesOf(name);
+  ASSERT_EQ(maps.size(), 1u) << "the owner's mapping";
+  EXPECT_EQ(maps[0].present, maps[0].total) << "bind() left pages of its rings unmapped";
+  EXPECT_GE(maps[0].total, 2 * ringPages);
+
+  dp[2]->connect(endpoints, {0});  // only rank 2 sends
+  maps = mappedPagesOf(name);
+  ASSERT_EQ(maps.size(), 2u) << "the owner's mapping and rank 2's";
+  std::sort(maps.begin(), maps.end(),
+            [](const MappedPages& a, const MappedPages& b) { return a.present < b.present; });
+  const MappedPages& sender = maps[0];
+  EXPECT_EQ(maps[1].present, maps[1].total);
+  EXPECT_GE(sender.present, ringPages) << "connect() left pages of its ring unmapped";
+  EXPECT_LT(sender.present, sender.total) << "connect() touched rank 1's ring as well";
+
+  // The touched rings work as before.
+  const auto data = pattern(2, 0, 100000);
+  dp[2]->send(0, headerFor(0), data.data(), data.size());
+  EXPECT_TRUE(samePayload(*dp[0]->recv(2, 0, kLong), data));
+}
+
 // A whole all-reduce: the executor on every rank's thread (more ranks than cores), CPU
 // buffers, this data plane in between, bound and connected to the schedule's peers only.
 // Inputs are small integers in floats, so the sums are exact and compared bit for bit; two

@@ -127,12 +127,14 @@ class ShmDataPlane final : public Transport {
   ShmDataPlane(const ShmDataPlane&) = delete;
   ShmDataPlane& operator=(const ShmDataPlane&) = delete;
 
-  // Phase 1: creates this rank's segment with one ring per rank in `recvFrom` and returns
+  // Phase 1: creates this rank's segment with one ring per rank in `recvFrom`, maps all its
+  // pages into this process (so no receive pays a first-touch page fault), and returns
   // the endpoint peers connect to ("shm://arl-dp-1234-ns4026531836-r3-..."). Call once. Throws
   // ConfigError on bad arguments or when the segment cannot be created (the message names
   // the size and /dev/shm).
   std::string bind(const ShmOptions& opt, const std::vector<int>& recvFrom);
-  // Phase 2: maps the segments of `peers` (ranks) from endpointsByRank[peer]. Throws
+  // Phase 2: maps the segments of `peers` (ranks) from endpointsByRank[peer], and the pages
+  // of this rank's ring in each into this process (so no send pays a page fault). Throws
   // ConfigError when an endpoint is not shm://, a segment cannot be opened, its owner has no
   // ring for this rank, or another process already sends on that ring (one producer each).
   void connect(const std::vector<std::string>& endpointsByRank, const std::vector<int>& peers);
