@@ -59,6 +59,7 @@ MainWindow::MainWindow(WindowOptions options, QWidget* parent)
   panel_->setSetup(setup);
   mirrorToolBar();
   resize(1500, 940);
+  applyDefaultSizes();
   defaultLayout_ = saveState();
   restoreLayout();
 
@@ -256,6 +257,16 @@ void MainWindow::onRecording(const BenchReport& report, const QString& path) {
   frames_->watch(topology_);
   setMode(tr("⟲ REPLAY · %1").arg(QFileInfo(path).fileName()), QStringLiteral("#0b5cad"));
   emit recordingShown(path);
+}
+
+bool MainWindow::showRow(size_t index) {
+  if (running_ || index >= report_.rows.size()) return false;
+  const SweepRow& row = report_.rows[index];
+  if (row.result.state != RunState::Done) return false;
+  topology_->showRun(topologyRunOf(report_, row), row.result.events);
+  charts_->showRun(row);
+  frames_->watch(topology_);
+  return true;
 }
 
 void MainWindow::onRuntimeMessage(const QString& text, int level) {
