@@ -140,9 +140,9 @@ void BoxItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
   p->setPen(style_.ink.lighter(160));
   const QRectF title =
       box_.framed ? box_.rect.adjusted(16, 8, -16, 0) : box_.rect.adjusted(0, 0, 0, 0);
-  // Frames (hosts) name themselves at their top left; unframed panels (trees) at the top
-  // right, clear of the caption over the view's top left corner.
-  p->drawText(title, Qt::AlignTop | (box_.framed ? Qt::AlignLeft : Qt::AlignRight), box_.title);
+  // Frames (hosts) name themselves at their top left; unframed panels (trees) centred over
+  // their drawing.
+  p->drawText(title, Qt::AlignTop | (box_.framed ? Qt::AlignLeft : Qt::AlignHCenter), box_.title);
 }
 
 // ---- RankItem ----
