@@ -181,9 +181,13 @@ void ExplainPanel::setRun(const RunModel& model) {
       hi = std::max(hi, b);
     }
     const double msg = static_cast<double>(req.count * es);
+    // formatSize leaves a count that is no whole K or M as a plain number: say its unit.
     const auto size = [](uint64_t b) {
-      return QString::fromStdString(formatSize(b)) +
-             (b < 1024 ? QStringLiteral(" bytes") : QString());
+      const QString text = QString::fromStdString(formatSize(b));
+      bool plain = false;
+      text.toULongLong(&plain);
+      return plain ? QLocale::c().toString(static_cast<qulonglong>(b)) + QStringLiteral(" bytes")
+                   : text;
     };
     const QString range = lo == hi ? size(hi) : size(lo) + QStringLiteral("–") + size(hi);
     bytes = QStringLiteral("Each rank sends <b>%1</b> per %2 (%3× the message).")

@@ -154,7 +154,8 @@ RankItem::RankItem(const Layout& layout, const LayoutNode& node, const SceneStyl
       strips_(strips),
       radius_(layout.nodeRadius),
       rings_(layout.stripsAsRings),
-      labelled_(style.nranks <= 16) {
+      labelled_(style.nranks <= 16),
+      tree_(layout.kind == QStringLiteral("tree")) {
   setPos(node.pos);
   setZValue(2);
   // Strips change only as data lands: between changes the item is drawn from its pixmap.
@@ -249,7 +250,9 @@ void RankItem::paintCell(QPainter* p, const QRectF& r, uint64_t mask) const {
 RankItem::StripGeometry RankItem::stripGeometry() const {
   StripGeometry g;
   const int cells = std::max(strips_.cells(), 1);
-  g.below = (std::abs(node_.outward.x()) < 1e-6 && node_.outward.y() > 0.99) || style_.nranks <= 8;
+  // Across under the node up to 8 ranks and in trees (whose nodes all point down); radially
+  // outward beyond, where a strip across would reach the neighbours on a circle.
+  g.below = tree_ || style_.nranks <= 8;
   if (g.below) {
     // Under the node, left to right, as a buffer is read: chunk 0 first.
     const double w = std::max(3.4 * radius_, 18.0 * cells);

@@ -94,6 +94,7 @@ class RankItem : public QGraphicsItem {
   double radius_;
   bool rings_;
   bool labelled_;
+  bool tree_;  // the tree layout: strips go under the nodes at any count
   bool hovered_ = false;
   double slowRate_ = 0;
 };

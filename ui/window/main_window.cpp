@@ -318,6 +318,9 @@ TopologyRun topologyRunOf(const BenchReport& report, const SweepRow& row) {
   run.runId = row.result.runId;
   run.request = row.result.request;
   run.nranks = row.result.nranks;
+  // The network the run was paced to, so that a replay draws its slow links as the run did.
+  run.shaping =
+      row.result.request.shaping.empty() ? report.config.shaping : row.result.request.shaping;
   for (const WorkerInfo& w : row.result.workers.empty() ? report.workers : row.result.workers) {
     run.hosts.push_back(w.host);
   }
