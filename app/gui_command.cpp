@@ -16,9 +16,11 @@
 #include <string>
 
 #include "base/limits.h"
+#include "charts/charts_panel.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "schedule/generators.h"
+#include "topology/topology_pane.h"
 #include "window/main_window.h"
 #include "window/setup.h"
 
@@ -34,6 +36,13 @@ struct GuiArgs {
   std::optional<int> workers;
   std::optional<std::string> algorithm;
   std::optional<uint64_t> size;
+  std::optional<ui::SweepRange> sizes;  // -b, -e, -f
+  std::optional<uint64_t> slice;
+  std::optional<int> inflight;
+  std::optional<int> iterations;
+  std::optional<int> warmup;
+  std::optional<LinkShaping> shaping;
+  int chartsTab = -1;  // the charts tab the screenshot shows; -1: the window's default
   std::string screenshot;
   std::string recording;
   int settleMs = 1500;
@@ -49,7 +58,36 @@ ui::SessionSetup initialSetup(const GuiArgs& a) {
     s.size.on = false;
     s.size.single = *a.size;
   }
+  if (a.sizes) s.size = *a.sizes;
+  if (a.slice) s.slice = {false, *a.slice, s.slice.min, s.slice.max, s.slice.factor};
+  if (a.inflight) {
+    s.inflight = {false, static_cast<uint64_t>(*a.inflight), s.inflight.min, s.inflight.max,
+                  s.inflight.factor};
+  }
+  if (a.iterations) s.iterations = *a.iterations;
+  if (a.warmup) s.warmup = *a.warmup;
+  if (a.shaping) {
+    const LinkShaping& sh = *a.shaping;
+    s.portMBps = sh.portBytesPerSecond / 1e6;
+    s.latencyUs = sh.addedLatencySeconds * 1e6;
+    if (!sh.rankPortBytesPerSecond.empty()) {
+      s.slowRank = sh.rankPortBytesPerSecond.begin()->first;
+      s.slowRankMBps = sh.rankPortBytesPerSecond.begin()->second / 1e6;
+    }
+    if (!sh.linkBytesPerSecond.empty()) {
+      s.slowLinkFrom = sh.linkBytesPerSecond.begin()->first.first;
+      s.slowLinkTo = sh.linkBytesPerSecond.begin()->first.second;
+      s.slowLinkMBps = sh.linkBytesPerSecond.begin()->second / 1e6;
+    }
+  }
   return s;
+}
+
+// The charts tabs by the names --charts takes, in the panel's order.
+const std::vector<std::string>& chartsTabNames() {
+  static const std::vector<std::string> names = {"busbw",    "algbw",   "slice",
+                                                 "timeline", "heatmap", "spread"};
+  return names;
 }
 
 // Whether Qt has somewhere to show the window: a display, or a platform named explicitly
@@ -72,8 +110,25 @@ int saveScreenshot(QWidget& window, const std::string& path) {
   return 0;
 }
 
-// Runs the setup once; saves the screenshot `settleMs` after the session ended, so that the
-// charts and the topology have drawn it.
+// The run a screenshot shows: the largest whose chunks travel as one slice each (its steps
+// follow one another, so the strips fill step by step), else the last.
+size_t rowToShow(const BenchReport& report) {
+  size_t best = report.rows.empty() ? 0 : report.rows.size() - 1;
+  uint64_t bestSize = 0;
+  for (size_t i = 0; i < report.rows.size(); ++i) {
+    const SweepRow& r = report.rows[i];
+    const uint64_t n = static_cast<uint64_t>(std::max(r.result.nranks, 1));
+    if (r.result.state == RunState::Done && r.sizeBytes <= r.result.request.sliceBytes * n &&
+        r.sizeBytes > bestSize) {
+      best = i;
+      bestSize = r.sizeBytes;
+    }
+  }
+  return best;
+}
+
+// Runs the setup once; `settleMs` after the session ended (the charts have drawn it), shows
+// one run paused mid-flight and saves the screenshot.
 void autorun(ui::MainWindow& w, const GuiArgs& a) {
   QObject::connect(&w, &ui::MainWindow::sessionEnded, &w, [&w, a](const ui::SessionEnd& end) {
     if (!end.error.empty()) {
@@ -82,7 +137,13 @@ void autorun(ui::MainWindow& w, const GuiArgs& a) {
       return;
     }
     QTimer::singleShot(a.settleMs, &w, [&w, a] {
-      QApplication::exit(a.screenshot.empty() ? 0 : saveScreenshot(w, a.screenshot));
+      // A still of one run mid-flight, rather than wherever its replay has got to.
+      w.showRow(rowToShow(w.report()));
+      w.topologyPane()->pauseAtBusiestMoment();
+      if (a.chartsTab >= 0) w.chartsPanel()->setCurrentIndex(a.chartsTab);
+      QTimer::singleShot(100, &w, [&w, a] {
+        QApplication::exit(a.screenshot.empty() ? 0 : saveScreenshot(w, a.screenshot));
+      });
     });
   });
   QTimer::singleShot(0, &w, [&w] {
@@ -116,10 +177,21 @@ class GuiCommand final : public Command {
     opts_.value("--workers", "N", "local worker processes (default 4)");
     opts_.value("--algo", "NAME", "algorithm, or 'all'. Known: " + algorithmList());
     opts_.value("--size", "SIZE", "one message size, e.g. 1M (default: a sweep 4K..16M)");
+    opts_.value("-b,--minbytes", "SIZE", "or sweep sizes from SIZE (with -e)");
+    opts_.value("-e,--maxbytes", "SIZE", "... to SIZE");
+    opts_.value("-f,--stepfactor", "F", "... multiplying by F (default 4)");
+    opts_.value("--slice", "SIZE", "slice size (default 256K)");
+    opts_.value("--inflight", "K", "slices in flight (default 4)");
+    opts_.value("-n,--iters", "N", "timed iterations per run (default 5)");
+    opts_.value("-w,--warmup", "N", "untimed iterations before them (default 1)");
     opts_.value("--screenshot", "FILE", "with --autorun: save a PNG of the whole window");
+    opts_.value("--charts", "TAB",
+                "with --autorun: the charts tab the screenshot shows: busbw, algbw, slice, "
+                "timeline, heatmap, spread");
     opts_.value(
         "--settle", "MS",
         "with --autorun: wait this long after the run before the screenshot (default 1500)");
+    declareShaping(opts_);
   }
 
   int run() override {
@@ -144,7 +216,8 @@ class GuiCommand final : public Command {
     QApplication qapp(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("allreduce-lab"));
     QApplication::setApplicationName(QStringLiteral("allreduce-lab"));
-    const bool scripted = a_.autorun || a_.workers || a_.algorithm || a_.size;
+    const bool scripted = a_.autorun || a_.workers || a_.algorithm || a_.size || a_.sizes ||
+                          a_.slice || a_.inflight || a_.iterations || a_.warmup || a_.shaping;
     ui::WindowOptions wo;
     wo.persistSettings = !a_.autorun;
     if (scripted) wo.setup = initialSetup(a_);
@@ -166,6 +239,21 @@ class GuiCommand final : public Command {
       a_.algorithm = v->text;
     }
     if (auto v = opts_.get("--size")) a_.size = parseSize(*v);
+    checkSweep();
+    if (auto v = opts_.get("--slice")) a_.slice = parseSize(*v);
+    if (auto v = opts_.get("--inflight")) a_.inflight = parseInt(*v, 1, 1024);
+    if (auto v = opts_.get("--iters")) a_.iterations = parseInt(*v, 1, 1'000'000);
+    if (auto v = opts_.get("--warmup")) a_.warmup = parseInt(*v, 0, 1'000'000);
+    checkShaping();
+    if (auto v = opts_.get("--charts")) {
+      const auto& names = chartsTabNames();
+      const auto it = std::find(names.begin(), names.end(), v->text);
+      if (it == names.end()) {
+        throw refuse(*v, "unknown tab (known: busbw, algbw, slice, timeline, heatmap, spread)");
+      }
+      if (!a_.autorun) throw refuse(*v, "needs --autorun");
+      a_.chartsTab = static_cast<int>(it - names.begin());
+    }
     if (auto v = opts_.get("--settle")) a_.settleMs = parseInt(*v, 0, 600'000);
     if (auto v = opts_.get("--screenshot")) {
       if (!a_.autorun) throw refuse(*v, "needs --autorun");
@@ -183,6 +271,32 @@ class GuiCommand final : public Command {
       }
       a_.recording = recording_;
     }
+  }
+
+  // -b, -e, -f: a sweep of sizes (not with --size).
+  void checkSweep() {
+    const auto b = opts_.get("--minbytes"), e = opts_.get("--maxbytes");
+    const auto f = opts_.get("--stepfactor");
+    if (!b && !e && !f) return;
+    if (!b || !e) throw refuse(b ? *b : (e ? *e : *f), "a sweep needs both -b and -e");
+    if (a_.size) throw refuse(*b, "is a sweep; --size is one size: give one or the other");
+    ui::SweepRange r{true, 0, parseSize(*b), parseSize(*e), 4};
+    if (f) r.factor = static_cast<uint64_t>(parseInt(*f, 2, 1024));
+    if (r.max < r.min) throw refuse(*e, "must be at least -b (" + formatSize(r.min) + ")");
+    a_.sizes = r;
+  }
+
+  // The shaping flags, as the setup panel holds them: one slow rank and one slow link at most.
+  void checkShaping() {
+    const int n = a_.workers.value_or(ui::SessionSetup{}.localWorkers);
+    const LinkShaping sh = parseShaping(opts_, n);
+    if (sh.rankPortBytesPerSecond.size() > 1) {
+      throw refuse(opts_.getAll("--slow-rank")[1], "the window slows one rank at most");
+    }
+    if (sh.linkBytesPerSecond.size() > 1) {
+      throw refuse(opts_.getAll("--slow-link")[1], "the window slows one link at most");
+    }
+    if (!sh.empty()) a_.shaping = sh;
   }
 
   CLI::App* sub_;

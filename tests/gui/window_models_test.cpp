@@ -196,5 +196,24 @@ TEST(WindowSetup, SettingsRoundTrip) {
   EXPECT_EQ(loadSetup(st).algorithm, "ring");
 }
 
+// A recorded run is replayed on the network it was paced to: its slow link is drawn slow.
+TEST(WindowReplay, ARecordedRunKeepsItsShaping) {
+  BenchReport report;
+  report.config.shaping.portBytesPerSecond = 200e6;
+  report.config.shaping.linkBytesPerSecond[{0, 1}] = 50e6;
+  SweepRow row;
+  row.result.nranks = 4;
+  row.result.request.algorithm = "parameter-server";
+  TopologyRun run = topologyRunOf(report, row);
+  EXPECT_EQ(run.nranks, 4);
+  EXPECT_EQ(run.shaping.linkRate(0, 1), 50e6);
+  EXPECT_EQ(run.shaping.portBytesPerSecond, 200e6);
+  // The run's own request, when it names a network, is what it ran on.
+  row.result.request.shaping.linkBytesPerSecond[{2, 3}] = 10e6;
+  run = topologyRunOf(report, row);
+  EXPECT_EQ(run.shaping.linkRate(2, 3), 10e6);
+  EXPECT_EQ(run.shaping.linkRate(0, 1), 0);
+}
+
 }  // namespace
 }  // namespace arl::ui

@@ -12,8 +12,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <set>
 
+#include "charts/charts_panel.h"
+#include "topology/run_model.h"
+#include "topology/topology_pane.h"
 #include "window/error_banner.h"
 #include "window/main_window.h"
 #include "window/setup_panel.h"
@@ -153,6 +157,39 @@ TEST(WindowRun, ASweepReachesTheChartsAndTheTopologyInOrder) {
   uint64_t delivered = 0;
   for (const SweepRow& r : feed.rows) delivered += r.result.telemetry.delivered;
   EXPECT_EQ(feed.events, delivered);
+  // The topology pane holds the last run's telemetry, every event of it (under its bound),
+  // each rank's in time order.
+  const TopologyPane& pane = *w->topologyPane();
+  const uint64_t lastRun = feed.rows.back().result.telemetry.delivered;
+  ASSERT_LT(lastRun, pane.maxEventsHeld());
+  EXPECT_GT(pane.eventsHeld(), 0u);
+  EXPECT_EQ(pane.eventsHeld(), lastRun);
+  EXPECT_EQ(pane.eventsDropped(), 0u);
+  EXPECT_EQ(pane.eventsOutOfOrder(), 0u);
+  EXPECT_FALSE(pane.model().timeline().transfers().empty());
+  // The charts have a measured point for every size, and the per-run charts show a run.
+  const SessionCharts charts = w->chartsPanel()->charts();
+  const std::set<double> sizeXs = {12, 14, 16};  // log2 of 4K, 16K, 64K
+  for (ChartKind k : {ChartKind::BusbwVsSize, ChartKind::AlgbwVsSize}) {
+    std::set<double> xs;
+    for (const ChartSeries& s : charts.xy(k)->series) {
+      if (s.style != SeriesStyle::Measured) continue;
+      for (const ChartPoint& p : s.points) {
+        xs.insert(p.x);
+        EXPECT_GT(p.y, 0.0) << chartTabTitle(k) << " at x " << p.x;
+      }
+    }
+    EXPECT_EQ(xs, sizeXs) << chartTabTitle(k);
+  }
+  std::set<double> spreadXs;
+  for (const ChartSeries& s : charts.spread.series) {
+    for (const ChartPoint& p : s.points) spreadXs.insert(p.x);
+  }
+  EXPECT_EQ(spreadXs, sizeXs);
+  EXPECT_EQ(charts.timeline.nranks, 4);
+  EXPECT_FALSE(charts.timeline.bars.empty());
+  EXPECT_GT(std::accumulate(charts.heatMap.bytes.begin(), charts.heatMap.bytes.end(), uint64_t{0}),
+            0u);
   EXPECT_EQ(w->report().rows.size(), 3u);
   EXPECT_FALSE(w->isRunning());
   EXPECT_TRUE(w->runAction()->isEnabled());

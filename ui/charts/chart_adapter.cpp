@@ -5,6 +5,7 @@
 #include <QCategoryAxis>
 #include <QChart>
 #include <QChartView>
+#include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QPalette>
@@ -34,7 +35,7 @@ QFont scaled(const QFont& f, double factor, bool bold = false) {
   return g;
 }
 
-void replaceTicks(QCategoryAxis* axis, const ChartAxis& a) {
+void replaceTicks(QCategoryAxis* axis, const ChartAxis& a, bool compact) {
   for (const QString& label : axis->categoriesLabels()) axis->remove(label);
   axis->setStartValue(a.min);
   axis->setRange(a.min, a.max);
@@ -42,7 +43,7 @@ void replaceTicks(QCategoryAxis* axis, const ChartAxis& a) {
     if (t.value < a.min - 1e-9 || t.value > a.max + 1e-9) continue;
     axis->append(qs(t.label), t.value);
   }
-  axis->setTitleText(qs(a.title));
+  axis->setTitleText(qs(compact && !a.screenTitle.empty() ? a.screenTitle : a.title));
 }
 
 // The text a point's tooltip shows: its size (x is log2 bytes) and its value.
@@ -72,6 +73,7 @@ FigureStyle FigureStyle::fromWidget(const QWidget* w) {
   s.muted = s.dark ? s.text.darker(140) : s.text.lighter(180);
   s.grid = s.dark ? s.background.lighter(180) : s.background.darker(115);
   s.font = w->font();
+  s.compact = true;
   return s;
 }
 
@@ -124,8 +126,10 @@ XYChartAdapter::XYChartAdapter(const FigureStyle& style)
   for (QCategoryAxis* a : {x_, y_}) {
     a->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
   }
-  chart_->legend()->setAlignment(Qt::AlignBottom);
-  chart_->setMargins(QMargins(8, 8, 16, 8));
+  chart_->legend()->setAlignment(style.compact ? Qt::AlignRight : Qt::AlignBottom);
+  // Line markers in the legend, so a dashed prediction reads as dashed there too.
+  chart_->legend()->setMarkerShape(QLegend::MarkerShapeFromSeries);
+  chart_->setMargins(style.compact ? QMargins(4, 2, 8, 2) : QMargins(8, 8, 16, 8));
   setStyle(style);
 }
 
@@ -137,7 +141,7 @@ void XYChartAdapter::setStyle(const FigureStyle& style) {
   chart_->setBackgroundBrush(style.background);
   chart_->setBackgroundRoundness(0);
   chart_->setPlotAreaBackgroundVisible(false);
-  chart_->setTitleFont(scaled(style.font, 1.3));
+  chart_->setTitleFont(style.compact ? style.font : scaled(style.font, 1.3));
   chart_->setTitleBrush(style.text);
   chart_->legend()->setFont(style.font);
   chart_->legend()->setLabelColor(style.text);
@@ -171,9 +175,12 @@ void XYChartAdapter::applySeriesStyle(const Entry& e) {
 int XYChartAdapter::seriesCount() const { return static_cast<int>(chart_->series().size()); }
 
 void XYChartAdapter::updateAxes(const XYChartData& d) {
-  chart_->setTitle(chartTitleHtml(d.title, d.subtitle, style_));
-  replaceTicks(x_, d.x);
-  replaceTicks(y_, d.y);
+  chart_->setTitle(style_.compact ? QStringLiteral("<span style=\"color:%1\">%2</span>")
+                                        .arg(style_.muted.name(), qs(d.subtitle).toHtmlEscaped())
+                                  : chartTitleHtml(d.title, d.subtitle, style_));
+  replaceTicks(x_, d.x, style_.compact);
+  replaceTicks(y_, d.y, style_.compact);
+  yTitle_ = qs(d.y.title);
 }
 
 QXYSeries* XYChartAdapter::seriesFor(const ChartSeries& s) {
@@ -194,7 +201,7 @@ QXYSeries* XYChartAdapter::seriesFor(const ChartSeries& s) {
   if (!s.inLegend) {
     for (QLegendMarker* m : chart_->legend()->markers(series)) m->setVisible(false);
   }
-  const QString yTitle = y_->titleText();
+  const QString yTitle = yTitle_;
   const bool logY = yTitle.contains(QStringLiteral("log"));
   QObject::connect(series, &QXYSeries::hovered, series,
                    [series, yTitle, logY](const QPointF& p, bool on) {

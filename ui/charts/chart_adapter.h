@@ -32,6 +32,9 @@ struct FigureStyle {
   QColor grid = QColor(0xDD, 0xDD, 0xDD);
   QFont font;  // labels; titles are drawn larger and bold
   bool dark = false;
+  // The window's charts: the tab names the chart, so its title gives way to the subtitle;
+  // axes take their short titles; the legend goes to the right, leaving the plot its height.
+  bool compact = false;
 
   static FigureStyle paper();                     // exports: white, dark text
   static FigureStyle fromWidget(const QWidget*);  // the widget's palette (light or dark)
@@ -68,6 +71,7 @@ class XYChartAdapter {
   std::unique_ptr<QChart> owned_;  // until a view takes it
   QCategoryAxis* x_;
   QCategoryAxis* y_;
+  QString yTitle_;  // the y axis's full title (tooltips read it)
   struct Entry {
     QXYSeries* series = nullptr;
     SeriesStyle style = SeriesStyle::Measured;

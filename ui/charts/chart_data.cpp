@@ -267,12 +267,14 @@ XYChartData bandwidthVsSize(const std::vector<ChartRow>& rows, bool busbw) {
   d.x = log2SizeAxis("message size (bytes, log\u2082)", lo == UINT64_MAX ? 1024 : lo,
                      hi == 0 ? 1 << 20 : hi);
   d.y = bandwidthAxis(name + " (GB/s, 1 GB = 10\u2079 B)", top);
+  d.y.screenTitle = name + " (GB/s)";
   d.y.tooltip = busbw ? "busbw = algbw \u00D7 2(n\u22121)/n for all-reduce ((n\u22121)/n for "
                         "reduce-scatter and all-gather, 1 for reduce and broadcast), as "
                         "nccl-tests reports it: the bandwidth of an equivalent flat fabric "
-                        "that the algorithm would saturate, comparable across rank counts"
+                        "that the algorithm would saturate, comparable across rank counts "
+                        "(1 GB = 10\u2079 B)"
                       : "algbw = S / time: the message size over the slowest rank's mean "
-                        "iteration time";
+                        "iteration time (1 GB = 10\u2079 B)";
   d.note =
       "Solid: measured (mean over timed iterations). Dashed: the cost model's "
       "prediction, not a measurement.";
@@ -318,6 +320,7 @@ XYChartData busbwVsSlice(const std::vector<ChartRow>& rows) {
   d.x = log2SizeAxis("slice size (bytes, log\u2082)", lo == UINT64_MAX ? 4096 : lo,
                      hi == 0 ? 1 << 20 : hi);
   d.y = bandwidthAxis("busbw (GB/s, 1 GB = 10\u2079 B)", top);
+  d.y.screenTitle = "busbw (GB/s)";
   d.note = hi == lo ? "One slice size in this session: sweep slice sizes (bench --slice "
                       "16K,64K,256K,1M) to see where slices get too small or too large."
                     : "Too small a slice pays the per-message cost too often; too large a "
@@ -362,6 +365,8 @@ XYChartData iterationSpreadChart(const std::vector<ChartRow>& rows) {
                      hi == 0 ? 1 << 20 : hi);
   d.y = tmax > 0 ? log10TimeAxis(tmin, tmax) : log10TimeAxis(1, 1000);
   d.y.title = "iteration time (slowest rank, log\u2081\u2080)";
+  d.y.screenTitle = "iteration time";
+  d.y.tooltip = "The slowest rank's time per timed iteration, on a log\u2081\u2080 axis";
   d.note =
       "Band: median (p50) to p99 of the timed iterations, line: the median, squares: "
       "the slowest iteration (nearest-rank percentiles; measured).";

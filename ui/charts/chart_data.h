@@ -44,6 +44,7 @@ struct AxisTick {
 // in the original unit (x = log2 of the size, labelled 4K, 64K, 1M).
 struct ChartAxis {
   std::string title;
+  std::string screenTitle;  // shorter, for the window's charts (the tooltip says the rest)
   double min = 0;
   double max = 1;
   std::vector<AxisTick> ticks;  // empty: evenly spaced value ticks

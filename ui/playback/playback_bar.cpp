@@ -150,11 +150,11 @@ PlaybackBar::PlaybackBar(QWidget* parent) : QWidget(parent) {
                     QStyle::SP_MediaSkipForward);
   speed_ = new QSlider(Qt::Horizontal, this);
   speed_->setRange(0, kSliderSteps);
-  speed_->setFixedWidth(130);
+  speed_->setFixedWidth(110);
   speed_->setToolTip(QStringLiteral("Playback speed: 1× is the run's real pace"));
   lay->addWidget(speed_);
   speedLabel_ = new QLabel(this);
-  speedLabel_->setMinimumWidth(150);
+  speedLabel_->setMinimumWidth(130);
   QFont bold = speedLabel_->font();
   bold.setBold(true);
   speedLabel_->setFont(bold);
@@ -162,7 +162,7 @@ PlaybackBar::PlaybackBar(QWidget* parent) : QWidget(parent) {
   scrubber_ = new TimelineScrubber(this);
   lay->addWidget(scrubber_, 1);
   time_ = new QLabel(this);
-  time_->setMinimumWidth(150);
+  time_->setMinimumWidth(130);
   lay->addWidget(time_);
   connect(live_, &QToolButton::clicked, this, &PlaybackBar::liveRequested);
   connect(back_, &QToolButton::clicked, this, &PlaybackBar::stepBackRequested);

@@ -137,7 +137,7 @@ ExplainPanel::ExplainPanel(QWidget* parent) : QWidget(parent) {
     return l;
   };
   header_ = label(13, false);
-  step_ = label(22, true);
+  step_ = label(20, true);
   rule_ = label(14, false);
   messages_ = label(12, false);
   bytes_ = label(13, false);
@@ -161,11 +161,12 @@ void ExplainPanel::setRun(const RunModel& model) {
   const TopologyRun& run = model.run();
   const RunRequest& req = run.request;
   const size_t es = dtypeSize(req.dtype);
-  header_->setText(QStringLiteral("<b>%1</b> %2 · %3 ranks · %4 × %5 %6")
-                       .arg(QString::fromStdString(req.algorithm),
-                            QString::fromUtf8(toString(req.collective).data()))
+  const QString collective = QString::fromUtf8(toString(req.collective).data());
+  header_->setText(QStringLiteral("<b>%1</b> %2 · %3 ranks<br/>%4 message: %5 × %6 · %7")
+                       .arg(QString::fromStdString(req.algorithm), collective)
                        .arg(run.nranks)
-                       .arg(QLocale::c().toString(static_cast<qulonglong>(req.count)),
+                       .arg(QString::fromStdString(formatSize(req.count * es)),
+                            QLocale::c().toString(static_cast<qulonglong>(req.count)),
                             QString::fromUtf8(toString(req.dtype).data()),
                             QString::fromUtf8(toString(req.op).data())));
   arithmetic_ = std::make_unique<Arithmetic>(run);
@@ -180,13 +181,17 @@ void ExplainPanel::setRun(const RunModel& model) {
       hi = std::max(hi, b);
     }
     const double msg = static_cast<double>(req.count * es);
+    // formatSize leaves a count that is no whole K or M as a plain number: say its unit.
     const auto size = [](uint64_t b) {
-      return QString::fromStdString(formatSize(b)) +
-             (b < 1024 ? QStringLiteral(" bytes") : QString());
+      const QString text = QString::fromStdString(formatSize(b));
+      bool plain = false;
+      text.toULongLong(&plain);
+      return plain ? QLocale::c().toString(static_cast<qulonglong>(b)) + QStringLiteral(" bytes")
+                   : text;
     };
     const QString range = lo == hi ? size(hi) : size(lo) + QStringLiteral("–") + size(hi);
-    bytes = QStringLiteral("Each rank sends <b>%1</b> per all-reduce (%2× the message).")
-                .arg(range)
+    bytes = QStringLiteral("Each rank sends <b>%1</b> per %2 (%3× the message).")
+                .arg(range, collective)
                 .arg(msg > 0 ? static_cast<double>(hi) / msg : 0, 0, 'g', 3);
   } else {
     bytes = QStringLiteral("No schedule: ") +

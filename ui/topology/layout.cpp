@@ -164,20 +164,25 @@ void treeLayout(Layout& l, const TopologyRun& run, const Schedule* s) {
   if (s == nullptr) return;
   const auto trees = scheduleTrees(*s);
   const int count = static_cast<int>(trees.size());
-  const double panelH = 2 * kHalfHeight / std::max(count, 1);
+  // Two trees (the double binary tree) side by side, each the full height: their levels get
+  // room for the buffer strips under the nodes. Otherwise one above the other.
+  const bool sideBySide = count == 2;
+  const double panelW = sideBySide ? kHalfWidth : 2 * kHalfWidth;
+  const double panelH = sideBySide ? 2 * kHalfHeight : 2 * kHalfHeight / std::max(count, 1);
   for (int t = 0; t < count; ++t) {
     int columns = 0;
     int depth = 0;
     const auto at = tidyTree(trees[static_cast<size_t>(t)].first, columns, depth);
-    const double top = -kHalfHeight + t * panelH;
-    const double levelH = (panelH - 110) / std::max(depth, 1);
-    const double colW = 2 * kHalfWidth / std::max(columns, 1);
+    const double left = -kHalfWidth + (sideBySide ? t * panelW : 0);
+    const double top = -kHalfHeight + (sideBySide ? 0 : t * panelH);
+    // The panel's title, then the root a node's radius and a strip lower.
+    const double levelH = (panelH - 150) / std::max(depth, 1);
+    const double colW = panelW / std::max(columns, 1);
     l.nodeRadius = std::min(l.nodeRadius, std::min(0.34 * colW, 0.3 * levelH));
     for (int r = 0; r < run.nranks; ++r) {
       const auto [x, dep] = at[static_cast<size_t>(r)];
       if (dep < 0) continue;
-      addNode(l, r, QPointF(-kHalfWidth + colW * (x + 0.5), top + 60 + dep * levelH), QPointF(0, 1),
-              t);
+      addNode(l, r, QPointF(left + colW * (x + 0.5), top + 100 + dep * levelH), QPointF(0, 1), t);
     }
     for (int r = 0; r < run.nranks; ++r) {
       const int p = trees[static_cast<size_t>(t)].first[static_cast<size_t>(r)];
@@ -189,7 +194,7 @@ void treeLayout(Layout& l, const TopologyRun& run, const Schedule* s) {
     if (count == 2)
       title += t == 0 ? QStringLiteral(" · carries the first half")
                       : QStringLiteral(" · carries the second half");
-    l.boxes.push_back({QRectF(-kHalfWidth, top + 4, 2 * kHalfWidth, panelH - 8), title, false});
+    l.boxes.push_back({QRectF(left + 4, top + 4, panelW - 8, panelH - 8), title, false});
   }
 }
 

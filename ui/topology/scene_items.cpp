@@ -3,6 +3,7 @@
 #include <QGraphicsSceneHoverEvent>
 #include <QPainter>
 #include <QPainterPath>
+#include <QTransform>
 #include <bit>
 #include <cmath>
 #include <numbers>
@@ -67,6 +68,15 @@ QRectF LinkItem::boundingRect() const {
   return QRectF(a_, b_).normalized().adjusted(-80, -30, 80, 30);
 }
 
+QRectF LinkItem::contentRect() const {
+  QRectF r = QRectF(a_, b_).normalized();
+  if (!link_.label.isEmpty()) {
+    const QPointF mid = a_ + (b_ - a_) * 0.62;  // where paint() puts the label
+    r |= QRectF(mid.x() - 70, mid.y() - 18, 140, 36);
+  }
+  return r;
+}
+
 void LinkItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
   p->setRenderHint(QPainter::Antialiasing);
   p->setPen(link_.slow ? style_.slowLinkPen : style_.linkPen);
@@ -115,6 +125,8 @@ BoxItem::BoxItem(const LayoutBox& box, const SceneStyle& style) : box_(box), sty
 
 QRectF BoxItem::boundingRect() const { return box_.rect.adjusted(-4, -40, 4, 4); }
 
+QRectF BoxItem::contentRect() const { return box_.rect.adjusted(-2, box_.framed ? -2 : 0, 2, 2); }
+
 void BoxItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
   p->setRenderHint(QPainter::Antialiasing);
   if (box_.framed) {
@@ -128,9 +140,9 @@ void BoxItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
   p->setPen(style_.ink.lighter(160));
   const QRectF title =
       box_.framed ? box_.rect.adjusted(16, 8, -16, 0) : box_.rect.adjusted(0, 0, 0, 0);
-  // Frames (hosts) name themselves at their top left; unframed panels (trees) at the top
-  // right, clear of the caption over the view's top left corner.
-  p->drawText(title, Qt::AlignTop | (box_.framed ? Qt::AlignLeft : Qt::AlignRight), box_.title);
+  // Frames (hosts) name themselves at their top left; unframed panels (trees) centred over
+  // their drawing.
+  p->drawText(title, Qt::AlignTop | (box_.framed ? Qt::AlignLeft : Qt::AlignHCenter), box_.title);
 }
 
 // ---- RankItem ----
@@ -142,7 +154,8 @@ RankItem::RankItem(const Layout& layout, const LayoutNode& node, const SceneStyl
       strips_(strips),
       radius_(layout.nodeRadius),
       rings_(layout.stripsAsRings),
-      labelled_(style.nranks <= 16) {
+      labelled_(style.nranks <= 16),
+      tree_(layout.kind == QStringLiteral("tree")) {
   setPos(node.pos);
   setZValue(2);
   // Strips change only as data lands: between changes the item is drawn from its pixmap.
@@ -234,33 +247,55 @@ void RankItem::paintCell(QPainter* p, const QRectF& r, uint64_t mask) const {
   p->drawRect(r);
 }
 
+RankItem::StripGeometry RankItem::stripGeometry() const {
+  StripGeometry g;
+  const int cells = std::max(strips_.cells(), 1);
+  // Across under the node up to 8 ranks and in trees (whose nodes all point down); radially
+  // outward beyond, where a strip across would reach the neighbours on a circle.
+  g.below = tree_ || style_.nranks <= 8;
+  if (g.below) {
+    // Under the node, left to right, as a buffer is read: chunk 0 first.
+    const double w = std::max(3.4 * radius_, 18.0 * cells);
+    const double h = std::clamp(radius_ * 0.6, 9.0, 26.0);
+    // Above a node at the top of the drawing, so the strip stays clear of its links.
+    const double y = node_.outward.y() < -0.7 ? -radius_ - 8 - h : radius_ + 8;
+    g.rect = QRectF(-w / 2, y, w, h);
+  } else {
+    // Radially outward from the node, cell 0 nearest to it.
+    const double len = std::min(150.0, std::max(80.0, 16.0 * cells));
+    const double h = std::clamp(radius_ * 0.62, 12.0, 22.0);
+    g.rect = QRectF(radius_ + 10, -h / 2, len, h);
+    g.angle = angleOf(node_.outward);
+  }
+  return g;
+}
+
 void RankItem::paintStrip(QPainter* p) const {
   const int cells = strips_.cells();
   if (cells <= 0) return;
   p->save();
-  const bool below =
-      (std::abs(node_.outward.x()) < 1e-6 && node_.outward.y() > 0.99) || style_.nranks <= 8;
-  if (below) {
-    // Under the node, left to right, as a buffer is read: chunk 0 first.
-    const double w = std::max(3.4 * radius_, 18.0 * cells);
-    const double cw = w / cells;
-    const double h = std::clamp(radius_ * 0.6, 9.0, 26.0);
-    // Above a node at the top of the drawing, so the strip stays clear of its links.
-    const double y = node_.outward.y() < -0.7 ? -radius_ - 8 - h : radius_ + 8;
-    for (int c = 0; c < cells; ++c) {
-      paintCell(p, QRectF(-w / 2 + c * cw, y, cw, h), strips_.mask(node_.rank, c));
-    }
-  } else {
-    // Radially outward from the node, cell 0 nearest to it.
-    p->rotate(angleOf(node_.outward));
-    const double len = std::min(150.0, std::max(80.0, 16.0 * cells));
-    const double cw = len / cells;
-    const double h = std::clamp(radius_ * 0.62, 12.0, 22.0);
-    for (int c = 0; c < cells; ++c) {
-      paintCell(p, QRectF(radius_ + 10 + c * cw, -h / 2, cw, h), strips_.mask(node_.rank, c));
-    }
+  const StripGeometry g = stripGeometry();
+  if (!g.below) p->rotate(g.angle);
+  const double cw = g.rect.width() / cells;
+  for (int c = 0; c < cells; ++c) {
+    paintCell(p, QRectF(g.rect.left() + c * cw, g.rect.top(), cw, g.rect.height()),
+              strips_.mask(node_.rank, c));
   }
   p->restore();
+}
+
+QRectF RankItem::contentRect() const {
+  const double ring = slowRate_ > 0 ? radius_ * 1.3 + 2 : radius_ + 2;
+  QRectF r(-ring, -ring, 2 * ring, 2 * ring);
+  if (rings_) {
+    const double rr = radius_ + std::max(3.5, radius_ * 0.35) + radius_ * 0.25;
+    r |= QRectF(-rr, -rr, 2 * rr, 2 * rr);
+  } else if (strips_.cells() > 0) {
+    const StripGeometry g = stripGeometry();
+    r |= g.below ? g.rect : QTransform().rotate(g.angle).mapRect(g.rect);
+  }
+  if (slowRate_ > 0) r |= QRectF(-90, radius_ * 1.35, 180, 24);
+  return r.translated(pos());
 }
 
 void RankItem::paintFillRing(QPainter* p) const {

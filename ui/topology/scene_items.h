@@ -38,6 +38,8 @@ class LinkItem : public QGraphicsItem {
  public:
   LinkItem(const Layout& layout, const LayoutLink& link, const SceneStyle& style);
   QRectF boundingRect() const override;
+  // What it draws, in scene coordinates (the line, its arrow and its label).
+  QRectF contentRect() const;
   void paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) override;
 
  private:
@@ -52,6 +54,7 @@ class BoxItem : public QGraphicsItem {
  public:
   BoxItem(const LayoutBox& box, const SceneStyle& style);
   QRectF boundingRect() const override;
+  QRectF contentRect() const;  // the frame and its title, in scene coordinates
   void paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) override;
 
  private:
@@ -66,12 +69,21 @@ class RankItem : public QGraphicsItem {
   QRectF boundingRect() const override;
   void paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) override;
   int rank() const { return node_.rank; }
+  // The node, its strip or ring and its labels, in scene coordinates (hover labels aside).
+  QRectF contentRect() const;
 
  protected:
   void hoverEnterEvent(QGraphicsSceneHoverEvent*) override;
   void hoverLeaveEvent(QGraphicsSceneHoverEvent*) override;
 
  private:
+  // Where the strip's cells go, in item coordinates (before the rotation of a radial strip).
+  struct StripGeometry {
+    bool below = true;  // under (or over) the node, left to right; else radially outward
+    QRectF rect;        // all cells together
+    double angle = 0;   // degrees the radial strip is turned by
+  };
+  StripGeometry stripGeometry() const;
   void paintStrip(QPainter* p) const;
   void paintFillRing(QPainter* p) const;
   void paintCell(QPainter* p, const QRectF& r, uint64_t mask) const;
@@ -82,6 +94,7 @@ class RankItem : public QGraphicsItem {
   double radius_;
   bool rings_;
   bool labelled_;
+  bool tree_;  // the tree layout: strips go under the nodes at any count
   bool hovered_ = false;
   double slowRate_ = 0;
 };

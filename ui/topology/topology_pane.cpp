@@ -4,7 +4,10 @@
 #include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <bit>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "playback/playback_bar.h"
 #include "playback/playback_clock.h"
@@ -131,6 +134,64 @@ void TopologyPane::rebuildNow() {
 }
 
 void TopologyPane::flushEvents() { rebuildNow(); }
+
+namespace {
+
+// How well the tokens in flight at t show the algorithm (see pauseAtBusiestMoment): distinct
+// partial sums first, then their colours, then links in use, then tokens mid-way.
+int64_t momentScore(const Timeline& tl, int64_t t, uint64_t all) {
+  std::set<std::tuple<int, int, uint64_t>> partial;
+  std::set<std::pair<int, int>> links;
+  int64_t midway = 0;
+  for (size_t i : tl.inFlightAt(t)) {
+    const Transfer& x = tl.transfers()[i];
+    const int k = std::popcount(x.provenance & all);
+    if (k >= 2 && (x.provenance & all) != all) partial.insert({x.sender, x.receiver, x.provenance});
+    links.insert({x.sender, x.receiver});
+    const double f = Timeline::progress(x, t);
+    midway += f > 0.2 && f < 0.8;
+  }
+  int64_t colours = 0;  // segments drawn on the partial sums' tokens
+  for (const auto& p : partial) colours += std::popcount(std::get<2>(p));
+  return static_cast<int64_t>(partial.size()) * 1'000'000'000 + colours * 1'000'000 +
+         static_cast<int64_t>(links.size()) * 1'000 + midway;
+}
+
+}  // namespace
+
+bool TopologyPane::pauseAtBusiestMoment() {
+  if (model_->dirty()) rebuildNow();
+  const Timeline& tl = model_->timeline();
+  const auto& transfers = tl.transfers();
+  if (transfers.empty()) return false;
+  // Candidates: the middle of every message, and just after its start (on a busy machine
+  // ranks drift apart, and messages overlap most as a new one leaves).
+  std::vector<int64_t> candidates;
+  candidates.reserve(2 * transfers.size());
+  for (const Transfer& x : transfers) {
+    candidates.push_back(x.sendStartNs + (x.recvEndNs - x.sendStartNs) / 2);
+    candidates.push_back(x.sendStartNs + (x.recvEndNs - x.sendStartNs) / 10);
+  }
+  // A large run: an even sample of the candidates is as good a search.
+  constexpr size_t kMaxCandidates = 8000;
+  const size_t stride = std::max<size_t>(1, candidates.size() / kMaxCandidates);
+  const uint64_t all = allRanksMask(model_->nranks());
+  int64_t best = candidates.front();
+  int64_t bestScore = -1;
+  for (size_t i = 0; i < candidates.size(); i += stride) {
+    const int64_t score = momentScore(tl, candidates[i], all);
+    if (score > bestScore) {
+      bestScore = score;
+      best = candidates[i];
+    }
+  }
+  clock_->pause();
+  clock_->seek(best);
+  stepMode_ = false;
+  syncTimer();
+  render();
+  return true;
+}
 
 void TopologyPane::syncTimer() {
   const bool needed = clock_->running() || (clock_->mode() == PlaybackClock::Mode::Live && active_);

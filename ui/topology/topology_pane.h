@@ -79,6 +79,11 @@ class TopologyPane : public QWidget {
   void advanceFrame(int64_t wallNs);
   // Rebuilds the timeline from the events held now, rather than on the coalescing timer.
   void flushEvents();
+  // Pauses at the moment of the run that shows the algorithm at work best:
+  // the most partial sums in flight (tokens carrying two or more ranks' contributions, not
+  // all) on distinct links, then the most tokens, then tokens mid-way. A still picture for
+  // screenshots and handouts. False (and nothing changes) when the run has no messages.
+  bool pauseAtBusiestMoment();
 
   // The caption over the view ("reduce-scatter · step 2 of 3") and its detail line.
   QString captionText() const;

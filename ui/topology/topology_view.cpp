@@ -9,8 +9,13 @@
 namespace arl::ui {
 
 namespace {
-// Fixed frame and strip sizes keep the same layout at the same scale from run to run.
+// The frame the layouts are made for; the tokens' layer spans it.
 const QRectF kSceneRect(-560, -470, 1120, 940);
+// The drawing is fitted to what it covers, at least this much of the frame (a small layout
+// is not blown up past the size a larger one of its kind is drawn at).
+constexpr double kMinContentWidth = 620;
+constexpr double kMinContentHeight = 480;
+constexpr int kPadPx = 14;  // free pixels around the drawing
 }  // namespace
 
 TopologyView::TopologyView(QWidget* parent)
@@ -45,17 +50,29 @@ void TopologyView::setRun(const RunModel& model) {
   style_ = std::make_unique<SceneStyle>(model.nranks());
   strips_.reset(model.nranks(), model.cells(), startsWithOwnInput(model.run().request.collective));
   stripsApplied_ = SIZE_MAX;
-  for (const LayoutBox& b : layout_.boxes) scene_->addItem(new BoxItem(b, *style_));
+  QRectF content;
+  for (const LayoutBox& b : layout_.boxes) {
+    auto* item = new BoxItem(b, *style_);
+    scene_->addItem(item);
+    content |= item->contentRect();
+  }
   for (const LayoutLink& l : layout_.links) {
-    scene_->addItem(new LinkItem(layout_, l, *style_));
+    auto* item = new LinkItem(layout_, l, *style_);
+    scene_->addItem(item);
+    content |= item->contentRect();
     ++linkItems_;
   }
   for (const LayoutNode& n : layout_.nodes) {
     auto* item = new RankItem(layout_, n, *style_, strips_);
     scene_->addItem(item);
+    content |= item->contentRect();
     rankItems_.push_back(item);
   }
-  const double tokenRadius = std::clamp(layout_.nodeRadius * 0.45, 7.0, 20.0);
+  if (content.isEmpty()) content = kSceneRect;
+  const double grow = std::max(0.0, kMinContentWidth - content.width()) / 2;
+  const double growY = std::max(0.0, kMinContentHeight - content.height()) / 2;
+  content_ = content.adjusted(-grow, -growY, grow, growY);
+  const double tokenRadius = std::clamp(layout_.nodeRadius * 0.6, 7.0, 28.0);
   tokens_ = new TokenLayer(*style_, tokenRadius, kSceneRect);
   scene_->addItem(tokens_);
   fit();
@@ -106,27 +123,48 @@ void TopologyView::resizeEvent(QResizeEvent* e) {
   fit();
 }
 
-void TopologyView::fit() { fitInView(kSceneRect, Qt::KeepAspectRatio); }
+QFont TopologyView::captionFont(bool title) const {
+  QFont f(QStringLiteral("DejaVu Sans"));
+  const int h = viewport()->height();
+  f.setPixelSize(title ? std::clamp(h / 20, 16, 36) : std::clamp(h / 42, 11, 18));
+  f.setBold(title);
+  return f;
+}
+
+int TopologyView::captionBandHeight() const {
+  return 12 + QFontMetrics(captionFont(true)).height() + QFontMetrics(captionFont(false)).height() +
+         4 + 16;
+}
+
+// Fits the drawing into the viewport under the caption band: the view's scene rect is the
+// viewport itself, placed so that the content is centred in the space left for it.
+void TopologyView::fit() {
+  const QRectF c = content_.isEmpty() ? kSceneRect : content_;
+  const QSizeF vp = viewport()->size();
+  const double band = captionBandHeight();
+  const double w = std::max(1.0, vp.width() - 2 * kPadPx);
+  const double h = std::max(1.0, vp.height() - band - 2 * kPadPx);
+  const double s = std::max(1e-3, std::min(w / c.width(), h / c.height()));
+  setTransform(QTransform::fromScale(s, s));
+  const double centreY = band + kPadPx + h / 2;  // viewport pixels
+  setSceneRect(QRectF(c.center().x() - vp.width() / (2 * s), c.center().y() - centreY / s,
+                      vp.width() / s, vp.height() / s));
+  centerOn(sceneRect().center());
+}
 
 void TopologyView::drawForeground(QPainter* p, const QRectF&) {
   ++frames_;
   if (title_.isEmpty()) return;
   p->save();
   p->resetTransform();
-  QFont big(QStringLiteral("DejaVu Sans"));
-  big.setPixelSize(std::clamp(viewport()->height() / 22, 16, 34));
-  big.setBold(true);
-  QFont small(QStringLiteral("DejaVu Sans"));
-  small.setPixelSize(std::clamp(viewport()->height() / 42, 11, 18));
+  const QFont big = captionFont(true);
+  const QFont small = captionFont(false);
   const QFontMetrics fb(big);
   const QFontMetrics fs(small);
   const int w = std::max(fb.horizontalAdvance(title_), fs.horizontalAdvance(detail_)) + 28;
   const int h = fb.height() + (detail_.isEmpty() ? 0 : fs.height() + 4) + 16;
   const QRect box(12, 12, w, h);
   p->setRenderHint(QPainter::Antialiasing);
-  p->setPen(Qt::NoPen);
-  p->setBrush(QColor(255, 255, 255, 225));
-  p->drawRoundedRect(box, 10, 10);
   p->setPen(QColor(0x1d, 0x22, 0x2a));
   p->setFont(big);
   p->drawText(box.adjusted(14, 8, -14, 0), Qt::AlignLeft | Qt::AlignTop, title_);

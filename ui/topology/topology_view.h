@@ -29,8 +29,12 @@ class TopologyView : public QGraphicsView {
   void setRun(const RunModel& model);
   // Draws the tokens in flight at `tokenTime` and the strips as of `stripTime`.
   void showAt(const RunModel& model, int64_t tokenTime, int64_t stripTime);
-  // The caption drawn over the top of the view.
+  // The caption, drawn in a band across the top of the view that the drawing is kept out of.
   void setCaption(const QString& title, const QString& detail);
+  // What the ranks, links and frames cover, in scene coordinates (the view fits it in).
+  QRectF contentRect() const { return content_; }
+  // The caption band's height in pixels (the drawing starts under it).
+  int captionBandHeight() const;
 
   const Layout& layout() const { return layout_; }
   const StripState& strips() const { return strips_; }
@@ -47,6 +51,7 @@ class TopologyView : public QGraphicsView {
 
  private:
   void fit();
+  QFont captionFont(bool title) const;
 
   QGraphicsScene* scene_;
   Layout layout_;
@@ -58,6 +63,7 @@ class TopologyView : public QGraphicsView {
   size_t stripsApplied_ = SIZE_MAX;
   std::vector<size_t> tokenTransfers_;
   uint64_t frames_ = 0;
+  QRectF content_;
   QString title_;
   QString detail_;
 };

@@ -60,6 +60,7 @@ MainWindow::MainWindow(WindowOptions options, QWidget* parent)
   panel_->setSetup(setup);
   mirrorToolBar();
   resize(1500, 940);
+  applyDefaultSizes();
   defaultLayout_ = saveState();
   restoreLayout();
 
@@ -260,6 +261,16 @@ void MainWindow::onRecording(const BenchReport& report, const QString& path) {
   emit recordingShown(path);
 }
 
+bool MainWindow::showRow(size_t index) {
+  if (running_ || index >= report_.rows.size()) return false;
+  const SweepRow& row = report_.rows[index];
+  if (row.result.state != RunState::Done) return false;
+  topology_->showRun(topologyRunOf(report_, row), row.result.events);
+  charts_->showRun(row);
+  frames_->watch(topology_);
+  return true;
+}
+
 void MainWindow::onRuntimeMessage(const QString& text, int level) {
   qCInfo(lcWindow).noquote() << text;
   if (level >= 2) banner_->showProblem(tr("The workers could not start"), text);
@@ -310,6 +321,9 @@ TopologyRun topologyRunOf(const BenchReport& report, const SweepRow& row) {
   run.request = row.result.request;
   run.shaping = row.result.request.shaping;  // what the data planes paced this run to
   run.nranks = row.result.nranks;
+  // The network the run was paced to, so that a replay draws its slow links as the run did.
+  run.shaping =
+      row.result.request.shaping.empty() ? report.config.shaping : row.result.request.shaping;
   for (const WorkerInfo& w : row.result.workers.empty() ? report.workers : row.result.workers) {
     run.hosts.push_back(w.host);
   }

@@ -52,6 +52,9 @@ class MainWindow : public QMainWindow {
   // Shows a recording (read off the GUI thread); recordingShown() or a banner follows.
   void openRecording(const QString& path);
   bool isRunning() const { return running_; }
+  // Shows a finished run of the session (report().rows[index]) in the topology pane and the
+  // per-run charts, ready to replay. False when there is no such run or a session is running.
+  bool showRow(size_t index);
 
   // The session so far (the live one, or the recording shown).
   const BenchReport& report() const { return report_; }
@@ -84,6 +87,7 @@ class MainWindow : public QMainWindow {
   void buildToolBar();
   void buildMenus();
   void buildDocks();
+  void applyDefaultSizes();
   void buildStatusBar();
   void connectRuntime();
   void mirrorToolBar();

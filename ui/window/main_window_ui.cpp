@@ -71,7 +71,10 @@ void MainWindow::buildActions() {
   connect(openAction_, &QAction::triggered, this, &MainWindow::chooseRecording);
   connect(exportAction_, &QAction::triggered, this, &MainWindow::exportSession);
   connect(quitAction_, &QAction::triggered, this, &QWidget::close);
-  connect(resetLayoutAction_, &QAction::triggered, this, [this] { restoreState(defaultLayout_); });
+  connect(resetLayoutAction_, &QAction::triggered, this, [this] {
+    restoreState(defaultLayout_);
+    applyDefaultSizes();
+  });
 }
 
 void MainWindow::buildDocks() {
@@ -93,10 +96,17 @@ void MainWindow::buildDocks() {
   chartsDock_->setObjectName(QStringLiteral("chartsDock"));
   chartsDock_->setWidget(charts_);
   addDockWidget(Qt::BottomDockWidgetArea, chartsDock_);
-  // The teacher's layout: the topology large in the centre, the charts under it.
-  setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
-  resizeDocks({chartsDock_}, {330}, Qt::Vertical);
-  resizeDocks({setupDock_}, {scroll->minimumWidth()}, Qt::Horizontal);
+  // The teacher's layout: the topology large in the centre, the setup beside it, the charts
+  // across the whole width under both.
+  setCorner(Qt::BottomLeftCorner, Qt::BottomDockWidgetArea);
+  setCorner(Qt::BottomRightCorner, Qt::BottomDockWidgetArea);
+}
+
+// The default split, once the window has its size: the charts a third of the height (enough
+// for a plot with its axis titles), the setup as narrow as its fields allow.
+void MainWindow::applyDefaultSizes() {
+  resizeDocks({chartsDock_}, {std::max(300, height() * 36 / 100)}, Qt::Vertical);
+  resizeDocks({setupDock_}, {setupDock_->widget()->minimumWidth()}, Qt::Horizontal);
 }
 
 void MainWindow::buildToolBar() {
