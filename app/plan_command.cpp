@@ -434,6 +434,52 @@ std::unique_ptr<Command> addPlanCommand(CLI::App& lab, const std::vector<std::st
   return std::make_unique<PlanCommand>(lab, args);
 }
 
+namespace {
+
+// Runs the verified schedule in process (threads over the loopback) and reports it as a
+// nccl-tests row, or into `j` for --json. Returns false when it failed or got wrong elements.
+bool runInProcess(const PlanArgs& a, const Schedule& s, Json* j) {
+  LocalRunOptions lo;
+  lo.dtype = a.dtype;
+  lo.op = a.op;
+  lo.inPlace = a.inPlace;
+  lo.warmup = a.warmup;
+  lo.iterations = a.iters;
+  lo.inflight = a.inflight;
+  lo.check = true;
+  lo.stallTimeout = a.stallTimeout;
+  lo.shaping = a.shaping;
+  try {
+    const LocalRunResult res = runLocal(s, lo);
+    const Metrics m =
+        computeMetrics(a.collective, a.ranks, a.count, a.dtype, res.iterationUs, res.wrong);
+    if (j != nullptr) {
+      (*j)["time_us"] = m.timeUs;
+      (*j)["algbw_gbps"] = m.algbwGBps;
+      (*j)["busbw_gbps"] = m.busbwGBps;
+      (*j)["wrong"] = m.wrong;
+      (*j)["iters"] = a.iters;
+      (*j)["warmup"] = a.warmup;
+      (*j)["iteration_us"] = res.iterationUs;
+    } else {
+      std::printf(
+          "run: in process, %d ranks (threads) on the CPU backend over loopback (%s), %s, "
+          "warmup %d, iters %d, inflight %d\n",
+          a.ranks, describeShaping(a.shaping).c_str(), a.inPlace ? "in-place" : "out-of-place",
+          a.warmup, a.iters, a.inflight);
+      std::fputs(ncclTestsHeader().c_str(), stdout);
+      std::printf("%s\n", ncclTestsRow(a.collective, a.count, a.dtype, a.op, a.root, m).c_str());
+    }
+    return m.wrong == 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: run failed: %s\n", kProg, e.what());
+    if (j != nullptr) (*j)["run_error"] = e.what();
+    return false;
+  }
+}
+
+}  // namespace
+
 int PlanCommand::run() {
   PlanArgs a;
   Schedule s;
@@ -496,45 +542,8 @@ int PlanCommand::run() {
     if (!vr.ok) {
       if (!a.json) std::printf("run: skipped, the schedule did not verify\n");
       if (a.json) j["run_skipped"] = true;
-    } else {
-      LocalRunOptions lo;
-      lo.dtype = a.dtype;
-      lo.op = a.op;
-      lo.inPlace = a.inPlace;
-      lo.warmup = a.warmup;
-      lo.iterations = a.iters;
-      lo.inflight = a.inflight;
-      lo.check = true;
-      lo.stallTimeout = a.stallTimeout;
-      lo.shaping = a.shaping;
-      try {
-        const LocalRunResult res = runLocal(s, lo);
-        const Metrics m =
-            computeMetrics(a.collective, a.ranks, a.count, a.dtype, res.iterationUs, res.wrong);
-        if (m.wrong != 0) rc = 1;
-        if (a.json) {
-          j["time_us"] = m.timeUs;
-          j["algbw_gbps"] = m.algbwGBps;
-          j["busbw_gbps"] = m.busbwGBps;
-          j["wrong"] = m.wrong;
-          j["iters"] = a.iters;
-          j["warmup"] = a.warmup;
-          j["iteration_us"] = res.iterationUs;
-        } else {
-          std::printf(
-              "run: in process, %d ranks (threads) on the CPU backend over loopback (%s), %s, "
-              "warmup %d, iters %d, inflight %d\n",
-              a.ranks, describeShaping(a.shaping).c_str(), a.inPlace ? "in-place" : "out-of-place",
-              a.warmup, a.iters, a.inflight);
-          std::fputs(ncclTestsHeader().c_str(), stdout);
-          std::printf("%s\n",
-                      ncclTestsRow(a.collective, a.count, a.dtype, a.op, a.root, m).c_str());
-        }
-      } catch (const std::exception& e) {
-        rc = 1;
-        std::fprintf(stderr, "%s: run failed: %s\n", kProg, e.what());
-        if (a.json) j["run_error"] = e.what();
-      }
+    } else if (!runInProcess(a, s, a.json ? &j : nullptr)) {
+      rc = 1;
     }
   }
   if (a.json) std::printf("%s\n", jsonText(j).c_str());

@@ -118,14 +118,7 @@ CostTerms treePass(int D, int c, double x, double s, bool reduce) {
   return t;
 }
 
-CostTerms times(double k, CostTerms t) {
-  t.alphaCount *= k;
-  t.betaBytes *= k;
-  t.gammaBytes *= k;
-  t.hostAlphaCount *= k;
-  t.hostBetaBytes *= k;
-  return t;
-}
+CostTerms times(double k, const CostTerms& t) { return t.scaled(k); }
 
 CostTerms treeCost(Collective coll, int n, double S, double s) {
   if (n <= 1 || S <= 0) return {};

@@ -60,6 +60,10 @@ struct CostTerms {
     return alphaCount * p.alpha + betaBytes * p.beta + gammaBytes * p.gamma +
            hostAlphaCount * p.hostAlpha() + hostBetaBytes * p.hostBeta();
   }
+  // Every coefficient times k (k passes of the same cost, or a cost divided by a time).
+  CostTerms scaled(double k) const {
+    return {alphaCount * k, betaBytes * k, gammaBytes * k, hostAlphaCount * k, hostBetaBytes * k};
+  }
 };
 
 // What the model is asked about: one run. `bytes` is the collective's size S as nccl-tests

@@ -10,15 +10,6 @@ namespace arl {
 
 namespace {
 
-CostTerms scaled(CostTerms t, double k) {
-  t.alphaCount *= k;
-  t.betaBytes *= k;
-  t.gammaBytes *= k;
-  t.hostAlphaCount *= k;
-  t.hostBetaBytes *= k;
-  return t;
-}
-
 std::string number(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", x);
@@ -40,7 +31,7 @@ ModelFit fitModel(const std::vector<FitSample>& samples, const ModelParams& base
     q.shaping = {};
     unscaled.push_back(closedForm(q));
     // Weighted least squares with weight 1/t: the row (terms / t) should sum to 1.
-    terms.push_back(scaled(unscaled.back(), 1.0 / s.seconds));
+    terms.push_back(unscaled.back().scaled(1.0 / s.seconds));
     ones.push_back(1.0);
   }
   const AlphaBetaFit f = fitAlphaBeta(terms, ones, base.gamma);
