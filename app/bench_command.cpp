@@ -17,7 +17,6 @@
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <functional>
 #include <limits>
@@ -163,16 +162,6 @@ class Progress {
   Clock::time_point last_{};
 };
 
-std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
-std::string fmt(const char* f, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, f);
-  std::vsnprintf(buf, sizeof buf, f, ap);
-  va_end(ap);
-  return buf;
-}
-
 // Joins "a,b,c" from values printed by `f`.
 template <class T, class F>
 std::string joinWith(const std::vector<T>& v, F&& f) {
@@ -250,14 +239,15 @@ void Bench::onEvent(const CoordinatorEvent& ev) {
   }
   if (const auto* j = std::get_if<WorkerJoined>(&ev)) {
     if (j->worker.spare) {
-      progress_.line(stderr, fmt("%s: worker %s joined from %s during the sweep; it waits as a "
-                                 "spare (the sweep keeps its %zu ranks)",
-                                 kProg, j->worker.name.c_str(), j->worker.host.c_str(),
-                                 report_.workers.size()));
+      progress_.line(stderr,
+                     printfString("%s: worker %s joined from %s during the sweep; it waits as a "
+                                  "spare (the sweep keeps its %zu ranks)",
+                                  kProg, j->worker.name.c_str(), j->worker.host.c_str(),
+                                  report_.workers.size()));
       return;
     }
     ++joined_;
-    progress_.show(fmt("waiting for workers: %d of %d joined", joined_, nranksOf(c_)));
+    progress_.show(printfString("waiting for workers: %d of %d joined", joined_, nranksOf(c_)));
     return;
   }
   if (const auto* it = std::get_if<IterationEvent>(&ev)) {
@@ -268,9 +258,9 @@ void Bench::onEvent(const CoordinatorEvent& ev) {
     ++iterationReports_;
     if (!progress_.due()) return;
     const uint64_t n = static_cast<uint64_t>(std::max(nranksOf(c_), 1));
-    progress_.show(fmt("[%zu/%zu] %s: iteration %" PRIu64 "/%d", runIndex_, runTotal_,
-                       runLabel_.c_str(), std::min<uint64_t>(iterationReports_ / n, c_.iters),
-                       c_.iters));
+    progress_.show(printfString("[%zu/%zu] %s: iteration %" PRIu64 "/%d", runIndex_, runTotal_,
+                                runLabel_.c_str(),
+                                std::min<uint64_t>(iterationReports_ / n, c_.iters), c_.iters));
   }
 }
 
@@ -361,13 +351,13 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
                 calibration_->workers, calibration_->dataPlane.c_str(), n, plane.c_str());
   }
   const int aw = static_cast<int>(algoWidth_);
-  const std::string sw = varySlice_ ? fmt("  %9s", "slice") : "";
-  const std::string iw = varyInflight_ ? fmt("  %8s", "inflight") : "";
+  const std::string sw = varySlice_ ? printfString("  %9s", "slice") : "";
+  const std::string iw = varyInflight_ ? printfString("  %8s", "inflight") : "";
   std::printf("#\n#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s  %7s  %7s  %7s\n",
               "size", "count", "type", "redop", "root", aw, "algorithm", sw.c_str(), iw.c_str(),
               "time", "algbw", "busbw", "#wrong", "predicted", "p50", "p99", "max");
-  const std::string su = varySlice_ ? fmt("  %9s", "(B)") : "";
-  const std::string iu = varyInflight_ ? fmt("  %8s", "") : "";
+  const std::string su = varySlice_ ? printfString("  %9s", "(B)") : "";
+  const std::string iu = varyInflight_ ? printfString("  %8s", "") : "";
   std::printf("#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s  %7s  %7s  %7s\n",
               "(B)", "(elements)", "", "", "", aw, "", su.c_str(), iu.c_str(), "(us)", "(GB/s)",
               "(GB/s)", "", "(us,model)", "(us)", "(us)", "(us)");
@@ -381,18 +371,19 @@ void Bench::printRow(const SweepRow& row) {
   const std::string wrong = q.check ? std::to_string(row.metrics.wrong) : "N/A";
   const std::string predicted =
       std::isfinite(row.predictedUs) ? formatTimeUs(row.predictedUs) : std::string("-");
-  const std::string slice = varySlice_ ? fmt("  %9" PRIu64, q.sliceBytes) : "";
-  const std::string inflight = varyInflight_ ? fmt("  %8d", q.inflight) : "";
+  const std::string slice = varySlice_ ? printfString("  %9" PRIu64, q.sliceBytes) : "";
+  const std::string inflight = varyInflight_ ? printfString("  %8d", q.inflight) : "";
   const IterationSpread& sp = row.metrics.spread;
   progress_.line(
       stdout,
-      fmt("%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i  %-*s%s%s  %7s  %6.2f  "
-          "%6.2f  %6s  %9s  %7s  %7s  %7s",
-          row.sizeBytes, row.count, std::string(toString(q.dtype)).c_str(), redop.c_str(),
-          rooted ? q.root : -1, static_cast<int>(algoWidth_), q.algorithm.c_str(), slice.c_str(),
-          inflight.c_str(), formatTimeUs(row.metrics.timeUs).c_str(), row.metrics.algbwGBps,
-          row.metrics.busbwGBps, wrong.c_str(), predicted.c_str(), formatTimeUs(sp.p50Us).c_str(),
-          formatTimeUs(sp.p99Us).c_str(), formatTimeUs(sp.maxUs).c_str()));
+      printfString("%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i  %-*s%s%s  %7s  %6.2f  "
+                   "%6.2f  %6s  %9s  %7s  %7s  %7s",
+                   row.sizeBytes, row.count, std::string(toString(q.dtype)).c_str(), redop.c_str(),
+                   rooted ? q.root : -1, static_cast<int>(algoWidth_), q.algorithm.c_str(),
+                   slice.c_str(), inflight.c_str(), formatTimeUs(row.metrics.timeUs).c_str(),
+                   row.metrics.algbwGBps, row.metrics.busbwGBps, wrong.c_str(), predicted.c_str(),
+                   formatTimeUs(sp.p50Us).c_str(), formatTimeUs(sp.p99Us).c_str(),
+                   formatTimeUs(sp.maxUs).c_str()));
 }
 
 void Bench::printFooter() {
@@ -411,33 +402,35 @@ void Bench::printFooter() {
   }
   std::string out;
   if (c_.check) {
-    out += fmt("# Wrong elements        : %" PRIu64 " %s\n", wrong, wrong ? "FAILED" : "OK");
+    out +=
+        printfString("# Wrong elements        : %" PRIu64 " %s\n", wrong, wrong ? "FAILED" : "OK");
   } else {
     out += "# Wrong elements        : N/A (-c 0: results not checked)\n";
   }
-  out += fmt("# Avg bus bandwidth     : %g\n", done ? sum / static_cast<double>(done) : 0.0);
+  out +=
+      printfString("# Avg bus bandwidth     : %g\n", done ? sum / static_cast<double>(done) : 0.0);
   if (perAlgo.size() > 1) {
     std::string per;
     for (const std::string& name : c_.algorithms) {
       auto it = perAlgo.find(name);
       if (it == perAlgo.end()) continue;
-      per += fmt("%s%s %.3g", per.empty() ? "" : ", ", name.c_str(),
-                 it->second.first / static_cast<double>(it->second.second));
+      per += printfString("%s%s %.3g", per.empty() ? "" : ", ", name.c_str(),
+                          it->second.first / static_cast<double>(it->second.second));
     }
     out += "# Avg bus bandwidth per algorithm: " + per + "\n";
   }
   if (c_.telemetry == TelemetryLevel::Off) {
     out += "# Telemetry             : off\n";
   } else {
-    out += fmt("# Telemetry             : %s, %" PRIu64 " events kept, %" PRIu64
-               " dropped (limit %" PRIu64 " per run)%s\n",
-               std::string(toString(c_.telemetry)).c_str(), eventsKept_, eventsDropped_,
-               c_.maxEvents, eventsDropped_ ? "; see docs/telemetry.md" : "");
+    out += printfString("# Telemetry             : %s, %" PRIu64 " events kept, %" PRIu64
+                        " dropped (limit %" PRIu64 " per run)%s\n",
+                        std::string(toString(c_.telemetry)).c_str(), eventsKept_, eventsDropped_,
+                        c_.maxEvents, eventsDropped_ ? "; see docs/telemetry.md" : "");
   }
   if (slowDropped_ || iterationsDropped_) {
-    out += fmt("# Not delivered in time : %" PRIu64 " telemetry events and %" PRIu64
-               " iteration reports (bench fell behind the coordinator; counted above)\n",
-               slowDropped_, iterationsDropped_);
+    out += printfString("# Not delivered in time : %" PRIu64 " telemetry events and %" PRIu64
+                        " iteration reports (bench fell behind the coordinator; counted above)\n",
+                        slowDropped_, iterationsDropped_);
   }
   if (!report_.error.empty()) out += "# Stopped early         : " + report_.error + "\n";
   out += "#";
@@ -461,9 +454,9 @@ bool Bench::writeOutputs() {
     TraceStats st;
     std::string t = chromeTraceJson(report_, &st);
     if (st.unmatchedRecvs || st.unmatchedSends) {
-      progress_.line(stderr, fmt("%s: trace: %" PRIu64 " sends and %" PRIu64
-                                 " receives could not be paired (telemetry dropped?)",
-                                 kProg, st.unmatchedSends, st.unmatchedRecvs));
+      progress_.line(stderr, printfString("%s: trace: %" PRIu64 " sends and %" PRIu64
+                                          " receives could not be paired (telemetry dropped?)",
+                                          kProg, st.unmatchedSends, st.unmatchedRecvs));
     }
     return t;
   });

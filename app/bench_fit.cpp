@@ -2,11 +2,11 @@
 
 #include <cinttypes>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <limits>
 #include <vector>
 
+#include "cli_util.h"
 #include "model/model_fit.h"
 #include "model_choice.h"
 
@@ -15,16 +15,6 @@ namespace arl::app {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-std::string line(const char* f, ...) __attribute__((format(printf, 1, 2)));
-std::string line(const char* f, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, f);
-  std::vsnprintf(buf, sizeof buf, f, ap);
-  va_end(ap);
-  return std::string(buf) + "\n";
-}
 
 std::string ratio(double measured, double predicted) {
   if (!std::isfinite(predicted) || !(predicted > 0)) return "-";
@@ -70,25 +60,30 @@ std::string fitText(const BenchReport& r) {
   if (!r.fit) return "";
   const SessionFit& f = *r.fit;
   if (!f.error.empty()) return "# Fitted from this run  : none: " + f.error + "\n#";
-  std::string s = line(
-      "# Fitted from this run  : %s\n"
-      "#   (alpha and beta of the closed forms over %zu rows, reduce rate held; rms relative "
-      "residual %.0f%%)\n#",
-      paramsText(f.params).c_str(), f.points, f.rmsRelativeResidual * 100);
-  s += line("#%11s  %-18s  %9s  %10s  %-11s  %5s  %10s  %5s", "size", "algorithm", "time",
-            "predicted", "method", "ratio", "fitted", "ratio");
-  s += line("#%11s  %-18s  %9s  %10s  %-11s  %5s  %10s  %5s", "(B)", "", "(us)", "(us)", "", "",
-            "(us)", "");
+  std::string s =
+      printfString(
+          "# Fitted from this run  : %s\n"
+          "#   (alpha and beta of the closed forms over %zu rows, reduce rate held; rms relative "
+          "residual %.0f%%)\n#",
+          paramsText(f.params).c_str(), f.points, f.rmsRelativeResidual * 100) +
+      "\n";
+  s += printfString("#%11s  %-18s  %9s  %10s  %-11s  %5s  %10s  %5s", "size", "algorithm", "time",
+                    "predicted", "method", "ratio", "fitted", "ratio") +
+       "\n";
+  s += printfString("#%11s  %-18s  %9s  %10s  %-11s  %5s  %10s  %5s", "(B)", "", "(us)", "(us)", "",
+                    "", "(us)", "") +
+       "\n";
   for (size_t i = 0; i < r.rows.size(); ++i) {
     const BenchRow& row = r.rows[i];
     if (row.result.state != RunState::Done) continue;
     const double t = row.metrics.timeUs;
     const double fit = i < f.fittedUs.size() ? f.fittedUs[i] : kNaN;
     const std::string method = row.predictedBy ? std::string(toString(*row.predictedBy)) : "-";
-    s += line("#%11" PRIu64 "  %-18s  %9s  %10s  %-11s  %5s  %10s  %5s", row.sizeBytes,
-              row.result.request.algorithm.c_str(), us(t).c_str(), us(row.predictedUs).c_str(),
-              method.c_str(), ratio(t, row.predictedUs).c_str(), us(fit).c_str(),
-              ratio(t, fit).c_str());
+    s += printfString("#%11" PRIu64 "  %-18s  %9s  %10s  %-11s  %5s  %10s  %5s", row.sizeBytes,
+                      row.result.request.algorithm.c_str(), us(t).c_str(),
+                      us(row.predictedUs).c_str(), method.c_str(),
+                      ratio(t, row.predictedUs).c_str(), us(fit).c_str(), ratio(t, fit).c_str()) +
+         "\n";
   }
   return s + "#";
 }

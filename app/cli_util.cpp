@@ -6,6 +6,7 @@
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <cstdarg>
 #include <cstdint>
 
 #include "schedule/generators.h"
@@ -314,6 +315,19 @@ std::optional<Arg> givenFor(const Options& o, const std::string& flag, const Run
     if (a.text.substr(0, a.text.rfind(':')) == e.value) return a;
   }
   return std::nullopt;
+}
+
+std::string printfString(const char* format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  va_list again;
+  va_copy(again, ap);
+  const int n = std::vsnprintf(nullptr, 0, format, ap);
+  va_end(ap);
+  std::string out(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, format, again);
+  va_end(again);
+  return out;
 }
 
 }  // namespace arl::app

@@ -130,4 +130,7 @@ int runChecked(const char* prog, F&& f) {
   }
 }
 
+// printf into a std::string (of any length).
+std::string printfString(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
 }  // namespace arl::app
