@@ -945,9 +945,16 @@ struct Coordinator::Impl {
     a.nextBatchSeq[k] = m.seq + 1;
     a.workerDropped[k] = std::max(a.workerDropped[k], m.dropped);
     // Progress: the newest event that belongs to a step (IterationEnd carries no real step).
+    // A worker ships telemetry late (at the end of a short run), so it only moves the
+    // progress the heartbeats reported forward, never back.
     for (auto it = m.events.rbegin(); it != m.events.rend(); ++it) {
       if (it->kind == EventKind::IterationEnd) continue;
-      if (Peer* p = findPeer(a.ids[k])) {
+      Peer* p = findPeer(a.ids[k]);
+      const auto newer = [&] {
+        return !p->progressKnown || it->iteration > p->iteration ||
+               (it->iteration == p->iteration && it->step > p->step);
+      };
+      if (p != nullptr && newer()) {
         p->progressKnown = true;
         p->iteration = it->iteration;
         p->step = it->step;

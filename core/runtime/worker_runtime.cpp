@@ -27,6 +27,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <variant>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
@@ -940,28 +941,34 @@ class WorkerSession {
     send(p);
   }
 
-  // Sends what the run thread queued: its messages in order, behind the telemetry recorded
-  // before the last of them, and the rest of the telemetry when a batch is full, when
-  // kTelemetryInterval has passed since the last batch, or when `force`. The loop calls this
-  // every pass (at least every 10 ms), so telemetry leaves at a bounded rate: one batch a
-  // pass, more only when full ones wait. The telemetry before the last message goes first,
-  // in one piece, rather than each message's share before it: a run posts a result per
-  // iteration, and a batch per result would double the messages every stage handles.
+  // Sends what the run thread queued, in order, and ships telemetry only when it must: before
+  // the message that ends a run (RunDone, RunFailed: the coordinator has every event of a run
+  // when it learns the run ended), when the ring holds kShipWhenHeld records (room for the
+  // rank to go on recording), when records have waited kLiveInterval (a live view's
+  // refresh), or when `force`. Iteration results do not wait for the telemetry
+  // recorded before them: shipping it while the ranks run is the work that disturbs them
+  // (docs/telemetry.md, "Shipping at the end"), and a run short enough for its records to
+  // fit in the ring ships them after its last timed iteration.
   void flushOutbox(bool force) {
     if (!job_) return;
     RunJob& j = *job_;
     Outbox::Taken t = j.out.take();
-    if (!t.msgs.empty()) shipTelemetry(j, t.msgs.back().first);
-    for (const auto& entry : t.msgs) {
-      const Message& msg = entry.second;
+    for (const auto& [position, msg] : t.msgs) {
+      if (std::holds_alternative<RunDone>(msg) || std::holds_alternative<RunFailed>(msg)) {
+        shipTelemetry(j, position);
+      }
       if (lost(typeOf(msg))) continue;
       sendFrames(encode(msg));
       if (opt_.verbose) logLine("sent " + describe(msg));
     }
     if (j.ring != nullptr) {
       const uint64_t written = j.ring->written();
-      const bool due = force || written - j.ring->read() >= kMaxEventsPerBatch ||
-                       SteadyClock::now() - lastShipped_ >= kTelemetryInterval;
+      const uint64_t held = written - j.ring->read();
+      const auto now = SteadyClock::now();
+      if (held == 0) heldSince_.reset();
+      if (held > 0 && !heldSince_) heldSince_ = now;
+      const bool due =
+          force || held >= kShipWhenHeld || (heldSince_ && now - *heldSince_ >= kLiveInterval);
       if (due) shipTelemetry(j, written);
     }
     if (!t.msgs.empty()) j.out.markSent(t.lastMsg);
@@ -985,7 +992,7 @@ class WorkerSession {
       sendFrames(b.encodeRecords(v.first, v.second));
       ring->release(end);
     }
-    lastShipped_ = SteadyClock::now();
+    heldSince_.reset();
   }
 
   // Tells the run thread to stop and returns at once: every phase of a run looks at the
@@ -1244,9 +1251,11 @@ class WorkerSession {
   // Telemetry a rank may record ahead of this thread (2^18 records of 48 bytes, 12 MiB):
   // beyond it, records are dropped and counted (docs/telemetry.md, "The bound").
   static constexpr size_t kRingRecords = size_t{1} << 18;
-  // Telemetry waits at most this long for a batch to fill (RunJob::out's messages take it
-  // along sooner).
-  static constexpr milliseconds kTelemetryInterval{50};
+  // Telemetry is shipped during a run once a quarter of the ring is held (at a million
+  // records a second, every 65 ms, with 196 ms of room left for this thread to be late), or
+  // once records have waited this long: about what a live view is behind at most.
+  static constexpr size_t kShipWhenHeld = kRingRecords / 4;
+  static constexpr milliseconds kLiveInterval{250};
 
   WorkerOptions opt_;
   std::string host_;
@@ -1264,7 +1273,9 @@ class WorkerSession {
   SteadyClock::time_point lastHeard_;
   SteadyClock::time_point lastTick_;  // the loop's last pass
   SteadyClock::time_point nextHeartbeat_;
-  SteadyClock::time_point lastShipped_;  // telemetry last sent (shipTelemetry)
+  // When this thread first saw records waiting in the ring since it last shipped; unset
+  // while the ring is empty.
+  std::optional<SteadyClock::time_point> heldSince_;
   bool welcomed_ = false;
   int rank_ = -1;
   int world_ = 0;

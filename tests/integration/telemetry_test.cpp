@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "runtime/coordinator.h"
@@ -172,6 +173,62 @@ TEST(Telemetry, EveryEventBelowTheLimitReachesTheClientInOrderPerRank) {
   EXPECT_EQ(res.eventsDropped, 0u);
   EXPECT_EQ(res.telemetry.droppedByRanks, 0u);
   EXPECT_EQ(res.telemetry.droppedOverLimit, 0u);
+}
+
+// A run whose records fit in a quarter of a rank's ring ships none of them while it is timed:
+// every rank's iteration results reach the client before the first of its telemetry
+// batches, which all arrive before the run's result (docs/telemetry.md, "How an event
+// travels"). 4 KiB in 1 KiB slices, 20 iterations: 28 events per rank and iteration.
+TEST(Telemetry, AShortRunShipsItsTelemetryAfterItsTimedIterations) {
+  constexpr int kRanks = 4;
+  constexpr int kIterations = 20;
+  CoordinatorOptions o;
+  o.localWorkers = kRanks;
+  o.workerBinary = ARL_WORKER_BINARY;
+  Coordinator coord(o);
+  RunRequest req;
+  req.algorithm = "ring";
+  req.count = 1024;
+  req.sliceBytes = 1024;
+  req.warmup = 2;
+  req.iterations = kIterations;
+  req.telemetry = TelemetryLevel::Chunks;
+  const uint64_t id = coord.submit(req);
+
+  std::map<int, size_t> lastIteration;   // rank -> arrival index of its last IterationEvent
+  std::map<int, size_t> firstBatch;      // rank -> arrival index of its first batch
+  std::map<int, size_t> iterationsSeen;  // rank -> IterationEvents
+  std::map<int, size_t> eventsSeen;      // rank -> telemetry events
+  std::optional<RunResult> res;
+  size_t index = 0;
+  std::vector<CoordinatorEvent> evs;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!res && std::chrono::steady_clock::now() < deadline) {
+    evs.clear();
+    coord.takeEvents(evs, std::chrono::milliseconds(100));
+    for (auto& ev : evs) {
+      ++index;
+      if (auto* it = std::get_if<IterationEvent>(&ev); it && it->runId == id) {
+        lastIteration[it->result.rank] = index;
+        ++iterationsSeen[it->result.rank];
+      } else if (auto* t = std::get_if<TelemetryBatchEvent>(&ev); t && t->runId == id) {
+        firstBatch.emplace(t->rank, index);
+        eventsSeen[t->rank] += t->events.size();
+      } else if (auto* f = std::get_if<RunFinished>(&ev); f && f->result.runId == id) {
+        res = std::move(f->result);
+      }
+    }
+  }
+  ASSERT_TRUE(res) << "no RunFinished within 120 s";
+  ASSERT_EQ(res->state, RunState::Done) << res->error;
+  for (int r = 0; r < kRanks; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(iterationsSeen[r], static_cast<size_t>(kIterations));
+    EXPECT_EQ(eventsSeen[r], size_t{28} * kIterations);
+    ASSERT_TRUE(firstBatch.count(r) == 1 && lastIteration.count(r) == 1);
+    EXPECT_LT(lastIteration[r], firstBatch[r]) << "telemetry shipped while the run was timed";
+  }
+  EXPECT_EQ(res->eventsDropped, 0u);
 }
 
 }  // namespace
