@@ -270,6 +270,7 @@ std::unique_ptr<Coordinator> Bench::startCoordinator() {
   opt.expectRemote = c_.expect;
   opt.listen = c_.listen;
   opt.backend = c_.backend;
+  if (c_.device >= 0) opt.workerExtraArgs = {"--device", std::to_string(c_.device)};
   opt.joinTimeout = std::chrono::milliseconds(kLocalJoinTimeout);
   try {
     return std::make_unique<Coordinator>(opt);

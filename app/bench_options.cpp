@@ -13,8 +13,12 @@
 #include "base/errors.h"
 #include "base/limits.h"
 #include "exec/run_request.h"
+#include "runtime/protocol.h"
 #include "schedule/generators.h"
 #include "transport/shm/shm_transport.h"
+#if ARL_HAVE_GPU
+#include "gpu/gpu_backends.h"
+#endif
 
 namespace arl::app {
 
@@ -167,6 +171,7 @@ void BenchOptions::declare() {
           "control endpoint for remote workers; the command that joins one is printed on stderr");
   o.value("--ranks-per-host", "K", "ranks per host for hierarchical (default: from host names)");
   o.value("--backend", "NAME", "cpu (cuda and nccl need a CUDA build; default cpu)");
+  o.value("--device", "N", "the GPU every local worker uses with a GPU backend (default 0)");
   o.value("--data-plane", "NAME",
           "auto, shm or zmq: shared memory or ZeroMQ between workers (default auto: shm when "
           "every worker is on one host)");
@@ -206,6 +211,7 @@ void BenchOptions::checkWorkers(BenchConfig& c) const {
     if (auto why = backendUnavailable(v->text)) throw refuse(*v, *why);
     c.backend = v->text;
   }
+  if (auto v = opts_.get("--device")) c.device = parseInt(*v, 0, kMaxDeviceIndex);
   const auto workers = opts_.get("--workers"), expect = opts_.get("--expect");
   if (workers) c.workers = parseInt(*workers, 0, kMaxRanks);
   if (expect) c.expect = parseInt(*expect, 0, kMaxRanks);
@@ -224,6 +230,20 @@ void BenchOptions::checkWorkers(BenchConfig& c) const {
     c.listen = v->text;
   }
   c.shaping = parseShaping(opts_, nranksOf(c));
+  checkDevice(c);
+}
+
+// Local workers run on this host: a GPU backend without a usable device here is refused
+// before any of them starts (remote workers check their own host when they start).
+void BenchOptions::checkDevice([[maybe_unused]] const BenchConfig& c) const {
+#if ARL_HAVE_GPU
+  if (c.workers == 0) return;
+  if (auto why = gpu::gpuBackendProblem(c.backend, c.device)) {
+    throw refuse(opts_.get("--device")
+                     .value_or(opts_.get("--backend").value_or(Arg{"--backend", c.backend})),
+                 *why);
+  }
+#endif
 }
 
 void BenchOptions::checkOperation(BenchConfig& c) const {

@@ -40,6 +40,7 @@ class BenchOptions {
  private:
   void declare();
   void checkWorkers(BenchConfig& c) const;
+  void checkDevice(const BenchConfig& c) const;
   void checkOperation(BenchConfig& c) const;
   void checkTelemetry(BenchConfig& c) const;
   void checkPipeline(BenchConfig& c) const;

@@ -11,8 +11,15 @@
 #include <vector>
 
 #include "commands.h"
+#if ARL_HAVE_GPU
+#include "gpu/gpu_backends.h"
+#endif
 
 int main(int argc, char** argv) {
+#if ARL_HAVE_GPU
+  // The lab makes no GPU backend itself; registering says that this build has them.
+  arl::gpu::registerGpuBackends(-1);
+#endif
   std::vector<std::string> args(argv + 1, argv + argc);
   const bool wantsHelp = !args.empty() && (args.front() == "-h" || args.front() == "--help" ||
                                            args.front() == "--help-all");

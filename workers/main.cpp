@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   arl::WorkerOptions opt;
   try {
     app.parse(argc, argv);
+    arl::worker::registerGpuBackends(args);
     opt = arl::worker::toOptions(args);
   } catch (const CLI::CallForHelp&) {
     std::fputs(app.help().c_str(), stdout);

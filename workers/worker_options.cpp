@@ -6,6 +6,10 @@
 #include "base/errors.h"
 #include "runtime/protocol.h"
 
+#if ARL_HAVE_GPU
+#include "gpu/gpu_backends.h"
+#endif
+
 namespace arl::worker {
 
 namespace {
@@ -32,7 +36,17 @@ void checkName(const std::string& flag, const std::string& v) {
   }
 }
 
+int deviceOf(const WorkerArgs& a) {
+  return a.device.empty() ? -1 : parseInt("--device", a.device, -1, kMaxDeviceIndex);
+}
+
 }  // namespace
+
+void registerGpuBackends([[maybe_unused]] const WorkerArgs& a) {
+#if ARL_HAVE_GPU
+  gpu::registerGpuBackends(deviceOf(a));
+#endif
+}
 
 void declareOptions(CLI::App& app, WorkerArgs& a) {
   app.description(
@@ -43,10 +57,11 @@ void declareOptions(CLI::App& app, WorkerArgs& a) {
       ->type_name("ENDPOINT")
       ->required();
   app.add_option("--backend", a.backend,
-                 "buffers and reductions: cpu (cuda and nccl: not in this build)")
+                 "buffers and reductions: cpu (default), or cuda and nccl in a build with CUDA")
       ->type_name("NAME");
   app.add_option("--name", a.name, "display name (default HOST:PID)")->type_name("NAME");
-  app.add_option("--device", a.device, "accelerator index (default: none)")->type_name("N");
+  app.add_option("--device", a.device, "accelerator index (default: none; cuda uses device 0)")
+      ->type_name("N");
   app.add_option("--host", a.host,
                  "host name to report (default: this machine's); ranks on\n"
                  "different hosts exchange data over tcp://")
@@ -65,11 +80,16 @@ WorkerOptions toOptions(const WorkerArgs& a) {
   o.connect = a.connect;
   if (auto why = backendUnavailable(a.backend)) refuse("--backend", a.backend, *why);
   o.backend = a.backend;
+  o.device = deviceOf(a);
+  // A device backend without --device uses device 0, and says so in its Hello.
+  if (o.device < 0 && findBackend(o.backend)->memory == MemoryKind::Device) o.device = 0;
+#if ARL_HAVE_GPU
+  if (auto why = gpu::gpuBackendProblem(o.backend, o.device)) throw ConfigError(*why);
+#endif
   checkName("--name", a.name);
   checkName("--host", a.host);
   o.name = a.name;
   o.hostName = a.host;
-  if (!a.device.empty()) o.device = parseInt("--device", a.device, -1, kMaxDeviceIndex);
   if (!a.parentPid.empty()) o.parentPid = parseInt("--parent-pid", a.parentPid, 1, 1 << 30);
   o.verbose = a.verbose;
   return o;

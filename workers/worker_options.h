@@ -19,7 +19,13 @@ struct WorkerArgs {
 // Declares allreduce-worker's options on `app`, bound to `args`.
 void declareOptions(CLI::App& app, WorkerArgs& args);
 
-// Checks the parsed arguments. Throws ConfigError as "<flag> <value>: <rule>".
+// Registers the GPU library's backends (in a build that has it) for the device that --device
+// names, so that toOptions() accepts them; does nothing otherwise. Call after parsing.
+// Throws ConfigError for a malformed --device.
+void registerGpuBackends(const WorkerArgs& args);
+
+// Checks the parsed arguments. Throws ConfigError as "<flag> <value>: <rule>", or with the
+// reason a GPU backend cannot run on this host ("backend 'cuda': no CUDA device (...)").
 WorkerOptions toOptions(const WorkerArgs& args);
 
 }  // namespace arl::worker

@@ -187,8 +187,10 @@ TEST(WorkerCli, HelpExitsZeroAndBadArgumentsAreOneLine) {
       {"--connect tcp://127.0.0.1:1 --device 1024",
        "--device 1024: must be an integer in -1..1023"},
       {"--connect tcp://127.0.0.1:1 --device x", "--device x:"},
-      {"--connect tcp://127.0.0.1:1 --backend cuda",
-       "--backend cuda: backend 'cuda' needs a build with CUDA"},
+      // A build with CUDA refuses the device (none, or no device 1023) before joining.
+      {"--connect tcp://127.0.0.1:1 --backend cuda --device 1023",
+       ARL_BUILD_HAS_CUDA ? "allreduce-worker: backend 'cuda': "
+                          : "--backend cuda: backend 'cuda' needs a build with CUDA"},
       {"--connect tcp://127.0.0.1:1 --backend tpu", "--backend tpu: unknown backend"},
       {"--connect tcp://127.0.0.1:1 --parent-pid 0", "--parent-pid 0:"},
       {"--connect tcp://127.0.0.1:1 --frobnicate", "--frobnicate"},

@@ -336,7 +336,10 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
       {{"--ring-order", "0,1,2,4"}, "(4 is not a rank)"},
       {{"--workers", "2", "--expect", "1", "--ring-order", "0,1,2,3"},
        "--ring-order 0,1,2,3: must name each of the 3 ranks 0..2 once"},
-      {{"--backend", "cuda"}, "--backend cuda: backend 'cuda' needs a build with CUDA"},
+      // A build with CUDA refuses the device (none, or no device 1023) before any worker.
+      {{"--backend", "cuda", "--device", "1023"},
+       ARL_BUILD_HAS_CUDA ? ": backend 'cuda': "
+                          : "--backend cuda: backend 'cuda' needs a build with CUDA"},
       {{"--backend", "nccl"}, "--backend nccl: backend 'nccl' needs a build with CUDA and NCCL"},
       {{"--backend", "tpu"}, "--backend tpu: unknown backend"},
       {{"--listen", "127.0.0.1:5555"}, "--listen"},

@@ -1,0 +1,31 @@
+// CUDA devices as the lab sees them: which exist, and the error a failing runtime call
+// becomes. No CUDA header needed.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace arl::gpu {
+
+// A CUDA runtime call that failed: what() names the call, the runtime's text and its code,
+// e.g. "cudaMalloc(1073741824 bytes): out of memory (cudaErrorMemoryAllocation, 2)".
+struct CudaError : std::runtime_error {
+  CudaError(const std::string& call, int code);
+  int code;
+};
+
+// The device a backend uses for --device `device`: -1 (none given) means device 0.
+int resolveDevice(int device);
+
+// nullopt when CUDA device `device` (-1: device 0) exists and can be used by this process;
+// otherwise the one-line reason, naming the backend and the device, e.g.
+// "backend 'cuda': no CUDA device (cudaGetDeviceCount: CUDA driver version is insufficient
+// for CUDA runtime version (cudaErrorInsufficientDriver, 35))" or
+// "backend 'cuda': device 3 does not exist (this host has 1: 0..0)".
+std::optional<std::string> cudaDeviceProblem(int device);
+
+// "NVIDIA H200 (sm_90, 139.8 GiB)" for a device that exists; throws CudaError otherwise.
+std::string describeDevice(int device);
+
+}  // namespace arl::gpu

@@ -1,0 +1,21 @@
+#include "gpu/gpu_backends.h"
+
+#include <memory>
+
+#include "backend/registry.h"
+#include "gpu/cuda_backend.h"
+#include "gpu/cuda_device.h"
+
+namespace arl::gpu {
+
+void registerGpuBackends(int device) {
+  registerBackend(
+      "cuda", [device] { return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(device)); });
+}
+
+std::optional<std::string> gpuBackendProblem(std::string_view name, int device) {
+  if (name == "cuda") return cudaDeviceProblem(device);
+  return std::nullopt;
+}
+
+}  // namespace arl::gpu

@@ -1,0 +1,20 @@
+// What the GPU library adds to the backend registry (backend/registry.h). Programs that link
+// arl_gpu (they see ARL_HAVE_GPU=1) call registerGpuBackends() once at start-up, before
+// parsing a backend name.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace arl::gpu {
+
+// Registers `cuda`: its backends use CUDA device `device` (-1: device 0).
+void registerGpuBackends(int device);
+
+// nullopt when backend `name` can run here on device `device` (-1: device 0), or when it is
+// not a GPU backend; else the one-line reason, e.g. "backend 'cuda': no CUDA device
+// (cudaGetDeviceCount: ...)". For checks before a run starts.
+std::optional<std::string> gpuBackendProblem(std::string_view name, int device);
+
+}  // namespace arl::gpu

@@ -1,0 +1,66 @@
+// Real runs on one GPU: `allreduce-lab bench --backend cuda` with 2 and 4 local workers
+// sharing device 0, every algorithm, results checked element by element by the workers
+// (#wrong must be 0). Sizes are chosen so that slices and per-rank parts are uneven: 262240
+// bytes are 32780 int64 elements, 8195 per rank of 4, in 64 KiB slices.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "gpu_test_util.h"
+#include "schedule/generators.h"
+
+namespace arl {
+namespace {
+
+using gputest::Result;
+using gputest::runBinary;
+
+// Runs bench with `args` and a JSON file; checks that every row ran and has #wrong 0.
+void expectAllCorrect(const std::string& args, size_t rows) {
+  const std::string json =
+      ::testing::TempDir() + "gpu_runs_" + std::to_string(::getpid()) + ".json";
+  const Result r = runBinary(gputest::labBinary(), "bench --backend cuda --device 0 -n 3 -w 1 " +
+                                                       args + " --json '" + json + "'");
+  ASSERT_EQ(r.rc, 0) << args << "\n" << r.err << r.out;
+  const auto v = nlohmann::json::parse(gputest::slurp(json));
+  std::remove(json.c_str());
+  ASSERT_EQ(v.at("results").size(), rows) << args;
+  for (const auto& row : v.at("results")) {
+    EXPECT_EQ(row.at("state").get<std::string>(), "done") << args << ": " << row.dump();
+    EXPECT_EQ(row.at("wrong").get<int64_t>(), 0)
+        << args << ": " << row.at("algorithm") << " " << row.at("size_bytes");
+  }
+  for (const auto& w : v.at("workers")) EXPECT_EQ(w.at("backend").get<std::string>(), "cuda");
+}
+
+class CudaRuns : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override { ARL_SKIP_WITHOUT_CUDA_DEVICE(); }
+};
+
+TEST_P(CudaRuns, EveryAlgorithmAllReducesExactly) {
+  const std::string w = " --workers " + std::to_string(GetParam());
+  // Sizes 1 MiB + 12 bytes and four times that: slices of 256 KiB leave a short one.
+  expectAllCorrect("--algo all -b 1048588 -e 4194352 -f 4 --slice 256K" + w,
+                   2 * algorithmNames().size());
+}
+
+TEST_P(CudaRuns, RingAndTreeRunEveryCollectiveAndType) {
+  const std::string w = " --workers " + std::to_string(GetParam());
+  const char* cases[] = {
+      "--collective reducescatter -d half -o sum",   "--collective allgather -d int64",
+      "--collective reduce -d bfloat16 -o max -r 1", "--collective broadcast -d uint8 -r 1",
+      "--collective allreduce -d double -o avg",     "--collective allreduce -d int32 -o prod",
+      "--collective allreduce -d float -o min",
+  };
+  for (const char* c : cases) {
+    expectAllCorrect(std::string(c) + " --algo ring,tree -b 262240 -e 262240 --slice 64K" + w, 2);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OneGpu, CudaRuns, ::testing::Values(2, 4),
+                         [](const auto& info) { return std::to_string(info.param) + "Workers"; });
+
+}  // namespace
+}  // namespace arl
