@@ -32,6 +32,13 @@ void checkName(const std::string& flag, const std::string& v) {
   }
 }
 
+// "cpu, nccl": the backends this build's worker has.
+std::string backendList() {
+  std::string s;
+  for (std::string_view b : builtBackendNames()) s += (s.empty() ? "" : ", ") + std::string(b);
+  return s;
+}
+
 }  // namespace
 
 void declareOptions(CLI::App& app, WorkerArgs& a) {
@@ -43,7 +50,8 @@ void declareOptions(CLI::App& app, WorkerArgs& a) {
       ->type_name("ENDPOINT")
       ->required();
   app.add_option("--backend", a.backend,
-                 "buffers and reductions: cpu (cuda and nccl: not in this build)")
+                 "buffers and reductions: " + backendList() +
+                     " (nccl runs NCCL's own collectives, with --device)")
       ->type_name("NAME");
   app.add_option("--name", a.name, "display name (default HOST:PID)")->type_name("NAME");
   app.add_option("--device", a.device, "accelerator index (default: none)")->type_name("N");
@@ -70,6 +78,9 @@ WorkerOptions toOptions(const WorkerArgs& a) {
   o.name = a.name;
   o.hostName = a.host;
   if (!a.device.empty()) o.device = parseInt("--device", a.device, -1, kMaxDeviceIndex);
+  if (o.backend == "nccl" && o.device < 0) {
+    refuse("--backend", o.backend, "needs --device N: NCCL runs one rank per GPU");
+  }
   if (!a.parentPid.empty()) o.parentPid = parseInt("--parent-pid", a.parentPid, 1, 1 << 30);
   o.verbose = a.verbose;
   return o;
