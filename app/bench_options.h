@@ -44,6 +44,7 @@ class BenchOptions {
   void checkTelemetry(BenchConfig& c) const;
   void checkPipeline(BenchConfig& c) const;
   void checkAlgorithms(BenchConfig& c) const;
+  void checkDevices(BenchConfig& c) const;
   std::vector<uint64_t> checkSizes(BenchConfig& c) const;
   void checkOutputs(BenchConfig& c) const;
   void checkRuns(const BenchArgs& a) const;
