@@ -35,6 +35,7 @@
 #include "bench_options.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "exec/collective_library.h"
 #include "exec/run_request.h"
 #include "export/export.h"
 #include "model/metrics.h"
@@ -201,6 +202,7 @@ class Bench {
   int runSweep(Coordinator& coord);
   void onRow(const SweepRow& row);
   void printHeader(const std::vector<WorkerInfo>& ws);
+  void printLibraryNote() const;
   void printRow(const SweepRow& row);
   void printFooter();
   bool writeOutputs();
@@ -270,7 +272,7 @@ std::unique_ptr<Coordinator> Bench::startCoordinator() {
   opt.expectRemote = c_.expect;
   opt.listen = c_.listen;
   opt.backend = c_.backend;
-  if (c_.device >= 0) opt.workerExtraArgs = {"--device", std::to_string(c_.device)};
+  opt.localDevices = c_.devices;
   opt.joinTimeout = std::chrono::milliseconds(kLocalJoinTimeout);
   try {
     return std::make_unique<Coordinator>(opt);
@@ -339,9 +341,11 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
   std::printf("# network: %s\n", describeShaping(c_.shaping).c_str());
   std::printf("#\n# Using workers\n");
   for (const WorkerInfo& w : ws) {
-    std::printf("#  Rank %2d Pid %7" PRId64 " on %s (%s, %s)\n", w.rank, w.pid, w.host.c_str(),
-                w.backend.c_str(), w.local ? "local" : "remote");
+    const std::string device = w.device >= 0 ? " device " + std::to_string(w.device) : "";
+    std::printf("#  Rank %2d Pid %7" PRId64 " on %s%s (%s, %s)\n", w.rank, w.pid, w.host.c_str(),
+                device.c_str(), w.backend.c_str(), w.local ? "local" : "remote");
   }
+  printLibraryNote();
   std::printf(
       "#\n# predicted: the cost model's time, not a measurement (%s:\n"
       "#   %s)\n",
@@ -363,6 +367,21 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
               "(B)", "(elements)", "", "", "", aw, "", su.c_str(), iu.c_str(), "(us)", "(GB/s)",
               "(GB/s)", "", "(us,model)", "(us)", "(us)", "(us)");
   std::fflush(stdout);
+}
+
+// What the rows of NCCL's own collectives are, once, when the sweep has any.
+void Bench::printLibraryNote() const {
+  std::string names;
+  for (const std::string& a : c_.algorithms) {
+    if (findLibraryAlgorithm(a) != nullptr) names += (names.empty() ? "" : ", ") + a;
+  }
+  if (names.empty()) return;
+  std::printf(
+      "#\n# %s: NCCL's own collectives (ncclAllReduce and its kin, NCCL_ALGO set per run) on "
+      "the\n#   same buffers, inputs and check; each iteration timed whole (the call and a "
+      "stream\n#   synchronisation). NCCL gives no per-chunk telemetry, and the cost model "
+      "predicts no NCCL time.\n",
+      names.c_str());
 }
 
 void Bench::printRow(const SweepRow& row) {

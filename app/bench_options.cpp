@@ -12,7 +12,9 @@
 #include "backend/registry.h"
 #include "base/errors.h"
 #include "base/limits.h"
+#include "exec/collective_library.h"
 #include "exec/run_request.h"
+#include "runtime/coordinator.h"
 #include "runtime/protocol.h"
 #include "schedule/generators.h"
 #include "transport/shm/shm_transport.h"
@@ -171,7 +173,12 @@ void BenchOptions::declare() {
           "control endpoint for remote workers; the command that joins one is printed on stderr");
   o.value("--ranks-per-host", "K", "ranks per host for hierarchical (default: from host names)");
   o.value("--backend", "NAME", "cpu (cuda and nccl need a CUDA build; default cpu)");
-  o.value("--device", "N", "the GPU every local worker uses with a GPU backend (default 0)");
+  o.value("--device", "N[,N...]",
+          "GPU of the local workers (cuda, nccl): one index for all, or one per local worker; "
+          "nccl's default: 0,1,...");
+  o.value("--nccl-algo", "NAME[,NAME...]",
+          "NCCL's own collectives to run beside --algo (ring, tree: NCCL_ALGO), shown as "
+          "nccl-ring, nccl-tree and timed whole; with --backend nccl the default is ring");
   o.value("--data-plane", "NAME",
           "auto, shm or zmq: shared memory or ZeroMQ between workers (default auto: shm when "
           "every worker is on one host)");
@@ -199,6 +206,7 @@ BenchArgs BenchOptions::check() const {
   checkTelemetry(c);
   checkPipeline(c);
   checkAlgorithms(c);
+  checkDevices(c);
   a.sizes = checkSizes(c);
   checkOutputs(c);
   checkRuns(a);
@@ -211,7 +219,6 @@ void BenchOptions::checkWorkers(BenchConfig& c) const {
     if (auto why = backendUnavailable(v->text)) throw refuse(*v, *why);
     c.backend = v->text;
   }
-  if (auto v = opts_.get("--device")) c.device = parseInt(*v, 0, kMaxDeviceIndex);
   const auto workers = opts_.get("--workers"), expect = opts_.get("--expect");
   if (workers) c.workers = parseInt(*workers, 0, kMaxRanks);
   if (expect) c.expect = parseInt(*expect, 0, kMaxRanks);
@@ -230,20 +237,6 @@ void BenchOptions::checkWorkers(BenchConfig& c) const {
     c.listen = v->text;
   }
   c.shaping = parseShaping(opts_, nranksOf(c));
-  checkDevice(c);
-}
-
-// Local workers run on this host: a GPU backend without a usable device here is refused
-// before any of them starts (remote workers check their own host when they start).
-void BenchOptions::checkDevice([[maybe_unused]] const BenchConfig& c) const {
-#if ARL_HAVE_GPU
-  if (c.workers == 0) return;
-  if (auto why = gpu::gpuBackendProblem(c.backend, c.device)) {
-    throw refuse(opts_.get("--device")
-                     .value_or(opts_.get("--backend").value_or(Arg{"--backend", c.backend})),
-                 *why);
-  }
-#endif
 }
 
 void BenchOptions::checkOperation(BenchConfig& c) const {
@@ -289,15 +282,89 @@ void BenchOptions::checkPipeline(BenchConfig& c) const {
 
 void BenchOptions::checkAlgorithms(BenchConfig& c) const {
   const auto v = opts_.get("--algo");
-  if (!v) return;
-  if (v->text != "all") {
-    c.algorithms = parseNameList(*v);
-    return;
+  const bool ncclOnly = c.backend == "nccl";
+  if (v && ncclOnly) {
+    throw refuse(*v,
+                 "the nccl backend runs NCCL's own collectives only; choose them with "
+                 "--nccl-algo ring,tree");
   }
-  c.algorithms.clear();
-  for (const std::string& name : algorithmNames()) {
-    if (algorithmSupports(name, c.collective)) c.algorithms.push_back(name);
+  if (ncclOnly) c.algorithms.clear();
+  if (v && v->text != "all") c.algorithms = parseNameList(*v);
+  if (v && v->text == "all") {
+    c.algorithms.clear();
+    for (const std::string& name : algorithmNames()) {
+      if (algorithmSupports(name, c.collective)) c.algorithms.push_back(name);
+    }
   }
+  std::optional<Arg> nccl = opts_.get("--nccl-algo");
+  if (!nccl && ncclOnly) nccl = Arg{"--nccl-algo", "ring"};
+  if (!nccl) return;
+  if (findBackend(c.backend)->memory != MemoryKind::Device) {
+    throw refuse(*nccl, "NCCL runs on GPU workers: add --backend nccl (or cuda)");
+  }
+  for (const std::string& name : parseNameList(*nccl)) {
+    if (name != "ring" && name != "tree") {
+      throw refuse(*nccl, "unknown NCCL algorithm '" + name + "' (known: ring, tree)");
+    }
+    const std::string algo = "nccl-" + name;
+    if (std::find(c.algorithms.begin(), c.algorithms.end(), algo) == c.algorithms.end()) {
+      c.algorithms.push_back(algo);
+    }
+  }
+}
+
+// The local workers' devices, and NCCL's rule of one rank per GPU among them.
+void BenchOptions::checkDevices(BenchConfig& c) const {
+  const bool gpu = findBackend(c.backend)->memory == MemoryKind::Device;
+  const auto v = opts_.get("--device");
+  if (v && !gpu) throw refuse(*v, "backend " + c.backend + " uses no device");
+  if (v) {
+    c.devices = parseIntegerList(*v);
+    for (int d : c.devices) {
+      if (d < 0 || d > kMaxDeviceIndex) {
+        throw refuse(Arg{v->flag, std::to_string(d)},
+                     "must be in 0.." + std::to_string(kMaxDeviceIndex));
+      }
+    }
+    if (c.devices.size() != 1 && c.devices.size() != static_cast<size_t>(c.workers)) {
+      throw refuse(*v, "gives " + std::to_string(c.devices.size()) + " devices for " +
+                           std::to_string(c.workers) +
+                           " local workers: give one for all or one per worker");
+    }
+  } else if (c.backend == "nccl") {
+    for (int k = 0; k < c.workers; ++k) c.devices.push_back(k);
+  }
+  checkDevicesUsable(c);
+  CoordinatorOptions local;
+  local.localDevices = c.devices;
+  std::vector<RankPlace> places;
+  for (int k = 0; k < c.workers; ++k)
+    places.push_back({"localhost", c.backend, localDevice(local, k)});
+  for (const std::string& algo : c.algorithms) {
+    if (findLibraryAlgorithm(algo) == nullptr && c.backend != "nccl") continue;
+    try {
+      checkPlaces(algo, places);
+    } catch (const ConfigError& e) {
+      throw refuse(v.value_or(Arg{"--backend", c.backend}), e.what());
+    }
+  }
+}
+
+// Local workers run on this host: a GPU backend without a usable device here is refused
+// before any of them starts (remote workers check their own host when they start).
+void BenchOptions::checkDevicesUsable([[maybe_unused]] const BenchConfig& c) const {
+#if ARL_HAVE_GPU
+  if (c.workers == 0) return;
+  std::vector<int> devices = c.devices;
+  if (devices.empty()) devices.push_back(-1);
+  for (int d : devices) {
+    if (auto why = gpu::gpuBackendProblem(c.backend, d)) {
+      throw refuse(opts_.get("--device")
+                       .value_or(opts_.get("--backend").value_or(Arg{"--backend", c.backend})),
+                   *why);
+    }
+  }
+#endif
 }
 
 // The sizes of the sweep, as nccl-tests steps them.

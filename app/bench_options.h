@@ -40,11 +40,12 @@ class BenchOptions {
  private:
   void declare();
   void checkWorkers(BenchConfig& c) const;
-  void checkDevice(const BenchConfig& c) const;
   void checkOperation(BenchConfig& c) const;
   void checkTelemetry(BenchConfig& c) const;
   void checkPipeline(BenchConfig& c) const;
   void checkAlgorithms(BenchConfig& c) const;
+  void checkDevices(BenchConfig& c) const;
+  void checkDevicesUsable(const BenchConfig& c) const;
   std::vector<uint64_t> checkSizes(BenchConfig& c) const;
   void checkOutputs(BenchConfig& c) const;
   void checkRuns(const BenchArgs& a) const;

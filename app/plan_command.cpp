@@ -20,6 +20,7 @@
 #include "base/limits.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "exec/collective_library.h"
 #include "exec/local_run.h"
 #include "exec/run_request.h"
 #include "export/json.h"
@@ -186,6 +187,12 @@ PlanArgs PlanCommand::parse() const {
 
 // Checks the request as every client does (run_request.h) and returns its schedule.
 Schedule PlanCommand::resolve(const PlanArgs& a) const {
+  if (findLibraryAlgorithm(a.algo) != nullptr) {
+    // A library's collective has no schedule to show, simulate or run in process.
+    throw refuse(Arg{"--algo", a.algo},
+                 "is NCCL's own collective, which has no schedule to plan; it runs on GPU "
+                 "workers: allreduce-lab bench --backend nccl --nccl-algo ...");
+  }
   Schedule s;
   try {
     (void)resolveRunRequest(requestOf(a), std::vector<std::string>(a.ranks, "localhost"), &s);

@@ -20,29 +20,30 @@ CudaError::CudaError(const std::string& call, int c)
 
 int resolveDevice(int device) { return device < 0 ? 0 : device; }
 
-std::optional<std::string> cudaDeviceProblem(int device) {
+std::optional<std::string> cudaDeviceProblem(int device, std::string_view backend) {
+  const std::string who = "backend '" + std::string(backend) + "'";
   int count = 0;
   // Without a driver the count is left untouched and error 35 returned: check the code.
   const cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc != cudaSuccess) {
-    return "backend 'cuda': no CUDA device (cudaGetDeviceCount: " + detail::describe(rc) + ")";
+    return who + ": no CUDA device (cudaGetDeviceCount: " + detail::describe(rc) + ")";
   }
-  if (count <= 0) return std::string("backend 'cuda': no CUDA device (cudaGetDeviceCount: 0)");
+  if (count <= 0) return who + ": no CUDA device (cudaGetDeviceCount: 0)";
   const int d = resolveDevice(device);
   if (d >= count) {
-    return "backend 'cuda': device " + std::to_string(d) + " does not exist (this host has " +
+    return who + ": device " + std::to_string(d) + " does not exist (this host has " +
            std::to_string(count) + ": 0.." + std::to_string(count - 1) + ")";
   }
   cudaDeviceProp prop{};
   const cudaError_t prc = cudaGetDeviceProperties(&prop, d);
   if (prc != cudaSuccess) {
-    return "backend 'cuda': device " + std::to_string(d) +
+    return who + ": device " + std::to_string(d) +
            " cannot be used (cudaGetDeviceProperties: " + detail::describe(prc) + ")";
   }
   int mode = cudaComputeModeDefault;
   (void)cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, d);
   if (mode == cudaComputeModeProhibited) {
-    return "backend 'cuda': device " + std::to_string(d) + " (" + prop.name +
+    return who + ": device " + std::to_string(d) + " (" + prop.name +
            ") is in compute mode Prohibited";
   }
   return std::nullopt;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace arl::gpu {
 
@@ -22,8 +23,9 @@ int resolveDevice(int device);
 // otherwise the one-line reason, naming the backend and the device, e.g.
 // "backend 'cuda': no CUDA device (cudaGetDeviceCount: CUDA driver version is insufficient
 // for CUDA runtime version (cudaErrorInsufficientDriver, 35))" or
-// "backend 'cuda': device 3 does not exist (this host has 1: 0..0)".
-std::optional<std::string> cudaDeviceProblem(int device);
+// "backend 'cuda': device 3 does not exist (this host has 1: 0..0)". `backend` names the
+// backend that wants the device.
+std::optional<std::string> cudaDeviceProblem(int device, std::string_view backend = "cuda");
 
 // "NVIDIA H200 (sm_90, 139.8 GiB)" for a device that exists; throws CudaError otherwise.
 std::string describeDevice(int device);

@@ -14,7 +14,7 @@ void registerGpuBackends(int device) {
 }
 
 std::optional<std::string> gpuBackendProblem(std::string_view name, int device) {
-  if (name == "cuda") return cudaDeviceProblem(device);
+  if (name == "cuda" || name == "nccl") return cudaDeviceProblem(device, name);
   return std::nullopt;
 }
 

@@ -6,6 +6,29 @@
 
 #include "base/errors.h"
 #include "worker_options.h"
+#if ARL_WITH_NCCL
+#include "gpu/nccl_backend.h"
+#include "gpu/nccl_register.h"
+#endif
+
+namespace {
+
+// A worker that cannot run its backend says so and exits 2 before it joins: a GPU backend
+// needs a device this process can use.
+int refuseUnusableDevice([[maybe_unused]] const arl::WorkerOptions& opt) {
+#if ARL_WITH_NCCL
+  if (opt.backend == "nccl") {
+    if (auto why = arl::gpu::ncclDeviceProblem(opt.device)) {
+      std::fprintf(stderr, "allreduce-worker: --backend nccl --device %d: %s\n", opt.device,
+                   why->c_str());
+      return 2;
+    }
+  }
+#endif
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // Keep freed memory in the process. ZeroMQ mallocs every received message; glibc would
@@ -13,6 +36,9 @@ int main(int argc, char** argv) {
   // would fault the same pages in again (docs/performance.md, "Page faults on receive").
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+#if ARL_WITH_NCCL
+  arl::gpu::registerNccl();
+#endif
   CLI::App app("", "allreduce-worker");
   arl::worker::WorkerArgs args;
   arl::worker::declareOptions(app, args);
@@ -32,5 +58,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "allreduce-worker: %s (see --help)\n", e.what());
     return 2;
   }
+  if (const int rc = refuseUnusableDevice(opt)) return rc;
   return arl::runWorker(opt);
 }

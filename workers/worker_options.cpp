@@ -40,6 +40,13 @@ int deviceOf(const WorkerArgs& a) {
   return a.device.empty() ? -1 : parseInt("--device", a.device, -1, kMaxDeviceIndex);
 }
 
+// "cpu, nccl": the backends this build's worker has.
+std::string backendList() {
+  std::string s;
+  for (std::string_view b : builtBackendNames()) s += (s.empty() ? "" : ", ") + std::string(b);
+  return s;
+}
+
 }  // namespace
 
 void registerGpuBackends([[maybe_unused]] const WorkerArgs& a) {
@@ -57,7 +64,8 @@ void declareOptions(CLI::App& app, WorkerArgs& a) {
       ->type_name("ENDPOINT")
       ->required();
   app.add_option("--backend", a.backend,
-                 "buffers and reductions: cpu (default), or cuda and nccl in a build with CUDA")
+                 "buffers and reductions: " + backendList() +
+                     " (nccl runs NCCL's own collectives, with --device)")
       ->type_name("NAME");
   app.add_option("--name", a.name, "display name (default HOST:PID)")->type_name("NAME");
   app.add_option("--device", a.device, "accelerator index (default: none; cuda uses device 0)")
@@ -81,6 +89,9 @@ WorkerOptions toOptions(const WorkerArgs& a) {
   if (auto why = backendUnavailable(a.backend)) refuse("--backend", a.backend, *why);
   o.backend = a.backend;
   o.device = deviceOf(a);
+  if (o.backend == "nccl" && o.device < 0) {
+    refuse("--backend", o.backend, "needs --device N: NCCL runs one rank per GPU");
+  }
   // A device backend without --device uses device 0, and says so in its Hello.
   if (o.device < 0 && findBackend(o.backend)->memory == MemoryKind::Device) o.device = 0;
 #if ARL_HAVE_GPU

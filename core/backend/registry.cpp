@@ -28,9 +28,30 @@ std::vector<BackendInfo> makeRegistry() {
   return r;
 }
 
+// The backends this build's worker has beyond cpu, as CMake found them (gpu/CMakeLists.txt
+// sets ARL_GPU_BACKENDS on this library, e.g. "nccl" or "cuda,nccl").
+#ifndef ARL_GPU_BACKENDS
+#define ARL_GPU_BACKENDS ""
+#endif
+
+bool inWorkerBuild(std::string_view name) {
+  std::string_view list = ARL_GPU_BACKENDS;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    if (list.substr(0, comma) == name) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 // Written by registerBackend() at start-up, before any run; read-only afterwards.
 std::vector<BackendInfo>& registry() {
-  static std::vector<BackendInfo> r = makeRegistry();
+  static std::vector<BackendInfo> r = [] {
+    std::vector<BackendInfo> made = makeRegistry();
+    for (BackendInfo& b : made) b.inWorker = inWorkerBuild(b.name);
+    return made;
+  }();
   return r;
 }
 
@@ -68,7 +89,7 @@ const BackendInfo* findBackend(std::string_view name) {
 std::vector<std::string_view> builtBackendNames() {
   std::vector<std::string_view> names;
   for (const BackendInfo& b : registry()) {
-    if (b.built()) names.push_back(b.name);
+    if (b.available()) names.push_back(b.name);
   }
   return names;
 }
@@ -80,7 +101,7 @@ std::optional<std::string> backendUnavailable(std::string_view name) {
     return "unknown backend '" + std::string(name) + "' (known: " + joined(knownNames()) + "; " +
            has + ")";
   }
-  if (b->built()) return std::nullopt;
+  if (b->available()) return std::nullopt;
   return "backend '" + std::string(name) + "' needs a build with " + std::string(b->needs) + " (" +
          std::string(b->buildFlag) + "); " + has;
 }
@@ -103,7 +124,12 @@ void requireBackend(std::string_view name) {
 
 std::unique_ptr<Backend> makeBackend(std::string_view name) {
   requireBackend(name);
-  return findBackend(name)->make();
+  const BackendInfo& b = *findBackend(name);
+  if (!b.built()) {
+    throw ConfigError("backend '" + std::string(name) +
+                      "' is built into allreduce-worker, not into this program");
+  }
+  return b.make();
 }
 
 void registerBackend(std::string_view name, BackendFactory make) {

@@ -27,9 +27,15 @@ struct BackendInfo {
   std::string_view buildFlag;  // the CMake option that asks for it ("ARL_WITH_CUDA")
   std::vector<DataType> dtypes;
   std::vector<RedOp> ops;
-  BackendFactory make;  // empty: not in this build
+  BackendFactory make;  // empty: not in this program
+  // Built into this build's worker (allreduce-worker links the GPU library; the lab itself
+  // does not): set from ARL_GPU_BACKENDS at compile time, so that the lab and the bench
+  // accept a backend their own process cannot make.
+  bool inWorker = false;
 
   bool built() const { return static_cast<bool>(make); }
+  // Whether a worker of this build can run it: made here, or built into the worker.
+  bool available() const { return built() || inWorker; }
   bool supports(DataType t) const;
   bool supports(RedOp op) const;
 };
@@ -41,14 +47,16 @@ const BackendInfo* findBackend(std::string_view name);
 // Names of the backends this build has ("cpu", ...).
 std::vector<std::string_view> builtBackendNames();
 
-// nullopt when this build has backend `name`; else the one-line reason, e.g. "backend 'cuda'
+// nullopt when this build's workers have backend `name` (BackendInfo::available); else the
+// one-line reason, e.g. "backend 'cuda'
 // needs a build with CUDA (ARL_WITH_CUDA); this build has: cpu".
 std::optional<std::string> backendUnavailable(std::string_view name);
 // nullopt when backend `name` (built) runs `t` with `op`; else the one-line reason.
 std::optional<std::string> backendRefuses(std::string_view name, DataType t, RedOp op);
 // Throws ConfigError with backendUnavailable()'s message.
 void requireBackend(std::string_view name);
-// A new backend `name`. Throws ConfigError when this build does not have it.
+// A new backend `name`. Throws ConfigError when this program cannot make it (not in the
+// build, or built into the worker only).
 std::unique_ptr<Backend> makeBackend(std::string_view name);
 
 // Marks a known backend as built and says how to make it: called once at start-up by the

@@ -1,6 +1,7 @@
 #include "exec/check.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "base/errors.h"
@@ -142,6 +143,22 @@ uint64_t countWrong(const void* got, const void* expected, DataType t, uint64_t 
     for (uint64_t i = b; i < b + len; ++i) {
       if (!sameValue(t, g + i * es, e + i * es)) ++wrong;
     }
+  }
+  return wrong;
+}
+
+uint64_t countWrongWithin(const void* got, const void* expected, DataType t, uint64_t n,
+                          double tolerance) {
+  if (!(tolerance > 0)) return countWrong(got, expected, t, n);
+  const size_t es = dtypeSize(t);
+  const auto* g = static_cast<const unsigned char*>(got);
+  const auto* e = static_cast<const unsigned char*>(expected);
+  uint64_t wrong = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    if (sameValue(t, g + i * es, e + i * es)) continue;
+    const double d = toDouble(t, g + i * es) - toDouble(t, e + i * es);
+    // A NaN or an infinity on one side only is never within a tolerance.
+    if (!(std::fabs(d) <= tolerance)) ++wrong;
   }
   return wrong;
 }

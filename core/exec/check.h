@@ -47,4 +47,10 @@ bool fillExpectedRange(void* host, Collective c, DataType t, RedOp op, int rank,
 // bits, except that any NaN equals any NaN.
 uint64_t countWrong(const void* got, const void* expected, DataType t, uint64_t n);
 
+// countWrong() that also accepts an element within `tolerance` of the expected one (both
+// read as doubles), for a library whose arithmetic legitimately differs from the lab's
+// (NCCL's float avg: gpu/nccl_tolerance.h). tolerance 0 is countWrong() itself.
+uint64_t countWrongWithin(const void* got, const void* expected, DataType t, uint64_t n,
+                          double tolerance);
+
 }  // namespace arl

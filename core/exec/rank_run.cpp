@@ -133,6 +133,28 @@ bool RankRun::run(Transport& transport, TelemetrySink* sink, const RankRunHooks&
   warmOpt.telemetry = TelemetryLevel::Off;
   warm_ = std::make_unique<Executor>(s_, rank_, transport, backend_, nullptr, warmOpt);
   timed_ = std::make_unique<Executor>(s_, rank_, transport, backend_, sink, opt_.exec);
+  return iterate(
+      [&](uint32_t it, bool timed) {
+        if (timed) {
+          timed_->run(bufs_, it - opt_.warmup, it);
+        } else {
+          warm_->run(bufs_, it, it);
+        }
+      },
+      hooks);
+}
+
+bool RankRun::run(const std::function<void(const RankBuffers&)>& collective,
+                  const RankRunHooks& hooks) {
+  return iterate(
+      [&](uint32_t, bool) {
+        collective(bufs_);
+        if (RankProgress* p = opt_.exec.progress) p->tick();
+      },
+      hooks);
+}
+
+bool RankRun::iterate(const std::function<void(uint32_t, bool)>& one, const RankRunHooks& hooks) {
   const uint32_t total = opt_.warmup + opt_.iterations;
   for (uint32_t it = 0; it < total; ++it) {
     throwIfCancelled("between iterations");
@@ -145,11 +167,7 @@ bool RankRun::run(Transport& transport, TelemetrySink* sink, const RankRunHooks&
     }
     const bool isTimed = it >= opt_.warmup;
     const int64_t t0 = steadyNowNs();
-    if (isTimed) {
-      timed_->run(bufs_, it - opt_.warmup, it);
-    } else {
-      warm_->run(bufs_, it, it);
-    }
+    one(it, isTimed);
     backend_.synchronize();
     const int64_t t1 = steadyNowNs();
     if (!isTimed) continue;
@@ -177,7 +195,8 @@ uint64_t RankRun::countWrong() const {
     throwIfCancelled("while checking its output");
     const uint64_t n = std::min(kPieceElems, elems - first);
     backend_.download(got.data(), src + first * es, n * es);
-    wrong += arl::countWrong(got.data(), expected_.get() + first * es, opt_.exec.dtype, n);
+    wrong += countWrongWithin(got.data(), expected_.get() + first * es, opt_.exec.dtype, n,
+                              opt_.tolerance);
   }
   return wrong;
 }

@@ -28,6 +28,10 @@ struct RankRunOptions {
   uint32_t warmup = 0;
   uint32_t iterations = 1;
   bool check = true;  // fill the expected output and count #wrong after the last iteration
+  // The largest difference from an expected element that the check accepts (countWrongWithin):
+  // 0, identical bits, for the lab's own arithmetic; a library whose arithmetic legitimately
+  // differs says its own (CollectiveLibrary::tolerance).
+  double tolerance = 0;
   // When set: once it is true, the set-up (allocation, filling the input and the expected
   // output), run() and countWrong() stop within milliseconds with PeerError(rank, -1, -1,
   // "run aborted ..."). They look at it between pieces of a few milliseconds of work and
@@ -78,6 +82,10 @@ class RankRun {
   // Executor::run does; the caller aborts the transport then. Call once; `transport` must
   // stay open until after the RankRun is destroyed (a send may still read its buffers).
   bool run(Transport& transport, TelemetrySink* sink, const RankRunHooks& hooks);
+  // The same iterations, each one a single call of `collective` on the buffers (a library's
+  // whole collective, exec/collective_library.h) instead of the schedule's ops. Throws what
+  // `collective` throws.
+  bool run(const std::function<void(const RankBuffers&)>& collective, const RankRunHooks& hooks);
 
   // #wrong of the rank's Output now (0 when !checks()), read back piece by piece.
   uint64_t countWrong() const;
@@ -91,6 +99,8 @@ class RankRun {
   void fillExpected();
   // Throws PeerError naming `where` ("while filling the input") when the run is cancelled.
   void throwIfCancelled(const char* where) const;
+  // The warm-up and timed iterations, each done by `one(iteration, timed)`.
+  bool iterate(const std::function<void(uint32_t, bool)>& one, const RankRunHooks& hooks);
 
   const Schedule& s_;
   int rank_;

@@ -6,6 +6,7 @@
 
 #include "base/errors.h"
 #include "base/limits.h"
+#include "exec/collective_library.h"
 
 namespace arl {
 
@@ -29,10 +30,19 @@ std::string joined(const std::vector<std::string>& items) {
 }
 
 void checkAlgorithm(const RunRequest& req) {
+  if (const LibraryAlgorithm* a = findLibraryAlgorithm(req.algorithm)) {
+    if (!a->supports(req.collective)) {
+      throw RunRequestError(RunField::Collective, std::string(toString(req.collective)),
+                            "algorithm " + req.algorithm + " does not implement it (" +
+                                std::string(a->summary) + ")");
+    }
+    return;
+  }
   const auto& names = algorithmNames();
   if (std::find(names.begin(), names.end(), req.algorithm) == names.end()) {
-    throw RunRequestError(RunField::Algorithm, req.algorithm,
-                          "unknown (known: " + joined(names) + ")");
+    throw RunRequestError(
+        RunField::Algorithm, req.algorithm,
+        "unknown (known: " + joined(names) + "; NCCL's: " + libraryAlgorithmList() + ")");
   }
   if (!algorithmSupports(req.algorithm, req.collective)) {
     std::vector<std::string> supported;
@@ -218,6 +228,14 @@ ResolvedRun resolveRunRequest(const RunRequest& req, const std::vector<std::stri
   run.ranksPerHost = ranksPerHost(req.ranksPerHost, hosts);
   run.ringOrder = resolveRing(req, n);
   run.sliceElems = req.sliceBytes / dtypeSize(req.dtype);
+  if (findLibraryAlgorithm(req.algorithm) != nullptr) {
+    // The library moves the bytes its own way: no steps, and what each rank sends is unknown
+    // (bytesSent stays empty).
+    if (schedule != nullptr) {
+      *schedule = libraryShape(req.algorithm, req.collective, n, req.count, req.root);
+    }
+    return run;
+  }
   Schedule s;
   try {
     s = generate(req.algorithm, genParams(req, run));

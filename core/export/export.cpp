@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "base/errors.h"
+#include "exec/collective_library.h"
 #include "export/session_json.h"
 
 namespace arl {
@@ -29,6 +30,13 @@ Json telemetryJson(const BenchReport& r) {
               {"events_dropped", totalDropped(r)}};
 }
 
+// "nccl" for a row of NCCL's own collectives (timed whole, no per-chunk telemetry); null for
+// the lab's algorithms.
+Json library(const std::string& algorithm) {
+  const LibraryAlgorithm* a = findLibraryAlgorithm(algorithm);
+  return a != nullptr ? Json(str(a->library)) : Json(nullptr);
+}
+
 Json resultJson(const BenchRow& row) {
   const RunResult& res = row.result;
   const RunRequest& q = res.request;
@@ -39,6 +47,7 @@ Json resultJson(const BenchRow& row) {
               {"op", collectiveReduces(q.collective) ? str(toString(q.op)) : Json("none")},
               {"root", q.root},
               {"algorithm", q.algorithm},
+              {"library", library(q.algorithm)},
               {"collective", str(toString(q.collective))},
               {"ranks", res.nranks},
               {"in_place", q.inPlace},

@@ -44,7 +44,7 @@ struct BenchConfig {
   std::vector<int> inflights = {4};
   std::vector<int> ringOrder;  // empty = 0, 1, ..., n-1
   std::string backend = "cpu";
-  int device = -1;  // --device: the GPU of the local workers (-1: not given)
+  std::vector<int> devices;  // --device: local workers' GPUs (runtime/coordinator.h's rule)
   std::string listen;
   int expect = 0;  // remote workers
   TelemetryLevel telemetry = TelemetryLevel::Chunks;

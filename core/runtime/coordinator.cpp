@@ -42,6 +42,7 @@
 #include "control_poll.h"
 #include "coord_wakeup.h"
 #include "event_queue.h"
+#include "exec/collective_library.h"
 #include "runtime/process.h"
 #include "runtime/protocol.h"
 #include "schedule/generators.h"
@@ -60,6 +61,13 @@ std::string_view toString(RunState s) {
     case RunState::Aborted: return "aborted";
   }
   return "?";
+}
+
+int localDevice(const CoordinatorOptions& opt, int k) {
+  const auto& d = opt.localDevices;
+  if (d.empty() || k < 0) return -1;
+  if (d.size() == 1) return d.front();
+  return static_cast<size_t>(k) < d.size() ? d[static_cast<size_t>(k)] : -1;
 }
 
 std::vector<std::vector<double>> perIterationPerRankUs(const RunResult& res) {
@@ -479,8 +487,8 @@ struct Coordinator::Impl {
 
   // ---- Local children ------------------------------------------------------------------------
 
-  // Starts one local worker; a run waits for it to join (pendingLocal).
-  void spawnLocal() {
+  // Starts one local worker on `device` (-1: none); a run waits for it to join (pendingLocal).
+  void spawnLocal(int device) {
     std::vector<std::string> argv = {workerBinary,
                                      "--connect",
                                      localEndpoint,
@@ -488,6 +496,10 @@ struct Coordinator::Impl {
                                      opt.backend,
                                      "--parent-pid",
                                      std::to_string(::getpid())};
+    if (device >= 0) {
+      argv.push_back("--device");
+      argv.push_back(std::to_string(device));
+    }
     argv.insert(argv.end(), opt.workerExtraArgs.begin(), opt.workerExtraArgs.end());
     try {
       const int64_t pid = spawnChild(argv);
@@ -532,7 +544,7 @@ struct Coordinator::Impl {
     assignRanks();
     publish();
     emit(WorkerLeft{info, std::move(why), true});
-    if (info.local && respawn && !stopping.load()) spawnLocal();
+    if (info.local && respawn && !stopping.load()) spawnLocal(info.device);
   }
 
   // A held world that lost a member cannot run again: the first loss is what later runs report.
@@ -644,22 +656,24 @@ struct Coordinator::Impl {
       if (held && !fixed && !peers.empty()) fixHeldWorld();
       std::vector<std::string> hosts, ids;
       std::vector<uint64_t> namespaces;
+      std::vector<RankPlace> places;
+      const auto place = [&](const WorkerInfo& w) {
+        hosts.push_back(w.host);
+        namespaces.push_back(w.pidNamespace);
+        places.push_back({w.host, w.backend, w.device});
+      };
       if (held && held->fixed) {
         ids = held->ids;
-        for (const auto& w : held->workers) {
-          hosts.push_back(w.host);
-          namespaces.push_back(w.pidNamespace);
-        }
+        for (const auto& w : held->workers) place(w);
       } else {
         for (const auto& p : peers) {
-          hosts.push_back(p.info.host);
-          namespaces.push_back(p.info.pidNamespace);
+          place(p.info);
           ids.push_back(p.id);
         }
       }
       q.plan = std::make_shared<PlanJob>();
-      std::thread([job = q.plan, wakeup = wake, req = q.req, hosts, namespaces, ids] {
-        RunPlan p = plan(req, hosts, namespaces, ids);
+      std::thread([job = q.plan, wakeup = wake, req = q.req, hosts, namespaces, places, ids] {
+        RunPlan p = plan(req, hosts, namespaces, places, ids);
         std::lock_guard<std::mutex> lock(job->mu);
         job->plan = std::move(p);
         wakeup->raise();
@@ -1397,7 +1411,7 @@ struct Coordinator::Impl {
   }
 
   void loop() {
-    for (int k = 0; k < opt.localWorkers; ++k) spawnLocal();
+    for (int k = 0; k < opt.localWorkers; ++k) spawnLocal(localDevice(opt, k));
     nextHeartbeat = Clock::now() + opt.heartbeat;
     while (!stopping.load()) {
       pollAndDrain(router, *wake, kTick, 1000, [&](std::vector<zmq::message_t>& frames) {
@@ -1468,12 +1482,13 @@ struct Coordinator::Impl {
   // Checks a request against the ranks' hosts (in rank order) and builds the RunConfig; a bad
   // request comes back with `error` naming the parameter. Touches no worker.
   static RunPlan plan(const RunRequest& req, const std::vector<std::string>& hosts,
-                      const std::vector<uint64_t>& namespaces,
+                      const std::vector<uint64_t>& namespaces, const std::vector<RankPlace>& places,
                       const std::vector<std::string>& ids) {
     RunPlan out;
     try {
       if (hosts.empty()) throw ConfigError("no workers have joined; start some or wait for them");
       out.run = resolveRunRequest(req, hosts);
+      checkPlaces(req.algorithm, places);
       out.cfg = runConfig(req, out.run, hosts);
       out.cfg.pidNamespaces = namespaces;
       if (auto why = validate(Message(out.cfg))) throw ConfigError(*why);

@@ -27,6 +27,10 @@ struct CoordinatorOptions {
   std::string listen;           // control endpoint to bind; empty = tcp://127.0.0.1:<free>
   int expectRemote = 0;         // remote workers expected (they connect themselves)
   std::string backend = "cpu";  // backend the local workers use
+  // Device of each local worker (allreduce-worker --device), in start order: empty = none,
+  // one entry = every local worker on it, else one entry per local worker. A replacement of
+  // a lost local worker takes the device of the one it replaces.
+  std::vector<int> localDevices;
   std::chrono::milliseconds heartbeat{250};
   int missedHeartbeats = 4;  // silence after which a worker is declared dead
   // How long a submitted run waits for local workers that are still starting (the first
@@ -115,6 +119,9 @@ struct RunResult {
   std::string error;  // empty on success; otherwise names the rank, the step and the reason
   int failedRank = -1;
 };
+
+// The device of local worker `k` (0-based, in start order) under opt.localDevices; -1: none.
+int localDevice(const CoordinatorOptions& opt, int k);
 
 // perIterationPerRankUs(res)[i][r]: rank r's time in timed iteration i in us, from the
 // result's per-rank reports; -1 where a rank did not report (model/metrics.h skips those).

@@ -161,7 +161,8 @@ std::optional<std::string> checkText(std::string_view field, std::string_view s)
 std::optional<std::string> checkEndpoint(std::string_view field, std::string_view s) {
   if (validEndpoint(s)) return std::nullopt;
   return std::string(field) + " " + quoted(s) +
-         " is not an endpoint (tcp://HOST:PORT, ipc://PATH, inproc://NAME or shm://NAME, at most " +
+         " is not an endpoint (tcp://HOST:PORT, ipc://PATH, inproc://NAME, shm://NAME or "
+         "nccl://id/TOKEN, at most " +
          std::to_string(kMaxEndpointBytes) + " bytes)";
 }
 
@@ -1171,6 +1172,15 @@ bool validEndpoint(std::string_view s) {
   if (auto r = rest("inproc://")) return !r->empty();
   // A shared-memory segment's name: one path component.
   if (auto r = rest("shm://")) return !r->empty() && r->find('/') == std::string_view::npos;
+  // A library run's bootstrap (protocol 6): rank 0's token, base64url, or a member's mark.
+  if (auto r = rest("nccl://")) {
+    if (*r == "member") return true;
+    if (r->substr(0, 3) != "id/" || r->size() == 3) return false;
+    return std::all_of(r->begin() + 3, r->end(), [](char c) {
+      return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+             c == '-' || c == '_';
+    });
+  }
   if (auto r = rest("tcp://")) {
     // HOST:PORT with HOST non-empty ("[::1]" for IPv6) and PORT 1..5 digits or '*'.
     const size_t colon = r->rfind(':');

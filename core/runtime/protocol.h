@@ -38,7 +38,9 @@ namespace arl {
 // 3: IterationResult carries the times of consecutive iterations (moreTimesNs).
 // 4: TelemetryBatch carries packed fixed-size records instead of per-field columns.
 // 5: RunConfig carries the link shaping that the data planes pace.
-inline constexpr uint16_t kProtocolVersion = 5;
+// 6: a library run (nccl-ring, nccl-tree) passes NCCL's unique id as rank 0's Ready endpoint
+//    "nccl://id/TOKEN", which Start carries to every rank.
+inline constexpr uint16_t kProtocolVersion = 6;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
@@ -481,7 +483,8 @@ std::optional<std::string> validate(const Message& m);
 
 // An endpoint a peer can connect to: "tcp://HOST:PORT", "ipc://PATH", "inproc://NAME" or
 // "shm://NAME" (a shared-memory segment, NAME without '/'), printable ASCII without spaces,
-// at most kMaxEndpointBytes.
+// at most kMaxEndpointBytes; or, for a library run (exec/collective_library.h), rank 0's
+// bootstrap token "nccl://id/TOKEN" (TOKEN base64url) or another rank's "nccl://member".
 bool validEndpoint(std::string_view endpoint);
 
 // ---- Clock alignment ------------------------------------------------------------------------

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -36,6 +37,7 @@
 #include "base/errors.h"
 #include "control_poll.h"
 #include "coord_wakeup.h"
+#include "exec/collective_library.h"
 #include "exec/rank_run.h"
 #include "exec/telemetry_ring.h"
 #include "runtime/process.h"
@@ -279,6 +281,7 @@ struct RunJob {
   std::string myHost;
   std::string coordinatorHost;  // for the tcp advertise address
   std::string backend;          // a name in the backend registry
+  int device = -1;              // the worker's device (--device; -1: none)
   int64_t offsetNs = 0;         // coordinator clock - worker clock (ClockSample::offsetNs)
   std::optional<Corruption> corruption;
   std::optional<std::pair<int, uint32_t>> stallAt;  // ARL_TEST_STALL: (rank, step)
@@ -513,8 +516,24 @@ std::string bindDataPlane(RunJob& j, const Schedule& s, RunDataPlane& plane) {
   }
 }
 
-// Phase 2: waits for Start, which carries every rank's endpoint, and connects.
-void connectDataPlane(RunJob& j, RunDataPlane& plane) {
+// Reports Ready with `endpoint` (kept for a re-send until Start arrives).
+void postReady(RunJob& j, const std::string& endpoint) {
+  Ready ready;
+  ready.epoch = j.cfg.epoch;
+  ready.rank = j.rank;
+  ready.runId = j.cfg.runId;
+  ready.dataEndpoint = endpoint;
+  ready.clockOffsetNs = j.offsetNs;
+  {
+    std::lock_guard<std::mutex> lock(j.mu);
+    j.ready = ready;
+    j.readySentAt = SteadyClock::now();
+  }
+  j.out.post(ready);
+}
+
+// Waits for Start and returns every rank's endpoint from it.
+std::vector<std::string> awaitStart(RunJob& j) {
   const int rank = j.rank;
   std::vector<std::string> endpoints;
   j.progress.setPhase(RunPhase::AwaitingStart);
@@ -524,14 +543,21 @@ void connectDataPlane(RunJob& j, RunDataPlane& plane) {
     if (j.aborted) throw PeerError(rank, -1, -1, "run aborted before it started");
     endpoints = j.endpoints;
   }
-  // Connecting maps the receivers' segments, and on shared memory touches every page of this
-  // rank's rings there: set-up work alone, whose CPU time the stall watch counts as progress.
-  j.progress.setPhase(RunPhase::SettingUp);
   if (endpoints.size() != static_cast<size_t>(j.cfg.worldSize)) {
     throw PeerError(rank, -1, -1,
                     "Start carries " + std::to_string(endpoints.size()) +
                         " data-plane endpoints for a world of " + std::to_string(j.cfg.worldSize));
   }
+  return endpoints;
+}
+
+// Phase 2: waits for Start, which carries every rank's endpoint, and connects.
+void connectDataPlane(RunJob& j, RunDataPlane& plane) {
+  const int rank = j.rank;
+  const std::vector<std::string> endpoints = awaitStart(j);
+  // Connecting maps the receivers' segments, and on shared memory touches every page of this
+  // rank's rings there: set-up work alone, whose CPU time the stall watch counts as progress.
+  j.progress.setPhase(RunPhase::SettingUp);
   try {
     if (plane.shm) plane.shm->connect(endpoints, plane.peers.sendTo);
     if (plane.zmq) plane.zmq->connect(endpoints, plane.peers.sendTo);
@@ -591,8 +617,8 @@ class ResultBatch {
 // returns the run's #wrong. `iteration` follows the run for RunFailed: -1 while warming up.
 // With `shm`, the rank drains it (ShmDataPlane::drain) before it checks its output: the check
 // takes milliseconds at large sizes, which peers still in their last iteration would wait out.
-uint64_t runIterations(RunJob& j, RankRun& run, Transport& transport, ShmDataPlane* shm,
-                       int64_t& iteration) {
+uint64_t runIterations(RunJob& j, const std::function<void(const RankRunHooks&)>& iterate,
+                       ShmDataPlane* shm, int64_t& iteration) {
   const RunConfig& c = j.cfg;
   uint64_t wrongTotal = 0;
   ResultBatch batch(c, j.rank);
@@ -614,7 +640,7 @@ uint64_t runIterations(RunJob& j, RankRun& run, Transport& transport, ShmDataPla
   };
   j.running.store(true);
   try {
-    run.run(transport, j.ring, hooks);
+    iterate(hooks);
   } catch (...) {
     batch.post(j);  // the iterations that completed before the failure
     throw;
@@ -637,36 +663,33 @@ RunFailed runFailed(const RunJob& j, const std::exception& e, int64_t iteration)
   return f;
 }
 
+// The RunDone of a run that completed with `wrong` elements wrong.
+void postDone(RunJob& j, uint64_t wrong) {
+  RunDone done;
+  done.epoch = j.cfg.epoch;
+  done.rank = j.rank;
+  done.wrongTotal = wrong;
+  done.eventsDropped = j.ring != nullptr ? j.ring->dropped() : 0;
+  j.progress.setPhase(RunPhase::Reported);
+  j.reportedAt = SteadyClock::now();
+  j.reported.store(true);
+  j.postResult(done);
+}
+
 // Binds, reports Ready, connects on Start, runs, closes the data plane and reports RunDone.
 void runOnDataPlane(RunJob& j, const Schedule& s, RankRun& run, RunDataPlane& plane,
                     int64_t& iteration) {
-  const RunConfig& c = j.cfg;
-  Ready ready;
-  ready.epoch = c.epoch;
-  ready.rank = j.rank;
-  ready.runId = c.runId;
-  ready.dataEndpoint = bindDataPlane(j, s, plane);
-  ready.clockOffsetNs = j.offsetNs;
-  {
-    std::lock_guard<std::mutex> lock(j.mu);
-    j.ready = ready;
-    j.readySentAt = SteadyClock::now();
-  }
-  j.out.post(ready);
+  postReady(j, bindDataPlane(j, s, plane));
   connectDataPlane(j, plane);
 
   std::optional<CorruptingTransport> corrupting;
   if (j.corruption && j.corruption->rank == j.rank) {
     corrupting.emplace(*plane.dp, j.corruption->field);
   }
-  const uint64_t wrong =
-      runIterations(j, run, corrupting ? *corrupting : *plane.dp, plane.shm.get(), iteration);
+  Transport& transport = corrupting ? *corrupting : *plane.dp;
+  const uint64_t wrong = runIterations(
+      j, [&](const RankRunHooks& h) { run.run(transport, j.ring, h); }, plane.shm.get(), iteration);
 
-  RunDone done;
-  done.epoch = c.epoch;
-  done.rank = j.rank;
-  done.wrongTotal = wrong;
-  done.eventsDropped = j.ring != nullptr ? j.ring->dropped() : 0;
   // The data plane is closed before RunDone leaves, so no send of this run is in flight
   // when the next one starts: ZeroMQ's close() says goodbye to its peers (it waits for
   // their last messages; j.dp stays set meanwhile, so an Abort still interrupts it);
@@ -678,10 +701,79 @@ void runOnDataPlane(RunJob& j, const Schedule& s, RankRun& run, RunDataPlane& pl
   j.progress.setPhase(RunPhase::Closing);
   if (plane.shm) plane.shm->drain();
   plane.close();
-  j.progress.setPhase(RunPhase::Reported);
-  j.reportedAt = SteadyClock::now();
-  j.reported.store(true);
-  j.postResult(done);
+  postDone(j, wrong);
+}
+
+// A run of a library algorithm (exec/collective_library.h): no schedule and no data plane of
+// the lab's. The library is made first, on this thread, so that it selects the rank's device
+// before the backend allocates there. Rank 0 makes the bootstrap token and reports it as its
+// Ready endpoint; Start carries it to every rank (endpoints[0]), and each rank joins the
+// library's communicator with it, waiting in phase AwaitingStart (the stall watch counts no
+// CPU time there) until every rank has joined.
+void runLibraryJob(RunJob& j, const LibraryAlgorithm& algo, int64_t& iteration,
+                   const std::function<void(const std::exception&)>& fail) {
+  const RunConfig& c = j.cfg;
+  LibraryRunSpec spec;
+  spec.algorithm = &algo;
+  spec.collective = c.collective;
+  spec.dtype = c.dtype;
+  spec.op = c.op;
+  spec.count = c.count;
+  spec.root = c.root;
+  spec.rank = j.rank;
+  spec.nranks = c.worldSize;
+  spec.device = j.device;
+  // Declared in this order so that, on every path, the library leaves its communicator (an
+  // abort after a failure: no kernel of it is left reading the buffers) before RankRun frees
+  // the buffers, and the backend goes last.
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<RankRun> run;
+  std::unique_ptr<CollectiveLibrary> lib = makeCollectiveLibrary(spec);
+  const Schedule s = libraryShape(c.algorithm, c.collective, c.worldSize, c.count, c.root);
+  uint64_t wrong = 0;
+  try {
+    backend = makeBackend(j.backend);
+    RankRunOptions ro = rankRunOptions(j);
+    ro.tolerance = lib->tolerance();
+    run = std::make_unique<RankRun>(s, j.rank, *backend, ro);
+    postReady(j, j.rank == 0 ? lib->newBootstrap() : std::string(kLibraryMemberEndpoint));
+    const std::vector<std::string> endpoints = awaitStart(j);
+    lib->join(endpoints.front(), j.cancelled);
+    wrong = runIterations(
+        j,
+        [&](const RankRunHooks& h) {
+          run->run([&](const RankBuffers& b) { lib->run(b, j.cancelled); }, h);
+        },
+        nullptr, iteration);
+  } catch (const std::exception& e) {
+    fail(e);  // reported first; the library aborts its communicator on the way out
+    return;
+  }
+  j.progress.setPhase(RunPhase::Closing);
+  lib.reset();
+  postDone(j, wrong);
+}
+
+// A run of one of the lab's own schedules: generate it, set up, run on the data plane.
+void runScheduleJob(RunJob& j, RunDataPlane& plane, int64_t& iteration,
+                    const std::function<void(const std::exception&)>& fail) {
+  const std::unique_ptr<Backend> backend = makeBackend(j.backend);
+  const auto t0 = SteadyClock::now();
+  const Schedule s = runSchedule(j.cfg, j.rank, j.cancelled);
+  RankRun run(s, j.rank, *backend, rankRunOptions(j));
+  if (j.verbose) {
+    const double ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "run %llu: set up in %.1f ms",
+                  static_cast<unsigned long long>(j.cfg.runId), ms);
+    logLine(buf);
+  }
+  try {
+    runOnDataPlane(j, s, run, plane, iteration);
+  } catch (const std::exception& e) {
+    fail(e);
+    plane.close();  // before `run` frees the buffers: zero-copy sends may still read them
+  }
 }
 
 void runJobMain(RunJob& j) {
@@ -703,22 +795,10 @@ void runJobMain(RunJob& j) {
     if (plane.dp) plane.dp->abort();
   };
   try {
-    const std::unique_ptr<Backend> backend = makeBackend(j.backend);
-    const auto t0 = SteadyClock::now();
-    const Schedule s = runSchedule(j.cfg, j.rank, j.cancelled);
-    RankRun run(s, j.rank, *backend, rankRunOptions(j));
-    if (j.verbose) {
-      const double ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "run %llu: set up in %.1f ms",
-                    static_cast<unsigned long long>(j.cfg.runId), ms);
-      logLine(buf);
-    }
-    try {
-      runOnDataPlane(j, s, run, plane, iteration);
-    } catch (const std::exception& e) {
-      fail(e);
-      plane.close();  // before `run` frees the buffers: zero-copy sends may still read them
+    if (const LibraryAlgorithm* algo = findLibraryAlgorithm(j.cfg.algorithm)) {
+      runLibraryJob(j, *algo, iteration, fail);
+    } else {
+      runScheduleJob(j, plane, iteration, fail);
     }
   } catch (const std::exception& e) {
     fail(e);  // the setup failed
@@ -1171,6 +1251,7 @@ class WorkerSession {
     j.myHost = host_;
     j.coordinatorHost = tcpHostOf(opt_.connect);
     j.backend = opt_.backend;
+    j.device = opt_.device;
     j.offsetNs = offsetNs_;
     j.corruption = corruption_;
     j.stallAt = std::exchange(stall_, std::nullopt);

@@ -20,8 +20,28 @@ TEST(BackendRegistry, ListsCpuBuiltAndTheGpuBackendsKnown) {
   EXPECT_EQ(findBackend("cpu")->memory, MemoryKind::Host);
   EXPECT_EQ(findBackend("cuda")->memory, MemoryKind::Device);
   EXPECT_EQ(findBackend("nosuch"), nullptr);
-  // This build has no GPU library: nothing registered cuda or nccl.
-  EXPECT_EQ(builtBackendNames(), (std::vector<std::string_view>{"cpu"}));
+  // This test program links no GPU library: nothing registered cuda or nccl here, whatever
+  // this build's worker has.
+  EXPECT_FALSE(findBackend("cuda")->built());
+  EXPECT_FALSE(findBackend("nccl")->built());
+  std::vector<std::string_view> available = {"cpu"};
+  for (std::string_view gpu : {"cuda", "nccl"}) {
+    if (findBackend(gpu)->inWorker) available.push_back(gpu);
+  }
+  EXPECT_EQ(builtBackendNames(), available);
+}
+
+TEST(BackendRegistry, ABackendOfTheWorkerAloneIsAcceptedButNotMadeHere) {
+  const BackendInfo& nccl = *findBackend("nccl");
+  if (!nccl.inWorker) GTEST_SKIP() << "this build's worker has no NCCL (no CUDA toolkit or NCCL)";
+  EXPECT_EQ(backendUnavailable("nccl"), std::nullopt);
+  try {
+    (void)makeBackend("nccl");
+    FAIL() << "made a backend this program does not have";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "backend 'nccl' is built into allreduce-worker, not into this program");
+  }
 }
 
 TEST(BackendRegistry, CpuSupportsEveryTypeAndOperator) {
@@ -39,6 +59,10 @@ TEST(BackendRegistry, MakesTheCpuBackend) {
 }
 
 TEST(BackendRegistry, OneMessageForABackendNotBuilt) {
+  if (findBackend("cuda")->inWorker || findBackend("nccl")->inWorker) {
+    GTEST_SKIP() << "this build has a GPU backend; the messages for a build without are not "
+                    "reachable here";
+  }
   EXPECT_EQ(backendUnavailable("cuda").value_or(""),
             "backend 'cuda' needs a build with CUDA (ARL_WITH_CUDA); this build has: cpu");
   EXPECT_EQ(backendUnavailable("nccl").value_or(""),
@@ -54,8 +78,12 @@ TEST(BackendRegistry, OneMessageForABackendNotBuilt) {
 }
 
 TEST(BackendRegistry, NamesTheKnownBackendsForAnUnknownOne) {
+  std::string has = "cpu";
+  for (std::string_view gpu : {"cuda", "nccl"}) {
+    if (findBackend(gpu)->inWorker) has += ", " + std::string(gpu);
+  }
   EXPECT_EQ(backendUnavailable("opencl").value_or(""),
-            "unknown backend 'opencl' (known: cpu, cuda, nccl; this build has: cpu)");
+            "unknown backend 'opencl' (known: cpu, cuda, nccl; this build has: " + has + ")");
   EXPECT_THROW(registerBackend("opencl", [] { return makeBackend("cpu"); }), ConfigError);
 }
 

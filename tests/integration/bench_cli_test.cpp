@@ -24,6 +24,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "backend/registry.h"
 #include "base/clock.h"
 #include "export/export.h"
 #include "runtime/process.h"
@@ -302,7 +303,7 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
     std::vector<std::string> args;
     const char* names;
   };
-  const Case cases[] = {
+  std::vector<Case> cases = {
       {{"-b", "0"}, "-b"},
       {{"-b", "8K", "-e", "4K"}, "-e"},
       {{"-b", "1.5K"}, "-b"},
@@ -340,7 +341,9 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
       {{"--backend", "cuda", "--device", "1023"},
        ARL_BUILD_HAS_CUDA ? ": backend 'cuda': "
                           : "--backend cuda: backend 'cuda' needs a build with CUDA"},
-      {{"--backend", "nccl"}, "--backend nccl: backend 'nccl' needs a build with CUDA and NCCL"},
+      {{"--backend", "nccl"},
+       ARL_BUILD_HAS_CUDA ? ": backend 'nccl': "
+                          : "--backend nccl: backend 'nccl' needs a build with CUDA and NCCL"},
       {{"--backend", "tpu"}, "--backend tpu: unknown backend"},
       {{"--listen", "127.0.0.1:5555"}, "--listen"},
       {{"--listen", "tcp://127.0.0.1:99999"}, "--listen"},
@@ -358,7 +361,17 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
       {{"--slow-link", "1-1:50M"}, "--slow-link 1-1:50M: a link joins two different ranks"},
       {{"--link-latency", "soon"}, "--link-latency soon: must be a duration"},
       {{"-b"}, "--minbytes: 1 required SIZE missing"},  // CLI11 names an option by its long name
+      {{"--nccl-algo", "ring"}, "--nccl-algo ring: NCCL runs on GPU workers"},
+      {{"--device", "0"}, "--device 0: backend cpu uses no device"},
   };
+  if (findBackend("nccl")->inWorker) {
+    // tests/gpu has the refusals of a build with NCCL.
+    cases.push_back({{"--backend", "nccl", "--algo", "ring"},
+                     "--algo ring: the nccl backend runs NCCL's own collectives only"});
+  } else {
+    cases.push_back(
+        {{"--backend", "nccl"}, "--backend nccl: backend 'nccl' needs a build with CUDA and NCCL"});
+  }
   for (const Case& c : cases) {
     std::string shown;
     for (const auto& a : c.args) shown += a + " ";

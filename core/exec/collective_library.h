@@ -1,0 +1,112 @@
+// Collective libraries: code that runs a whole collective itself on device buffers (NCCL),
+// beside the lab's own schedules, so that the tables can show a vendor's reference next to
+// the lab's ring and tree. A run whose algorithm is a library algorithm ("nccl-ring") has no
+// schedule and no data plane of the lab's: the worker hands its buffers (filled and checked
+// as for every run: exec/check.h) to the library, which moves and reduces the bytes, and each
+// iteration is timed whole. A library gives no per-chunk telemetry.
+//
+// The library itself comes with the GPU library (gpu/), which registers it at start-up, as it
+// registers its backends (backend/registry.h); core knows only the names, which collectives
+// each algorithm implements, and where its ranks may run (checkPlaces).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/types.h"
+#include "exec/executor.h"
+#include "schedule/schedule.h"
+
+namespace arl {
+
+struct LibraryAlgorithm {
+  std::string_view name;                // what users type and tables show: "nccl-ring"
+  std::string_view library;             // the library that runs it: "nccl"
+  std::string_view variant;             // the library's own name for it: "Ring" (NCCL_ALGO)
+  std::string_view summary;             // one line for --help
+  std::vector<Collective> collectives;  // what it implements
+  bool supports(Collective c) const;
+};
+
+// Every library algorithm, in display order (nccl-ring, nccl-tree).
+std::span<const LibraryAlgorithm> libraryAlgorithms();
+// The library algorithm called `name`, or null (the lab's own algorithms are not).
+const LibraryAlgorithm* findLibraryAlgorithm(std::string_view name);
+// "nccl-ring, nccl-tree".
+std::string libraryAlgorithmList();
+
+// The buffers a library collective needs on each rank, as a schedule without ops: the
+// collective, ranks, count, root and the per-rank Input and Output sizes (NCCL's
+// conventions, schedule.h). RankRun allocates and checks from it as from any schedule.
+Schedule libraryShape(std::string_view algorithm, Collective c, int nranks, uint64_t count,
+                      int root);
+
+// Where a rank runs, as the coordinator knows it from the rank's Hello.
+struct RankPlace {
+  std::string host;
+  std::string backend;
+  int device = -1;  // -1: not tied to a device
+};
+
+// Throws ConfigError, naming the ranks, when `algorithm` cannot run on ranks placed at
+// `places` (rank order):
+//  - a library algorithm needs every rank on a backend with device memory (cuda, nccl), each
+//    on a device of its own: NCCL refuses two ranks on one GPU (ncclInvalidUsage, "Duplicate
+//    GPU detected"), so two ranks of one host on one device index are refused here, before
+//    any worker is touched;
+//  - the lab's own algorithms need a backend that runs schedules: the nccl backend runs
+//    NCCL's collectives only.
+void checkPlaces(std::string_view algorithm, const std::vector<RankPlace>& places);
+
+// What one rank's library needs to know about its run.
+struct LibraryRunSpec {
+  const LibraryAlgorithm* algorithm = nullptr;
+  Collective collective = Collective::AllReduce;
+  DataType dtype = DataType::Float;
+  RedOp op = RedOp::Sum;
+  uint64_t count = 0;  // NCCL API count
+  int root = 0;
+  int rank = 0;
+  int nranks = 1;
+  int device = -1;  // the rank's device index (-1: the device current on this thread)
+};
+
+// One rank's library for one run. Made, used and destroyed on the rank's run thread; every
+// call that waits for other ranks looks at `cancel` every few milliseconds and throws
+// PeerError(rank, -1, -1, "run aborted ...") once it is true.
+class CollectiveLibrary {
+ public:
+  virtual ~CollectiveLibrary() = default;
+  // Rank 0, before Ready: a new bootstrap token (NCCL's unique id) as an endpoint the control
+  // protocol carries ("nccl://id/..."). Throws PeerError when the library cannot make one.
+  virtual std::string newBootstrap() = 0;
+  // Every rank, after Start: joins the communicator that rank 0's token names, with every
+  // other rank. Throws PeerError naming what the library said.
+  virtual void join(const std::string& bootstrap, const std::atomic<bool>& cancel) = 0;
+  // One collective over `b` (RankRun's buffers, device memory), complete on return.
+  virtual void run(const RankBuffers& b, const std::atomic<bool>& cancel) = 0;
+  // The largest difference from the expected element the check allows for this run: 0
+  // (identical bits) unless the library's arithmetic legitimately differs from the lab's.
+  virtual double tolerance() const = 0;
+};
+
+using CollectiveLibraryFactory =
+    std::function<std::unique_ptr<CollectiveLibrary>(const LibraryRunSpec&)>;
+
+// Says how to make library `library` ("nccl"): called once at start-up by the code that
+// implements it. Throws ConfigError for a library no algorithm names.
+void registerCollectiveLibrary(std::string_view library, CollectiveLibraryFactory make);
+// Whether this program can make library `library`.
+bool collectiveLibraryRegistered(std::string_view library);
+// A new library for `spec`. Throws ConfigError when this program has none registered.
+std::unique_ptr<CollectiveLibrary> makeCollectiveLibrary(const LibraryRunSpec& spec);
+
+// The endpoint a rank other than 0 reports in Ready for a library run: it binds nothing.
+inline constexpr std::string_view kLibraryMemberEndpoint = "nccl://member";
+
+}  // namespace arl

@@ -1,0 +1,38 @@
+# The NCCL reference backend (--backend nccl, algorithms nccl-ring and nccl-tree): included by
+# gpu/CMakeLists.txt once a CUDA toolkit was found. NCCL has no CMake package: its header and
+# library are looked for beside the toolkit's. Its code is plain C++ on CUDA's runtime API and
+# NCCL's host API (no kernels of its own), so it builds without nvcc's device compilation.
+# Without NCCL the build goes on without it and says so.
+find_package(CUDAToolkit QUIET)
+if(NOT CUDAToolkit_FOUND)
+  message(STATUS "arl_nccl: no CUDA toolkit libraries found; building without --backend nccl")
+  return()
+endif()
+find_path(ARL_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+find_library(ARL_NCCL_LIBRARY nccl
+  HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib ${CUDAToolkit_LIBRARY_ROOT}/lib64)
+if(NOT ARL_NCCL_INCLUDE_DIR OR NOT ARL_NCCL_LIBRARY)
+  if(ARL_WITH_CUDA STREQUAL "ON")
+    message(WARNING "arl_nccl: NCCL (nccl.h, libnccl) not found beside CUDA; no --backend nccl")
+  else()
+    message(STATUS "arl_nccl: NCCL not found beside CUDA; building without --backend nccl")
+  endif()
+  return()
+endif()
+message(STATUS "arl_nccl: NCCL ${ARL_NCCL_LIBRARY}")
+
+add_library(arl_nccl STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/nccl_backend.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nccl_library.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nccl_register.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nccl_token.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nccl_tolerance.cpp)
+# Headers are included as "gpu/nccl_....h".
+target_include_directories(arl_nccl PUBLIC ${PROJECT_SOURCE_DIR})
+target_include_directories(arl_nccl SYSTEM PRIVATE ${ARL_NCCL_INCLUDE_DIR})
+target_link_libraries(arl_nccl
+  PUBLIC arl_engine
+  PRIVATE arl_warnings CUDA::cudart_static ${ARL_NCCL_LIBRARY})
+# The worker links it and registers it; the lab and its tests learn from arl_engine that the
+# worker has it (backend/registry.cpp, ARL_GPU_BACKENDS).
+list(APPEND ARL_GPU_BACKEND_NAMES nccl)

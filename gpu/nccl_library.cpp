@@ -1,0 +1,200 @@
+#include "gpu/nccl_library.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "base/errors.h"
+#include "gpu/nccl_backend.h"
+#include "gpu/nccl_token.h"
+#include "gpu/nccl_tolerance.h"
+
+namespace arl::gpu {
+
+namespace {
+
+ncclDataType_t ncclTypeOf(DataType t) {
+  switch (t) {
+    case DataType::Float: return ncclFloat32;
+    case DataType::Double: return ncclFloat64;
+    case DataType::Half: return ncclFloat16;
+    case DataType::BFloat16: return ncclBfloat16;
+    case DataType::Int32: return ncclInt32;
+    case DataType::Int64: return ncclInt64;
+    case DataType::Uint8: return ncclUint8;
+  }
+  return ncclFloat32;
+}
+
+ncclRedOp_t ncclOpOf(RedOp op) {
+  switch (op) {
+    case RedOp::Sum: return ncclSum;
+    case RedOp::Prod: return ncclProd;
+    case RedOp::Min: return ncclMin;
+    case RedOp::Max: return ncclMax;
+    case RedOp::Avg: return ncclAvg;
+  }
+  return ncclSum;
+}
+
+}  // namespace
+
+struct NcclLibrary::State {
+  LibraryRunSpec spec;
+  cudaStream_t stream = nullptr;
+  ncclComm_t comm = nullptr;
+  bool healthy = true;  // false once anything failed or was aborted: the end aborts
+
+  [[noreturn]] void fail(const std::string& what) {
+    healthy = false;
+    throw PeerError(spec.rank, -1, -1, "NCCL: " + what);
+  }
+
+  std::string ncclText(ncclResult_t r) const {
+    std::string s = ncclGetErrorString(r);
+    const char* last = comm != nullptr ? ncclGetLastError(comm) : ncclGetLastError(nullptr);
+    if (last != nullptr && *last != '\0') s += " (" + std::string(last) + ")";
+    return s;
+  }
+
+  void checkNccl(ncclResult_t r, const char* call) {
+    if (r != ncclSuccess && r != ncclInProgress) fail(std::string(call) + ": " + ncclText(r));
+  }
+
+  [[noreturn]] void aborted(const char* where) {
+    healthy = false;
+    if (comm != nullptr) {
+      (void)ncclCommAbort(comm);
+      comm = nullptr;
+    }
+    throw PeerError(spec.rank, -1, -1, std::string("run aborted ") + where);
+  }
+
+  // Polls the communicator until it is no longer in progress (non-blocking NCCL).
+  void waitComm(const char* call, const std::atomic<bool>& cancel) {
+    for (;;) {
+      ncclResult_t state = ncclSuccess;
+      checkNccl(ncclCommGetAsyncError(comm, &state), "ncclCommGetAsyncError");
+      if (state == ncclSuccess) return;
+      if (state != ncclInProgress) fail(std::string(call) + ": " + ncclText(state));
+      if (cancel.load(std::memory_order_relaxed))
+        aborted(std::string("during ").append(call).c_str());
+      std::this_thread::yield();
+    }
+  }
+
+  // Polls the stream until the collective has completed, as nccl-tests' testStreamSynchronize
+  // does: a failure of the communicator (a peer gone) shows up there instead of a hang.
+  void waitStream(const std::atomic<bool>& cancel) {
+    for (;;) {
+      const cudaError_t e = cudaStreamQuery(stream);
+      if (e == cudaSuccess) return;
+      if (e != cudaErrorNotReady) fail("cudaStreamQuery: " + cudaErrorText(e));
+      ncclResult_t state = ncclSuccess;
+      checkNccl(ncclCommGetAsyncError(comm, &state), "ncclCommGetAsyncError");
+      if (state != ncclSuccess && state != ncclInProgress) {
+        fail("the collective failed: " + ncclText(state));
+      }
+      if (cancel.load(std::memory_order_relaxed)) aborted("during the collective");
+      std::this_thread::yield();
+    }
+  }
+
+  ncclResult_t issue(const RankBuffers& b) {
+    const LibraryRunSpec& s = spec;
+    const ncclDataType_t t = ncclTypeOf(s.dtype);
+    const ncclRedOp_t op = ncclOpOf(s.op);
+    switch (s.collective) {
+      case Collective::AllReduce:
+        return ncclAllReduce(b.input, b.output, s.count, t, op, comm, stream);
+      case Collective::ReduceScatter:
+        return ncclReduceScatter(b.input, b.output, s.count, t, op, comm, stream);
+      case Collective::AllGather: return ncclAllGather(b.input, b.output, s.count, t, comm, stream);
+      case Collective::Reduce:
+        return ncclReduce(b.input, b.output, s.count, t, op, s.root, comm, stream);
+      case Collective::Broadcast:
+        return ncclBroadcast(b.input, b.output, s.count, t, s.root, comm, stream);
+    }
+    return ncclInvalidArgument;
+  }
+};
+
+NcclLibrary::NcclLibrary(const LibraryRunSpec& spec) : st_(std::make_unique<State>()) {
+  st_->spec = spec;
+  ARL_ENFORCE(spec.algorithm != nullptr, "an NCCL run without its algorithm");
+  if (auto why = ncclDeviceProblem(std::max(spec.device, 0))) st_->fail(*why);
+  if (spec.device >= 0) {
+    const cudaError_t e = cudaSetDevice(spec.device);
+    if (e != cudaSuccess) {
+      st_->fail("cudaSetDevice(" + std::to_string(spec.device) + "): " + cudaErrorText(e));
+    }
+  }
+  const cudaError_t e = cudaStreamCreateWithFlags(&st_->stream, cudaStreamNonBlocking);
+  if (e != cudaSuccess) st_->fail("cudaStreamCreate: " + cudaErrorText(e));
+}
+
+NcclLibrary::~NcclLibrary() {
+  State& s = *st_;
+  if (s.comm != nullptr) {
+    if (!s.healthy) {
+      (void)ncclCommAbort(s.comm);
+    } else {
+      // Finalising flushes what the communicator still holds; bounded by polling, then an
+      // abort, so that a destructor never waits forever.
+      ncclResult_t state = ncclCommFinalize(s.comm);
+      for (int polls = 0; state == ncclInProgress && polls < 1'000'000; ++polls) {
+        std::this_thread::yield();
+        if (ncclCommGetAsyncError(s.comm, &state) != ncclSuccess) break;
+      }
+      if (state == ncclSuccess) {
+        (void)ncclCommDestroy(s.comm);
+      } else {
+        (void)ncclCommAbort(s.comm);
+      }
+    }
+  }
+  if (s.stream != nullptr) (void)cudaStreamDestroy(s.stream);
+}
+
+std::string NcclLibrary::newBootstrap() {
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  const ncclResult_t r = ncclGetUniqueId(&id);
+  if (r != ncclSuccess) st_->fail("ncclGetUniqueId: " + st_->ncclText(r));
+  return encodeNcclToken(&id, sizeof id);
+}
+
+void NcclLibrary::join(const std::string& bootstrap, const std::atomic<bool>& cancel) {
+  State& s = *st_;
+  const auto bytes = decodeNcclToken(bootstrap, sizeof(ncclUniqueId));
+  if (!bytes) s.fail("rank 0's bootstrap '" + bootstrap.substr(0, 40) + "' is not an NCCL id");
+  ncclUniqueId id;
+  std::memcpy(&id, bytes->data(), sizeof id);
+  // NCCL reads NCCL_ALGO when it tunes a new communicator (src/graph/tuning.cc): set for this
+  // process before each communicator of a run is made; the worker runs one run at a time.
+  ::setenv("NCCL_ALGO", std::string(s.spec.algorithm->variant).c_str(), 1);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  s.checkNccl(ncclCommInitRankConfig(&s.comm, s.spec.nranks, id, s.spec.rank, &config),
+              "ncclCommInitRankConfig");
+  s.waitComm("ncclCommInitRankConfig", cancel);
+}
+
+void NcclLibrary::run(const RankBuffers& b, const std::atomic<bool>& cancel) {
+  State& s = *st_;
+  ARL_ENFORCE(s.comm != nullptr, "an NCCL collective before join()");
+  s.checkNccl(s.issue(b), "the collective call");
+  s.waitComm("the collective call", cancel);  // enqueued (non-blocking NCCL)
+  s.waitStream(cancel);
+}
+
+double NcclLibrary::tolerance() const {
+  const LibraryRunSpec& s = st_->spec;
+  return ncclTolerance(s.collective, s.dtype, s.op, s.nranks);
+}
+
+}  // namespace arl::gpu

@@ -1,0 +1,140 @@
+// Library algorithms (NCCL's own collectives): their names, the runs the request check accepts
+// for them, where their ranks may run, and the check's tolerance. No GPU and no NCCL needed:
+// this is what the coordinator and bench decide before any worker is touched.
+#include "exec/collective_library.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "base/errors.h"
+#include "exec/check.h"
+#include "exec/numeric.h"
+#include "exec/run_request.h"
+
+namespace arl {
+namespace {
+
+std::string refusal(std::string_view algo, const std::vector<RankPlace>& places) {
+  try {
+    checkPlaces(algo, places);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CollectiveLibrary, NamesNcclsRingAndTree) {
+  EXPECT_EQ(libraryAlgorithmList(), "nccl-ring, nccl-tree");
+  const LibraryAlgorithm* ring = findLibraryAlgorithm("nccl-ring");
+  ASSERT_NE(ring, nullptr);
+  EXPECT_EQ(ring->library, "nccl");
+  EXPECT_EQ(ring->variant, "Ring");
+  for (Collective c : kAllCollectives) EXPECT_TRUE(ring->supports(c)) << toString(c);
+  const LibraryAlgorithm* tree = findLibraryAlgorithm("nccl-tree");
+  ASSERT_NE(tree, nullptr);
+  EXPECT_EQ(tree->variant, "Tree");
+  EXPECT_TRUE(tree->supports(Collective::AllReduce));
+  EXPECT_FALSE(tree->supports(Collective::Broadcast));
+  EXPECT_EQ(findLibraryAlgorithm("ring"), nullptr);
+}
+
+TEST(CollectiveLibrary, RequestsResolveWithoutASchedule) {
+  RunRequest q;
+  q.algorithm = "nccl-ring";
+  q.collective = Collective::AllGather;
+  q.count = 1000;
+  Schedule s;
+  const ResolvedRun r = resolveRunRequest(q, {"a", "b", "c"}, &s);
+  EXPECT_EQ(r.nranks, 3);
+  EXPECT_EQ(r.steps, 0u);
+  EXPECT_TRUE(r.bytesSent.empty());  // NCCL's traffic is its own
+  EXPECT_EQ(s.algorithm, "nccl-ring");
+  EXPECT_EQ(s.inputElems, 1000u);
+  EXPECT_EQ(s.outputElems, 3000u);
+  EXPECT_EQ(s.ranks.size(), 3u);
+  for (const auto& ops : s.ranks) EXPECT_TRUE(ops.empty());
+
+  q.algorithm = "nccl-tree";
+  try {
+    (void)resolveRunRequest(q, {"a", "b"});
+    FAIL() << "nccl-tree accepted an all-gather";
+  } catch (const RunRequestError& e) {
+    EXPECT_EQ(e.field, RunField::Collective);
+    EXPECT_NE(std::string(e.what()).find("algorithm nccl-tree does not implement it"),
+              std::string::npos)
+        << e.what();
+  }
+  q.algorithm = "nccl-mesh";
+  try {
+    (void)resolveRunRequest(q, {"a"});
+    FAIL() << "an unknown algorithm was accepted";
+  } catch (const RunRequestError& e) {
+    EXPECT_NE(std::string(e.what()).find("NCCL's: nccl-ring, nccl-tree"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(CollectiveLibrary, OneRankPerGpuOnEachHost) {
+  EXPECT_EQ(refusal("nccl-ring", {{"h1", "nccl", 0}, {"h1", "nccl", 1}, {"h2", "nccl", 0}}), "");
+  EXPECT_EQ(refusal("nccl-ring", {{"h1", "nccl", 0}, {"h2", "nccl", 1}, {"h1", "nccl", 0}}),
+            "nccl-ring: ranks 0 and 2 are both on device 0 of host h1; NCCL refuses two ranks "
+            "on one GPU (ncclInvalidUsage): give each rank a device of its own (--device)");
+  EXPECT_EQ(refusal("nccl-tree", {{"h1", "cuda", 3}, {"h1", "nccl", 3}}).substr(0, 48),
+            "nccl-tree: ranks 0 and 1 are both on device 3 of");
+}
+
+TEST(CollectiveLibrary, NeedsGpuRanksWithADevice) {
+  EXPECT_EQ(refusal("nccl-ring", {{"h1", "nccl", 0}, {"h1", "cpu", -1}}),
+            "nccl-ring needs every rank on a GPU backend (cuda or nccl); rank 1 (host h1, "
+            "backend cpu) is not: start the workers with --backend nccl");
+  EXPECT_EQ(refusal("nccl-ring", {{"h1", "cuda", -1}}),
+            "nccl-ring: rank 0 (host h1, backend cuda) has no device; NCCL runs one rank per "
+            "GPU: start it with --device N");
+}
+
+TEST(CollectiveLibrary, TheNcclBackendRunsNoScheduleOfTheLabs) {
+  EXPECT_EQ(refusal("ring", {{"h1", "cpu", -1}, {"h1", "cpu", -1}}), "");
+  EXPECT_EQ(refusal("tree", {{"h1", "cuda", 0}, {"h1", "cuda", 0}}), "");  // cuda shares a GPU
+  EXPECT_EQ(refusal("ring", {{"h1", "nccl", 0}, {"h1", "nccl", 1}}),
+            "algorithm ring: rank 0 (host h1, backend nccl) runs nccl's own collectives only "
+            "(nccl-ring, nccl-tree)");
+}
+
+TEST(CollectiveLibrary, AProgramWithoutNcclSaysSo) {
+  if (collectiveLibraryRegistered("nccl")) GTEST_SKIP() << "this program registered NCCL";
+  LibraryRunSpec spec;
+  spec.algorithm = findLibraryAlgorithm("nccl-ring");
+  try {
+    (void)makeCollectiveLibrary(spec);
+    FAIL() << "made a library this program does not have";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "nccl-ring needs a build with nccl (CUDA and NCCL, ARL_WITH_CUDA); this program "
+              "has none");
+  }
+  EXPECT_THROW(
+      registerCollectiveLibrary(
+          "gloo", [](const LibraryRunSpec&) { return std::unique_ptr<CollectiveLibrary>(); }),
+      ConfigError);
+}
+
+TEST(CollectiveLibrary, ToleranceAcceptsCloseValuesOnly) {
+  const float expected[] = {0.5f, 1.0f, -0.25f, 0.0f};
+  float got[] = {0.5f, 1.0f, -0.25f, 0.0f};
+  EXPECT_EQ(countWrongWithin(got, expected, DataType::Float, 4, 1e-6), 0u);
+  got[1] = 1.0f + 4e-7f;  // within
+  got[3] = 3e-7f;         // within, though its bits are far from +0's
+  EXPECT_EQ(countWrongWithin(got, expected, DataType::Float, 4, 1e-6), 0u);
+  EXPECT_EQ(countWrongWithin(got, expected, DataType::Float, 4, 0), 2u);  // bits: exact
+  got[2] = -0.25f + 2e-6f;                                                // beyond
+  EXPECT_EQ(countWrongWithin(got, expected, DataType::Float, 4, 1e-6), 1u);
+  got[0] = std::numeric_limits<float>::infinity();  // an infinity is never close
+  EXPECT_EQ(countWrongWithin(got, expected, DataType::Float, 4, 1e-6), 2u);
+}
+
+}  // namespace
+}  // namespace arl

@@ -1,0 +1,158 @@
+// --backend nccl end to end, as a user meets it: the worker's and the bench's refusals before
+// any run (these run on any machine with a build that has NCCL), and real NCCL runs through
+// the coordinator, which need a GPU per rank and skip, saying so, where there is none.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gpu/nccl_backend.h"
+
+namespace arl::gpu {
+namespace {
+
+struct Result {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Runs `binary` with `args` (shell-safe words), capturing stdout and stderr.
+Result runBinary(const char* binary, const std::string& args) {
+  const std::string base = ::testing::TempDir() + "nccl_cli_" + std::to_string(::getpid());
+  const std::string out = base + ".out", err = base + ".err";
+  const std::string cmd =
+      std::string("'") + binary + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return r;
+}
+
+Result bench(const std::string& args) { return runBinary(ARL_LAB_BINARY, "bench " + args); }
+
+// CUDA devices this test process sees (0 without a GPU or a driver).
+int deviceCount() {
+  for (int n = 64; n > 0; --n) {
+    if (!ncclDeviceProblem(n - 1).has_value()) return n;
+  }
+  return 0;
+}
+
+TEST(NcclRefusals, TheWorkerNeedsADevice) {
+  const Result r = runBinary(ARL_WORKER_BINARY, "--connect tcp://127.0.0.1:1 --backend nccl");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--backend nccl: needs --device N: NCCL runs one rank per GPU"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(NcclRefusals, TheWorkerSaysThereIsNoDevice) {
+  if (deviceCount() > 0) GTEST_SKIP() << "a CUDA device is present: nothing to refuse";
+  const Result r =
+      runBinary(ARL_WORKER_BINARY, "--connect tcp://127.0.0.1:1 --backend nccl --device 0");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("allreduce-worker: --backend nccl --device 0: no CUDA device"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(NcclRefusals, BenchRefusesTwoRanksOnOneGpuBeforeStartingAnyWorker) {
+  const Result r = bench("--backend nccl --workers 2 --device 0 -b 1M -e 1M");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--device 0: nccl-ring: ranks 0 and 1 are both on device 0 of host "
+                       "localhost; NCCL refuses two ranks on one GPU"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.find("started local worker"), std::string::npos) << r.err;
+}
+
+TEST(NcclRefusals, BenchRefusesWhatNcclCannotRun) {
+  struct Case {
+    const char* args;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"--backend nccl --algo ring", "--algo ring: the nccl backend runs NCCL's own collectives"},
+      {"--backend nccl --nccl-algo mesh", "--nccl-algo mesh: unknown NCCL algorithm 'mesh'"},
+      {"--backend nccl --nccl-algo tree --collective broadcast",
+       "algorithm nccl-tree does not implement it"},
+      {"--backend nccl --workers 2 --device 0,1,2", "--device 0,1,2: gives 3 devices for 2"},
+      {"--backend nccl --workers 2 --device 1,1", "ranks 0 and 1 are both on device 1"},
+  };
+  for (const Case& c : cases) {
+    const Result r = bench(c.args);
+    EXPECT_EQ(r.rc, 2) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << ": " << r.err;
+    EXPECT_EQ(r.out, "") << c.args;
+  }
+}
+
+TEST(NcclRefusals, BenchWithoutADeviceNamesTheWorkersReason) {
+  if (deviceCount() > 0) GTEST_SKIP() << "a CUDA device is present: nothing to refuse";
+  const Result r = bench("--backend nccl --workers 1 -b 1M -e 1M");
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find("no CUDA device"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("exited with code 2"), std::string::npos) << r.err;
+}
+
+// A real run: nccl-ring (and nccl-tree for all-reduce) on one GPU per rank, every element
+// checked, rows labelled as NCCL's.
+void runOnGpus(int ranks, const std::string& extra) {
+  const std::string json =
+      ::testing::TempDir() + "nccl_run_" + std::to_string(::getpid()) + ".json";
+  std::string devices;
+  for (int d = 0; d < ranks; ++d) devices += (d ? "," : "") + std::to_string(d);
+  const Result r = bench("--backend nccl --workers " + std::to_string(ranks) + " --device " +
+                         devices + " -b 1M -e 4M -f 4 -n 5 -w 2 --json '" + json + "' " + extra);
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("NCCL gives no per-chunk telemetry"), std::string::npos) << r.out;
+  const nlohmann::json v = nlohmann::json::parse(slurp(json));
+  std::remove(json.c_str());
+  ASSERT_FALSE(v.at("results").empty());
+  for (const auto& row : v.at("results")) {
+    EXPECT_EQ(row.at("algorithm").get<std::string>().rfind("nccl-", 0), 0u) << row.dump();
+    EXPECT_EQ(row.at("wrong").get<int64_t>(), 0) << row.dump();
+    EXPECT_GT(row.at("time_us").get<double>(), 0) << row.dump();
+  }
+}
+
+TEST(NcclRun, OneRankOnOneGpu) {
+  if (deviceCount() < 1) GTEST_SKIP() << "no CUDA device here: a real NCCL run needs one";
+  runOnGpus(1, "--nccl-algo ring");
+}
+
+TEST(NcclRun, TwoRanksRingAndTreeSumAndAvg) {
+  if (deviceCount() < 2) {
+    GTEST_SKIP() << "fewer than 2 CUDA devices here (" << deviceCount()
+                 << "): NCCL refuses two ranks on one GPU";
+  }
+  runOnGpus(2, "--nccl-algo ring,tree");
+  runOnGpus(2, "--nccl-algo ring,tree -o avg");
+  runOnGpus(2, "--nccl-algo ring -o avg -d half");
+  runOnGpus(2, "--nccl-algo ring --collective reducescatter");
+  runOnGpus(2, "--nccl-algo ring --collective allgather --in-place");
+  runOnGpus(2, "--nccl-algo ring --collective broadcast -r 1");
+  runOnGpus(2, "--nccl-algo ring --collective reduce -o max -d int32");
+}
+
+}  // namespace
+}  // namespace arl::gpu
