@@ -210,6 +210,8 @@ BenchArgs BenchOptions::check() const {
   a.sizes = checkSizes(c);
   checkOutputs(c);
   checkRuns(a);
+  // Last: what the command asks must be right before this host's devices are looked at.
+  checkDevicesUsable(c);
   return a;
 }
 
@@ -334,7 +336,6 @@ void BenchOptions::checkDevices(BenchConfig& c) const {
   } else if (c.backend == "nccl") {
     for (int k = 0; k < c.workers; ++k) c.devices.push_back(k);
   }
-  checkDevicesUsable(c);
   CoordinatorOptions local;
   local.localDevices = c.devices;
   std::vector<RankPlace> places;
