@@ -3,9 +3,14 @@
 #include <QLoggingCategory>
 #include <algorithm>
 #include <exception>
+#include <optional>
+#include <string>
 
 #include "base/errors.h"
 #include "export/export.h"
+#if ARL_HAVE_GPU
+#include "gpu/gpu_backends.h"
+#endif
 
 Q_LOGGING_CATEGORY(lcRuntime, "arl.window.runtime")
 
@@ -55,14 +60,41 @@ void LabRuntime::configure(const WorkerSetup& w) {
   if (!sweep_ && !pending_) ensureCoordinator();
 }
 
+namespace {
+
+// Why the local workers of `w` cannot run on this host's GPUs (none, or a missing device),
+// or nullopt: said before they start, as bench says it.
+std::optional<std::string> localDeviceProblem([[maybe_unused]] const WorkerSetup& w) {
+#if ARL_HAVE_GPU
+  if (w.localWorkers == 0) return std::nullopt;
+  std::vector<int> devices = w.devices;
+  if (devices.empty()) devices.push_back(-1);
+  for (int d : devices) {
+    if (auto why = gpu::gpuBackendProblem(w.backend, d)) return why;
+  }
+#endif
+  return std::nullopt;
+}
+
+}  // namespace
+
 void LabRuntime::ensureCoordinator() {
   if (coord_ && have_ == want_) return;
   sweep_.reset();
   coord_.reset();  // waits for the old workers to leave
+  if (auto why = localDeviceProblem(want_)) {
+    coord_.reset();
+    poll_->stop();
+    emit message(
+        QStringLiteral("Could not start the workers: %1").arg(QString::fromStdString(*why)), 2);
+    emit workersChanged({}, {});
+    return;
+  }
   CoordinatorOptions opt;
   opt.localWorkers = want_.localWorkers;
   opt.listen = want_.listen;
   opt.backend = want_.backend;
+  opt.localDevices = want_.devices;
   opt.workerBinary = workerBinary_;
   opt.joinTimeout = std::chrono::milliseconds(kLocalJoinTimeout);
   opt.onEventsReady = [this] {
@@ -95,6 +127,7 @@ void LabRuntime::startSession(const SessionRequest& req) {
   want_.localWorkers = req.setup.localWorkers;
   want_.listen = req.setup.listen;
   want_.backend = req.setup.backend;
+  want_.devices = req.setup.localDevices();
   ensureCoordinator();
   if (!coord_) {
     emit sessionFinished({"the coordinator could not start (see the message above)", -1, false});

@@ -75,7 +75,7 @@ MainWindow::MainWindow(WindowOptions options, QWidget* parent)
   runtimeThread_.setObjectName(QStringLiteral("arl-runtime"));
   connectRuntime();
   runtimeThread_.start();
-  const WorkerSetup ws{setup.localWorkers, setup.listen, setup.backend};
+  const WorkerSetup ws{setup.localWorkers, setup.listen, setup.backend, setup.localDevices()};
   QMetaObject::invokeMethod(
       runtime_, [r = runtime_, ws] { r->configure(ws); }, Qt::QueuedConnection);
   validateNow();
@@ -121,7 +121,7 @@ void MainWindow::setupEdited() {
   validate_->start();
   if (!running_) {
     const SessionSetup s = panel_->setup();
-    const WorkerSetup ws{s.localWorkers, s.listen, s.backend};
+    const WorkerSetup ws{s.localWorkers, s.listen, s.backend, s.localDevices()};
     QMetaObject::invokeMethod(
         runtime_, [r = runtime_, ws] { r->configure(ws); }, Qt::QueuedConnection);
   }

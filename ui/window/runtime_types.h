@@ -33,6 +33,7 @@ struct WorkerSetup {
   int localWorkers = 4;
   std::string listen;
   std::string backend = "cpu";
+  std::vector<int> devices;  // CoordinatorOptions::localDevices
   bool operator==(const WorkerSetup&) const = default;
 };
 

@@ -4,10 +4,14 @@
 #include <cctype>
 #include <optional>
 
+#include "backend/registry.h"
 #include "base/errors.h"
 #include "base/limits.h"
+#include "exec/collective_library.h"
 #include "exec/run_request.h"
 #include "model/metrics.h"
+#include "runtime/coordinator.h"
+#include "runtime/protocol.h"
 #include "schedule/generators.h"
 
 namespace arl::ui {
@@ -168,10 +172,25 @@ std::vector<uint64_t> SweepRange::values(size_t limit) const {
 std::vector<std::string> SessionSetup::algorithms() const {
   if (algorithm != "all") return {algorithm};
   std::vector<std::string> out;
-  for (const std::string& a : algorithmNames()) {
-    if (algorithmSupports(a, collective)) out.push_back(a);
+  if (backend != "nccl") {
+    for (const std::string& a : algorithmNames()) {
+      if (algorithmSupports(a, collective)) out.push_back(a);
+    }
+  }
+  const BackendInfo* b = findBackend(backend);
+  if (b != nullptr && b->memory == MemoryKind::Device) {
+    for (const LibraryAlgorithm& a : libraryAlgorithms()) {
+      if (a.supports(collective)) out.emplace_back(a.name);
+    }
   }
   return out;
+}
+
+std::vector<int> SessionSetup::localDevices() const {
+  if (!devices.empty() || backend != "nccl") return devices;
+  std::vector<int> d;
+  for (int k = 0; k < localWorkers; ++k) d.push_back(k);
+  return d;
 }
 
 LinkShaping SessionSetup::shaping() const {
@@ -184,6 +203,58 @@ LinkShaping SessionSetup::shaping() const {
   }
   return s;
 }
+
+namespace {
+
+// The backend, the local workers' devices, and where each algorithm's ranks would run: what
+// bench refuses before it starts a worker (NCCL: one rank per GPU). Whether a device is
+// usable is looked at when Run is pressed, not at every edit.
+void checkBackend(const SessionSetup& s, Problems& out) {
+  if (auto why = backendUnavailable(s.backend)) {
+    out.add(SetupField::Backend, *why);
+    return;
+  }
+  const bool device = findBackend(s.backend)->memory == MemoryKind::Device;
+  if (!s.devices.empty() && !device) {
+    out.add(SetupField::Devices, "backend " + s.backend + " uses no device");
+    return;
+  }
+  for (int d : s.devices) {
+    if (d < 0 || d > kMaxDeviceIndex) {
+      out.add(SetupField::Devices,
+              std::to_string(d) + " must be in 0.." + std::to_string(kMaxDeviceIndex));
+      return;
+    }
+  }
+  if (s.devices.size() > 1 && s.devices.size() != static_cast<size_t>(s.localWorkers)) {
+    out.add(SetupField::Devices, std::to_string(s.devices.size()) + " devices for " +
+                                     std::to_string(s.localWorkers) +
+                                     " local workers: give one for all or one per worker");
+    return;
+  }
+  CoordinatorOptions local;
+  local.localDevices = s.localDevices();
+  std::vector<RankPlace> places;
+  for (int k = 0; k < s.localWorkers; ++k)
+    places.push_back({"localhost", s.backend, localDevice(local, k)});
+  for (const std::string& algo : s.algorithms()) {
+    const bool library = findLibraryAlgorithm(algo) != nullptr;
+    if (s.backend == "nccl" && !library) {
+      out.add(SetupField::Algorithm, algo + ": the nccl backend runs NCCL's own collectives (" +
+                                         libraryAlgorithmList() + ")");
+      return;
+    }
+    if (!library) continue;
+    try {
+      checkPlaces(algo, places);
+    } catch (const ConfigError& e) {
+      out.add(device ? SetupField::Devices : SetupField::Backend, e.what());
+      return;
+    }
+  }
+}
+
+}  // namespace
 
 std::vector<SetupProblem> checkSetup(const SessionSetup& s, std::vector<std::string> hosts) {
   Problems out;
@@ -202,6 +273,7 @@ std::vector<SetupProblem> checkSetup(const SessionSetup& s, std::vector<std::str
   checkRange(s.slice, SetupField::Slice, "slice", out);
   checkRange(s.inflight, SetupField::Inflight, "number of slices in flight", out);
   checkShapingFields(s, out);
+  checkBackend(s, out);
   const std::vector<std::string> algos = s.algorithms();
   if (algos.empty()) {
     out.add(SetupField::Algorithm,
@@ -273,10 +345,33 @@ BenchConfig benchConfigOf(const SessionSetup& s) {
   for (uint64_t k : s.inflight.values(kMaxSweepValues)) c.inflights.push_back(static_cast<int>(k));
   c.ringOrder = s.ringOrder;
   c.backend = s.backend;
+  c.devices = s.localDevices();
   c.listen = s.listen;
   c.root = s.root;
   c.shaping = s.shaping();
   return c;
+}
+
+std::vector<int> parseDevices(const std::string& text) {
+  std::vector<int> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == ',' || std::isspace(static_cast<unsigned char>(text[i]))) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && text[j] != ',' && !std::isspace(static_cast<unsigned char>(text[j])))
+      ++j;
+    const std::string token = text.substr(i, j - i);
+    const bool digits =
+        token.size() <= 4 && std::all_of(token.begin(), token.end(),
+                                         [](unsigned char c) { return std::isdigit(c) != 0; });
+    if (!digits) throw ConfigError("'" + token + "' is not a device index");
+    out.push_back(std::stoi(token));
+    i = j;
+  }
+  return out;
 }
 
 std::vector<int> parseRingOrder(const std::string& text) {

@@ -31,7 +31,11 @@ struct SessionSetup {
   int remoteWorkers = 0;
   std::string listen;  // empty: tcp://127.0.0.1 on a free port
   std::string backend = "cpu";
-  // The collective. algorithm "all": every algorithm that implements the collective.
+  // The local workers' GPUs with a device backend: one index for all, or one per local
+  // worker; empty: the backend's default (cuda: 0; nccl: 0, 1, ...).
+  std::vector<int> devices;
+  // The collective. algorithm "all": every algorithm that implements the collective and runs
+  // on the backend (the lab's own, and NCCL's beside them on a device backend).
   std::string algorithm = "ring";
   Collective collective = Collective::AllReduce;
   DataType dtype = DataType::Float;
@@ -56,6 +60,8 @@ struct SessionSetup {
   bool operator==(const SessionSetup&) const = default;
   int nranks() const { return localWorkers + remoteWorkers; }
   std::vector<std::string> algorithms() const;
+  // `devices`, or the backend's default for the local workers.
+  std::vector<int> localDevices() const;
   LinkShaping shaping() const;
 };
 
@@ -63,6 +69,8 @@ struct SessionSetup {
 enum class SetupField {
   LocalWorkers,
   RemoteWorkers,
+  Backend,
+  Devices,
   Algorithm,
   Collective,
   Root,
@@ -95,6 +103,9 @@ SweepSpec sweepSpecOf(const SessionSetup& s);
 
 // The setup as the bench's configuration (what exports and the charts read).
 BenchConfig benchConfigOf(const SessionSetup& s);
+
+// "0,1", "2": device indices. Throws ConfigError naming the bad token.
+std::vector<int> parseDevices(const std::string& text);
 
 // "0 2 1 3", "0,2,1,3": the ranks of a ring order. Throws ConfigError naming the bad token.
 std::vector<int> parseRingOrder(const std::string& text);

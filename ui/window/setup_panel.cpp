@@ -20,8 +20,10 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "backend/registry.h"
 #include "base/errors.h"
 #include "base/limits.h"
+#include "exec/collective_library.h"
 #include "schedule/generators.h"
 #include "window/ring_order_model.h"
 #include "window/setup_fields.h"
@@ -131,8 +133,25 @@ QWidget* SetupPanel::buildWorkers() {
   remote_->setRange(0, kMaxRanks);
   listen_ = new QLineEdit(in);
   listen_->setPlaceholderText(tr("this machine only (tcp://127.0.0.1, free port)"));
+  backend_ = new QComboBox(in);
+  // Every backend the lab knows; one this build lacks is shown, disabled, with the reason.
+  for (const BackendInfo& b : backends()) {
+    const QString name = QString::fromStdString(std::string(b.name));
+    backend_->addItem(name, name);
+    const int i = backend_->count() - 1;
+    const auto why = backendUnavailable(b.name);
+    backend_->setItemData(i, why ? QVariant(0) : QVariant(), Qt::UserRole - 1);
+    backend_->setItemData(i, QString::fromStdString(why ? *why : std::string(b.summary)),
+                          Qt::ToolTipRole);
+  }
+  devices_ = new QLineEdit(in);
   addField(form, SetupField::LocalWorkers, tr("Local workers"), local_,
            tr("allreduce-worker processes this window starts on this machine"));
+  addField(form, SetupField::Backend, tr("Backend"), backend_,
+           tr("Where the buffers live and who reduces them: cpu (host memory), cuda (the lab's "
+              "kernels on a GPU), nccl (NCCL's own collectives, the reference)"));
+  addField(form, SetupField::Devices, tr("GPUs"), devices_,
+           tr("The local workers' GPUs: one index for all, or one per worker (0,1,2,3)"));
   addField(form, SetupField::RemoteWorkers, tr("Remote workers"), remote_,
            tr("Workers started by hand elsewhere that a run waits for"));
   form->addRow(tr("Listen on"), listen_);
@@ -164,7 +183,12 @@ QWidget* SetupPanel::buildWorkers() {
   for (QSpinBox* s : {local_, remote_})
     connect(s, &QSpinBox::valueChanged, this, &SetupPanel::changed);
   connect(listen_, &QLineEdit::editingFinished, this, &SetupPanel::changed);
-  lockedWhileRunning_ = {local_, remote_, listen_};
+  connect(devices_, &QLineEdit::editingFinished, this, &SetupPanel::changed);
+  connect(backend_, &QComboBox::currentIndexChanged, this, [this] {
+    updateDependentFields();
+    emit changed();
+  });
+  lockedWhileRunning_ = {local_, remote_, listen_, backend_, devices_};
   return g;
 }
 
@@ -175,6 +199,10 @@ QWidget* SetupPanel::buildCollective() {
   algorithm_ = new QComboBox(in);
   for (const std::string& a : algorithmNames())
     algorithm_->addItem(QString::fromStdString(a), QString::fromStdString(a));
+  for (const LibraryAlgorithm& a : libraryAlgorithms()) {
+    const QString name = QString::fromStdString(std::string(a.name));
+    algorithm_->addItem(name, name);
+  }
   algorithm_->addItem(tr("all (compare)"), QStringLiteral("all"));
   collective_ = enumBox(kAllCollectives, in);
   dtype_ = enumBox(kAllDataTypes, in);
@@ -347,15 +375,31 @@ void SetupPanel::updateDependentFields() {
                           : tr("%1 does not reduce").arg(collective_->currentText()));
   const bool rooted = c == Collective::Reduce || c == Collective::Broadcast;
   root_->setEnabled(rooted);
-  // Algorithms that do not implement the collective cannot be chosen.
+  // Algorithms that do not implement the collective, or cannot run on the backend, cannot be
+  // chosen: the lab's own need a backend with its data planes, NCCL's a device backend.
+  const std::string backend = backend_->currentData().toString().toStdString();
+  const BackendInfo* info = findBackend(backend);
+  const bool onDevice = info != nullptr && info->memory == MemoryKind::Device;
   for (int i = 0; i < algorithm_->count(); ++i) {
     const std::string a = algorithm_->itemData(i).toString().toStdString();
-    const bool ok = a == "all" || algorithmSupports(a, c);
-    algorithm_->setItemData(i, ok ? QVariant() : QVariant(0), Qt::UserRole - 1);
-    algorithm_->setItemData(
-        i, ok ? QVariant() : QVariant(tr("does not implement %1").arg(collective_->currentText())),
-        Qt::ToolTipRole);
+    const LibraryAlgorithm* lib = findLibraryAlgorithm(a);
+    QString why;
+    if (a == "all") {
+      why.clear();
+    } else if (lib != nullptr ? !lib->supports(c) : !algorithmSupports(a, c)) {
+      why = tr("does not implement %1").arg(collective_->currentText());
+    } else if (lib != nullptr && !onDevice) {
+      why = tr("NCCL's own collective: needs the cuda or nccl backend");
+    } else if (lib == nullptr && backend == "nccl") {
+      why = tr("the nccl backend runs NCCL's own collectives only");
+    }
+    algorithm_->setItemData(i, why.isEmpty() ? QVariant() : QVariant(0), Qt::UserRole - 1);
+    algorithm_->setItemData(i, why.isEmpty() ? QVariant() : QVariant(why), Qt::ToolTipRole);
   }
+  devices_->setEnabled(onDevice);
+  devices_->setPlaceholderText(backend == "nccl"   ? tr("default: 0, 1, ... (one per worker)")
+                               : backend == "cuda" ? tr("default: 0")
+                                                   : tr("no GPU with this backend"));
   const int n = std::max(1, local_->value() + remote_->value());
   for (QSpinBox* s : {root_, slowRank_, slowFrom_, slowTo_}) s->setMaximum(n - 1);
   slowRank_->setEnabled(slowRankOn_->isChecked());
@@ -371,6 +415,12 @@ SessionSetup SetupPanel::setup(std::vector<SetupProblem>* problems) const {
   s.localWorkers = local_->value();
   s.remoteWorkers = remote_->value();
   s.listen = listen_->text().trimmed().toStdString();
+  s.backend = backend_->currentData().toString().toStdString();
+  try {
+    s.devices = parseDevices(devices_->text().toStdString());
+  } catch (const ConfigError& e) {
+    if (problems) problems->push_back({SetupField::Devices, e.what()});
+  }
   s.algorithm = algorithm_->currentData().toString().toStdString();
   s.collective = enumOf<Collective>(collective_);
   s.dtype = enumOf<DataType>(dtype_);
@@ -410,6 +460,11 @@ void SetupPanel::setSetup(const SessionSetup& s) {
   local_->setValue(s.localWorkers);
   remote_->setValue(s.remoteWorkers);
   listen_->setText(QString::fromStdString(s.listen));
+  const int bi = backend_->findData(QString::fromStdString(s.backend));
+  if (bi >= 0) backend_->setCurrentIndex(bi);
+  QStringList devices;
+  for (int d : s.devices) devices << QString::number(d);
+  devices_->setText(devices.join(QLatin1Char(',')));
   const int ai = algorithm_->findData(QString::fromStdString(s.algorithm));
   if (ai >= 0) algorithm_->setCurrentIndex(ai);
   selectData(collective_, static_cast<int>(s.collective));

@@ -77,6 +77,8 @@ class SetupPanel : public QWidget {
   QSpinBox* local_;
   QSpinBox* remote_;
   QLineEdit* listen_;
+  QComboBox* backend_;
+  QLineEdit* devices_;
   QLineEdit* joinCommand_;
   QTableView* workerTable_;
   WorkerListModel* workers_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend/registry.h"
 #include "base/errors.h"
 #include "schedule/generators.h"
 
@@ -40,6 +41,8 @@ void saveSetup(QSettings& st, const SessionSetup& s) {
   st.setValue(QStringLiteral("localWorkers"), s.localWorkers);
   st.setValue(QStringLiteral("remoteWorkers"), s.remoteWorkers);
   st.setValue(QStringLiteral("listen"), QString::fromStdString(s.listen));
+  st.setValue(QStringLiteral("backend"), QString::fromStdString(s.backend));
+  st.setValue(QStringLiteral("devices"), QString::fromStdString(formatRingOrder(s.devices)));
   st.setValue(QStringLiteral("algorithm"), QString::fromStdString(s.algorithm));
   st.setValue(QStringLiteral("collective"),
               QString::fromStdString(std::string(toString(s.collective))));
@@ -70,6 +73,16 @@ SessionSetup loadSetup(QSettings& st) {
   s.localWorkers = st.value(QStringLiteral("localWorkers"), d.localWorkers).toInt();
   s.remoteWorkers = st.value(QStringLiteral("remoteWorkers"), d.remoteWorkers).toInt();
   s.listen = st.value(QStringLiteral("listen")).toString().toStdString();
+  // A backend this build lacks falls back to the default; a bad device list is dropped.
+  const std::string backend = st.value(QStringLiteral("backend"), QString::fromStdString(s.backend))
+                                  .toString()
+                                  .toStdString();
+  if (!backendUnavailable(backend)) s.backend = backend;
+  try {
+    s.devices = parseDevices(st.value(QStringLiteral("devices")).toString().toStdString());
+  } catch (const ConfigError&) {
+    s.devices.clear();
+  }
   s.algorithm = st.value(QStringLiteral("algorithm"), QString::fromStdString(d.algorithm))
                     .toString()
                     .toStdString();
