@@ -170,6 +170,7 @@ Backend::Ticket CudaBackend::reduceFromHost(void* dst, const void* local, const 
 Backend::Ticket CudaBackend::copyFromHost(void* dst, const void* payload, size_t bytes) {
   impl_->activate();
   if (bytes == 0) return impl_->finish(nullptr);
+  ARL_ENFORCE(dst != nullptr && payload != nullptr, "null buffer for " << bytes << " bytes");
   void* staged = nullptr;
   const void* src = impl_->deviceView(payload, bytes, dst, &staged);
   const cudaError_t rc = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, impl_->stream);

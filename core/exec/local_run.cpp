@@ -1,7 +1,8 @@
 // runLocal: every rank of a schedule as a thread of this process, over the loopback fabric, on
-// buffers of the CPU backend; each rank's part is a RankRun (exec/rank_run.h), as in a worker.
-// All ranks start an iteration together (a barrier), each times its own part, and the
-// iteration's time is the slowest rank's (the lab's definition, model/metrics.h).
+// buffers of the CPU backend (or another, LocalRunOptions::makeBackend); each rank's part is a
+// RankRun (exec/rank_run.h), as in a worker. All ranks start an iteration together (a barrier),
+// each times its own part, and the iteration's time is the slowest rank's (the lab's definition,
+// model/metrics.h).
 #include "exec/local_run.h"
 
 #include <algorithm>
@@ -158,7 +159,7 @@ LocalRunResult runLocal(const Schedule& schedule, const LocalRunOptions& opt) {
 
   // Each rank's backend and run are made on its own thread (filling the expected output is
   // the costly part of the setup), and kept for the results once every thread is done.
-  std::vector<std::unique_ptr<CpuBackend>> backends(static_cast<size_t>(n));
+  std::vector<std::unique_ptr<Backend>> backends(static_cast<size_t>(n));
   std::vector<std::unique_ptr<RankRun>> runs(static_cast<size_t>(n));
   std::vector<std::vector<int64_t>> rankNs(static_cast<size_t>(opt.iterations),
                                            std::vector<int64_t>(static_cast<size_t>(n), 0));
@@ -187,7 +188,7 @@ LocalRunResult runLocal(const Schedule& schedule, const LocalRunOptions& opt) {
   const auto rankMain = [&](int r) {
     const auto ri = static_cast<size_t>(r);
     try {
-      backends[ri] = std::make_unique<CpuBackend>();
+      backends[ri] = opt.makeBackend ? opt.makeBackend() : std::make_unique<CpuBackend>();
       runs[ri] = std::make_unique<RankRun>(s, r, *backends[ri],
                                            rankRunOptions(opt, r, &progress[ri], cancel));
       RankRunHooks hooks;

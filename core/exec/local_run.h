@@ -1,11 +1,15 @@
 // Runs a whole schedule in one process: one thread per rank over the loopback transport,
-// on real buffers of the CPU backend. Used by `allreduce-lab plan --run` and by the tests.
+// on real buffers of the CPU backend (or of makeBackend's). Used by `allreduce-lab plan
+// --run` and by the tests.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
+#include "backend/backend.h"
 #include "base/shaping.h"
 #include "exec/telemetry.h"
 #include "schedule/schedule.h"
@@ -31,6 +35,8 @@ struct LocalRunOptions {
   int failRank = -1;
   int failAtOp = -1;
   uint64_t runId = 0;  // copied into every telemetry event
+  // Makes each rank's backend, on that rank's thread; empty: the CPU backend.
+  std::function<std::unique_ptr<Backend>()> makeBackend;
 };
 
 struct LocalRunResult {

@@ -35,7 +35,7 @@ namespace arl::gputest {
 inline double specialValue(std::mt19937_64& rng) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
-  static const double kSpecial[] = {0.0,    -0.0, kInf,    -kInf,  kNan,   1e-40,
+  static const double kSpecial[] = {0.0,    -0.0, kInf,    -kInf,  kNan,    1e-40,
                                     -1e-40, 6e-8, 65504.0, 3.4e38, -3.4e38, 1.0};
   return kSpecial[rng() % (sizeof kSpecial / sizeof kSpecial[0])];
 }
