@@ -174,9 +174,13 @@ void NcclLibrary::join(const std::string& bootstrap, const std::atomic<bool>& ca
   if (!bytes) s.fail("rank 0's bootstrap '" + bootstrap.substr(0, 40) + "' is not an NCCL id");
   ncclUniqueId id;
   std::memcpy(&id, bytes->data(), sizeof id);
-  // NCCL reads NCCL_ALGO when it tunes a new communicator (src/graph/tuning.cc): set for this
-  // process before each communicator of a run is made; the worker runs one run at a time.
-  ::setenv("NCCL_ALGO", std::string(s.spec.algorithm->variant).c_str(), 1);
+  // NCCL reads NCCL_ALGO when it tunes a new communicator (src/graph/tuning.cc; ncclConfig_t
+  // has no field for it): set for this process before each communicator of a run is made.
+  // setenv races a concurrent getenv; here no other thread reads the environment: the worker
+  // runs one run at a time, the previous run's communicator is gone, and the control thread
+  // read its settings at start-up.
+  const std::string algo(s.spec.algorithm->variant);
+  ::setenv("NCCL_ALGO", algo.c_str(), 1);  // NOLINT(concurrency-mt-unsafe): see above
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   s.checkNccl(ncclCommInitRankConfig(&s.comm, s.spec.nranks, id, s.spec.rank, &config),
