@@ -374,7 +374,7 @@ std::optional<double> simulateUs(const CostQuery& q, const Schedule& s, const Mo
   so.inflight = q.inflight;
   so.telemetry = TelemetryLevel::Off;
   try {
-    return simulate(s, linkModelFor(q, params), so).totalSeconds * 1e6;
+    return iterationSeconds(s, linkModelFor(q, params), so) * 1e6;
   } catch (const std::exception& e) {
     *error = e.what();
     return std::nullopt;

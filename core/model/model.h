@@ -87,15 +87,24 @@ struct CostQuery {
 
 // Closed-form cost of the algorithm on uniform ports (formulas in model.cpp and
 // docs/algorithms.md); it ignores q.shaping. Throws GenError for an unknown algorithm or a
-// collective it does not implement.
+// collective it does not implement. Where closedFormIsPerIteration(q) it is the time of one
+// iteration among back-to-back ones, as bench measures; elsewhere of one collective alone.
 CostTerms closedForm(const CostQuery& q);
+
+// Whether closedForm(q) is the time of one iteration among back-to-back ones: every
+// all-reduce, and the ring's reduce-scatter and all-gather. The rooted collectives (reduce,
+// broadcast) and the tree's reduce-scatter and all-gather give one collective alone: back to
+// back, their upstream ranks run ahead into the next iteration while the downstream ones
+// finish (a chain's head is never held by its root), which the simulation says.
+bool closedFormIsPerIteration(const CostQuery& q);
 
 // Whether the closed form can say q's network: any uniform shaping (every port at one rate,
 // an added latency); for the ring's all-reduce, reduce-scatter and all-gather also slow ranks
 // and slow links, since every byte crosses every link of the ring and the ring runs at its
 // slowest link's pace. With ranks on several hosts only the hierarchical algorithm's closed
 // form knows which messages stay inside a host (and so use the host's links, not its port).
-// Elsewhere the simulation of the schedule is the authority.
+// Never where the closed form is not per iteration (closedFormIsPerIteration). Elsewhere the
+// simulation of the schedule is the authority.
 bool closedFormCovers(const CostQuery& q);
 
 // The parameters the closed form is evaluated with under q.shaping: alpha plus the added
@@ -136,11 +145,12 @@ struct LinkParams {
 };
 
 // The network between ranks and the speed of each rank's arithmetic. A message from a to b
-// goes out of a's egress port, over the link a -> b and into b's ingress port. It starts when
-// all three are free, holds each for bytes / that one's own rate (a slow sender does not hold
-// a fast receiver's ingress longer than its bytes need), leaves bytes / rate after it starts
-// with rate = min(a's egress, b's ingress, the link's cap), and arrives the link's latency
-// later. With equal rates this is one message at a time through each port.
+// goes out of a's egress port, over the link a -> b and into b's ingress port, as the data
+// planes pace it (transport/pacing.h): it starts when a's egress and the link are free, holds
+// each for bytes / that one's own rate and has left at the slower; b takes it through its
+// ingress from its start or when the ingress is free, for bytes / the ingress's rate, and has
+// it when both are done, the link's latency later. With equal rates this is one message at a
+// time through each port.
 // Ports are every rank's `port` unless `rankPorts` names it. With hosts (ranksPerHost > 0),
 // ranks h*K .. h*K+K-1 share host h, and messages inside a host use each rank's `hostPort` and
 // the `hostLink` instead; `overrides` name a directed link wherever it is.
@@ -179,9 +189,13 @@ LinkModel linkModelFor(const CostQuery& q, const ModelParams& p);
 
 struct SimOptions {
   DataType dtype = DataType::Float;
-  // Sends a rank may have outstanding before it waits for the oldest one (as the
-  // executor's ExecOptions::inflight); at least 1.
+  // Ops a rank may have unretired before it waits for the oldest (the executor's
+  // ExecOptions::inflight): ops retire in program order, a send once it has left the port,
+  // any other op when it is done; at least 1.
   int inflight = 4;
+  // Iterations run back to back, as bench runs them: each rank starts its next iteration as
+  // soon as its previous one is done, without waiting for the others; at least 1.
+  int iterations = 1;
   TelemetryLevel telemetry = TelemetryLevel::Chunks;  // which events to predict
   uint64_t runId = 0;
   uint32_t iteration = 0;
@@ -192,22 +206,36 @@ struct SimOptions {
 // mistake it for a measurement.
 struct ModelTimeline {
   bool predicted = true;
-  double totalSeconds = 0;          // slowest rank's finish time
+  double totalSeconds = 0;          // slowest rank's finish time (of the last iteration)
   std::vector<double> rankSeconds;  // each rank's finish time
+  // Per iteration, the slowest rank's time of it, each rank timing it from the end of its
+  // previous one (as RankRun times an iteration).
+  std::vector<double> iterationSeconds;
   std::vector<TelemetryEvent> events;
 };
 
-// Simulates one iteration of `s`. Each rank performs its ops in program order; its sends
-// start in program order, at most `inflight` outstanding. A send may start when its payload
-// is ready and the sender's egress port, the receiver's ingress port and the link are free
-// (LinkModel says for how long a message holds each); sends claim them in the order of the
-// times they become ready (first come, first served), so senders to one receiver share its
-// ingress. Messages on a channel arrive in order. A receive waits
-// for its message; a reduction occupies the rank for bytes / reduceRate, a local copy
-// bytes / copyRate. A rank finishes when its last op is done and its sends have left. Throws
-// ConfigError naming the rank, op and step when the schedule cannot complete (a receive no
-// send ever matches).
+// Simulates opt.iterations back-to-back iterations of `s` by the rules of the data planes'
+// pacing (transport/pacing.h) and the executor. Each rank performs its ops in program order,
+// with at most `inflight` unretired. A send starts when its payload is ready and the sender's
+// egress port and the link are free, and holds each for its bytes at that one's rate; the
+// receiver takes its messages in program order, each through its ingress port from the
+// message's start or when the ingress is free, and has it when it has left its sender and come
+// in, plus the link's latency. So senders to one receiver share its ingress, in the order the
+// receiver takes them, and a sender to many holds each message on its egress in turn. A
+// reduction occupies the rank for bytes / reduceRate, a local copy bytes / copyRate. A rank's
+// iteration ends when its last op is done and its sends have left. Throws ConfigError naming
+// the rank, op and step when the schedule cannot complete (a receive no send ever matches).
 ModelTimeline simulate(const Schedule& s, const LinkModel& links, const SimOptions& opt = {});
+
+// Iterations iterationSeconds() simulates back to back.
+inline constexpr int kSimulatedIterations = 4;
+
+// The simulated time of an iteration as bench measures it: kSimulatedIterations back to back
+// (opt.iterations is ignored), the mean of all but the first. bench times iterations that
+// follow others (its warm-up ones), and a rank that is done with one early (a leaf, a worker
+// of a parameter server) starts the next while the others finish theirs; the first iteration,
+// from a common start, has none of that overlap. Throws as simulate().
+double iterationSeconds(const Schedule& s, const LinkModel& links, SimOptions opt = {});
 
 // ---- fitting ----
 

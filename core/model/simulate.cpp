@@ -1,19 +1,29 @@
 // Discrete-event simulation of a schedule over a link model (see model.h for the rules).
 //
-// Ports are shared: a receiver's ingress serves every rank that sends to it, so the order in
-// which sends claim ports matters, and ranks cannot be advanced one at a time. Events are
-// processed in global time order from a priority queue: a rank runs its program as far as its
-// received messages allow (local work touches nothing shared), and each send it issues
-// becomes a claim event at the time it could start (payload ready, the sender's earlier sends
-// started); a claim takes the receiver's ingress and the link when they are free, which fixes
-// the message's arrival and wakes its receiver. Claims are processed in time order, so
-// senders to one receiver are served first come, first served.
+// The rules are the data planes' pacing (transport/pacing.h) and the executor's window
+// (exec/executor.cpp), so that the model charges what a run pays:
+//  - a send takes its sender's egress port and the link when both are free and the payload is
+//    ready, holds each for its bytes at that one's rate, and has left at the slower pace; the
+//    sender goes on at once (its port works while it receives and reduces);
+//  - the receiver claims its ingress port when it takes the message, in its program order: the
+//    bytes come in from the message's start or when the ingress is free, whichever is later,
+//    and the message is available once it has left and come in, plus the link's latency;
+//  - a rank issues an op only while fewer than `inflight` older ops are unretired, and ops
+//    retire in program order, a send when it has left the port;
+//  - iterations run back to back: a rank starts the next one when its previous one is done
+//    (its last op, and every send left), without waiting for the others, as RankRun does.
+//
+// Events are processed in global time order from a priority queue: a rank runs its program as
+// far as its messages and window allow (local work touches nothing shared), and each send it
+// issues becomes a claim event at the time it can start; a claim fixes the message's start
+// and departure and wakes its receiver, if it waits on that channel.
 //
 // Every event is pushed no earlier than the one being processed: a rank woken by a message
-// or by a send slot resumes no earlier than the arrival or the send's start, so the claims it
-// issues then are no earlier either; a rank's next claim waits for its previous one. Each op
-// runs once and each send is one event: O(ops log ops). An empty queue with a rank still
-// waiting means some receive is never matched.
+// or by its own send resumes no earlier than the send's start, and a receive or a wait for
+// room moves its time to the message's arrival or the send's departure, so the claims it
+// issues then are no earlier; a rank's next claim waits for its previous one. Each op runs
+// once per iteration and each send is one event: O(ops log ops). An empty queue with a rank
+// still waiting means some receive is never matched.
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -122,26 +132,49 @@ double duration(double bytes, double rate) { return rate > 0 ? bytes / rate : 0.
 
 int64_t toNs(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e9)); }
 
-// A send its rank has issued that has not claimed its ports yet.
+// A send its rank has issued that has not taken its egress port yet.
 struct IssuedSend {
   size_t op;     // index in the rank's program
   double ready;  // earliest start: the payload is ready and the rank has reached the op
 };
 
+// A message on a channel: when it starts to leave its sender and when it has left (the
+// sender's side), and the latency of its link. The receiver's ingress is claimed when the
+// receiver takes it.
+struct Message {
+  double start;
+  double left;
+  double latency;
+};
+
+// An op in the rank's window (the executor's ExecOptions::inflight entries): a send retires
+// when it has left its sender's port, any other op when it is done, which is when it was
+// issued (the CPU backend's work is synchronous, charged to the rank's time).
+struct WindowEntry {
+  bool send;
+  size_t index;  // send: its index in the rank's sends; else unused
+  double done;   // else: when it was done
+};
+
 enum class Wait : uint8_t { None, Recv, Inflight };
 
 struct RankState {
-  size_t pc = 0;                  // next op
-  double t = 0;                   // when the rank's own work (program order) is free
-  Wait wait = Wait::None;         // why the rank stopped, if it did
-  bool received = false;          // the op at pc has done its receive and waits to send
-  double ready = 0;               // ... its payload ready at this time
-  std::deque<IssuedSend> issued;  // sends without ports, oldest first; the head has a claim
-  std::deque<double> pending;     // ends of sends with ports still outstanding, oldest first
+  size_t pc = 0;                   // next op of the current iteration
+  uint32_t iter = 0;               // current iteration
+  double t = 0;                    // when the rank's own work (program order) is free
+  Wait wait = Wait::None;          // why the rank stopped, if it did
+  bool admitted = false;           // the op at pc has a place in the window
+  bool received = false;           // ... and has done its receive and waits to send
+  double ready = 0;                // ... its payload ready at this time
+  std::deque<IssuedSend> issued;   // sends without a port yet, oldest first; the head has a claim
+  std::deque<WindowEntry> window;  // ops not retired, oldest first
+  std::vector<double> sendLeft;    // when each claimed send has left, in order
+  std::vector<double> sendEnds;    // lastSendEnd after each claimed send
+  size_t sendsIssued = 0;          // sends issued so far, every iteration
   double egressFree = 0, ingressFree = 0;          // network port
   double hostEgressFree = 0, hostIngressFree = 0;  // port inside the host
   double lastSendEnd = 0;
-  std::vector<double> sendEnds;  // lastSendEnd after each send, in send order (for step ends)
+  std::vector<double> iterationEnds;  // when each iteration was done (its sends left)
 };
 
 // A step's end on a rank: the later of its rank time and its sends so far leaving the port,
@@ -149,6 +182,7 @@ struct RankState {
 struct StepMark {
   size_t rank;
   size_t op;
+  uint32_t iter;
   double t;
   size_t sends;  // sends the rank had issued by then
 };
@@ -161,7 +195,7 @@ struct Event {
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
-// One simulation: the ranks' states, the channels' arrival times and the timeline so far.
+// One simulation: the ranks' states, the channels' messages and the timeline so far.
 class Simulation {
  public:
   Simulation(const Schedule& s, const LinkModel& links, const SimOptions& opt)
@@ -169,11 +203,12 @@ class Simulation {
         links_(links),
         opt_(opt),
         n_(static_cast<size_t>(s.nranks)),
+        iterations_(static_cast<uint32_t>(opt.iterations)),
         elem_(static_cast<double>(dtypeSize(opt.dtype))),
         chunks_(opt.telemetry == TelemetryLevel::Chunks),
         steps_(opt.telemetry != TelemetryLevel::Off),
         st_(n_),
-        arrivals_(n_ * n_),
+        channels_(n_ * n_),
         linkFree_(n_ * n_, 0.0) {
     tl_.rankSeconds.assign(n_, 0.0);
   }
@@ -193,7 +228,7 @@ class Simulation {
       }
     }
     for (size_t r = 0; r < n_; ++r) {
-      if (st_[r].pc < s_.ranks[r].size()) throwDeadlock();
+      if (st_[r].iter < iterations_) throwDeadlock();
     }
     finish();
     return std::move(tl_);
@@ -202,10 +237,10 @@ class Simulation {
  private:
   void push(double t, size_t rank, bool claim) { queue_.push({t, seq_++, rank, claim}); }
 
-  void emit(size_t rank, const Op& op, EventKind kind, int peer, double t) {
+  void emit(size_t rank, uint32_t iter, const Op& op, EventKind kind, int peer, double t) {
     TelemetryEvent e;
     e.runId = opt_.runId;
-    e.iteration = opt_.iteration;
+    e.iteration = opt_.iteration + iter;
     e.rank = static_cast<int>(rank);
     e.step = op.step;
     e.kind = kind;
@@ -219,33 +254,37 @@ class Simulation {
     tl_.events.push_back(e);
   }
 
-  void emitIterationEnd(size_t rank, uint32_t step, double t) {
+  void emitIterationEnd(size_t rank, uint32_t iter, double t) {
+    const auto& ops = s_.ranks[rank];
     TelemetryEvent e;
     e.runId = opt_.runId;
-    e.iteration = opt_.iteration;
+    e.iteration = opt_.iteration + iter;
     e.rank = static_cast<int>(rank);
-    e.step = step;
+    e.step = ops.empty() ? 0 : ops.back().step;
     e.kind = EventKind::IterationEnd;
     e.tNs = toNs(t);
     tl_.events.push_back(e);
   }
 
-  // Every rank's finish time, its step ends and iteration end, events in time order.
+  // Every rank's finish time, each iteration's time, the step ends, events in time order.
   void finish() {
     if (steps_) {
       for (const StepMark& m : marks_) {
         const RankState& rs = st_[m.rank];
         const double sent = m.sends > 0 ? rs.sendEnds[m.sends - 1] : 0.0;
-        emit(m.rank, s_.ranks[m.rank][m.op], EventKind::StepEnd, -1, std::max(m.t, sent));
+        emit(m.rank, m.iter, s_.ranks[m.rank][m.op], EventKind::StepEnd, -1, std::max(m.t, sent));
       }
     }
+    tl_.iterationSeconds.assign(iterations_, 0.0);
     for (size_t r = 0; r < n_; ++r) {
-      const RankState& rs = st_[r];
-      const double done = std::max(rs.t, rs.lastSendEnd);
-      tl_.rankSeconds[r] = done;
-      tl_.totalSeconds = std::max(tl_.totalSeconds, done);
-      const auto& ops = s_.ranks[r];
-      if (steps_) emitIterationEnd(r, ops.empty() ? 0 : ops.back().step, done);
+      const std::vector<double>& ends = st_[r].iterationEnds;
+      tl_.rankSeconds[r] = ends.back();
+      tl_.totalSeconds = std::max(tl_.totalSeconds, ends.back());
+      // Each rank times an iteration from the end of its previous one, as RankRun does.
+      for (size_t i = 0; i < ends.size(); ++i) {
+        const double took = ends[i] - (i > 0 ? ends[i - 1] : 0.0);
+        tl_.iterationSeconds[i] = std::max(tl_.iterationSeconds[i], took);
+      }
     }
     std::stable_sort(
         tl_.events.begin(), tl_.events.end(),
@@ -253,17 +292,47 @@ class Simulation {
   }
 
   void runRank(size_t r) {
-    st_[r].wait = Wait::None;
-    while (st_[r].pc < s_.ranks[r].size() && advance(r)) {
+    RankState& rs = st_[r];
+    rs.wait = Wait::None;
+    while (rs.iter < iterations_) {
+      if (rs.pc == s_.ranks[r].size()) {
+        if (!endIteration(r)) {
+          rs.wait = Wait::Inflight;
+          return;
+        }
+      } else if (!advance(r)) {
+        return;
+      }
     }
   }
 
-  // Advances rank r by its next op; false when that op waits (for a message not yet sent, or
-  // for a send slot while its oldest send has no port yet).
+  // The rank's iteration is done once every send it issued has left its port (the executor
+  // retires its whole window); the next one starts then, without waiting for any other rank.
+  bool endIteration(size_t r) {
+    RankState& rs = st_[r];
+    if (!rs.issued.empty()) return false;  // a send has no port yet: its end is not known
+    rs.t = std::max(rs.t, rs.lastSendEnd);
+    rs.window.clear();
+    rs.iterationEnds.push_back(rs.t);
+    if (steps_) emitIterationEnd(r, rs.iter, rs.t);
+    ++rs.iter;
+    rs.pc = 0;
+    return true;
+  }
+
+  // Advances rank r by its next op; false when that op waits (for room in the window while
+  // its oldest entry is a send without a port yet, or for a message not yet sent).
   bool advance(size_t r) {
     RankState& rs = st_[r];
     const Op& op = s_.ranks[r][rs.pc];
     const double bytes = static_cast<double>(op.count) * elem_;
+    if (!rs.admitted) {
+      if (!makeRoom(rs)) {
+        rs.wait = Wait::Inflight;
+        return false;
+      }
+      rs.admitted = true;
+    }
     if (!rs.received) {
       double t = rs.t;
       double ready = t;  // when a payload to send is ready
@@ -279,32 +348,64 @@ class Simulation {
       rs.ready = ready;
       rs.received = true;
     }
-    if (opSends(op.kind) && !issueSend(r, op)) {
-      rs.wait = Wait::Inflight;
-      return false;
+    if (opSends(op.kind)) {
+      rs.window.push_back({true, rs.sendsIssued++, 0.0});
+      rs.issued.push_back({rs.pc, std::max(rs.ready, rs.t)});
+      if (rs.issued.size() == 1) pushClaim(r, 0);
+    } else {
+      rs.window.push_back({false, 0, rs.t});
     }
-    rs.received = false;
+    rs.admitted = rs.received = false;
     ++rs.pc;
     const auto& ops = s_.ranks[r];
     const bool lastOfStep = rs.pc == ops.size() || ops[rs.pc].step != op.step;
-    if (steps_ && lastOfStep)
-      marks_.push_back({r, rs.pc - 1, rs.t, rs.sendEnds.size() + rs.issued.size()});
+    if (steps_ && lastOfStep) marks_.push_back({r, rs.pc - 1, rs.iter, rs.t, rs.sendsIssued});
     return true;
   }
 
+  // The executor's window: an op is issued only with fewer than `inflight` older ops not
+  // retired, and entries retire in program order, so the oldest send that has not left holds
+  // every op behind it. Retires what is done by the rank's time, then waits for the oldest
+  // while the window is full; false when the oldest is a send whose end is not known yet.
+  bool makeRoom(RankState& rs) const {
+    const auto doneAt = [&](const WindowEntry& e) {
+      return e.send ? (e.index < rs.sendLeft.size() ? rs.sendLeft[e.index] : -1.0) : e.done;
+    };
+    while (!rs.window.empty()) {
+      const double done = doneAt(rs.window.front());
+      if (done < 0) break;
+      if (done > rs.t) {
+        if (rs.window.size() < static_cast<size_t>(opt_.inflight)) break;
+        rs.t = done;
+      }
+      rs.window.pop_front();
+    }
+    return rs.window.size() < static_cast<size_t>(opt_.inflight);
+  }
+
   // The receive of `op`, then its reduction or copy; advances t and the payload's ready time.
+  // The receiver claims its ingress as the data plane's pacing does (transport/pacing.h): in
+  // the order it receives, from the message's start or when the ingress is free, whichever
+  // is later; the message is available when it has left its sender and come in through the
+  // ingress, plus the link's latency.
   bool receive(size_t r, const Op& op, double bytes, double& t, double& ready) {
     ARL_ENFORCE(op.recvPeer >= 0 && op.recvPeer < s_.nranks,
                 "rank " << r << " op " << st_[r].pc << " receives from " << op.recvPeer);
-    auto& ch = arrivals_[static_cast<size_t>(op.recvPeer) * n_ + r];
+    auto& ch = channels_[static_cast<size_t>(op.recvPeer) * n_ + r];
     if (ch.empty()) return false;  // its message has no port yet
-    t = std::max(t, ch.front());
+    const Message m = ch.front();
     ch.pop_front();
-    if (chunks_) emit(r, op, EventKind::RecvEnd, op.recvPeer, t);
+    RankState& rs = st_[r];
+    const bool inside = links_.sameHost(op.recvPeer, static_cast<int>(r));
+    double& ingress = inside ? rs.hostIngressFree : rs.ingressFree;
+    ingress = std::max(m.start, ingress) +
+              duration(bytes, links_.portOf(static_cast<int>(r), inside).ingressBytesPerSecond);
+    t = std::max(t, std::max(m.left, ingress) + m.latency);
+    if (chunks_) emit(r, rs.iter, op, EventKind::RecvEnd, op.recvPeer, t);
     ready = t;  // RecvCopySend forwards the payload as received
     if (opReduces(op.kind)) {
       t += duration(bytes, links_.reduceRate(static_cast<int>(r)));
-      if (chunks_) emit(r, op, EventKind::ReduceEnd, op.recvPeer, t);
+      if (chunks_) emit(r, rs.iter, op, EventKind::ReduceEnd, op.recvPeer, t);
       ready = t;
     } else if (opWritesDst(op.kind)) {
       t += duration(bytes, links_.copyBytesPerSecond);
@@ -312,35 +413,23 @@ class Simulation {
     return true;
   }
 
-  // Issues the send of the op at pc, with at most `inflight` sends outstanding; false when
-  // the rank must wait for its oldest send to get a port first.
-  bool issueSend(size_t r, const Op& op) {
-    RankState& rs = st_[r];
-    ARL_ENFORCE(op.sendPeer >= 0 && op.sendPeer < s_.nranks,
-                "rank " << r << " op " << rs.pc << " sends to " << op.sendPeer);
-    while (!rs.pending.empty() && rs.pending.front() <= rs.t) rs.pending.pop_front();
-    if (rs.pending.size() + rs.issued.size() >= static_cast<size_t>(opt_.inflight)) {
-      if (rs.pending.empty()) return false;  // the oldest has not left: its end is not known
-      rs.t = std::max(rs.t, rs.pending.front());
-      rs.pending.pop_front();
-    }
-    rs.issued.push_back({rs.pc, std::max(rs.ready, rs.t)});
-    if (rs.issued.size() == 1) pushClaim(r, 0);
-    return true;
-  }
-
   // The claim of rank r's oldest issued send: when its payload is ready and the sender's
-  // port is free of its earlier sends, not before `notBefore` (sends claim in program order).
+  // egress and the link are free of its earlier sends, not before `notBefore` (sends claim
+  // in program order).
   void pushClaim(size_t r, double notBefore) {
     const RankState& rs = st_[r];
     const IssuedSend& head = rs.issued.front();
     const int to = s_.ranks[r][head.op].sendPeer;
+    ARL_ENFORCE(to >= 0 && to < s_.nranks, "rank " << r << " op " << head.op << " sends to " << to);
     const bool inside = links_.sameHost(static_cast<int>(r), to);
-    push(std::max({notBefore, head.ready, inside ? rs.hostEgressFree : rs.egressFree}), r, true);
+    const double link = linkFree_[r * n_ + static_cast<size_t>(to)];
+    push(std::max({notBefore, head.ready, inside ? rs.hostEgressFree : rs.egressFree, link}), r,
+         true);
   }
 
-  // Rank r's oldest issued send starts at time tc or when the receiver's ingress and the link
-  // are free, whichever is later; its message arrives the link's latency after it leaves.
+  // Rank r's oldest issued send starts at tc: it holds the sender's egress and the link for
+  // its bytes at each one's rate and has left at the pace of the slower (a data plane's
+  // sender, transport/pacing.h). Its receiver claims its ingress when it takes it.
   void claim(size_t r, double tc) {
     RankState& rs = st_[r];
     const IssuedSend head = rs.issued.front();
@@ -350,31 +439,24 @@ class Simulation {
     const auto to = static_cast<size_t>(op.sendPeer);
     RankState& dst = st_[to];
     const bool inside = links_.sameHost(from, op.sendPeer);
-    double& egress = inside ? rs.hostEgressFree : rs.egressFree;
-    double& ingress = inside ? dst.hostIngressFree : dst.ingressFree;
-    double& link = linkFree_[r * n_ + to];
-    const double start = std::max({tc, ingress, link});
-    const double bytes = static_cast<double>(op.count) * elem_;
+    const double egressRate = links_.portOf(from, inside).egressBytesPerSecond;
     const LinkParams lp = links_.link(from, op.sendPeer);
-    // Each of the three holds the message for its bytes at its own rate; the message leaves
-    // at the pace of the slowest.
-    egress = start + duration(bytes, links_.portOf(from, inside).egressBytesPerSecond);
-    ingress = start + duration(bytes, links_.portOf(op.sendPeer, inside).ingressBytesPerSecond);
-    link = start + duration(bytes, lp.bytesPerSecond);
-    const double end = start + duration(bytes, links_.rate(from, op.sendPeer));
-    rs.lastSendEnd = std::max(rs.lastSendEnd, end);
+    const double bytes = static_cast<double>(op.count) * elem_;
+    (inside ? rs.hostEgressFree : rs.egressFree) = tc + duration(bytes, egressRate);
+    linkFree_[r * n_ + to] = tc + duration(bytes, lp.bytesPerSecond);
+    const double left = tc + duration(bytes, minRate(egressRate, lp.bytesPerSecond));
+    rs.lastSendEnd = std::max(rs.lastSendEnd, left);
     rs.sendEnds.push_back(rs.lastSendEnd);
-    rs.pending.push_back(end);
-    const double arrival = end + lp.latencySeconds;
-    arrivals_[r * n_ + to].push_back(arrival);
+    rs.sendLeft.push_back(left);
+    channels_[r * n_ + to].push_back({tc, left, lp.latencySeconds});
     if (chunks_) {
-      emit(r, op, EventKind::SendStart, op.sendPeer, start);
-      emit(r, op, EventKind::SendEnd, op.sendPeer, end);
+      emit(r, rs.iter, op, EventKind::SendStart, op.sendPeer, tc);
+      emit(r, rs.iter, op, EventKind::SendEnd, op.sendPeer, left);
     }
     // The channel was empty if its receiver waits on it: this is its message.
     if (dst.wait == Wait::Recv && s_.ranks[to][dst.pc].recvPeer == from) {
       dst.wait = Wait::None;
-      push(std::max(dst.t, arrival), to, false);
+      push(std::max(dst.t, tc), to, false);
     }
     if (rs.wait == Wait::Inflight) {
       rs.wait = Wait::None;
@@ -385,11 +467,12 @@ class Simulation {
 
   [[noreturn]] void throwDeadlock() const {
     for (size_t r = 0; r < n_; ++r) {
-      if (st_[r].pc < s_.ranks[r].size()) {
-        const Op& op = s_.ranks[r][st_[r].pc];
-        ARL_ENFORCE(st_[r].wait == Wait::Recv,
-                    "rank " << r << " stopped at op " << st_[r].pc << " with no event pending");
-        throw ConfigError("model: rank " + std::to_string(r) + " op " + std::to_string(st_[r].pc) +
+      const RankState& rs = st_[r];
+      if (rs.iter < iterations_) {
+        ARL_ENFORCE(rs.wait == Wait::Recv && rs.pc < s_.ranks[r].size(),
+                    "rank " << r << " stopped at op " << rs.pc << " with no event pending");
+        const Op& op = s_.ranks[r][rs.pc];
+        throw ConfigError("model: rank " + std::to_string(r) + " op " + std::to_string(rs.pc) +
                           " (step " + std::to_string(op.step) + ") waits for a message from rank " +
                           std::to_string(op.recvPeer) + " that is never sent");
       }
@@ -401,14 +484,14 @@ class Simulation {
   const LinkModel& links_;
   const SimOptions& opt_;
   size_t n_;
+  uint32_t iterations_;
   double elem_;
   bool chunks_;
   bool steps_;
   ModelTimeline tl_;
   std::vector<RankState> st_;
-  // arrivals_[from * n + to]: arrival times of messages sent on that channel and not yet
-  // consumed by the receiver.
-  std::vector<std::deque<double>> arrivals_;
+  // channels_[from * n + to]: messages sent on that channel, not yet taken by the receiver.
+  std::vector<std::deque<Message>> channels_;
   std::vector<double> linkFree_;  // linkFree_[from * n + to]: when that link is free
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   uint64_t seq_ = 0;
@@ -420,9 +503,18 @@ class Simulation {
 
 ModelTimeline simulate(const Schedule& s, const LinkModel& links, const SimOptions& opt) {
   ARL_ENFORCE(opt.inflight >= 1, "inflight " << opt.inflight);
+  ARL_ENFORCE(opt.iterations >= 1, "iterations " << opt.iterations);
   ARL_ENFORCE(static_cast<int>(s.ranks.size()) == s.nranks,
               s.ranks.size() << " op lists for " << s.nranks << " ranks");
   return Simulation(s, links, opt).run();
+}
+
+double iterationSeconds(const Schedule& s, const LinkModel& links, SimOptions opt) {
+  opt.iterations = kSimulatedIterations;
+  const ModelTimeline tl = simulate(s, links, opt);
+  double sum = 0;
+  for (size_t i = 1; i < tl.iterationSeconds.size(); ++i) sum += tl.iterationSeconds[i];
+  return sum / static_cast<double>(tl.iterationSeconds.size() - 1);
 }
 
 }  // namespace arl

@@ -28,9 +28,9 @@
 // ahead to hide that. (In model.h's simulate(), when it charged only the sender's port, 16M
 // floats in 128K slices: interleaved, the all-reduce took 1.6x ring's time at 4 ranks and
 // 5.8x at 31; in passes, 1.25x to 1.5x from 2 to 64 ranks. Charging ingress as well, a
-// parent taking two children's halves through one port, passes take 1.8x ring's time at 4
-// ranks, 1.5x at 8 and 1.4x at 16. For small vectors the tree's log n depth wins: at 256
-// floats it beats ring from 6 ranks up.)
+// parent taking two children's halves through one port, and pacing ports as the data planes
+// do, passes take 3.5 S per iteration against the ring's 2(n-1)/n S: 2.3x at 4 ranks, 2.0x
+// at 8 (model.cpp, treeAllReduceCost).)
 //
 // allreduce - NCCL's double binary tree. Tree 0 uses rank = position; tree 1 is mirrored
 //   (rank n-1-position) for even n and shifted (rank position+1 mod n) for odd n, so that a

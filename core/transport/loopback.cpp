@@ -173,7 +173,7 @@ std::unique_ptr<InMessage> LoopbackFabric::recv(int dst, int src, uint32_t step,
       if (m.visibleAtNs < 0) {
         // Only this rank's thread takes from its channels: the front stays the front.
         m.visibleAtNs =
-            pacers_[static_cast<size_t>(dst)]->claimReceive(src, m.payload.size(), m.startNs, now);
+            pacers_[static_cast<size_t>(dst)]->claimReceive(src, m.payload.size(), m.startNs);
         if (m.visibleAtNs > now) {
           const int64_t visible = m.visibleAtNs;
           lock.unlock();

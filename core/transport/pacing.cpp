@@ -54,10 +54,12 @@ void PacedCompletion::wait() {
   if (!paceUntil(doneAtNs_, stop_)) throw PeerError(rank_, peer_, step_, "run aborted");
 }
 
-int64_t Pacer::claimReceive(int peer, size_t bytes, int64_t startNs, int64_t nowNs) {
-  const int64_t start = std::min(startNs, nowNs);
-  const int64_t left = start + holdNs(bytes, arriveNsPerByte_[static_cast<size_t>(peer)]);
-  ingressFreeNs_ = std::max(start, ingressFreeNs_) + holdNs(bytes, ingressNsPerByte_);
+int64_t Pacer::claimReceive(int peer, size_t bytes, int64_t startNs) {
+  // The start is taken as stamped, also when it is later than now: the message was handed
+  // over while the sender's egress was still busy with earlier ones, and it leaves only when
+  // its turn comes.
+  const int64_t left = startNs + holdNs(bytes, arriveNsPerByte_[static_cast<size_t>(peer)]);
+  ingressFreeNs_ = std::max(startNs, ingressFreeNs_) + holdNs(bytes, ingressNsPerByte_);
   return std::max(left, ingressFreeNs_) + latencyNs_;
 }
 
@@ -67,8 +69,12 @@ uint32_t stampMicros32(int64_t ns) {
 
 int64_t unstampMicros32(uint32_t stamp, int64_t nowNs) {
   const int64_t nowUs = nowNs / 1000;
-  const uint32_t back = static_cast<uint32_t>(static_cast<uint64_t>(nowUs)) - stamp;
-  return (nowUs - static_cast<int64_t>(back)) * 1000;
+  // The signed distance modulo 2^32: a stamp up to 35 minutes ahead of now (a send queued
+  // behind others on its port) comes back ahead, as one up to 35 minutes behind comes back
+  // behind.
+  const auto ahead =
+      static_cast<int32_t>(stamp - static_cast<uint32_t>(static_cast<uint64_t>(nowUs)));
+  return (nowUs + ahead) * 1000;
 }
 
 }  // namespace arl

@@ -21,15 +21,15 @@
 //    and recv() waits until then. The latency is added to the arrival of each message, not
 //    held on a port: messages in flight overlap their latencies.
 //
-// This is the model's rule (model/model.h, LinkModel) with one difference: the model lets a
-// message claim all three at once, here the ingress is claimed in the order the receiver takes
-// messages, so a message that waits for the receiver's ingress does not hold its sender's
-// egress meanwhile. A port shaped faster than the machine's own transfers takes the machine's
-// time: pacing only ever slows a transfer.
+// The cost model's simulation (model/model.h, simulate()) follows the same rules. A port
+// shaped faster than the machine's own transfers takes the machine's time: pacing only ever
+// slows a transfer.
 //
 // Clocks. Stamps travel on the wire clock: this process's steady clock plus `clockOffsetNs`
 // (the coordinator's clock minus this one, 0 on one host), so ranks on different hosts read
-// each other's stamps. A stamp later than the receiver's now (an offset's error) counts as now.
+// each other's stamps. A stamp later than the receiver's now is taken as it is: on one host it
+// is a message queued behind others on its sender's egress, which leaves only when its turn
+// comes; across hosts an offset's error moves a message's arrival by that error, as a latency.
 //
 // Threads: one Pacer serves one rank's endpoint, whose calls come from one thread.
 #pragma once
@@ -62,9 +62,10 @@ class Pacer {
   // Sender: claims the egress port and the link to `peer` for `bytes` sent at `nowNs` (this
   // process's steady clock).
   SendSlot claimSend(int peer, size_t bytes, int64_t nowNs);
-  // Receiver: claims the ingress port for a message of `bytes` from `peer` that started to
-  // leave at `startNs` (this process's clock); returns when it becomes available.
-  int64_t claimReceive(int peer, size_t bytes, int64_t startNs, int64_t nowNs);
+  // Receiver: claims the ingress port for a message of `bytes` from `peer` that starts to
+  // leave at `startNs` (this process's clock; it may be later than now); returns when it
+  // becomes available.
+  int64_t claimReceive(int peer, size_t bytes, int64_t startNs);
 
   // Between this process's clock and the clock of stamps on the wire.
   int64_t toWire(int64_t localNs) const { return localNs + offsetNs_; }
@@ -131,8 +132,10 @@ class PacedCompletion final : public SendCompletion {
 };
 
 // A send's start as the 32-bit stamp of the shared-memory ring's record head (microseconds,
-// modulo 2^32), and back: the full time nearest before `nowNs` with those low bits. A record
-// is read within minutes of being written, far less than the stamp's 71-minute period.
+// modulo 2^32), and back: the full time nearest `nowNs` with those low bits, before or after
+// it (a send queued behind others on its port starts after the receiver has its record). A
+// record is read within minutes of being written, far less than half the stamp's 71-minute
+// period.
 uint32_t stampMicros32(int64_t ns);
 int64_t unstampMicros32(uint32_t stamp, int64_t nowNs);
 

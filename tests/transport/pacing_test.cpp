@@ -5,6 +5,7 @@
 // one machine's speed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -148,6 +149,35 @@ TEST_P(Pacing, AReceiverFedByThreeSendersIsHeldByItsIngress) {
   EXPECT_LE(three, 3.0 * 3 * one + kSlack);
 }
 
+TEST_P(Pacing, ASenderFeedingThreeReceiversIsHeldByItsEgress) {
+  // Rank 0 sends one message to each of ranks 1..3 at once. Each receiver is idle and holds
+  // its message at once, but the sender's egress sends them one after another: the last
+  // receiver has its message only after three messages' time.
+  LinkShaping s;
+  s.portBytesPerSecond = 50e6;
+  const size_t bytes = size_t{2} << 20;
+  const double one = static_cast<double>(bytes) / 50e6;  // 42 ms
+  auto w = makeWorld(GetParam(), 4, s, bytes);
+  const std::vector<unsigned char> payload(bytes, 7);
+  std::vector<double> took(4, 0.0);
+  const int64_t t0 = steadyNowNs();
+  onThreads(4, [&](int r) {
+    if (r == 0) {
+      std::vector<std::shared_ptr<SendCompletion>> sends;
+      for (int p = 1; p <= 3; ++p)
+        sends.push_back((*w)[0].send(p, headerFor(0), payload.data(), bytes));
+      for (auto& c : sends) c->wait();
+    } else {
+      ASSERT_EQ((*w)[r].recv(0, 0, 30s)->size(), bytes);
+    }
+    took[static_cast<size_t>(r)] = static_cast<double>(steadyNowNs() - t0) / 1e9;
+  });
+  const double last = std::max({took[1], took[2], took[3]});
+  EXPECT_GE(last, 0.7 * 3 * one) << took[1] << " " << took[2] << " " << took[3];
+  EXPECT_LE(last, 3.0 * 3 * one + kSlack);
+  EXPECT_GE(took[0], 0.7 * 3 * one);
+}
+
 TEST_P(Pacing, AddedLatencyDelaysEveryMessageAndOverlaps) {
   LinkShaping s;
   const double latency = 0.050;
@@ -210,7 +240,8 @@ INSTANTIATE_TEST_SUITE_P(Planes, Pacing, testing::Values(Plane::Loopback, Plane:
 
 TEST(PacingStamp, ThirtyTwoBitMicrosecondsComeBackWhole) {
   const int64_t now = steadyNowNs();
-  for (const int64_t ago : {int64_t{0}, int64_t{1'000}, int64_t{5'000'000'000}}) {
+  for (const int64_t ago : {int64_t{0}, int64_t{1'000}, int64_t{5'000'000'000}, int64_t{-2'000'000},
+                            int64_t{-5'000'000'000}}) {
     const int64_t t = now - ago;
     EXPECT_NEAR(static_cast<double>(unstampMicros32(stampMicros32(t), now)), static_cast<double>(t),
                 1000.0);
@@ -227,11 +258,31 @@ TEST(PacingClock, ClaimsFollowTheVirtualClocks) {
   EXPECT_EQ(sender.claimSend(2, 1000, 0).startNs, 1'000'000);
   Pacer receiver(s, 0, 3, 0);
   // Two messages that left at once come in one after the other, plus the latency each.
-  EXPECT_EQ(receiver.claimReceive(1, 1000, 0, 0), 2'000'000);
-  EXPECT_EQ(receiver.claimReceive(2, 1000, 0, 0), 3'000'000);
-  // A stamp from the future (a clock offset's error) counts as now.
-  EXPECT_EQ(receiver.claimReceive(1, 0, 50'000'000, 10'000'000), 11'000'000);
+  EXPECT_EQ(receiver.claimReceive(1, 1000, 0), 2'000'000);
+  EXPECT_EQ(receiver.claimReceive(2, 1000, 0), 3'000'000);
+  // A stamp later than the receiver's now is a start to come: available after it.
+  EXPECT_EQ(receiver.claimReceive(1, 0, 50'000'000), 51'000'000);
   EXPECT_EQ(Pacer::make(LinkShaping{}, 0, 2), nullptr);
+}
+
+TEST(PacingClock, MessagesQueuedOnOneEgressReachEachReceiverInTurn) {
+  // One rank sends 1000 bytes to each of two idle receivers at once, its port at 1 byte per
+  // microsecond: the second message starts when the first has left, and its receiver, though
+  // it holds the message from the start, has it only 2 ms after the sends.
+  LinkShaping s;
+  s.portBytesPerSecond = 1e6;
+  Pacer sender(s, 0, 3, 0);
+  const Pacer::SendSlot first = sender.claimSend(1, 1000, 0);
+  const Pacer::SendSlot second = sender.claimSend(2, 1000, 0);
+  EXPECT_EQ(second.startNs, 1'000'000);
+  Pacer one(s, 1, 3, 0), two(s, 2, 3, 0);
+  EXPECT_EQ(one.claimReceive(0, 1000, first.startNs), 1'000'000);
+  EXPECT_EQ(two.claimReceive(0, 1000, second.startNs), 2'000'000);
+  // On shared memory the start travels as 32-bit microseconds: a start 1 ms after the
+  // receiver's now reads back 1 ms after it, not 71 minutes before.
+  const int64_t now = steadyNowNs();
+  EXPECT_NEAR(static_cast<double>(unstampMicros32(stampMicros32(now + 1'000'000), now)),
+              static_cast<double>(now + 1'000'000), 1000.0);
 }
 
 }  // namespace

@@ -832,7 +832,7 @@ void ShmDataPlane::paceReceive(int peer, uint32_t step, uint64_t bytes, uint32_t
   Impl& im = *impl_;
   const int64_t now = steadyNowNs();
   const int64_t visible =
-      im.pacer->claimReceive(peer, static_cast<size_t>(bytes), unstampMicros32(sentUs, now), now);
+      im.pacer->claimReceive(peer, static_cast<size_t>(bytes), unstampMicros32(sentUs, now));
   if (!paceUntil(visible, [&] { return im.aborted.load(std::memory_order_relaxed); })) {
     throw PeerError(rank_, peer, step, "run aborted");
   }

@@ -808,8 +808,7 @@ std::unique_ptr<InMessage> ZmqDataPlane::recv(int peer, uint32_t step,
   std::unique_ptr<InMessage> m = take(peer, step, timeout);
   Pacer& pacer = *impl_->pacer;
   const int64_t sent = pacer.fromWire(static_cast<const ZmqInMessage&>(*m).sentWireNs());
-  const int64_t now = steadyNowNs();
-  const int64_t visible = pacer.claimReceive(peer, m->size(), sent, now);
+  const int64_t visible = pacer.claimReceive(peer, m->size(), sent);
   SharedState& st = *impl_->shared;
   if (!paceUntil(visible, [&] { return st.isAborted(); })) {
     throw st.fail(rank_, peer, step, "run aborted");
