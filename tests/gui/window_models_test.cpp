@@ -5,8 +5,11 @@
 #include <QMimeData>
 #include <QSettings>
 #include <QTemporaryDir>
+#include <algorithm>
 #include <memory>
 
+#include "backend/registry.h"
+#include "base/errors.h"
 #include "window/main_window.h"
 #include "window/ring_order_model.h"
 #include "window/setup.h"
@@ -190,10 +193,51 @@ TEST(WindowSetup, SettingsRoundTrip) {
   s.slowLinkFrom = 1;
   s.slowLinkTo = 2;
   s.slowLinkMBps = 42;
+  s.devices = {1, 0, 3, 2, 5, 4};
   saveSetup(st, s);
   EXPECT_EQ(loadSetup(st), s);
   st.setValue(QStringLiteral("setup/algorithm"), QStringLiteral("no-such-algorithm"));
   EXPECT_EQ(loadSetup(st).algorithm, "ring");
+}
+
+// The backend and the local workers' GPUs: a backend this build lacks, devices for a backend
+// without any, a list of the wrong length, and NCCL's one rank per GPU land on their fields.
+TEST(WindowSetup, BackendsAndDevicesAreChecked) {
+  auto has = [](const std::vector<SetupProblem>& ps, SetupField f) {
+    return std::any_of(ps.begin(), ps.end(), [f](const SetupProblem& p) { return p.field == f; });
+  };
+  SessionSetup s;
+  s.localWorkers = 2;
+  EXPECT_TRUE(checkSetup(s).empty());
+  s.devices = {0};
+  EXPECT_TRUE(has(checkSetup(s), SetupField::Devices)) << "cpu uses no device";
+  s.devices.clear();
+  s.backend = "nccl";
+  if (backendUnavailable("nccl")) {
+    EXPECT_TRUE(has(checkSetup(s), SetupField::Backend));
+    return;
+  }
+  s.algorithm = "ring";
+  EXPECT_TRUE(has(checkSetup(s), SetupField::Algorithm)) << "nccl runs NCCL's collectives only";
+  s.algorithm = "nccl-ring";
+  EXPECT_TRUE(checkSetup(s).empty()) << "the default devices are 0 and 1";
+  EXPECT_EQ(s.localDevices(), (std::vector<int>{0, 1}));
+  s.devices = {0};
+  EXPECT_TRUE(has(checkSetup(s), SetupField::Devices)) << "two ranks on device 0";
+  s.devices = {0, 1, 2};
+  EXPECT_TRUE(has(checkSetup(s), SetupField::Devices)) << "three devices for two workers";
+  s.devices.clear();
+  s.algorithm = "all";
+  EXPECT_EQ(s.algorithms(), (std::vector<std::string>{"nccl-ring", "nccl-tree"}));
+  s.backend = "cuda";
+  const auto onCuda = s.algorithms();
+  EXPECT_NE(std::find(onCuda.begin(), onCuda.end(), "ring"), onCuda.end());
+  EXPECT_NE(std::find(onCuda.begin(), onCuda.end(), "nccl-tree"), onCuda.end());
+  s.backend = "cpu";
+  const auto onCpu = s.algorithms();
+  EXPECT_EQ(std::find(onCpu.begin(), onCpu.end(), "nccl-ring"), onCpu.end());
+  EXPECT_THROW(parseDevices("0,x"), ConfigError);
+  EXPECT_EQ(parseDevices("2, 3"), (std::vector<int>{2, 3}));
 }
 
 // A recorded run is replayed on the network it was paced to: its slow link is drawn slow.
