@@ -12,8 +12,8 @@ namespace arl::gpu {
 // Registers `cuda`: its backends use CUDA device `device` (-1: device 0).
 void registerGpuBackends(int device);
 
-// nullopt when backend `name` (cuda, nccl) can run here on device `device` (-1: device 0), or when it is
-// not a GPU backend; else the one-line reason, e.g. "backend 'cuda': no CUDA device
+// nullopt when backend `name` (cuda, nccl) can run here on device `device` (-1: device 0), or when
+// it is not a GPU backend; else the one-line reason, e.g. "backend 'cuda': no CUDA device
 // (cudaGetDeviceCount: ...)". For checks before a run starts.
 std::optional<std::string> gpuBackendProblem(std::string_view name, int device);
 
