@@ -352,29 +352,11 @@ BenchConfig benchConfigOf(const SessionSetup& s) {
   return c;
 }
 
-std::vector<int> parseDevices(const std::string& text) {
-  std::vector<int> out;
-  size_t i = 0;
-  while (i < text.size()) {
-    if (text[i] == ',' || std::isspace(static_cast<unsigned char>(text[i]))) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < text.size() && text[j] != ',' && !std::isspace(static_cast<unsigned char>(text[j])))
-      ++j;
-    const std::string token = text.substr(i, j - i);
-    const bool digits =
-        token.size() <= 4 && std::all_of(token.begin(), token.end(),
-                                         [](unsigned char c) { return std::isdigit(c) != 0; });
-    if (!digits) throw ConfigError("'" + token + "' is not a device index");
-    out.push_back(std::stoi(token));
-    i = j;
-  }
-  return out;
-}
+namespace {
 
-std::vector<int> parseRingOrder(const std::string& text) {
+// Non-negative integers of at most `digits` digits, separated by commas or spaces; a token
+// that is not one is named, as `what` ("a rank number").
+std::vector<int> parseIndices(const std::string& text, size_t digits, const std::string& what) {
   std::vector<int> out;
   size_t i = 0;
   while (i < text.size()) {
@@ -384,13 +366,23 @@ std::vector<int> parseRingOrder(const std::string& text) {
     while (j < text.size() && !sep(text[j])) ++j;
     if (j == i) break;
     const std::string tok = text.substr(i, j - i);
-    if (tok.size() > 3 || !std::all_of(tok.begin(), tok.end(), ::isdigit)) {
-      throw ConfigError("'" + tok + "' is not a rank number");
+    if (tok.size() > digits || !std::all_of(tok.begin(), tok.end(), ::isdigit)) {
+      throw ConfigError("'" + tok + "' is not " + what);
     }
     out.push_back(std::stoi(tok));
     i = j;
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<int> parseRingOrder(const std::string& text) {
+  return parseIndices(text, 3, "a rank number");
+}
+
+std::vector<int> parseDevices(const std::string& text) {
+  return parseIndices(text, 4, "a device index");
 }
 
 std::string formatRingOrder(const std::vector<int>& order) {
