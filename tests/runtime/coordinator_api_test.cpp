@@ -4,6 +4,7 @@
 // the ring order reaching the workers.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <string>
@@ -11,6 +12,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "base/clock.h"
 #include "event_client.h"
@@ -142,7 +145,9 @@ TEST(CoordinatorApi, CallsReturnAtOnceWhileWorkersStartAndSchedulesAreLarge) {
   const double takeMs = elapsedMs([&] { coord.takeEvents(evs); });
   const double workersMs = elapsedMs([&] { (void)coord.workers(); });
   EventClient client(coord);
-  ASSERT_TRUE(client.waitJoined(4));
+  bool joined = false;
+  const double joinMs = elapsedMs([&] { joined = client.waitJoined(4); });
+  ASSERT_TRUE(joined);
   // A schedule of 256Ki slices per rank takes the planning thread a while; the caller
   // never waits for it, and neither do the heartbeats.
   RunRequest big = smallRequest("tree");
@@ -157,11 +162,16 @@ TEST(CoordinatorApi, CallsReturnAtOnceWhileWorkersStartAndSchedulesAreLarge) {
       "[ measured ] submit %.3f ms, takeEvents %.3f ms, workers %.3f ms, submit of a "
       "large schedule %.3f ms (planning it takes %.0f ms), abort %.3f ms\n",
       submitMs, takeMs, workersMs, bigMs, planMs, abortMs);
-  EXPECT_LT(submitMs, kCallBoundMs);
-  EXPECT_LT(takeMs, kCallBoundMs);
-  EXPECT_LT(workersMs, kCallBoundMs);
-  EXPECT_LT(bigMs, kCallBoundMs);
-  EXPECT_LT(abortMs, kCallBoundMs);
+  // A call that waited for the workers or the planning would take as long as they do; on a
+  // loaded machine everything is slower, so the bound grows with what a call must not wait
+  // for, never below kCallBoundMs.
+  const double joinBound = std::max(kCallBoundMs, joinMs / 4);
+  const double planBound = std::max(kCallBoundMs, planMs / 4);
+  EXPECT_LT(submitMs, joinBound) << "the workers took " << joinMs << " ms to join";
+  EXPECT_LT(takeMs, joinBound);
+  EXPECT_LT(workersMs, joinBound);
+  EXPECT_LT(bigMs, planBound) << "planning takes " << planMs << " ms";
+  EXPECT_LT(abortMs, planBound);
   const auto res = client.waitResult(bigId);
   ASSERT_TRUE(res.has_value());
   EXPECT_TRUE(res->state == RunState::Aborted || res->state == RunState::Done) << res->error;
