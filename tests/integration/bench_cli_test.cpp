@@ -383,6 +383,9 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
     EXPECT_EQ(r.out, "") << shown;
     EXPECT_TRUE(workerPids().empty()) << shown << ": a worker was started";
   }
+}
+
+TEST_F(BenchCli, ABadEnvironmentIsRefusedUpFrontAndHelpListsTheFlags) {
   // The workers' shared-memory wait settings come from the environment, and are refused up front.
   ::setenv("ARL_SHM_YIELD_US", "-5", 1);
   const Result env = run({"--workers", "2", "-b", "4K", "-e", "4K"}, "badenv");
