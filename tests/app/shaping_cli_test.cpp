@@ -13,36 +13,14 @@
 #include <sstream>
 #include <string>
 
+#include "../run_binary.h"
+
 namespace arl {
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string out;
-  std::string err;
-};
+using testutil::Result;
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-Result lab(const std::string& args) {
-  const std::string base = ::testing::TempDir() + "shaping_cli_" + std::to_string(::getpid());
-  const std::string out = base + ".out", err = base + ".err";
-  const std::string cmd =
-      std::string("'") + ARL_LAB_BINARY + "' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  return r;
-}
+Result lab(const std::string& args) { return testutil::runBinary(ARL_LAB_BINARY, args); }
 
 struct Case {
   const char* flags;

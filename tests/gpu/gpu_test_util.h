@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../run_binary.h"
 #include "base/types.h"
 #include "exec/numeric.h"
 #include "gpu/cuda_device.h"
@@ -64,32 +65,9 @@ inline std::vector<unsigned char> randomElements(DataType t, size_t n, uint64_t 
   return v;
 }
 
-inline std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
-// Runs `binary` with `args` (shell-safe words), capturing stdout and stderr.
-inline Result runBinary(const std::string& binary, const std::string& args) {
-  const std::string base = ::testing::TempDir() + "gpu_test_" + std::to_string(::getpid());
-  const std::string out = base + ".out", err = base + ".err";
-  const std::string cmd = "'" + binary + "' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  return r;
-}
+using testutil::Result;
+using testutil::runBinary;
+using testutil::slurp;
 
 // The lab's binaries: where the build put them, or where ARL_TEST_LAB_BINARY and
 // ARL_TEST_WORKER_BINARY say (scripts/gpu-check sets them when the binaries were carried to

@@ -13,38 +13,15 @@
 #include <sstream>
 #include <string>
 
+#include "../run_binary.h"
 #include "gpu/nccl_backend.h"
 
 namespace arl::gpu {
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// Runs `binary` with `args` (shell-safe words), capturing stdout and stderr.
-Result runBinary(const char* binary, const std::string& args) {
-  const std::string base = ::testing::TempDir() + "nccl_cli_" + std::to_string(::getpid());
-  const std::string out = base + ".out", err = base + ".err";
-  const std::string cmd =
-      std::string("'") + binary + "' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  return r;
-}
+using testutil::Result;
+using testutil::runBinary;
+using testutil::slurp;
 
 Result bench(const std::string& args) { return runBinary(ARL_LAB_BINARY, "bench " + args); }
 
