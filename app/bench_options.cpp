@@ -356,14 +356,10 @@ void BenchOptions::checkDevices(BenchConfig& c) const {
 void BenchOptions::checkDevicesUsable([[maybe_unused]] const BenchConfig& c) const {
 #if ARL_HAVE_GPU
   if (c.workers == 0) return;
-  std::vector<int> devices = c.devices;
-  if (devices.empty()) devices.push_back(-1);
-  for (int d : devices) {
-    if (auto why = gpu::gpuBackendProblem(c.backend, d)) {
-      throw refuse(opts_.get("--device")
-                       .value_or(opts_.get("--backend").value_or(Arg{"--backend", c.backend})),
-                   *why);
-    }
+  if (auto why = gpu::gpuDevicesProblem(c.backend, c.devices)) {
+    throw refuse(opts_.get("--device")
+                     .value_or(opts_.get("--backend").value_or(Arg{"--backend", c.backend})),
+                 *why);
   }
 #endif
 }

@@ -18,4 +18,13 @@ std::optional<std::string> gpuBackendProblem(std::string_view name, int device) 
   return std::nullopt;
 }
 
+std::optional<std::string> gpuDevicesProblem(std::string_view name,
+                                             const std::vector<int>& devices) {
+  if (devices.empty()) return gpuBackendProblem(name, -1);
+  for (int d : devices) {
+    if (auto why = gpuBackendProblem(name, d)) return why;
+  }
+  return std::nullopt;
+}
+
 }  // namespace arl::gpu

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace arl::gpu {
 
@@ -16,5 +17,11 @@ void registerGpuBackends(int device);
 // it is not a GPU backend; else the one-line reason, e.g. "backend 'cuda': no CUDA device
 // (cudaGetDeviceCount: ...)". For checks before a run starts.
 std::optional<std::string> gpuBackendProblem(std::string_view name, int device);
+
+// gpuBackendProblem() for every device of `devices` (empty: the backend's default device):
+// the first reason found, or nullopt. What bench and the window ask before starting local
+// workers.
+std::optional<std::string> gpuDevicesProblem(std::string_view name,
+                                             const std::vector<int>& devices);
 
 }  // namespace arl::gpu

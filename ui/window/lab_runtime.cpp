@@ -66,12 +66,7 @@ namespace {
 // or nullopt: said before they start, as bench says it.
 std::optional<std::string> localDeviceProblem([[maybe_unused]] const WorkerSetup& w) {
 #if ARL_HAVE_GPU
-  if (w.localWorkers == 0) return std::nullopt;
-  std::vector<int> devices = w.devices;
-  if (devices.empty()) devices.push_back(-1);
-  for (int d : devices) {
-    if (auto why = gpu::gpuBackendProblem(w.backend, d)) return why;
-  }
+  if (w.localWorkers > 0) return gpu::gpuDevicesProblem(w.backend, w.devices);
 #endif
   return std::nullopt;
 }
