@@ -4,6 +4,9 @@
 // executor does. alpha and beta are fitted (fitModel(): relative least squares through the
 // closed forms) to real all-reduce runs at several sizes on local worker processes over the
 // data plane bench uses, so they are the parameters that best explain what bench measures.
+// Over shared memory the copy rate (a thread's memcpy between mappings, in slices) and the
+// cores are measured too: predictSharedMemory() (model/model.h) costs unshaped runs with them.
+#include <sched.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -45,7 +49,10 @@ constexpr const char* kAbout =
     "Measures the cost model's parameters on this machine: gamma (seconds per byte reduced) "
     "from the CPU backend reducing large buffers in process, then alpha (seconds per message) "
     "and beta (seconds per byte through a port) fitted to all-reduce runs at several sizes on "
-    "local worker processes, over the data plane bench uses. Prints the parameters, the fit's "
+    "local worker processes, over the data plane bench uses (each run's median iteration). "
+    "Over shared memory (the default) it also measures a thread's copy rate and counts the "
+    "cores, which the shared-memory plane's model uses for unshaped runs. Prints the "
+    "parameters, the fit's "
     "residual per run, and saves them as JSON where bench and plan look: $ARL_CALIBRATION, else "
     "$XDG_CONFIG_HOME/allreduce-lab/calibration.json, else "
     "~/.config/allreduce-lab/calibration.json (docs/bench.md).\n"
@@ -117,6 +124,38 @@ void waitForWorkers(Coordinator& coord, size_t need) {
   }
 }
 
+// A thread's copy from one mapping into another (the shared-memory plane's send: the sender
+// copies into the receiver's ring), slice by slice; the median pass. Both buffers are touched
+// first, so the passes pay for no page faults, as a run's rings are mapped at setup.
+CopyMeasurement measureCopy(uint64_t bytes, uint64_t slice, int passes) {
+  CpuBackend cpu;
+  const size_t n = static_cast<size_t>(bytes);
+  auto* src = static_cast<unsigned char*>(cpu.allocate(n));
+  auto* dst = static_cast<unsigned char*>(cpu.allocate(n));
+  std::memset(src, 0x3c, n);
+  std::memset(dst, 0, n);
+  std::vector<double> secs;
+  for (int p = 0; p < passes; ++p) {
+    const auto t0 = SteadyClock::now();
+    for (uint64_t off = 0; off < bytes; off += slice) {
+      std::memcpy(dst + off, src + off, static_cast<size_t>(std::min(slice, bytes - off)));
+    }
+    secs.push_back(std::chrono::duration<double>(SteadyClock::now() - t0).count());
+  }
+  cpu.deallocate(src);
+  cpu.deallocate(dst);
+  std::sort(secs.begin(), secs.end());
+  return {bytes, slice, passes, secs[secs.size() / 2]};
+}
+
+// The cores this process may run on (its affinity), which its local workers share.
+int usableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(CPU_COUNT(&set), 1);
+  return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
 // Runs `spec` to its end on the coordinator's workers; its rows.
 std::vector<SweepRow> runSweep(Coordinator& coord, const SweepSpec& spec) {
   const bool tty = ::isatty(2) == 1;
@@ -155,15 +194,26 @@ std::vector<SweepRow> runCollectives(const CalibrateArgs& a) {
 }
 
 // The fit of alpha and beta to the rows, gamma as measured.
+// Fitted to each run's median iteration, not its mean: on a machine whose ranks share few
+// cores one descheduled iteration can hold most of a run's mean (p99 of milliseconds against a
+// p50 of tens of microseconds, docs/performance.md), which is the machine's noise, not alpha.
 Calibration fitRows(const CalibrateArgs& a, const std::vector<SweepRow>& rows,
-                    const ReduceMeasurement& reduce) {
+                    const ReduceMeasurement& reduce, const std::optional<CopyMeasurement>& copy) {
   Calibration cal;
   ModelParams base;
   base.gamma = reduce.medianPassSeconds / static_cast<double>(reduce.bufferBytes);
   std::vector<FitSample> samples;
-  for (const SweepRow& r : rows) samples.push_back({costQueryOf(r, {}), r.metrics.timeUs * 1e-6});
+  for (const SweepRow& r : rows) {
+    const double p50 = r.metrics.spread.p50Us;
+    samples.push_back({costQueryOf(r, {}), (p50 > 0 ? p50 : r.metrics.timeUs) * 1e-6});
+  }
   const ModelFit f = fitModel(samples, base);
   cal.params = f.params;
+  if (copy) {
+    cal.params.shmCopy = copy->medianPassSeconds / static_cast<double>(copy->bufferBytes);
+    cal.params.cores = usableCores();
+    cal.copy = copy;
+  }
   cal.rmsRelativeResidual = f.rmsRelativeResidual;
   for (size_t i = 0; i < rows.size(); ++i) {
     const SweepRow& r = rows[i];
@@ -195,13 +245,19 @@ void printCalibration(const Calibration& c, const std::string& path) {
   std::printf("# reduce: %s in %s slices, median of %d passes %s us (%s kernels)\n",
               formatSize(m.bufferBytes).c_str(), formatSize(m.sliceBytes).c_str(), m.passes,
               formatTimeUs(m.medianPassSeconds * 1e6).c_str(), m.kernels.c_str());
+  if (c.copy) {
+    std::printf("# copy: %s in %s slices, median of %d passes %s us; %d cores\n",
+                formatSize(c.copy->bufferBytes).c_str(), formatSize(c.copy->sliceBytes).c_str(),
+                c.copy->passes, formatTimeUs(c.copy->medianPassSeconds * 1e6).c_str(),
+                c.params.cores);
+  }
   std::printf("#\n#%11s  %-18s  %9s  %9s  %9s  %8s\n", "size", "algorithm", "time", "p50", "fitted",
               "residual");
   std::printf("#%11s  %-18s  %9s  %9s  %9s  %8s\n", "(B)", "", "(us)", "(us)", "(us)", "");
   for (const CalibrationRun& r : c.runs) {
     std::printf("%12" PRIu64 "  %-18s  %9s  %9s  %9s  %+7.0f%%\n", r.sizeBytes, r.algorithm.c_str(),
                 hostTime(r.measuredUs).c_str(), hostTime(r.p50Us).c_str(),
-                hostTime(r.fittedUs).c_str(), (r.measuredUs - r.fittedUs) / r.measuredUs * 100);
+                hostTime(r.fittedUs).c_str(), (r.p50Us - r.fittedUs) / r.p50Us * 100);
   }
   std::printf("#\n# fit: rms relative residual %.0f%% over %zu runs\n", c.rmsRelativeResidual * 100,
               c.runs.size());
@@ -299,8 +355,13 @@ int CalibrateCommand::run() {
   if (refused != 0) return refused;
   const ReduceMeasurement reduce =
       measureReduce(a.reduceBytes, a.cfg.sliceSizes.front(), a.reducePasses);
+  // The shared-memory plane's copy rate, for a calibration of runs over shared memory.
+  std::optional<CopyMeasurement> copy;
+  if (a.cfg.dataPlane != DataPlaneKind::Zmq) {
+    copy = measureCopy(a.reduceBytes, a.cfg.sliceSizes.front(), a.reducePasses);
+  }
   const std::vector<SweepRow> rows = runCollectives(a);
-  const Calibration cal = fitRows(a, rows, reduce);
+  const Calibration cal = fitRows(a, rows, reduce, copy);
   writeCalibration(a.out, cal);
   printCalibration(cal, a.out);
   return 0;

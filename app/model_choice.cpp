@@ -67,7 +67,13 @@ std::string paramsText(const ModelParams& p) {
   std::snprintf(buf, sizeof buf,
                 "alpha %.1f us per message, port %.2f GB/s each way, reduce %.2f GB/s",
                 p.alpha * 1e6, 1e-9 / p.beta, 1e-9 / p.gamma);
-  return buf;
+  std::string out = buf;
+  if (p.shmCopy) {
+    std::snprintf(buf, sizeof buf, "; shared memory: copy %.2f GB/s, %d cores", 1e-9 / *p.shmCopy,
+                  p.cores);
+    out += buf;
+  }
+  return out;
 }
 
 }  // namespace arl::app

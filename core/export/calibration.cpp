@@ -68,15 +68,26 @@ ReduceMeasurement readReduce(const In& a) {
   return m;
 }
 
+CopyMeasurement readCopy(const In& a) {
+  const In o = a.object();
+  CopyMeasurement m;
+  m.bufferBytes = o["buffer_bytes"].u64();
+  m.sliceBytes = o["slice_bytes"].u64();
+  m.passes = o["passes"].i32(1);
+  m.medianPassSeconds = positive(o["median_pass_s"]);
+  return m;
+}
+
 void readHeader(const In& top) {
   const std::string& format = top["format"].str();
   if (format != kCalibrationFormat) {
     bad(top["format"], "'" + format + "' is not " + std::string(kCalibrationFormat));
   }
   const int version = top["version"].i32();
-  if (version != kCalibrationVersion) {
+  if (version < 1 || version > kCalibrationVersion) {
     bad(top["version"], "version " + std::to_string(version) + " is not supported (this " +
-                            "build reads version " + std::to_string(kCalibrationVersion) + ")");
+                            "build reads versions 1 to " + std::to_string(kCalibrationVersion) +
+                            ")");
   }
 }
 
@@ -87,6 +98,8 @@ Calibration readTop(const In& top) {
   c.params.alpha = positive(p["alpha_s"]);
   c.params.beta = positive(p["beta_s_per_byte"]);
   c.params.gamma = positive(p["gamma_s_per_byte"]);
+  if (p.has("shm_copy_s_per_byte")) c.params.shmCopy = positive(p["shm_copy_s_per_byte"]);
+  if (p.has("cores")) c.params.cores = p["cores"].i32(1, 1 << 16);
   c.machine = top["machine"].str();
   c.date = top["date"].str();
   c.dataPlane = top["data_plane"].str();
@@ -103,6 +116,10 @@ Calibration readTop(const In& top) {
   if (runs.size() > kMaxRuns) bad(runs, "more than " + std::to_string(kMaxRuns) + " runs");
   c.runs = readArray<CalibrationRun>(runs, readRun);
   c.reduce = readReduce(m["reduce"]);
+  if (m.has("copy")) c.copy = readCopy(m["copy"]);
+  if (c.params.shmCopy.has_value() != c.copy.has_value()) {
+    bad(top["params"], "a shared-memory copy rate comes with its measurement (measurements.copy)");
+  }
   return c;
 }
 
@@ -112,31 +129,39 @@ std::string calibrationJson(const Calibration& c) {
   Json runs = Json::array();
   for (const CalibrationRun& r : c.runs) runs.push_back(runJson(r));
   const ReduceMeasurement& m = c.reduce;
-  const Json j{{"format", kCalibrationFormat},
-               {"version", kCalibrationVersion},
-               {"machine", c.machine},
-               {"date", c.date},
-               {"data_plane", c.dataPlane},
-               {"workers", c.workers},
-               {"params",
-                {{"alpha_s", c.params.alpha},
-                 {"beta_s_per_byte", c.params.beta},
-                 {"gamma_s_per_byte", c.params.gamma}}},
-               {"measurements",
-                {{"collective", c.collective},
-                 {"dtype", c.dtype},
-                 {"slice_bytes", c.sliceBytes},
-                 {"inflight", c.inflight},
-                 {"iterations", c.iterations},
-                 {"warmup", c.warmup},
-                 {"rms_relative_residual", c.rmsRelativeResidual},
-                 {"runs", runs},
-                 {"reduce",
-                  {{"buffer_bytes", m.bufferBytes},
-                   {"slice_bytes", m.sliceBytes},
-                   {"passes", m.passes},
-                   {"median_pass_s", m.medianPassSeconds},
-                   {"kernels", m.kernels}}}}}};
+  Json params{{"alpha_s", c.params.alpha},
+              {"beta_s_per_byte", c.params.beta},
+              {"gamma_s_per_byte", c.params.gamma}};
+  if (c.params.shmCopy) params["shm_copy_s_per_byte"] = *c.params.shmCopy;
+  if (c.params.cores > 0) params["cores"] = c.params.cores;
+  Json j{{"format", kCalibrationFormat},
+         {"version", kCalibrationVersion},
+         {"machine", c.machine},
+         {"date", c.date},
+         {"data_plane", c.dataPlane},
+         {"workers", c.workers},
+         {"params", params},
+         {"measurements",
+          {{"collective", c.collective},
+           {"dtype", c.dtype},
+           {"slice_bytes", c.sliceBytes},
+           {"inflight", c.inflight},
+           {"iterations", c.iterations},
+           {"warmup", c.warmup},
+           {"rms_relative_residual", c.rmsRelativeResidual},
+           {"runs", runs},
+           {"reduce",
+            {{"buffer_bytes", m.bufferBytes},
+             {"slice_bytes", m.sliceBytes},
+             {"passes", m.passes},
+             {"median_pass_s", m.medianPassSeconds},
+             {"kernels", m.kernels}}}}}};
+  if (c.copy) {
+    j["measurements"]["copy"] = Json{{"buffer_bytes", c.copy->bufferBytes},
+                                     {"slice_bytes", c.copy->sliceBytes},
+                                     {"passes", c.copy->passes},
+                                     {"median_pass_s", c.copy->medianPassSeconds}};
+  }
   return jsonText(j) + "\n";
 }
 

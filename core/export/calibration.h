@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -15,7 +16,9 @@
 namespace arl {
 
 inline constexpr std::string_view kCalibrationFormat = "allreduce-lab-calibration";
-inline constexpr int kCalibrationVersion = 1;
+// Version 2 adds the shared-memory plane's copy rate and the cores (params.shm_copy_s_per_byte,
+// params.cores, measurements.copy); version 1 files are still read, without them.
+inline constexpr int kCalibrationVersion = 2;
 
 // One collective run the fit used, as measured (the lab's time: the mean over timed
 // iterations of the slowest rank) and as the fitted closed form says.
@@ -36,6 +39,15 @@ struct ReduceMeasurement {
   std::string kernels;  // the CPU backend's kernels ("avx2", "portable")
 };
 
+// The in-process measurement of a thread's copy between buffers of separate mappings, in
+// slices, that the shared-memory plane's copy rate (ModelParams::shmCopy) comes from.
+struct CopyMeasurement {
+  uint64_t bufferBytes = 0;  // copied per pass
+  uint64_t sliceBytes = 0;
+  int passes = 0;
+  double medianPassSeconds = 0;
+};
+
 struct Calibration {
   ModelParams params;
   std::string machine;    // host name
@@ -51,6 +63,7 @@ struct Calibration {
   double rmsRelativeResidual = 0;  // of the fit over `runs`
   std::vector<CalibrationRun> runs;
   ReduceMeasurement reduce;
+  std::optional<CopyMeasurement> copy;  // with params.shmCopy: a shared-memory calibration
 };
 
 // Thrown by the reader; what() names the file and the field ("calibration file

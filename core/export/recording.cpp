@@ -274,7 +274,8 @@ std::optional<RunState> parseRunState(std::string_view s) {
 }
 
 std::optional<PredictionMethod> parsePredictionMethod(std::string_view s) {
-  for (PredictionMethod m : {PredictionMethod::ClosedForm, PredictionMethod::Simulation}) {
+  for (PredictionMethod m : {PredictionMethod::ClosedForm, PredictionMethod::Simulation,
+                             PredictionMethod::SharedMemory}) {
     if (toString(m) == s) return m;
   }
   return std::nullopt;
@@ -507,6 +508,10 @@ BenchReport parseRecording(std::string_view text) {
   r.model.alpha = model["alpha_s"].num();
   r.model.beta = model["beta_s_per_byte"].num();
   r.model.gamma = model["gamma_s_per_byte"].num();
+  if (model.has("shm_copy_s_per_byte")) {
+    r.model.shmCopy = model["shm_copy_s_per_byte"].num();
+    r.model.cores = model["cores"].i32(0);
+  }
   r.error = top["error"].str();
   r.rows = readArray<BenchRow>(top["runs"], readRun);
   return r;

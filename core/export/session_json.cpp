@@ -73,6 +73,10 @@ Json modelJson(const BenchReport& r) {
          {"alpha_s", r.model.alpha},
          {"beta_s_per_byte", r.model.beta},
          {"gamma_s_per_byte", r.model.gamma}};
+  if (r.model.shmCopy) {
+    j["shm_copy_s_per_byte"] = *r.model.shmCopy;
+    j["cores"] = r.model.cores;
+  }
   if (r.fit && r.fit->error.empty()) {
     const SessionFit& f = *r.fit;
     j["fitted"] = Json{{"source", "fitted from this run"},

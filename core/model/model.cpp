@@ -381,7 +381,12 @@ ModelParams shapedParams(const CostQuery& q, const ModelParams& p) {
 }
 
 std::string_view toString(PredictionMethod m) {
-  return m == PredictionMethod::ClosedForm ? "closed form" : "simulation";
+  switch (m) {
+    case PredictionMethod::ClosedForm: return "closed form";
+    case PredictionMethod::Simulation: return "simulation";
+    case PredictionMethod::SharedMemory: return "shared memory";
+  }
+  return "?";
 }
 
 LinkModel linkModelFor(const CostQuery& q, const ModelParams& p) {
@@ -389,11 +394,9 @@ LinkModel linkModelFor(const CostQuery& q, const ModelParams& p) {
   return LinkModel::shaped(p, q.shaping, hosts ? q.ranksPerHost : 0);
 }
 
-Prediction predict(const CostQuery& q, const ModelParams& p) {
-  const CostTerms terms = closedForm(q);  // refuses what has no closed form, in every case
-  if (closedFormCovers(q)) {
-    return {terms.seconds(shapedParams(q, p)), PredictionMethod::ClosedForm};
-  }
+namespace {
+
+Schedule scheduleOf(const CostQuery& q) {
   const uint64_t elem = dtypeSize(q.dtype);
   GenParams g;
   g.collective = q.collective;
@@ -403,12 +406,51 @@ Prediction predict(const CostQuery& q, const ModelParams& p) {
   g.root = q.root;
   g.ranksPerHost = q.ranksPerHost;
   g.ring = q.ringOrder;
+  return generate(q.algorithm, g);
+}
+
+SimOptions simOptionsOf(const CostQuery& q) {
   SimOptions so;
   so.dtype = q.dtype;
   so.inflight = std::max(q.inflight, 1);
   so.telemetry = TelemetryLevel::Off;
-  const Schedule s = generate(q.algorithm, g);
-  return {iterationSeconds(s, linkModelFor(q, p), so), PredictionMethod::Simulation};
+  return so;
+}
+
+}  // namespace
+
+bool sharedMemoryCovers(const CostQuery& q, const ModelParams& p) {
+  return q.sharedMemory && q.shaping.empty() && p.shmCopy && *p.shmCopy > 0;
+}
+
+double predictSharedMemory(const CostQuery& q, const ModelParams& p) {
+  ARL_ENFORCE(p.shmCopy && *p.shmCopy > 0, "the shared-memory model needs a copy rate");
+  LinkModel m = LinkModel::fromParams(p);
+  m.sendersCopy = true;
+  m.port = {1.0 / *p.shmCopy, 0};
+  m.copyBytesPerSecond = 1.0 / *p.shmCopy;
+  const Schedule s = scheduleOf(q);
+  const double simulated = iterationSeconds(s, m, simOptionsOf(q));
+  if (p.cores <= 0 || p.cores >= q.nranks) return simulated;
+  // With more ranks than cores a rank that waits for a message sleeps, and each message wakes
+  // its receiver: that wake-up (the latency alpha measures) is work on a core too.
+  size_t messages = 0;
+  for (const auto& ops : s.ranks) {
+    messages += static_cast<size_t>(
+        std::count_if(ops.begin(), ops.end(), [](const Op& op) { return opSends(op.kind); }));
+  }
+  const double work = cpuSeconds(s, m, q.dtype) + static_cast<double>(messages) * p.alpha;
+  return std::max(simulated, work / p.cores);
+}
+
+Prediction predict(const CostQuery& q, const ModelParams& p) {
+  const CostTerms terms = closedForm(q);  // refuses what has no closed form, in every case
+  if (sharedMemoryCovers(q, p)) return {predictSharedMemory(q, p), PredictionMethod::SharedMemory};
+  if (closedFormCovers(q)) {
+    return {terms.seconds(shapedParams(q, p)), PredictionMethod::ClosedForm};
+  }
+  return {iterationSeconds(scheduleOf(q), linkModelFor(q, p), simOptionsOf(q)),
+          PredictionMethod::Simulation};
 }
 
 double predictSeconds(const CostQuery& q, const ModelParams& p) { return predict(q, p).seconds; }

@@ -44,6 +44,12 @@ struct ModelParams {
   std::optional<double> intraHostBeta;
   double hostAlpha() const { return intraHostAlpha.value_or(alpha); }
   double hostBeta() const { return intraHostBeta.value_or(beta); }
+  // The shared-memory plane on one host, unshaped (predictSharedMemory()): seconds per byte a
+  // rank's own thread copies, into a peer's ring when it sends and out of one when it receives
+  // without reducing; and the cores the ranks share (0: as many as there are ranks). Unset:
+  // such runs are costed with the ports above, as any other.
+  std::optional<double> shmCopy;
+  int cores = 0;
 };
 
 // A closed-form cost as coefficients of the parameters:
@@ -83,6 +89,7 @@ struct CostQuery {
   std::vector<int> ringOrder;  // empty = 0, 1, ..., n-1
   int inflight = 4;            // as SimOptions::inflight
   LinkShaping shaping;         // the network the run is shaped to (empty: the machine's own)
+  bool sharedMemory = false;   // the data plane is shared memory (every rank on one host)
 };
 
 // Closed-form cost of the algorithm on uniform ports (formulas in model.cpp and
@@ -112,7 +119,7 @@ bool closedFormCovers(const CostQuery& q);
 // inside and between hosts alike (one machine's data plane paces every transfer).
 ModelParams shapedParams(const CostQuery& q, const ModelParams& p);
 
-enum class PredictionMethod : uint8_t { ClosedForm, Simulation };
+enum class PredictionMethod : uint8_t { ClosedForm, Simulation, SharedMemory };
 std::string_view toString(PredictionMethod m);
 
 struct Prediction {
@@ -120,13 +127,27 @@ struct Prediction {
   PredictionMethod method = PredictionMethod::ClosedForm;
 };
 
-// The model's time for q: the closed form with shapedParams() when closedFormCovers(q), else
-// the simulation of q's schedule over linkModelFor(q, p). Throws GenError as closedForm(), or
-// for a schedule the generator refuses.
+// Whether predict() costs q with the shared-memory plane's model: q runs over shared memory,
+// unshaped, and p has its copy rate (a calibration of a shared-memory run gives it).
+bool sharedMemoryCovers(const CostQuery& q, const ModelParams& p);
+
+// The model's time for q: predictSharedMemory() when sharedMemoryCovers(q, p); else the closed
+// form with shapedParams() when closedFormCovers(q); else the simulation of q's schedule over
+// linkModelFor(q, p). Throws GenError as closedForm(), or for a schedule the generator refuses.
 Prediction predict(const CostQuery& q, const ModelParams& p = {});
 
 // predict(q, p).seconds.
 double predictSeconds(const CostQuery& q, const ModelParams& p = {});
+
+// The shared-memory plane, unshaped: there are no ports. A send is its sender's thread copying
+// the slice into the receiver's ring (transport/shm), so it holds the sender for bytes *
+// shmCopy and nobody else; the receiver reduces from the ring, or copies out of it, once the
+// copy is done. The schedule is simulated so (LinkModel::sendersCopy), and since all ranks
+// share p.cores cores, an iteration takes at least all ranks' copying and reducing
+// (cpuSeconds()) and one alpha per message (the receiver's wake-up, when ranks outnumber the
+// cores) spread over the cores: the prediction is the larger of the two. Requires
+// p.shmCopy. Throws as predict().
+double predictSharedMemory(const CostQuery& q, const ModelParams& p);
 
 // ---- discrete-event simulation ----
 
@@ -165,6 +186,10 @@ struct LinkModel {
   double reduceBytesPerSecond = 4e9;                    // every rank unless overridden
   std::map<int, double> rankReduceBytesPerSecond;       // rank -> reduce rate
   double copyBytesPerSecond = 10e9;                     // local copies (memcpy)
+  // The shared-memory plane's sends: a send is its sender's copy at the egress rate, which
+  // holds the sender's own thread (it reduces nothing meanwhile), and ingress ports are not
+  // claimed; a receive that does not reduce copies out at copyBytesPerSecond.
+  bool sendersCopy = false;
 
   // The link model that corresponds to alpha-beta-gamma parameters: every port at 1 / beta
   // each way, links uncapped with latency alpha (inside hosts: hostBeta, hostAlpha).
@@ -226,6 +251,11 @@ struct ModelTimeline {
 // iteration ends when its last op is done and its sends have left. Throws ConfigError naming
 // the rank, op and step when the schedule cannot complete (a receive no send ever matches).
 ModelTimeline simulate(const Schedule& s, const LinkModel& links, const SimOptions& opt = {});
+
+// Seconds of one iteration's work on every rank's own thread, summed over ranks: sends when
+// links.sendersCopy (bytes at the sender's egress rate), reductions (bytes at reduceRate),
+// copies (a local copy, or a receive's copy into its destination; bytes at copyBytesPerSecond).
+double cpuSeconds(const Schedule& s, const LinkModel& links, DataType dtype);
 
 // Iterations iterationSeconds() simulates back to back.
 inline constexpr int kSimulatedIterations = 4;

@@ -349,8 +349,12 @@ class Simulation {
       rs.received = true;
     }
     if (opSends(op.kind)) {
+      const double start = std::max(rs.ready, rs.t);
       rs.window.push_back({true, rs.sendsIssued++, 0.0});
-      rs.issued.push_back({rs.pc, std::max(rs.ready, rs.t)});
+      rs.issued.push_back({rs.pc, start});
+      // A sender that copies holds its own thread for the copy (claim() charges the same).
+      if (links_.sendersCopy)
+        rs.t = start + duration(bytes, links_.rate(static_cast<int>(r), op.sendPeer));
       if (rs.issued.size() == 1) pushClaim(r, 0);
     } else {
       rs.window.push_back({false, 0, rs.t});
@@ -397,10 +401,14 @@ class Simulation {
     ch.pop_front();
     RankState& rs = st_[r];
     const bool inside = links_.sameHost(op.recvPeer, static_cast<int>(r));
-    double& ingress = inside ? rs.hostIngressFree : rs.ingressFree;
-    ingress = std::max(m.start, ingress) +
-              duration(bytes, links_.portOf(static_cast<int>(r), inside).ingressBytesPerSecond);
-    t = std::max(t, std::max(m.left, ingress) + m.latency);
+    double arrived = m.left;
+    if (!links_.sendersCopy) {  // a copying sender's bytes are in once it is done
+      double& ingress = inside ? rs.hostIngressFree : rs.ingressFree;
+      ingress = std::max(m.start, ingress) +
+                duration(bytes, links_.portOf(static_cast<int>(r), inside).ingressBytesPerSecond);
+      arrived = std::max(arrived, ingress);
+    }
+    t = std::max(t, arrived + m.latency);
     if (chunks_) emit(r, rs.iter, op, EventKind::RecvEnd, op.recvPeer, t);
     ready = t;  // RecvCopySend forwards the payload as received
     if (opReduces(op.kind)) {
@@ -507,6 +515,25 @@ ModelTimeline simulate(const Schedule& s, const LinkModel& links, const SimOptio
   ARL_ENFORCE(static_cast<int>(s.ranks.size()) == s.nranks,
               s.ranks.size() << " op lists for " << s.nranks << " ranks");
   return Simulation(s, links, opt).run();
+}
+
+double cpuSeconds(const Schedule& s, const LinkModel& links, DataType dtype) {
+  const double elem = static_cast<double>(dtypeSize(dtype));
+  double total = 0;
+  for (size_t r = 0; r < s.ranks.size(); ++r) {
+    for (const Op& op : s.ranks[r]) {
+      const double bytes = static_cast<double>(op.count) * elem;
+      if (links.sendersCopy && opSends(op.kind)) {
+        total += duration(bytes, links.rate(static_cast<int>(r), op.sendPeer));
+      }
+      if (opReduces(op.kind)) {
+        total += duration(bytes, links.reduceRate(static_cast<int>(r)));
+      } else if (op.kind == OpKind::Copy || (opRecvs(op.kind) && opWritesDst(op.kind))) {
+        total += duration(bytes, links.copyBytesPerSecond);
+      }
+    }
+  }
+  return total;
 }
 
 double iterationSeconds(const Schedule& s, const LinkModel& links, SimOptions opt) {

@@ -1,5 +1,6 @@
 #include "runtime/sweep.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -24,6 +25,14 @@ CostQuery costQueryOf(const SweepRow& row, const LinkShaping& shaping) {
   cq.inflight = q.inflight;
   cq.shaping = shaping;
   return cq;
+}
+
+bool runsOverSharedMemory(DataPlaneKind plane, const std::vector<WorkerInfo>& world) {
+  if (plane != DataPlaneKind::Auto) return plane == DataPlaneKind::Shm;
+  // Auto picks shared memory when every rank is on one host and in one pid namespace.
+  return std::all_of(world.begin(), world.end(), [&](const WorkerInfo& w) {
+    return w.host == world.front().host && w.pidNamespace == world.front().pidNamespace;
+  });
 }
 
 std::vector<SweepPoint> sweepPoints(const SweepSpec& s) {
@@ -55,7 +64,8 @@ Sweep::Sweep(Coordinator& coord, SweepSpec spec, std::vector<WorkerInfo> world, 
       world_(std::move(world)),
       nranks_(static_cast<int>(world_.size())),
       onRow_(std::move(onRow)),
-      points_(sweepPoints(spec_)) {}
+      points_(sweepPoints(spec_)),
+      sharedMemory_(runsOverSharedMemory(spec_.base.dataPlane, world_)) {}
 
 Sweep::~Sweep() {
   if (holding_) coord_.releaseWorld();
@@ -123,7 +133,9 @@ void Sweep::complete(RunResult res) {
   row.predictedUs = std::numeric_limits<double>::quiet_NaN();
   if (row.result.effective.nranks > 0) {
     try {
-      const Prediction pr = predict(costQueryOf(row, spec_.shaping), spec_.model);
+      CostQuery cq = costQueryOf(row, spec_.shaping);
+      cq.sharedMemory = sharedMemory_;
+      const Prediction pr = predict(cq, spec_.model);
       row.predictedUs = pr.seconds * 1e6;
       row.predictedBy = pr.method;
     } catch (const std::exception&) {

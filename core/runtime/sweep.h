@@ -103,6 +103,7 @@ class Sweep {
   int nranks_;
   RowHandler onRow_;
   std::vector<SweepPoint> points_;
+  bool sharedMemory_;   // runsOverSharedMemory(): the predictions cost the shared-memory plane
   size_t next_ = 0;     // next point to submit
   uint64_t runId_ = 0;  // run in progress; 0 = none
   SweepRow current_;
@@ -118,6 +119,10 @@ class Sweep {
 // The cost model's query for a completed row: its request as the run resolved it, on
 // `shaping` (its prediction is predict() of it).
 CostQuery costQueryOf(const SweepRow& row, const LinkShaping& shaping);
+
+// Whether runs on `world` with data plane `plane` move their bytes over shared memory (as the
+// workers choose for Auto: every rank on one host, in one pid namespace).
+bool runsOverSharedMemory(DataPlaneKind plane, const std::vector<WorkerInfo>& world);
 
 // The points of a sweep, in run order.
 std::vector<SweepPoint> sweepPoints(const SweepSpec& spec);

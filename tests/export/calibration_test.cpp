@@ -29,6 +29,9 @@ Calibration sample() {
   c.rmsRelativeResidual = 0.21;
   c.runs = {{"ring", 4096, 80.5, 70.25, 75.0}, {"ring", 16 << 20, 9000.0, 8800.0, 9100.0}};
   c.reduce = {32 << 20, 1 << 20, 7, 6.5e-3, "avx2"};
+  c.copy = CopyMeasurement{32 << 20, 1 << 20, 7, 2.8e-3};
+  c.params.shmCopy = 2.8e-3 / (32 << 20);
+  c.params.cores = 2;
   return c;
 }
 
@@ -78,6 +81,28 @@ TEST(Calibration, RoundTripsEveryField) {
   EXPECT_EQ(b.reduce.passes, a.reduce.passes);
   EXPECT_EQ(b.reduce.medianPassSeconds, a.reduce.medianPassSeconds);
   EXPECT_EQ(b.reduce.kernels, a.reduce.kernels);
+  EXPECT_EQ(b.params.shmCopy, a.params.shmCopy);
+  EXPECT_EQ(b.params.cores, 2);
+  ASSERT_TRUE(b.copy.has_value());
+  EXPECT_EQ(b.copy->bufferBytes, a.copy->bufferBytes);
+  EXPECT_EQ(b.copy->sliceBytes, a.copy->sliceBytes);
+  EXPECT_EQ(b.copy->passes, a.copy->passes);
+  EXPECT_EQ(b.copy->medianPassSeconds, a.copy->medianPassSeconds);
+}
+
+// A version 1 file (no shared-memory plane) is still read; its runs are costed by the ports.
+TEST(Calibration, ReadsVersionOneWithoutTheSharedMemoryPlane) {
+  const Calibration b = parseCalibration(edited([](auto& j) {
+                                           j["version"] = 1;
+                                           j["params"].erase("shm_copy_s_per_byte");
+                                           j["params"].erase("cores");
+                                           j["measurements"].erase("copy");
+                                         }),
+                                         "x");
+  EXPECT_FALSE(b.params.shmCopy.has_value());
+  EXPECT_EQ(b.params.cores, 0);
+  EXPECT_FALSE(b.copy.has_value());
+  EXPECT_EQ(b.params.alpha, sample().params.alpha);
 }
 
 TEST(Calibration, WritesAndReadsAFileCreatingItsFolder) {
@@ -103,8 +128,19 @@ TEST(Calibration, RefusesMalformedFilesNamingFileAndField) {
   EXPECT_EQ(refusal(edited([](auto& j) { j["format"] = "allreduce-lab-recording"; })),
             "calibration file /cal/test.json: calibration.format: 'allreduce-lab-recording' is "
             "not allreduce-lab-calibration");
-  EXPECT_NE(refusal(edited([](auto& j) { j["version"] = 2; })).find("calibration.version"),
+  EXPECT_NE(refusal(edited([](auto& j) { j["version"] = 3; })).find("calibration.version"),
             std::string::npos);
+  EXPECT_NE(refusal(edited([](auto& j) {
+              j["measurements"].erase("copy");
+            })).find("comes with its measurement"),
+            std::string::npos);
+  EXPECT_NE(refusal(edited([](auto& j) {
+              j["params"]["shm_copy_s_per_byte"] = 0;
+            })).find("calibration.params.shm_copy_s_per_byte: must be a positive"),
+            std::string::npos);
+  EXPECT_NE(
+      refusal(edited([](auto& j) { j["params"]["cores"] = 0; })).find("calibration.params.cores"),
+      std::string::npos);
   EXPECT_EQ(refusal(edited([](auto& j) { j["params"].erase("alpha_s"); })),
             "calibration file /cal/test.json: calibration.params.alpha_s: missing");
   EXPECT_EQ(refusal(edited([](auto& j) { j["params"]["beta_s_per_byte"] = "fast"; })),

@@ -83,6 +83,13 @@ TEST_F(CalibrateCli, QuickRunOnTwoWorkersSavesPositiveParameters) {
   expectUsable(c);
   EXPECT_EQ(c.dataPlane, "shm");
   EXPECT_EQ(c.iterations, 5);
+  // Over shared memory: the copy rate and the cores of the shared-memory plane's model.
+  ASSERT_TRUE(c.params.shmCopy.has_value());
+  EXPECT_TRUE(std::isfinite(*c.params.shmCopy) && *c.params.shmCopy > 0);
+  EXPECT_GE(c.params.cores, 1);
+  ASSERT_TRUE(c.copy.has_value());
+  EXPECT_GT(c.copy->medianPassSeconds, 0);
+  EXPECT_NE(r.out.find("# copy: "), std::string::npos) << r.out;
 }
 
 TEST_F(CalibrateCli, OutWritesElsewhereAndZmqIsRecorded) {
@@ -94,6 +101,50 @@ TEST_F(CalibrateCli, OutWritesElsewhereAndZmqIsRecorded) {
   const Calibration c = readCalibration(out);
   expectUsable(c);
   EXPECT_EQ(c.dataPlane, "zmq");
+  EXPECT_FALSE(c.params.shmCopy.has_value());
+  EXPECT_FALSE(c.copy.has_value());
+}
+
+TEST_F(CalibrateCli, BenchOverSharedMemoryPredictsWithTheSharedMemoryPlane) {
+  Calibration cal;
+  cal.params.alpha = 10e-6;
+  cal.params.beta = 1.0 / 3e9;
+  cal.params.gamma = 1.0 / 8e9;
+  cal.params.shmCopy = 1.0 / 12e9;
+  cal.params.cores = 1;
+  cal.copy = CopyMeasurement{8 << 20, 1 << 20, 3, (8 << 20) / 12e9};
+  cal.machine = "testhost";
+  cal.date = "2026-12-01T12:00:00Z";
+  cal.dataPlane = "shm";
+  cal.workers = 2;
+  cal.sliceBytes = 1 << 20;
+  cal.inflight = 4;
+  cal.iterations = 3;
+  cal.reduce = {8 << 20, 1 << 20, 3, 1e-3, "avx2"};
+  const std::string path = (dir_ / "cal.json").string(), json = (dir_ / "bench.json").string();
+  writeCalibration(path, cal);
+  const Result r = lab("ARL_CALIBRATION='" + path + "'",
+                       "bench --workers 2 --algo ring,parameter-server -b 1M -e 4M -f 4 -n 2 -w 1 "
+                       "-c 0 --json '" +
+                           json + "'");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("shared memory: copy 12.00 GB/s, 1 cores"), std::string::npos) << r.out;
+  const nlohmann::json v = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(v.at("model").at("cores").get<int>(), 1);
+  ASSERT_EQ(v.at("results").size(), 4u);
+  for (const nlohmann::json& row : v.at("results")) {
+    EXPECT_EQ(row.at("predicted_method").get<std::string>(), "shared memory");
+    CostQuery q;
+    const std::string algo = row.at("algorithm").get<std::string>();
+    q.algorithm = algo;
+    q.nranks = 2;
+    q.bytes = row.at("size_bytes").get<uint64_t>();
+    q.sliceBytes = row.at("slice_bytes").get<uint64_t>();
+    q.sharedMemory = true;
+    EXPECT_NEAR(row.at("predicted_us").get<double>(), predict(q, cal.params).seconds * 1e6,
+                1e-6 * row.at("predicted_us").get<double>())
+        << algo;
+  }
 }
 
 TEST_F(CalibrateCli, RefusesBadArgumentsBeforeAnyRun) {

@@ -143,5 +143,20 @@ TEST(Sweep, ARefusedRunEndsTheSweepWithItsError) {
   EXPECT_NE(sweep.error().find("(1 comes twice)"), std::string::npos) << sweep.error();
 }
 
+TEST(Sweep, PredictsWithTheSharedMemoryPlaneWhereWorkersChooseIt) {
+  WorkerInfo a, b;
+  a.host = b.host = "h1";
+  a.pidNamespace = b.pidNamespace = 7;
+  EXPECT_TRUE(runsOverSharedMemory(DataPlaneKind::Auto, {a, b}));
+  EXPECT_TRUE(runsOverSharedMemory(DataPlaneKind::Shm, {a, b}));
+  EXPECT_FALSE(runsOverSharedMemory(DataPlaneKind::Zmq, {a, b}));
+  WorkerInfo other = b;
+  other.host = "h2";
+  EXPECT_FALSE(runsOverSharedMemory(DataPlaneKind::Auto, {a, other}));
+  other = b;
+  other.pidNamespace = 8;
+  EXPECT_FALSE(runsOverSharedMemory(DataPlaneKind::Auto, {a, other}));
+}
+
 }  // namespace
 }  // namespace arl
