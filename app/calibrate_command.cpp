@@ -1,17 +1,19 @@
 // allreduce-lab calibrate: measures this machine's cost-model parameters and saves them where
 // bench and plan find them (export/calibration.h). gamma is the CPU backend's reduction rate,
 // measured in process on buffers larger than the caches, reduced slice by slice as the
-// executor does. alpha and beta are fitted (fitModel(): relative least squares through the
-// closed forms) to real all-reduce runs at several sizes on local worker processes over the
-// data plane bench uses, so they are the parameters that best explain what bench measures.
-// Over shared memory the copy rate (a thread's memcpy between mappings, in slices) and the
-// cores are measured too: predictSharedMemory() (model/model.h) costs unshaped runs with them.
+// executor does, on every core at once (a core among busy ones, as the workers keep them). alpha
+// and beta are fitted (fitModel(): relative least squares through the closed forms) to real
+// all-reduce runs at several sizes on local worker processes over the data plane bench uses, so
+// they are the parameters that best explain what bench measures. Over shared memory the copy rate
+// (a thread's memcpy between mappings, in slices) and the cores are measured too:
+// predictSharedMemory() (model/model.h) costs unshaped runs with them.
 #include <sched.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <barrier>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -21,6 +23,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -71,37 +74,112 @@ struct CalibrateArgs {
 
 std::string hostTime(double us) { return std::isfinite(us) ? formatTimeUs(us) : "-"; }
 
-// The CPU backend's reduction: dst = a + b over `bytes`, slice by slice; the median pass.
-ReduceMeasurement measureReduce(uint64_t bytes, uint64_t slice, int passes) {
-  CpuBackend cpu;
-  const size_t n = static_cast<size_t>(bytes);
-  auto* a = static_cast<unsigned char*>(cpu.allocate(n));
-  auto* b = static_cast<unsigned char*>(cpu.allocate(n));
-  auto* d = static_cast<unsigned char*>(cpu.allocate(n));
-  // 0x3c in every byte: a modest normal float, so no operand is subnormal.
-  std::memset(a, 0x3c, n);
-  std::memset(b, 0x3c, n);
-  std::vector<double> secs;
-  for (int p = 0; p < passes; ++p) {
-    const auto t0 = SteadyClock::now();
-    for (uint64_t off = 0; off < bytes; off += slice) {
-      const uint64_t len = std::min(slice, bytes - off);
-      cpu.wait(cpu.reduceFromHost(d + off, a + off, b + off, len / sizeof(float), DataType::Float,
-                                  RedOp::Sum));
-    }
-    secs.push_back(std::chrono::duration<double>(SteadyClock::now() - t0).count());
+// The cores this process may run on (its affinity), which its local workers share.
+int usableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(CPU_COUNT(&set), 1);
+  return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+// Seconds per pass of `pass`, run by `threads` threads at once, each on buffers of its own
+// that `Work` sets up (its constructor) and frees (its destructor): the median over every
+// thread's passes. The lab's local workers outnumber or match the cores, so while one rank
+// copies or reduces every core is busy with another: the rates the model needs are those of
+// a core among busy ones, which share the memory bandwidth, not of one core alone.
+template <typename Work>
+double concurrentPassSeconds(int threads, int passes, uint64_t bytes, uint64_t slice) {
+  std::vector<std::vector<double>> secs(static_cast<size_t>(threads));
+  std::barrier sync(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      Work w(bytes);
+      for (int p = 0; p < passes; ++p) {
+        sync.arrive_and_wait();  // every thread's pass starts together
+        const auto t0 = SteadyClock::now();
+        for (uint64_t off = 0; off < bytes; off += slice) w.pass(off, std::min(slice, bytes - off));
+        secs[static_cast<size_t>(t)].push_back(
+            std::chrono::duration<double>(SteadyClock::now() - t0).count());
+      }
+    });
   }
-  cpu.deallocate(a);
-  cpu.deallocate(b);
-  cpu.deallocate(d);
-  std::sort(secs.begin(), secs.end());
+  for (std::thread& th : pool) th.join();
+  std::vector<double> all;
+  for (const auto& v : secs) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  return all[all.size() / 2];
+}
+
+// The CPU backend's reduction, dst = a + b in floats.
+class ReduceWork {
+ public:
+  explicit ReduceWork(uint64_t bytes) : a_(alloc(bytes)), b_(alloc(bytes)), d_(alloc(bytes)) {}
+  ~ReduceWork() {
+    for (unsigned char* p : {a_, b_, d_}) cpu_.deallocate(p);
+  }
+  ReduceWork(const ReduceWork&) = delete;
+  ReduceWork& operator=(const ReduceWork&) = delete;
+  void pass(uint64_t off, uint64_t len) {
+    cpu_.wait(cpu_.reduceFromHost(d_ + off, a_ + off, b_ + off, len / sizeof(float),
+                                  DataType::Float, RedOp::Sum));
+  }
+  CpuKernels kernels() const { return cpu_.kernels(); }
+
+ private:
+  unsigned char* alloc(uint64_t bytes) {
+    auto* p = static_cast<unsigned char*>(cpu_.allocate(static_cast<size_t>(bytes)));
+    // 0x3c in every byte: a modest normal float, so no operand is subnormal.
+    std::memset(p, 0x3c, static_cast<size_t>(bytes));
+    return p;
+  }
+  CpuBackend cpu_;
+  unsigned char* a_;
+  unsigned char* b_;
+  unsigned char* d_;
+};
+
+// A thread's copy from one mapping into another (the shared-memory plane's send: the sender
+// copies into the receiver's ring). Both buffers are touched first, so the passes pay for no
+// page faults, as a run's rings are mapped at setup.
+class CopyWork {
+ public:
+  explicit CopyWork(uint64_t bytes) : src_(alloc(bytes)), dst_(alloc(bytes)) {}
+  ~CopyWork() {
+    cpu_.deallocate(src_);
+    cpu_.deallocate(dst_);
+  }
+  CopyWork(const CopyWork&) = delete;
+  CopyWork& operator=(const CopyWork&) = delete;
+  void pass(uint64_t off, uint64_t len) {
+    std::memcpy(dst_ + off, src_ + off, static_cast<size_t>(len));
+  }
+
+ private:
+  unsigned char* alloc(uint64_t bytes) {
+    auto* p = static_cast<unsigned char*>(cpu_.allocate(static_cast<size_t>(bytes)));
+    std::memset(p, 0x3c, static_cast<size_t>(bytes));
+    return p;
+  }
+  CpuBackend cpu_;
+  unsigned char* src_;
+  unsigned char* dst_;
+};
+
+// The reduction on every core at once (gamma), slice by slice as the executor reduces.
+ReduceMeasurement measureReduce(uint64_t bytes, uint64_t slice, int passes, int cores) {
   ReduceMeasurement m;
   m.bufferBytes = bytes;
   m.sliceBytes = slice;
   m.passes = passes;
-  m.medianPassSeconds = secs[secs.size() / 2];
-  m.kernels = cpu.kernels() == CpuKernels::Avx2 ? "avx2" : "portable";
+  m.medianPassSeconds = concurrentPassSeconds<ReduceWork>(cores, passes, bytes, slice);
+  m.kernels = CpuBackend().kernels() == CpuKernels::Avx2 ? "avx2" : "portable";
   return m;
+}
+
+// The copy on every core at once (the shared-memory plane's copy rate).
+CopyMeasurement measureCopy(uint64_t bytes, uint64_t slice, int passes, int cores) {
+  return {bytes, slice, passes, concurrentPassSeconds<CopyWork>(cores, passes, bytes, slice)};
 }
 
 void waitForWorkers(Coordinator& coord, size_t need) {
@@ -122,38 +200,6 @@ void waitForWorkers(Coordinator& coord, size_t need) {
                                std::to_string(kJoinTimeout.count()) + " s");
     }
   }
-}
-
-// A thread's copy from one mapping into another (the shared-memory plane's send: the sender
-// copies into the receiver's ring), slice by slice; the median pass. Both buffers are touched
-// first, so the passes pay for no page faults, as a run's rings are mapped at setup.
-CopyMeasurement measureCopy(uint64_t bytes, uint64_t slice, int passes) {
-  CpuBackend cpu;
-  const size_t n = static_cast<size_t>(bytes);
-  auto* src = static_cast<unsigned char*>(cpu.allocate(n));
-  auto* dst = static_cast<unsigned char*>(cpu.allocate(n));
-  std::memset(src, 0x3c, n);
-  std::memset(dst, 0, n);
-  std::vector<double> secs;
-  for (int p = 0; p < passes; ++p) {
-    const auto t0 = SteadyClock::now();
-    for (uint64_t off = 0; off < bytes; off += slice) {
-      std::memcpy(dst + off, src + off, static_cast<size_t>(std::min(slice, bytes - off)));
-    }
-    secs.push_back(std::chrono::duration<double>(SteadyClock::now() - t0).count());
-  }
-  cpu.deallocate(src);
-  cpu.deallocate(dst);
-  std::sort(secs.begin(), secs.end());
-  return {bytes, slice, passes, secs[secs.size() / 2]};
-}
-
-// The cores this process may run on (its affinity), which its local workers share.
-int usableCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(CPU_COUNT(&set), 1);
-  return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
 // Runs `spec` to its end on the coordinator's workers; its rows.
@@ -242,13 +288,14 @@ void printCalibration(const Calibration& c, const std::string& path) {
       c.machine.c_str(), c.workers, c.dataPlane.c_str(), c.collective.c_str(), c.dtype.c_str(),
       formatSize(c.sliceBytes).c_str(), c.inflight, c.iterations, c.warmup);
   const ReduceMeasurement& m = c.reduce;
-  std::printf("# reduce: %s in %s slices, median of %d passes %s us (%s kernels)\n",
-              formatSize(m.bufferBytes).c_str(), formatSize(m.sliceBytes).c_str(), m.passes,
-              formatTimeUs(m.medianPassSeconds * 1e6).c_str(), m.kernels.c_str());
+  std::printf(
+      "# reduce: %s in %s slices, every core at once, median pass %s us of %d (%s kernels)\n",
+      formatSize(m.bufferBytes).c_str(), formatSize(m.sliceBytes).c_str(),
+      formatTimeUs(m.medianPassSeconds * 1e6).c_str(), m.passes, m.kernels.c_str());
   if (c.copy) {
-    std::printf("# copy: %s in %s slices, median of %d passes %s us; %d cores\n",
+    std::printf("# copy: %s in %s slices, every core at once, median pass %s us of %d; %d cores\n",
                 formatSize(c.copy->bufferBytes).c_str(), formatSize(c.copy->sliceBytes).c_str(),
-                c.copy->passes, formatTimeUs(c.copy->medianPassSeconds * 1e6).c_str(),
+                formatTimeUs(c.copy->medianPassSeconds * 1e6).c_str(), c.copy->passes,
                 c.params.cores);
   }
   std::printf("#\n#%11s  %-18s  %9s  %9s  %9s  %8s\n", "size", "algorithm", "time", "p50", "fitted",
@@ -353,12 +400,13 @@ int CalibrateCommand::run() {
     return 0;
   });
   if (refused != 0) return refused;
+  const int cores = usableCores();
   const ReduceMeasurement reduce =
-      measureReduce(a.reduceBytes, a.cfg.sliceSizes.front(), a.reducePasses);
+      measureReduce(a.reduceBytes, a.cfg.sliceSizes.front(), a.reducePasses, cores);
   // The shared-memory plane's copy rate, for a calibration of runs over shared memory.
   std::optional<CopyMeasurement> copy;
   if (a.cfg.dataPlane != DataPlaneKind::Zmq) {
-    copy = measureCopy(a.reduceBytes, a.cfg.sliceSizes.front(), a.reducePasses);
+    copy = measureCopy(a.reduceBytes, a.cfg.sliceSizes.front(), a.reducePasses, cores);
   }
   const std::vector<SweepRow> rows = runCollectives(a);
   const Calibration cal = fitRows(a, rows, reduce, copy);
