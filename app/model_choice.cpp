@@ -69,8 +69,8 @@ std::string paramsText(const ModelParams& p) {
                 p.alpha * 1e6, 1e-9 / p.beta, 1e-9 / p.gamma);
   std::string out = buf;
   if (p.shmCopy) {
-    std::snprintf(buf, sizeof buf, "; shared memory: copy %.2f GB/s, %d cores", 1e-9 / *p.shmCopy,
-                  p.cores);
+    std::snprintf(buf, sizeof buf, "; shared memory: copy %.2f GB/s, %d cores, work x%.2f",
+                  1e-9 / *p.shmCopy, p.cores, p.shmWorkScale);
     out += buf;
   }
   return out;

@@ -100,6 +100,7 @@ Calibration readTop(const In& top) {
   c.params.gamma = positive(p["gamma_s_per_byte"]);
   if (p.has("shm_copy_s_per_byte")) c.params.shmCopy = positive(p["shm_copy_s_per_byte"]);
   if (p.has("cores")) c.params.cores = p["cores"].i32(1, 1 << 16);
+  if (p.has("shm_work_scale")) c.params.shmWorkScale = positive(p["shm_work_scale"]);
   c.machine = top["machine"].str();
   c.date = top["date"].str();
   c.dataPlane = top["data_plane"].str();
@@ -134,6 +135,7 @@ std::string calibrationJson(const Calibration& c) {
               {"gamma_s_per_byte", c.params.gamma}};
   if (c.params.shmCopy) params["shm_copy_s_per_byte"] = *c.params.shmCopy;
   if (c.params.cores > 0) params["cores"] = c.params.cores;
+  if (c.params.shmCopy) params["shm_work_scale"] = c.params.shmWorkScale;
   Json j{{"format", kCalibrationFormat},
          {"version", kCalibrationVersion},
          {"machine", c.machine},

@@ -511,6 +511,7 @@ BenchReport parseRecording(std::string_view text) {
   if (model.has("shm_copy_s_per_byte")) {
     r.model.shmCopy = model["shm_copy_s_per_byte"].num();
     r.model.cores = model["cores"].i32(0);
+    if (model.has("shm_work_scale")) r.model.shmWorkScale = model["shm_work_scale"].num();
   }
   r.error = top["error"].str();
   r.rows = readArray<BenchRow>(top["runs"], readRun);

@@ -76,6 +76,7 @@ Json modelJson(const BenchReport& r) {
   if (r.model.shmCopy) {
     j["shm_copy_s_per_byte"] = *r.model.shmCopy;
     j["cores"] = r.model.cores;
+    j["shm_work_scale"] = r.model.shmWorkScale;
   }
   if (r.fit && r.fit->error.empty()) {
     const SessionFit& f = *r.fit;

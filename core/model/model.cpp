@@ -427,8 +427,10 @@ double predictSharedMemory(const CostQuery& q, const ModelParams& p) {
   ARL_ENFORCE(p.shmCopy && *p.shmCopy > 0, "the shared-memory model needs a copy rate");
   LinkModel m = LinkModel::fromParams(p);
   m.sendersCopy = true;
-  m.port = {1.0 / *p.shmCopy, 0};
-  m.copyBytesPerSecond = 1.0 / *p.shmCopy;
+  const double copy = *p.shmCopy * p.shmWorkScale;
+  m.port = {1.0 / copy, 0};
+  m.copyBytesPerSecond = 1.0 / copy;
+  m.reduceBytesPerSecond = 1.0 / (p.gamma * p.shmWorkScale);
   const Schedule s = scheduleOf(q);
   const double simulated = iterationSeconds(s, m, simOptionsOf(q));
   if (p.cores <= 0 || p.cores >= q.nranks) return simulated;

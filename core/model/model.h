@@ -50,6 +50,10 @@ struct ModelParams {
   // such runs are costed with the ports above, as any other.
   std::optional<double> shmCopy;
   int cores = 0;
+  // How much longer a rank's copying and reducing takes in a run than shmCopy and gamma say
+  // (measured on quiet buffers): ranks that switch on shared cores lose caches and TLBs.
+  // `calibrate` fits it to its ring runs of 1 MiB and more; 1: as measured.
+  double shmWorkScale = 1.0;
 };
 
 // A closed-form cost as coefficients of the parameters:

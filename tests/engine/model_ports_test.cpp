@@ -466,6 +466,18 @@ TEST(ModelPorts, PredictCostsUnshapedSharedMemoryRunsWithTheCopyRateAndTheCores)
   const double one = predictSharedMemory(q, sharedMemoryParams(1));
   EXPECT_GE(pr.seconds, own);
   EXPECT_NEAR(one / pr.seconds, 2.0, 0.01);
+  // The work scale stretches the copying and reducing, not alpha's share: without latency
+  // in proportion, with it by less.
+  ModelParams noLatency = p, slower = p;
+  noLatency.alpha = 0;
+  slower.shmWorkScale = 1.5;
+  ModelParams slowerNoLatency = slower;
+  slowerNoLatency.alpha = 0;
+  EXPECT_NEAR(predictSharedMemory(q, slowerNoLatency) / predictSharedMemory(q, noLatency), 1.5,
+              1e-9);
+  const double stretched = predictSharedMemory(q, slower) / pr.seconds;
+  EXPECT_GT(stretched, 1.0);
+  EXPECT_LT(stretched, 1.5);
   // Not covered: shaped, over ZeroMQ, or without a copy rate; those are costed by the ports.
   CostQuery shaped = q;
   shaped.shaping.portBytesPerSecond = kPort;

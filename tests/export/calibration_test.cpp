@@ -32,6 +32,7 @@ Calibration sample() {
   c.copy = CopyMeasurement{32 << 20, 1 << 20, 7, 2.8e-3};
   c.params.shmCopy = 2.8e-3 / (32 << 20);
   c.params.cores = 2;
+  c.params.shmWorkScale = 1.25;
   return c;
 }
 
@@ -83,6 +84,7 @@ TEST(Calibration, RoundTripsEveryField) {
   EXPECT_EQ(b.reduce.kernels, a.reduce.kernels);
   EXPECT_EQ(b.params.shmCopy, a.params.shmCopy);
   EXPECT_EQ(b.params.cores, 2);
+  EXPECT_EQ(b.params.shmWorkScale, 1.25);
   ASSERT_TRUE(b.copy.has_value());
   EXPECT_EQ(b.copy->bufferBytes, a.copy->bufferBytes);
   EXPECT_EQ(b.copy->sliceBytes, a.copy->sliceBytes);
@@ -96,11 +98,13 @@ TEST(Calibration, ReadsVersionOneWithoutTheSharedMemoryPlane) {
                                            j["version"] = 1;
                                            j["params"].erase("shm_copy_s_per_byte");
                                            j["params"].erase("cores");
+                                           j["params"].erase("shm_work_scale");
                                            j["measurements"].erase("copy");
                                          }),
                                          "x");
   EXPECT_FALSE(b.params.shmCopy.has_value());
   EXPECT_EQ(b.params.cores, 0);
+  EXPECT_EQ(b.params.shmWorkScale, 1.0);
   EXPECT_FALSE(b.copy.has_value());
   EXPECT_EQ(b.params.alpha, sample().params.alpha);
 }

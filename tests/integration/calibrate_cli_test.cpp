@@ -87,6 +87,7 @@ TEST_F(CalibrateCli, QuickRunOnTwoWorkersSavesPositiveParameters) {
   ASSERT_TRUE(c.params.shmCopy.has_value());
   EXPECT_TRUE(std::isfinite(*c.params.shmCopy) && *c.params.shmCopy > 0);
   EXPECT_GE(c.params.cores, 1);
+  EXPECT_TRUE(std::isfinite(c.params.shmWorkScale) && c.params.shmWorkScale > 0);
   ASSERT_TRUE(c.copy.has_value());
   EXPECT_GT(c.copy->medianPassSeconds, 0);
   EXPECT_NE(r.out.find("# copy: "), std::string::npos) << r.out;
@@ -128,7 +129,7 @@ TEST_F(CalibrateCli, BenchOverSharedMemoryPredictsWithTheSharedMemoryPlane) {
                        "-c 0 --json '" +
                            json + "'");
   ASSERT_EQ(r.rc, 0) << r.err << r.out;
-  EXPECT_NE(r.out.find("shared memory: copy 12.00 GB/s, 1 cores"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("shared memory: copy 12.00 GB/s, 1 cores, work x1.00"), std::string::npos) << r.out;
   const nlohmann::json v = nlohmann::json::parse(slurp(json));
   EXPECT_EQ(v.at("model").at("cores").get<int>(), 1);
   ASSERT_EQ(v.at("results").size(), 4u);
