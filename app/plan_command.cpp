@@ -384,7 +384,8 @@ std::optional<double> simulateUs(const CostQuery& q, const Schedule& s, const Mo
 // The text output: what was asked, the schedule, the verifier's verdict and the model.
 void printSummary(const PlanArgs& a, const Schedule& s, const VerifyResult& vr,
                   const ModelChoice& model, const std::optional<double>& predictedUs,
-                  const std::optional<double>& simulatedUs, const std::string& simError) {
+                  const std::optional<double>& simulatedUs, const std::string& simError,
+                  const std::optional<double>& sharedMemoryUs) {
   std::printf("%s: %s %s, %d ranks, count %" PRIu64 " x %s (%" PRIu64 " bytes per rank), op %s",
               kProg, a.algo.c_str(), std::string(toString(a.collective)).c_str(), a.ranks, a.count,
               std::string(toString(a.dtype)).c_str(), a.count * dtypeSize(a.dtype),
@@ -417,6 +418,12 @@ void printSummary(const PlanArgs& a, const Schedule& s, const VerifyResult& vr,
   } else {
     std::printf("  simulated schedule            not simulated (%s)\n",
                 simError.empty() ? "schedule did not verify" : simError.c_str());
+  }
+  if (sharedMemoryUs) {
+    std::printf(
+        "  shared-memory plane           %12s us  (workers on one host, unshaped: what "
+        "bench predicts there)\n",
+        formatTimeUs(*sharedMemoryUs).c_str());
   }
 }
 
@@ -514,7 +521,17 @@ int PlanCommand::run() {
   size_t totalOps = 0;
   for (const auto& ops : s.ranks) totalOps += ops.size();
 
-  if (!a.json) printSummary(a, s, vr, model, predictedUs, simulatedUs, simError);
+  // What bench predicts for these workers on one host over shared memory, unshaped.
+  std::optional<double> sharedMemoryUs;
+  CostQuery shm = q;
+  shm.sharedMemory = true;
+  if (vr.ok && sharedMemoryCovers(shm, params)) {
+    sharedMemoryUs = predictSharedMemory(shm, params) * 1e6;
+  }
+
+  if (!a.json) {
+    printSummary(a, s, vr, model, predictedUs, simulatedUs, simError, sharedMemoryUs);
+  }
 
   Json j;
   if (a.json) {
@@ -538,6 +555,7 @@ int PlanCommand::run() {
              {"verify_message", vr.message},
              {"predicted_us", predictedUs ? Json(*predictedUs) : Json(nullptr)},
              {"simulated_us", simulatedUs ? Json(*simulatedUs) : Json(nullptr)},
+             {"shared_memory_us", sharedMemoryUs ? Json(*sharedMemoryUs) : Json(nullptr)},
              {"model", Json{{"source", model.source},
                             {"alpha_s", params.alpha},
                             {"beta_s_per_byte", params.beta},

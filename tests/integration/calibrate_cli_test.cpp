@@ -129,7 +129,8 @@ TEST_F(CalibrateCli, BenchOverSharedMemoryPredictsWithTheSharedMemoryPlane) {
                        "-c 0 --json '" +
                            json + "'");
   ASSERT_EQ(r.rc, 0) << r.err << r.out;
-  EXPECT_NE(r.out.find("shared memory: copy 12.00 GB/s, 1 cores, work x1.00"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("shared memory: copy 12.00 GB/s, 1 cores, work x1.00"), std::string::npos)
+      << r.out;
   const nlohmann::json v = nlohmann::json::parse(slurp(json));
   EXPECT_EQ(v.at("model").at("cores").get<int>(), 1);
   ASSERT_EQ(v.at("results").size(), 4u);
@@ -227,6 +228,46 @@ TEST_F(CalibrateCli, BenchModelDefaultIgnoresTheCalibrationAndRefusesAMalformedO
       lab("ARL_CALIBRATION='" + path + "'", "bench --workers 2 -b 4K -e 4K -n 2 --model default");
   ASSERT_EQ(d.rc, 0) << d.err;
   EXPECT_NE(d.out.find("default parameters (--model default)"), std::string::npos) << d.out;
+}
+
+TEST_F(CalibrateCli, PlanShowsWhatBenchPredictsOverSharedMemory) {
+  Calibration cal;
+  cal.params.alpha = 10e-6;
+  cal.params.beta = 1.0 / 3e9;
+  cal.params.gamma = 1.0 / 8e9;
+  cal.params.shmCopy = 1.0 / 12e9;
+  cal.params.cores = 2;
+  cal.params.shmWorkScale = 1.2;
+  cal.copy = CopyMeasurement{8 << 20, 1 << 20, 3, (8 << 20) / 12e9};
+  cal.machine = "testhost";
+  cal.date = "2026-12-01T12:00:00Z";
+  cal.dataPlane = "shm";
+  cal.workers = 4;
+  cal.sliceBytes = 1 << 20;
+  cal.inflight = 4;
+  cal.iterations = 3;
+  cal.reduce = {8 << 20, 1 << 20, 3, 1e-3, "avx2"};
+  const std::string path = (dir_ / "cal.json").string();
+  writeCalibration(path, cal);
+  const Result r =
+      lab("", "plan --algo parameter-server --ranks 4 --count 1M --model '" + path + "' --json");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  const nlohmann::json v = nlohmann::json::parse(r.out);
+  CostQuery q;
+  q.algorithm = "parameter-server";
+  q.nranks = 4;
+  q.bytes = 4 << 20;
+  q.sliceBytes = v.at("slice_bytes").get<uint64_t>();
+  q.sharedMemory = true;
+  EXPECT_NEAR(v.at("shared_memory_us").get<double>(), predictSharedMemory(q, cal.params) * 1e6,
+              1e-6 * v.at("shared_memory_us").get<double>());
+  const Result text =
+      lab("", "plan --algo parameter-server --ranks 4 --count 1M --model '" + path + "'");
+  EXPECT_NE(text.out.find("shared-memory plane"), std::string::npos) << text.out;
+  // Without a copy rate (the defaults) there is no such prediction.
+  const Result def = lab("", "plan --algo ring --ranks 4 --count 1M --model default --json");
+  ASSERT_EQ(def.rc, 0) << def.err;
+  EXPECT_TRUE(nlohmann::json::parse(def.out).at("shared_memory_us").is_null());
 }
 
 }  // namespace
