@@ -86,7 +86,9 @@ TEST(NcclTimeline, PairsNcclsStartsAndEndsIntoIntervals) {
       // From the collective's host start to its rank's last kernel end.
       EXPECT_EQ(x.endNs - x.startNs, 50'000 + 1'000 - 100) << "rank " << x.rank;
     }
-    if (x.activity == Activity::NcclKernel) EXPECT_GE(x.endNs - x.startNs, 39'000);
+    if (x.activity == Activity::NcclKernel) {
+      EXPECT_GE(x.endNs - x.startNs, 39'000);
+    }
     if (x.activity == Activity::NcclSend || x.activity == Activity::NcclRecv) {
       EXPECT_EQ(x.peer, 1 - x.rank);
       EXPECT_EQ(x.endNs - x.startNs, 20'000);
