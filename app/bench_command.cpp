@@ -379,8 +379,9 @@ void Bench::printLibraryNote() const {
   std::printf(
       "#\n# %s: NCCL's own collectives (ncclAllReduce and its kin, NCCL_ALGO set per run) on "
       "the\n#   same buffers, inputs and check; each iteration timed whole (the call and a "
-      "stream\n#   synchronisation). NCCL gives no per-chunk telemetry, and the cost model "
-      "predicts no NCCL time.\n",
+      "stream\n#   synchronisation). No chunk telemetry of the lab's: the telemetry holds what "
+      "NCCL's\n#   profiler plugin reported (collective, kernel channels, network steps), "
+      "labelled NCCL's.\n#   The cost model predicts no NCCL time.\n",
       names.c_str());
 }
 

@@ -1,7 +1,9 @@
 # The NCCL reference backend (--backend nccl, algorithms nccl-ring and nccl-tree): included by
 # gpu/CMakeLists.txt once a CUDA toolkit was found. NCCL has no CMake package: its header and
 # library are looked for beside the toolkit's. Its code is plain C++ on CUDA's runtime API and
-# NCCL's host API (no kernels of its own), so it builds without nvcc's device compilation.
+# NCCL's host API, and one kernel of its own (gpu_timer.cu: reading the GPU's global timer for
+# NCCL's profiler events). It also holds NCCL's profiler plugin (nccl_profiler.cpp), whose
+# table `ncclProfiler_v5` the worker exports (workers/CMakeLists.txt).
 # Without NCCL the build goes on without it and says so.
 find_package(CUDAToolkit QUIET)
 if(NOT CUDAToolkit_FOUND)
@@ -23,7 +25,9 @@ message(STATUS "arl_nccl: NCCL ${ARL_NCCL_LIBRARY}")
 
 add_library(arl_nccl STATIC
   ${CMAKE_CURRENT_LIST_DIR}/nccl_backend.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gpu_timer.cu
   ${CMAKE_CURRENT_LIST_DIR}/nccl_library.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nccl_profiler.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nccl_register.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nccl_token.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nccl_tolerance.cpp)

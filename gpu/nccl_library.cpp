@@ -4,12 +4,16 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/errors.h"
+#include "gpu/gpu_timer.h"
 #include "gpu/nccl_backend.h"
+#include "gpu/nccl_profiler.h"
 #include "gpu/nccl_token.h"
 #include "gpu/nccl_tolerance.h"
 
@@ -48,6 +52,31 @@ struct NcclLibrary::State {
   cudaStream_t stream = nullptr;
   ncclComm_t comm = nullptr;
   bool healthy = true;  // false once anything failed or was aborted: the end aborts
+  uint64_t calls = 0;   // collectives issued in this run
+  NcclClockMap gpuClock;
+
+  // Ends the communicator: finalised and destroyed when healthy, aborted otherwise.
+  // Finalising flushes what the communicator still holds (and NCCL's proxy its last events);
+  // bounded by polling, then an abort, so that it never waits forever.
+  void endComm() {
+    if (comm == nullptr) return;
+    if (!healthy) {
+      (void)ncclCommAbort(comm);
+      comm = nullptr;
+      return;
+    }
+    ncclResult_t state = ncclCommFinalize(comm);
+    for (int polls = 0; state == ncclInProgress && polls < 1'000'000; ++polls) {
+      std::this_thread::yield();
+      if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) break;
+    }
+    if (state == ncclSuccess) {
+      (void)ncclCommDestroy(comm);
+    } else {
+      (void)ncclCommAbort(comm);
+    }
+    comm = nullptr;
+  }
 
   [[noreturn]] void fail(const std::string& what) {
     healthy = false;
@@ -138,26 +167,8 @@ NcclLibrary::NcclLibrary(const LibraryRunSpec& spec) : st_(std::make_unique<Stat
 }
 
 NcclLibrary::~NcclLibrary() {
-  State& s = *st_;
-  if (s.comm != nullptr) {
-    if (!s.healthy) {
-      (void)ncclCommAbort(s.comm);
-    } else {
-      // Finalising flushes what the communicator still holds; bounded by polling, then an
-      // abort, so that a destructor never waits forever.
-      ncclResult_t state = ncclCommFinalize(s.comm);
-      for (int polls = 0; state == ncclInProgress && polls < 1'000'000; ++polls) {
-        std::this_thread::yield();
-        if (ncclCommGetAsyncError(s.comm, &state) != ncclSuccess) break;
-      }
-      if (state == ncclSuccess) {
-        (void)ncclCommDestroy(s.comm);
-      } else {
-        (void)ncclCommAbort(s.comm);
-      }
-    }
-  }
-  if (s.stream != nullptr) (void)cudaStreamDestroy(s.stream);
+  st_->endComm();
+  if (st_->stream != nullptr) (void)cudaStreamDestroy(st_->stream);
 }
 
 std::string NcclLibrary::newBootstrap() {
@@ -181,19 +192,81 @@ void NcclLibrary::join(const std::string& bootstrap, const std::atomic<bool>& ca
   // read its settings at start-up.
   const std::string algo(s.spec.algorithm->variant);
   ::setenv("NCCL_ALGO", algo.c_str(), 1);  // NOLINT(concurrency-mt-unsafe): see above
+  // NCCL's profiler plugin: the worker's own (gpu/nccl_profiler.h) unless the user named one;
+  // NCCL loads it and reads the mask when the communicator is made (src/plugin/profiler.cc).
+  ::setenv("NCCL_PROFILER_PLUGIN", "STATIC_PLUGIN", 0);  // NOLINT(concurrency-mt-unsafe)
+  const std::string mask = std::to_string(ncclProfilerMask(s.spec.telemetry));
+  ::setenv("NCCL_PROFILE_EVENT_MASK", mask.c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+  ncclProfilerBeginRun();
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   s.checkNccl(ncclCommInitRankConfig(&s.comm, s.spec.nranks, id, s.spec.rank, &config),
               "ncclCommInitRankConfig");
   s.waitComm("ncclCommInitRankConfig", cancel);
+  if (s.spec.telemetry != TelemetryLevel::Off) s.gpuClock = measureGpuClock(s.stream);
 }
 
 void NcclLibrary::run(const RankBuffers& b, const std::atomic<bool>& cancel) {
   State& s = *st_;
   ARL_ENFORCE(s.comm != nullptr, "an NCCL collective before join()");
+  ncclProfilerSetCall(s.calls++);
   s.checkNccl(s.issue(b), "the collective call");
   s.waitComm("the collective call", cancel);  // enqueued (non-blocking NCCL)
   s.waitStream(cancel);
+}
+
+LibraryEventCounts NcclLibrary::collectEvents(TelemetrySink& sink, uint32_t warmup,
+                                              int64_t clockOffsetNs, bool final) {
+  State& s = *st_;
+  if (final) s.endComm();
+  NcclEventContext ctx;
+  ctx.warmup = warmup;
+  ctx.clockOffsetNs = clockOffsetNs;
+  ctx.gpu = s.gpuClock;
+  LibraryEventCounts n;
+  ncclProfilerDrain([&](const NcclRawEvent& raw) {
+    NcclEventFate fate = NcclEventFate::Recorded;
+    if (auto e = toTelemetry(raw, ctx, &fate)) {
+      e->rank = s.spec.rank;
+      sink.record(*e);
+      ++n.recorded;
+    } else if (fate == NcclEventFate::Warmup) {
+      ++n.warmup;
+    } else if (fate == NcclEventFate::NoCall) {
+      ++n.unattributed;
+    } else {
+      ++n.dropped;  // a kernel time without a clock map
+    }
+  });
+  if (final) {
+    const NcclProfilerCounts c = ncclProfilerCounts();
+    n.dropped += c.dropped + c.noHandle;
+  }
+  return n;
+}
+
+NcclClockMap measureGpuClock(void* stream, int samples) {
+  NcclClockMap map;
+  uint64_t* d = nullptr;
+  if (cudaMalloc(reinterpret_cast<void**>(&d), sizeof(uint64_t)) != cudaSuccess) return map;
+  const auto st = static_cast<cudaStream_t>(stream);
+  int64_t best = INT64_MAX;
+  for (int i = 0; i < samples; ++i) {
+    const int64_t t0 = steadyNowNs();
+    if (enqueueGlobalTimerRead(d, st) != cudaSuccess) break;
+    if (cudaStreamSynchronize(st) != cudaSuccess) break;
+    const int64_t t1 = steadyNowNs();
+    uint64_t gpu = 0;
+    if (cudaMemcpy(&gpu, d, sizeof gpu, cudaMemcpyDeviceToHost) != cudaSuccess) break;
+    if (t1 - t0 < best) {
+      best = t1 - t0;
+      map.known = true;
+      map.gpuMinusHostNs = static_cast<int64_t>(gpu) - (t0 + (t1 - t0) / 2);
+      map.uncertaintyNs = (t1 - t0 + 1) / 2;
+    }
+  }
+  (void)cudaFree(d);
+  return map;
 }
 
 double NcclLibrary::tolerance() const {

@@ -6,6 +6,11 @@
 // between polls: an aborted run ends the communicator with ncclCommAbort instead of waiting
 // forever for a peer that is gone (NCCL's documentation, "Fault tolerance" and "Non-blocking
 // communicators").
+//
+// NCCL's own events: with telemetry on, the communicator is made with NCCL's profiler plugin
+// the worker carries (NCCL_PROFILER_PLUGIN=STATIC_PLUGIN, unless the user chose a plugin, and
+// NCCL_PROFILE_EVENT_MASK for the run's level: gpu/nccl_profiler.h), and the GPU's global
+// timer is paired with the worker's clock once the communicator is up (measureGpuClock).
 #pragma once
 
 #include <atomic>
@@ -13,6 +18,7 @@
 #include <string>
 
 #include "exec/collective_library.h"
+#include "exec/nccl_events.h"
 
 namespace arl::gpu {
 
@@ -31,10 +37,21 @@ class NcclLibrary final : public CollectiveLibrary {
   void join(const std::string& bootstrap, const std::atomic<bool>& cancel) override;
   void run(const RankBuffers& b, const std::atomic<bool>& cancel) override;
   double tolerance() const override;
+  // NCCL's events from the profiler plugin inside the worker (gpu/nccl_profiler.h); kernel
+  // times are mapped from the GPU's global timer with the pairing join() measured.
+  LibraryEventCounts collectEvents(TelemetrySink& sink, uint32_t warmup, int64_t clockOffsetNs,
+                                   bool final) override;
 
  private:
   struct State;
   std::unique_ptr<State> st_;
 };
+
+// Pairs the GPU's global timer with the worker's steady clock on the current device: reads
+// the host clock, runs a kernel that reads the global timer, waits, reads the host clock
+// again; of `samples` such reads, the one that took least time gives the offset (the GPU's
+// reading against the middle of the host's two) and half its duration bounds the error. The
+// map is unknown (known = false) when the kernel cannot run.
+NcclClockMap measureGpuClock(void* stream, int samples = 16);
 
 }  // namespace arl::gpu

@@ -3,7 +3,9 @@
 // the lab's ring and tree. A run whose algorithm is a library algorithm ("nccl-ring") has no
 // schedule and no data plane of the lab's: the worker hands its buffers (filled and checked
 // as for every run: exec/check.h) to the library, which moves and reduces the bytes, and each
-// iteration is timed whole. A library gives no per-chunk telemetry.
+// iteration is timed whole. A library gives no per-chunk telemetry of the lab's; what it
+// reports about itself (NCCL's profiler events, exec/nccl_events.h) it records through
+// collectEvents(), labelled as its own.
 //
 // The library itself comes with the GPU library (gpu/), which registers it at start-up, as it
 // registers its backends (backend/registry.h); core knows only the names, which collectives
@@ -20,6 +22,7 @@
 
 #include "base/types.h"
 #include "exec/executor.h"
+#include "exec/telemetry.h"
 #include "schedule/schedule.h"
 
 namespace arl {
@@ -74,6 +77,23 @@ struct LibraryRunSpec {
   int rank = 0;
   int nranks = 1;
   int device = -1;  // the rank's device index (-1: the device current on this thread)
+  // What the library reports about itself: nothing at Off (exec/telemetry.h's levels).
+  TelemetryLevel telemetry = TelemetryLevel::Off;
+};
+
+// What one collectEvents() call did with the library's own events.
+struct LibraryEventCounts {
+  uint64_t recorded = 0;      // handed to the sink
+  uint64_t warmup = 0;        // of warm-up calls: left out, as the lab's own are
+  uint64_t dropped = 0;       // lost inside the library's reporting (a full queue, no handle)
+  uint64_t unattributed = 0;  // belonging to no call of the run the library knew: left out
+  LibraryEventCounts& operator+=(const LibraryEventCounts& o) {
+    recorded += o.recorded;
+    warmup += o.warmup;
+    dropped += o.dropped;
+    unattributed += o.unattributed;
+    return *this;
+  }
 };
 
 // One rank's library for one run. Made, used and destroyed on the rank's run thread; every
@@ -93,6 +113,15 @@ class CollectiveLibrary {
   // The largest difference from the expected element the check allows for this run: 0
   // (identical bits) unless the library's arithmetic legitimately differs from the lab's.
   virtual double tolerance() const = 0;
+  // Records into `sink` the library's own events reported since the last call, as telemetry
+  // on the coordinator's clock (the worker's plus `clockOffsetNs`); those of the run's first
+  // `warmup` calls are left out. `final`: the run's last collective has completed; the
+  // library first ends its communicator, so that every event it will report is in. On the
+  // rank's run thread (the sink's one producer), between iterations. Never throws.
+  virtual LibraryEventCounts collectEvents(TelemetrySink& /*sink*/, uint32_t /*warmup*/,
+                                           int64_t /*clockOffsetNs*/, bool /*final*/) {
+    return {};
+  }
 };
 
 using CollectiveLibraryFactory =

@@ -10,6 +10,15 @@ std::string_view toString(EventKind k) {
     case EventKind::ReduceEnd: return "reduce_end";
     case EventKind::StepEnd: return "step_end";
     case EventKind::IterationEnd: return "iteration_end";
+    case EventKind::NcclGroupStart: return "nccl_group_start";
+    case EventKind::NcclGroupEnd: return "nccl_group_end";
+    case EventKind::NcclColl: return "nccl_coll";
+    case EventKind::NcclKernelStart: return "nccl_kernel_start";
+    case EventKind::NcclKernelEnd: return "nccl_kernel_end";
+    case EventKind::NcclSendStepStart: return "nccl_send_step_start";
+    case EventKind::NcclSendStepEnd: return "nccl_send_step_end";
+    case EventKind::NcclRecvStepStart: return "nccl_recv_step_start";
+    case EventKind::NcclRecvStepEnd: return "nccl_recv_step_end";
   }
   return "?";
 }

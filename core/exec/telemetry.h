@@ -12,7 +12,28 @@
 
 namespace arl {
 
-enum class EventKind : uint8_t { SendStart, SendEnd, RecvEnd, ReduceEnd, StepEnd, IterationEnd };
+// The lab's own events (SendStart .. IterationEnd), then NCCL's: what NCCL's profiler plugin
+// reported about its own collectives (exec/nccl_events.h says what their fields hold).
+enum class EventKind : uint8_t {
+  SendStart,
+  SendEnd,
+  RecvEnd,
+  ReduceEnd,
+  StepEnd,
+  IterationEnd,
+  NcclGroupStart,     // NCCL's group around the collective began (host)
+  NcclGroupEnd,       // ... and ended (host)
+  NcclColl,           // NCCL started a collective, with the algorithm and protocol it chose
+  NcclKernelStart,    // one channel of NCCL's kernel started (GPU global timer)
+  NcclKernelEnd,      // ... and ended
+  NcclSendStepStart,  // NCCL's proxy posted a network send step to `peer`
+  NcclSendStepEnd,    // ... and it completed, `bytes` sent
+  NcclRecvStepStart,  // NCCL's proxy posted a network receive step from `peer`
+  NcclRecvStepEnd,    // ... and it completed, `bytes` received
+};
+inline constexpr EventKind kLastEventKind = EventKind::NcclRecvStepEnd;
+// Whether `k` is one of NCCL's events rather than the lab's.
+constexpr bool isNcclKind(EventKind k) { return k >= EventKind::NcclGroupStart; }
 enum class TelemetryLevel : uint8_t { Off, Steps, Chunks };
 
 std::string_view toString(EventKind k);

@@ -40,12 +40,15 @@ T loadLe(const uint8_t* p) noexcept {
   }
 }
 
-constexpr uint8_t kLastKind = static_cast<uint8_t>(EventKind::IterationEnd);
+// The last kind of each record layout version (version 1: the lab's kinds only).
+constexpr uint8_t kLastKindV1 = static_cast<uint8_t>(EventKind::IterationEnd);
+constexpr uint8_t kLastKind = static_cast<uint8_t>(kLastEventKind);
 constexpr uint8_t kLastPhaseValue = static_cast<uint8_t>(Phase::Local);
 
 // The one range rule for the three fields a record narrows or enumerates.
-std::optional<std::string> fieldError(unsigned kind, unsigned phase, int64_t peer) {
-  if (kind > kLastKind) return "unknown event kind " + std::to_string(kind);
+std::optional<std::string> fieldError(unsigned kind, unsigned phase, int64_t peer,
+                                      unsigned lastKind = kLastKind) {
+  if (kind > lastKind) return "unknown event kind " + std::to_string(kind);
   if (phase > kLastPhaseValue) return "unknown phase " + std::to_string(phase);
   if (peer < -1 || peer >= kMaxRanks) {
     return "peer " + std::to_string(peer) + " is neither -1 nor a rank below " +
@@ -93,9 +96,9 @@ std::optional<std::string> telemetryRecordsError(std::span<const uint8_t> bytes)
 std::optional<std::string> unpackTelemetryRecords(std::span<const uint8_t> bytes, uint32_t version,
                                                   uint32_t recordBytes, uint64_t runId,
                                                   int32_t rank, std::vector<TelemetryEvent>& out) {
-  if (version != kTelemetryRecordVersion) {
+  if (version != kTelemetryRecordVersion && version != 1) {
     return "telemetry record layout version " + std::to_string(version) +
-           " is not supported (this build reads version " +
+           " is not supported (this build reads versions 1 to " +
            std::to_string(kTelemetryRecordVersion) + ")";
   }
   if (recordBytes != kTelemetryRecordBytes) {
@@ -104,12 +107,13 @@ std::optional<std::string> unpackTelemetryRecords(std::span<const uint8_t> bytes
   }
   if (auto err = wholeRecordsError(bytes.size())) return err;
   const size_t n = bytes.size() / kTelemetryRecordBytes;
+  const unsigned lastKind = version == 1 ? kLastKindV1 : kLastKind;
   const size_t first = out.size();
   out.reserve(first + n);  // each event is written once, not zeroed first
   for (size_t i = 0; i < n; ++i) {
     const uint8_t* p = bytes.data() + i * kTelemetryRecordBytes;
     const int16_t peer = loadLe<int16_t>(p + 44);
-    if (auto err = fieldError(p[46], p[47], peer)) {
+    if (auto err = fieldError(p[46], p[47], peer, lastKind)) {
       out.resize(first);
       return "telemetry record " + std::to_string(i) + ": " + *err;
     }

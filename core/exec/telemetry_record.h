@@ -17,7 +17,9 @@
 //       47    1 phase       u8   arl::Phase
 //
 // A new layout gets a new kTelemetryRecordVersion; decoders refuse versions and record sizes
-// they do not know.
+// they do not know. Version 2 is version 1's layout with NCCL's event kinds added
+// (NcclGroupStart .. NcclRecvStepEnd, exec/nccl_events.h says what their fields hold); version
+// 1 records (the lab's kinds only) are still read.
 #pragma once
 
 #include <cstddef>
@@ -31,7 +33,7 @@
 
 namespace arl {
 
-inline constexpr uint32_t kTelemetryRecordVersion = 1;
+inline constexpr uint32_t kTelemetryRecordVersion = 2;
 inline constexpr size_t kTelemetryRecordBytes = 48;
 
 // Writes `e` (all but runId and rank) into out[0, kTelemetryRecordBytes). A peer outside

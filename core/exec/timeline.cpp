@@ -170,8 +170,18 @@ class IntervalBuilder {
         case EventKind::ReduceEnd: reduce(i); break;
         case EventKind::StepEnd: step(i); break;
         case EventKind::IterationEnd: break;
+        case EventKind::NcclColl: collEvents_.push_back(i); break;
+        case EventKind::NcclGroupStart:
+        case EventKind::NcclKernelStart:
+        case EventKind::NcclSendStepStart:
+        case EventKind::NcclRecvStepStart: ncclStart_[ncclKey(ev_[i])] = i; break;
+        case EventKind::NcclGroupEnd:
+        case EventKind::NcclKernelEnd:
+        case EventKind::NcclSendStepEnd:
+        case EventKind::NcclRecvStepEnd: ncclEnd(i); break;
       }
     }
+    ncclColls();
     std::stable_sort(out_.begin(), out_.end(),
                      [](const Interval& a, const Interval& b) { return a.startNs < b.startNs; });
     return std::move(out_);
@@ -253,6 +263,45 @@ class IntervalBuilder {
     add(Activity::Step, i, -1, start, e.tNs);
   }
 
+  // An NCCL start and its end share this key: the kind's pair (the start's kind), run, rank,
+  // iteration, channel, peer and step (the fields an NCCL event of that pair has).
+  using NcclKey = std::tuple<int, uint64_t, int, uint32_t, uint32_t, int, uint32_t>;
+  static NcclKey ncclKey(const TelemetryEvent& e) {
+    int pair = static_cast<int>(e.kind);
+    if (e.kind == EventKind::NcclGroupEnd || e.kind == EventKind::NcclKernelEnd ||
+        e.kind == EventKind::NcclSendStepEnd || e.kind == EventKind::NcclRecvStepEnd) {
+      --pair;  // each End follows its Start in EventKind
+    }
+    return {pair, e.runId, e.rank, e.iteration, e.chunk, e.peer, e.step};
+  }
+
+  void ncclEnd(size_t i) {
+    const TelemetryEvent& e = ev_[i];
+    auto it = ncclStart_.find(ncclKey(e));
+    if (it == ncclStart_.end()) return;
+    const int64_t start = ev_[it->second].tNs;
+    ncclStart_.erase(it);
+    switch (e.kind) {
+      case EventKind::NcclGroupEnd: add(Activity::NcclGroup, i, -1, start, e.tNs); break;
+      case EventKind::NcclKernelEnd: {
+        add(Activity::NcclKernel, i, -1, start, e.tNs);
+        auto [last, fresh] = lastKernelEnd_.try_emplace({e.runId, e.rank, e.iteration}, e.tNs);
+        if (!fresh) last->second = std::max(last->second, e.tNs);
+        break;
+      }
+      case EventKind::NcclSendStepEnd: add(Activity::NcclSend, i, e.peer, start, e.tNs); break;
+      default: add(Activity::NcclRecv, i, e.peer, start, e.tNs); break;
+    }
+  }
+
+  void ncclColls() {
+    for (size_t i : collEvents_) {
+      const TelemetryEvent& e = ev_[i];
+      auto it = lastKernelEnd_.find({e.runId, e.rank, e.iteration});
+      add(Activity::NcclColl, i, -1, e.tNs, it == lastKernelEnd_.end() ? e.tNs : it->second);
+    }
+  }
+
   const Events& ev_;
   const std::vector<Transfer>& transfers_;
   const Indices& sendEnd_;
@@ -261,6 +310,9 @@ class IntervalBuilder {
   std::map<IterKey, int64_t> iterStart_, lastStepEnd_;
   std::map<RankKey, int64_t> prevArrival_;
   std::map<PlaceKey, int64_t> lastRecvEnd_;
+  std::map<NcclKey, size_t> ncclStart_;
+  std::map<IterKey, int64_t> lastKernelEnd_;
+  Indices collEvents_;
 };
 
 }  // namespace

@@ -46,7 +46,20 @@ struct Transfer {
   size_t recvEvent = 0;   // index of the RecvEnd
 };
 
-enum class Activity : uint8_t { Iteration, Step, Send, Recv, Reduce };
+// The lab's activities, then NCCL's (from the Nccl* events, exec/nccl_events.h).
+enum class Activity : uint8_t {
+  Iteration,
+  Step,
+  Send,
+  Recv,
+  Reduce,
+  NcclGroup,
+  NcclColl,
+  NcclKernel,
+  NcclSend,
+  NcclRecv
+};
+constexpr bool isNcclActivity(Activity a) { return a >= Activity::NcclGroup; }
 
 // What one rank did from startNs to endNs (endNs >= startNs).
 //   Send: SendStart to SendEnd (zero-length when the end was lost).
@@ -57,6 +70,13 @@ enum class Activity : uint8_t { Iteration, Step, Send, Recv, Reduce };
 //         this StepEnd.
 //   Iteration: the rank's measured iteration time, ending at its IterationEnd (only for
 //         iterations given an IterationTime).
+// NCCL's, each ending at the event named (`event`):
+//   NcclGroup: NcclGroupStart to NcclGroupEnd.
+//   NcclColl: from NcclColl (NCCL started the collective on the host) to the last
+//         NcclKernelEnd of the rank's iteration (zero-length without kernel events).
+//   NcclKernel: a channel's NcclKernelStart to its NcclKernelEnd (GPU times).
+//   NcclSend, NcclRecv: a proxy step's start to its end (peer: the remote rank).
+// An NCCL end without its start (lost) makes no interval.
 struct Interval {
   Activity activity = Activity::Step;
   int rank = -1;

@@ -30,8 +30,8 @@ Json telemetryJson(const BenchReport& r) {
               {"events_dropped", totalDropped(r)}};
 }
 
-// "nccl" for a row of NCCL's own collectives (timed whole, no per-chunk telemetry); null for
-// the lab's algorithms.
+// "nccl" for a row of NCCL's own collectives (timed whole; its telemetry is NCCL's own
+// events, exec/nccl_events.h); null for the lab's algorithms.
 Json library(const std::string& algorithm) {
   const LibraryAlgorithm* a = findLibraryAlgorithm(algorithm);
   return a != nullptr ? Json(str(a->library)) : Json(nullptr);

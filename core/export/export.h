@@ -102,6 +102,8 @@ struct TraceStats {
   uint64_t unmatchedSends = 0;  // sends whose receive is not in the telemetry
   uint64_t unmatchedRecvs = 0;  // receives whose send is not in the telemetry
   uint64_t counterSamples = 0;  // "C" events
+  uint64_t ncclSlices = 0;      // NCCL's (group, collective, kernel channel, proxy step)
+  uint64_t ncclProxySteps = 0;  // of which NCCL's proxy steps (network transfers only)
 };
 
 // Chrome trace-event JSON (opens in ui.perfetto.dev and chrome://tracing): one process per

@@ -282,8 +282,8 @@ std::optional<PredictionMethod> parsePredictionMethod(std::string_view s) {
 }
 
 std::optional<EventKind> parseEventKind(std::string_view s) {
-  for (EventKind k : {EventKind::SendStart, EventKind::SendEnd, EventKind::RecvEnd,
-                      EventKind::ReduceEnd, EventKind::StepEnd, EventKind::IterationEnd}) {
+  for (unsigned i = 0; i <= static_cast<unsigned>(kLastEventKind); ++i) {
+    const auto k = static_cast<EventKind>(i);
     if (toString(k) == s) return k;
   }
   return std::nullopt;

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "base/shaping.h"
+#include "exec/nccl_events.h"
 #include "exec/timeline.h"
 #include "export/export.h"
 #include "export/session_json.h"
@@ -19,9 +20,33 @@ namespace arl {
 namespace {
 
 // Lanes ("threads") of a rank's process in the trace, top to bottom.
-enum Lane : int { kIterations, kSteps, kSend, kRecv, kReduce, kRuns, kLaneCount };
-constexpr const char* kLaneNames[kLaneCount] = {"iterations", "steps",  "send",
-                                                "recv",       "reduce", "runs"};
+// NCCL's lanes hold what NCCL's profiler plugin reported (exec/nccl_events.h), named as NCCL's.
+enum Lane : int {
+  kIterations,
+  kSteps,
+  kSend,
+  kRecv,
+  kReduce,
+  kNcclGroup,
+  kNcclColl,
+  kNcclKernel,
+  kNcclSend,
+  kNcclRecv,
+  kRuns,
+  kLaneCount
+};
+constexpr const char* kLaneNames[kLaneCount] = {"iterations",
+                                                "steps",
+                                                "send",
+                                                "recv",
+                                                "reduce",
+                                                "NCCL group",
+                                                "NCCL collective",
+                                                "NCCL kernel",
+                                                "NCCL proxy send",
+                                                "NCCL proxy recv",
+                                                "runs"};
+constexpr bool isNcclLane(int lane) { return lane >= kNcclGroup && lane <= kNcclRecv; }
 // Overlapping slices of one lane are spread over sub-lanes ("send", "send #2", ...), because
 // a lane ("thread") in the trace-event format must hold properly nested slices; pipelined
 // sends overlap without nesting.
@@ -57,6 +82,11 @@ Lane laneOf(Activity a) {
     case Activity::Send: return kSend;
     case Activity::Recv: return kRecv;
     case Activity::Reduce: return kReduce;
+    case Activity::NcclGroup: return kNcclGroup;
+    case Activity::NcclColl: return kNcclColl;
+    case Activity::NcclKernel: return kNcclKernel;
+    case Activity::NcclSend: return kNcclSend;
+    case Activity::NcclRecv: return kNcclRecv;
   }
   return kSteps;
 }
@@ -98,6 +128,10 @@ class TraceBuilder {
       if (x.activity == Activity::Send || x.activity == Activity::Recv ||
           x.activity == Activity::Reduce) {
         ++stats.slices;
+      }
+      if (isNcclActivity(x.activity)) ++stats.ncclSlices;
+      if (x.activity == Activity::NcclSend || x.activity == Activity::NcclRecv) {
+        ++stats.ncclProxySteps;
       }
       if (x.transfer < 0) continue;
       (x.activity == Activity::Send ? sendSlice : recvSlice)[static_cast<size_t>(x.transfer)] = idx;
@@ -218,6 +252,43 @@ Json chunkArgs(const TelemetryEvent& e) {
               {"phase", str(toString(static_cast<Phase>(e.phase)))}};
 }
 
+// NCCL's slices: named as NCCL's, with what NCCL reported.
+std::pair<std::string, Json> describeNccl(int lane, const TelemetryEvent& e) {
+  Json args{{"source", "NCCL profiler plugin"},
+            {"rank", e.rank},
+            {"iteration", e.iteration},
+            {"run", e.runId}};
+  switch (lane) {
+    case kNcclGroup: return {"NCCL group", std::move(args)};
+    case kNcclColl: {
+      const NcclCollInfo i = unpackNcclCollInfo(e.provenance);
+      args["algorithm"] = str(toString(i.algo));
+      args["protocol"] = str(toString(i.proto));
+      args["channels"] = i.nChannels;
+      args["warps"] = i.nWarps;
+      args["count"] = e.offset;
+      args["bytes"] = e.bytes;
+      return {"NCCL " + std::string(toString(i.algo)) + "/" + std::string(toString(i.proto)) +
+                  ", " + std::to_string(i.nChannels) + " channels",
+              std::move(args)};
+    }
+    case kNcclKernel:
+      args["channel"] = e.chunk;
+      args["clock"] = "GPU global timer, mapped to the coordinator's clock";
+      return {"NCCL kernel, channel " + std::to_string(e.chunk), std::move(args)};
+    default: {
+      const bool send = lane == kNcclSend;
+      args["channel"] = e.chunk;
+      args["step"] = e.step;
+      args["peer"] = e.peer;
+      args["bytes"] = e.bytes;
+      return {"NCCL " + std::string(send ? "send" : "recv") + " step " + std::to_string(e.step) +
+                  (send ? " to " : " from ") + std::to_string(e.peer),
+              std::move(args)};
+    }
+  }
+}
+
 std::string phaseName(const TelemetryEvent& e) {
   return std::string(toString(static_cast<Phase>(e.phase)));
 }
@@ -237,6 +308,7 @@ std::pair<std::string, Json> describe(const Slice& s) {
                  {"state", str(toString(res.state))}}};
   }
   const TelemetryEvent& e = res.events[s.event];
+  if (isNcclLane(s.lane)) return describeNccl(s.lane, e);
   const std::string chunk = std::to_string(e.chunk), peer = std::to_string(e.peer);
   switch (s.lane) {
     case kIterations:
@@ -262,7 +334,7 @@ std::pair<std::string, Json> describe(const Slice& s) {
 Json sliceJson(const Slice& s, int64_t origin) {
   auto [name, args] = describe(s);
   Json j{{"ph", "X"},
-         {"cat", kLaneNames[s.lane]},
+         {"cat", isNcclLane(s.lane) ? "NCCL" : kLaneNames[s.lane]},
          {"name", std::move(name)},
          {"pid", s.pid},
          {"tid", laneTid(s.pid, s.lane, s.sub)},
@@ -424,7 +496,7 @@ std::string chromeTraceJson(const BenchReport& r, TraceStats* statsOut) {
   writeSlices(write, b.slices, origin);
   b.stats.counterSamples = writeCounters(write, b.sentPerWindow(origin));
 
-  const Json other{
+  Json otherData{
       {"generator", "allreduce-lab bench"},
       {"clock", "coordinator steady clock; ts in microseconds from the first run's start"},
       {"origin_ns", origin},
@@ -434,7 +506,12 @@ std::string chromeTraceJson(const BenchReport& r, TraceStats* statsOut) {
       {"unmatched_sends", b.stats.unmatchedSends},
       {"unmatched_recvs", b.stats.unmatchedRecvs},
       {"events_dropped", totalDropped(r)}};
-  out += "\n],\"otherData\":" + jsonText(other) + "}\n";
+  if (b.stats.ncclSlices > 0) {
+    otherData["nccl_slices"] = b.stats.ncclSlices;
+    otherData["nccl_proxy_steps"] = b.stats.ncclProxySteps;
+    if (b.stats.ncclProxySteps == 0) otherData["nccl_note"] = std::string(kNcclNoChunksNote);
+  }
+  out += "\n],\"otherData\":" + jsonText(otherData) + "}\n";
   if (statsOut) *statsOut = b.stats;
   return out;
 }

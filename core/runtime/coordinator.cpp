@@ -958,11 +958,12 @@ struct Coordinator::Impl {
     }
     a.nextBatchSeq[k] = m.seq + 1;
     a.workerDropped[k] = std::max(a.workerDropped[k], m.dropped);
-    // Progress: the newest event that belongs to a step (IterationEnd carries no real step).
+    // Progress: the newest event that belongs to a step (IterationEnd carries no real step,
+    // NCCL's events none of the lab's).
     // A worker ships telemetry late (at the end of a short run), so it only moves the
     // progress the heartbeats reported forward, never back.
     for (auto it = m.events.rbegin(); it != m.events.rend(); ++it) {
-      if (it->kind == EventKind::IterationEnd) continue;
+      if (it->kind == EventKind::IterationEnd || isNcclKind(it->kind)) continue;
       Peer* p = findPeer(a.ids[k]);
       const auto newer = [&] {
         return !p->progressKnown || it->iteration > p->iteration ||

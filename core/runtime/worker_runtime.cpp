@@ -663,13 +663,14 @@ RunFailed runFailed(const RunJob& j, const std::exception& e, int64_t iteration)
   return f;
 }
 
-// The RunDone of a run that completed with `wrong` elements wrong.
-void postDone(RunJob& j, uint64_t wrong) {
+// The RunDone of a run that completed with `wrong` elements wrong; `moreDropped`: events lost
+// before they reached the ring (a library's own reporting).
+void postDone(RunJob& j, uint64_t wrong, uint64_t moreDropped = 0) {
   RunDone done;
   done.epoch = j.cfg.epoch;
   done.rank = j.rank;
   done.wrongTotal = wrong;
-  done.eventsDropped = j.ring != nullptr ? j.ring->dropped() : 0;
+  done.eventsDropped = (j.ring != nullptr ? j.ring->dropped() : 0) + moreDropped;
   j.progress.setPhase(RunPhase::Reported);
   j.reportedAt = SteadyClock::now();
   j.reported.store(true);
@@ -710,6 +711,10 @@ void runOnDataPlane(RunJob& j, const Schedule& s, RankRun& run, RunDataPlane& pl
 // Ready endpoint; Start carries it to every rank (endpoints[0]), and each rank joins the
 // library's communicator with it, waiting in phase AwaitingStart (the stall watch counts no
 // CPU time there) until every rank has joined.
+//
+// What the library reports about itself (NCCL's events) is recorded into the rank's ring by
+// this thread, the ring's one producer: before each iteration, untimed, what was reported
+// since, and after the last one, once the library has ended its communicator, the rest.
 void runLibraryJob(RunJob& j, const LibraryAlgorithm& algo, int64_t& iteration,
                    const std::function<void(const std::exception&)>& fail) {
   const RunConfig& c = j.cfg;
@@ -723,6 +728,7 @@ void runLibraryJob(RunJob& j, const LibraryAlgorithm& algo, int64_t& iteration,
   spec.rank = j.rank;
   spec.nranks = c.worldSize;
   spec.device = j.device;
+  spec.telemetry = j.ring != nullptr ? c.telemetry : TelemetryLevel::Off;
   // Declared in this order so that, on every path, the library leaves its communicator (an
   // abort after a failure: no kernel of it is left reading the buffers) before RankRun frees
   // the buffers, and the backend goes last.
@@ -731,6 +737,10 @@ void runLibraryJob(RunJob& j, const LibraryAlgorithm& algo, int64_t& iteration,
   std::unique_ptr<CollectiveLibrary> lib = makeCollectiveLibrary(spec);
   const Schedule s = libraryShape(c.algorithm, c.collective, c.worldSize, c.count, c.root);
   uint64_t wrong = 0;
+  LibraryEventCounts own;
+  const auto collect = [&](bool final) {
+    if (j.ring != nullptr) own += lib->collectEvents(*j.ring, c.warmup, j.offsetNs, final);
+  };
   try {
     backend = makeBackend(j.backend);
     RankRunOptions ro = rankRunOptions(j);
@@ -742,16 +752,29 @@ void runLibraryJob(RunJob& j, const LibraryAlgorithm& algo, int64_t& iteration,
     wrong = runIterations(
         j,
         [&](const RankRunHooks& h) {
-          run->run([&](const RankBuffers& b) { lib->run(b, j.cancelled); }, h);
+          RankRunHooks hooks = h;
+          hooks.beforeIteration = [&](uint32_t it) {
+            collect(false);
+            return h.beforeIteration(it);
+          };
+          run->run([&](const RankBuffers& b) { lib->run(b, j.cancelled); }, hooks);
         },
         nullptr, iteration);
+    j.progress.setPhase(RunPhase::Closing);
+    collect(true);
   } catch (const std::exception& e) {
     fail(e);  // reported first; the library aborts its communicator on the way out
     return;
   }
-  j.progress.setPhase(RunPhase::Closing);
   lib.reset();
-  postDone(j, wrong);
+  if (j.verbose && own.recorded + own.dropped + own.unattributed > 0) {
+    logLine("run " + std::to_string(c.runId) + ": " + std::string(algo.library) + " reported " +
+            std::to_string(own.recorded) + " events of timed iterations (" +
+            std::to_string(own.warmup) + " of warm-ups left out, " +
+            std::to_string(own.unattributed) + " of no call, " + std::to_string(own.dropped) +
+            " lost)");
+  }
+  postDone(j, wrong, own.dropped);
 }
 
 // A run of one of the lab's own schedules: generate it, set up, run on the data plane.

@@ -263,6 +263,7 @@ TEST(Model, TimelineHasTheShapeOfTelemetry) {
       case EventKind::ReduceEnd: ++reduceEnd; break;
       case EventKind::StepEnd: ++stepEnd; break;
       case EventKind::IterationEnd: ++iterEnd; break;
+      default: ADD_FAILURE() << "the executor recorded NCCL's " << toString(e.kind); break;
     }
   }
   EXPECT_EQ(sendStart, sends);

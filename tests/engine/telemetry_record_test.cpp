@@ -143,11 +143,38 @@ TEST(TelemetryRecord, TruncatedRecordsAreRefusedAndNothingIsAppended) {
 TEST(TelemetryRecord, UnknownLayoutsAreRefused) {
   const std::vector<uint8_t> bytes = pack({event(1)});
   std::vector<TelemetryEvent> out;
-  EXPECT_TRUE(contains(unpack(bytes, out, 2), "layout version 2 is not supported"));
+  EXPECT_TRUE(contains(unpack(bytes, out, 3), "layout version 3 is not supported"));
   EXPECT_TRUE(contains(unpack(bytes, out, 0), "layout version 0 is not supported"));
   EXPECT_TRUE(contains(unpack(bytes, out, 1, 40), "records of 40 bytes, expected 48"));
   EXPECT_TRUE(contains(unpack(bytes, out, 1, 0), "records of 0 bytes, expected 48"));
   EXPECT_TRUE(out.empty());
+}
+
+// Version 2 added NCCL's kinds (exec/nccl_events.h): they travel in the same 48 bytes;
+// records of version 1 are still read, and a version-1 record with one of them is refused.
+TEST(TelemetryRecord, NcclsKindsTravelInVersionTwoOnly) {
+  std::vector<TelemetryEvent> in;
+  for (unsigned k = static_cast<unsigned>(EventKind::NcclGroupStart);
+       k <= static_cast<unsigned>(kLastEventKind); ++k) {
+    TelemetryEvent e = event(k);
+    e.kind = static_cast<EventKind>(k);
+    e.phase = 0;
+    EXPECT_TRUE(isNcclKind(e.kind));
+    EXPECT_FALSE(telemetryEventError(e)) << toString(e.kind);
+    in.push_back(e);
+  }
+  ASSERT_EQ(in.size(), 9u);
+  const std::vector<uint8_t> bytes = pack(in);
+  std::vector<TelemetryEvent> out;
+  ASSERT_FALSE(unpack(bytes, out, 2));
+  EXPECT_EQ(out, in);
+  out.clear();
+  EXPECT_TRUE(contains(unpack(bytes, out, 1), "telemetry record 0: unknown event kind 6"));
+  EXPECT_TRUE(out.empty());
+  const std::vector<uint8_t> lab = pack({event(1), event(2)});
+  EXPECT_FALSE(unpack(lab, out, 1));
+  EXPECT_EQ(out.size(), 2u);
+  EXPECT_FALSE(isNcclKind(EventKind::IterationEnd));
 }
 
 TEST(TelemetryRecord, GarbageRecordsAreRefusedNamingTheRecord) {
@@ -160,8 +187,8 @@ TEST(TelemetryRecord, GarbageRecordsAreRefusedNamingTheRecord) {
     EXPECT_TRUE(out.empty());
   };
   uint8_t* second = bytes.data() + kTelemetryRecordBytes;
-  second[46] = 6;
-  expectRefused("telemetry record 1: unknown event kind 6");
+  second[46] = 15;
+  expectRefused("telemetry record 1: unknown event kind 15");
   second[46] = 0;
   second[47] = 5;
   expectRefused("telemetry record 1: unknown phase 5");
@@ -178,8 +205,8 @@ TEST(TelemetryRecord, GarbageRecordsAreRefusedNamingTheRecord) {
 TEST(TelemetryRecord, EventErrorsAreTheDecodersRules) {
   EXPECT_FALSE(telemetryEventError(event(1)));
   TelemetryEvent e = event(1);
-  e.kind = static_cast<EventKind>(9);
-  EXPECT_TRUE(contains(telemetryEventError(e), "unknown event kind 9"));
+  e.kind = static_cast<EventKind>(15);
+  EXPECT_TRUE(contains(telemetryEventError(e), "unknown event kind 15"));
   e = event(1);
   e.phase = 200;
   EXPECT_TRUE(contains(telemetryEventError(e), "unknown phase 200"));

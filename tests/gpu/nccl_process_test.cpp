@@ -100,7 +100,7 @@ void runOnGpus(int ranks, const std::string& extra) {
   const Result r = bench("--backend nccl --workers " + std::to_string(ranks) + " --device " +
                          devices + " -b 1M -e 4M -f 4 -n 5 -w 2 --json '" + json + "' " + extra);
   ASSERT_EQ(r.rc, 0) << r.err << r.out;
-  EXPECT_NE(r.out.find("NCCL gives no per-chunk telemetry"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("profiler plugin reported"), std::string::npos) << r.out;
   const nlohmann::json v = nlohmann::json::parse(slurp(json));
   std::remove(json.c_str());
   ASSERT_FALSE(v.at("results").empty());
@@ -114,6 +114,33 @@ void runOnGpus(int ranks, const std::string& extra) {
 TEST(NcclRun, OneRankOnOneGpu) {
   if (deviceCount() < 1) GTEST_SKIP() << "no CUDA device here: a real NCCL run needs one";
   runOnGpus(1, "--nccl-algo ring");
+}
+
+// NCCL's own events, through the worker's profiler plugin, into the trace: labelled as NCCL's,
+// the collective with NCCL's choice and each kernel channel; on one node no proxy steps, and
+// the trace says why.
+TEST(NcclRun, OneRankTraceHoldsNcclsOwnEvents) {
+  if (deviceCount() < 1) GTEST_SKIP() << "no CUDA device here: a real NCCL run needs one";
+  const std::string trace =
+      ::testing::TempDir() + "nccl_trace_" + std::to_string(::getpid()) + ".json";
+  const Result r = bench(
+      "--backend nccl --workers 1 --device 0 -b 1M -e 1M -n 3 -w 1 "
+      "--nccl-algo ring --telemetry chunks --trace '" +
+      trace + "'");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  const nlohmann::json t = nlohmann::json::parse(slurp(trace));
+  std::remove(trace.c_str());
+  int colls = 0, kernels = 0;
+  for (const auto& e : t.at("traceEvents")) {
+    if (e.at("ph") != "X" || e.at("cat") != "NCCL") continue;
+    const std::string name = e.at("name").get<std::string>();
+    if (name.rfind("NCCL Ring/", 0) == 0) ++colls;
+    if (name.rfind("NCCL kernel, channel ", 0) == 0) ++kernels;
+  }
+  EXPECT_EQ(colls, 3) << "one collective per timed iteration";
+  EXPECT_GE(kernels, 3) << "at least one kernel channel per timed iteration";
+  EXPECT_EQ(t.at("otherData").at("nccl_proxy_steps"), 0);
+  EXPECT_TRUE(t.at("otherData").contains("nccl_note"));
 }
 
 TEST(NcclRun, TwoRanksRingAndTreeSumAndAvg) {

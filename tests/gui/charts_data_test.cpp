@@ -150,6 +150,39 @@ TEST(ChartsData, TimelineOfTheSampleHasEveryRanksLanes) {
   EXPECT_EQ(steps.size(), 6U);
 }
 
+// A run of NCCL's: its lanes are NCCL's, from what NCCL's profiler plugin reported, and the
+// note says that no per-chunk events came where NCCL had no network steps.
+TEST(ChartsData, TimelineOfAnNcclRunShowsNcclsLanesLabelledAsNccls) {
+  SweepRow row;
+  row.sizeBytes = 4096;
+  row.result.request.algorithm = "nccl-ring";
+  row.result.nranks = 1;
+  const auto add = [&](EventKind k, int64_t t, uint32_t channel) {
+    TelemetryEvent e;
+    e.rank = 0;
+    e.kind = k;
+    e.tNs = t;
+    e.chunk = channel;
+    row.result.events.push_back(e);
+  };
+  add(EventKind::NcclColl, 1'000, 0);
+  add(EventKind::NcclKernelStart, 3'000, 0);
+  add(EventKind::NcclKernelStart, 3'100, 1);
+  add(EventKind::NcclKernelEnd, 9'000, 0);
+  add(EventKind::NcclKernelEnd, 9'500, 1);
+  const TimelineData t = stepTimeline(row);
+  EXPECT_TRUE(t.nccl);
+  ASSERT_EQ(t.lanes.size(), 3U);
+  EXPECT_EQ(t.lanes[0], "rank 0 NCCL collective");
+  EXPECT_EQ(t.lanes[1], "rank 0 NCCL kernel");
+  std::map<Activity, int> bars;
+  for (const TimelineBar& b : t.bars) ++bars[b.activity];
+  EXPECT_EQ(bars[Activity::NcclColl], 1);
+  EXPECT_EQ(bars[Activity::NcclKernel], 2);
+  EXPECT_DOUBLE_EQ(t.endUs, 8.5);
+  EXPECT_NE(t.note.find("NCCL reports no per-chunk events"), std::string::npos) << t.note;
+}
+
 TEST(ChartsData, HeatMapOfTheSampleRingHasTrafficOnRingLinksOnly) {
   const BenchReport report = readRecording(samplePath());
   const SweepRow* run = defaultTimelineRow(report.rows);

@@ -633,15 +633,15 @@ TEST(Protocol, RejectsBadTelemetryBatches) {
     EXPECT_EQ(batch.events[0].peer, 63);
     EXPECT_EQ(batch.events[0].kind, EventKind::IterationEnd);
   }
-  rejects(withRecord(6, 0, 1), "telemetry record 0: unknown event kind 6");
+  rejects(withRecord(15, 0, 1), "telemetry record 0: unknown event kind 15");
   rejects(withRecord(0, 5, 1), "telemetry record 0: unknown phase 5");
   rejects(withRecord(0, 0, 64), "telemetry record 0: peer 64");
   rejects(withRecord(0, 0, -2), "telemetry record 0: peer -2");
   // Truncated: a record cut short, and records whose size says nothing of the layout.
   rejects(withAppended(empty, [](Bytes& b) { putBytes(b, 17, sampleRecords(3).substr(0, 143)); }),
           "143 bytes, not a whole number of 48-byte records (truncated?)");
-  rejects(withAppended(sampleBatch(2), [](Bytes& b) { putField(b, 15, 2); }),
-          "layout version 2 is not supported");
+  rejects(withAppended(sampleBatch(2), [](Bytes& b) { putField(b, 15, 3); }),
+          "layout version 3 is not supported");
   rejects(withAppended(sampleBatch(2), [](Bytes& b) { putField(b, 16, 32); }),
           "records of 32 bytes, expected 48");
   rejects(withAppended(sampleBatch(2), [](Bytes& b) { putField(b, 16, 0); }),

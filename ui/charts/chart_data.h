@@ -154,13 +154,17 @@ struct TimelineData {
   std::vector<int> laneRank;
   std::vector<TimelineBar> bars;
   std::vector<StepEndMark> stepEnds;  // every rank's step ends
+  // NCCL's run: the lanes are NCCL's (collective, kernel channels, proxy steps), from what
+  // NCCL's profiler plugin reported, not the lab's send, recv and reduce.
+  bool nccl = false;
   double endUs = 0;
   std::string note;
 };
 
 // The per-step timeline of one iteration of a run: three lanes per rank (send, recv,
-// reduce), times in microseconds from the iteration's first event. `iteration` < 0 picks the
-// timed iteration whose slowest-rank time is the median.
+// reduce; for a run of NCCL's: NCCL collective, NCCL kernel, NCCL proxy), times in microseconds
+// from the iteration's first event. `iteration` < 0 picks the timed iteration whose slowest-rank
+// time is the median.
 TimelineData stepTimeline(const SweepRow& row, int iteration = -1);
 
 // Per-link throughput of one run: bytes/s from sender to receiver while the link carried

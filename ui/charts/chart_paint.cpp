@@ -5,6 +5,7 @@
 #include <QPainter>
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "charts/chart_adapter.h"
 #include "charts/paint_util.h"
@@ -16,8 +17,11 @@ namespace {
 QColor laneColor(Activity a, int rank, int nranks) {
   const QColor c = rankColor(rank, nranks);
   switch (a) {
-    case Activity::Send: return c;
-    case Activity::Recv: return QColor::fromHslF(c.hslHueF(), c.hslSaturationF() * 0.7F, 0.82F);
+    case Activity::Send:
+    case Activity::NcclKernel: return c;
+    case Activity::Recv:
+    case Activity::NcclSend:
+    case Activity::NcclRecv: return QColor::fromHslF(c.hslHueF(), c.hslSaturationF() * 0.7F, 0.82F);
     default: return c.darker(160);
   }
 }
@@ -39,20 +43,27 @@ void drawTimeAxis(QPainter& p, const QRectF& plot, double endUs, const FigureSty
              Qt::AlignHCenter, QStringLiteral("time from the iteration's start (\u00B5s)"));
 }
 
-void drawTimelineLegend(QPainter& p, const QRectF& r, const FigureStyle& s, int nranks) {
+void drawTimelineLegend(QPainter& p, const QRectF& r, const FigureStyle& s, int nranks, bool nccl) {
   p.setFont(s.font);
   const QFontMetricsF fm(s.font);
-  double x = r.left() + r.width() / 2 - 170;
+  double x = r.left() + r.width() / 2 - (nccl ? 260 : 170);
   const double y = r.top();
-  const std::pair<Activity, const char*> items[] = {{Activity::Send, "send"},
-                                                    {Activity::Recv, "receive (waiting for data)"},
-                                                    {Activity::Reduce, "reduce"}};
+  using Item = std::pair<Activity, const char*>;
+  const std::vector<Item> items =
+      nccl ? std::vector<Item>{{Activity::NcclColl,
+                                "NCCL collective (host start to last kernel end)"},
+                               {Activity::NcclKernel, "NCCL kernel channel"},
+                               {Activity::NcclSend, "NCCL proxy step"}}
+           : std::vector<Item>{{Activity::Send, "send"},
+                               {Activity::Recv, "receive (waiting for data)"},
+                               {Activity::Reduce, "reduce"}};
   for (const auto& [a, name] : items) {
     p.fillRect(QRectF(x, y + 3, 14, fm.height() - 6), laneColor(a, 0, nranks));
     p.setPen(s.text);
     p.drawText(QPointF(x + 18, y + fm.ascent()), QString::fromUtf8(name));
     x += 26 + fm.horizontalAdvance(QString::fromUtf8(name));
   }
+  if (nccl) return;  // NCCL's runs have no steps of the lab's
   p.setPen(QPen(s.text, 1.5));
   p.drawLine(QPointF(x, y + 2), QPointF(x, y + fm.height() - 2));
   p.drawText(QPointF(x + 6, y + fm.ascent()), QStringLiteral("step end"));
@@ -67,8 +78,10 @@ void paintTimeline(QPainter& p, const QRectF& r, const TimelineData& d, const Fi
   body = drawNote(p, body, d.note, s);
   const QFontMetricsF fm(s.font);
   const QRectF legend(body.left(), body.bottom() - fm.height(), body.width(), fm.height());
-  drawTimelineLegend(p, legend, s, d.nranks);
-  const double labelW = fm.horizontalAdvance(QStringLiteral("rank 00 reduce")) + 16;
+  drawTimelineLegend(p, legend, s, d.nranks, d.nccl);
+  const double labelW = fm.horizontalAdvance(d.nccl ? QStringLiteral("rank 00 NCCL kernel")
+                                                    : QStringLiteral("rank 00 reduce")) +
+                        16;
   const QRectF plot(body.left() + labelW, body.top(), body.width() - labelW - 24,
                     body.height() - fm.height() * 3.5 - 16);
   if (d.nranks <= 0 || d.endUs <= 0 || plot.height() <= 0) {

@@ -1,9 +1,11 @@
 // The per-step timeline and the link heat map of one run, from its Timeline.
 #include <algorithm>
 #include <map>
+#include <string>
 #include <utility>
 
 #include "charts/chart_data.h"
+#include "exec/nccl_events.h"
 
 namespace arl::ui {
 namespace {
@@ -25,11 +27,33 @@ int medianIteration(const RunResult& res) {
 
 int laneOf(Activity a) {
   switch (a) {
-    case Activity::Send: return 0;
-    case Activity::Recv: return 1;
-    case Activity::Reduce: return 2;
+    case Activity::Send:
+    case Activity::NcclColl: return 0;
+    case Activity::Recv:
+    case Activity::NcclKernel: return 1;
+    case Activity::Reduce:
+    case Activity::NcclSend:
+    case Activity::NcclRecv: return 2;
     default: return -1;
   }
+}
+
+bool hasNcclEvents(const RunResult& res) {
+  return std::any_of(res.events.begin(), res.events.end(),
+                     [](const TelemetryEvent& e) { return isNcclKind(e.kind); });
+}
+
+std::string ncclNote(const Timeline& tl) {
+  const bool steps =
+      std::any_of(tl.intervals().begin(), tl.intervals().end(), [](const Interval& x) {
+        return x.activity == Activity::NcclSend || x.activity == Activity::NcclRecv;
+      });
+  std::string note =
+      "NCCL's own events of one timed iteration, as NCCL's profiler plugin reported them: the "
+      "collective from its start on the host to its last kernel channel's end, each channel's "
+      "kernel on the GPU's timer (mapped to the coordinator's clock).";
+  if (!steps) note += " " + std::string(kNcclNoChunksNote) + ".";
+  return note;
 }
 
 }  // namespace
@@ -45,8 +69,12 @@ TimelineData stepTimeline(const SweepRow& row, int iteration) {
   d.iteration = static_cast<uint32_t>(std::max(iteration, 0));
   d.title = "Per-step timeline: " + res.request.algorithm + " " + formatSize(row.sizeBytes) +
             ", iteration " + std::to_string(d.iteration);
+  d.nccl = hasNcclEvents(res);
+  const auto laneNames =
+      d.nccl ? std::vector<const char*>{"NCCL collective", "NCCL kernel", "NCCL proxy"}
+             : std::vector<const char*>{"send", "recv", "reduce"};
   for (int r = 0; r < d.nranks; ++r) {
-    for (const char* lane : {"send", "recv", "reduce"}) {
+    for (const char* lane : laneNames) {
       d.lanes.push_back("rank " + std::to_string(r) + " " + lane);
       d.laneRank.push_back(r);
     }
@@ -81,9 +109,9 @@ TimelineData stepTimeline(const SweepRow& row, int iteration) {
     d.bars.push_back({iv.rank * 3 + lane, iv.rank, iv.activity, iv.peer, s, e});
   }
   d.endUs = static_cast<double>(t1 - t0) / 1e3;
-  d.note =
-      "Measured telemetry of one timed iteration (the median one by its slowest rank). "
-      "Ticks: each rank's step ends.";
+  d.note = d.nccl ? ncclNote(tl)
+                  : "Measured telemetry of one timed iteration (the median one by its slowest "
+                    "rank). Ticks: each rank's step ends.";
   return d;
 }
 
