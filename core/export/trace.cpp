@@ -215,7 +215,8 @@ Json chunkArgs(const TelemetryEvent& e) {
               {"provenance", provenanceList(e.provenance)},
               {"iteration", e.iteration},
               {"run", e.runId},
-              {"phase", str(toString(static_cast<Phase>(e.phase)))}};
+              {"phase", str(toString(static_cast<Phase>(e.phase)))},
+              {"clock", str(toString(e.clock))}};
 }
 
 std::string phaseName(const TelemetryEvent& e) {
@@ -245,14 +246,16 @@ std::pair<std::string, Json> describe(const Slice& s) {
                    {"iteration", e.iteration},
                    {"time_us", static_cast<double>(s.end - s.start) / 1e3},
                    {"bytes", e.bytes},
-                   {"run", e.runId}}};
+                   {"run", e.runId},
+                   {"clock", str(toString(e.clock))}}};
     case kSteps:
       return {"step " + std::to_string(e.step) + " (" + phaseName(e) + ")",
               Json{{"rank", e.rank},
                    {"step", e.step},
                    {"iteration", e.iteration},
                    {"bytes", e.bytes},
-                   {"run", e.runId}}};
+                   {"run", e.runId},
+                   {"clock", str(toString(e.clock))}}};
     case kSend: return {"send chunk " + chunk + " to " + peer, chunkArgs(e)};
     case kRecv: return {"recv chunk " + chunk + " from " + peer, chunkArgs(e)};
     default: return {"reduce chunk " + chunk, chunkArgs(e)};
