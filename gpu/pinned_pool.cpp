@@ -20,7 +20,27 @@ size_t sizeClass(size_t bytes) {
 }  // namespace
 
 PinnedPool::~PinnedPool() {
-  for (const Buf& b : bufs_) (void)cudaFreeHost(b.p);
+  for (const Buf& b : bufs_) {
+    (void)(memory_ == Memory::Device ? cudaFree(b.p) : cudaFreeHost(b.p));
+  }
+}
+
+void* PinnedPool::make(size_t size) {
+  void* p = nullptr;
+  if (memory_ == Memory::Device) {
+    ARL_CUDA_CHECK(cudaMalloc(&p, size));
+    return p;
+  }
+  ARL_CUDA_CHECK(cudaHostAlloc(&p, size, cudaHostAllocMapped | cudaHostAllocPortable));
+  void* dev = nullptr;
+  const cudaError_t rc = cudaHostGetDevicePointer(&dev, p, 0);
+  if (rc != cudaSuccess || dev != p) {
+    (void)cudaFreeHost(p);
+    detail::check(rc, "cudaHostGetDevicePointer");
+    ARL_ENFORCE(false, "pinned buffer " << p << " is mapped at another device address " << dev
+                                        << ": unified addressing is required");
+  }
+  return p;
 }
 
 // The smallest buffer that fits and is free, or pending on a ticket that has completed.
@@ -43,17 +63,7 @@ void* PinnedPool::acquire(size_t bytes) {
   auto it = findFree(bytes);
   if (it == bufs_.end()) {
     const size_t size = sizeClass(bytes);
-    void* p = nullptr;
-    ARL_CUDA_CHECK(cudaHostAlloc(&p, size, cudaHostAllocMapped | cudaHostAllocPortable));
-    void* dev = nullptr;
-    const cudaError_t rc = cudaHostGetDevicePointer(&dev, p, 0);
-    if (rc != cudaSuccess || dev != p) {
-      (void)cudaFreeHost(p);
-      detail::check(rc, "cudaHostGetDevicePointer");
-      ARL_ENFORCE(false, "pinned buffer " << p << " is mapped at another device address " << dev
-                                          << ": unified addressing is required");
-    }
-    bufs_.push_back({static_cast<unsigned char*>(p), size, State::Free, 0});
+    bufs_.push_back({static_cast<unsigned char*>(make(size)), size, State::Free, 0});
     it = bufs_.end() - 1;
   }
   it->state = State::Held;

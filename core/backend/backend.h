@@ -1,11 +1,19 @@
 // Backend: owns buffer memory and performs copies and reductions on it. Memory may be device
-// memory the host cannot read; operations may be asynchronous (ordered among themselves, like
-// a CUDA stream) and complete later, observed through tickets.
+// memory the host cannot read; operations may be asynchronous and complete later, observed
+// through tickets.
+//
+// Ordering contract. Every operation sees backend memory as if all operations had run one at
+// a time in the order they were issued: one that reads or writes bytes an earlier one writes
+// (or writes bytes an earlier one reads) runs after it. Operations on disjoint memory may run
+// concurrently and complete in any order (the CUDA backend spreads them over several streams),
+// so a ticket says that its own operation has completed, and nothing of other tickets. The
+// executor relies on exactly this (exec/executor.cpp) and checks what it can.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "base/types.h"
@@ -53,9 +61,21 @@ class Backend {
   // Completes a reduction whose operator needs a final pass (Avg divides by nranks).
   virtual Ticket finalize(void* dst, size_t count, DataType t, RedOp op, int nranks) = 0;
 
+  // Has ticket t's operation completed? Never blocks.
   virtual bool done(Ticket t) = 0;
+  // Blocks until ticket t's operation has completed.
   virtual void wait(Ticket t) = 0;
+  // Blocks until every operation issued has completed.
   virtual void synchronize() = 0;
+
+  // For a completed ticket: when its operation ended, measured by the device's own clock and
+  // mapped to the host's steady clock (steadyNowNs(), base/clock.h). nullopt when this backend
+  // does not time its operations on a device (the caller then times what it observes on the
+  // host), or no longer knows that ticket's time.
+  virtual std::optional<int64_t> deviceEndNs(Ticket t) {
+    (void)t;
+    return std::nullopt;
+  }
 };
 
 }  // namespace arl

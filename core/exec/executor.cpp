@@ -8,16 +8,24 @@
 //
 // Hazards, and how they are met without the host ever reading backend memory:
 //  - a send reads data an asynchronous backend op produced: the data is staged with
-//    Backend::stageOut, which is ordered after every earlier backend op (stream order), and
-//    the send starts only once the staging ticket completes;
+//    Backend::stageOut, which by the backend's ordering contract (backend/backend.h) runs after
+//    the op that wrote it, and the send starts only once the staging ticket completes (the
+//    executor checks that the producing op's ticket has completed by then);
 //  - an op overwrites a region an outstanding zero-copy send still reads: before the op is
 //    issued, every older entry up to the last such send is retired;
 //  - a backend op reads a received message: the message lives in the entry until the
 //    backend's ticket completes;
 //  - a RecvReduceSend result needs a home of its own (it is sent, not stored): it is reduced
 //    into one of `inflight` temporaries, owned by the entry until its send completes.
-// Sends are started as soon as their data is staged, never deferred, so a rank that then
-// blocks in recv() cannot hold back a message its peer is waiting for.
+//
+// Sends wait for their staging without holding the rank back: the next ops are issued while
+// the device copies one slice out, so copy-out, copy-in and reduction of successive slices
+// overlap on a backend that runs them concurrently. Pending sends start in program order (a
+// channel's k-th message is the k-th send to that peer) as their staging completes, observed
+// by poll(). A rank never waits for a peer while holding a send back: before a receive that
+// would wait (Transport::ready() is false) and before waiting for a send to complete, every
+// pending send is started, waiting only for the device to finish staging it. So a peer
+// never waits for a message this rank could have sent, as when sends were started at once.
 #include "exec/executor.h"
 
 #include <algorithm>
@@ -139,6 +147,14 @@ struct ExecState {
     const unsigned char* readHi = nullptr;
     int tmpSlot = -1;
     bool stepEnd = false;
+    // The send's data is being staged (stageTicket), or waits for an earlier send to start.
+    std::optional<Backend::Ticket> stageTicket;
+    bool stageDone = true;
+    bool sendPending = false;
+    const void* sendData = nullptr;
+    uint64_t sendBytes = 0;
+    // The latest device end time of the entry's backend operations (Backend::deviceEndNs).
+    std::optional<int64_t> deviceEndNs;
   };
 
   uint32_t signature = 0;
@@ -292,7 +308,8 @@ class Run {
         chunks_(opt.telemetry == TelemetryLevel::Chunks),
         opt_(opt),
         st_(st),
-        seq_(seq) {}
+        seq_(seq),
+        clockShiftNs_(now() - steadyNowNs()) {}
 
   void execute() {
     const auto& ops = s_.ranks[static_cast<size_t>(rank_)];
@@ -317,6 +334,8 @@ class Run {
     for (auto& e : st_.window) {
       try {
         if (e.ticket && !e.ticketDone) backend_.wait(*e.ticket);
+        if (e.stageTicket && !e.stageDone) backend_.wait(*e.stageTicket);
+        // A send still pending was never handed to the transport.
         const bool sent = !e.send || e.send->done();
         if (sent && e.staged) backend_.releaseStaged(e.staged);
       } catch (...) {
@@ -343,7 +362,10 @@ class Run {
     return steadyNowNs();
   }
 
-  TelemetryEvent event(EventKind kind, uint32_t step, Phase phase) const {
+  // `deviceNs`: when the device finished the work the event marks (Backend::deviceEndNs, on
+  // the host's steady clock), mapped onto the executor's clock; none: the host's time now.
+  TelemetryEvent event(EventKind kind, uint32_t step, Phase phase,
+                       std::optional<int64_t> deviceNs = std::nullopt) const {
     TelemetryEvent e;
     e.runId = opt_.runId;
     e.iteration = st_.iteration;
@@ -351,14 +373,22 @@ class Run {
     e.step = step;
     e.kind = kind;
     e.phase = static_cast<uint8_t>(phase);
-    e.tNs = now();
+    e.tNs = deviceNs ? *deviceNs + clockShiftNs_ : now();
+    e.clock = deviceNs ? ClockSource::Device : ClockSource::Host;
     return e;
   }
 
+  // The device's end time of the entry's completed ticket t, if the backend knows it.
+  std::optional<int64_t> deviceEnd(Entry& e, Backend::Ticket t) {
+    const std::optional<int64_t> d = backend_.deviceEndNs(t);
+    if (d) e.deviceEndNs = std::max(e.deviceEndNs.value_or(*d), *d);
+    return d;
+  }
+
   void chunkEvent(EventKind kind, const Op& op, uint32_t step, int peer, uint64_t offset,
-                  uint64_t prov) {
+                  uint64_t prov, std::optional<int64_t> deviceNs = std::nullopt) {
     if (!chunks_ || !sink_) return;
-    TelemetryEvent e = event(kind, step, op.phase);
+    TelemetryEvent e = event(kind, step, op.phase, deviceNs);
     e.peer = peer;
     e.chunk = op.chunk;
     e.offset = offset;
@@ -386,15 +416,18 @@ class Run {
       if (block) backend_.wait(*e.ticket);
       if (block || backend_.done(*e.ticket)) {
         e.ticketDone = true;
+        const std::optional<int64_t> end = deviceEnd(e, *e.ticket);
         if (e.reduceEndPending) {
           e.reduceEndPending = false;
-          chunkEvent(EventKind::ReduceEnd, op, op.step, op.recvPeer, localOffset(op),
-                     op.provenance);
+          chunkEvent(EventKind::ReduceEnd, op, op.step, op.recvPeer, localOffset(op), op.provenance,
+                     end);
         }
       }
     }
     if (e.send && !e.sendEndEmitted) {
       if (block && !e.send->done()) {
+        // About to wait on the transport: hold no send back meanwhile.
+        startSends(true);
         waiting(WaitKind::Room, op.sendPeer, op.step);
         e.send->wait();
         doneWaiting();
@@ -414,9 +447,14 @@ class Run {
     e.staged = nullptr;
     if (e.tmpSlot >= 0) st_.tmpBusy[static_cast<size_t>(e.tmpSlot)] = false;
     e.tmpSlot = -1;
+    if (e.deviceEndNs) {
+      deviceHorizonNs_ = std::max(deviceHorizonNs_.value_or(*e.deviceEndNs), *e.deviceEndNs);
+    }
     if (e.stepEnd && sink_) {
       const Op& op = opAt(e.opIndex);
-      TelemetryEvent ev = event(EventKind::StepEnd, op.step, op.phase);
+      // On a device backend: when the device had finished every op retired so far, this
+      // step's last included (entries retire in program order).
+      TelemetryEvent ev = event(EventKind::StepEnd, op.step, op.phase, deviceHorizonNs_);
       ev.bytes = st_.stepBytes[op.step];
       sink_->record(ev);
     }
@@ -424,6 +462,7 @@ class Run {
 
   void retireOldest() {
     Entry& e = st_.window.front();
+    if (e.sendPending) startSends(true, 0);
     complete(e, true);
     release(e);
     st_.window.pop_front();
@@ -431,6 +470,7 @@ class Run {
 
   // Observes completions without blocking and retires finished entries in order.
   void poll() {
+    startSends(false);
     for (Entry& e : st_.window) complete(e, false);
     while (!st_.window.empty() && finished(st_.window.front())) {
       release(st_.window.front());
@@ -506,19 +546,59 @@ class Run {
     return -1;
   }
 
-  // Stages backend bytes at `p` for sending (waiting for the staging), then starts the send.
-  void stageAndSend(Entry& e, const Op& op, const unsigned char* p, uint64_t bytes) {
+  // Stages backend bytes at `p` for sending; the send starts once the staging completes.
+  void stageAndSend(Entry& e, const unsigned char* p, uint64_t bytes) {
     const void* view = nullptr;
-    const Backend::Ticket t = backend_.stageOut(p, bytes, &view);
-    backend_.wait(t);
+    e.stageTicket = backend_.stageOut(p, bytes, &view);
+    e.stageDone = false;
     e.staged = view;
-    // Stream order: staging completes after the reduction that produced the data.
-    complete(e, true);
     if (view == p) {
       e.readLo = p;
       e.readHi = p + bytes;
     }
-    startSend(e, op, view, bytes);
+    deferSend(e, view, bytes);
+  }
+
+  // The entry sends `bytes` at `data` once its staging (if any) has completed and every
+  // earlier send has started.
+  void deferSend(Entry& e, const void* data, uint64_t bytes) {
+    e.sendPending = true;
+    e.sendData = data;
+    e.sendBytes = bytes;
+    e.sendEndEmitted = false;
+    ++pendingSends_;
+  }
+
+  // Whether the entry's staging has completed; with `block`, waits for it.
+  bool staged(Entry& e, bool block) {
+    if (e.stageDone) return true;
+    if (block) {
+      backend_.wait(*e.stageTicket);
+    } else if (!backend_.done(*e.stageTicket)) {
+      return false;
+    }
+    e.stageDone = true;
+    (void)deviceEnd(e, *e.stageTicket);
+    // The staging read what the entry's own op wrote: by the ordering contract that op has
+    // completed. A backend that breaks it would send bytes not yet reduced.
+    const Op& op = opAt(e.opIndex);
+    ARL_ENFORCE(!e.ticket || e.ticketDone || backend_.done(*e.ticket),
+                "backend " << backend_.name() << ": rank " << rank_ << " op " << e.opIndex
+                           << " (step " << op.step << "): staging for the send completed before "
+                           << "the operation that produced its data");
+    complete(e, false);  // its ReduceEnd before its SendStart
+    return true;
+  }
+
+  // Starts pending sends in program order, each once its staging has completed; with
+  // `block`, waits for the staging of those at window index `upTo` or earlier.
+  void startSends(bool block, size_t upTo = SIZE_MAX) {
+    for (size_t j = 0; j < st_.window.size() && pendingSends_ > 0; ++j) {
+      Entry& e = st_.window[j];
+      if (!e.sendPending) continue;
+      if (!staged(e, block && j <= upTo)) return;  // later sends wait their turn
+      startSend(e, opAt(e.opIndex), e.sendData, e.sendBytes);
+    }
   }
 
   void startSend(Entry& e, const Op& op, const void* data, uint64_t bytes) {
@@ -537,6 +617,10 @@ class Run {
     e.send = transport_.send(op.sendPeer, h, data, bytes);
     doneWaiting();
     e.sendEndEmitted = false;
+    if (e.sendPending) {
+      e.sendPending = false;
+      --pendingSends_;
+    }
   }
 
   void issue(size_t i, const Op& op) {
@@ -550,6 +634,8 @@ class Run {
     e.opIndex = i;
     e.stepEnd = st_.lastOfStep[i];
     if (opRecvs(op.kind)) {
+      // A receive that would wait must not hold back a send a peer may be waiting for.
+      if (pendingSends_ > 0 && !transport_.ready(op.recvPeer, recvStep(i, op))) startSends(true);
       waiting(WaitKind::Data, op.recvPeer, recvStep(i, op));
       e.msg = transport_.recv(op.recvPeer, recvStep(i, op), opt_.recvTimeout);
       doneWaiting();
@@ -565,7 +651,7 @@ class Run {
       e.reduceEndPending = reduces;
     };
     switch (op.kind) {
-      case OpKind::Send: stageAndSend(e, op, addr(op.src), bytes); break;
+      case OpKind::Send: stageAndSend(e, addr(op.src), bytes); break;
       case OpKind::Recv:
         setTicket(backend_.copyFromHost(addr(op.dst), e.msg->data(), bytes), false);
         break;
@@ -575,18 +661,23 @@ class Run {
         setTicket(
             backend_.reduceFromHost(t, addr(op.src), e.msg->data(), op.count, opt_.dtype, rop),
             true);
-        stageAndSend(e, op, t, bytes);
+        stageAndSend(e, t, bytes);
         break;
       }
       case OpKind::RecvReduceCopySend:
         setTicket(backend_.reduceFromHost(addr(op.dst), addr(op.src), e.msg->data(), op.count,
                                           opt_.dtype, rop),
                   true);
-        stageAndSend(e, op, addr(op.dst), bytes);
+        stageAndSend(e, addr(op.dst), bytes);
         break;
       case OpKind::RecvCopySend:
-        // Forward the received bytes themselves: the send need not wait for the copy.
-        startSend(e, op, e.msg->data(), bytes);
+        // Forward the received bytes themselves: the send need not wait for the copy, only
+        // for earlier sends to start.
+        if (pendingSends_ == 0) {
+          startSend(e, op, e.msg->data(), bytes);
+        } else {
+          deferSend(e, e.msg->data(), bytes);
+        }
         setTicket(backend_.copyFromHost(addr(op.dst), e.msg->data(), bytes), false);
         break;
       case OpKind::RecvReduceCopy:
@@ -597,6 +688,7 @@ class Run {
       case OpKind::Copy: setTicket(backend_.copy(addr(op.dst), addr(op.src), bytes), false); break;
     }
     st_.window.push_back(std::move(e));
+    startSends(false);
   }
 
   void finalizeAvg() {
@@ -622,6 +714,12 @@ class Run {
   const ExecOptions& opt_;
   State& st_;
   uint64_t seq_;
+  // The executor's clock minus the host's steady clock: device times (Backend::deviceEndNs,
+  // on the steady clock) read on the executor's clock after adding it. ExecOptions::clock is
+  // the steady clock shifted by a constant (the worker's offset to the coordinator's).
+  int64_t clockShiftNs_;
+  std::optional<int64_t> deviceHorizonNs_;  // the latest device end of the entries retired
+  size_t pendingSends_ = 0;
 };
 
 }  // namespace

@@ -27,7 +27,9 @@ struct ExecOptions {
   RankProgress* progress = nullptr;
   uint64_t runId = 0;
   uint64_t epoch = 0;
-  // Clock for telemetry timestamps (ns); defaults to steadyNowNs() (base/clock.h).
+  // Clock for telemetry timestamps (ns); defaults to steadyNowNs() (base/clock.h). It must
+  // be the steady clock plus a constant: device times (Backend::deviceEndNs, on the steady
+  // clock) are shifted onto it by the difference, taken once per run.
   std::function<int64_t()> clock;
   // Called before each op with its index in the rank's program; may throw to inject a
   // failure (tests, LocalRunOptions::failAtOp). Empty = no hook.
@@ -67,6 +69,11 @@ uint32_t opSignature(const Schedule& s, DataType t, RedOp op);
 //    Steps events.
 //  - Steps: StepEnd when the last op of a step (in program order) has completed, with the
 //    bytes the rank sent in that step; IterationEnd when run() is done.
+//  - Clocks: on a backend that times its operations on the device (Backend::deviceEndNs),
+//    ReduceEnd is when the device finished the reduction, and StepEnd when it had finished
+//    every operation retired so far (the step's last among them), both marked
+//    ClockSource::Device; the send and receive events, IterationEnd, and everything on a
+//    backend without device times are the host's time when the executor observed them.
 //  - Off: nothing.
 
 class Executor {

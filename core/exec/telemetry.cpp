@@ -39,6 +39,20 @@ std::optional<TelemetryLevel> parseTelemetryLevel(std::string_view s) {
   return std::nullopt;
 }
 
+std::string_view toString(ClockSource c) {
+  switch (c) {
+    case ClockSource::Host: return "host";
+    case ClockSource::Device: return "device";
+  }
+  return "?";
+}
+
+std::optional<ClockSource> parseClockSource(std::string_view s) {
+  if (s == "host") return ClockSource::Host;
+  if (s == "device") return ClockSource::Device;
+  return std::nullopt;
+}
+
 BoundedSink::BoundedSink(size_t capacity) : capacity_(capacity) {}
 
 void BoundedSink::record(const TelemetryEvent& e) noexcept {

@@ -35,10 +35,17 @@ inline constexpr EventKind kLastEventKind = EventKind::NcclRecvStepEnd;
 // Whether `k` is one of NCCL's events rather than the lab's.
 constexpr bool isNcclKind(EventKind k) { return k >= EventKind::NcclGroupStart; }
 enum class TelemetryLevel : uint8_t { Off, Steps, Chunks };
+// Which clock timed an event. Host: the worker's steady clock when the executor observed it.
+// Device: the device's own timer when the device finished the work (a CUDA event), mapped to
+// the worker's steady clock by a fitted offset and drift (base/clock_fit.h). Either way tNs
+// then reads on the coordinator's clock.
+enum class ClockSource : uint8_t { Host, Device };
 
 std::string_view toString(EventKind k);
 std::string_view toString(TelemetryLevel l);
 std::optional<TelemetryLevel> parseTelemetryLevel(std::string_view s);
+std::string_view toString(ClockSource c);  // "host", "device"
+std::optional<ClockSource> parseClockSource(std::string_view s);
 
 struct TelemetryEvent {
   uint64_t runId = 0;
@@ -46,7 +53,8 @@ struct TelemetryEvent {
   int32_t rank = -1;
   uint32_t step = 0;
   EventKind kind = EventKind::SendStart;
-  uint8_t phase = 0;  // arl::Phase
+  uint8_t phase = 0;                      // arl::Phase
+  ClockSource clock = ClockSource::Host;  // what timed tNs
   int32_t peer = -1;
   uint32_t chunk = 0;
   uint64_t offset = 0;  // elements

@@ -44,12 +44,21 @@ T loadLe(const uint8_t* p) noexcept {
 constexpr uint8_t kLastKindV1 = static_cast<uint8_t>(EventKind::IterationEnd);
 constexpr uint8_t kLastKind = static_cast<uint8_t>(kLastEventKind);
 constexpr uint8_t kLastPhaseValue = static_cast<uint8_t>(Phase::Local);
+constexpr uint8_t kLastClock = static_cast<uint8_t>(ClockSource::Device);
+static_assert(kLastPhaseValue < 16, "the phase has the low 4 bits of byte 47");
 
-// The one range rule for the three fields a record narrows or enumerates.
-std::optional<std::string> fieldError(unsigned kind, unsigned phase, int64_t peer,
+// Byte 47: the phase in the low 4 bits, the clock in the high 4 (version 3).
+constexpr uint8_t phaseClockByte(uint8_t phase, ClockSource c) {
+  return static_cast<uint8_t>((phase & 0x0F) | (static_cast<uint8_t>(c) << 4));
+}
+
+// The one range rule for the fields a record narrows or enumerates. `phase` and `clock` are
+// as the event holds them (a phase above 15 cannot share its byte with the clock).
+std::optional<std::string> fieldError(unsigned kind, unsigned phase, unsigned clock, int64_t peer,
                                       unsigned lastKind = kLastKind) {
   if (kind > lastKind) return "unknown event kind " + std::to_string(kind);
   if (phase > kLastPhaseValue) return "unknown phase " + std::to_string(phase);
+  if (clock > kLastClock) return "unknown clock source " + std::to_string(clock);
   if (peer < -1 || peer >= kMaxRanks) {
     return "peer " + std::to_string(peer) + " is neither -1 nor a rank below " +
            std::to_string(kMaxRanks);
@@ -75,18 +84,18 @@ void packTelemetryRecord(const TelemetryEvent& e, uint8_t* out) noexcept {
   storeLe<uint32_t>(out + 40, e.chunk);
   storeLe<int16_t>(out + 44, static_cast<int16_t>(e.peer));
   out[46] = static_cast<uint8_t>(e.kind);
-  out[47] = e.phase;
+  out[47] = phaseClockByte(e.phase, e.clock);
 }
 
 std::optional<std::string> telemetryEventError(const TelemetryEvent& e) {
-  return fieldError(static_cast<unsigned>(e.kind), e.phase, e.peer);
+  return fieldError(static_cast<unsigned>(e.kind), e.phase, static_cast<unsigned>(e.clock), e.peer);
 }
 
 std::optional<std::string> telemetryRecordsError(std::span<const uint8_t> bytes) {
   if (auto err = wholeRecordsError(bytes.size())) return err;
   for (size_t i = 0; i < bytes.size() / kTelemetryRecordBytes; ++i) {
     const uint8_t* p = bytes.data() + i * kTelemetryRecordBytes;
-    if (auto err = fieldError(p[46], p[47], loadLe<int16_t>(p + 44))) {
+    if (auto err = fieldError(p[46], p[47] & 0x0F, p[47] >> 4, loadLe<int16_t>(p + 44))) {
       return "telemetry record " + std::to_string(i) + ": " + *err;
     }
   }
@@ -96,7 +105,7 @@ std::optional<std::string> telemetryRecordsError(std::span<const uint8_t> bytes)
 std::optional<std::string> unpackTelemetryRecords(std::span<const uint8_t> bytes, uint32_t version,
                                                   uint32_t recordBytes, uint64_t runId,
                                                   int32_t rank, std::vector<TelemetryEvent>& out) {
-  if (version != kTelemetryRecordVersion && version != 1) {
+  if (version < 1 || version > kTelemetryRecordVersion) {
     return "telemetry record layout version " + std::to_string(version) +
            " is not supported (this build reads versions 1 to " +
            std::to_string(kTelemetryRecordVersion) + ")";
@@ -113,7 +122,10 @@ std::optional<std::string> unpackTelemetryRecords(std::span<const uint8_t> bytes
   for (size_t i = 0; i < n; ++i) {
     const uint8_t* p = bytes.data() + i * kTelemetryRecordBytes;
     const int16_t peer = loadLe<int16_t>(p + 44);
-    if (auto err = fieldError(p[46], p[47], peer, lastKind)) {
+    // Versions 1 and 2 had the phase alone in byte 47: a high nibble there is a bad phase.
+    const unsigned phase = version < 3 ? p[47] : p[47] & 0x0F;
+    const unsigned clock = version < 3 ? 0 : p[47] >> 4;
+    if (auto err = fieldError(p[46], phase, clock, peer, lastKind)) {
       out.resize(first);
       return "telemetry record " + std::to_string(i) + ": " + *err;
     }
@@ -129,7 +141,8 @@ std::optional<std::string> unpackTelemetryRecords(std::span<const uint8_t> bytes
     e.chunk = loadLe<uint32_t>(p + 40);
     e.peer = peer;
     e.kind = static_cast<EventKind>(p[46]);
-    e.phase = p[47];
+    e.phase = static_cast<uint8_t>(phase);
+    e.clock = static_cast<ClockSource>(clock);
   }
   return std::nullopt;
 }

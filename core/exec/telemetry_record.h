@@ -14,12 +14,13 @@
 //       40    4 chunk       u32
 //       44    2 peer        i16  -1: none
 //       46    1 kind        u8   arl::EventKind
-//       47    1 phase       u8   arl::Phase
+//       47    1 phase|clock u8   bits 0-3 arl::Phase, bits 4-7 arl::ClockSource
 //
 // A new layout gets a new kTelemetryRecordVersion; decoders refuse versions and record sizes
 // they do not know. Version 2 is version 1's layout with NCCL's event kinds added
 // (NcclGroupStart .. NcclRecvStepEnd, exec/nccl_events.h says what their fields hold); version
-// 1 records (the lab's kinds only) are still read.
+// 3 put the clock in byte 47's high bits. Records of versions 1 (the lab's kinds only) and 2
+// (byte 47 holding the phase alone) are still read, their events timed by the host's clock.
 #pragma once
 
 #include <cstddef>
@@ -33,21 +34,21 @@
 
 namespace arl {
 
-inline constexpr uint32_t kTelemetryRecordVersion = 2;
+inline constexpr uint32_t kTelemetryRecordVersion = 3;
 inline constexpr size_t kTelemetryRecordBytes = 48;
 
 // Writes `e` (all but runId and rank) into out[0, kTelemetryRecordBytes). A peer outside
 // int16 is a caller's bug; validTelemetryEvent() says what a decoder accepts.
 void packTelemetryRecord(const TelemetryEvent& e, uint8_t* out) noexcept;
 
-// Why `e` could not travel in a record (kind, phase or peer out of range), or nullopt.
+// Why `e` could not travel in a record (kind, phase, clock or peer out of range), or nullopt.
 std::optional<std::string> telemetryEventError(const TelemetryEvent& e);
 
 // Why `bytes` are not whole records of the current layout with every kind, phase and peer in
 // range (naming the first bad record), or nullopt.
 std::optional<std::string> telemetryRecordsError(std::span<const uint8_t> bytes);
 
-// Reads records packed with layout `version` and `recordBytes` per record, appending one
+// Reads records packed with layout `version` (1 or 2) and `recordBytes` per record, appending one
 // event per record to `out` with `runId` and `rank` filled in. Refuses (and appends nothing)
 // an unknown version or record size, a byte count that is not a whole number of records, or
 // a record whose kind, phase or peer is out of range; the error names the record.

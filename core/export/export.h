@@ -115,9 +115,10 @@ struct TraceStats {
 // clock, relative to the first run's start. See docs/trace-and-recording.md.
 std::string chromeTraceJson(const BenchReport& r, TraceStats* stats = nullptr);
 
-// The recording format's name and version; readers refuse other versions.
+// The recording format's name and version; readers refuse other versions. Version 2 added
+// each event's clock; version 1 recordings are still read (their events timed by the host).
 inline constexpr std::string_view kRecordingFormat = "allreduce-lab-recording";
-inline constexpr int kRecordingVersion = 1;
+inline constexpr int kRecordingVersion = 2;
 
 // Thrown by the recording reader; what() says what is wrong and where.
 struct RecordingError : std::runtime_error {

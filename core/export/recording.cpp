@@ -24,10 +24,13 @@ namespace arl {
 
 namespace {
 
-constexpr const char* kEventColumns[] = {"iteration", "rank", "step",      "kind",
-                                         "phase",     "peer", "chunk",     "offset",
-                                         "bytes",     "t_ns", "provenance"};
+// Version 2 added "clock" (host or device, what timed t_ns); version 1 recordings have the
+// first 11 columns, and their events were all timed by the host.
+constexpr const char* kEventColumns[] = {"iteration", "rank", "step",       "kind",
+                                         "phase",     "peer", "chunk",      "offset",
+                                         "bytes",     "t_ns", "provenance", "clock"};
 constexpr size_t kColumns = std::size(kEventColumns);
+constexpr size_t kVersion1Columns = 11;
 
 // Recordings nest 7 levels deep (a run's slow links); their size is what bounds the events they may
 // hold.
@@ -71,6 +74,8 @@ std::string eventsText(const std::vector<TelemetryEvent>& events) {
     appendNumber(out, e.tNs);
     out += ' ';
     appendNumber(out, e.provenance, 16);
+    out += ' ';
+    out += toString(e.clock);
     out += '\n';
   }
   return out;
@@ -302,8 +307,8 @@ RankIteration readPerRank(const In& a) {
 // One line of the events text: the fields of kEventColumns, separated by single spaces.
 class EventLine {
  public:
-  EventLine(std::string_view line, const std::string& path, size_t number)
-      : rest_(line), path_(path), number_(number) {}
+  EventLine(std::string_view line, const std::string& path, size_t number, size_t columns)
+      : rest_(line), path_(path), number_(number), columns_(columns) {}
 
   TelemetryEvent read(uint64_t runId) {
     TelemetryEvent e;
@@ -324,7 +329,13 @@ class EventLine {
     num(e.bytes);
     num(e.tNs, -kMaxAbsNs, kMaxAbsNs);
     num(e.provenance, uint64_t{0}, std::numeric_limits<uint64_t>::max(), 16);
-    if (!rest_.empty() || !lastField_) fail("more than " + std::to_string(kColumns) + " fields");
+    if (columns_ > kVersion1Columns) {
+      const std::string_view clock = field();
+      const auto c = parseClockSource(clock);
+      if (!c) fail("clock: neither host nor device: '" + std::string(clock.substr(0, 40)) + "'");
+      e.clock = *c;
+    }
+    if (!rest_.empty() || !lastField_) fail("more than " + std::to_string(columns_) + " fields");
     return e;
   }
 
@@ -335,7 +346,7 @@ class EventLine {
 
   std::string_view field() {
     if (lastField_) {
-      fail("expected " + std::to_string(kColumns) + " fields, found " + std::to_string(index_));
+      fail("expected " + std::to_string(columns_) + " fields, found " + std::to_string(index_));
     }
     const size_t sp = rest_.find(' ');
     const std::string_view f = rest_.substr(0, sp);
@@ -359,19 +370,20 @@ class EventLine {
   std::string_view rest_;
   const std::string& path_;
   size_t number_;
+  size_t columns_;
   size_t index_ = 0;
   bool lastField_ = false;
 };
 
 std::vector<TelemetryEvent> parseEvents(std::string_view text, uint64_t runId,
-                                        const std::string& path) {
+                                        const std::string& path, size_t columns) {
   std::vector<TelemetryEvent> out;
   // One event per line: the text bounds what this may reserve.
   out.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
   size_t line = 0;
   while (!text.empty()) {
     const size_t eol = text.find('\n');
-    out.push_back(EventLine(text.substr(0, eol), path, ++line).read(runId));
+    out.push_back(EventLine(text.substr(0, eol), path, ++line, columns).read(runId));
     text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
   }
   return out;
@@ -413,7 +425,8 @@ Metrics readMetrics(const In& a, const std::vector<double>& iterationUs) {
   return x;
 }
 
-BenchRow readRun(const In& a) {
+// `columns`: event columns of the recording's version.
+BenchRow readRun(const In& a, size_t columns) {
   const In o = a.object();
   BenchRow row;
   RunResult& res = row.result;
@@ -442,7 +455,7 @@ BenchRow readRun(const In& a) {
   if (o.has("effective")) res.effective = readEffective(o["effective"], res.nranks);
   res.eventsDropped = o["events_dropped"].u64();
   const In events = o["events"];
-  res.events = parseEvents(events.str(), res.runId, events.path());
+  res.events = parseEvents(events.str(), res.runId, events.path(), columns);
   const uint64_t expected = o["event_count"].u64();
   if (res.events.size() != expected) {
     bad(events.path(), "holds " + std::to_string(res.events.size()) + " events, event_count says " +
@@ -451,24 +464,27 @@ BenchRow readRun(const In& a) {
   return row;
 }
 
-void checkHeader(const In& top) {
+// Returns the number of event columns of the recording's version.
+size_t checkHeader(const In& top) {
   const std::string& format = top["format"].str();
   if (format != kRecordingFormat) {
     bad("recording.format", "'" + format + "' is not " + std::string(kRecordingFormat));
   }
   const int64_t version = top["version"].i64();
-  if (version != kRecordingVersion) {
+  if (version != kRecordingVersion && version != 1) {
     bad("recording.version", "version " + std::to_string(version) +
-                                 " is not supported (this build reads version " +
+                                 " is not supported (this build reads versions 1 and " +
                                  std::to_string(kRecordingVersion) + ")");
   }
+  const size_t columns = version == 1 ? kVersion1Columns : kColumns;
   const In cols = top["event_columns"];
-  bool colsOk = cols.size() == kColumns;
-  for (size_t i = 0; colsOk && i < kColumns; ++i) {
+  bool colsOk = cols.size() == columns;
+  for (size_t i = 0; colsOk && i < columns; ++i) {
     const JsonIn& c = cols[i].raw();
     colsOk = c.is_string() && c.get_ref<const std::string&>() == kEventColumns[i];
   }
   if (!colsOk) bad("recording.event_columns", "columns differ from this version's");
+  return columns;
 }
 
 }  // namespace
@@ -499,7 +515,7 @@ BenchReport parseRecording(std::string_view text) {
   }
   const JsonFail fail = bad;
   const In top = In(root, "recording", fail).object();
-  checkHeader(top);
+  const size_t columns = checkHeader(top);
   BenchReport r;
   r.config = readConfig(top["config"].object());
   r.workers = readWorkers(top["workers"]);
@@ -514,7 +530,7 @@ BenchReport parseRecording(std::string_view text) {
     if (model.has("shm_work_scale")) r.model.shmWorkScale = model["shm_work_scale"].num();
   }
   r.error = top["error"].str();
-  r.rows = readArray<BenchRow>(top["runs"], readRun);
+  r.rows = readArray<BenchRow>(top["runs"], [columns](const In& a) { return readRun(a, columns); });
   return r;
 }
 

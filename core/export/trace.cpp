@@ -249,7 +249,8 @@ Json chunkArgs(const TelemetryEvent& e) {
               {"provenance", provenanceList(e.provenance)},
               {"iteration", e.iteration},
               {"run", e.runId},
-              {"phase", str(toString(static_cast<Phase>(e.phase)))}};
+              {"phase", str(toString(static_cast<Phase>(e.phase)))},
+              {"clock", str(toString(e.clock))}};
 }
 
 // NCCL's slices: named as NCCL's, with what NCCL reported.
@@ -317,14 +318,16 @@ std::pair<std::string, Json> describe(const Slice& s) {
                    {"iteration", e.iteration},
                    {"time_us", static_cast<double>(s.end - s.start) / 1e3},
                    {"bytes", e.bytes},
-                   {"run", e.runId}}};
+                   {"run", e.runId},
+                   {"clock", str(toString(e.clock))}}};
     case kSteps:
       return {"step " + std::to_string(e.step) + " (" + phaseName(e) + ")",
               Json{{"rank", e.rank},
                    {"step", e.step},
                    {"iteration", e.iteration},
                    {"bytes", e.bytes},
-                   {"run", e.runId}}};
+                   {"run", e.runId},
+                   {"clock", str(toString(e.clock))}}};
     case kSend: return {"send chunk " + chunk + " to " + peer, chunkArgs(e)};
     case kRecv: return {"recv chunk " + chunk + " from " + peer, chunkArgs(e)};
     default: return {"reduce chunk " + chunk, chunkArgs(e)};

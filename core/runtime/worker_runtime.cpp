@@ -154,6 +154,7 @@ class CorruptingTransport final : public Transport {
                                   std::chrono::milliseconds timeout) override {
     return inner_.recv(peer, step, timeout);
   }
+  bool ready(int peer, uint32_t step) override { return inner_.ready(peer, step); }
   void abort() override { inner_.abort(); }
 
  private:

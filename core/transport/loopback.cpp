@@ -50,6 +50,11 @@ std::unique_ptr<InMessage> LoopbackTransport::recv(int peer, uint32_t step,
   return fabric_.recv(rank_, peer, step, timeout);
 }
 
+bool LoopbackTransport::ready(int peer, uint32_t step) {
+  (void)step;
+  return fabric_.ready(rank_, peer);
+}
+
 void LoopbackTransport::abort() { fabric_.abortRank(rank_); }
 
 LoopbackFabric::LoopbackFabric(int nranks, const LinkShaping& shaping) {
@@ -149,6 +154,21 @@ void LoopbackFabric::paceReceive(int dst, int src, uint32_t step, int64_t visibl
                     "run aborted while data from rank " + std::to_string(src) + " for step " +
                         std::to_string(step) + " was on its way");
   }
+}
+
+bool LoopbackFabric::ready(int dst, int src) {
+  checkRank(src, "probe of");
+  Inbox& box = *inboxes_[static_cast<size_t>(dst)];
+  std::lock_guard<std::mutex> lock(box.mu);
+  Channel& ch = box.from[static_cast<size_t>(src)];
+  if (box.aborted || ch.queue.empty()) return false;
+  Message& m = ch.queue.front();
+  // Claimed once, here or in recv(): only this rank's thread takes from its channels.
+  if (m.visibleAtNs < 0) {
+    m.visibleAtNs =
+        pacers_[static_cast<size_t>(dst)]->claimReceive(src, m.payload.size(), m.startNs);
+  }
+  return m.visibleAtNs <= steadyNowNs();
 }
 
 std::unique_ptr<InMessage> LoopbackFabric::recv(int dst, int src, uint32_t step,

@@ -42,6 +42,8 @@ class LoopbackTransport final : public Transport {
                                        size_t bytes) override;
   std::unique_ptr<InMessage> recv(int peer, uint32_t step,
                                   std::chrono::milliseconds timeout) override;
+  // A message from `peer` is queued and, when shaped, has arrived by the pacing.
+  bool ready(int peer, uint32_t step) override;
   // Aborts this rank's endpoint only: its blocked and future calls throw PeerError.
   void abort() override;
 
@@ -94,6 +96,7 @@ class LoopbackFabric {
   int64_t send(int src, int dst, const ChunkHeader& h, const void* data, size_t bytes);
   std::unique_ptr<InMessage> recv(int dst, int src, uint32_t step,
                                   std::chrono::milliseconds timeout);
+  bool ready(int dst, int src);
   void abortRank(int rank);
   void checkRank(int rank, const char* what) const;
   bool failed(int rank) const;

@@ -84,6 +84,16 @@ class Transport {
   // nothing arrives within `timeout` or the transport was aborted.
   virtual std::unique_ptr<InMessage> recv(int peer, uint32_t step,
                                           std::chrono::milliseconds timeout) = 0;
+  // True when recv(peer) would return a message now, without waiting for one to arrive; false
+  // when it would wait, or this transport cannot tell (the default). Never blocks; may throw
+  // what recv() throws for a malformed message it meets (naming `step`). A caller that holds
+  // back work only while a message is ready, and finishes it before waiting, cannot hold back
+  // what a peer waits for (exec/executor.cpp).
+  virtual bool ready(int peer, uint32_t step) {
+    (void)peer;
+    (void)step;
+    return false;
+  }
   // Makes every blocked and future call fail promptly (run aborted elsewhere).
   virtual void abort() = 0;
 };

@@ -142,6 +142,30 @@ TEST(Loopback, ShapingDelaysVisibility) {
   EXPECT_LT(steadyNowNs() - t3, 1'000'000'000) << "a 4-byte message waited for a rate";
 }
 
+// ready() is true exactly when a receive would not wait: a message is queued and, when
+// shaped, the pacing has made it visible. The lower bound on the shaped wait is causality.
+TEST(Loopback, ReadySaysWhetherAReceiveWouldWait) {
+  LoopbackFabric fabric(2);
+  int a = 5;
+  EXPECT_FALSE(fabric.transport(1).ready(0, 0));
+  fabric.transport(0).send(1, header(0, 0), &a, sizeof a);
+  EXPECT_TRUE(fabric.transport(1).ready(0, 0));
+  EXPECT_FALSE(fabric.transport(0).ready(1, 0));  // the other direction has nothing
+  EXPECT_EQ(fabric.transport(1).recv(0, 0, 1s)->size(), sizeof a);
+  EXPECT_FALSE(fabric.transport(1).ready(0, 1));
+
+  LinkShaping shaping;
+  shaping.addedLatencySeconds = 0.2;
+  LoopbackFabric slow(2, shaping);
+  const int64_t t0 = steadyNowNs();
+  slow.transport(0).send(1, header(0, 0), &a, sizeof a);
+  while (!slow.transport(1).ready(0, 0)) std::this_thread::sleep_for(1ms);
+  EXPECT_GE(steadyNowNs() - t0, 200'000'000);
+  EXPECT_EQ(slow.transport(1).recv(0, 0, 1s)->size(), sizeof a);
+  slow.abort();
+  EXPECT_FALSE(slow.transport(1).ready(0, 0));
+}
+
 TEST(Loopback, ShapingIsCheckedForTheWorld) {
   LinkShaping bad;
   bad.rankPortBytesPerSecond[2] = 1e6;

@@ -28,6 +28,7 @@ TelemetryEvent event(uint64_t i) {
   e.step = static_cast<uint32_t>(i % 7);
   e.kind = static_cast<EventKind>(i % 6);
   e.phase = static_cast<uint8_t>(i % 5);
+  e.clock = i % 4 == 1 ? ClockSource::Device : ClockSource::Host;
   e.peer = i % 3 == 0 ? -1 : static_cast<int32_t>(i % kMaxRanks);
   e.chunk = static_cast<uint32_t>(i * 3);
   e.offset = i * 1000;
@@ -69,6 +70,7 @@ TEST(TelemetryRecord, LayoutIsLittleEndianAsDocumented) {
   e.peer = 0x0A0B;
   e.kind = EventKind::ReduceEnd;                     // 3
   e.phase = static_cast<uint8_t>(Phase::Broadcast);  // 3
+  e.clock = ClockSource::Device;                     // 1, in byte 47's high bits
   uint8_t rec[kTelemetryRecordBytes] = {};
   packTelemetryRecord(e, rec);
   const auto le = [&](size_t at, size_t n) {
@@ -85,7 +87,7 @@ TEST(TelemetryRecord, LayoutIsLittleEndianAsDocumented) {
   EXPECT_EQ(le(40, 4), 0x61626364u);
   EXPECT_EQ(le(44, 2), 0x0A0Bu);
   EXPECT_EQ(rec[46], 3);
-  EXPECT_EQ(rec[47], 3);
+  EXPECT_EQ(rec[47], 0x13);
   EXPECT_EQ(kTelemetryRecordBytes, 48u);
 }
 
@@ -143,7 +145,7 @@ TEST(TelemetryRecord, TruncatedRecordsAreRefusedAndNothingIsAppended) {
 TEST(TelemetryRecord, UnknownLayoutsAreRefused) {
   const std::vector<uint8_t> bytes = pack({event(1)});
   std::vector<TelemetryEvent> out;
-  EXPECT_TRUE(contains(unpack(bytes, out, 3), "layout version 3 is not supported"));
+  EXPECT_TRUE(contains(unpack(bytes, out, 4), "layout version 4 is not supported"));
   EXPECT_TRUE(contains(unpack(bytes, out, 0), "layout version 0 is not supported"));
   EXPECT_TRUE(contains(unpack(bytes, out, 1, 40), "records of 40 bytes, expected 48"));
   EXPECT_TRUE(contains(unpack(bytes, out, 1, 0), "records of 0 bytes, expected 48"));
@@ -177,6 +179,40 @@ TEST(TelemetryRecord, NcclsKindsTravelInVersionTwoOnly) {
   EXPECT_FALSE(isNcclKind(EventKind::IterationEnd));
 }
 
+TEST(TelemetryRecord, TheClockSourceRoundTrips) {
+  TelemetryEvent host = event(2);
+  host.clock = ClockSource::Host;
+  TelemetryEvent device = event(3);
+  device.clock = ClockSource::Device;
+  std::vector<TelemetryEvent> back;
+  ASSERT_FALSE(unpack(pack({host, device}), back));
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].clock, ClockSource::Host);
+  EXPECT_EQ(back[1].clock, ClockSource::Device);
+  EXPECT_EQ(back[1].phase, device.phase);
+}
+
+TEST(TelemetryRecord, VersionOneRecordsAreTimedByTheHost) {
+  TelemetryEvent e = event(5);
+  e.clock = ClockSource::Host;
+  std::vector<uint8_t> bytes = pack({e});
+  std::vector<TelemetryEvent> out;
+  ASSERT_FALSE(unpack(bytes, out, 1));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], e);
+  // Versions 1 and 2 kept the phase alone in byte 47: its high bits there are a phase out of
+  // range, where version 3 reads them as the clock.
+  bytes[47] = 0x10;
+  out.clear();
+  EXPECT_TRUE(contains(unpack(bytes, out, 1), "unknown phase 16"));
+  out.clear();
+  EXPECT_TRUE(contains(unpack(bytes, out, 2), "unknown phase 16"));
+  out.clear();
+  ASSERT_FALSE(unpack(bytes, out, 3));
+  EXPECT_EQ(out[0].clock, ClockSource::Device);
+  EXPECT_TRUE(out.empty());
+}
+
 TEST(TelemetryRecord, GarbageRecordsAreRefusedNamingTheRecord) {
   std::vector<uint8_t> bytes = pack({event(1), event(2), event(3)});
   std::vector<TelemetryEvent> out;
@@ -192,6 +228,8 @@ TEST(TelemetryRecord, GarbageRecordsAreRefusedNamingTheRecord) {
   second[46] = 0;
   second[47] = 5;
   expectRefused("telemetry record 1: unknown phase 5");
+  second[47] = 0x20;
+  expectRefused("telemetry record 1: unknown clock source 2");
   second[47] = 0;
   second[44] = 64;  // peer 64
   expectRefused("telemetry record 1: peer 64 is neither -1 nor a rank below 64");

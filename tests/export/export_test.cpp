@@ -38,6 +38,8 @@ TelemetryEvent ev(EventKind k, uint32_t iter, int rank, uint32_t step, int peer,
   e.bytes = kBytes;
   e.tNs = t;
   e.provenance = prov;
+  // As a device backend times them: reductions on the device's clock, the rest on the host's.
+  e.clock = k == EventKind::ReduceEnd ? ClockSource::Device : ClockSource::Host;
   return e;
 }
 
@@ -292,6 +294,7 @@ TEST(Export, TraceHasRankProcessesLanesFlowPairsAndCounters) {
       }
       EXPECT_TRUE(a.at("provenance").is_array());
       EXPECT_GE(a.at("provenance").size(), 1u);
+      EXPECT_EQ(a.at("clock").get<std::string>(), lane.rfind("reduce", 0) == 0 ? "device" : "host");
       EXPECT_EQ(a.at("bytes").get<int64_t>(), static_cast<int64_t>(kBytes));
     }
     if (e->contains("flow_out")) {
@@ -485,6 +488,7 @@ TEST(Export, RecordingRoundTripsEverything) {
   r.rows[1].result.request.stallTimeout = std::chrono::milliseconds(1234);
   r.rows[1].result.events[3].provenance = ~uint64_t{0};  // all 64 ranks
   r.rows[1].result.events[4].tNs = -42;
+  r.rows[1].result.events[5].clock = ClockSource::Device;
   r.config.telemetry = TelemetryLevel::Steps;
   r.config.op = RedOp::Max;
   const std::string path = ::testing::TempDir() + "export_rec_" + std::to_string(::getpid());
@@ -511,6 +515,29 @@ TEST(Export, RecordingRoundTripsEverything) {
   for (size_t i = 0; i < r.rows.size(); ++i) expectSameRow(back.rows[i], r.rows[i]);
   // And the text is stable: writing what was read gives the same recording.
   EXPECT_EQ(recordingJson(back), recordingJson(r));
+}
+
+TEST(Export, VersionOneRecordingsReadWithEveryEventOnTheHostClock) {
+  BenchReport r = syntheticReport();
+  for (auto& row : r.rows) {
+    for (TelemetryEvent& e : row.result.events) e.clock = ClockSource::Host;
+  }
+  std::string old = recordingJson(r);
+  // Version 1: no clock column, no clock at the end of an event line.
+  old.replace(old.find("\"version\":2"), 11, "\"version\":1");
+  old.replace(old.find(",\"clock\"]"), 9, "]");
+  for (size_t p = old.find(" host\\n"); p != std::string::npos; p = old.find(" host\\n", p)) {
+    old.erase(p, 5);
+  }
+  const BenchReport back = parseRecording(old);
+  ASSERT_EQ(back.rows.size(), r.rows.size());
+  for (size_t i = 0; i < r.rows.size(); ++i)
+    EXPECT_EQ(back.rows[i].result.events, r.rows[i].result.events);
+  // A version 1 line with a clock has a field too many.
+  std::string extra = recordingJson(r);
+  extra.replace(extra.find("\"version\":2"), 11, "\"version\":1");
+  extra.replace(extra.find(",\"clock\"]"), 9, "]");
+  EXPECT_THROW(parseRecording(extra), RecordingError);
 }
 
 TEST(Export, RecordingsWrittenBeforeTheSweepListsStillRead) {
@@ -575,9 +602,13 @@ TEST(Export, RecordingReaderRefusesWhatItCannotTrust) {
     }
     return "";
   };
-  std::string v2 = good;
-  v2.replace(v2.find("\"version\":1"), 11, "\"version\":2");
-  EXPECT_NE(errorOf(v2).find("version 2 is not supported"), std::string::npos) << errorOf(v2);
+  std::string v3 = good;
+  v3.replace(v3.find("\"version\":2"), 11, "\"version\":3");
+  EXPECT_NE(errorOf(v3).find("version 3 is not supported"), std::string::npos) << errorOf(v3);
+  std::string badClock = good;
+  badClock.replace(badClock.find(" host\\n"), 5, " gpus");
+  EXPECT_NE(errorOf(badClock).find("clock: neither host nor device: 'gpus'"), std::string::npos)
+      << errorOf(badClock);
   EXPECT_NE(errorOf(good.substr(0, good.size() / 2)).find("not valid JSON"), std::string::npos);
   std::string noDtype = good;
   noDtype.replace(noDtype.find("\"dtype\":\"float\""), 15, "\"dtypo\":\"float\"");

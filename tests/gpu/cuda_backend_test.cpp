@@ -101,7 +101,8 @@ TEST_F(CudaBackendOps, CopiesInAndAcrossAndStagesOut) {
   gpu_->deallocate(b);
 }
 
-// Tickets complete in issue order, and a ticket never issued is a bug.
+// Reductions into one buffer run in issue order on the compute stream, each after its own
+// copy-in: waiting for the last completes them all. A ticket never issued is a bug.
 TEST_F(CudaBackendOps, TicketsCompleteInOrder) {
   const size_t n = 1 << 22;
   std::vector<float> ones(n, 1.0f);

@@ -236,6 +236,32 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, TopologyStrips,
                            return name;
                          });
 
+// The step line says which clock timed the step's ends: the host's for the CPU backend, the
+// GPU's for a device backend's, and how many ranks each when they differ.
+TEST(TopologyPane, SaysWhichClockTimedEachStep) {
+  const LocalRecording rec = recordLocal("ring", 4, 64);
+  const auto stepLine = [&](const std::vector<TelemetryEvent>& events) {
+    TopologyPane pane;
+    pane.showRun(rec.run, events);
+    pane.pause();
+    pane.seek(pane.model().boundaries().front());
+    return pane.explanation()->stepText();
+  };
+  EXPECT_TRUE(stepLine(rec.events).endsWith(QStringLiteral("timed by the host clock")))
+      << stepLine(rec.events).toStdString();
+  std::vector<TelemetryEvent> device = rec.events;
+  for (TelemetryEvent& e : device) {
+    if (e.kind == EventKind::StepEnd) e.clock = ClockSource::Device;
+  }
+  EXPECT_TRUE(stepLine(device).endsWith(QStringLiteral("timed by the GPU clock")));
+  for (TelemetryEvent& e : device) {
+    if (e.rank >= 2) e.clock = ClockSource::Host;
+  }
+  EXPECT_TRUE(stepLine(device).endsWith(
+      QStringLiteral("timed by the GPU clock on 2 of 4 ranks, the host clock on the rest")))
+      << stepLine(device).toStdString();
+}
+
 TEST(TopologyPane, ShowsTheValuesAndTheirArithmeticAtSmallCounts) {
   const int n = 4;
   const uint64_t count = 8;

@@ -314,6 +314,29 @@ TEST(ShmDataPlane, FifoAcrossManyWrapsOfASmallRing) {
   });
 }
 
+// ready() turns true once a record is published and false once it is taken, also when the
+// ring's end is padded (a wrap record alone is no message); a shaped plane says false.
+TEST(ShmDataPlane, ReadySaysWhetherARecordIsWaiting) {
+  auto mesh = oneWay(ringOf(kSmallRing));
+  EXPECT_FALSE(mesh[1].ready(0, 0));
+  for (uint32_t i = 0; i < 4 * kTenKPerSmallRing; ++i) {  // wraps the ring three times
+    const auto p = pattern(0, i, kTenK + 100);
+    mesh[0].send(1, headerFor(i), p.data(), p.size());
+    EXPECT_TRUE(mesh[1].ready(0, i)) << "message " << i;
+    auto m = mesh[1].recv(0, i, kLong);
+    EXPECT_TRUE(samePayload(*m, p)) << "message " << i;
+    m.reset();
+    EXPECT_FALSE(mesh[1].ready(0, i)) << "message " << i;
+  }
+  ShmOptions shaped = ringOf(kSmallRing);
+  shaped.shaping.addedLatencySeconds = 1e-6;
+  auto paced = oneWay(shaped);
+  const auto p = pattern(0, 0, 10);
+  paced[0].send(1, headerFor(0), p.data(), p.size());
+  EXPECT_FALSE(paced[1].ready(0, 0));
+  EXPECT_TRUE(samePayload(*paced[1].recv(0, 0, kLong), p));
+}
+
 // Large payloads through the default 4 MiB ring, the largest being half of it.
 TEST(ShmDataPlane, LargePayloadsArriveIntact) {
   auto mesh = oneWay(ringOf(ShmOptions{}.ringBytes));

@@ -152,6 +152,33 @@ TEST_P(ZmqDataPlaneTest, FifoPerPeerWithInterleavedSenders) {
   });
 }
 
+// ready() reads what has arrived without waiting: true once a message from that peer is
+// there (others' are queued on the way), false once it is taken.
+TEST_P(ZmqDataPlaneTest, ReadySaysWhetherAMessageHasArrived) {
+  auto dp = makeMesh(3, optionsFor(GetParam()));
+  ZmqDataPlane& t = *dp[0];
+  EXPECT_FALSE(t.ready(1, 0));
+  const auto fromTwo = pattern(2, 0, 100);
+  const auto fromOne = pattern(1, 0, 70000);  // zero-copy sized
+  dp[2]->send(0, headerFor(0, 0), fromTwo.data(), fromTwo.size())->wait();
+  const auto giveUp = SteadyClock::now() + milliseconds(10000);
+  while (t.queued(2) == 0 && SteadyClock::now() < giveUp) {
+    EXPECT_FALSE(t.ready(1, 0));
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  EXPECT_EQ(t.queued(2), 1u);  // read while asking about rank 1, kept for rank 2
+  EXPECT_TRUE(t.ready(2, 0));
+  dp[1]->send(0, headerFor(0, 0), fromOne.data(), fromOne.size())->wait();
+  while (!t.ready(1, 0) && SteadyClock::now() < giveUp) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  EXPECT_TRUE(t.ready(1, 0));
+  EXPECT_TRUE(samePayload(*t.recv(1, 0, milliseconds(1000)), fromOne));
+  EXPECT_TRUE(samePayload(*t.recv(2, 0, milliseconds(1000)), fromTwo));
+  EXPECT_FALSE(t.ready(1, 1));
+  EXPECT_FALSE(t.ready(2, 1));
+}
+
 // While rank 0 waits for rank 2, everything rank 1 sends is queued, then delivered in order.
 TEST_P(ZmqDataPlaneTest, MessagesFromOtherPeersAreQueuedWhileWaiting) {
   BindOptions opt = optionsFor(GetParam());

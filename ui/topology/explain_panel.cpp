@@ -31,6 +31,16 @@ QString phaseShort(uint8_t phase) {
   return QStringLiteral("step ");
 }
 
+// Which clock timed the step's ends: the GPU's (a device backend's, mapped to the worker's
+// clock), the host's when the executor saw the step end, or both among its ranks.
+QString clockNote(const StepMark& m) {
+  if (m.deviceTimed == 0) return QStringLiteral("timed by the host clock");
+  if (m.deviceTimed == m.ranksEnded) return QStringLiteral("timed by the GPU clock");
+  return QStringLiteral("timed by the GPU clock on %1 of %2 ranks, the host clock on the rest")
+      .arg(m.deviceTimed)
+      .arg(m.ranksEnded);
+}
+
 QString ringRule(Phase p, int s) {
   if (p == Phase::ReduceScatter) {
     return QStringLiteral(
@@ -212,10 +222,11 @@ void ExplainPanel::showAt(const RunModel& model, const StepMark* m, int64_t stri
     rule_->clear();
     messages_->clear();
   } else {
-    step_->setText(QStringLiteral("%1 · step %2 of %3")
+    step_->setText(QStringLiteral("%1 · step %2 of %3 · %4")
                        .arg(phaseName(m->phase))
                        .arg(m->phaseIndex)
-                       .arg(m->phaseSteps));
+                       .arg(m->phaseSteps)
+                       .arg(clockNote(*m)));
     rule_->setText(
         ruleFor(model.run().request.algorithm, m->phase, m->phaseIndex - 1, model.nranks()));
     // The step's messages change only with the step (a scan of every transfer).

@@ -151,11 +151,13 @@ void RunModel::buildSteps(const std::vector<TelemetryEvent>& src) {
   // ranks on few cores) one late rank would otherwise put a step's end after later steps.
   std::map<std::pair<uint32_t, uint32_t>, std::vector<int64_t>> ends;
   std::map<std::pair<uint32_t, uint32_t>, uint8_t> phaseOf;
+  std::map<std::pair<uint32_t, uint32_t>, int> deviceTimed;
   for (const TelemetryEvent& e : src) {
     if (e.kind != EventKind::StepEnd) continue;
     if (!hasSchedule_) phaseSteps[e.phase].insert(e.step);
     ends[{e.iteration, e.step}].push_back(e.tNs);
     phaseOf[{e.iteration, e.step}] = e.phase;
+    if (e.clock == ClockSource::Device) ++deviceTimed[{e.iteration, e.step}];
   }
   steps_.clear();
   markIndex_.clear();
@@ -167,6 +169,8 @@ void RunModel::buildSteps(const std::vector<TelemetryEvent>& src) {
     m.iteration = key.first;
     m.step = key.second;
     m.phase = phaseOf[key];
+    m.ranksEnded = static_cast<int>(times.size());
+    m.deviceTimed = deviceTimed[key];
     // In (iteration, step) order, boundaries never go back in time.
     m.endNs = std::max(times[times.size() / 2], floor);
     floor = m.endNs;

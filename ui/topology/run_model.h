@@ -31,9 +31,11 @@ struct StepMark {
   int64_t endNs = 0;
   uint32_t iteration = 0;
   uint32_t step = 0;
-  uint8_t phase = 0;   // arl::Phase
-  int phaseIndex = 0;  // 1-based position of the step within its phase
-  int phaseSteps = 0;  // steps of that phase in the schedule
+  uint8_t phase = 0;    // arl::Phase
+  int phaseIndex = 0;   // 1-based position of the step within its phase
+  int phaseSteps = 0;   // steps of that phase in the schedule
+  int ranksEnded = 0;   // StepEnds of the step held
+  int deviceTimed = 0;  // of them, timed by a device's clock (ClockSource::Device)
 };
 
 // A change to one rank's buffer strip: cells [first, last] now hold `mask`'s contributions

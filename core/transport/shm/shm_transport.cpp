@@ -828,6 +828,26 @@ std::unique_ptr<InMessage> ShmDataPlane::recv(int peer, uint32_t step,
   }
 }
 
+bool ShmDataPlane::ready(int peer, uint32_t step) {
+  (void)step;
+  ARL_ENFORCE(peer >= 0 && peer < nranks_, "rank " << rank_ << " peer " << peer);
+  Impl& im = *impl_;
+  if (im.pacer || !im.bound || im.closed || im.aborted.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  const std::shared_ptr<InChannel>& chp = im.in[static_cast<size_t>(peer)];
+  if (!chp) return false;
+  const InChannel& ch = *chp;
+  const uint64_t head = ch.ctl->head.load(std::memory_order_acquire);
+  if (head <= ch.readPos) return false;
+  const uint64_t pos = ch.readPos % ch.cap;
+  // A WRAP record pads the ring's end: a message is there only once one follows it.
+  if (reinterpret_cast<const RecHead*>(ch.ring + pos)->kind == kRecWrap) {
+    return head > ch.readPos + (ch.cap - pos);
+  }
+  return true;
+}
+
 void ShmDataPlane::paceReceive(int peer, uint32_t step, uint64_t bytes, uint32_t sentUs) {
   Impl& im = *impl_;
   const int64_t now = steadyNowNs();

@@ -161,6 +161,9 @@ class ShmDataPlane final : public Transport {
                                        size_t bytes) override;
   std::unique_ptr<InMessage> recv(int peer, uint32_t step,
                                   std::chrono::milliseconds timeout) override;
+  // A record from `peer` is published in its ring. False on a shaped data plane, whose
+  // arrivals recv() paces.
+  bool ready(int peer, uint32_t step) override;
   // Thread-safe; blocked and later calls throw "run aborted" within one sleep slice.
   void abort() override;
 

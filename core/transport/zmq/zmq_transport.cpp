@@ -816,6 +816,20 @@ std::unique_ptr<InMessage> ZmqDataPlane::recv(int peer, uint32_t step,
   return m;
 }
 
+bool ZmqDataPlane::ready(int peer, uint32_t step) {
+  ARL_ENFORCE(peer >= 0 && peer < nranks_, "rank " << rank_ << " peer " << peer);
+  if (impl_->pacer || !impl_->ctx || impl_->closed || impl_->shared->isAborted()) return false;
+  auto& mine = impl_->queues[static_cast<size_t>(peer)];
+  std::unique_ptr<ZmqInMessage> m;
+  while (mine.empty() && impl_->readOne(step, peer, m)) {
+    if (!m) continue;  // a goodbye message
+    const int src = m->header().src;
+    impl_->queues[static_cast<size_t>(src)].push_back(std::move(m));
+  }
+  impl_->flushAcks();
+  return !mine.empty();
+}
+
 std::unique_ptr<InMessage> ZmqDataPlane::take(int peer, uint32_t step,
                                               std::chrono::milliseconds timeout) {
   ARL_ENFORCE(peer >= 0 && peer < nranks_, "rank " << rank_ << " peer " << peer);

@@ -129,6 +129,9 @@ class ZmqDataPlane final : public Transport {
                                        size_t bytes) override;
   std::unique_ptr<InMessage> recv(int peer, uint32_t step,
                                   std::chrono::milliseconds timeout) override;
+  // Reads what has arrived (queueing other peers' messages, as recv() does) without waiting.
+  // False on a shaped data plane, whose arrivals recv() paces.
+  bool ready(int peer, uint32_t step) override;
   // Thread-safe; touches no socket. Blocked and later send/recv/wait throw "run aborted".
   void abort() override;
 
