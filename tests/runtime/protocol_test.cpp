@@ -940,7 +940,7 @@ TEST(Protocol, EncodeRecordsIsEncodeOfTheSameEvents) {
   // out of range, too many records, a head out of range; and events beside records.
   EXPECT_THROW((void)head.encodeRecords({bytes, 47}), EnforceError);
   std::string bad = records;
-  bad[46] = 9;  // an unknown kind in record 0
+  bad[46] = 15;  // an unknown kind in record 0
   EXPECT_THROW((void)head.encodeRecords({reinterpret_cast<const uint8_t*>(bad.data()), 48}),
                EnforceError);
   const std::string many = sampleRecords(kMaxEventsPerBatch + 1);
