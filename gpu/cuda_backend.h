@@ -10,6 +10,8 @@
 // - stageOut copies device bytes into a pinned buffer (device to host, on the stream), which
 //   the caller owns until releaseStaged().
 // - upload, download, allocate and deallocate are synchronous.
+// - peerMemory(): other processes of this host read its allocations in place (CUDA IPC); a
+//   payload in a peer's memory (reduceFromHost, copyFromHost) is device memory, read in place.
 // Every method may be called from any thread; operations are ordered as issued. No CUDA
 // header is needed to use this class.
 #pragma once
@@ -57,6 +59,8 @@ class CudaBackend final : public Backend {
   Ticket stageOut(const void* src, size_t bytes, const void** hostView) override;
   void releaseStaged(const void* hostView) override;
   Ticket finalize(void* dst, size_t count, DataType t, RedOp op, int nranks) override;
+  // CUDA IPC of this backend's allocations and events (gpu/cuda_ipc.h), made on first use.
+  PeerMemory* peerMemory() override;
 
   bool done(Ticket t) override;
   void wait(Ticket t) override;

@@ -15,7 +15,12 @@
 //  - a backend op reads a received message: the message lives in the entry until the
 //    backend's ticket completes;
 //  - a RecvReduceSend result needs a home of its own (it is sent, not stored): it is reduced
-//    into one of `inflight` temporaries, owned by the entry until its send completes.
+//    into one of `inflight` temporaries, owned by the entry until its send completes;
+//  - a peer that reads backend memory in place (Transport::readsBackendMemory, CUDA IPC)
+//    gets the backend address, unstaged; ordering on the device is the transport's (it
+//    records an event after the work issued so far), and the bytes count as read by the
+//    send until it completes, as a zero-copy send's do. A received slice in a peer's memory
+//    is handed back (InMessage::readIssued) as soon as the operations reading it are issued.
 // Sends are started as soon as their data is staged, never deferred, so a rank that then
 // blocks in recv() cannot hold back a message its peer is waiting for.
 #include "exec/executor.h"
@@ -521,6 +526,18 @@ class Run {
     startSend(e, op, view, bytes);
   }
 
+  // Sends backend bytes at `p`: in place to a peer that reads backend memory (the send
+  // keeps them until it completes), else staged.
+  void sendFromBackend(Entry& e, const Op& op, const unsigned char* p, uint64_t bytes) {
+    if (!transport_.readsBackendMemory(op.sendPeer)) {
+      stageAndSend(e, op, p, bytes);
+      return;
+    }
+    e.readLo = p;
+    e.readHi = p + bytes;
+    startSend(e, op, p, bytes);
+  }
+
   void startSend(Entry& e, const Op& op, const void* data, uint64_t bytes) {
     ChunkHeader h;
     h.opSignature = st_.signature;
@@ -565,7 +582,7 @@ class Run {
       e.reduceEndPending = reduces;
     };
     switch (op.kind) {
-      case OpKind::Send: stageAndSend(e, op, addr(op.src), bytes); break;
+      case OpKind::Send: sendFromBackend(e, op, addr(op.src), bytes); break;
       case OpKind::Recv:
         setTicket(backend_.copyFromHost(addr(op.dst), e.msg->data(), bytes), false);
         break;
@@ -575,16 +592,22 @@ class Run {
         setTicket(
             backend_.reduceFromHost(t, addr(op.src), e.msg->data(), op.count, opt_.dtype, rop),
             true);
-        stageAndSend(e, op, t, bytes);
+        sendFromBackend(e, op, t, bytes);
         break;
       }
       case OpKind::RecvReduceCopySend:
         setTicket(backend_.reduceFromHost(addr(op.dst), addr(op.src), e.msg->data(), op.count,
                                           opt_.dtype, rop),
                   true);
-        stageAndSend(e, op, addr(op.dst), bytes);
+        sendFromBackend(e, op, addr(op.dst), bytes);
         break;
       case OpKind::RecvCopySend:
+        if (e.msg->inPeerMemory() || transport_.readsBackendMemory(op.sendPeer)) {
+          // A peer's memory is not ours to lend on, nor host memory to send: forward the copy.
+          setTicket(backend_.copyFromHost(addr(op.dst), e.msg->data(), bytes), false);
+          sendFromBackend(e, op, addr(op.dst), bytes);
+          break;
+        }
         // Forward the received bytes themselves: the send need not wait for the copy.
         startSend(e, op, e.msg->data(), bytes);
         setTicket(backend_.copyFromHost(addr(op.dst), e.msg->data(), bytes), false);
@@ -596,6 +619,8 @@ class Run {
         break;
       case OpKind::Copy: setTicket(backend_.copy(addr(op.dst), addr(op.src), bytes), false); break;
     }
+    // Every backend operation reading the message is issued: a lent slice goes back now.
+    if (e.msg) e.msg->readIssued();
     st_.window.push_back(std::move(e));
   }
 

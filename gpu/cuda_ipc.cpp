@@ -1,0 +1,160 @@
+#include "gpu/cuda_ipc.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "base/errors.h"
+#include "gpu/cuda_check.h"
+
+namespace arl::gpu {
+
+namespace {
+
+static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(PeerMemory::Handle));
+static_assert(sizeof(cudaIpcEventHandle_t) == sizeof(PeerMemory::Handle));
+
+template <typename T>
+PeerMemory::Handle toHandle(const T& h) {
+  PeerMemory::Handle out{};
+  std::memcpy(out.data(), &h, sizeof h);
+  return out;
+}
+
+template <typename T>
+T fromHandle(const PeerMemory::Handle& h) {
+  T out{};
+  std::memcpy(&out, h.data(), sizeof out);
+  return out;
+}
+
+// Devices whose memory `device` can map: itself, and those with peer access both ways.
+std::vector<std::string> reachOf(int device) {
+  std::vector<std::string> out{deviceUuid(device)};
+  int count = 0;
+  ARL_CUDA_CHECK(cudaGetDeviceCount(&count));
+  for (int d = 0; d < count; ++d) {
+    if (d == device) continue;
+    int there = 0;
+    int back = 0;
+    ARL_CUDA_CHECK(cudaDeviceCanAccessPeer(&there, device, d));
+    ARL_CUDA_CHECK(cudaDeviceCanAccessPeer(&back, d, device));
+    if (there != 0 && back != 0) out.push_back(deviceUuid(d));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string deviceUuid(int device) {
+  cudaDeviceProp prop{};
+  ARL_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  std::string out = "GPU-";
+  char hex[3];
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned char>(prop.uuid.bytes[i]));
+    out += hex;
+  }
+  return out;
+}
+
+CudaPeerMemory::CudaPeerMemory(int device, cudaStream_t stream,
+                               std::function<void*(const void*, size_t)> allocationOf)
+    : device_(device),
+      stream_(stream),
+      allocationOf_(std::move(allocationOf)),
+      uuid_(deviceUuid(device)),
+      reach_(reachOf(device)) {}
+
+CudaPeerMemory::~CudaPeerMemory() {
+  closePeers();
+  (void)cudaSetDevice(device_);
+  for (const Local& l : events_) {
+    if (l.event != nullptr) (void)cudaEventDestroy(l.event);
+  }
+}
+
+PeerMemory::Handle CudaPeerMemory::exportMemory(const void* p, size_t bytes, uint64_t* offset) {
+  void* base = allocationOf_(p, bytes);
+  ARL_ENFORCE(base != nullptr, "[" << p << ", +" << bytes
+                                   << ") is not memory of the cuda backend on device " << device_);
+  *offset = static_cast<uint64_t>(static_cast<const unsigned char*>(p) -
+                                  static_cast<const unsigned char*>(base));
+  std::lock_guard lock(mu_);
+  auto it = exported_.find(base);
+  if (it != exported_.end()) return it->second;
+  ARL_CUDA_CHECK(cudaSetDevice(device_));
+  cudaIpcMemHandle_t h{};
+  ARL_CUDA_CHECK(cudaIpcGetMemHandle(&h, base));
+  return exported_.emplace(base, toHandle(h)).first->second;
+}
+
+PeerMemory::Handle CudaPeerMemory::recordEvent(uint32_t slot) {
+  std::lock_guard lock(mu_);
+  ARL_CUDA_CHECK(cudaSetDevice(device_));
+  if (slot >= events_.size()) events_.resize(static_cast<size_t>(slot) + 1);
+  Local& l = events_[slot];
+  if (l.event == nullptr) {
+    ARL_CUDA_CHECK(
+        cudaEventCreateWithFlags(&l.event, cudaEventInterprocess | cudaEventDisableTiming));
+    cudaIpcEventHandle_t h{};
+    const cudaError_t rc = cudaIpcGetEventHandle(&h, l.event);
+    if (rc != cudaSuccess) {
+      (void)cudaEventDestroy(l.event);
+      l.event = nullptr;
+      detail::check(rc, "cudaIpcGetEventHandle");
+    }
+    l.handle = toHandle(h);
+  }
+  ARL_CUDA_CHECK(cudaEventRecord(l.event, stream_));
+  return l.handle;
+}
+
+const void* CudaPeerMemory::openMemory(int peer, const Handle& memory, uint64_t offset,
+                                       size_t /*bytes*/) {
+  std::lock_guard lock(mu_);
+  const auto key = std::make_pair(peer, memory);
+  auto it = openedMemory_.find(key);
+  if (it == openedMemory_.end()) {
+    ARL_CUDA_CHECK(cudaSetDevice(device_));
+    void* p = nullptr;
+    ARL_CUDA_CHECK(cudaIpcOpenMemHandle(&p, fromHandle<cudaIpcMemHandle_t>(memory),
+                                        cudaIpcMemLazyEnablePeerAccess));
+    it = openedMemory_.emplace(key, p).first;
+  }
+  return static_cast<const unsigned char*>(it->second) + offset;
+}
+
+void CudaPeerMemory::waitEvent(int peer, uint32_t slot, const Handle& event) {
+  std::lock_guard lock(mu_);
+  ARL_CUDA_CHECK(cudaSetDevice(device_));
+  Opened& o = openedEvents_[std::make_pair(peer, slot)];
+  if (o.event != nullptr && o.handle != event) {
+    // The peer made a new event for the slot (it cannot within a run; be safe regardless).
+    (void)cudaEventDestroy(o.event);
+    o.event = nullptr;
+  }
+  if (o.event == nullptr) {
+    ARL_CUDA_CHECK(cudaIpcOpenEventHandle(&o.event, fromHandle<cudaIpcEventHandle_t>(event)));
+    o.handle = event;
+  }
+  ARL_CUDA_CHECK(cudaStreamWaitEvent(stream_, o.event, 0));
+}
+
+void CudaPeerMemory::forget(void* base) {
+  std::lock_guard lock(mu_);
+  exported_.erase(base);
+}
+
+void CudaPeerMemory::closePeers() noexcept {
+  std::lock_guard lock(mu_);
+  (void)cudaSetDevice(device_);
+  for (auto& [key, p] : openedMemory_) (void)cudaIpcCloseMemHandle(p);
+  openedMemory_.clear();
+  for (auto& [key, o] : openedEvents_) {
+    if (o.event != nullptr) (void)cudaEventDestroy(o.event);
+  }
+  openedEvents_.clear();
+}
+
+}  // namespace arl::gpu
