@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <mutex>
+#include <unordered_set>
 
 #include "base/errors.h"
 #include "gpu/cuda_check.h"
@@ -69,24 +69,13 @@ struct CudaBackend::Impl {
     return t;
   }
 
-  // The allocation holding [p, p + bytes), or nullptr.
-  void* allocationOf(const void* p, size_t bytes) {
-    std::lock_guard lock(mu);
-    auto it = allocations.upper_bound(const_cast<void*>(p));
-    if (it == allocations.begin()) return nullptr;
-    --it;
-    const auto at = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(it->first);
-    if (bytes > it->second || at > it->second - bytes) return nullptr;
-    return it->first;
-  }
-
   int device;
   cudaStream_t stream = nullptr;
   std::unique_ptr<EventTickets> tickets;
   std::unique_ptr<PinnedPool> pool;
   std::unique_ptr<CudaPeerMemory> peers;  // made on first use
   std::mutex mu;
-  std::map<void*, size_t> allocations;  // base -> bytes; guarded by mu
+  std::unordered_set<void*> allocations;  // guarded by mu
 };
 
 CudaBackend::CudaBackend(int device) {
@@ -105,7 +94,7 @@ CudaBackend::~CudaBackend() {
   impl_->peers.reset();
   impl_->pool.reset();
   impl_->tickets.reset();
-  for (auto& [p, bytes] : impl_->allocations) (void)cudaFree(p);
+  for (void* p : impl_->allocations) (void)cudaFree(p);
   (void)cudaStreamDestroy(impl_->stream);
 }
 
@@ -130,7 +119,7 @@ void* CudaBackend::allocate(size_t bytes) {
     detail::check(rc, "cudaMemsetAsync");
   }
   std::lock_guard lock(impl_->mu);
-  impl_->allocations.emplace(p, std::max(bytes, kMinAllocation));
+  impl_->allocations.insert(p);
   return p;
 }
 
@@ -143,7 +132,6 @@ void CudaBackend::deallocate(void* p) {
   }
   impl_->activate();
   synchronize();  // work still queued may use it
-  if (impl_->peers) impl_->peers->forget(p);
   ARL_CUDA_CHECK(cudaFree(p));
 }
 
@@ -232,10 +220,7 @@ Backend::Ticket CudaBackend::finalize(void* dst, size_t count, DataType t, RedOp
 PeerMemory* CudaBackend::peerMemory() {
   if (!impl_->peers) {
     impl_->activate();
-    Impl* im = impl_.get();
-    impl_->peers = std::make_unique<CudaPeerMemory>(
-        im->device, im->stream,
-        [im](const void* p, size_t bytes) { return im->allocationOf(p, bytes); });
+    impl_->peers = std::make_unique<CudaPeerMemory>(impl_->device, impl_->stream);
   }
   return impl_->peers.get();
 }

@@ -10,6 +10,9 @@ namespace arl::gpu {
 
 namespace {
 
+// The smallest buffer lent; larger ones double (a steady run reuses what it made).
+constexpr size_t kMinLoanBytes = size_t{64} << 10;
+
 static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(PeerMemory::Handle));
 static_assert(sizeof(cudaIpcEventHandle_t) == sizeof(PeerMemory::Handle));
 
@@ -58,13 +61,8 @@ std::string deviceUuid(int device) {
   return out;
 }
 
-CudaPeerMemory::CudaPeerMemory(int device, cudaStream_t stream,
-                               std::function<void*(const void*, size_t)> allocationOf)
-    : device_(device),
-      stream_(stream),
-      allocationOf_(std::move(allocationOf)),
-      uuid_(deviceUuid(device)),
-      reach_(reachOf(device)) {}
+CudaPeerMemory::CudaPeerMemory(int device, cudaStream_t stream)
+    : device_(device), stream_(stream), uuid_(deviceUuid(device)), reach_(reachOf(device)) {}
 
 CudaPeerMemory::~CudaPeerMemory() {
   closePeers();
@@ -72,21 +70,49 @@ CudaPeerMemory::~CudaPeerMemory() {
   for (const Local& l : events_) {
     if (l.event != nullptr) (void)cudaEventDestroy(l.event);
   }
+  for (const Buffer& b : pool_) (void)cudaFree(b.p);
 }
 
-PeerMemory::Handle CudaPeerMemory::exportMemory(const void* p, size_t bytes, uint64_t* offset) {
-  void* base = allocationOf_(p, bytes);
-  ARL_ENFORCE(base != nullptr, "[" << p << ", +" << bytes
-                                   << ") is not memory of the cuda backend on device " << device_);
-  *offset = static_cast<uint64_t>(static_cast<const unsigned char*>(p) -
-                                  static_cast<const unsigned char*>(base));
+PeerMemory::Loan CudaPeerMemory::lend(const void* p, size_t bytes) {
   std::lock_guard lock(mu_);
-  auto it = exported_.find(base);
-  if (it != exported_.end()) return it->second;
   ARL_CUDA_CHECK(cudaSetDevice(device_));
-  cudaIpcMemHandle_t h{};
-  ARL_CUDA_CHECK(cudaIpcGetMemHandle(&h, base));
-  return exported_.emplace(base, toHandle(h)).first->second;
+  size_t size = kMinLoanBytes;
+  while (size < bytes) size *= 2;
+  size_t id = 0;
+  while (id < pool_.size() && (pool_[id].lent || pool_[id].bytes != size)) ++id;
+  if (id == pool_.size()) {
+    Buffer b;
+    b.bytes = size;
+    ARL_CUDA_CHECK(cudaMalloc(&b.p, size));
+    cudaIpcMemHandle_t h{};
+    const cudaError_t rc = cudaIpcGetMemHandle(&h, b.p);
+    if (rc != cudaSuccess) {
+      (void)cudaFree(b.p);
+      detail::check(rc, "cudaIpcGetMemHandle");
+    }
+    b.handle = toHandle(h);
+    pool_.push_back(b);
+  }
+  Buffer& b = pool_[id];
+  if (bytes > 0) {
+    ARL_CUDA_CHECK(cudaMemcpyAsync(b.p, p, bytes, cudaMemcpyDeviceToDevice, stream_));
+  }
+  b.lent = true;
+  Loan l;
+  l.memory = b.handle;
+  l.id = id;
+  return l;
+}
+
+void CudaPeerMemory::giveBack(uint64_t id) {
+  std::lock_guard lock(mu_);
+  ARL_ENFORCE(id < pool_.size() && pool_[id].lent, "give-back of loan " << id << ", not lent");
+  pool_[id].lent = false;
+}
+
+size_t CudaPeerMemory::buffers() const {
+  std::lock_guard lock(mu_);
+  return pool_.size();
 }
 
 PeerMemory::Handle CudaPeerMemory::recordEvent(uint32_t slot) {
@@ -139,11 +165,6 @@ void CudaPeerMemory::waitEvent(int peer, uint32_t slot, const Handle& event) {
     o.handle = event;
   }
   ARL_CUDA_CHECK(cudaStreamWaitEvent(stream_, o.event, 0));
-}
-
-void CudaPeerMemory::forget(void* base) {
-  std::lock_guard lock(mu_);
-  exported_.erase(base);
 }
 
 void CudaPeerMemory::closePeers() noexcept {

@@ -1,8 +1,10 @@
 // CUDA IPC for the cuda backend (backend/peer_memory.h): handles of its allocations and of
 // interprocess events, and the peers' allocations and events this process has opened.
 //
-// - exportMemory: cudaIpcGetMemHandle of the allocation holding the range (cached per
-//   allocation; a handle names a whole cudaMalloc allocation, the range is an offset in it).
+// - lend: copies the slice (cudaMemcpyAsync, device to device, on the backend's stream) into a
+//   buffer of a pool of its own (cudaMalloc, sizes in powers of two from 64 KiB, kept until
+//   the backend goes; each with its cudaIpcGetMemHandle), lent until giveBack. A steady run
+//   allocates no new buffer: at most loansPerPeer of them per peer are out at once.
 // - recordEvent: events made with cudaEventInterprocess | cudaEventDisableTiming (interprocess
 //   events may not time), recorded on the backend's stream; their handles from
 //   cudaIpcGetEventHandle.
@@ -15,7 +17,6 @@
 
 #include <cuda_runtime.h>
 
-#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -31,31 +32,34 @@ std::string deviceUuid(int device);
 
 class CudaPeerMemory final : public PeerMemory {
  public:
-  // `allocationOf(p, bytes)` returns the base of the backend allocation holding
-  // [p, p + bytes), or nullptr when there is none.
-  CudaPeerMemory(int device, cudaStream_t stream,
-                 std::function<void*(const void*, size_t)> allocationOf);
-  // Closes what was opened and destroys this process's events: the backend's stream must
-  // have been synchronised.
+  CudaPeerMemory(int device, cudaStream_t stream);
+  // Closes what was opened, destroys this process's events and frees the pool: the backend's
+  // stream must have been synchronised.
   ~CudaPeerMemory() override;
   CudaPeerMemory(const CudaPeerMemory&) = delete;
   CudaPeerMemory& operator=(const CudaPeerMemory&) = delete;
 
   std::string deviceId() const override { return uuid_; }
   std::vector<std::string> reachableDevices() const override { return reach_; }
-  Handle exportMemory(const void* p, size_t bytes, uint64_t* offset) override;
+  Loan lend(const void* p, size_t bytes) override;
+  void giveBack(uint64_t id) override;
+  // Buffers the pool has made so far (a steady run stops making them).
+  size_t buffers() const;
   Handle recordEvent(uint32_t slot) override;
   const void* openMemory(int peer, const Handle& memory, uint64_t offset, size_t bytes) override;
   void waitEvent(int peer, uint32_t slot, const Handle& event) override;
   void closePeers() noexcept override;
-  // The backend frees allocation `base`: its handle must not be handed out again (a new
-  // allocation at the same address has a handle of its own).
-  void forget(void* base);
 
  private:
   struct Local {
     cudaEvent_t event = nullptr;
     Handle handle{};
+  };
+  struct Buffer {
+    void* p = nullptr;
+    size_t bytes = 0;
+    Handle handle{};
+    bool lent = false;
   };
   struct Opened {
     cudaEvent_t event = nullptr;
@@ -64,11 +68,10 @@ class CudaPeerMemory final : public PeerMemory {
 
   int device_;
   cudaStream_t stream_;
-  std::function<void*(const void*, size_t)> allocationOf_;
   std::string uuid_;
   std::vector<std::string> reach_;
-  std::mutex mu_;
-  std::map<void*, Handle> exported_;                         // by allocation
+  mutable std::mutex mu_;
+  std::vector<Buffer> pool_;                                 // by loan id
   std::vector<Local> events_;                                // by slot
   std::map<std::pair<int, Handle>, void*> openedMemory_;     // by (peer, handle)
   std::map<std::pair<int, uint32_t>, Opened> openedEvents_;  // by (peer, slot)

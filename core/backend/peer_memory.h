@@ -2,11 +2,11 @@
 // on the cuda backend), and the events that order such reads. The engine sees handles as
 // opaque bytes; the backend that offers this (Backend::peerMemory) knows what they are.
 //
-// A slice lent to a peer: the sender names the allocation that holds it (exportMemory) and
-// records one of its events after the work that produced it (recordEvent); the receiver maps
-// the allocation (openMemory), orders its own work after that event (waitEvent), reads, and
-// records an event of its own after the read, which the sender waits for in turn before it
-// writes there again. transport/peer_transport.h runs that exchange over a data plane.
+// A slice lent to a peer: the sender copies it into a buffer that the peer can open (lend)
+// and records one of its events after the copy (recordEvent); the receiver maps the buffer
+// (openMemory), orders its own work after that event (waitEvent), reads, and records an event
+// of its own after the read, which the sender waits for in turn before it lends the buffer
+// again (giveBack). transport/peer_transport.h runs that exchange over a data plane.
 // Threads: the executor's thread makes every call.
 #pragma once
 
@@ -31,9 +31,21 @@ class PeerMemory {
   virtual std::string deviceId() const = 0;
   virtual std::vector<std::string> reachableDevices() const = 0;
 
-  // The allocation holding [p, p + bytes), as a handle another process opens, and p's byte
-  // offset within it. Throws EnforceError when that range is not this backend's memory.
-  virtual Handle exportMemory(const void* p, size_t bytes, uint64_t* offset) = 0;
+  // A slice lent to a peer: the handle of the buffer holding it, its byte offset there, and
+  // the loan's number for giveBack().
+  struct Loan {
+    Handle memory{};
+    uint64_t offset = 0;
+    uint64_t id = 0;
+  };
+  // Copies [p, p + bytes) of this backend's memory into a buffer of its own that another
+  // process can open, after the work issued so far (in the backend's order), and lends that
+  // buffer until giveBack(). Lending a copy leaves p free at once: a peer reading p itself
+  // would race with this rank's next write there (a step that reduces into what it sends).
+  virtual Loan lend(const void* p, size_t bytes) = 0;
+  // The peer has read loan `id` (its read is ordered before this backend's later work, by
+  // waitEvent): its buffer may be lent again.
+  virtual void giveBack(uint64_t id) = 0;
   // Records this process's interprocess event `slot` after the work issued so far and returns
   // its handle (the same for a slot every time). Slots are made on first use.
   virtual Handle recordEvent(uint32_t slot) = 0;

@@ -16,11 +16,12 @@
 //    backend's ticket completes;
 //  - a RecvReduceSend result needs a home of its own (it is sent, not stored): it is reduced
 //    into one of `inflight` temporaries, owned by the entry until its send completes;
-//  - a peer that reads backend memory in place (Transport::readsBackendMemory, CUDA IPC)
-//    gets the backend address, unstaged; ordering on the device is the transport's (it
-//    records an event after the work issued so far), and the bytes count as read by the
-//    send until it completes, as a zero-copy send's do. A received slice in a peer's memory
-//    is handed back (InMessage::readIssued) as soon as the operations reading it are issued.
+//  - a peer that reads backend memory (Transport::readsBackendMemory, CUDA IPC) gets the
+//    backend address, unstaged: the transport copies the bytes into device memory of its
+//    own on the backend's stream (ordered after the op that produced them) and lends that,
+//    so the send completes at once and the buffer is free again. A received slice in a
+//    peer's memory is handed back (InMessage::readIssued) as soon as the operations reading
+//    it are issued, and every lent slice has come back before run() returns.
 // Sends are started as soon as their data is staged, never deferred, so a rank that then
 // blocks in recv() cannot hold back a message its peer is waiting for.
 #include "exec/executor.h"
@@ -307,6 +308,8 @@ class Run {
       poll();
     }
     while (!st_.window.empty()) retireOldest();
+    // Slices lent to peers come back before the run ends.
+    transport_.reclaimAll(s_.nsteps);
     finalizeAvg();
     if (sink_) {
       TelemetryEvent e = event(EventKind::IterationEnd, s_.nsteps, Phase::Local);
@@ -526,15 +529,13 @@ class Run {
     startSend(e, op, view, bytes);
   }
 
-  // Sends backend bytes at `p`: in place to a peer that reads backend memory (the send
-  // keeps them until it completes), else staged.
+  // Sends backend bytes at `p`: to a peer that reads backend memory as they are (the
+  // transport lends it a device copy), else staged.
   void sendFromBackend(Entry& e, const Op& op, const unsigned char* p, uint64_t bytes) {
     if (!transport_.readsBackendMemory(op.sendPeer)) {
       stageAndSend(e, op, p, bytes);
       return;
     }
-    e.readLo = p;
-    e.readHi = p + bytes;
     startSend(e, op, p, bytes);
   }
 

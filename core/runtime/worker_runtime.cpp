@@ -158,6 +158,7 @@ class CorruptingTransport final : public Transport {
   }
   void abort() override { inner_.abort(); }
   bool readsBackendMemory(int peer) const override { return inner_.readsBackendMemory(peer); }
+  void reclaimAll(uint32_t step) override { inner_.reclaimAll(step); }
 
  private:
   Transport& inner_;
@@ -717,16 +718,6 @@ PeerPairing peerPairing(const RunJob& j, const RunDataPlane& plane) {
     const std::string& why = pairing.refused[static_cast<size_t>(p)];
     if (p > j.rank && !why.empty() && c.cudaIpc) logLine(why);
   }
-  // A lent slice completes when its receiver reads it: with one slice in flight a cycle of
-  // ranks each waiting for its successor's read would wait for ever.
-  if (c.inflight < 2 &&
-      std::count(pairing.viaPeerMemory.begin(), pairing.viaPeerMemory.end(), true) > 0) {
-    if (j.rank == 0) logLine("CUDA IPC needs --inflight 2 or more (this run has 1); staged copies");
-    for (size_t p = 0; p < n; ++p) {
-      if (pairing.viaPeerMemory[p]) pairing.refused[p] = "CUDA IPC needs --inflight 2 or more";
-      pairing.viaPeerMemory[p] = false;
-    }
-  }
   return pairing;
 }
 
@@ -740,7 +731,11 @@ void runOnDataPlane(RunJob& j, const Schedule& s, RankRun& run, RunDataPlane& pl
   if (plane.peerMemory != nullptr) {
     PeerPairing pairing = peerPairing(j, plane);
     if (std::count(pairing.viaPeerMemory.begin(), pairing.viaPeerMemory.end(), true) > 0) {
-      lending.emplace(*plane.dp, *plane.peerMemory, std::move(pairing));
+      // As many slices out to a peer as its shared-memory ring would hold (shmRingBytes),
+      // and never fewer than the default.
+      const uint32_t loans =
+          std::max(PeerMemoryTransport::kDefaultLoansPerPeer, j.cfg.inflight + 2);
+      lending.emplace(*plane.dp, *plane.peerMemory, std::move(pairing), loans);
     }
   }
   Transport& inner = lending ? static_cast<Transport&>(*lending) : *plane.dp;

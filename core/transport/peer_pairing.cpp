@@ -25,10 +25,14 @@ std::string whyNot(const std::vector<PeerPlace>& places, int a, int b) {
     return "they are in different pid namespaces (" + std::to_string(pa.pidNamespace) + " and " +
            std::to_string(pb.pidNamespace) + ")";
   }
+  for (const int x : {a, b}) {
+    if (places[static_cast<size_t>(x)].device.empty()) {
+      return "rank " + std::to_string(x) + " has no device memory to share";
+    }
+  }
   for (const auto& [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
     const PeerPlace& px = places[static_cast<size_t>(x)];
     const PeerPlace& py = places[static_cast<size_t>(y)];
-    if (px.device.empty()) return "rank " + std::to_string(x) + " has no device memory to share";
     if (!reaches(py, px.device)) {
       return "rank " + std::to_string(x) + "'s device " + px.device + " is not one rank " +
              std::to_string(y) + " can map";

@@ -110,30 +110,6 @@ std::variant<PeerNotice, std::string> decodeNotice(const void* payload, size_t b
   return "unknown notice kind " + std::to_string(kind);
 }
 
-// ---- Completion of a lent slice ------------------------------------------------------------
-
-class PeerMemoryTransport::SliceSend final : public SendCompletion {
- public:
-  SliceSend(PeerMemoryTransport& t, int peer, uint64_t seq, uint32_t step,
-            std::shared_ptr<SendCompletion> notice)
-      : t_(t), peer_(peer), seq_(seq), step_(step), notice_(std::move(notice)) {}
-  // Done once the notice has left (paced) and the slice has come back.
-  bool done() const override {
-    return notice_->done() && t_.channels_[static_cast<size_t>(peer_)].returnsWaited > seq_;
-  }
-  void wait() override {
-    notice_->wait();
-    t_.awaitReturn(peer_, seq_, step_);
-  }
-
- private:
-  PeerMemoryTransport& t_;
-  int peer_;
-  uint64_t seq_;
-  uint32_t step_;
-  std::shared_ptr<SendCompletion> notice_;
-};
-
 // ---- A slice received in place -----------------------------------------------------------
 
 class PeerMemoryTransport::SliceMessage final : public InMessage {
@@ -162,8 +138,10 @@ class PeerMemoryTransport::SliceMessage final : public InMessage {
 
 // ---- The transport ---------------------------------------------------------------------------
 
-PeerMemoryTransport::PeerMemoryTransport(Transport& inner, PeerMemory& memory, PeerPairing pairing)
-    : inner_(inner), memory_(memory), pairing_(std::move(pairing)) {
+PeerMemoryTransport::PeerMemoryTransport(Transport& inner, PeerMemory& memory, PeerPairing pairing,
+                                         uint32_t loansPerPeer)
+    : inner_(inner), memory_(memory), pairing_(std::move(pairing)), loansPerPeer_(loansPerPeer) {
+  ARL_ENFORCE(loansPerPeer_ >= 1, "loansPerPeer " << loansPerPeer_);
   const auto n = static_cast<size_t>(inner_.size());
   ARL_ENFORCE(pairing_.viaPeerMemory.size() == n && pairing_.refused.size() == n,
               "a pairing of " << pairing_.viaPeerMemory.size() << " ranks for a world of " << n);
@@ -184,7 +162,7 @@ bool PeerMemoryTransport::readsBackendMemory(int peer) const {
 
 uint32_t PeerMemoryTransport::slot(int peer, bool returns, uint64_t seq) const {
   const auto channel = static_cast<uint32_t>(peer) * 2 + (returns ? 1 : 0);
-  return channel * kSlotsPerChannel + static_cast<uint32_t>(seq % kSlotsPerChannel);
+  return channel * loansPerPeer_ + static_cast<uint32_t>(seq % loansPerPeer_);
 }
 
 void PeerMemoryTransport::malformed(int peer, uint32_t step, const std::string& what) const {
@@ -197,14 +175,17 @@ std::shared_ptr<SendCompletion> PeerMemoryTransport::send(int peer, const ChunkH
   if (!readsBackendMemory(peer)) return inner_.send(peer, h, data, bytes);
   Channel& ch = channels_[static_cast<size_t>(peer)];
   const uint64_t seq = ch.slicesSent;
-  // The event slot of slice seq was last used by slice seq - kSlotsPerChannel: the peer has
-  // waited for it once that slice came back.
-  while (ch.returnsWaited + kSlotsPerChannel <= seq) pull(peer, h.step, kNoTimeout);
+  // At most loansPerPeer slices out to a peer; the event slot of slice seq was last used by
+  // slice seq - loansPerPeer, which the peer has waited for once it came back.
+  while (ch.returnsWaited + loansPerPeer_ <= seq) pull(peer, h.step, kNoTimeout);
+  const PeerMemory::Loan loan = memory_.lend(data, bytes);
+  ch.loans.push_back(loan.id);
   SliceNotice n;
   n.seq = seq;
   n.length = bytes;
   n.returnsSeen = ch.returnsWaited;
-  n.memory = memory_.exportMemory(data, bytes, &n.offset);
+  n.memory = loan.memory;
+  n.offset = loan.offset;
   n.eventSlot = slot(peer, false, seq);
   n.event = memory_.recordEvent(n.eventSlot);
   const std::vector<unsigned char> payload = encodeNotice(n);
@@ -212,10 +193,18 @@ std::shared_ptr<SendCompletion> PeerMemoryTransport::send(int peer, const ChunkH
   nh.magic = ChunkHeader::kNoticeMagic;
   nh.src = rank();
   nh.length = payload.size();
-  // A notice is a few hundred bytes: every data plane copies it, so `payload` may go.
+  // A notice is a few hundred bytes: every data plane copies it, so `payload` may go. Its
+  // completion is the caller's (a shaped one turns done once the slice's bytes have left).
   std::shared_ptr<SendCompletion> sent = inner_.send(peer, nh, payload.data(), payload.size());
   ++ch.slicesSent;
-  return std::make_shared<SliceSend>(*this, peer, seq, h.step, std::move(sent));
+  return sent;
+}
+
+void PeerMemoryTransport::reclaimAll(uint32_t step) {
+  for (int p = 0; p < size(); ++p) {
+    Channel& ch = channels_[static_cast<size_t>(p)];
+    if (ch.slicesSent > 0) awaitReturn(p, ch.slicesSent - 1, step);
+  }
 }
 
 void PeerMemoryTransport::pull(int peer, uint32_t step, std::chrono::milliseconds timeout) {
@@ -236,6 +225,8 @@ void PeerMemoryTransport::pull(int peer, uint32_t step, std::chrono::millisecond
                     std::to_string(ch.slicesSent) + " lent)");
     }
     memory_.waitEvent(peer, r->eventSlot, r->event);
+    memory_.giveBack(ch.loans.front());
+    ch.loans.pop_front();
     ++ch.returnsWaited;
     return;
   }
@@ -246,8 +237,8 @@ void PeerMemoryTransport::pull(int peer, uint32_t step, std::chrono::millisecond
                   std::to_string(ch.slicesReceived + ch.pending.size()) + " was due");
   }
   // The event this rank records for return s.seq was last used for return
-  // s.seq - kSlotsPerChannel, which the sender must have waited for.
-  if (s.returnsSeen + kSlotsPerChannel <= s.seq) {
+  // s.seq - loansPerPeer, which the sender must have waited for.
+  if (s.returnsSeen + loansPerPeer_ <= s.seq) {
     malformed(peer, step,
               "slice " + std::to_string(s.seq) + " lent with only " +
                   std::to_string(s.returnsSeen) + " returns waited for");

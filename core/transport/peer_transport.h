@@ -4,27 +4,31 @@
 // go through to the data plane unchanged, staged as before.
 //
 // A slice, sender S to receiver R, the k-th on that channel:
-//  - S's send() takes backend memory (readsBackendMemory), names the allocation holding it
-//    and records one of its interprocess events after the work issued so far (the op that
-//    produced the slice), then sends a slice notice: the allocation's handle, the offset, the
-//    length, the event's slot and handle. The data plane paces the notice as the slice's
-//    bytes (NoticeHead), so link shaping charges a lent slice as it charges a sent one.
-//  - R's recv() maps the allocation (once per run), makes its backend wait for S's event and
-//    returns a message whose data() is S's memory (inPeerMemory). R's executor issues the
+//  - S's send() takes backend memory (readsBackendMemory), copies it into a buffer of its own
+//    on the device (PeerMemory::lend, ordered after the op that produced it), records one of
+//    its interprocess events after the copy, and sends a slice notice: the buffer's handle,
+//    the offset, the length, the event's slot and handle. The data plane paces the notice as
+//    the slice's bytes (NoticeHead), so link shaping charges a lent slice as it charges a
+//    sent one. The send is complete once the notice is: the caller's memory is free.
+//  - R's recv() maps the buffer (once per run), makes its backend wait for S's event and
+//    returns a message whose data() is S's buffer (inPeerMemory). R's executor issues the
 //    reduction or copy that reads it, then calls readIssued(): R records an event of its own
 //    after that read and sends a return notice (unpaced) naming it.
-//  - S's send completes once the return has come and S's backend waits for R's event: only
-//    then may S overwrite the slice, and the executor's in-flight window bounds the slices
-//    lent out. A send is thereby a rendezvous: it completes when the receiver has reached the
-//    read, not when a data plane has taken a copy, so a rank with a window of one send and a
-//    cycle of ranks each waiting for its successor's read would wait for ever; the worker
-//    lends only with --inflight 2 or more.
+//  - When S takes the return, its backend waits for R's event and the buffer may be lent
+//    again (PeerMemory::giveBack). S takes returns as they come on the channel from R, when it
+//    has `loansPerPeer` slices out to R (then it waits for the oldest, as a full ring makes a
+//    sender wait), and in reclaimAll() at the end of every run.
 //
-// Event slots. Each direction of each channel has kSlotsPerChannel events, used in turn. S
-// records slot k mod kSlotsPerChannel for slice k only once return k - kSlotsPerChannel has
-// been waited for (waiting for it if need be), and tells R in every notice how many returns it
-// has waited for, so R checks that the event it records for return k is no longer awaited.
-// Returns arrive in the order of their slices; anything else fails the run.
+// Why a copy: a receiver reading the sender's run buffer itself races with the sender's next
+// write there; in recursive doubling both ranks of a pair reduce into the very slices they
+// lend each other, so neither may write before the other has read, and neither reads before
+// it has written: lending in place deadlocks or corrupts. The copy is device to device.
+//
+// Event slots. Each direction of each channel has `loansPerPeer` events, used in turn. S
+// records slot k mod loansPerPeer for slice k only once return k - loansPerPeer has been
+// waited for, and tells R in every notice how many returns it has waited for, so R checks
+// that the event it records for return k is no longer awaited. Returns arrive in the order of
+// their slices; anything else fails the run.
 //
 // Threads: the executor's thread makes every call except abort().
 #pragma once
@@ -73,12 +77,14 @@ std::variant<PeerNotice, std::string> decodeNotice(const void* payload, size_t b
 
 class PeerMemoryTransport final : public Transport {
  public:
-  static constexpr uint32_t kSlotsPerChannel = 64;
+  static constexpr uint32_t kDefaultLoansPerPeer = 64;
 
   // `inner` carries the notices (and every message between ranks that do not share memory),
   // `memory` is this rank's backend's; both must outlive this. `pairing` is this rank's
-  // (pairPeerMemory), its refusals quoted when a peer sends a notice all the same.
-  PeerMemoryTransport(Transport& inner, PeerMemory& memory, PeerPairing pairing);
+  // (pairPeerMemory), its refusals quoted when a peer sends a notice all the same. Every
+  // rank of a run must be given the same `loansPerPeer` (>= 1).
+  PeerMemoryTransport(Transport& inner, PeerMemory& memory, PeerPairing pairing,
+                      uint32_t loansPerPeer = kDefaultLoansPerPeer);
   // Closes what it opened of the peers' memory (close()).
   ~PeerMemoryTransport() override;
   PeerMemoryTransport(const PeerMemoryTransport&) = delete;
@@ -92,17 +98,19 @@ class PeerMemoryTransport final : public Transport {
                                   std::chrono::milliseconds timeout) override;
   void abort() override { inner_.abort(); }
   bool readsBackendMemory(int peer) const override;
+  void reclaimAll(uint32_t step) override;
+  uint32_t loansPerPeer() const { return loansPerPeer_; }
 
   // Unmaps the peers' memory and events. Call once every backend operation that read them
   // has completed (the end of a run). Never throws; idempotent.
   void close() noexcept;
 
  private:
-  class SliceSend;
   class SliceMessage;
   struct Channel {
     uint64_t slicesSent = 0;
     uint64_t returnsWaited = 0;  // returns of our slices taken and waited for
+    std::deque<uint64_t> loans;  // PeerMemory loan ids of slices returnsWaited, ...
     uint64_t slicesReceived = 0;
     uint64_t returnsSent = 0;
     std::deque<std::pair<ChunkHeader, SliceNotice>> pending;  // slices not yet asked for
@@ -119,6 +127,7 @@ class PeerMemoryTransport final : public Transport {
   Transport& inner_;
   PeerMemory& memory_;
   PeerPairing pairing_;
+  uint32_t loansPerPeer_;
   std::vector<Channel> channels_;  // by peer
   bool closed_ = false;
 };
