@@ -757,9 +757,13 @@ void toPb(const Start& m, pb::Start& p) {
 }
 Reason fromPb(const pb::Start& p, const FrameHeader& h, Start& m) {
   // Bounded before copying so that a hostile list costs nothing.
-  if (p.endpoints_size() > kMaxRanks || p.devices_size() > kMaxRanks) {
-    return std::to_string(std::max(p.endpoints_size(), p.devices_size())) +
-           " endpoints or devices listed, more than " + std::to_string(kMaxRanks);
+  if (p.endpoints_size() > kMaxRanks) {
+    return std::to_string(p.endpoints_size()) + " endpoints listed, more than " +
+           std::to_string(kMaxRanks);
+  }
+  if (p.devices_size() > kMaxRanks) {
+    return std::to_string(p.devices_size()) + " devices listed, more than " +
+           std::to_string(kMaxRanks);
   }
   m.epoch = h.epoch;
   m.runId = p.run_id();
