@@ -328,6 +328,8 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
         ws.begin(), ws.end(), [&](const WorkerInfo& w) { return w.host == ws.front().host; });
     plane = oneHost ? "shm (auto)" : "zmq (auto: several hosts)";
   }
+  // cuda workers of one host lend each other slices in place unless told not to.
+  if (c_.backend == "cuda") plane += c_.cudaIpc ? ", CUDA IPC on one host" : ", CUDA IPC off";
   const std::string slices = joinWith(c_.sliceSizes, [](uint64_t b) { return std::to_string(b); });
   const std::string inflights = joinWith(c_.inflights, [](int k) { return std::to_string(k); });
   const std::string ring = c_.ringOrder.empty()

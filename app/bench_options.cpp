@@ -118,6 +118,7 @@ SweepSpec sweepSpecOf(const BenchConfig& c, const std::vector<uint64_t>& sizes) 
   q.telemetry = c.telemetry;
   q.maxEvents = c.maxEvents;
   q.dataPlane = c.dataPlane;
+  q.cudaIpc = c.cudaIpc;
   q.stallTimeout = c.stallTimeout;
   s.algorithms = c.algorithms;
   s.sizes = sizes;
@@ -182,6 +183,9 @@ void BenchOptions::declare() {
   o.value("--data-plane", "NAME",
           "auto, shm or zmq: shared memory or ZeroMQ between workers (default auto: shm when "
           "every worker is on one host)");
+  o.value("--cuda-ipc", "on|off",
+          "cuda workers of one host read each other's slices in place, device to device "
+          "(default on); off stages every slice through host memory and the data plane");
   o.value("--stall-timeout", "TIME",
           "fail a run when no rank makes progress for TIME, e.g. 500ms, 30s (default 20s); a "
           "rank that waits while others work is not failing");
@@ -266,6 +270,10 @@ void BenchOptions::checkTelemetry(BenchConfig& c) const {
     const auto d = parseDataPlaneKind(v->text);
     if (!d) throw refuse(*v, "unknown data plane (known: auto, shm, zmq)");
     c.dataPlane = *d;
+  }
+  if (auto v = opts_.get("--cuda-ipc")) {
+    if (v->text != "on" && v->text != "off") throw refuse(*v, "expected on or off");
+    c.cudaIpc = v->text == "on";
   }
   // The workers inherit the environment: a bad wait setting is refused here, before any starts.
   try {

@@ -9,6 +9,7 @@
 
 #include "base/errors.h"
 #include "gpu/cuda_check.h"
+#include "gpu/cuda_ipc.h"
 #include "gpu/device_clock.h"
 #include "gpu/event_tickets.h"
 #include "gpu/pinned_pool.h"
@@ -103,6 +104,7 @@ struct CudaBackend::Impl {
   std::unique_ptr<EventTickets> tickets;
   std::unique_ptr<PinnedPool> hostPool;
   std::unique_ptr<PinnedPool> devicePool;
+  std::unique_ptr<CudaPeerMemory> peers;  // made on first use
   std::mutex mu;
   std::unordered_set<void*> allocations;                // guarded by mu
   std::unordered_map<const void*, Ticket> stagedViews;  // guarded by mu: view -> its copy-out
@@ -132,6 +134,7 @@ CudaBackend::~CudaBackend() {
   if (!impl_) return;
   (void)cudaSetDevice(impl_->device);
   for (cudaStream_t s : impl_->streams) (void)cudaStreamSynchronize(s);
+  impl_->peers.reset();
   impl_->hostPool.reset();
   impl_->devicePool.reset();
   impl_->tickets.reset();
@@ -311,6 +314,14 @@ Backend::Ticket CudaBackend::finalize(void* dst, size_t count, DataType t, RedOp
   const MemRange rw[] = {range(dst, count * dtypeSize(t))};
   return impl_->tickets->issue(
       Lane::Compute, rw, rw, [&](cudaStream_t s) { launchFinalize(dst, count, t, op, nranks, s); });
+}
+
+PeerMemory* CudaBackend::peerMemory() {
+  if (!impl_->peers) {
+    impl_->activate();
+    impl_->peers = std::make_unique<CudaPeerMemory>(impl_->device, impl_->streams);
+  }
+  return impl_->peers.get();
 }
 
 bool CudaBackend::done(Ticket t) {

@@ -20,6 +20,8 @@
 // - Times: every ticket's event is timed; deviceEndNs() gives when the device finished an
 //   operation, on the host's steady clock, through a fitted offset and drift
 //   (gpu/device_clock.h).
+// - peerMemory(): other processes of this host read its allocations in place (CUDA IPC); a
+//   payload in a peer's memory (reduceFromHost, copyFromHost) is device memory, read in place.
 // Every method may be called from any thread. No CUDA header is needed to use this class.
 #pragma once
 
@@ -91,6 +93,8 @@ class CudaBackend final : public Backend {
   Ticket stageOut(const void* src, size_t bytes, const void** hostView) override;
   void releaseStaged(const void* hostView) override;
   Ticket finalize(void* dst, size_t count, DataType t, RedOp op, int nranks) override;
+  // CUDA IPC of this backend's allocations and events (gpu/cuda_ipc.h), made on first use.
+  PeerMemory* peerMemory() override;
 
   bool done(Ticket t) override;
   void wait(Ticket t) override;

@@ -20,6 +20,8 @@
 
 namespace arl {
 
+class PeerMemory;
+
 enum class MemoryKind : uint8_t { Host, Device };
 
 class Backend {
@@ -60,6 +62,10 @@ class Backend {
   virtual void releaseStaged(const void* hostView) = 0;
   // Completes a reduction whose operator needs a final pass (Avg divides by nranks).
   virtual Ticket finalize(void* dst, size_t count, DataType t, RedOp op, int nranks) = 0;
+
+  // Memory that a process on this host may read in place (backend/peer_memory.h); null
+  // when this backend has none (the default).
+  virtual PeerMemory* peerMemory() { return nullptr; }
 
   // Has ticket t's operation completed? Never blocks.
   virtual bool done(Ticket t) = 0;

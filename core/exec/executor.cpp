@@ -16,7 +16,13 @@
 //  - a backend op reads a received message: the message lives in the entry until the
 //    backend's ticket completes;
 //  - a RecvReduceSend result needs a home of its own (it is sent, not stored): it is reduced
-//    into one of `inflight` temporaries, owned by the entry until its send completes.
+//    into one of `inflight` temporaries, owned by the entry until its send completes;
+//  - a peer that reads backend memory (Transport::readsBackendMemory, CUDA IPC) gets the
+//    backend address, unstaged: the transport copies the bytes into device memory of its
+//    own (ordered after the op that produced them) and lends that, so the send completes at
+//    once and the buffer is free again. A received slice in a peer's memory is handed back
+//    (InMessage::readIssued) as soon as the operations reading it are issued, and every lent
+//    slice has come back before run() returns.
 //
 // Sends wait for their staging without holding the rank back: the next ops are issued while
 // the device copies one slice out, so copy-out, copy-in and reduction of successive slices
@@ -319,6 +325,8 @@ class Run {
       poll();
     }
     while (!st_.window.empty()) retireOldest();
+    // Slices lent to peers come back before the run ends.
+    transport_.reclaimAll(s_.nsteps);
     finalizeAvg();
     if (sink_) {
       TelemetryEvent e = event(EventKind::IterationEnd, s_.nsteps, Phase::Local);
@@ -601,6 +609,24 @@ class Run {
     }
   }
 
+  // Sends backend bytes at `p`: to a peer that reads backend memory as they are (the
+  // transport lends it a device copy), else staged.
+  void sendFromBackend(Entry& e, const Op& op, const unsigned char* p, uint64_t bytes) {
+    if (!transport_.readsBackendMemory(op.sendPeer)) {
+      stageAndSend(e, p, bytes);
+      return;
+    }
+    // Unstaged, yet after every earlier send has started (a channel's messages in program
+    // order); until it starts, later ops may not write what it will lend.
+    if (pendingSends_ == 0) {
+      startSend(e, op, p, bytes);
+      return;
+    }
+    e.readLo = p;
+    e.readHi = p + bytes;
+    deferSend(e, p, bytes);
+  }
+
   void startSend(Entry& e, const Op& op, const void* data, uint64_t bytes) {
     ChunkHeader h;
     h.opSignature = st_.signature;
@@ -651,7 +677,7 @@ class Run {
       e.reduceEndPending = reduces;
     };
     switch (op.kind) {
-      case OpKind::Send: stageAndSend(e, addr(op.src), bytes); break;
+      case OpKind::Send: sendFromBackend(e, op, addr(op.src), bytes); break;
       case OpKind::Recv:
         setTicket(backend_.copyFromHost(addr(op.dst), e.msg->data(), bytes), false);
         break;
@@ -661,16 +687,22 @@ class Run {
         setTicket(
             backend_.reduceFromHost(t, addr(op.src), e.msg->data(), op.count, opt_.dtype, rop),
             true);
-        stageAndSend(e, t, bytes);
+        sendFromBackend(e, op, t, bytes);
         break;
       }
       case OpKind::RecvReduceCopySend:
         setTicket(backend_.reduceFromHost(addr(op.dst), addr(op.src), e.msg->data(), op.count,
                                           opt_.dtype, rop),
                   true);
-        stageAndSend(e, addr(op.dst), bytes);
+        sendFromBackend(e, op, addr(op.dst), bytes);
         break;
       case OpKind::RecvCopySend:
+        if (e.msg->inPeerMemory() || transport_.readsBackendMemory(op.sendPeer)) {
+          // A peer's memory is not ours to lend on, nor host memory to send: forward the copy.
+          setTicket(backend_.copyFromHost(addr(op.dst), e.msg->data(), bytes), false);
+          sendFromBackend(e, op, addr(op.dst), bytes);
+          break;
+        }
         // Forward the received bytes themselves: the send need not wait for the copy, only
         // for earlier sends to start.
         if (pendingSends_ == 0) {
@@ -687,6 +719,8 @@ class Run {
         break;
       case OpKind::Copy: setTicket(backend_.copy(addr(op.dst), addr(op.src), bytes), false); break;
     }
+    // Every backend operation reading the message is issued: a lent slice goes back now.
+    if (e.msg) e.msg->readIssued();
     st_.window.push_back(std::move(e));
     startSends(false);
   }

@@ -198,7 +198,9 @@ LocalRunResult runLocal(const Schedule& schedule, const LocalRunOptions& opt) {
         rankNs[t.index][ri] = t.ns;
         if (t.wrong) wrong[ri] = *t.wrong;
       };
-      runs[ri]->run(fabric.transport(r), opt.sink, hooks);
+      std::unique_ptr<Transport> wrapped;
+      if (opt.wrapTransport) wrapped = opt.wrapTransport(fabric.transport(r), *backends[ri], r);
+      runs[ri]->run(wrapped ? *wrapped : fabric.transport(r), opt.sink, hooks);
     } catch (...) {
       fail(std::current_exception());
     }

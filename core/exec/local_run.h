@@ -37,6 +37,10 @@ struct LocalRunOptions {
   uint64_t runId = 0;  // copied into every telemetry event
   // Makes each rank's backend, on that rank's thread; empty: the CPU backend.
   std::function<std::unique_ptr<Backend>()> makeBackend;
+  // Puts a transport of its own in front of each rank's loopback endpoint (a
+  // PeerMemoryTransport, say), on that rank's thread; empty: the endpoint itself.
+  std::function<std::unique_ptr<Transport>(Transport& endpoint, Backend& backend, int rank)>
+      wrapTransport;
 };
 
 struct LocalRunResult {

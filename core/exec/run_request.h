@@ -43,6 +43,9 @@ struct RunRequest {
   // deadline of a run. A rank waiting while others work is progress elsewhere, not a failure.
   std::chrono::milliseconds stallTimeout{20000};
   DataPlaneKind dataPlane = DataPlaneKind::Auto;
+  // CUDA IPC between workers of one host whose backends share device memory
+  // (transport/peer_transport.h); false stages every pair through the data plane.
+  bool cudaIpc = true;
   // The network the data planes pace the run to (base/shaping.h); empty = the machine's own.
   LinkShaping shaping;
 };

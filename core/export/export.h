@@ -50,6 +50,7 @@ struct BenchConfig {
   TelemetryLevel telemetry = TelemetryLevel::Chunks;
   uint64_t maxEvents = 1'000'000;
   DataPlaneKind dataPlane = DataPlaneKind::Auto;  // --data-plane
+  bool cudaIpc = true;                            // --cuda-ipc on|off
   std::chrono::milliseconds stallTimeout{20000};  // --stall-timeout
   LinkShaping shaping;  // --nic-bw, --link-latency, --slow-rank, --slow-link
   int root = 0;

@@ -208,6 +208,8 @@ BenchConfig readConfig(const In& o) {
   c.telemetry = o["telemetry"].parsed<TelemetryLevel>(parseTelemetryLevel);
   // Absent from files written before the shared-memory data plane existed.
   if (o.has("data_plane")) c.dataPlane = o["data_plane"].parsed<DataPlaneKind>(parseDataPlaneKind);
+  // Absent from files written before CUDA IPC: it was off then.
+  c.cudaIpc = o.has("cuda_ipc") && o["cuda_ipc"].boolean();
   c.maxEvents = o["max_events"].u64();
   if (o.has("stall_timeout_ms")) {
     c.stallTimeout = std::chrono::milliseconds(o["stall_timeout_ms"].i64(1, kMaxStallTimeoutMs));
@@ -260,6 +262,7 @@ RunRequest readRequest(const In& a) {
   q.check = o["check"].boolean();
   q.telemetry = o["telemetry"].parsed<TelemetryLevel>(parseTelemetryLevel);
   if (o.has("data_plane")) q.dataPlane = o["data_plane"].parsed<DataPlaneKind>(parseDataPlaneKind);
+  q.cudaIpc = o.has("cuda_ipc") && o["cuda_ipc"].boolean();
   q.maxEvents = o["max_events"].u64();
   // Absent from files written before runs had a stall timeout (they had a receive timeout).
   if (o.has("stall_timeout_ms")) {

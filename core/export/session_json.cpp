@@ -39,6 +39,7 @@ Json configJson(const BenchConfig& c) {
               {"expect", c.expect},
               {"telemetry", str(toString(c.telemetry))},
               {"data_plane", str(toString(c.dataPlane))},
+              {"cuda_ipc", c.cudaIpc},
               {"max_events", c.maxEvents},
               {"stall_timeout_ms", static_cast<int64_t>(c.stallTimeout.count())},
               {"shaping", shapingJson(c.shaping)},
@@ -110,6 +111,7 @@ Json requestJson(const RunRequest& q) {
               {"check", q.check},
               {"telemetry", str(toString(q.telemetry))},
               {"data_plane", str(toString(q.dataPlane))},
+              {"cuda_ipc", q.cudaIpc},
               {"max_events", q.maxEvents},
               {"stall_timeout_ms", static_cast<int64_t>(q.stallTimeout.count())},
               {"shaping", shapingJson(q.shaping)}};

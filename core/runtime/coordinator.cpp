@@ -240,6 +240,7 @@ struct ActiveRun {
   std::vector<WorkerInfo> workers;
   std::vector<bool> ready, done, acked, gone;
   std::vector<std::string> endpoints;
+  std::vector<PeerDeviceInfo> devices;           // from the Readies, for CUDA IPC
   std::vector<std::vector<int64_t>> iterNs;      // [iteration][rank], -1 = not reported
   std::vector<std::vector<uint64_t>> iterWrong;  // [iteration][rank]
   std::vector<RankIteration> perRank;
@@ -806,6 +807,7 @@ struct Coordinator::Impl {
     r->acked.assign(n, false);
     r->gone.assign(n, false);
     r->endpoints.assign(n, "");
+    r->devices.assign(n, PeerDeviceInfo{});
     r->workerDropped.assign(n, 0);
     r->nextBatchSeq.assign(n, 0);
     r->iterNs.assign(r->req.iterations, std::vector<int64_t>(n, -1));
@@ -877,6 +879,7 @@ struct Coordinator::Impl {
     }
     a.ready[static_cast<size_t>(r)] = true;
     a.endpoints[static_cast<size_t>(r)] = m.dataEndpoint;
+    a.devices[static_cast<size_t>(r)] = m.device;
     a.workers[static_cast<size_t>(r)].dataEndpoint = m.dataEndpoint;
     a.workers[static_cast<size_t>(r)].clockOffsetNs = m.clockOffsetNs;
     if (Peer* p = findPeer(a.ids[static_cast<size_t>(r)])) {
@@ -911,6 +914,11 @@ struct Coordinator::Impl {
     s.epoch = a.epoch;
     s.runId = a.runId;
     s.endpoints = a.endpoints;
+    // Only when some rank has device memory to share: a Start stays small otherwise.
+    if (std::any_of(a.devices.begin(), a.devices.end(),
+                    [](const PeerDeviceInfo& d) { return !d.id.empty(); })) {
+      s.devices = a.devices;
+    }
     return s;
   }
 
@@ -1492,6 +1500,11 @@ struct Coordinator::Impl {
       checkPlaces(req.algorithm, places);
       out.cfg = runConfig(req, out.run, hosts);
       out.cfg.pidNamespaces = namespaces;
+      // Lending needs two ranks with device memory to share (the cuda backend's): without
+      // them every rank keeps the data plane's one-way channels.
+      const auto lenders = std::count_if(places.begin(), places.end(),
+                                         [](const RankPlace& p) { return p.backend == "cuda"; });
+      out.cfg.cudaIpc = req.cudaIpc && lenders >= 2;
       if (auto why = validate(Message(out.cfg))) throw ConfigError(*why);
       out.ids = ids;
     } catch (const std::exception& e) {  // ConfigError, or no memory for the schedule
@@ -1526,6 +1539,7 @@ struct Coordinator::Impl {
     c.ringOrder.assign(run.ringOrder.begin(), run.ringOrder.end());
     c.hosts = hosts;
     c.dataPlane = req.dataPlane;
+    c.cudaIpc = req.cudaIpc;
     c.shaping = req.shaping;
     return c;
   }

@@ -337,9 +337,27 @@ std::optional<std::string> check(const RunConfig& m) {
   return std::nullopt;
 }
 
+std::optional<std::string> checkDevice(const std::string& field, const PeerDeviceInfo& d) {
+  if (d.id.empty()) {
+    if (d.reach.empty()) return std::nullopt;
+    return field + ": " + std::to_string(d.reach.size()) +
+           " devices it can map, but none of its own";
+  }
+  if (auto e = checkIdent(field, d.id)) return e;
+  if (d.reach.size() > static_cast<size_t>(kMaxRanks)) {
+    return field + ": " + std::to_string(d.reach.size()) + " devices it can map, more than " +
+           std::to_string(kMaxRanks);
+  }
+  for (const auto& r : d.reach) {
+    if (auto e = checkIdent(field + " reach", r)) return e;
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> check(const Ready& m) {
   return firstError({checkEpoch(m.epoch), checkRank("rank", m.rank),
-                     checkEndpoint("data endpoint", m.dataEndpoint)});
+                     checkEndpoint("data endpoint", m.dataEndpoint),
+                     checkDevice("device", m.device)});
 }
 
 std::optional<std::string> check(const Start& m) {
@@ -350,6 +368,13 @@ std::optional<std::string> check(const Start& m) {
   }
   for (size_t r = 0; r < m.endpoints.size(); ++r) {
     if (auto e = checkEndpoint("endpoint of rank " + std::to_string(r), m.endpoints[r])) return e;
+  }
+  if (!m.devices.empty() && m.devices.size() != m.endpoints.size()) {
+    return std::to_string(m.devices.size()) + " devices for " + std::to_string(m.endpoints.size()) +
+           " endpoints";
+  }
+  for (size_t r = 0; r < m.devices.size(); ++r) {
+    if (auto e = checkDevice("device of rank " + std::to_string(r), m.devices[r])) return e;
   }
   return std::nullopt;
 }
@@ -607,6 +632,7 @@ void toPb(const RunConfig& m, pb::RunConfig& p) {
   for (const auto& host : m.hosts) p.add_hosts(host);
   for (const uint64_t ns : m.pidNamespaces) p.add_pid_namespaces(ns);
   p.set_data_plane(static_cast<pb::DataPlane>(enumToWire(m.dataPlane)));
+  p.set_cuda_ipc(m.cudaIpc);
   p.set_port_bytes_per_second(m.shaping.portBytesPerSecond);
   p.set_added_latency_seconds(m.shaping.addedLatencySeconds);
   for (const auto& [rank, rate] : m.shaping.rankPortBytesPerSecond) {
@@ -688,7 +714,23 @@ Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
   m.hosts.assign(p.hosts().begin(), p.hosts().end());
   m.pidNamespaces.assign(p.pid_namespaces().begin(), p.pid_namespaces().end());
   m.dataPlane = *plane;
+  m.cudaIpc = p.cuda_ipc();
   return shapingFromPb(p, m.shaping);
+}
+
+void toPb(const PeerDeviceInfo& m, pb::PeerDevice& p) {
+  p.set_uuid(m.id);
+  for (const auto& r : m.reach) p.add_reach(r);
+}
+Reason fromPb(const pb::PeerDevice& p, PeerDeviceInfo& m) {
+  // Bounded before copying so that a hostile list costs nothing.
+  if (p.reach_size() > kMaxRanks) {
+    return std::to_string(p.reach_size()) + " devices a rank can map, more than " +
+           std::to_string(kMaxRanks);
+  }
+  m.id = p.uuid();
+  m.reach.assign(p.reach().begin(), p.reach().end());
+  return std::nullopt;
 }
 
 void toPb(const Ready& m, pb::Ready& p) {
@@ -696,6 +738,7 @@ void toPb(const Ready& m, pb::Ready& p) {
   p.set_run_id(m.runId);
   p.set_data_endpoint(m.dataEndpoint);
   p.set_clock_offset_ns(m.clockOffsetNs);
+  if (!m.device.id.empty() || !m.device.reach.empty()) toPb(m.device, *p.mutable_device());
 }
 Reason fromPb(const pb::Ready& p, const FrameHeader& h, Ready& m) {
   m.epoch = h.epoch;
@@ -703,12 +746,14 @@ Reason fromPb(const pb::Ready& p, const FrameHeader& h, Ready& m) {
   m.runId = p.run_id();
   m.dataEndpoint = p.data_endpoint();
   m.clockOffsetNs = p.clock_offset_ns();
+  if (p.has_device()) return fromPb(p.device(), m.device);
   return std::nullopt;
 }
 
 void toPb(const Start& m, pb::Start& p) {
   p.set_run_id(m.runId);
   for (const auto& e : m.endpoints) p.add_endpoints(e);
+  for (const auto& d : m.devices) toPb(d, *p.add_devices());
 }
 Reason fromPb(const pb::Start& p, const FrameHeader& h, Start& m) {
   // Bounded before copying so that a hostile list costs nothing.
@@ -716,9 +761,17 @@ Reason fromPb(const pb::Start& p, const FrameHeader& h, Start& m) {
     return std::to_string(p.endpoints_size()) + " endpoints listed, more than " +
            std::to_string(kMaxRanks);
   }
+  if (p.devices_size() > kMaxRanks) {
+    return std::to_string(p.devices_size()) + " devices listed, more than " +
+           std::to_string(kMaxRanks);
+  }
   m.epoch = h.epoch;
   m.runId = p.run_id();
   m.endpoints.assign(p.endpoints().begin(), p.endpoints().end());
+  m.devices.resize(static_cast<size_t>(p.devices_size()));
+  for (int r = 0; r < p.devices_size(); ++r) {
+    if (auto e = fromPb(p.devices(r), m.devices[static_cast<size_t>(r)])) return e;
+  }
   return std::nullopt;
 }
 

@@ -40,7 +40,7 @@ namespace arl {
 // 5: RunConfig carries the link shaping that the data planes pace.
 // 6: a library run (nccl-ring, nccl-tree) passes NCCL's unique id as rank 0's Ready endpoint
 //    "nccl://id/TOKEN", which Start carries to every rank.
-inline constexpr uint16_t kProtocolVersion = 6;
+inline constexpr uint16_t kProtocolVersion = 7;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
@@ -291,10 +291,22 @@ struct RunConfig {
   // The network the data planes pace (transport/pacing.h); empty = not shaped. checkShaping
   // holds for worldSize.
   LinkShaping shaping;
+  // Lend slices in place between ranks of one host that share device memory (CUDA IPC,
+  // transport/peer_transport.h); false stages every pair.
+  bool cudaIpc = true;
 
   Frames encode() const;
   static DecodeResult<RunConfig> decode(ByteView header, ByteView body);
   bool operator==(const RunConfig&) const = default;
+};
+
+// A rank's device for CUDA IPC (transport/peer_pairing.h): its UUID, "" when it has no
+// device memory to share, and the devices whose memory it can map. At most kMaxRanks of
+// them, each an identifier (printable ASCII without spaces, 1..255 bytes).
+struct PeerDeviceInfo {
+  std::string id;
+  std::vector<std::string> reach;
+  bool operator==(const PeerDeviceInfo&) const = default;
 };
 
 // worker -> coordinator: buffers ready and data plane bound for the run.
@@ -308,6 +320,7 @@ struct Ready {
   // clock minus worker clock, so a worker timestamp t is t + clockOffsetNs on the
   // coordinator's clock. The worker's telemetry timestamps already have it added.
   int64_t clockOffsetNs = 0;
+  PeerDeviceInfo device;  // for CUDA IPC; empty id: none
 
   Frames encode() const;
   static DecodeResult<Ready> decode(ByteView header, ByteView body);
@@ -321,6 +334,8 @@ struct Start {
   uint64_t runId = 0;
   // endpoints[r]: where rank r's data plane is bound (from its Ready); 1..kMaxRanks of them.
   std::vector<std::string> endpoints;
+  // devices[r]: rank r's device from its Ready; as many as endpoints, or none.
+  std::vector<PeerDeviceInfo> devices;
 
   Frames encode() const;
   static DecodeResult<Start> decode(ByteView header, ByteView body);

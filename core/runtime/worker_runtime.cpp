@@ -44,6 +44,8 @@
 #include "runtime/protocol.h"
 #include "schedule/generators.h"
 #include "schedule/verifier.h"
+#include "transport/peer_pairing.h"
+#include "transport/peer_transport.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/stale_owner.h"
 #include "transport/zmq/zmq_transport.h"
@@ -156,6 +158,8 @@ class CorruptingTransport final : public Transport {
   }
   bool ready(int peer, uint32_t step) override { return inner_.ready(peer, step); }
   void abort() override { inner_.abort(); }
+  bool readsBackendMemory(int peer) const override { return inner_.readsBackendMemory(peer); }
+  void reclaimAll(uint32_t step) override { inner_.reclaimAll(step); }
 
  private:
   Transport& inner_;
@@ -298,6 +302,7 @@ struct RunJob {
   bool started = false;  // Start received (guarded by mu)
   bool aborted = false;  // Abort received or the worker is leaving (guarded by mu)
   std::vector<std::string> endpoints;
+  std::vector<PeerDeviceInfo> devices;  // from Start: every rank's device, for CUDA IPC
   Transport* dp = nullptr;  // the run thread's data plane while it exists (guarded by mu)
 
   // Set with `aborted`, read without the lock: the set-up, the iterations and the check
@@ -373,6 +378,11 @@ struct RunDataPlane {
   std::unique_ptr<ShmDataPlane> shm;
   Transport* dp = nullptr;  // the one of the two that exists
   DataPlanePeers peers;
+  // The backend's memory that ranks of this host may read in place (CUDA IPC), when the run
+  // asks for it and the backend has some; then every channel goes both ways (a lent slice
+  // comes back on the reverse channel).
+  PeerMemory* peerMemory = nullptr;
+  bool bothWays = false;  // channels both ways without lending (a rank without such memory)
 
   void close() {
     if (zmq) zmq->close();
@@ -490,6 +500,14 @@ std::string bindDataPlane(RunJob& j, const Schedule& s, RunDataPlane& plane) {
   const bool useShm = c.dataPlane == DataPlaneKind::Shm ||
                       (c.dataPlane == DataPlaneKind::Auto && oneHost && oneNamespace);
   plane.peers = dataPlanePeers(s, rank);
+  if (plane.peerMemory != nullptr || plane.bothWays) {
+    std::vector<int> both = plane.peers.sendTo;
+    both.insert(both.end(), plane.peers.recvFrom.begin(), plane.peers.recvFrom.end());
+    std::sort(both.begin(), both.end());
+    both.erase(std::unique(both.begin(), both.end()), both.end());
+    plane.peers.sendTo = both;
+    plane.peers.recvFrom = both;
+  }
   if (useShm) {
     plane.shm = std::make_unique<ShmDataPlane>(rank, c.worldSize);
     plane.dp = plane.shm.get();
@@ -517,14 +535,19 @@ std::string bindDataPlane(RunJob& j, const Schedule& s, RunDataPlane& plane) {
   }
 }
 
-// Reports Ready with `endpoint` (kept for a re-send until Start arrives).
-void postReady(RunJob& j, const std::string& endpoint) {
+// Reports Ready with `endpoint` and the device whose memory peers may read (kept for a
+// re-send until Start arrives).
+void postReady(RunJob& j, const std::string& endpoint, const PeerMemory* memory = nullptr) {
   Ready ready;
   ready.epoch = j.cfg.epoch;
   ready.rank = j.rank;
   ready.runId = j.cfg.runId;
   ready.dataEndpoint = endpoint;
   ready.clockOffsetNs = j.offsetNs;
+  if (memory != nullptr) {
+    ready.device.id = memory->deviceId();
+    ready.device.reach = memory->reachableDevices();
+  }
   {
     std::lock_guard<std::mutex> lock(j.mu);
     j.ready = ready;
@@ -678,19 +701,55 @@ void postDone(RunJob& j, uint64_t wrong, uint64_t moreDropped = 0) {
   j.postResult(done);
 }
 
+// This rank's pairing for CUDA IPC, from what Start says of every rank's device; each
+// refused pair that exchanges data is logged once, by its lower rank.
+PeerPairing peerPairing(const RunJob& j, const RunDataPlane& plane) {
+  const RunConfig& c = j.cfg;
+  const auto n = static_cast<size_t>(c.worldSize);
+  std::vector<PeerPlace> places(n);
+  for (size_t r = 0; r < n; ++r) {
+    places[r].host = c.hosts.empty() ? j.myHost : c.hosts[r];
+    places[r].pidNamespace = c.pidNamespaces.empty() ? 0 : c.pidNamespaces[r];
+    if (j.devices.size() == n) {
+      places[r].device = j.devices[r].id;
+      places[r].reach = j.devices[r].reach;
+    }
+  }
+  PeerPairing pairing = pairPeerMemory(places, j.rank, c.cudaIpc);
+  for (int p : plane.peers.sendTo) {
+    const std::string& why = pairing.refused[static_cast<size_t>(p)];
+    if (p > j.rank && !why.empty() && c.cudaIpc) logLine(why);
+  }
+  return pairing;
+}
+
 // Binds, reports Ready, connects on Start, runs, closes the data plane and reports RunDone.
 void runOnDataPlane(RunJob& j, const Schedule& s, RankRun& run, RunDataPlane& plane,
                     int64_t& iteration) {
-  postReady(j, bindDataPlane(j, s, plane));
+  postReady(j, bindDataPlane(j, s, plane), plane.peerMemory);
   connectDataPlane(j, plane);
 
+  std::optional<PeerMemoryTransport> lending;
+  if (plane.peerMemory != nullptr) {
+    PeerPairing pairing = peerPairing(j, plane);
+    if (std::count(pairing.viaPeerMemory.begin(), pairing.viaPeerMemory.end(), true) > 0) {
+      // As many slices out to a peer as its shared-memory ring would hold (shmRingBytes),
+      // and never fewer than the default.
+      const uint32_t loans =
+          std::max(PeerMemoryTransport::kDefaultLoansPerPeer, j.cfg.inflight + 2);
+      lending.emplace(*plane.dp, *plane.peerMemory, std::move(pairing), loans);
+    }
+  }
+  Transport& inner = lending ? static_cast<Transport&>(*lending) : *plane.dp;
   std::optional<CorruptingTransport> corrupting;
   if (j.corruption && j.corruption->rank == j.rank) {
-    corrupting.emplace(*plane.dp, j.corruption->field);
+    corrupting.emplace(inner, j.corruption->field);
   }
-  Transport& transport = corrupting ? *corrupting : *plane.dp;
+  Transport& transport = corrupting ? *corrupting : inner;
   const uint64_t wrong = runIterations(
       j, [&](const RankRunHooks& h) { run.run(transport, j.ring, h); }, plane.shm.get(), iteration);
+  // Every backend operation has completed (the iterations end synchronised): unmap the peers.
+  if (lending) lending->close();
 
   // The data plane is closed before RunDone leaves, so no send of this run is in flight
   // when the next one starts: ZeroMQ's close() says goodbye to its peers (it waits for
@@ -782,6 +841,12 @@ void runLibraryJob(RunJob& j, const LibraryAlgorithm& algo, int64_t& iteration,
 void runScheduleJob(RunJob& j, RunDataPlane& plane, int64_t& iteration,
                     const std::function<void(const std::exception&)>& fail) {
   const std::unique_ptr<Backend> backend = makeBackend(j.backend);
+  if (j.cfg.cudaIpc) {
+    plane.peerMemory = backend->peerMemory();
+    // Every rank of such a run makes its channels go both ways, so one that lends nothing
+    // itself must too: its peers may lend each other slices.
+    plane.bothWays = plane.peerMemory == nullptr;
+  }
   const auto t0 = SteadyClock::now();
   const Schedule s = runSchedule(j.cfg, j.rank, j.cancelled);
   RankRun run(s, j.rank, *backend, rankRunOptions(j));
@@ -1308,6 +1373,7 @@ class WorkerSession {
     }
     std::lock_guard<std::mutex> lock(job_->mu);
     job_->endpoints = s.endpoints;
+    job_->devices = s.devices;
     job_->started = true;
     job_->cv.notify_all();
     return std::nullopt;

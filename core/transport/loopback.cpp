@@ -123,9 +123,10 @@ int64_t LoopbackFabric::send(int src, int dst, const ChunkHeader& h, const void*
   }
   Message m;
   int64_t leftNs = 0;
-  if (!pacers_.empty()) {
-    const Pacer::SendSlot slot =
-        pacers_[static_cast<size_t>(src)]->claimSend(dst, bytes, steadyNowNs());
+  const std::optional<uint64_t> paced = pacedBytesOf(h.magic, data, bytes);
+  if (!pacers_.empty() && paced) {
+    const Pacer::SendSlot slot = pacers_[static_cast<size_t>(src)]->claimSend(
+        dst, static_cast<size_t>(*paced), steadyNowNs());
     m.startNs = slot.startNs;
     leftNs = slot.leftNs;
   } else {
@@ -192,8 +193,10 @@ std::unique_ptr<InMessage> LoopbackFabric::recv(int dst, int src, uint32_t step,
       int64_t now = steadyNowNs();
       if (m.visibleAtNs < 0) {
         // Only this rank's thread takes from its channels: the front stays the front.
-        m.visibleAtNs =
-            pacers_[static_cast<size_t>(dst)]->claimReceive(src, m.payload.size(), m.startNs);
+        const auto paced = pacedBytesOf(m.header.magic, m.payload.data(), m.payload.size());
+        m.visibleAtNs = paced ? pacers_[static_cast<size_t>(dst)]->claimReceive(
+                                    src, static_cast<size_t>(*paced), m.startNs)
+                              : 0;
         if (m.visibleAtNs > now) {
           const int64_t visible = m.visibleAtNs;
           lock.unlock();

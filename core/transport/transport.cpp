@@ -1,5 +1,7 @@
 #include "transport/transport.h"
 
+#include <cstring>
+
 namespace arl {
 
 namespace {
@@ -15,6 +17,15 @@ class CompletedSend final : public SendCompletion {
 const std::shared_ptr<SendCompletion>& completedSend() {
   static const std::shared_ptr<SendCompletion> kDone = std::make_shared<CompletedSend>();
   return kDone;
+}
+
+std::optional<uint64_t> pacedBytesOf(uint32_t magic, const void* payload, size_t bytes) {
+  if (magic != ChunkHeader::kNoticeMagic) return bytes;
+  if (bytes < sizeof(NoticeHead)) return std::nullopt;
+  NoticeHead head;
+  std::memcpy(&head, payload, sizeof head);
+  if (head.paced == 0) return std::nullopt;
+  return head.pacedBytes;
 }
 
 }  // namespace arl

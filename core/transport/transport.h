@@ -47,8 +47,28 @@ struct ChunkHeader {
   uint64_t length = 0;  // payload bytes
 
   static constexpr uint32_t kMagic = 0x41524C43;  // "ARLC"
+  // A notice: a message whose payload describes data the receiver reads elsewhere (a slice
+  // in the sender's device memory, transport/peer_transport.h). A caller that sets this
+  // magic gets it delivered as it is; every other magic is the transport's to fill.
+  static constexpr uint32_t kNoticeMagic = 0x41524C4E;  // "ARLN"
 };
 static_assert(sizeof(ChunkHeader) == 56);
+
+// The first bytes of every notice's payload: what the shaped network charges for it. A
+// notice stands for a slice that moves by another way, so the data planes pace it as
+// `pacedBytes` of data, not as the few bytes it has; an unpaced notice (an acknowledgement)
+// is not paced at all, not even by the added latency.
+struct NoticeHead {
+  uint64_t pacedBytes = 0;
+  uint32_t paced = 0;  // 1: paced as pacedBytes; 0: not paced
+  uint32_t reserved = 0;
+};
+static_assert(sizeof(NoticeHead) == 16);
+
+// The bytes a message of `magic` with `bytes` of payload at `payload` occupies the shaped
+// network for: `bytes` for data, NoticeHead::pacedBytes for a paced notice, nullopt for an
+// unpaced notice (or one too short to hold its head, which the receiver refuses later).
+std::optional<uint64_t> pacedBytesOf(uint32_t magic, const void* payload, size_t bytes);
 
 // Completion of an asynchronous send: the sender may reuse the memory once done().
 class SendCompletion {
@@ -69,6 +89,13 @@ class InMessage {
   virtual const ChunkHeader& header() const = 0;
   virtual const void* data() const = 0;
   virtual size_t size() const = 0;
+  // True when data() is another process's device memory (a peer's slice read in place,
+  // transport/peer_transport.h) rather than host memory.
+  virtual bool inPeerMemory() const { return false; }
+  // Called once the caller has issued every backend operation that reads data(): a message
+  // in peer memory hands the slice back to its sender then (ordered after those operations
+  // on the device). Host messages ignore it.
+  virtual void readIssued() {}
 };
 
 class Transport {
@@ -96,6 +123,14 @@ class Transport {
   }
   // Makes every blocked and future call fail promptly (run aborted elsewhere).
   virtual void abort() = 0;
+  // True when send() to `peer` takes backend memory as it is (device memory the peer reads
+  // in place) instead of host memory: the caller then passes backend addresses and must not
+  // stage them. False for every plain data plane.
+  virtual bool readsBackendMemory(int /*peer*/) const { return false; }
+  // For a transport that lends backend memory (readsBackendMemory): waits until every slice
+  // lent to a peer has come back. The executor calls it before a run ends, so that nothing of
+  // the run is left unread on the data plane. A no-op for every plain data plane.
+  virtual void reclaimAll(uint32_t /*step*/) {}
 };
 
 }  // namespace arl

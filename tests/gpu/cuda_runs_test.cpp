@@ -1,11 +1,13 @@
-// Real runs on one GPU: `allreduce-lab bench --backend cuda` with 2 and 4 local workers
-// sharing device 0, every algorithm, results checked element by element by the workers
+// Real runs on one GPU: `allreduce-lab bench --backend cuda` with 2, 3 and 4 local workers
+// sharing device 0, every algorithm, over CUDA IPC (the workers read each other's slices in
+// place) and staged (--cuda-ipc off), results checked element by element by the workers
 // (#wrong must be 0). Sizes are chosen so that slices and per-rank parts are uneven: 262240
 // bytes are 32780 int64 elements, 8195 per rank of 4, in 64 KiB slices.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <tuple>
 
 #include "gpu_test_util.h"
 #include "schedule/generators.h"
@@ -34,20 +36,27 @@ void expectAllCorrect(const std::string& args, size_t rows) {
   for (const auto& w : v.at("workers")) EXPECT_EQ(w.at("backend").get<std::string>(), "cuda");
 }
 
-class CudaRuns : public ::testing::TestWithParam<int> {
+// (workers, CUDA IPC on)
+using RunsParam = std::tuple<int, bool>;
+
+class CudaRuns : public ::testing::TestWithParam<RunsParam> {
  protected:
   void SetUp() override { ARL_SKIP_WITHOUT_CUDA_DEVICE(); }
+  static std::string workers() {
+    const auto [n, ipc] = GetParam();
+    return " --workers " + std::to_string(n) + " --cuda-ipc " + (ipc ? "on" : "off");
+  }
 };
 
 TEST_P(CudaRuns, EveryAlgorithmAllReducesExactly) {
-  const std::string w = " --workers " + std::to_string(GetParam());
+  const std::string w = workers();
   // Sizes 1 MiB + 12 bytes and four times that: slices of 256 KiB leave a short one.
   expectAllCorrect("--algo all -b 1048588 -e 4194352 -f 4 --slice 256K" + w,
                    2 * algorithmNames().size());
 }
 
 TEST_P(CudaRuns, RingAndTreeRunEveryCollectiveAndType) {
-  const std::string w = " --workers " + std::to_string(GetParam());
+  const std::string w = workers();
   const char* cases[] = {
       "--collective reducescatter -d half -o sum",   "--collective allgather -d int64",
       "--collective reduce -d bfloat16 -o max -r 1", "--collective broadcast -d uint8 -r 1",
@@ -59,8 +68,33 @@ TEST_P(CudaRuns, RingAndTreeRunEveryCollectiveAndType) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(OneGpu, CudaRuns, ::testing::Values(2, 4),
-                         [](const auto& info) { return std::to_string(info.param) + "Workers"; });
+TEST_P(CudaRuns, EveryAlgorithmShapedAndInPlace) {
+  // The data plane paces a lent slice as the slice (2 GB/s ports, 100 us a message); in place,
+  // a rank's input is the output its peers read from.
+  expectAllCorrect(
+      "--algo all -b 1048588 -e 1048588 --slice 256K --in-place --nic-bw 2G "
+      "--link-latency 100us" +
+          workers(),
+      algorithmNames().size());
+}
+
+INSTANTIATE_TEST_SUITE_P(OneGpu, CudaRuns,
+                         ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::to_string(std::get<0>(info.param)) + "Workers" +
+                                  (std::get<1>(info.param) ? "Ipc" : "Staged");
+                         });
+
+// One slice in flight and more slices than a peer may have out (64): recursive doubling's
+// pairs send to each other before either receives, which a loan that waited for its reader
+// would deadlock.
+TEST(CudaIpc, OneSliceInFlightAndManyLoansStayExact) {
+  ARL_SKIP_WITHOUT_CUDA_DEVICE();
+  expectAllCorrect(
+      "--workers 4 --cuda-ipc on --algo recursive-doubling,ring,tree --inflight 1 "
+      "-b 1048588 -e 1048588 --slice 4K",
+      3);
+}
 
 }  // namespace
 }  // namespace arl

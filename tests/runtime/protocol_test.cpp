@@ -178,7 +178,7 @@ Frames withAppended(const T& m, F&& append) {
 
 TEST(Protocol, HeaderLayoutIsLittleEndianAndSixteenBytes) {
   const Bytes h = encodeHeader({kProtocolVersion, MsgType::TelemetryBatch, 0x0102030405060708});
-  const Bytes expected = {'A',  'R',  'L',  '1',  0x06, 0x00, 0x0A, 0x00,
+  const Bytes expected = {'A',  'R',  'L',  '1',  0x07, 0x00, 0x0A, 0x00,
                           0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01};
   EXPECT_EQ(h, expected);
   auto back = decodeHeader(h);
@@ -210,7 +210,7 @@ TEST(Protocol, RejectsOtherVersions) {
   Frames f = Heartbeat{}.encode();
   f[0][4] = 3;  // the version before packed telemetry records
   const auto e = expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 3");
-  EXPECT_TRUE(contains(e.reason, "speaks version 6"));
+  EXPECT_TRUE(contains(e.reason, "speaks version 7"));
   f[0][4] = 0;
   expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 0");
   f[0][4] = 4;
@@ -746,6 +746,52 @@ TEST(Protocol, DataPlaneSetupRoundTripsAndIsChecked) {
                  "0 data-plane endpoints, outside 1..64");
   rejects(withAppended(s, [](Bytes& b) { putBytes(b, 2, "ipc:///tmp/one-too-many"); }),
           "65 endpoints listed, more than 64");
+}
+
+// CUDA IPC (version 7): RunConfig switches it, each Ready names its rank's device and the
+// devices it can map, Start carries them all.
+TEST(Protocol, PeerDevicesRoundTripAndAreChecked) {
+  RunConfig c = sampleConfig(2);
+  c.cudaIpc = false;
+  expectRoundTrip(c);
+  c.cudaIpc = true;
+  expectRoundTrip(c);
+  Ready r{7, 1, 42, "shm://arl-1", 0};
+  r.device = {"GPU-8f6c0a2e-0d5b-11ee-be56-0242ac120002",
+              {"GPU-8f6c0a2e-0d5b-11ee-be56-0242ac120002", "GPU-1"}};
+  expectRoundTrip(r);
+  expectRoundTrip(Ready{7, 1, 42, "shm://arl-1", 0, {}});  // no device memory to share
+  Start s{7, 42, {"shm://a", "shm://b"}};
+  s.devices = {r.device, PeerDeviceInfo{}};
+  expectRoundTrip(s);
+
+  auto rejects = [](const Frames& f, std::string_view part) {
+    expectRejected(f[0], f[1], DecodeErrc::InvalidField, part);
+  };
+  const auto device = [](std::string_view uuid, std::string_view reach) {
+    Bytes d;
+    if (!uuid.empty()) putBytes(d, 1, uuid);
+    if (!reach.empty()) putBytes(d, 2, reach);
+    return std::string(d.begin(), d.end());
+  };
+  rejects(withAppended(Ready{7, 1, 42, "shm://a"},
+                       [&](Bytes& b) { putBytes(b, 5, device("GPU 0", "")); }),
+          "Ready: device \"GPU 0\" is not printable ASCII without spaces");
+  rejects(withAppended(Ready{7, 1, 42, "shm://a"},
+                       [&](Bytes& b) { putBytes(b, 5, device("", "GPU-0")); }),
+          "device: 1 devices it can map, but none of its own");
+  rejects(withAppended(Ready{7, 1, 42, "shm://a"},
+                       [&](Bytes& b) {
+                         putBytes(b, 5, device("GPU-0", ""));
+                         putBytes(b, 5, device("", "a b"));
+                       }),
+          "device reach \"a b\"");
+  // One device per endpoint, or none.
+  rejects(withAppended(Start{7, 42, {"shm://a", "shm://b"}},
+                       [&](Bytes& b) { putBytes(b, 3, device("GPU-0", "GPU-0")); }),
+          "1 devices for 2 endpoints");
+  rejects(withAppended(s, [&](Bytes& b) { putBytes(b, 2, "shm://c"); }),
+          "2 devices for 3 endpoints");
 }
 
 TEST(Protocol, TypedDecodeRefusesOtherTypes) {

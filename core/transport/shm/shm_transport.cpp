@@ -683,7 +683,10 @@ std::shared_ptr<SendCompletion> ShmDataPlane::send(int peer, const ChunkHeader& 
   const uint64_t need = sizeof(RecHead) + roundUp(bytes, kLine);
   ChannelCtl& c = *o.ctl;
   Pacer::SendSlot paced;
-  if (im.pacer) paced = im.pacer->claimSend(peer, bytes, steadyNowNs());
+  const bool notice = h.magic == ChunkHeader::kNoticeMagic;
+  const std::optional<uint64_t> pacedBytes = pacedBytesOf(h.magic, data, bytes);
+  const bool pace = im.pacer && pacedBytes;
+  if (pace) paced = im.pacer->claimSend(peer, static_cast<size_t>(*pacedBytes), steadyNowNs());
   // Waits until `want` more bytes fit behind the head.
   const auto waitForRoom = [&](uint64_t want) {
     if (o.cap - (o.head - o.tailSeen) >= want) return;
@@ -739,16 +742,16 @@ std::shared_ptr<SendCompletion> ShmDataPlane::send(int peer, const ChunkHeader& 
   }
   auto* rec = reinterpret_cast<RecHead*>(o.ring + at);
   rec->kind = kRecData;
-  rec->sentUs = im.pacer ? stampMicros32(paced.startNs) : 0;
+  rec->sentUs = pace ? stampMicros32(paced.startNs) : 0;
   rec->h = h;
-  rec->h.magic = ChunkHeader::kMagic;
+  rec->h.magic = notice ? ChunkHeader::kNoticeMagic : ChunkHeader::kMagic;
   rec->h.src = rank_;
   rec->h.length = bytes;
   if (bytes > 0) std::memcpy(o.ring + at + sizeof(RecHead), data, bytes);
   o.head += need;
   c.head.store(o.head, std::memory_order_seq_cst);
   notify(c.dataSignal, c.dataWaiters);
-  if (!im.pacer) return completedSend();
+  if (!pace) return completedSend();
   const Impl* imp = &im;  // the data plane outlives its sends' completions (transport.h)
   return std::make_shared<PacedCompletion>(
       paced.leftNs, [imp] { return imp->aborted.load(std::memory_order_relaxed); }, rank_, peer,
@@ -821,10 +824,15 @@ std::unique_ptr<InMessage> ShmDataPlane::recv(int peer, uint32_t step,
                       "malformed record from rank " + std::to_string(peer) + " (kind " +
                           std::to_string(kind) + ", " + std::to_string(hdr.length) + " bytes)");
     }
-    if (im.pacer) paceReceive(peer, step, hdr.length, rec->sentUs);
+    const unsigned char* payload = ch.ring + pos + sizeof(RecHead);
+    if (im.pacer) {
+      if (const auto paced = pacedBytesOf(hdr.magic, payload, hdr.length)) {
+        paceReceive(peer, step, *paced, rec->sentUs);
+      }
+    }
     ch.readPos += need;
     const uint64_t seq = ch.hold(ch.readPos, false);
-    return std::make_unique<ShmMessage>(chp, seq, hdr, ch.ring + pos + sizeof(RecHead));
+    return std::make_unique<ShmMessage>(chp, seq, hdr, payload);
   }
 }
 

@@ -46,7 +46,10 @@ constexpr milliseconds kAckGrace{300};
 constexpr uint32_t kFinMagic = 0x41524C46;  // "ARLF"
 constexpr uint32_t kAckMagic = 0x41524C41;  // "ARLA"
 
-bool knownMagic(uint32_t m) { return m == ChunkHeader::kMagic || m == kFinMagic || m == kAckMagic; }
+bool knownMagic(uint32_t m) {
+  return m == ChunkHeader::kMagic || m == ChunkHeader::kNoticeMagic || m == kFinMagic ||
+         m == kAckMagic;
+}
 
 std::string formatDuration(milliseconds t) {
   if (t.count() >= 1000 && t.count() % 1000 == 0) {
@@ -392,6 +395,7 @@ struct ZmqDataPlane::Impl {
     if (head.size() == kStampedHeaderBytes) {
       std::memcpy(&sentWireNs, static_cast<const char*>(head.data()) + sizeof h, sizeof sentWireNs);
     } else if (pacer && h.magic == ChunkHeader::kMagic) {
+      // (A notice may go unpaced, an acknowledgement; pacedBytesOf() tells them apart.)
       throw malformed(src, step, "a data message without its send time in a shaped run");
     }
   }
@@ -734,21 +738,24 @@ std::shared_ptr<SendCompletion> ZmqDataPlane::send(int peer, const ChunkHeader& 
 
   // The transport owns the framing fields; the caller's header supplies the rest.
   ChunkHeader hdr = h;
-  hdr.magic = ChunkHeader::kMagic;
+  const bool notice = h.magic == ChunkHeader::kNoticeMagic;
+  hdr.magic = notice ? ChunkHeader::kNoticeMagic : ChunkHeader::kMagic;
   hdr.src = rank_;
   hdr.length = bytes;
   zmq::message_t head(&hdr, sizeof hdr);
   zmq::message_t body;
   std::shared_ptr<SendCompletion> completion;
-  if (impl_->pacer) {
+  const std::optional<uint64_t> pacedBytes = pacedBytesOf(hdr.magic, data, bytes);
+  if (impl_->pacer && pacedBytes) {
     // Copied, and complete once the message has left this rank's port (transport/pacing.h).
-    const Pacer::SendSlot slot = impl_->pacer->claimSend(peer, bytes, steadyNowNs());
+    const Pacer::SendSlot slot =
+        impl_->pacer->claimSend(peer, static_cast<size_t>(*pacedBytes), steadyNowNs());
     head = impl_->pacedHeader(hdr, slot.startNs);
     if (bytes > 0) body = zmq::message_t(data, bytes);
     std::shared_ptr<SharedState> shared = impl_->shared;
     completion = std::make_shared<PacedCompletion>(
         slot.leftNs, [shared] { return shared->isAborted(); }, rank_, peer, h.step);
-  } else if (bytes >= impl_->opt.zeroCopyMinBytes && bytes > 0) {
+  } else if (bytes >= impl_->opt.zeroCopyMinBytes && bytes > 0 && !notice) {
     auto zc = std::make_shared<ZeroCopyState>();
     auto* hint = new std::shared_ptr<ZeroCopyState>(zc);
     try {
@@ -806,9 +813,11 @@ std::unique_ptr<InMessage> ZmqDataPlane::recv(int peer, uint32_t step,
                                               std::chrono::milliseconds timeout) {
   if (!impl_->pacer) return take(peer, step, timeout);
   std::unique_ptr<InMessage> m = take(peer, step, timeout);
+  const std::optional<uint64_t> paced = pacedBytesOf(m->header().magic, m->data(), m->size());
+  if (!paced) return m;  // an unpaced notice
   Pacer& pacer = *impl_->pacer;
   const int64_t sent = pacer.fromWire(static_cast<const ZmqInMessage&>(*m).sentWireNs());
-  const int64_t visible = pacer.claimReceive(peer, m->size(), sent);
+  const int64_t visible = pacer.claimReceive(peer, static_cast<size_t>(*paced), sent);
   SharedState& st = *impl_->shared;
   if (!paceUntil(visible, [&] { return st.isAborted(); })) {
     throw st.fail(rank_, peer, step, "run aborted");

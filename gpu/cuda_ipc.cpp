@@ -1,0 +1,213 @@
+#include "gpu/cuda_ipc.h"
+
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include "base/errors.h"
+#include "gpu/cuda_check.h"
+
+namespace arl::gpu {
+
+namespace {
+
+// The smallest buffer lent; larger ones double (a steady run reuses what it made).
+constexpr size_t kMinLoanBytes = size_t{64} << 10;
+
+static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(PeerMemory::Handle));
+static_assert(sizeof(cudaIpcEventHandle_t) == sizeof(PeerMemory::Handle));
+
+template <typename T>
+PeerMemory::Handle toHandle(const T& h) {
+  PeerMemory::Handle out{};
+  std::memcpy(out.data(), &h, sizeof h);
+  return out;
+}
+
+template <typename T>
+T fromHandle(const PeerMemory::Handle& h) {
+  T out{};
+  std::memcpy(&out, h.data(), sizeof out);
+  return out;
+}
+
+// Devices whose memory `device` can map: itself, and those with peer access both ways.
+std::vector<std::string> reachOf(int device) {
+  std::vector<std::string> out{deviceUuid(device)};
+  int count = 0;
+  ARL_CUDA_CHECK(cudaGetDeviceCount(&count));
+  for (int d = 0; d < count; ++d) {
+    if (d == device) continue;
+    int there = 0;
+    int back = 0;
+    ARL_CUDA_CHECK(cudaDeviceCanAccessPeer(&there, device, d));
+    ARL_CUDA_CHECK(cudaDeviceCanAccessPeer(&back, d, device));
+    if (there != 0 && back != 0) out.push_back(deviceUuid(d));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string deviceUuid(int device) {
+  cudaDeviceProp prop{};
+  ARL_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  std::string out = "GPU-";
+  char hex[3];
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned char>(prop.uuid.bytes[i]));
+    out += hex;
+  }
+  return out;
+}
+
+CudaPeerMemory::CudaPeerMemory(int device, std::vector<cudaStream_t> streams)
+    : device_(device),
+      streams_(std::move(streams)),
+      stream_(streams_.at(0)),
+      uuid_(deviceUuid(device)),
+      reach_(reachOf(device)) {}
+
+void CudaPeerMemory::joinOthers() {
+  if (barrier_.empty()) {
+    barrier_.assign(streams_.size(), nullptr);
+    for (cudaEvent_t& e : barrier_) {
+      ARL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    }
+  }
+  // A wait takes the event as last recorded when it is enqueued, so one event per stream
+  // serves every barrier.
+  for (size_t i = 1; i < streams_.size(); ++i) {
+    ARL_CUDA_CHECK(cudaEventRecord(barrier_[i], streams_[i]));
+    ARL_CUDA_CHECK(cudaStreamWaitEvent(stream_, barrier_[i], 0));
+  }
+}
+
+void CudaPeerMemory::forkOthers() {
+  if (streams_.size() < 2) return;
+  ARL_CUDA_CHECK(cudaEventRecord(barrier_[0], stream_));
+  for (size_t i = 1; i < streams_.size(); ++i) {
+    ARL_CUDA_CHECK(cudaStreamWaitEvent(streams_[i], barrier_[0], 0));
+  }
+}
+
+CudaPeerMemory::~CudaPeerMemory() {
+  closePeers();
+  (void)cudaSetDevice(device_);
+  for (const Local& l : events_) {
+    if (l.event != nullptr) (void)cudaEventDestroy(l.event);
+  }
+  for (const Buffer& b : pool_) (void)cudaFree(b.p);
+  for (cudaEvent_t e : barrier_) (void)cudaEventDestroy(e);
+}
+
+PeerMemory::Loan CudaPeerMemory::lend(const void* p, size_t bytes) {
+  std::lock_guard lock(mu_);
+  ARL_CUDA_CHECK(cudaSetDevice(device_));
+  size_t size = kMinLoanBytes;
+  while (size < bytes) size *= 2;
+  size_t id = 0;
+  while (id < pool_.size() && (pool_[id].lent || pool_[id].bytes != size)) ++id;
+  if (id == pool_.size()) {
+    Buffer b;
+    b.bytes = size;
+    ARL_CUDA_CHECK(cudaMalloc(&b.p, size));
+    cudaIpcMemHandle_t h{};
+    const cudaError_t rc = cudaIpcGetMemHandle(&h, b.p);
+    if (rc != cudaSuccess) {
+      (void)cudaFree(b.p);
+      detail::check(rc, "cudaIpcGetMemHandle");
+    }
+    b.handle = toHandle(h);
+    pool_.push_back(b);
+  }
+  Buffer& b = pool_[id];
+  if (bytes > 0) {
+    joinOthers();
+    ARL_CUDA_CHECK(cudaMemcpyAsync(b.p, p, bytes, cudaMemcpyDeviceToDevice, stream_));
+    forkOthers();  // nothing may write p before the copy has read it
+  }
+  b.lent = true;
+  Loan l;
+  l.memory = b.handle;
+  l.id = id;
+  return l;
+}
+
+void CudaPeerMemory::giveBack(uint64_t id) {
+  std::lock_guard lock(mu_);
+  ARL_ENFORCE(id < pool_.size() && pool_[id].lent, "give-back of loan " << id << ", not lent");
+  pool_[id].lent = false;
+}
+
+size_t CudaPeerMemory::buffers() const {
+  std::lock_guard lock(mu_);
+  return pool_.size();
+}
+
+PeerMemory::Handle CudaPeerMemory::recordEvent(uint32_t slot) {
+  std::lock_guard lock(mu_);
+  ARL_CUDA_CHECK(cudaSetDevice(device_));
+  if (slot >= events_.size()) events_.resize(static_cast<size_t>(slot) + 1);
+  Local& l = events_[slot];
+  if (l.event == nullptr) {
+    ARL_CUDA_CHECK(
+        cudaEventCreateWithFlags(&l.event, cudaEventInterprocess | cudaEventDisableTiming));
+    cudaIpcEventHandle_t h{};
+    const cudaError_t rc = cudaIpcGetEventHandle(&h, l.event);
+    if (rc != cudaSuccess) {
+      (void)cudaEventDestroy(l.event);
+      l.event = nullptr;
+      detail::check(rc, "cudaIpcGetEventHandle");
+    }
+    l.handle = toHandle(h);
+  }
+  joinOthers();
+  ARL_CUDA_CHECK(cudaEventRecord(l.event, stream_));
+  return l.handle;
+}
+
+const void* CudaPeerMemory::openMemory(int peer, const Handle& memory, uint64_t offset,
+                                       size_t /*bytes*/) {
+  std::lock_guard lock(mu_);
+  const auto key = std::make_pair(peer, memory);
+  auto it = openedMemory_.find(key);
+  if (it == openedMemory_.end()) {
+    ARL_CUDA_CHECK(cudaSetDevice(device_));
+    void* p = nullptr;
+    ARL_CUDA_CHECK(cudaIpcOpenMemHandle(&p, fromHandle<cudaIpcMemHandle_t>(memory),
+                                        cudaIpcMemLazyEnablePeerAccess));
+    it = openedMemory_.emplace(key, p).first;
+  }
+  return static_cast<const unsigned char*>(it->second) + offset;
+}
+
+void CudaPeerMemory::waitEvent(int peer, uint32_t slot, const Handle& event) {
+  std::lock_guard lock(mu_);
+  ARL_CUDA_CHECK(cudaSetDevice(device_));
+  Opened& o = openedEvents_[std::make_pair(peer, slot)];
+  if (o.event != nullptr && o.handle != event) {
+    // The peer made a new event for the slot (it cannot within a run; be safe regardless).
+    (void)cudaEventDestroy(o.event);
+    o.event = nullptr;
+  }
+  if (o.event == nullptr) {
+    ARL_CUDA_CHECK(cudaIpcOpenEventHandle(&o.event, fromHandle<cudaIpcEventHandle_t>(event)));
+    o.handle = event;
+  }
+  for (cudaStream_t s : streams_) ARL_CUDA_CHECK(cudaStreamWaitEvent(s, o.event, 0));
+}
+
+void CudaPeerMemory::closePeers() noexcept {
+  std::lock_guard lock(mu_);
+  (void)cudaSetDevice(device_);
+  for (auto& [key, p] : openedMemory_) (void)cudaIpcCloseMemHandle(p);
+  openedMemory_.clear();
+  for (auto& [key, o] : openedEvents_) {
+    if (o.event != nullptr) (void)cudaEventDestroy(o.event);
+  }
+  openedEvents_.clear();
+}
+
+}  // namespace arl::gpu
