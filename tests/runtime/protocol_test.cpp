@@ -640,8 +640,8 @@ TEST(Protocol, RejectsBadTelemetryBatches) {
   // Truncated: a record cut short, and records whose size says nothing of the layout.
   rejects(withAppended(empty, [](Bytes& b) { putBytes(b, 17, sampleRecords(3).substr(0, 143)); }),
           "143 bytes, not a whole number of 48-byte records (truncated?)");
-  rejects(withAppended(sampleBatch(2), [](Bytes& b) { putField(b, 15, 3); }),
-          "layout version 3 is not supported");
+  rejects(withAppended(sampleBatch(2), [](Bytes& b) { putField(b, 15, 4); }),
+          "layout version 4 is not supported");
   rejects(withAppended(sampleBatch(2), [](Bytes& b) { putField(b, 16, 32); }),
           "records of 32 bytes, expected 48");
   rejects(withAppended(sampleBatch(2), [](Bytes& b) { putField(b, 16, 0); }),
