@@ -247,17 +247,17 @@ TEST(TopologyPane, SaysWhichClockTimedEachStep) {
     pane.seek(pane.model().boundaries().front());
     return pane.explanation()->stepText();
   };
-  EXPECT_TRUE(stepLine(rec.events).endsWith(QStringLiteral("timed by the host clock")))
+  EXPECT_TRUE(stepLine(rec.events).contains(QStringLiteral("timed by the host clock")))
       << stepLine(rec.events).toStdString();
   std::vector<TelemetryEvent> device = rec.events;
   for (TelemetryEvent& e : device) {
     if (e.kind == EventKind::StepEnd) e.clock = ClockSource::Device;
   }
-  EXPECT_TRUE(stepLine(device).endsWith(QStringLiteral("timed by the GPU clock")));
+  EXPECT_TRUE(stepLine(device).contains(QStringLiteral("timed by the GPU clock<")));
   for (TelemetryEvent& e : device) {
     if (e.rank >= 2) e.clock = ClockSource::Host;
   }
-  EXPECT_TRUE(stepLine(device).endsWith(
+  EXPECT_TRUE(stepLine(device).contains(
       QStringLiteral("timed by the GPU clock on 2 of 4 ranks, the host clock on the rest")))
       << stepLine(device).toStdString();
 }

@@ -222,7 +222,9 @@ void ExplainPanel::showAt(const RunModel& model, const StepMark* m, int64_t stri
     rule_->clear();
     messages_->clear();
   } else {
-    step_->setText(QStringLiteral("%1 · step %2 of %3 · %4")
+    // The clock below the headline, small and quiet: it qualifies the times, it is not the step.
+    step_->setText(QStringLiteral("%1 · step %2 of %3<br/><span style=\"font-size:12px; "
+                                  "font-weight:normal; color:#6b7280\">%4</span>")
                        .arg(phaseName(m->phase))
                        .arg(m->phaseIndex)
                        .arg(m->phaseSteps)
