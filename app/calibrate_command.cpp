@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <array>
 #include <barrier>
 #include <chrono>
 #include <cinttypes>
@@ -111,59 +112,47 @@ double concurrentPassSeconds(int threads, int passes, uint64_t bytes, uint64_t s
   return all[all.size() / 2];
 }
 
-// The CPU backend's reduction, dst = a + b in floats.
-class ReduceWork {
+// `N` buffers of the CPU backend's memory, touched first (0x3c in every byte: a modest
+// normal float, so no operand is subnormal), so the passes pay for no page faults, as a run's
+// buffers and rings are mapped at setup.
+template <size_t N>
+class Buffers {
  public:
-  explicit ReduceWork(uint64_t bytes) : a_(alloc(bytes)), b_(alloc(bytes)), d_(alloc(bytes)) {}
-  ~ReduceWork() {
-    for (unsigned char* p : {a_, b_, d_}) cpu_.deallocate(p);
+  explicit Buffers(uint64_t bytes) {
+    for (unsigned char*& p : p_) {
+      p = static_cast<unsigned char*>(cpu_.allocate(static_cast<size_t>(bytes)));
+      std::memset(p, 0x3c, static_cast<size_t>(bytes));
+    }
   }
-  ReduceWork(const ReduceWork&) = delete;
-  ReduceWork& operator=(const ReduceWork&) = delete;
+  ~Buffers() {
+    for (unsigned char* p : p_) cpu_.deallocate(p);
+  }
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+
+ protected:
+  CpuBackend cpu_;
+  std::array<unsigned char*, N> p_{};
+};
+
+// The CPU backend's reduction, dst = a + b in floats.
+class ReduceWork : Buffers<3> {
+ public:
+  using Buffers::Buffers;
   void pass(uint64_t off, uint64_t len) {
-    cpu_.wait(cpu_.reduceFromHost(d_ + off, a_ + off, b_ + off, len / sizeof(float),
+    cpu_.wait(cpu_.reduceFromHost(p_[2] + off, p_[0] + off, p_[1] + off, len / sizeof(float),
                                   DataType::Float, RedOp::Sum));
   }
-  CpuKernels kernels() const { return cpu_.kernels(); }
-
- private:
-  unsigned char* alloc(uint64_t bytes) {
-    auto* p = static_cast<unsigned char*>(cpu_.allocate(static_cast<size_t>(bytes)));
-    // 0x3c in every byte: a modest normal float, so no operand is subnormal.
-    std::memset(p, 0x3c, static_cast<size_t>(bytes));
-    return p;
-  }
-  CpuBackend cpu_;
-  unsigned char* a_;
-  unsigned char* b_;
-  unsigned char* d_;
 };
 
 // A thread's copy from one mapping into another (the shared-memory plane's send: the sender
-// copies into the receiver's ring). Both buffers are touched first, so the passes pay for no
-// page faults, as a run's rings are mapped at setup.
-class CopyWork {
+// copies into the receiver's ring).
+class CopyWork : Buffers<2> {
  public:
-  explicit CopyWork(uint64_t bytes) : src_(alloc(bytes)), dst_(alloc(bytes)) {}
-  ~CopyWork() {
-    cpu_.deallocate(src_);
-    cpu_.deallocate(dst_);
-  }
-  CopyWork(const CopyWork&) = delete;
-  CopyWork& operator=(const CopyWork&) = delete;
+  using Buffers::Buffers;
   void pass(uint64_t off, uint64_t len) {
-    std::memcpy(dst_ + off, src_ + off, static_cast<size_t>(len));
+    std::memcpy(p_[1] + off, p_[0] + off, static_cast<size_t>(len));
   }
-
- private:
-  unsigned char* alloc(uint64_t bytes) {
-    auto* p = static_cast<unsigned char*>(cpu_.allocate(static_cast<size_t>(bytes)));
-    std::memset(p, 0x3c, static_cast<size_t>(bytes));
-    return p;
-  }
-  CpuBackend cpu_;
-  unsigned char* src_;
-  unsigned char* dst_;
 };
 
 // The reduction on every core at once (gamma), slice by slice as the executor reduces.

@@ -40,7 +40,8 @@ ClockFit fitClock(std::span<const ClockPair> pairs) {
   f.deviceRef = base.deviceNs + static_cast<int64_t>(rx);
   f.hostRef = base.hostNs + static_cast<int64_t>(std::llround(my + (rx - mx) * (1.0 + f.drift)));
   for (const ClockPair& p : pairs) {
-    f.maxResidualNs = std::max<int64_t>(f.maxResidualNs, std::llabs(f.toHost(p.deviceNs) - p.hostNs));
+    f.maxResidualNs =
+        std::max<int64_t>(f.maxResidualNs, std::llabs(f.toHost(p.deviceNs) - p.hostNs));
     f.maxHalfWidthNs = std::max(f.maxHalfWidthNs, p.halfWidthNs);
   }
   return f;

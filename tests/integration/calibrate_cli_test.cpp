@@ -70,6 +70,27 @@ class CalibrateCli : public ::testing::Test {
     EXPECT_GT(c.reduce.medianPassSeconds, 0);
   }
 
+  // A calibration over shared memory, as calibrate writes one: copy 12 GB/s, reduce 8 GB/s.
+  static Calibration sharedMemoryCalibration(int workers, int cores, double workScale) {
+    Calibration cal;
+    cal.params.alpha = 10e-6;
+    cal.params.beta = 1.0 / 3e9;
+    cal.params.gamma = 1.0 / 8e9;
+    cal.params.shmCopy = 1.0 / 12e9;
+    cal.params.cores = cores;
+    cal.params.shmWorkScale = workScale;
+    cal.copy = CopyMeasurement{8 << 20, 1 << 20, 3, (8 << 20) / 12e9};
+    cal.machine = "testhost";
+    cal.date = "2026-12-01T12:00:00Z";
+    cal.dataPlane = "shm";
+    cal.workers = workers;
+    cal.sliceBytes = 1 << 20;
+    cal.inflight = 4;
+    cal.iterations = 3;
+    cal.reduce = {8 << 20, 1 << 20, 3, 1e-3, "avx2"};
+    return cal;
+  }
+
   fs::path dir_;
 };
 
@@ -107,21 +128,7 @@ TEST_F(CalibrateCli, OutWritesElsewhereAndZmqIsRecorded) {
 }
 
 TEST_F(CalibrateCli, BenchOverSharedMemoryPredictsWithTheSharedMemoryPlane) {
-  Calibration cal;
-  cal.params.alpha = 10e-6;
-  cal.params.beta = 1.0 / 3e9;
-  cal.params.gamma = 1.0 / 8e9;
-  cal.params.shmCopy = 1.0 / 12e9;
-  cal.params.cores = 1;
-  cal.copy = CopyMeasurement{8 << 20, 1 << 20, 3, (8 << 20) / 12e9};
-  cal.machine = "testhost";
-  cal.date = "2026-12-01T12:00:00Z";
-  cal.dataPlane = "shm";
-  cal.workers = 2;
-  cal.sliceBytes = 1 << 20;
-  cal.inflight = 4;
-  cal.iterations = 3;
-  cal.reduce = {8 << 20, 1 << 20, 3, 1e-3, "avx2"};
+  const Calibration cal = sharedMemoryCalibration(2, 1, 1.0);
   const std::string path = (dir_ / "cal.json").string(), json = (dir_ / "bench.json").string();
   writeCalibration(path, cal);
   const Result r = lab("ARL_CALIBRATION='" + path + "'",
@@ -231,22 +238,7 @@ TEST_F(CalibrateCli, BenchModelDefaultIgnoresTheCalibrationAndRefusesAMalformedO
 }
 
 TEST_F(CalibrateCli, PlanShowsWhatBenchPredictsOverSharedMemory) {
-  Calibration cal;
-  cal.params.alpha = 10e-6;
-  cal.params.beta = 1.0 / 3e9;
-  cal.params.gamma = 1.0 / 8e9;
-  cal.params.shmCopy = 1.0 / 12e9;
-  cal.params.cores = 2;
-  cal.params.shmWorkScale = 1.2;
-  cal.copy = CopyMeasurement{8 << 20, 1 << 20, 3, (8 << 20) / 12e9};
-  cal.machine = "testhost";
-  cal.date = "2026-12-01T12:00:00Z";
-  cal.dataPlane = "shm";
-  cal.workers = 4;
-  cal.sliceBytes = 1 << 20;
-  cal.inflight = 4;
-  cal.iterations = 3;
-  cal.reduce = {8 << 20, 1 << 20, 3, 1e-3, "avx2"};
+  const Calibration cal = sharedMemoryCalibration(4, 2, 1.2);
   const std::string path = (dir_ / "cal.json").string();
   writeCalibration(path, cal);
   const Result r =

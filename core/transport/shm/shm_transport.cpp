@@ -430,6 +430,10 @@ struct ShmDataPlane::Impl {
   std::vector<std::unique_ptr<OutChannel>> out;  // by receiver rank
   std::vector<std::string> endpoints;            // from connect(), for later first sends
 
+  // The channel to `peer`, attached on first use; throws PeerError naming `step` when it
+  // cannot be.
+  OutChannel& outTo(int rank, int nranks, int peer, uint32_t step);
+
   void unlinkName() {
     if (!shmName.empty()) {
       ::shm_unlink(shmName.c_str());
@@ -653,6 +657,21 @@ void ShmDataPlane::connect(const std::vector<std::string>& endpointsByRank,
   }
 }
 
+OutChannel& ShmDataPlane::Impl::outTo(int rank, int nranks, int peer, uint32_t step) {
+  auto& slot = out[static_cast<size_t>(peer)];
+  if (slot) return *slot;
+  if (endpoints.empty()) {
+    throw PeerError(rank, peer, step,
+                    "no endpoint for rank " + std::to_string(peer) + " (connect() not called)");
+  }
+  try {
+    slot = attach(endpoints[static_cast<size_t>(peer)], rank, peer, nranks);
+  } catch (const ConfigError& e) {
+    throw PeerError(rank, peer, step, e.what());
+  }
+  return *slot;
+}
+
 std::shared_ptr<SendCompletion> ShmDataPlane::send(int peer, const ChunkHeader& h, const void* data,
                                                    size_t bytes) {
   ARL_ENFORCE(peer >= 0 && peer < nranks_, "rank " << rank_ << " peer " << peer);
@@ -661,19 +680,7 @@ std::shared_ptr<SendCompletion> ShmDataPlane::send(int peer, const ChunkHeader& 
   if (im.aborted.load(std::memory_order_relaxed)) {
     throw PeerError(rank_, peer, h.step, "run aborted");
   }
-  auto& slot = im.out[static_cast<size_t>(peer)];
-  if (!slot) {
-    if (im.endpoints.empty()) {
-      throw PeerError(rank_, peer, h.step,
-                      "no endpoint for rank " + std::to_string(peer) + " (connect() not called)");
-    }
-    try {
-      slot = attach(im.endpoints[static_cast<size_t>(peer)], rank_, peer, nranks_);
-    } catch (const ConfigError& e) {
-      throw PeerError(rank_, peer, h.step, e.what());
-    }
-  }
-  OutChannel& o = *slot;
+  OutChannel& o = im.outTo(rank_, nranks_, peer, h.step);
   // bytes is checked first: rounding a size near SIZE_MAX up would wrap it to a small one.
   if (bytes > o.cap || sizeof(RecHead) + roundUp(bytes, kLine) > o.cap) {
     throw PeerError(rank_, peer, h.step,
