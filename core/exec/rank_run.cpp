@@ -133,12 +133,14 @@ bool RankRun::run(Transport& transport, TelemetrySink* sink, const RankRunHooks&
   warmOpt.telemetry = TelemetryLevel::Off;
   warm_ = std::make_unique<Executor>(s_, rank_, transport, backend_, nullptr, warmOpt);
   timed_ = std::make_unique<Executor>(s_, rank_, transport, backend_, sink, opt_.exec);
+  const bool everyOther = opt_.recordEveryOther && sink != nullptr;
   return iterate(
       [&](uint32_t it, bool timed) {
-        if (timed) {
-          timed_->run(bufs_, it - opt_.warmup, it);
+        const uint32_t index = timed ? it - opt_.warmup : it;
+        if (timed && !(everyOther && index % 2 == 0)) {
+          timed_->run(bufs_, index, it);
         } else {
-          warm_->run(bufs_, it, it);
+          warm_->run(bufs_, index, it);
         }
       },
       hooks);

@@ -38,6 +38,11 @@ struct RankRunOptions {
   // between iterations; an iteration in flight is ended by aborting the transport, which
   // whoever sets the flag does too. Must outlive the RankRun.
   const std::atomic<bool>* cancel = nullptr;
+  // Records only every other timed iteration (the second, fourth, ...); the others run as the
+  // warm-up does, with telemetry Off. For measuring what recording costs within one run,
+  // where the machine's speed is the same for both kinds of iteration (docs/telemetry.md,
+  // "Paired within a run"). Only when run() is given a sink.
+  bool recordEveryOther = false;
 };
 
 // What the caller learns after each timed iteration.

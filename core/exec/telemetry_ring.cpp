@@ -19,10 +19,22 @@ constexpr size_t kHugePage = size_t{2} << 20;
 constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14
 #endif
 
+// Populates [p, p + bytes): the pages are faulted in, as a write would, without changing what
+// they hold, so a producer may be writing into them meanwhile.
+void populate(uint8_t* p, size_t bytes) noexcept {
+  if (::madvise(p, bytes, MADV_POPULATE_WRITE) != 0) {
+    // A kernel before 5.14: touch each page with an atomic add of 0, which keeps a concurrent
+    // write.
+    for (size_t i = 0; i < bytes; i += kPage) {
+      reinterpret_cast<std::atomic<uint8_t>*>(p + i)->fetch_add(0, std::memory_order_relaxed);
+    }
+  }
+}
+
 // Maps `bytes` (a multiple of `align`, a power of two >= kPage) of zeroed memory on an `align`
-// boundary, asks for transparent huge pages and faults every page in, so that the writer never
-// takes a fault. Throws std::system_error.
-uint8_t* mapPopulated(size_t bytes, size_t align) {
+// boundary and asks for transparent huge pages. Nothing is populated. Throws
+// std::system_error.
+uint8_t* mapRing(size_t bytes, size_t align) {
   const size_t extra = align - kPage;
   void* raw =
       ::mmap(nullptr, bytes + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -37,9 +49,6 @@ uint8_t* mapPopulated(size_t bytes, size_t align) {
   uint8_t* ring = base + head;
   // Where the kernel has no huge pages for us, the ring lives on 4 KiB pages.
   if (align == kHugePage) (void)::madvise(ring, bytes, MADV_HUGEPAGE);
-  if (::madvise(ring, bytes, MADV_POPULATE_WRITE) != 0) {
-    for (size_t i = 0; i < bytes; i += kPage) ring[i] = 0;  // a kernel before 5.14
-  }
   return ring;
 }
 
@@ -54,7 +63,22 @@ TelemetryRing::TelemetryRing(size_t capacity) : mask_(capacity - 1) {
   const size_t bytes = capacity * kTelemetryRecordBytes;
   const size_t align = bytes >= kHugePage ? kHugePage : kPage;
   bytes_ = (bytes + align - 1) / align * align;
-  buf_ = mapPopulated(bytes_, align);
+  buf_ = mapRing(bytes_, align);
+  populated_ = std::min(bytes_, kPopulatedAtStart);
+  populate(buf_, populated_);
+}
+
+void TelemetryRing::populateAhead() noexcept {
+  if (populated_ == bytes_) return;
+  // Positions count from reset() and wrap at the capacity: once the producer has gone round,
+  // every byte has been reached.
+  const uint64_t reached = std::min<uint64_t>(written(), capacity()) * kTelemetryRecordBytes;
+  const size_t want =
+      std::min(bytes_, (static_cast<size_t>(reached) + kPopulateMargin + kPopulateStep - 1) /
+                           kPopulateStep * kPopulateStep);
+  if (want <= populated_) return;
+  populate(buf_ + populated_, want - populated_);
+  populated_ = want;
 }
 
 TelemetryRing::~TelemetryRing() { ::munmap(buf_, bytes_); }

@@ -22,9 +22,10 @@ namespace arl {
 class TelemetryRing final : public TelemetrySink {
  public:
   // Room for `capacity` records, a power of two >= 1 (ARL_ENFORCE). The memory is mapped
-  // (on transparent huge pages when it fills one and the kernel has them) and populated here,
-  // so that record() never takes a page fault; throws std::system_error when it cannot be
-  // mapped.
+  // (on transparent huge pages when it fills one and the kernel has them), and its first
+  // kPopulatedAtStart bytes are populated here; populateAhead() populates the rest ahead of
+  // the producer, so that record() takes no page fault while the consumer keeps up. Throws
+  // std::system_error when the ring cannot be mapped.
   explicit TelemetryRing(size_t capacity);
   ~TelemetryRing() override;
   TelemetryRing(const TelemetryRing&) = delete;
@@ -54,11 +55,28 @@ class TelemetryRing final : public TelemetrySink {
   // Neither thread may be using the ring: empties it and zeroes the drop count.
   void reset() noexcept;
 
+  // Consumer only (a system call at most, never on the producer's path): populates the
+  // ring's memory up to kPopulateMargin bytes beyond the producer's position, in whole huge
+  // pages, so that record() does not fault. A ring populated to its end stays so. A run
+  // records a few hundred to a few hundred thousand records a rank: memory it never reaches
+  // is not populated, because populated memory the run does not touch is not free here
+  // (docs/telemetry.md, "Populating ahead").
+  void populateAhead() noexcept;
+  // Bytes of the ring populated so far, and its size in bytes (rounded up to its pages).
+  size_t populatedBytes() const noexcept { return populated_; }
+  size_t mappedBytes() const noexcept { return bytes_; }
+
+  // A huge page; the ring's memory is populated in such steps.
+  static constexpr size_t kPopulateStep = size_t{2} << 20;
+  static constexpr size_t kPopulatedAtStart = kPopulateStep;
+  static constexpr size_t kPopulateMargin = size_t{1} << 20;
+
  private:
   uint64_t clamp(uint64_t upTo) const noexcept;
 
   const size_t mask_;
   size_t bytes_ = 0;
+  size_t populated_ = 0;  // consumer only after construction
   uint8_t* buf_ = nullptr;
   // The producer's and the consumer's positions on cache lines of their own, so that a
   // record does not bounce the consumer's line; the producer reads head_ only when its copy

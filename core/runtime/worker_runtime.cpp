@@ -443,6 +443,7 @@ RankRunOptions rankRunOptions(RunJob& j) {
     }
   };
   ro.exec.progress = &j.progress;
+  if (const char* v = std::getenv(kEveryOtherEnv)) ro.recordEveryOther = std::string(v) == "1";
   ro.inPlace = c.inPlace;
   ro.warmup = c.warmup;
   ro.iterations = c.iterations;
@@ -1131,6 +1132,7 @@ class WorkerSession {
       if (opt_.verbose) logLine("sent " + describe(msg));
     }
     if (j.ring != nullptr) {
+      j.ring->populateAhead();
       const uint64_t written = j.ring->written();
       const uint64_t held = written - j.ring->read();
       const auto now = SteadyClock::now();

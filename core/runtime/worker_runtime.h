@@ -70,5 +70,9 @@ inline constexpr const char* kLoseControlEnv = "ARL_TEST_LOSE_CONTROL";
 // aborted. Never set outside
 // tests.
 inline constexpr const char* kStallEnv = "ARL_TEST_STALL";
+// Benchmarks only: ARL_TELEMETRY_EVERY_OTHER=1 makes the worker's ranks record telemetry in
+// every other timed iteration only (RankRunOptions::recordEveryOther), so that one run times
+// iterations with and without recording side by side (scripts/bench-telemetry).
+inline constexpr const char* kEveryOtherEnv = "ARL_TELEMETRY_EVERY_OTHER";
 
 }  // namespace arl

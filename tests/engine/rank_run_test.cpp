@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -57,7 +58,8 @@ struct Ranks {
 };
 
 // Runs every rank of `s` on its own thread; returns what each rank's hooks saw.
-std::vector<Seen> runAll(const Schedule& s, const RankRunOptions& o, Ranks& ranks) {
+std::vector<Seen> runAll(const Schedule& s, const RankRunOptions& o, Ranks& ranks,
+                         TelemetrySink* sink = nullptr) {
   const int n = s.nranks;
   LoopbackFabric& fabric = ranks.fabric;
   auto& runs = ranks.runs;
@@ -77,7 +79,7 @@ std::vector<Seen> runAll(const Schedule& s, const RankRunOptions& o, Ranks& rank
         return true;
       };
       h.afterTimed = [&me](const TimedIteration& t) { me.timed.push_back(t); };
-      EXPECT_TRUE(runs[static_cast<size_t>(r)]->run(fabric.transport(r), nullptr, h));
+      EXPECT_TRUE(runs[static_cast<size_t>(r)]->run(fabric.transport(r), sink, h));
     });
   }
   for (auto& t : th) t.join();
@@ -102,6 +104,37 @@ TEST(RankRun, WarmupThenTimedIterationsCheckedOnceAtTheEnd) {
   for (const auto& run : ranks.runs) {
     EXPECT_TRUE(run->checks());
     EXPECT_EQ(run->countWrong(), 0u);
+  }
+}
+
+// The timed iterations whose IterationEnd each rank recorded.
+std::vector<std::vector<uint32_t>> recordedIterations(BoundedSink& sink, int n) {
+  std::vector<std::vector<uint32_t>> out(static_cast<size_t>(n));
+  for (const TelemetryEvent& e : sink.take()) {
+    if (e.kind == EventKind::IterationEnd) out[static_cast<size_t>(e.rank)].push_back(e.iteration);
+  }
+  for (auto& v : out) std::sort(v.begin(), v.end());
+  return out;
+}
+
+TEST(RankRun, RecordsEveryOtherTimedIterationWhenAsked) {
+  const Schedule s = ring(Collective::AllReduce, 3, 1000);
+  for (const bool everyOther : {false, true}) {
+    SCOPED_TRACE(everyOther ? "every other" : "every one");
+    RankRunOptions o = options(false, 2, 5);
+    o.exec.telemetry = TelemetryLevel::Steps;
+    o.recordEveryOther = everyOther;
+    BoundedSink sink(100'000);
+    Ranks ranks(s.nranks);
+    const auto seen = runAll(s, o, ranks, &sink);
+    const std::vector<uint32_t> want =
+        everyOther ? std::vector<uint32_t>{1, 3} : std::vector<uint32_t>{0, 1, 2, 3, 4};
+    for (const auto& got : recordedIterations(sink, s.nranks)) EXPECT_EQ(got, want);
+    // Every iteration is timed and the result is right either way.
+    for (const Seen& me : seen) {
+      ASSERT_EQ(me.timed.size(), 5u);
+      EXPECT_EQ(me.timed.back().wrong.value_or(1), 0u);
+    }
   }
 }
 

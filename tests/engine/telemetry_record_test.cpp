@@ -323,6 +323,48 @@ TEST(TelemetryRing, CountsWhatDoesNotFitAndKeepsTheRest) {
   EXPECT_EQ(ring.dropped(), 0u);
 }
 
+// A large ring is populated a huge page at a time, ahead of its producer, and only as far as
+// the producer gets; a producer that outruns the populated part loses nothing.
+TEST(TelemetryRing, PopulatesAheadOfItsProducerOnly) {
+  constexpr size_t kCapacity = size_t{1} << 18;  // 12 MiB of records, as a worker's
+  TelemetryRing ring(kCapacity);
+  EXPECT_EQ(ring.mappedBytes(), kCapacity * kTelemetryRecordBytes);
+  EXPECT_EQ(ring.populatedBytes(), TelemetryRing::kPopulatedAtStart);
+  ring.populateAhead();
+  EXPECT_EQ(ring.populatedBytes(), TelemetryRing::kPopulatedAtStart) << "nothing written yet";
+
+  // Past the margin before the populated end: the next huge page is populated.
+  const uint64_t nearEnd =
+      (TelemetryRing::kPopulatedAtStart - TelemetryRing::kPopulateMargin) / kTelemetryRecordBytes +
+      1;
+  uint64_t next = 0;
+  while (next < nearEnd) ring.record(event(next++));
+  ring.populateAhead();
+  EXPECT_EQ(ring.populatedBytes(), TelemetryRing::kPopulatedAtStart + TelemetryRing::kPopulateStep);
+
+  // The producer runs far beyond the populated part (its writes fault pages in themselves);
+  // every record is kept, in order, and populateAhead() catches up, never past the end.
+  const uint64_t far = kCapacity - 10;
+  while (next < far) ring.record(event(next++));
+  const auto kept = readAll(ring, ring.written());
+  ASSERT_EQ(kept.size(), far);
+  for (uint64_t i = 0; i < far; i += 997) EXPECT_EQ(kept[i], event(i)) << "record " << i;
+  EXPECT_EQ(kept.back(), event(far - 1));
+  ring.release(ring.written());
+  ring.populateAhead();
+  EXPECT_EQ(ring.populatedBytes(), ring.mappedBytes());
+  // Round the wrap: all of it is populated, and stays so after a reset.
+  for (int k = 0; k < 20; ++k) ring.record(event(next++));
+  ring.reset();
+  ring.populateAhead();
+  EXPECT_EQ(ring.populatedBytes(), ring.mappedBytes());
+  EXPECT_EQ(ring.dropped(), 0u);
+
+  // A ring smaller than a huge page is populated whole from the start.
+  TelemetryRing small(8);
+  EXPECT_EQ(small.populatedBytes(), small.mappedBytes());
+}
+
 // A producer and a consumer thread, as a rank and its control thread: every record arrives,
 // complete and in order. The producer waits for room itself (the ring never does), so that
 // nothing is dropped whatever the scheduling.
