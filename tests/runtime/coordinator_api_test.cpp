@@ -28,8 +28,10 @@ using test::EventClient;
 using test::RunRecord;
 
 // What "returns at once" means here: far above a mutex and a queue push, far below the
-// 20 s a submit() used to wait for workers.
-constexpr double kCallBoundMs = 50;
+// 20 s a submit() used to wait for workers. Not lower: with four workers starting and a
+// planning thread busy on a loaded 2-core machine, the calling thread alone can wait tens of
+// milliseconds for a core.
+constexpr double kCallBoundMs = 250;
 
 CoordinatorOptions localOptions(int n) {
   CoordinatorOptions o;
