@@ -157,9 +157,9 @@ double predictSeconds(const CostQuery& q, const ModelParams& p = {});
 // shmCopy and nobody else; the receiver reduces from the ring, or copies out of it, once the
 // copy is done. The schedule is simulated so (LinkModel::sendersCopy), with every rank's work
 // list-scheduled onto the p.cores cores the ranks share (LinkModel::cores; with fewer cores
-// than ranks a message's alpha is its receiver's wake-up, on a core: LinkModel::wakeOnCore).
-// An iteration also takes at least all ranks' copying and reducing (cpuSeconds()) and one
-// alpha per message spread over the cores: the prediction is the larger of the two. The rates
+// than ranks a message's alpha is its receiver's wake-up, on a core: LinkModel::wakeOnCore),
+// so that no iteration takes less than all ranks' copying, reducing and waking spread over the
+// cores, and more where the dependencies leave cores idle. The rates
 // are the cache-resident ones when p has them and the run's working set on the host fits in
 // p.llcBytes, else shmCopy and gamma; both times shmWorkScale. Requires p.shmCopy. Throws as
 // predict().
