@@ -6,7 +6,9 @@
 // all-reduce runs at several sizes on local worker processes over the data plane bench uses, so
 // they are the parameters that best explain what bench measures. Over shared memory the copy rate
 // (a thread's memcpy between mappings, in slices) and the cores are measured too:
-// predictSharedMemory() (model/model.h) costs unshaped runs with them.
+// predictSharedMemory() (model/model.h) costs unshaped runs with them. Where the last-level
+// cache's size is known (sysfs, or --llc), the copy and the reduction are measured again on a
+// working set that fits in it, for runs whose buffers and rings stay in the cache.
 #include <sched.h>
 #include <unistd.h>
 
@@ -19,7 +21,10 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -55,7 +60,9 @@ constexpr const char* kAbout =
     "and beta (seconds per byte through a port) fitted to all-reduce runs at several sizes on "
     "local worker processes, over the data plane bench uses (each run's median iteration). "
     "Over shared memory (the default) it also measures a thread's copy rate and counts the "
-    "cores, which the shared-memory plane's model uses for unshaped runs. Prints the "
+    "cores, which the shared-memory plane's model uses for unshaped runs, and, where the "
+    "last-level cache's size is known (sysfs, or --llc), the copy and reduce rates on buffers "
+    "that fit in it, for runs that do. Prints the "
     "parameters, the fit's "
     "residual per run, and saves them as JSON where bench and plan look: $ARL_CALIBRATION, else "
     "$XDG_CONFIG_HOME/allreduce-lab/calibration.json, else "
@@ -70,6 +77,7 @@ struct CalibrateArgs {
   uint64_t reduceBytes = uint64_t{32} << 20;
   int reducePasses = 7;
   int warmupRunIters = 100;  // iterations of the warm-up run, not kept
+  uint64_t llcBytes = 0;     // --llc; 0: from sysfs
   std::string out;
 };
 
@@ -81,6 +89,37 @@ int usableCores() {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(CPU_COUNT(&set), 1);
   return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+// The size of the last-level cache, in bytes: the largest level among cpu0's data and unified
+// caches in sysfs (/sys/devices/system/cpu/cpu0/cache/index*/{level,type,size}, sizes such as
+// "32768K"). 0 when sysfs does not say: some virtual machines have no cache folder there, and
+// glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) reports the host's whole L3 (508 MiB on this lab's
+// 2-core machine), not the share its cores see.
+uint64_t sysfsLastLevelCacheBytes() {
+  namespace fs = std::filesystem;
+  const fs::path dir = "/sys/devices/system/cpu/cpu0/cache";
+  std::error_code ec;
+  int bestLevel = 0;
+  uint64_t best = 0;
+  const auto read = [](const fs::path& f) {
+    std::ifstream in(f);
+    std::string v;
+    in >> v;
+    return v;
+  };
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().filename().string().rfind("index", 0) != 0) continue;
+    const std::string type = read(e.path() / "type");
+    if (type != "Data" && type != "Unified") continue;
+    const int level = std::atoi(read(e.path() / "level").c_str());
+    const std::optional<uint64_t> size = arl::parseSize(read(e.path() / "size"));
+    if (size && *size > 0 && level > bestLevel) {
+      bestLevel = level;
+      best = *size;
+    }
+  }
+  return best;
 }
 
 // Seconds per pass of `pass`, run by `threads` threads at once, each on buffers of its own
@@ -171,6 +210,46 @@ CopyMeasurement measureCopy(uint64_t bytes, uint64_t slice, int passes, int core
   return {bytes, slice, passes, concurrentPassSeconds<CopyWork>(cores, passes, bytes, slice)};
 }
 
+// Bytes per buffer for a measurement with `buffers` buffers on each of `cores` threads that
+// together fill half the last-level cache (the other half for what else runs: the measuring
+// threads' stacks, the lab's code), in whole 4 KiB pages.
+uint64_t cachedBufferBytes(uint64_t llc, int cores, int buffers) {
+  const uint64_t each = llc / 2 / static_cast<uint64_t>(cores * buffers);
+  return each / 4096 * 4096;
+}
+
+// Passes for a cache-resident measurement: as many bytes as the streaming one moves, so that
+// its passes of a few microseconds add up to as long a measurement, at most 1000.
+int cachedPasses(const CalibrateArgs& a, uint64_t bytes) {
+  const uint64_t scaled = static_cast<uint64_t>(a.reducePasses) * a.reduceBytes / bytes;
+  return static_cast<int>(
+      std::clamp<uint64_t>(scaled, static_cast<uint64_t>(a.reducePasses), 1000));
+}
+
+// The rates measured on buffers that fit in the last-level cache.
+struct CacheRates {
+  uint64_t llcBytes = 0;
+  std::string source;  // where the size came from
+  ReduceMeasurement reduce;
+  CopyMeasurement copy;
+};
+
+// The copy and the reduction on every core at once, each thread on buffers that together
+// fit in half the cache; none when the cache's size is unknown or too small for a page each.
+std::optional<CacheRates> measureCacheRates(const CalibrateArgs& a, int cores) {
+  CacheRates c;
+  c.llcBytes = a.llcBytes > 0 ? a.llcBytes : sysfsLastLevelCacheBytes();
+  c.source = a.llcBytes > 0 ? "--llc" : "sysfs";
+  const uint64_t reduceBytes = cachedBufferBytes(c.llcBytes, cores, 3);
+  const uint64_t copyBytes = cachedBufferBytes(c.llcBytes, cores, 2);
+  if (reduceBytes == 0 || copyBytes == 0) return std::nullopt;
+  const uint64_t slice = a.cfg.sliceSizes.front();
+  c.reduce =
+      measureReduce(reduceBytes, std::min(slice, reduceBytes), cachedPasses(a, reduceBytes), cores);
+  c.copy = measureCopy(copyBytes, std::min(slice, copyBytes), cachedPasses(a, copyBytes), cores);
+  return c;
+}
+
 void waitForWorkers(Coordinator& coord, size_t need) {
   const auto deadline = SteadyClock::now() + kJoinTimeout;
   std::vector<CoordinatorEvent> evs;
@@ -255,7 +334,8 @@ double fitWorkScale(const std::vector<SweepRow>& rows, ModelParams p) {
 // cores one descheduled iteration can hold most of a run's mean (p99 of milliseconds against a
 // p50 of tens of microseconds, docs/performance.md), which is the machine's noise, not alpha.
 Calibration fitRows(const CalibrateArgs& a, const std::vector<SweepRow>& rows,
-                    const ReduceMeasurement& reduce, const std::optional<CopyMeasurement>& copy) {
+                    const ReduceMeasurement& reduce, const std::optional<CopyMeasurement>& copy,
+                    const std::optional<CacheRates>& cached) {
   Calibration cal;
   ModelParams base;
   base.gamma = reduce.medianPassSeconds / static_cast<double>(reduce.bufferBytes);
@@ -269,6 +349,16 @@ Calibration fitRows(const CalibrateArgs& a, const std::vector<SweepRow>& rows,
   if (copy) {
     cal.params.shmCopy = copy->medianPassSeconds / static_cast<double>(copy->bufferBytes);
     cal.params.cores = usableCores();
+    if (cached) {
+      cal.params.shmCopyCached =
+          cached->copy.medianPassSeconds / static_cast<double>(cached->copy.bufferBytes);
+      cal.params.gammaCached =
+          cached->reduce.medianPassSeconds / static_cast<double>(cached->reduce.bufferBytes);
+      cal.params.llcBytes = cached->llcBytes;
+      cal.copyCached = cached->copy;
+      cal.reduceCached = cached->reduce;
+      cal.llcSource = cached->source;
+    }
     cal.params.shmWorkScale = fitWorkScale(rows, cal.params);
     cal.copy = copy;
   }
@@ -310,6 +400,18 @@ void printCalibration(const Calibration& c, const std::string& path) {
                 formatTimeUs(c.copy->medianPassSeconds * 1e6).c_str(), c.copy->passes,
                 c.params.cores);
   }
+  if (c.copyCached && c.reduceCached) {
+    std::printf(
+        "# in the cache (last level %s, from %s): copy %.2f GB/s (%s buffers), reduce %.2f GB/s "
+        "(%s buffers), every core at once\n",
+        formatSize(c.params.llcBytes).c_str(), c.llcSource.c_str(),
+        1e-9 * static_cast<double>(c.copyCached->bufferBytes) / c.copyCached->medianPassSeconds,
+        formatSize(c.copyCached->bufferBytes).c_str(),
+        1e-9 * static_cast<double>(c.reduceCached->bufferBytes) / c.reduceCached->medianPassSeconds,
+        formatSize(c.reduceCached->bufferBytes).c_str());
+  } else if (c.copy) {
+    std::printf("# in the cache: not measured (no last-level cache size in sysfs; --llc SIZE)\n");
+  }
   std::printf("#\n#%11s  %-18s  %9s  %9s  %9s  %8s\n", "size", "algorithm", "time", "p50", "fitted",
               "residual");
   std::printf("#%11s  %-18s  %9s  %9s  %9s  %8s\n", "(B)", "", "(us)", "(us)", "(us)", "");
@@ -345,6 +447,10 @@ class CalibrateCommand final : public Command {
     opts_.flag("--quick", &quick_,
                "fewer sizes (4K,256K,4M), 5 iterations, 1 warmup, an 8M reduce: a few seconds, "
                "for tests; less precise");
+    opts_.value("--llc", "SIZE",
+                "the last-level cache's size, for the cache-resident rates of the shared-memory "
+                "model (default: from /sys/devices/system/cpu/cpu0/cache; without it they are "
+                "not measured)");
     opts_.value("--out", "FILE", "write the calibration here instead of the default place");
   }
   int run() override;
@@ -397,6 +503,10 @@ CalibrateArgs CalibrateCommand::parse() const {
   if (c.sliceSizes.front() < 4 || c.sliceSizes.front() % 4 != 0) {
     throw refuse(opts_.getOr("--slice", ""), "must be a whole number of floats (4 bytes)");
   }
+  if (auto v = opts_.get("--llc")) {
+    a.llcBytes = parseSize(*v);
+    if (a.llcBytes < (uint64_t{64} << 10)) throw refuse(*v, "must be 64K or more");
+  }
   a.out = calibrationPath();
   if (auto v = opts_.get("--out")) a.out = v->text;
   if (a.out.empty()) {
@@ -417,11 +527,13 @@ int CalibrateCommand::run() {
       measureReduce(a.reduceBytes, a.cfg.sliceSizes.front(), a.reducePasses, cores);
   // The shared-memory plane's copy rate, for a calibration of runs over shared memory.
   std::optional<CopyMeasurement> copy;
+  std::optional<CacheRates> cached;
   if (a.cfg.dataPlane != DataPlaneKind::Zmq) {
     copy = measureCopy(a.reduceBytes, a.cfg.sliceSizes.front(), a.reducePasses, cores);
+    cached = measureCacheRates(a, cores);
   }
   const std::vector<SweepRow> rows = runCollectives(a);
-  const Calibration cal = fitRows(a, rows, reduce, copy);
+  const Calibration cal = fitRows(a, rows, reduce, copy, cached);
   writeCalibration(a.out, cal);
   printCalibration(cal, a.out);
   return 0;

@@ -385,7 +385,7 @@ std::optional<double> simulateUs(const CostQuery& q, const Schedule& s, const Mo
 void printSummary(const PlanArgs& a, const Schedule& s, const VerifyResult& vr,
                   const ModelChoice& model, const std::optional<double>& predictedUs,
                   const std::optional<double>& simulatedUs, const std::string& simError,
-                  const std::optional<double>& sharedMemoryUs) {
+                  const std::optional<SharedMemoryCost>& sharedMemory) {
   std::printf("%s: %s %s, %d ranks, count %" PRIu64 " x %s (%" PRIu64 " bytes per rank), op %s",
               kProg, a.algo.c_str(), std::string(toString(a.collective)).c_str(), a.ranks, a.count,
               std::string(toString(a.dtype)).c_str(), a.count * dtypeSize(a.dtype),
@@ -419,11 +419,19 @@ void printSummary(const PlanArgs& a, const Schedule& s, const VerifyResult& vr,
     std::printf("  simulated schedule            not simulated (%s)\n",
                 simError.empty() ? "schedule did not verify" : simError.c_str());
   }
-  if (sharedMemoryUs) {
+  if (sharedMemory) {
     std::printf(
         "  shared-memory plane           %12s us  (workers on one host, unshaped: what "
         "bench predicts there)\n",
-        formatTimeUs(*sharedMemoryUs).c_str());
+        formatTimeUs(sharedMemory->seconds * 1e6).c_str());
+    std::string where;
+    if (model.params.llcBytes > 0) {
+      where = std::string(sharedMemory->cacheRates ? ", within" : ", beyond") +
+              " the last-level cache of " + formatSize(model.params.llcBytes);
+    }
+    std::printf("    %s rates: a working set of %.1f MiB on the host%s\n",
+                sharedMemory->cacheRates ? "cache-resident" : "streaming",
+                static_cast<double>(sharedMemory->workingSetBytes) / (1 << 20), where.c_str());
   }
 }
 
@@ -522,15 +530,13 @@ int PlanCommand::run() {
   for (const auto& ops : s.ranks) totalOps += ops.size();
 
   // What bench predicts for these workers on one host over shared memory, unshaped.
-  std::optional<double> sharedMemoryUs;
+  std::optional<SharedMemoryCost> sharedMemory;
   CostQuery shm = q;
   shm.sharedMemory = true;
-  if (vr.ok && sharedMemoryCovers(shm, params)) {
-    sharedMemoryUs = predictSharedMemory(shm, params) * 1e6;
-  }
+  if (vr.ok && sharedMemoryCovers(shm, params)) sharedMemory = costSharedMemory(shm, params);
 
   if (!a.json) {
-    printSummary(a, s, vr, model, predictedUs, simulatedUs, simError, sharedMemoryUs);
+    printSummary(a, s, vr, model, predictedUs, simulatedUs, simError, sharedMemory);
   }
 
   Json j;
@@ -555,11 +561,20 @@ int PlanCommand::run() {
              {"verify_message", vr.message},
              {"predicted_us", predictedUs ? Json(*predictedUs) : Json(nullptr)},
              {"simulated_us", simulatedUs ? Json(*simulatedUs) : Json(nullptr)},
-             {"shared_memory_us", sharedMemoryUs ? Json(*sharedMemoryUs) : Json(nullptr)},
              {"model", Json{{"source", model.source},
                             {"alpha_s", params.alpha},
                             {"beta_s_per_byte", params.beta},
                             {"gamma_s_per_byte", params.gamma}}}};
+    // The shared-memory plane's prediction, with the rates it used ("cache": the
+    // cache-resident ones, the run's working set fitting in the last-level cache).
+    j["shared_memory_us"] = Json(nullptr);
+    j["shared_memory_rates"] = Json(nullptr);
+    j["shared_memory_working_set_bytes"] = Json(nullptr);
+    if (sharedMemory) {
+      j["shared_memory_us"] = sharedMemory->seconds * 1e6;
+      j["shared_memory_rates"] = sharedMemory->cacheRates ? "cache" : "streaming";
+      j["shared_memory_working_set_bytes"] = sharedMemory->workingSetBytes;
+    }
   }
 
   int rc = vr.ok ? 0 : 1;

@@ -46,6 +46,21 @@ Json runJson(const CalibrationRun& r) {
               {"fitted_us", r.fittedUs}};
 }
 
+Json reduceJson(const ReduceMeasurement& m) {
+  return Json{{"buffer_bytes", m.bufferBytes},
+              {"slice_bytes", m.sliceBytes},
+              {"passes", m.passes},
+              {"median_pass_s", m.medianPassSeconds},
+              {"kernels", m.kernels}};
+}
+
+Json copyJson(const CopyMeasurement& m) {
+  return Json{{"buffer_bytes", m.bufferBytes},
+              {"slice_bytes", m.sliceBytes},
+              {"passes", m.passes},
+              {"median_pass_s", m.medianPassSeconds}};
+}
+
 CalibrationRun readRun(const In& a) {
   const In o = a.object();
   CalibrationRun r;
@@ -91,6 +106,25 @@ void readHeader(const In& top) {
   }
 }
 
+// The cache-resident rates (version 3): all of them with the cache's size and their
+// measurements, or none.
+void readCacheRates(const In& top, const In& m, Calibration& c) {
+  if (m.has("copy_cached")) c.copyCached = readCopy(m["copy_cached"]);
+  if (m.has("reduce_cached")) c.reduceCached = readReduce(m["reduce_cached"]);
+  if (m.has("llc_source")) c.llcSource = m["llc_source"].str();
+  const ModelParams& p = c.params;
+  const bool any = p.shmCopyCached || p.gammaCached || p.llcBytes > 0 || c.copyCached ||
+                   c.reduceCached || !c.llcSource.empty();
+  const bool all = p.shmCopyCached && p.gammaCached && p.llcBytes > 0 && c.copyCached &&
+                   c.reduceCached && !c.llcSource.empty() && p.shmCopy;
+  if (any && !all) {
+    bad(top["params"],
+        "the cache-resident rates (shm_copy_cached_s_per_byte, gamma_cached_s_per_byte) come "
+        "together, with llc_bytes above 0, a shared-memory copy rate, and their measurements "
+        "(measurements.copy_cached, reduce_cached, llc_source)");
+  }
+}
+
 Calibration readTop(const In& top) {
   readHeader(top);
   Calibration c;
@@ -101,6 +135,13 @@ Calibration readTop(const In& top) {
   if (p.has("shm_copy_s_per_byte")) c.params.shmCopy = positive(p["shm_copy_s_per_byte"]);
   if (p.has("cores")) c.params.cores = p["cores"].i32(1, 1 << 16);
   if (p.has("shm_work_scale")) c.params.shmWorkScale = positive(p["shm_work_scale"]);
+  if (p.has("shm_copy_cached_s_per_byte")) {
+    c.params.shmCopyCached = positive(p["shm_copy_cached_s_per_byte"]);
+  }
+  if (p.has("gamma_cached_s_per_byte")) {
+    c.params.gammaCached = positive(p["gamma_cached_s_per_byte"]);
+  }
+  if (p.has("llc_bytes")) c.params.llcBytes = p["llc_bytes"].u64();
   c.machine = top["machine"].str();
   c.date = top["date"].str();
   c.dataPlane = top["data_plane"].str();
@@ -121,6 +162,7 @@ Calibration readTop(const In& top) {
   if (c.params.shmCopy.has_value() != c.copy.has_value()) {
     bad(top["params"], "a shared-memory copy rate comes with its measurement (measurements.copy)");
   }
+  readCacheRates(top, m, c);
   return c;
 }
 
@@ -129,13 +171,15 @@ Calibration readTop(const In& top) {
 std::string calibrationJson(const Calibration& c) {
   Json runs = Json::array();
   for (const CalibrationRun& r : c.runs) runs.push_back(runJson(r));
-  const ReduceMeasurement& m = c.reduce;
   Json params{{"alpha_s", c.params.alpha},
               {"beta_s_per_byte", c.params.beta},
               {"gamma_s_per_byte", c.params.gamma}};
   if (c.params.shmCopy) params["shm_copy_s_per_byte"] = *c.params.shmCopy;
   if (c.params.cores > 0) params["cores"] = c.params.cores;
   if (c.params.shmCopy) params["shm_work_scale"] = c.params.shmWorkScale;
+  if (c.params.shmCopyCached) params["shm_copy_cached_s_per_byte"] = *c.params.shmCopyCached;
+  if (c.params.gammaCached) params["gamma_cached_s_per_byte"] = *c.params.gammaCached;
+  if (c.params.llcBytes > 0) params["llc_bytes"] = c.params.llcBytes;
   Json j{{"format", kCalibrationFormat},
          {"version", kCalibrationVersion},
          {"machine", c.machine},
@@ -152,18 +196,11 @@ std::string calibrationJson(const Calibration& c) {
            {"warmup", c.warmup},
            {"rms_relative_residual", c.rmsRelativeResidual},
            {"runs", runs},
-           {"reduce",
-            {{"buffer_bytes", m.bufferBytes},
-             {"slice_bytes", m.sliceBytes},
-             {"passes", m.passes},
-             {"median_pass_s", m.medianPassSeconds},
-             {"kernels", m.kernels}}}}}};
-  if (c.copy) {
-    j["measurements"]["copy"] = Json{{"buffer_bytes", c.copy->bufferBytes},
-                                     {"slice_bytes", c.copy->sliceBytes},
-                                     {"passes", c.copy->passes},
-                                     {"median_pass_s", c.copy->medianPassSeconds}};
-  }
+           {"reduce", reduceJson(c.reduce)}}}};
+  if (c.copy) j["measurements"]["copy"] = copyJson(*c.copy);
+  if (c.copyCached) j["measurements"]["copy_cached"] = copyJson(*c.copyCached);
+  if (c.reduceCached) j["measurements"]["reduce_cached"] = reduceJson(*c.reduceCached);
+  if (!c.llcSource.empty()) j["measurements"]["llc_source"] = c.llcSource;
   return jsonText(j) + "\n";
 }
 

@@ -17,8 +17,12 @@ namespace arl {
 
 inline constexpr std::string_view kCalibrationFormat = "allreduce-lab-calibration";
 // Version 2 adds the shared-memory plane's copy rate and the cores (params.shm_copy_s_per_byte,
-// params.cores, measurements.copy); version 1 files are still read, without them.
-inline constexpr int kCalibrationVersion = 2;
+// params.cores, measurements.copy); version 3 the rates on a working set that fits in the
+// last-level cache and that cache's size (params.shm_copy_cached_s_per_byte,
+// params.gamma_cached_s_per_byte, params.llc_bytes, measurements.copy_cached,
+// measurements.reduce_cached, measurements.llc_source). Versions 1 and 2 are still read,
+// without what they lack.
+inline constexpr int kCalibrationVersion = 3;
 
 // One collective run the fit used, as measured (the lab's time: the mean over timed
 // iterations of the slowest rank) and as the fitted closed form says.
@@ -64,6 +68,11 @@ struct Calibration {
   std::vector<CalibrationRun> runs;
   ReduceMeasurement reduce;
   std::optional<CopyMeasurement> copy;  // with params.shmCopy: a shared-memory calibration
+  // With params.shmCopyCached, gammaCached and llcBytes: the same measurements on a working set
+  // that fits in the last-level cache, and where its size came from ("sysfs", "--llc").
+  std::optional<CopyMeasurement> copyCached;
+  std::optional<ReduceMeasurement> reduceCached;
+  std::string llcSource;
 };
 
 // Thrown by the reader; what() names the file and the field ("calibration file

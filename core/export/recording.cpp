@@ -282,8 +282,9 @@ std::optional<RunState> parseRunState(std::string_view s) {
 }
 
 std::optional<PredictionMethod> parsePredictionMethod(std::string_view s) {
-  for (PredictionMethod m : {PredictionMethod::ClosedForm, PredictionMethod::Simulation,
-                             PredictionMethod::SharedMemory}) {
+  for (PredictionMethod m :
+       {PredictionMethod::ClosedForm, PredictionMethod::Simulation, PredictionMethod::SharedMemory,
+        PredictionMethod::SharedMemoryCached}) {
     if (toString(m) == s) return m;
   }
   return std::nullopt;
@@ -531,6 +532,11 @@ BenchReport parseRecording(std::string_view text) {
     r.model.shmCopy = model["shm_copy_s_per_byte"].num();
     r.model.cores = model["cores"].i32(0);
     if (model.has("shm_work_scale")) r.model.shmWorkScale = model["shm_work_scale"].num();
+  }
+  if (model.has("llc_bytes")) {
+    r.model.shmCopyCached = model["shm_copy_cached_s_per_byte"].num();
+    r.model.gammaCached = model["gamma_cached_s_per_byte"].num();
+    r.model.llcBytes = model["llc_bytes"].u64();
   }
   r.error = top["error"].str();
   r.rows = readArray<BenchRow>(top["runs"], [columns](const In& a) { return readRun(a, columns); });

@@ -79,6 +79,11 @@ Json modelJson(const BenchReport& r) {
     j["cores"] = r.model.cores;
     j["shm_work_scale"] = r.model.shmWorkScale;
   }
+  if (r.model.shmCopyCached && r.model.gammaCached && r.model.llcBytes > 0) {
+    j["shm_copy_cached_s_per_byte"] = *r.model.shmCopyCached;
+    j["gamma_cached_s_per_byte"] = *r.model.gammaCached;
+    j["llc_bytes"] = r.model.llcBytes;
+  }
   if (r.fit && r.fit->error.empty()) {
     const SessionFit& f = *r.fit;
     j["fitted"] = Json{{"source", "fitted from this run"},

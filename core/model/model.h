@@ -54,6 +54,14 @@ struct ModelParams {
   // (measured on quiet buffers): ranks that switch on shared cores lose caches and TLBs.
   // `calibrate` fits it to its ring runs of 1 MiB and more; 1: as measured.
   double shmWorkScale = 1.0;
+  // The copy rate and gamma measured on a working set that fits in the last-level cache
+  // (seconds per byte, every core at once), and that cache's size in bytes (0: unknown).
+  // predictSharedMemory() costs a run whose working set on the host
+  // (sharedMemoryWorkingSet()) fits in llcBytes with them, scaled as the others; unset (or
+  // llcBytes 0): with shmCopy and gamma whatever the run's size.
+  std::optional<double> shmCopyCached;
+  std::optional<double> gammaCached;
+  uint64_t llcBytes = 0;
 };
 
 // A closed-form cost as coefficients of the parameters:
@@ -123,7 +131,8 @@ bool closedFormCovers(const CostQuery& q);
 // inside and between hosts alike (one machine's data plane paces every transfer).
 ModelParams shapedParams(const CostQuery& q, const ModelParams& p);
 
-enum class PredictionMethod : uint8_t { ClosedForm, Simulation, SharedMemory };
+// SharedMemoryCached: predictSharedMemory() with the cache-resident rates (ModelParams).
+enum class PredictionMethod : uint8_t { ClosedForm, Simulation, SharedMemory, SharedMemoryCached };
 std::string_view toString(PredictionMethod m);
 
 struct Prediction {
@@ -146,12 +155,32 @@ double predictSeconds(const CostQuery& q, const ModelParams& p = {});
 // The shared-memory plane, unshaped: there are no ports. A send is its sender's thread copying
 // the slice into the receiver's ring (transport/shm), so it holds the sender for bytes *
 // shmCopy and nobody else; the receiver reduces from the ring, or copies out of it, once the
-// copy is done. The schedule is simulated so (LinkModel::sendersCopy), and since all ranks
-// share p.cores cores, an iteration takes at least all ranks' copying and reducing
-// (cpuSeconds()) and one alpha per message (the receiver's wake-up, when ranks outnumber the
-// cores) spread over the cores: the prediction is the larger of the two. Requires
-// p.shmCopy. Throws as predict().
+// copy is done. The schedule is simulated so (LinkModel::sendersCopy), with every rank's work
+// list-scheduled onto the p.cores cores the ranks share (LinkModel::cores; with fewer cores
+// than ranks a message's alpha is its receiver's wake-up, on a core: LinkModel::wakeOnCore),
+// so that no iteration takes less than all ranks' copying, reducing and waking spread over the
+// cores, and more where the dependencies leave cores idle. The rates
+// are the cache-resident ones when p has them and the run's working set on the host fits in
+// p.llcBytes, else shmCopy and gamma; both times shmWorkScale. Requires p.shmCopy. Throws as
+// predict().
+struct SharedMemoryCost {
+  double seconds = 0;
+  uint64_t workingSetBytes = 0;  // sharedMemoryWorkingSet() of the run
+  bool cacheRates = false;       // costed with the cache-resident rates
+};
+SharedMemoryCost costSharedMemory(const CostQuery& q, const ModelParams& p);
+
+// costSharedMemory(q, p).seconds.
 double predictSharedMemory(const CostQuery& q, const ModelParams& p);
+
+// The bytes a run of `s` over the shared-memory plane keeps touching on its host, every
+// rank's: its input and output buffers (out of place, as bench runs), its scratch, its
+// RecvReduceSend temporaries (one per op up to `inflight`, of the largest, as the executor
+// allocates them), and one inbound ring per rank it receives from, of shmRingBytes() for the
+// largest message it receives (as the worker sizes them), counted whole: a ring is written
+// round and round, so back-to-back iterations touch all of it. Control words, headers and
+// the lab's own code and stacks are left out (kilobytes).
+uint64_t sharedMemoryWorkingSet(const Schedule& s, DataType dtype, int inflight);
 
 // ---- discrete-event simulation ----
 
@@ -194,6 +223,17 @@ struct LinkModel {
   // holds the sender's own thread (it reduces nothing meanwhile), and ingress ports are not
   // claimed; a receive that does not reduce copies out at copyBytesPerSecond.
   bool sendersCopy = false;
+  // The cores the ranks' threads share; 0: a core per rank, none shared. With cores, every
+  // piece of a rank's work (a reduction, a copy, a copying sender's send, a wake-up) runs on
+  // one: it asks for a core when the rank has reached it and its data is ready, and takes the
+  // earliest free one (the first of equals), in the order the pieces become ready (ties: first
+  // come, first served). That is list scheduling, non-preemptive: the prediction follows the
+  // dependencies and the cores together. With cores >= ranks no piece ever waits, and the
+  // result equals that without cores.
+  int cores = 0;
+  // With fewer cores than ranks: a message's latency is its receiver's wake-up, work on a core
+  // (a rank that waits for data sleeps, and the message wakes it), not a delay on the link.
+  bool wakeOnCore = false;
 
   // The link model that corresponds to alpha-beta-gamma parameters: every port at 1 / beta
   // each way, links uncapped with latency alpha (inside hosts: hostBeta, hostAlpha).
@@ -251,8 +291,9 @@ struct ModelTimeline {
 // message's start or when the ingress is free, and has it when it has left its sender and come
 // in, plus the link's latency. So senders to one receiver share its ingress, in the order the
 // receiver takes them, and a sender to many holds each message on its egress in turn. A
-// reduction occupies the rank for bytes / reduceRate, a local copy bytes / copyRate. A rank's
-// iteration ends when its last op is done and its sends have left. Throws ConfigError naming
+// reduction occupies the rank for bytes / reduceRate, a local copy bytes / copyRate; with
+// links.cores, on one of the cores as LinkModel::cores says. A rank's iteration ends when its
+// last op is done and its sends have left. Throws ConfigError naming
 // the rank, op and step when the schedule cannot complete (a receive no send ever matches).
 ModelTimeline simulate(const Schedule& s, const LinkModel& links, const SimOptions& opt = {});
 

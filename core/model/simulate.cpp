@@ -11,7 +11,11 @@
 //  - a rank issues an op only while fewer than `inflight` older ops are unretired, and ops
 //    retire in program order, a send when it has left the port;
 //  - iterations run back to back: a rank starts the next one when its previous one is done
-//    (its last op, and every send left), without waiting for the others, as RankRun does.
+//    (its last op, and every send left), without waiting for the others, as RankRun does;
+//  - with cores to share (LinkModel::cores), each piece of a rank's work (a wake-up, a
+//    reduction, a copy, a copying sender's send) becomes a Work event at the time it is ready;
+//    processed in time order, the pieces take the earliest free core in the order they became
+//    ready (list scheduling), and the rank waits for its piece meanwhile.
 //
 // Events are processed in global time order from a priority queue: a rank runs its program as
 // far as its messages and window allow (local work touches nothing shared), and each send it
@@ -156,16 +160,35 @@ struct WindowEntry {
   double done;   // else: when it was done
 };
 
-enum class Wait : uint8_t { None, Recv, Inflight };
+enum class Wait : uint8_t { None, Recv, Inflight, Core };
+
+// Where a rank is in the op at its pc.
+enum class Stage : uint8_t {
+  Admit,      // the op needs a place in the window
+  Input,      // its receive (or local copy) is next
+  InputWork,  // its receive's wake-up, reduction or copy (or its local copy) waits for a core
+  Output,     // its send, if any, is next
+  SendWork,   // its send's copy (a copying sender's) waits for a core
+  Done,
+};
+
+// The work on the rank's thread that an op's input costs once its data is there.
+struct InputWork {
+  double wake = 0;    // the receiver's wake-up (LinkModel::wakeOnCore)
+  double reduce = 0;  // its reduction
+  double copy = 0;    // its copy into the destination, or a local copy
+  double total() const { return wake + reduce + copy; }
+};
 
 struct RankState {
   size_t pc = 0;                   // next op of the current iteration
   uint32_t iter = 0;               // current iteration
   double t = 0;                    // when the rank's own work (program order) is free
   Wait wait = Wait::None;          // why the rank stopped, if it did
-  bool admitted = false;           // the op at pc has a place in the window
-  bool received = false;           // ... and has done its receive and waits to send
-  double ready = 0;                // ... its payload ready at this time
+  Stage stage = Stage::Admit;      // how far the op at pc has come
+  double ready = 0;                // its payload is ready at this time (from Output on)
+  InputWork input;                 // its input's work (InputWork)
+  double workSeconds = 0;          // the piece of work waiting for a core (Wait::Core)
   std::deque<IssuedSend> issued;   // sends without a port yet, oldest first; the head has a claim
   std::deque<WindowEntry> window;  // ops not retired, oldest first
   std::vector<double> sendLeft;    // when each claimed send has left, in order
@@ -187,11 +210,17 @@ struct StepMark {
   size_t sends;  // sends the rank had issued by then
 };
 
+enum class Action : uint8_t {
+  Run,    // the rank runs its program
+  Claim,  // the rank's oldest issued send claims its ports
+  Work,   // the rank's pending piece of work is ready and asks for a core
+};
+
 struct Event {
   double t;
   uint64_t seq;  // ties go first come, first served
   size_t rank;
-  bool claim;  // the rank's oldest issued send claims its ports; else the rank runs
+  Action action;
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
@@ -209,22 +238,27 @@ class Simulation {
         steps_(opt.telemetry != TelemetryLevel::Off),
         st_(n_),
         channels_(n_ * n_),
-        linkFree_(n_ * n_, 0.0) {
+        linkFree_(n_ * n_, 0.0),
+        coreFree_(static_cast<size_t>(std::max(links.cores, 0)), 0.0),
+        wakeOnCore_(links.wakeOnCore && links.cores > 0 && links.cores < s.nranks) {
     tl_.rankSeconds.assign(n_, 0.0);
   }
 
   ModelTimeline run() {
-    for (size_t r = 0; r < n_; ++r) push(0, r, false);
+    for (size_t r = 0; r < n_; ++r) push(0, r, Action::Run);
     while (!queue_.empty()) {
       const Event e = queue_.top();
       queue_.pop();
       // Every event is pushed no earlier than the one being processed (see the file comment).
       ARL_ENFORCE(e.t >= now_, "event at " << e.t << " s after one at " << now_ << " s");
       now_ = e.t;
-      if (e.claim) {
-        claim(e.rank, e.t);
-      } else {
-        runRank(e.rank);
+      switch (e.action) {
+        case Action::Run: runRank(e.rank); break;
+        case Action::Claim: claim(e.rank, e.t); break;
+        case Action::Work:
+          workDone(e.rank, grantCore(e.t, st_[e.rank].workSeconds));
+          runRank(e.rank);
+          break;
       }
     }
     for (size_t r = 0; r < n_; ++r) {
@@ -235,7 +269,7 @@ class Simulation {
   }
 
  private:
-  void push(double t, size_t rank, bool claim) { queue_.push({t, seq_++, rank, claim}); }
+  void push(double t, size_t rank, Action a) { queue_.push({t, seq_++, rank, a}); }
 
   void emit(size_t rank, uint32_t iter, const Op& op, EventKind kind, int peer, double t) {
     TelemetryEvent e;
@@ -321,50 +355,117 @@ class Simulation {
   }
 
   // Advances rank r by its next op; false when that op waits (for room in the window while
-  // its oldest entry is a send without a port yet, or for a message not yet sent).
+  // its oldest entry is a send without a port yet, for a message not yet sent, or for a core).
   bool advance(size_t r) {
     RankState& rs = st_[r];
     const Op& op = s_.ranks[r][rs.pc];
     const double bytes = static_cast<double>(op.count) * elem_;
-    if (!rs.admitted) {
+    if (rs.stage == Stage::Admit) {
       if (!makeRoom(rs)) {
         rs.wait = Wait::Inflight;
         return false;
       }
-      rs.admitted = true;
+      rs.stage = Stage::Input;
     }
-    if (!rs.received) {
-      double t = rs.t;
-      double ready = t;  // when a payload to send is ready
-      if (opRecvs(op.kind)) {
-        if (!receive(r, op, bytes, t, ready)) {
-          rs.wait = Wait::Recv;
-          return false;
-        }
-      } else if (op.kind == OpKind::Copy) {
-        t += duration(bytes, links_.copyBytesPerSecond);
-      }
-      rs.t = t;
-      rs.ready = ready;
-      rs.received = true;
-    }
-    if (opSends(op.kind)) {
-      const double start = std::max(rs.ready, rs.t);
-      rs.window.push_back({true, rs.sendsIssued++, 0.0});
-      rs.issued.push_back({rs.pc, start});
-      // A sender that copies holds its own thread for the copy (claim() charges the same).
-      if (links_.sendersCopy)
-        rs.t = start + duration(bytes, links_.rate(static_cast<int>(r), op.sendPeer));
-      if (rs.issued.size() == 1) pushClaim(r, 0);
-    } else {
-      rs.window.push_back({false, 0, rs.t});
-    }
-    rs.admitted = rs.received = false;
+    if (rs.stage == Stage::Input && !takeInput(r, op, bytes)) return false;
+    if (rs.stage == Stage::Output && !output(r, op, bytes)) return false;
+    ARL_ENFORCE(rs.stage == Stage::Done,
+                "rank " << r << " op " << rs.pc << " runs while its work waits for a core");
+    rs.stage = Stage::Admit;
     ++rs.pc;
     const auto& ops = s_.ranks[r];
     const bool lastOfStep = rs.pc == ops.size() || ops[rs.pc].step != op.step;
     if (steps_ && lastOfStep) marks_.push_back({r, rs.pc - 1, rs.iter, rs.t, rs.sendsIssued});
     return true;
+  }
+
+  // The op's input: its receive (the message taken, then its work) or a local copy; false
+  // when it waits for the message or for a core.
+  bool takeInput(size_t r, const Op& op, double bytes) {
+    RankState& rs = st_[r];
+    double t = rs.t;  // when its work may start
+    InputWork w;
+    if (opRecvs(op.kind)) {
+      if (!receive(r, op, bytes, t, w)) {
+        rs.wait = Wait::Recv;
+        return false;
+      }
+    } else if (op.kind == OpKind::Copy) {
+      w.copy = duration(bytes, links_.copyBytesPerSecond);
+    }
+    rs.input = w;
+    rs.stage = Stage::InputWork;
+    return startWork(r, t, w.total());
+  }
+
+  // The op's send, if it has one, once its input is done; false when the copy of a copying
+  // sender waits for a core.
+  bool output(size_t r, const Op& op, double bytes) {
+    RankState& rs = st_[r];
+    if (!opSends(op.kind)) {
+      rs.window.push_back({false, 0, rs.t});
+      rs.stage = Stage::Done;
+      return true;
+    }
+    // A sender that copies holds its own thread for the copy (claim() charges the same).
+    const double copy =
+        links_.sendersCopy ? duration(bytes, links_.rate(static_cast<int>(r), op.sendPeer)) : 0.0;
+    rs.stage = Stage::SendWork;
+    return startWork(r, std::max(rs.ready, rs.t), copy);
+  }
+
+  // A piece of rank r's work, ready at `ready`, taking `seconds` of a core. Without cores to
+  // share (LinkModel::cores 0) or with nothing to do it starts when ready and is done here;
+  // else it asks for a core at `ready`, in the order pieces become ready (list scheduling),
+  // and the rank waits for it (false).
+  bool startWork(size_t r, double ready, double seconds) {
+    if (coreFree_.empty() || seconds <= 0) {
+      workDone(r, ready);
+      return true;
+    }
+    RankState& rs = st_[r];
+    rs.workSeconds = seconds;
+    rs.wait = Wait::Core;
+    push(ready, r, Action::Work);
+    return false;
+  }
+
+  // The earliest free core (the first of equals) takes a piece ready at `ready`: its start.
+  double grantCore(double ready, double seconds) {
+    const auto core = std::min_element(coreFree_.begin(), coreFree_.end());
+    const double start = std::max(ready, *core);
+    *core = start + seconds;
+    return start;
+  }
+
+  // Rank r's pending piece of work started at `start`: the rank's time and its payload's
+  // readiness follow, and the op goes on to its next stage.
+  void workDone(size_t r, double start) {
+    RankState& rs = st_[r];
+    const Op& op = s_.ranks[r][rs.pc];
+    if (rs.stage == Stage::InputWork) {
+      const InputWork& w = rs.input;
+      double t = start + w.wake;  // the receiver has its message
+      if (opRecvs(op.kind) && chunks_) emit(r, rs.iter, op, EventKind::RecvEnd, op.recvPeer, t);
+      rs.ready = t;  // RecvCopySend forwards the payload as received
+      if (opReduces(op.kind)) {
+        t += w.reduce;
+        if (chunks_) emit(r, rs.iter, op, EventKind::ReduceEnd, op.recvPeer, t);
+        rs.ready = t;
+      }
+      rs.t = t + w.copy;
+      rs.stage = Stage::Output;
+      return;
+    }
+    ARL_ENFORCE(rs.stage == Stage::SendWork, "rank " << r << " op " << rs.pc << " has no work");
+    rs.window.push_back({true, rs.sendsIssued++, 0.0});
+    rs.issued.push_back({rs.pc, start});
+    if (links_.sendersCopy) {
+      const double bytes = static_cast<double>(op.count) * elem_;
+      rs.t = start + duration(bytes, links_.rate(static_cast<int>(r), op.sendPeer));
+    }
+    if (rs.issued.size() == 1) pushClaim(r, 0);
+    rs.stage = Stage::Done;
   }
 
   // The executor's window: an op is issued only with fewer than `inflight` older ops not
@@ -387,12 +488,13 @@ class Simulation {
     return rs.window.size() < static_cast<size_t>(opt_.inflight);
   }
 
-  // The receive of `op`, then its reduction or copy; advances t and the payload's ready time.
+  // The receive of `op`: moves t to when its message is in, and says its work (a wake-up, a
+  // reduction or a copy into the destination), which workDone() charges.
   // The receiver claims its ingress as the data plane's pacing does (transport/pacing.h): in
   // the order it receives, from the message's start or when the ingress is free, whichever
   // is later; the message is available when it has left its sender and come in through the
   // ingress, plus the link's latency.
-  bool receive(size_t r, const Op& op, double bytes, double& t, double& ready) {
+  bool receive(size_t r, const Op& op, double bytes, double& t, InputWork& w) {
     ARL_ENFORCE(op.recvPeer >= 0 && op.recvPeer < s_.nranks,
                 "rank " << r << " op " << st_[r].pc << " receives from " << op.recvPeer);
     auto& ch = channels_[static_cast<size_t>(op.recvPeer) * n_ + r];
@@ -408,15 +510,17 @@ class Simulation {
                 duration(bytes, links_.portOf(static_cast<int>(r), inside).ingressBytesPerSecond);
       arrived = std::max(arrived, ingress);
     }
-    t = std::max(t, arrived + m.latency);
-    if (chunks_) emit(r, rs.iter, op, EventKind::RecvEnd, op.recvPeer, t);
-    ready = t;  // RecvCopySend forwards the payload as received
+    // A receiver woken on a core pays the latency there, as work; else it is the link's delay.
+    if (wakeOnCore_) {
+      t = std::max(t, arrived);
+      w.wake = m.latency;
+    } else {
+      t = std::max(t, arrived + m.latency);
+    }
     if (opReduces(op.kind)) {
-      t += duration(bytes, links_.reduceRate(static_cast<int>(r)));
-      if (chunks_) emit(r, rs.iter, op, EventKind::ReduceEnd, op.recvPeer, t);
-      ready = t;
+      w.reduce = duration(bytes, links_.reduceRate(static_cast<int>(r)));
     } else if (opWritesDst(op.kind)) {
-      t += duration(bytes, links_.copyBytesPerSecond);
+      w.copy = duration(bytes, links_.copyBytesPerSecond);
     }
     return true;
   }
@@ -432,7 +536,7 @@ class Simulation {
     const bool inside = links_.sameHost(static_cast<int>(r), to);
     const double link = linkFree_[r * n_ + static_cast<size_t>(to)];
     push(std::max({notBefore, head.ready, inside ? rs.hostEgressFree : rs.egressFree, link}), r,
-         true);
+         Action::Claim);
   }
 
   // Rank r's oldest issued send starts at tc: it holds the sender's egress and the link for
@@ -464,11 +568,11 @@ class Simulation {
     // The channel was empty if its receiver waits on it: this is its message.
     if (dst.wait == Wait::Recv && s_.ranks[to][dst.pc].recvPeer == from) {
       dst.wait = Wait::None;
-      push(std::max(dst.t, tc), to, false);
+      push(std::max(dst.t, tc), to, Action::Run);
     }
     if (rs.wait == Wait::Inflight) {
       rs.wait = Wait::None;
-      push(std::max(rs.t, tc), r, false);
+      push(std::max(rs.t, tc), r, Action::Run);
     }
     if (!rs.issued.empty()) pushClaim(r, tc);
   }
@@ -501,6 +605,8 @@ class Simulation {
   // channels_[from * n + to]: messages sent on that channel, not yet taken by the receiver.
   std::vector<std::deque<Message>> channels_;
   std::vector<double> linkFree_;  // linkFree_[from * n + to]: when that link is free
+  std::vector<double> coreFree_;  // when each core is free (none: a core per rank, unshared)
+  bool wakeOnCore_;               // messages' latency is their receivers' work on a core
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   uint64_t seq_ = 0;
   double now_ = 0;  // time of the event being processed

@@ -33,7 +33,24 @@ Calibration sample() {
   c.params.shmCopy = 2.8e-3 / (32 << 20);
   c.params.cores = 2;
   c.params.shmWorkScale = 1.25;
+  c.copyCached = CopyMeasurement{4 << 20, 1 << 20, 56, 1.4e-4};
+  c.reduceCached = ReduceMeasurement{5 << 20, 1 << 20, 84, 1.9e-4, "avx2"};
+  c.llcSource = "sysfs";
+  c.params.shmCopyCached = 1.4e-4 / (4 << 20);
+  c.params.gammaCached = 1.9e-4 / (5 << 20);
+  c.params.llcBytes = 32 << 20;
   return c;
+}
+
+// sample()'s JSON without the fields version 3 added, as version 2 wrote it.
+void asVersionTwo(nlohmann::json& j) {
+  j["version"] = 2;
+  j["params"].erase("shm_copy_cached_s_per_byte");
+  j["params"].erase("gamma_cached_s_per_byte");
+  j["params"].erase("llc_bytes");
+  j["measurements"].erase("copy_cached");
+  j["measurements"].erase("reduce_cached");
+  j["measurements"].erase("llc_source");
 }
 
 // The error parseCalibration() gives for `text`, or "" when it accepts it.
@@ -90,11 +107,59 @@ TEST(Calibration, RoundTripsEveryField) {
   EXPECT_EQ(b.copy->sliceBytes, a.copy->sliceBytes);
   EXPECT_EQ(b.copy->passes, a.copy->passes);
   EXPECT_EQ(b.copy->medianPassSeconds, a.copy->medianPassSeconds);
+  EXPECT_EQ(b.params.shmCopyCached, a.params.shmCopyCached);
+  EXPECT_EQ(b.params.gammaCached, a.params.gammaCached);
+  EXPECT_EQ(b.params.llcBytes, uint64_t{32} << 20);
+  EXPECT_EQ(b.llcSource, "sysfs");
+  ASSERT_TRUE(b.copyCached.has_value());
+  EXPECT_EQ(b.copyCached->bufferBytes, a.copyCached->bufferBytes);
+  EXPECT_EQ(b.copyCached->passes, 56);
+  EXPECT_EQ(b.copyCached->medianPassSeconds, a.copyCached->medianPassSeconds);
+  ASSERT_TRUE(b.reduceCached.has_value());
+  EXPECT_EQ(b.reduceCached->bufferBytes, a.reduceCached->bufferBytes);
+  EXPECT_EQ(b.reduceCached->passes, 84);
+  EXPECT_EQ(b.reduceCached->medianPassSeconds, a.reduceCached->medianPassSeconds);
+  EXPECT_EQ(b.reduceCached->kernels, "avx2");
+}
+
+// Without the cache's rates (a machine whose cache size is unknown) the file has none of them.
+TEST(Calibration, RoundTripsWithoutTheCacheRates) {
+  Calibration a = sample();
+  a.params.shmCopyCached.reset();
+  a.params.gammaCached.reset();
+  a.params.llcBytes = 0;
+  a.copyCached.reset();
+  a.reduceCached.reset();
+  a.llcSource.clear();
+  const std::string text = calibrationJson(a);
+  EXPECT_EQ(text.find("cached"), std::string::npos) << text;
+  EXPECT_EQ(text.find("llc"), std::string::npos) << text;
+  const Calibration b = parseCalibration(text, "x");
+  EXPECT_FALSE(b.params.shmCopyCached.has_value());
+  EXPECT_FALSE(b.params.gammaCached.has_value());
+  EXPECT_EQ(b.params.llcBytes, 0u);
+  EXPECT_FALSE(b.copyCached.has_value());
+  EXPECT_EQ(b.params.shmCopy, a.params.shmCopy);
+}
+
+// A version 2 file (no cache-resident rates) is still read: the streaming rates cost every run.
+TEST(Calibration, ReadsVersionTwoWithoutTheCacheRates) {
+  const Calibration b = parseCalibration(edited(asVersionTwo), "x");
+  EXPECT_FALSE(b.params.shmCopyCached.has_value());
+  EXPECT_FALSE(b.params.gammaCached.has_value());
+  EXPECT_EQ(b.params.llcBytes, 0u);
+  EXPECT_FALSE(b.copyCached.has_value());
+  EXPECT_FALSE(b.reduceCached.has_value());
+  EXPECT_EQ(b.llcSource, "");
+  EXPECT_EQ(b.params.shmCopy, sample().params.shmCopy);
+  EXPECT_EQ(b.params.cores, 2);
+  EXPECT_EQ(b.params.shmWorkScale, 1.25);
 }
 
 // A version 1 file (no shared-memory plane) is still read; its runs are costed by the ports.
 TEST(Calibration, ReadsVersionOneWithoutTheSharedMemoryPlane) {
   const Calibration b = parseCalibration(edited([](auto& j) {
+                                           asVersionTwo(j);
                                            j["version"] = 1;
                                            j["params"].erase("shm_copy_s_per_byte");
                                            j["params"].erase("cores");
@@ -132,7 +197,30 @@ TEST(Calibration, RefusesMalformedFilesNamingFileAndField) {
   EXPECT_EQ(refusal(edited([](auto& j) { j["format"] = "allreduce-lab-recording"; })),
             "calibration file /cal/test.json: calibration.format: 'allreduce-lab-recording' is "
             "not allreduce-lab-calibration");
-  EXPECT_NE(refusal(edited([](auto& j) { j["version"] = 3; })).find("calibration.version"),
+  EXPECT_NE(refusal(edited([](auto& j) { j["version"] = 4; })).find("calibration.version"),
+            std::string::npos);
+  // The cache-resident rates come all together, or not at all.
+  for (const char* field : {"shm_copy_cached_s_per_byte", "gamma_cached_s_per_byte", "llc_bytes"}) {
+    EXPECT_NE(refusal(edited([&](auto& j) {
+                j["params"].erase(field);
+              })).find("the cache-resident rates"),
+              std::string::npos)
+        << field;
+  }
+  for (const char* field : {"copy_cached", "reduce_cached", "llc_source"}) {
+    EXPECT_NE(refusal(edited([&](auto& j) {
+                j["measurements"].erase(field);
+              })).find("the cache-resident rates"),
+              std::string::npos)
+        << field;
+  }
+  EXPECT_NE(refusal(edited([](auto& j) {
+              j["params"]["llc_bytes"] = 0;
+            })).find("the cache-resident rates"),
+            std::string::npos);
+  EXPECT_NE(refusal(edited([](auto& j) {
+              j["params"]["gamma_cached_s_per_byte"] = -1;
+            })).find("calibration.params.gamma_cached_s_per_byte: must be a positive"),
             std::string::npos);
   EXPECT_NE(refusal(edited([](auto& j) {
               j["measurements"].erase("copy");

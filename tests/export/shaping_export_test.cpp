@@ -128,6 +128,25 @@ TEST(ShapingExport, RecordingKeepsEachRunsShapingAndPredictionMethod) {
   EXPECT_EQ(back.rows[1].predictedBy, PredictionMethod::Simulation);
   EXPECT_EQ(recordingJson(back), recordingJson(r));
 
+  // The shared-memory plane's methods, with the streaming rates or the cache-resident ones.
+  for (PredictionMethod m :
+       {PredictionMethod::SharedMemory, PredictionMethod::SharedMemoryCached}) {
+    r.rows[1].predictedBy = m;
+    EXPECT_EQ(parseRecording(recordingJson(r)).rows[1].predictedBy, m) << toString(m);
+  }
+
+  // ... and the parameters of both.
+  r.model.shmCopy = 1.0 / 16e9;
+  r.model.cores = 2;
+  r.model.shmCopyCached = 1.0 / 30e9;
+  r.model.gammaCached = 1.0 / 15e9;
+  r.model.llcBytes = uint64_t{32} << 20;
+  const BenchReport model = parseRecording(recordingJson(r));
+  EXPECT_EQ(model.model.shmCopy, r.model.shmCopy);
+  EXPECT_EQ(model.model.shmCopyCached, r.model.shmCopyCached);
+  EXPECT_EQ(model.model.gammaCached, r.model.gammaCached);
+  EXPECT_EQ(model.model.llcBytes, r.model.llcBytes);
+
   r.rows[1].predictedBy.reset();
   EXPECT_FALSE(parseRecording(recordingJson(r)).rows[1].predictedBy.has_value());
 }

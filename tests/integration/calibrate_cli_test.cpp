@@ -96,7 +96,7 @@ class CalibrateCli : public ::testing::Test {
 
 TEST_F(CalibrateCli, QuickRunOnTwoWorkersSavesPositiveParameters) {
   const std::string path = (dir_ / "cal.json").string();
-  const Result r = lab("ARL_CALIBRATION='" + path + "'", "calibrate --workers 2 --quick");
+  const Result r = lab("ARL_CALIBRATION='" + path + "'", "calibrate --workers 2 --quick --llc 8M");
   ASSERT_EQ(r.rc, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("# saved to " + path), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rms relative residual"), std::string::npos) << r.out;
@@ -112,6 +112,18 @@ TEST_F(CalibrateCli, QuickRunOnTwoWorkersSavesPositiveParameters) {
   ASSERT_TRUE(c.copy.has_value());
   EXPECT_GT(c.copy->medianPassSeconds, 0);
   EXPECT_NE(r.out.find("# copy: "), std::string::npos) << r.out;
+  // --llc 8M: the cache-resident rates, each thread's buffers together in half of it.
+  EXPECT_NE(r.out.find("# in the cache (last level 8M, from --llc): copy "), std::string::npos)
+      << r.out;
+  EXPECT_EQ(c.params.llcBytes, uint64_t{8} << 20);
+  EXPECT_EQ(c.llcSource, "--llc");
+  ASSERT_TRUE(c.params.shmCopyCached && c.params.gammaCached);
+  EXPECT_TRUE(std::isfinite(*c.params.shmCopyCached) && *c.params.shmCopyCached > 0);
+  EXPECT_TRUE(std::isfinite(*c.params.gammaCached) && *c.params.gammaCached > 0);
+  ASSERT_TRUE(c.copyCached && c.reduceCached);
+  EXPECT_LE(c.copyCached->bufferBytes * 2 * static_cast<uint64_t>(c.params.cores), 4u << 20);
+  EXPECT_LE(c.reduceCached->bufferBytes * 3 * static_cast<uint64_t>(c.params.cores), 4u << 20);
+  EXPECT_GT(c.copyCached->bufferBytes, 0u);
 }
 
 TEST_F(CalibrateCli, OutWritesElsewhereAndZmqIsRecorded) {
@@ -164,6 +176,9 @@ TEST_F(CalibrateCli, RefusesBadArgumentsBeforeAnyRun) {
   const Result algo = lab("", "calibrate --algo nope --out /dev/null");
   EXPECT_EQ(algo.rc, 2);
   EXPECT_NE(algo.err.find("--algo nope"), std::string::npos) << algo.err;
+  const Result llc = lab("", "calibrate --llc 1K --out /dev/null");
+  EXPECT_EQ(llc.rc, 2);
+  EXPECT_NE(llc.err.find("--llc 1K: must be 64K or more"), std::string::npos) << llc.err;
 }
 
 TEST_F(CalibrateCli, BenchPredictsWithTheCalibrationAndFitsItsOwnRows) {
@@ -256,6 +271,29 @@ TEST_F(CalibrateCli, PlanShowsWhatBenchPredictsOverSharedMemory) {
   const Result text =
       lab("", "plan --algo parameter-server --ranks 4 --count 1M --model '" + path + "'");
   EXPECT_NE(text.out.find("shared-memory plane"), std::string::npos) << text.out;
+  EXPECT_EQ(v.at("shared_memory_rates").get<std::string>(), "streaming");
+  EXPECT_GT(v.at("shared_memory_working_set_bytes").get<uint64_t>(), uint64_t{4} * (4 << 20));
+  // With the cache-resident rates of a 32 MiB cache: a run whose working set fits in it is
+  // costed with them, a larger one with the streaming rates; plan says which.
+  Calibration cached = cal;
+  cached.params.shmCopyCached = 1.0 / 36e9;
+  cached.params.gammaCached = 1.0 / 24e9;
+  cached.params.llcBytes = 32 << 20;
+  cached.copyCached = CopyMeasurement{4 << 20, 1 << 20, 12, (4 << 20) / 36e9};
+  cached.reduceCached = ReduceMeasurement{2 << 20, 1 << 20, 24, (2 << 20) / 24e9, "avx2"};
+  cached.llcSource = "--llc";
+  writeCalibration(path, cached);
+  const Result small =
+      lab("", "plan --algo ring --ranks 4 --count 64K --slice 1M --model '" + path + "' --json");
+  ASSERT_EQ(small.rc, 0) << small.err << small.out;
+  const nlohmann::json sv = nlohmann::json::parse(small.out);
+  EXPECT_EQ(sv.at("shared_memory_rates").get<std::string>(), "cache");
+  EXPECT_LE(sv.at("shared_memory_working_set_bytes").get<uint64_t>(), uint64_t{32} << 20);
+  const Result large =
+      lab("", "plan --algo ring --ranks 4 --count 16M --slice 1M --model '" + path + "'");
+  ASSERT_EQ(large.rc, 0) << large.err << large.out;
+  EXPECT_NE(large.out.find("streaming rates: a working set of"), std::string::npos) << large.out;
+  EXPECT_NE(large.out.find("beyond the last-level cache of 32M"), std::string::npos) << large.out;
   // Without a copy rate (the defaults) there is no such prediction.
   const Result def = lab("", "plan --algo ring --ranks 4 --count 1M --model default --json");
   ASSERT_EQ(def.rc, 0) << def.err;

@@ -45,9 +45,9 @@ using std::chrono::milliseconds;
 
 constexpr uint64_t kSegMagic = 0x314D48534C524141ull;  // "AARLSHM1"
 constexpr uint32_t kSegVersion = 2;
-constexpr size_t kLine = 64;
+constexpr size_t kLine = kShmLineBytes;
 constexpr size_t kPage = 4096;
-constexpr size_t kMinRing = size_t{64} << 10;
+constexpr size_t kMinRing = kShmMinRingBytes;
 // Longest sleep between looks at the abort flag, the peer's process and the deadline.
 constexpr milliseconds kSleepSlice{10};
 constexpr const char* kNamePrefix = "arl-dp-";
@@ -105,7 +105,7 @@ struct RecHead {
   uint32_t sentUs;  // shaped runs: when the send started (stampMicros32); else 0
   ChunkHeader h;
 };
-static_assert(sizeof(RecHead) == kLine);
+static_assert(sizeof(RecHead) == kShmRecordHeadBytes);
 
 size_t ctlOffset() { return roundUp(sizeof(SegHeader), kLine); }
 size_t ringsOffset(size_t channels) {
@@ -367,31 +367,6 @@ void sweepStaleSegments() {
 }
 
 }  // namespace
-
-// Why inflight + 2 records of the largest size R. A sender must always be able to place its
-// next record while up to `inflight` earlier records are live (unread, or read and still held
-// by a receiver that may keep them until this very record arrives). The live records take
-// L <= inflight * R contiguous ring bytes (a WRAP padding among them included) ending at the
-// write position p. Two cases, with cap = (inflight + 2) R:
-//  - R or more bytes are left before the ring's end: the free bytes run from p to the tail,
-//    cap - L >= 2R of them, so the record fits behind p;
-//  - fewer are (p > cap - R): the record goes to the ring's start behind a WRAP padding the
-//    end. The live bytes [p - L, p) do not cross the end then, so the start holds
-//    p - L > cap - R - L >= R free bytes: the record fits there in one piece.
-// With inflight + 1 records (the old size) the second case fails: a receiver holding one
-// record that ends at p, with the tail anywhere in (0, R), leaves less than R at the start
-// and less than R at the end, and the sender waits for a release that never comes.
-size_t shmRingBytes(size_t maxMessageBytes, int inflight) {
-  const size_t records = static_cast<size_t>(std::max(inflight, 1)) + 2;
-  size_t padded = 0;
-  if (!roundUpChecked(maxMessageBytes, kLine, padded) ||
-      padded > std::numeric_limits<size_t>::max() / records - sizeof(RecHead)) {
-    throw ConfigError("shared-memory data plane: a ring for " + std::to_string(records) +
-                      " messages of " + std::to_string(maxMessageBytes) +
-                      " bytes does not fit the address space (make the slice smaller)");
-  }
-  return std::max(kMinRing, (sizeof(RecHead) + padded) * records);
-}
 
 namespace {
 

@@ -68,6 +68,7 @@
 
 #include "base/clock.h"
 #include "base/shaping.h"
+#include "transport/shm_ring.h"  // shmRingBytes(): size the rings with it
 #include "transport/transport.h"
 
 namespace arl {
@@ -107,12 +108,6 @@ struct ShmOptions {
   // clock: a send's start travels in its record head.
   LinkShaping shaping;
 };
-
-// Ring size for messages of at most maxMessageBytes with `inflight` of them outstanding:
-// room for inflight + 2 records (the outstanding ones, the next one, and up to one lost to
-// the wrap at the ring's end; the reasoning is at the definition), at least 64 KiB. Throws
-// ConfigError when that size does not fit a size_t.
-size_t shmRingBytes(size_t maxMessageBytes, int inflight);
 
 // `base` with spin, yieldFor and yieldStall taken from ARL_SHM_SPIN_US, ARL_SHM_YIELD_US and
 // ARL_SHM_YIELD_STALL_US where set (whole microseconds, 0 to 1e9). Throws ConfigError naming the
