@@ -6,9 +6,11 @@
 // all-reduce runs at several sizes on local worker processes over the data plane bench uses, so
 // they are the parameters that best explain what bench measures. Over shared memory the copy rate
 // (a thread's memcpy between mappings, in slices) and the cores are measured too:
-// predictSharedMemory() (model/model.h) costs unshaped runs with them. Where the last-level
-// cache's size is known (sysfs, or --llc), the copy and the reduction are measured again on a
-// working set that fits in it, for runs whose buffers and rings stay in the cache.
+// predictSharedMemory() (model/model.h) costs unshaped runs with them. Given the last-level
+// cache's size (--llc), the copy and the reduction are measured again on a working set that
+// fits in it, for runs whose buffers and rings stay in the cache: off unless asked, because on
+// this lab's machine those rates mended one row of the unshaped benchmark and broke three
+// (docs/performance.md).
 #include <sched.h>
 #include <unistd.h>
 
@@ -21,10 +23,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -60,9 +59,9 @@ constexpr const char* kAbout =
     "and beta (seconds per byte through a port) fitted to all-reduce runs at several sizes on "
     "local worker processes, over the data plane bench uses (each run's median iteration). "
     "Over shared memory (the default) it also measures a thread's copy rate and counts the "
-    "cores, which the shared-memory plane's model uses for unshaped runs, and, where the "
-    "last-level cache's size is known (sysfs, or --llc), the copy and reduce rates on buffers "
-    "that fit in it, for runs that do. Prints the "
+    "cores, which the shared-memory plane's model uses for unshaped runs, and, with --llc, the "
+    "copy and reduce rates on buffers that fit in the last-level cache, for runs that do. "
+    "Prints the "
     "parameters, the fit's "
     "residual per run, and saves them as JSON where bench and plan look: $ARL_CALIBRATION, else "
     "$XDG_CONFIG_HOME/allreduce-lab/calibration.json, else "
@@ -77,7 +76,7 @@ struct CalibrateArgs {
   uint64_t reduceBytes = uint64_t{32} << 20;
   int reducePasses = 7;
   int warmupRunIters = 100;  // iterations of the warm-up run, not kept
-  uint64_t llcBytes = 0;     // --llc; 0: from sysfs
+  uint64_t llcBytes = 0;     // --llc; 0: no cache-resident rates
   std::string out;
 };
 
@@ -89,37 +88,6 @@ int usableCores() {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(CPU_COUNT(&set), 1);
   return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-}
-
-// The size of the last-level cache, in bytes: the largest level among cpu0's data and unified
-// caches in sysfs (/sys/devices/system/cpu/cpu0/cache/index*/{level,type,size}, sizes such as
-// "32768K"). 0 when sysfs does not say: some virtual machines have no cache folder there, and
-// glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) reports the host's whole L3 (508 MiB on this lab's
-// 2-core machine), not the share its cores see.
-uint64_t sysfsLastLevelCacheBytes() {
-  namespace fs = std::filesystem;
-  const fs::path dir = "/sys/devices/system/cpu/cpu0/cache";
-  std::error_code ec;
-  int bestLevel = 0;
-  uint64_t best = 0;
-  const auto read = [](const fs::path& f) {
-    std::ifstream in(f);
-    std::string v;
-    in >> v;
-    return v;
-  };
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().filename().string().rfind("index", 0) != 0) continue;
-    const std::string type = read(e.path() / "type");
-    if (type != "Data" && type != "Unified") continue;
-    const int level = std::atoi(read(e.path() / "level").c_str());
-    const std::optional<uint64_t> size = arl::parseSize(read(e.path() / "size"));
-    if (size && *size > 0 && level > bestLevel) {
-      bestLevel = level;
-      best = *size;
-    }
-  }
-  return best;
 }
 
 // Seconds per pass of `pass`, run by `threads` threads at once, each on buffers of its own
@@ -235,11 +203,12 @@ struct CacheRates {
 };
 
 // The copy and the reduction on every core at once, each thread on buffers that together
-// fit in half the cache; none when the cache's size is unknown or too small for a page each.
+// fit in half the cache; none without --llc, or when the cache is too small for a page each.
 std::optional<CacheRates> measureCacheRates(const CalibrateArgs& a, int cores) {
   CacheRates c;
-  c.llcBytes = a.llcBytes > 0 ? a.llcBytes : sysfsLastLevelCacheBytes();
-  c.source = a.llcBytes > 0 ? "--llc" : "sysfs";
+  if (a.llcBytes == 0) return std::nullopt;
+  c.llcBytes = a.llcBytes;
+  c.source = "--llc";
   const uint64_t reduceBytes = cachedBufferBytes(c.llcBytes, cores, 3);
   const uint64_t copyBytes = cachedBufferBytes(c.llcBytes, cores, 2);
   if (reduceBytes == 0 || copyBytes == 0) return std::nullopt;
@@ -410,7 +379,7 @@ void printCalibration(const Calibration& c, const std::string& path) {
         1e-9 * static_cast<double>(c.reduceCached->bufferBytes) / c.reduceCached->medianPassSeconds,
         formatSize(c.reduceCached->bufferBytes).c_str());
   } else if (c.copy) {
-    std::printf("# in the cache: not measured (no last-level cache size in sysfs; --llc SIZE)\n");
+    std::printf("# in the cache: not measured (--llc SIZE measures it)\n");
   }
   std::printf("#\n#%11s  %-18s  %9s  %9s  %9s  %8s\n", "size", "algorithm", "time", "p50", "fitted",
               "residual");
@@ -448,9 +417,9 @@ class CalibrateCommand final : public Command {
                "fewer sizes (4K,256K,4M), 5 iterations, 1 warmup, an 8M reduce: a few seconds, "
                "for tests; less precise");
     opts_.value("--llc", "SIZE",
-                "the last-level cache's size, for the cache-resident rates of the shared-memory "
-                "model (default: from /sys/devices/system/cpu/cpu0/cache; without it they are "
-                "not measured)");
+                "the last-level cache's size: also measure the cache-resident rates of the "
+                "shared-memory model, for runs that fit in it (default: not measured; "
+                "docs/performance.md says why)");
     opts_.value("--out", "FILE", "write the calibration here instead of the default place");
   }
   int run() override;

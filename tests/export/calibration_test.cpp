@@ -35,7 +35,7 @@ Calibration sample() {
   c.params.shmWorkScale = 1.25;
   c.copyCached = CopyMeasurement{4 << 20, 1 << 20, 56, 1.4e-4};
   c.reduceCached = ReduceMeasurement{5 << 20, 1 << 20, 84, 1.9e-4, "avx2"};
-  c.llcSource = "sysfs";
+  c.llcSource = "--llc";
   c.params.shmCopyCached = 1.4e-4 / (4 << 20);
   c.params.gammaCached = 1.9e-4 / (5 << 20);
   c.params.llcBytes = 32 << 20;
@@ -110,7 +110,7 @@ TEST(Calibration, RoundTripsEveryField) {
   EXPECT_EQ(b.params.shmCopyCached, a.params.shmCopyCached);
   EXPECT_EQ(b.params.gammaCached, a.params.gammaCached);
   EXPECT_EQ(b.params.llcBytes, uint64_t{32} << 20);
-  EXPECT_EQ(b.llcSource, "sysfs");
+  EXPECT_EQ(b.llcSource, "--llc");
   ASSERT_TRUE(b.copyCached.has_value());
   EXPECT_EQ(b.copyCached->bufferBytes, a.copyCached->bufferBytes);
   EXPECT_EQ(b.copyCached->passes, 56);
