@@ -456,15 +456,12 @@ uint64_t sharedMemoryWorkingSet(const Schedule& s, DataType dtype, int inflight)
   return bytes;
 }
 
-SharedMemoryCost costSharedMemory(const CostQuery& q, const ModelParams& p) {
+LinkModel sharedMemoryLinks(const ModelParams& p, bool cacheRates) {
   ARL_ENFORCE(p.shmCopy && *p.shmCopy > 0, "the shared-memory model needs a copy rate");
-  const Schedule s = scheduleOf(q);
-  SharedMemoryCost cost;
-  cost.workingSetBytes = sharedMemoryWorkingSet(s, q.dtype, std::max(q.inflight, 1));
-  cost.cacheRates =
-      p.shmCopyCached && p.gammaCached && p.llcBytes > 0 && cost.workingSetBytes <= p.llcBytes;
-  const double copy = (cost.cacheRates ? *p.shmCopyCached : *p.shmCopy) * p.shmWorkScale;
-  const double gamma = (cost.cacheRates ? *p.gammaCached : p.gamma) * p.shmWorkScale;
+  ARL_ENFORCE(!cacheRates || (p.shmCopyCached && p.gammaCached),
+              "the cache-resident rates are not in the parameters");
+  const double copy = (cacheRates ? *p.shmCopyCached : *p.shmCopy) * p.shmWorkScale;
+  const double gamma = (cacheRates ? *p.gammaCached : p.gamma) * p.shmWorkScale;
   LinkModel m = LinkModel::fromParams(p);
   m.sendersCopy = true;
   m.port = {1.0 / copy, 0};
@@ -472,6 +469,17 @@ SharedMemoryCost costSharedMemory(const CostQuery& q, const ModelParams& p) {
   m.reduceBytesPerSecond = 1.0 / gamma;
   m.cores = std::max(p.cores, 0);
   m.wakeOnCore = true;
+  return m;
+}
+
+SharedMemoryCost costSharedMemory(const CostQuery& q, const ModelParams& p) {
+  ARL_ENFORCE(p.shmCopy && *p.shmCopy > 0, "the shared-memory model needs a copy rate");
+  const Schedule s = scheduleOf(q);
+  SharedMemoryCost cost;
+  cost.workingSetBytes = sharedMemoryWorkingSet(s, q.dtype, std::max(q.inflight, 1));
+  cost.cacheRates =
+      p.shmCopyCached && p.gammaCached && p.llcBytes > 0 && cost.workingSetBytes <= p.llcBytes;
+  const LinkModel m = sharedMemoryLinks(p, cost.cacheRates);
   // No separate bound of the work over the cores (cpuSeconds() / cores, the model until
   // 2026-12-02): the schedule on the cores does all of that work, wake-ups included, and on
   // the benchmark's grid never came out below it (docs/algorithms.md).

@@ -252,6 +252,12 @@ struct LinkModel {
   void setLinkBothWays(int a, int b, LinkParams lp);
 };
 
+// The links costSharedMemory() simulates: senders that copy at p.shmCopy, reductions at
+// p.gamma (the cache-resident rates when `cacheRates`), both times p.shmWorkScale, the work
+// on p.cores cores with each wake-up on one. Requires p.shmCopy (and the cache rates when
+// asked for them).
+LinkModel sharedMemoryLinks(const ModelParams& p, bool cacheRates);
+
 // The link model predict() simulates q over: LinkModel::shaped(p, q.shaping) with q's hosts
 // when the ranks span several (1 <= ranksPerHost < nranks), none on one host.
 LinkModel linkModelFor(const CostQuery& q, const ModelParams& p);

@@ -229,18 +229,6 @@ TEST(ModelCores, TheSharedMemoryModelWithACorePerRankIsTheSimulationAlone) {
   }
 }
 
-// The link model predictSharedMemory() simulates for p on q's schedule, with `cores`.
-LinkModel sharedMemoryLinksOf(const ModelParams& p, int cores) {
-  LinkModel m = LinkModel::fromParams(p);
-  m.sendersCopy = true;
-  m.port = {1.0 / *p.shmCopy, 0};
-  m.copyBytesPerSecond = 1.0 / *p.shmCopy;
-  m.reduceBytesPerSecond = 1.0 / p.gamma;
-  m.cores = cores;
-  m.wakeOnCore = true;
-  return m;
-}
-
 Schedule generatedFor(const CostQuery& q) {
   GenParams g;
   g.nranks = q.nranks;
@@ -256,7 +244,7 @@ double workOverCores(const Schedule& s, const ModelParams& p) {
   for (const auto& ops : s.ranks) {
     for (const Op& op : ops) messages += opSends(op.kind) ? 1 : 0;
   }
-  return (cpuSeconds(s, sharedMemoryLinksOf(p, 0), DataType::Float) +
+  return (cpuSeconds(s, sharedMemoryLinks(p, false), DataType::Float) +
           static_cast<double>(messages) * p.alpha) /
          p.cores;
 }
