@@ -10,7 +10,8 @@
 // cache's size (--llc), the copy and the reduction are measured again on a working set that
 // fits in it, for runs whose buffers and rings stay in the cache: off unless asked, because on
 // this lab's machine those rates mended one row of the unshaped benchmark and broke three
-// (docs/performance.md).
+// (docs/performance.md). All of it is measured in rounds, one after another, and each rate and
+// run kept is the median of its rounds' (--rounds; docs/bench.md says why).
 #include <sched.h>
 #include <unistd.h>
 
@@ -76,6 +77,7 @@ struct CalibrateArgs {
   uint64_t reduceBytes = uint64_t{32} << 20;
   int reducePasses = 7;
   int warmupRunIters = 100;  // iterations of the warm-up run, not kept
+  int rounds = 5;            // --rounds: the rates and the sweep, measured this many times
   uint64_t llcBytes = 0;     // --llc; 0: no cache-resident rates
   std::string out;
 };
@@ -259,9 +261,33 @@ std::vector<SweepRow> runSweep(Coordinator& coord, const SweepSpec& spec) {
   return sweep.takeRows();
 }
 
-// Runs the sweep on local workers and returns its rows. A warm-up run of the smallest size
-// comes first and is not kept: the first runs of a world are slower (see docs/bench.md).
-std::vector<SweepRow> runCollectives(const CalibrateArgs& a) {
+// What one round measured: the rates in process, then the sweep on the workers.
+struct Round {
+  ReduceMeasurement reduce;
+  std::optional<CopyMeasurement> copy;
+  std::optional<CacheRates> cached;
+  std::vector<SweepRow> rows;
+};
+
+// The element of `v` whose key is the median (the lower of the middle two when even).
+template <typename T, typename Key>
+const T& medianBy(const std::vector<T>& v, Key key) {
+  std::vector<const T*> order;
+  for (const T& x : v) order.push_back(&x);
+  std::sort(order.begin(), order.end(), [&](const T* a, const T* b) { return key(*a) < key(*b); });
+  return *order[(order.size() - 1) / 2];
+}
+
+double p50Of(const SweepRow& r) {
+  return r.metrics.spread.p50Us > 0 ? r.metrics.spread.p50Us : r.metrics.timeUs;
+}
+
+// Every round's measurements, on one world of local workers. A warm-up run of the smallest
+// size comes first and is not kept: the first runs of a world are slower (see docs/bench.md).
+// The rounds follow one another, each a few seconds: this machine's speed swings by 1.3-1.7x
+// from one second to the next (docs/telemetry.md, "The machine's speed"), and one round is a
+// snapshot of it.
+std::vector<Round> measureRounds(const CalibrateArgs& a, int cores) {
   const BenchConfig& c = a.cfg;
   CoordinatorOptions opt;
   opt.localWorkers = c.workers;
@@ -273,7 +299,68 @@ std::vector<SweepRow> runCollectives(const CalibrateArgs& a) {
   warm.base.warmup = 0;
   warm.base.iterations = a.warmupRunIters;
   (void)runSweep(coord, warm);
-  return runSweep(coord, sweepSpecOf(c, a.sizes));
+  const uint64_t slice = c.sliceSizes.front();
+  std::vector<Round> rounds(static_cast<size_t>(a.rounds));
+  for (Round& r : rounds) {
+    r.reduce = measureReduce(a.reduceBytes, slice, a.reducePasses, cores);
+    // The shared-memory plane's copy rate, for a calibration of runs over shared memory.
+    if (c.dataPlane != DataPlaneKind::Zmq) {
+      r.copy = measureCopy(a.reduceBytes, slice, a.reducePasses, cores);
+      r.cached = measureCacheRates(a, cores);
+    }
+    r.rows = runSweep(coord, sweepSpecOf(c, a.sizes));
+  }
+  return rounds;
+}
+
+// The rounds as one: each rate the round's median, each run the round's run with the median
+// p50 (the rates and the runs chosen each on their own: a round's rates and runs are not
+// measured at the same moment either).
+Round medianRound(const std::vector<Round>& rounds) {
+  Round m;
+  m.reduce = medianBy(rounds, [](const Round& r) { return r.reduce.medianPassSeconds; }).reduce;
+  if (rounds.front().copy) {
+    m.copy = medianBy(rounds, [](const Round& r) { return r.copy->medianPassSeconds; }).copy;
+  }
+  if (rounds.front().cached) {
+    CacheRates c = *rounds.front().cached;
+    c.copy = medianBy(rounds, [](const Round& r) {
+               return r.cached->copy.medianPassSeconds;
+             }).cached->copy;
+    c.reduce = medianBy(rounds, [](const Round& r) {
+                 return r.cached->reduce.medianPassSeconds;
+               }).cached->reduce;
+    m.cached = c;
+  }
+  const std::vector<SweepRow>& first = rounds.front().rows;
+  for (size_t i = 0; i < first.size(); ++i) {
+    std::vector<SweepRow> same;
+    for (const Round& r : rounds) {
+      ARL_ENFORCE(i < r.rows.size() && r.rows[i].sizeBytes == first[i].sizeBytes &&
+                      r.rows[i].result.request.algorithm == first[i].result.request.algorithm,
+                  "calibrate's rounds ran different sweeps");
+      same.push_back(r.rows[i]);
+    }
+    m.rows.push_back(medianBy(same, p50Of));
+  }
+  return m;
+}
+
+// Each round's speed against the median round: the median over its runs of 1 MiB and more
+// (all its runs when it has none) of p50 / the median round's p50. Above 1: slower.
+std::vector<double> roundSlowness(const std::vector<Round>& rounds, const Round& median) {
+  std::vector<double> out;
+  bool large = false;
+  for (const SweepRow& r : median.rows) large = large || r.sizeBytes >= (uint64_t{1} << 20);
+  for (const Round& round : rounds) {
+    std::vector<double> ratios;
+    for (size_t i = 0; i < round.rows.size(); ++i) {
+      if (large && round.rows[i].sizeBytes < (uint64_t{1} << 20)) continue;
+      if (p50Of(median.rows[i]) > 0) ratios.push_back(p50Of(round.rows[i]) / p50Of(median.rows[i]));
+    }
+    out.push_back(ratios.empty() ? 1.0 : medianBy(ratios, [](double x) { return x; }));
+  }
+  return out;
 }
 
 // The shared-memory model's work scale (ModelParams::shmWorkScale): the median over the runs
@@ -302,10 +389,15 @@ double fitWorkScale(const std::vector<SweepRow>& rows, ModelParams p) {
 // Fitted to each run's median iteration, not its mean: on a machine whose ranks share few
 // cores one descheduled iteration can hold most of a run's mean (p99 of milliseconds against a
 // p50 of tens of microseconds, docs/performance.md), which is the machine's noise, not alpha.
-Calibration fitRows(const CalibrateArgs& a, const std::vector<SweepRow>& rows,
-                    const ReduceMeasurement& reduce, const std::optional<CopyMeasurement>& copy,
-                    const std::optional<CacheRates>& cached) {
+Calibration fitRows(const CalibrateArgs& a, const std::vector<Round>& rounds) {
+  const Round median = medianRound(rounds);
+  const std::vector<SweepRow>& rows = median.rows;
+  const ReduceMeasurement& reduce = median.reduce;
+  const std::optional<CopyMeasurement>& copy = median.copy;
+  const std::optional<CacheRates>& cached = median.cached;
   Calibration cal;
+  cal.rounds = static_cast<int>(rounds.size());
+  cal.roundSlowness = roundSlowness(rounds, median);
   ModelParams base;
   base.gamma = reduce.medianPassSeconds / static_cast<double>(reduce.bufferBytes);
   std::vector<FitSample> samples;
@@ -381,6 +473,19 @@ void printCalibration(const Calibration& c, const std::string& path) {
   } else if (c.copy) {
     std::printf("# in the cache: not measured (--llc SIZE measures it)\n");
   }
+  if (c.rounds > 1) {
+    std::string each;
+    for (double x : c.roundSlowness) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%s%.2f", each.empty() ? "" : " ", x);
+      each += buf;
+    }
+    const auto [lo, hi] = std::minmax_element(c.roundSlowness.begin(), c.roundSlowness.end());
+    std::printf(
+        "# rounds: %d; each round's runs against the median (p50 / median p50, above 1 slower): "
+        "%s; the machine's speed moved %.2fx; rates and runs below are the medians\n",
+        c.rounds, each.c_str(), *hi / *lo);
+  }
   std::printf("#\n#%11s  %-18s  %9s  %9s  %9s  %8s\n", "size", "algorithm", "time", "p50", "fitted",
               "residual");
   std::printf("#%11s  %-18s  %9s  %9s  %9s  %8s\n", "(B)", "", "(us)", "(us)", "(us)", "");
@@ -413,9 +518,13 @@ class CalibrateCommand final : public Command {
     opts_.value("-n,--iters", "N", "timed iterations per run (default 10)");
     opts_.value("-w,--warmup_iters", "N", "untimed iterations before them (default 3)");
     opts_.value("--slice", "SIZE", "pipeline slice (default 1M, as bench)");
+    opts_.value("--rounds", "N",
+                "measure the rates and run the sweep N times, one round after another, and keep "
+                "the median of each (default 5; 1 with --quick): this machine's speed swings "
+                "from one second to the next");
     opts_.flag("--quick", &quick_,
-               "fewer sizes (4K,256K,4M), 5 iterations, 1 warmup, an 8M reduce: a few seconds, "
-               "for tests; less precise");
+               "fewer sizes (4K,256K,4M), 5 iterations, 1 warmup, an 8M reduce, one round: a "
+               "few seconds, for tests; less precise");
     opts_.value("--llc", "SIZE",
                 "the last-level cache's size: also measure the cache-resident rates of the "
                 "shared-memory model, for runs that fit in it (default: not measured; "
@@ -444,6 +553,7 @@ CalibrateArgs CalibrateCommand::parse() const {
     a.reduceBytes = uint64_t{8} << 20;
     a.reducePasses = 3;
     a.warmupRunIters = 20;
+    a.rounds = 1;
   }
   if (auto v = opts_.get("--workers")) c.workers = parseInt(*v, 2, kMaxRanks);
   if (auto v = opts_.get("--data-plane")) {
@@ -466,6 +576,7 @@ CalibrateArgs CalibrateCommand::parse() const {
       throw refuse(*v, "needs at least two different sizes of 4 bytes or more");
     }
   }
+  if (auto v = opts_.get("--rounds")) a.rounds = parseInt(*v, 1, 100);
   if (auto v = opts_.get("--iters")) c.iters = parseInt(*v, 1, 100000);
   if (auto v = opts_.get("--warmup_iters")) c.warmup = parseInt(*v, 0, 100000);
   if (auto v = opts_.get("--slice")) c.sliceSizes = {parseSize(*v)};
@@ -491,18 +602,7 @@ int CalibrateCommand::run() {
     return 0;
   });
   if (refused != 0) return refused;
-  const int cores = usableCores();
-  const ReduceMeasurement reduce =
-      measureReduce(a.reduceBytes, a.cfg.sliceSizes.front(), a.reducePasses, cores);
-  // The shared-memory plane's copy rate, for a calibration of runs over shared memory.
-  std::optional<CopyMeasurement> copy;
-  std::optional<CacheRates> cached;
-  if (a.cfg.dataPlane != DataPlaneKind::Zmq) {
-    copy = measureCopy(a.reduceBytes, a.cfg.sliceSizes.front(), a.reducePasses, cores);
-    cached = measureCacheRates(a, cores);
-  }
-  const std::vector<SweepRow> rows = runCollectives(a);
-  const Calibration cal = fitRows(a, rows, reduce, copy, cached);
+  const Calibration cal = fitRows(a, measureRounds(a, usableCores()));
   writeCalibration(a.out, cal);
   printCalibration(cal, a.out);
   return 0;

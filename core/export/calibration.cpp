@@ -153,6 +153,15 @@ Calibration readTop(const In& top) {
   c.inflight = m["inflight"].i32(1);
   c.iterations = m["iterations"].i32(1);
   c.warmup = m["warmup"].i32(0);
+  if (m.has("rounds")) c.rounds = m["rounds"].i32(1, 100);
+  if (m.has("round_slowness")) {
+    const In rs = m["round_slowness"];
+    if (rs.size() != static_cast<size_t>(c.rounds)) {
+      bad(rs, "has " + std::to_string(rs.size()) + " entries for " + std::to_string(c.rounds) +
+                  " rounds");
+    }
+    c.roundSlowness = readArray<double>(rs, [](const In& x) { return positive(x); });
+  }
   c.rmsRelativeResidual = nonNegative(m["rms_relative_residual"]);
   const In runs = m["runs"];
   if (runs.size() > kMaxRuns) bad(runs, "more than " + std::to_string(kMaxRuns) + " runs");
@@ -194,9 +203,11 @@ std::string calibrationJson(const Calibration& c) {
            {"inflight", c.inflight},
            {"iterations", c.iterations},
            {"warmup", c.warmup},
+           {"rounds", c.rounds},
            {"rms_relative_residual", c.rmsRelativeResidual},
            {"runs", runs},
            {"reduce", reduceJson(c.reduce)}}}};
+  if (!c.roundSlowness.empty()) j["measurements"]["round_slowness"] = c.roundSlowness;
   if (c.copy) j["measurements"]["copy"] = copyJson(*c.copy);
   if (c.copyCached) j["measurements"]["copy_cached"] = copyJson(*c.copyCached);
   if (c.reduceCached) j["measurements"]["reduce_cached"] = reduceJson(*c.reduceCached);

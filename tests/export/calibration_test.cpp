@@ -27,6 +27,8 @@ Calibration sample() {
   c.iterations = 10;
   c.warmup = 3;
   c.rmsRelativeResidual = 0.21;
+  c.rounds = 3;
+  c.roundSlowness = {1.0, 0.875, 1.25};
   c.runs = {{"ring", 4096, 80.5, 70.25, 75.0}, {"ring", 16 << 20, 9000.0, 8800.0, 9100.0}};
   c.reduce = {32 << 20, 1 << 20, 7, 6.5e-3, "avx2"};
   c.copy = CopyMeasurement{32 << 20, 1 << 20, 7, 2.8e-3};
@@ -45,6 +47,8 @@ Calibration sample() {
 // sample()'s JSON without the fields version 3 added, as version 2 wrote it.
 void asVersionTwo(nlohmann::json& j) {
   j["version"] = 2;
+  j["measurements"].erase("rounds");
+  j["measurements"].erase("round_slowness");
   j["params"].erase("shm_copy_cached_s_per_byte");
   j["params"].erase("gamma_cached_s_per_byte");
   j["params"].erase("llc_bytes");
@@ -88,6 +92,8 @@ TEST(Calibration, RoundTripsEveryField) {
   EXPECT_EQ(b.iterations, a.iterations);
   EXPECT_EQ(b.warmup, a.warmup);
   EXPECT_EQ(b.rmsRelativeResidual, a.rmsRelativeResidual);
+  EXPECT_EQ(b.rounds, 3);
+  EXPECT_EQ(b.roundSlowness, a.roundSlowness);
   ASSERT_EQ(b.runs.size(), 2u);
   EXPECT_EQ(b.runs[1].algorithm, "ring");
   EXPECT_EQ(b.runs[1].sizeBytes, a.runs[1].sizeBytes);
@@ -154,6 +160,8 @@ TEST(Calibration, ReadsVersionTwoWithoutTheCacheRates) {
   EXPECT_EQ(b.params.shmCopy, sample().params.shmCopy);
   EXPECT_EQ(b.params.cores, 2);
   EXPECT_EQ(b.params.shmWorkScale, 1.25);
+  EXPECT_EQ(b.rounds, 1);  // files before the rounds were measured in one
+  EXPECT_TRUE(b.roundSlowness.empty());
 }
 
 // A version 1 file (no shared-memory plane) is still read; its runs are costed by the ports.
@@ -256,6 +264,19 @@ TEST(Calibration, RefusesMalformedFilesNamingFileAndField) {
             })).find("calibration.measurements.runs[1].time_us"),
             std::string::npos);
   EXPECT_NE(refusal("[1, 2]").find("calibration: expected an object"), std::string::npos);
+  // A ratio per round, each positive.
+  EXPECT_NE(refusal(edited([](auto& j) {
+              j["measurements"]["round_slowness"] = {1.0, 1.1};
+            })).find("calibration.measurements.round_slowness: has 2 entries for 3 rounds"),
+            std::string::npos);
+  EXPECT_NE(refusal(edited([](auto& j) {
+              j["measurements"]["round_slowness"][2] = 0;
+            })).find("calibration.measurements.round_slowness[2]: must be a positive"),
+            std::string::npos);
+  EXPECT_NE(refusal(edited([](auto& j) {
+              j["measurements"]["rounds"] = 0;
+            })).find("calibration.measurements.rounds"),
+            std::string::npos);
 }
 
 TEST(Calibration, PathFollowsTheEnvironment) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -126,6 +127,29 @@ TEST_F(CalibrateCli, QuickRunOnTwoWorkersSavesPositiveParameters) {
   EXPECT_GT(c.copyCached->bufferBytes, 0u);
 }
 
+// --rounds: the rates and the sweep measured that many times, the medians kept, and each
+// round's speed against them reported.
+TEST_F(CalibrateCli, RoundsKeepTheMedianAndSayHowTheMachineMoved) {
+  const std::string path = (dir_ / "rounds.json").string();
+  const Result r = lab("", "calibrate --workers 2 --quick --rounds 3 --out '" + path + "'");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("# rounds: 3; each round's runs against the median"), std::string::npos)
+      << r.out;
+  const Calibration c = readCalibration(path);
+  expectUsable(c);
+  EXPECT_EQ(c.rounds, 3);
+  ASSERT_EQ(c.roundSlowness.size(), 3u);
+  // --quick has one run of 1 MiB or more (4M), which the ratios are of: the round whose run
+  // was the median one reads exactly 1.
+  EXPECT_NE(std::find(c.roundSlowness.begin(), c.roundSlowness.end(), 1.0), c.roundSlowness.end())
+      << r.out;
+  const std::string onePath = (dir_ / "one.json").string();
+  const Result one = lab("", "calibrate --workers 2 --quick --out '" + onePath + "'");
+  ASSERT_EQ(one.rc, 0) << one.err << one.out;
+  EXPECT_EQ(one.out.find("# rounds:"), std::string::npos) << one.out;
+  EXPECT_EQ(readCalibration(onePath).rounds, 1);  // --quick: one round
+}
+
 TEST_F(CalibrateCli, OutWritesElsewhereAndZmqIsRecorded) {
   const std::string env = (dir_ / "env.json").string(), out = (dir_ / "sub" / "out.json").string();
   const Result r = lab("ARL_CALIBRATION='" + env + "'",
@@ -179,6 +203,9 @@ TEST_F(CalibrateCli, RefusesBadArgumentsBeforeAnyRun) {
   const Result llc = lab("", "calibrate --llc 1K --out /dev/null");
   EXPECT_EQ(llc.rc, 2);
   EXPECT_NE(llc.err.find("--llc 1K: must be 64K or more"), std::string::npos) << llc.err;
+  const Result rounds = lab("", "calibrate --rounds 0 --out /dev/null");
+  EXPECT_EQ(rounds.rc, 2);
+  EXPECT_NE(rounds.err.find("--rounds 0"), std::string::npos) << rounds.err;
 }
 
 TEST_F(CalibrateCli, BenchPredictsWithTheCalibrationAndFitsItsOwnRows) {
