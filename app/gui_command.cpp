@@ -19,6 +19,7 @@
 #include "charts/charts_panel.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "model_choice.h"
 #include "schedule/generators.h"
 #include "topology/topology_pane.h"
 #include "window/main_window.h"
@@ -192,6 +193,7 @@ class GuiCommand final : public Command {
         "--settle", "MS",
         "with --autorun: wait this long after the run before the screenshot (default 1500)");
     declareShaping(opts_);
+    declareModelOption(opts_);
   }
 
   int run() override {
@@ -221,6 +223,8 @@ class GuiCommand final : public Command {
     ui::WindowOptions wo;
     wo.persistSettings = !a_.autorun;
     if (scripted) wo.setup = initialSetup(a_);
+    wo.model = model_.params;
+    wo.modelSource = model_.source;
     ui::MainWindow w(wo);
     w.show();
     if (!a_.recording.empty()) w.openRecording(QString::fromStdString(a_.recording));
@@ -245,6 +249,7 @@ class GuiCommand final : public Command {
     if (auto v = opts_.get("--iters")) a_.iterations = parseInt(*v, 1, 1'000'000);
     if (auto v = opts_.get("--warmup")) a_.warmup = parseInt(*v, 0, 1'000'000);
     checkShaping();
+    model_ = chooseModel(opts_.get("--model"));
     if (auto v = opts_.get("--charts")) {
       const auto& names = chartsTabNames();
       const auto it = std::find(names.begin(), names.end(), v->text);
@@ -302,6 +307,7 @@ class GuiCommand final : public Command {
   CLI::App* sub_;
   Options opts_;
   GuiArgs a_;
+  ModelChoice model_;  // --model, or the saved calibration, as bench and plan choose it
   std::string recording_;
 };
 

@@ -66,6 +66,23 @@ TEST(ChartsData, SampleHasAPointForEverySizeAndAlgorithmWithItsPrediction) {
   EXPECT_NE(c.busbw.y.tooltip.find("2(n"), std::string::npos);
 }
 
+// The size charts name where the model's parameters came from beside their predictions; a
+// chart without predictions does not.
+TEST(ChartsData, SizeChartsNameTheModelsSourceWhereTheyShowPredictions) {
+  BenchReport report = readRecording(samplePath());
+  report.modelSource = "calibration /x/calibration.json (testhost)";
+  const SessionCharts c = sessionCharts(report);
+  for (const XYChartData* d : {&c.busbw, &c.algbw}) {
+    EXPECT_NE(d->note.find("The model's parameters: calibration /x/calibration.json (testhost)."),
+              std::string::npos)
+        << d->note;
+  }
+  EXPECT_EQ(c.slice.note.find("calibration /x"), std::string::npos) << c.slice.note;
+  for (SweepRow& r : report.rows) r.predictedUs = std::nan("");
+  const SessionCharts none = sessionCharts(report);
+  EXPECT_EQ(none.busbw.note.find("The model's parameters"), std::string::npos) << none.busbw.note;
+}
+
 TEST(ChartsData, OneMeasuredAndOneModelSeriesPerAlgorithm) {
   std::vector<ChartRow> rows;
   for (const uint64_t size : {uint64_t{4096}, uint64_t{65536}, uint64_t{1} << 20}) {

@@ -16,6 +16,8 @@
 #include <set>
 
 #include "charts/charts_panel.h"
+#include "model/model.h"
+#include "runtime/sweep.h"
 #include "topology/run_model.h"
 #include "topology/topology_pane.h"
 #include "window/error_banner.h"
@@ -90,8 +92,7 @@ struct Feed {
   }
 };
 
-std::unique_ptr<MainWindow> makeWindow(const SessionSetup& s) {
-  WindowOptions o;
+std::unique_ptr<MainWindow> makeWindow(const SessionSetup& s, WindowOptions o = {}) {
   o.workerBinary = ARL_WORKER_BINARY;
   o.persistSettings = false;
   o.setup = s;
@@ -194,6 +195,36 @@ TEST(WindowRun, ASweepReachesTheChartsAndTheTopologyInOrder) {
   EXPECT_FALSE(w->isRunning());
   EXPECT_TRUE(w->runAction()->isEnabled());
   EXPECT_TRUE(w->banner()->isHidden());
+}
+
+// The window predicts every run with the model it was given (the saved calibration, when
+// `allreduce-lab gui` finds one) and names where it came from beside the dashed lines.
+TEST(WindowRun, RunsArePredictedWithTheWindowsModelAndItsSourceIsNamed) {
+  WindowOptions o;
+  o.model.alpha = 1e-3;  // a millisecond a message: far above the default's microseconds
+  o.modelSource = "calibration /test/calibration.json (testhost)";
+  SessionSetup s = smallSweep();
+  s.size = {false, 16 << 10, 0, 0, 2};
+  auto w = makeWindow(s, o);
+  Feed feed;
+  feed.attach(*w);
+  ASSERT_TRUE(w->run());
+  ASSERT_TRUE(waitUntil([&] { return feed.end.has_value(); }, 120000));
+  ASSERT_EQ(feed.end->error, "");
+  ASSERT_EQ(feed.rows.size(), 1u);
+  const SweepRow& row = feed.rows.front();
+  // A ring of 4 ranks sends 6 messages one after another on every rank: 6 ms at the least.
+  EXPECT_GT(row.predictedUs, 6000.0);
+  ModelParams defaults;
+  CostQuery q = costQueryOf(row, {});
+  EXPECT_LT(predict(q, defaults).seconds * 1e6, 1000.0);  // what the defaults would say
+  EXPECT_EQ(w->report().model.alpha, 1e-3);
+  EXPECT_EQ(w->report().modelSource, o.modelSource);
+  const SessionCharts charts = w->chartsPanel()->charts();
+  EXPECT_NE(charts.busbw.note.find("The model's parameters: " + o.modelSource + "."),
+            std::string::npos)
+      << charts.busbw.note;
+  EXPECT_NE(charts.algbw.note.find(o.modelSource), std::string::npos) << charts.algbw.note;
 }
 
 TEST(WindowRun, StopEndsTheSessionAndTheNextOneRuns) {

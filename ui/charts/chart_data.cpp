@@ -389,6 +389,13 @@ void fillXYCharts(SessionCharts& c, const std::vector<ChartRow>& rows) {
   c.slice = busbwVsSlice(rows);
   c.spread = iterationSpreadChart(rows);
   for (XYChartData* d : {&c.busbw, &c.algbw, &c.slice, &c.spread}) d->subtitle = c.subtitle;
+  if (c.modelSource.empty()) return;
+  for (XYChartData* d : {&c.busbw, &c.algbw}) {
+    const bool predicted =
+        std::any_of(d->series.begin(), d->series.end(),
+                    [](const ChartSeries& s) { return s.style == SeriesStyle::Predicted; });
+    if (predicted) d->note += " The model's parameters: " + c.modelSource + ".";
+  }
 }
 
 void fillRunCharts(SessionCharts& c, const SweepRow* run) {
@@ -410,6 +417,7 @@ void fillRunCharts(SessionCharts& c, const SweepRow* run) {
 SessionCharts sessionCharts(const BenchReport& report, const SweepRow* run) {
   SessionCharts c;
   c.subtitle = sessionSubtitle(report.config, report.workers);
+  c.modelSource = report.modelSource;
   std::vector<ChartRow> rows;
   rows.reserve(report.rows.size());
   for (const SweepRow& r : report.rows) rows.push_back(chartRow(r));

@@ -190,6 +190,9 @@ const SweepRow* defaultTimelineRow(const std::vector<SweepRow>& rows);
 // Every chart of a session, with the session's configuration as each one's subtitle.
 struct SessionCharts {
   std::string subtitle;
+  // Where the model's parameters came from (BenchReport::modelSource): the size charts' notes
+  // name it beside their dashed predictions. Empty: not named.
+  std::string modelSource;
   XYChartData busbw;
   XYChartData algbw;
   XYChartData slice;

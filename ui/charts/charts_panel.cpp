@@ -65,13 +65,15 @@ QWidget* ChartsPanel::wrap(QWidget* view, QLabel** note) {
   return page;
 }
 
-void ChartsPanel::beginSession(const BenchConfig& config, const std::vector<WorkerInfo>& workers) {
+void ChartsPanel::beginSession(const BenchConfig& config, const std::vector<WorkerInfo>& workers,
+                               const std::string& modelSource) {
   config_ = config;
   workers_ = workers;
   rows_.clear();
   live_ = true;
   charts_ = SessionCharts{};
   charts_.subtitle = sessionSubtitle(config_, workers_);
+  charts_.modelSource = modelSource;
   fillRunCharts(charts_, nullptr);
   timer_.stop();
   redraw();
@@ -90,6 +92,7 @@ void ChartsPanel::setReport(const BenchReport& report) {
   rows_.clear();
   for (const SweepRow& r : report.rows) rows_.push_back(chartRow(r));
   charts_.subtitle = sessionSubtitle(config_, workers_);
+  charts_.modelSource = report.modelSource;
   fillRunCharts(charts_, defaultTimelineRow(report.rows));
   redraw();
 }

@@ -27,8 +27,11 @@ class ChartsPanel : public QTabWidget {
   explicit ChartsPanel(QWidget* parent = nullptr);
   ~ChartsPanel() override;
 
-  // Starts a new session: every chart empties and takes this configuration.
-  void beginSession(const BenchConfig& config, const std::vector<WorkerInfo>& workers);
+  // Starts a new session: every chart empties and takes this configuration, and the size
+  // charts name `modelSource` (where the model's parameters came from) beside their
+  // predictions.
+  void beginSession(const BenchConfig& config, const std::vector<WorkerInfo>& workers,
+                    const std::string& modelSource = {});
   // One finished run of the live session.
   void addRow(const SweepRow& row);
   // A whole session at once (a recording, or a finished sweep).

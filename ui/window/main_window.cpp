@@ -154,6 +154,8 @@ bool MainWindow::run() {
   SessionRequest req{setup, sweepSpecOf(setup)};
   BenchReport fresh;
   fresh.config = benchConfigOf(setup);
+  fresh.model = options_.model;
+  fresh.modelSource = options_.modelSource;
   report_ = std::move(fresh);
   req.spec.model = report_.model;
   eventsShown_ = 0;
@@ -201,7 +203,7 @@ void MainWindow::onWorkers(const WorkerList& workers, const QString& joinCommand
 
 void MainWindow::onSessionStarted(const WorkerList& world) {
   report_.workers = world;
-  charts_->beginSession(report_.config, world);
+  charts_->beginSession(report_.config, world, report_.modelSource);
   setMode(tr("● LIVE"), QStringLiteral("#1a7f37"));
 }
 

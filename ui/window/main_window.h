@@ -35,6 +35,10 @@ struct WindowOptions {
   bool persistSettings = true;
   // Start from this setup instead of the saved one (scripted use).
   std::optional<SessionSetup> setup;
+  // The cost model's parameters every run is predicted with, and where they came from (the
+  // calibration `allreduce-lab calibrate` saved, as bench and plan take it: app/model_choice.h).
+  ModelParams model;
+  std::string modelSource = BenchReport{}.modelSource;
 };
 
 class MainWindow : public QMainWindow {
