@@ -397,7 +397,7 @@ Calibration fitRows(const CalibrateArgs& a, const std::vector<Round>& rounds) {
   const std::optional<CacheRates>& cached = median.cached;
   Calibration cal;
   cal.rounds = static_cast<int>(rounds.size());
-  cal.roundSlowness = roundSlowness(rounds, median);
+  if (rounds.size() > 1) cal.roundSlowness = roundSlowness(rounds, median);
   ModelParams base;
   base.gamma = reduce.medianPassSeconds / static_cast<double>(reduce.bufferBytes);
   std::vector<FitSample> samples;

@@ -66,8 +66,8 @@ struct Calibration {
   int warmup = 0;
   // Rounds of measurements: each rate and each run is the median of its rounds'. And each
   // round's runs against those medians (the median ratio of its p50s; above 1: slower), how
-  // much the machine's speed moved while it was calibrated. Version 3 files without them: 1
-  // round, no ratios.
+  // much the machine's speed moved while it was calibrated: none with one round. Version 3
+  // files without them: 1 round, no ratios.
   int rounds = 1;
   std::vector<double> roundSlowness;
   double rmsRelativeResidual = 0;  // of the fit over `runs`

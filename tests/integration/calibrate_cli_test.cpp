@@ -97,7 +97,10 @@ class CalibrateCli : public ::testing::Test {
 
 TEST_F(CalibrateCli, QuickRunOnTwoWorkersSavesPositiveParameters) {
   const std::string path = (dir_ / "cal.json").string();
-  const Result r = lab("ARL_CALIBRATION='" + path + "'", "calibrate --workers 2 --quick --llc 8M");
+  // Three rounds: the medians keep one noisy run (2 workers on a loaded machine) from bending
+  // the fit of --quick's three sizes to a negative alpha or beta, which calibrate refuses.
+  const Result r =
+      lab("ARL_CALIBRATION='" + path + "'", "calibrate --workers 2 --quick --rounds 3 --llc 8M");
   ASSERT_EQ(r.rc, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("# saved to " + path), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rms relative residual"), std::string::npos) << r.out;
@@ -143,11 +146,6 @@ TEST_F(CalibrateCli, RoundsKeepTheMedianAndSayHowTheMachineMoved) {
   // was the median one reads exactly 1.
   EXPECT_NE(std::find(c.roundSlowness.begin(), c.roundSlowness.end(), 1.0), c.roundSlowness.end())
       << r.out;
-  const std::string onePath = (dir_ / "one.json").string();
-  const Result one = lab("", "calibrate --workers 2 --quick --out '" + onePath + "'");
-  ASSERT_EQ(one.rc, 0) << one.err << one.out;
-  EXPECT_EQ(one.out.find("# rounds:"), std::string::npos) << one.out;
-  EXPECT_EQ(readCalibration(onePath).rounds, 1);  // --quick: one round
 }
 
 TEST_F(CalibrateCli, OutWritesElsewhereAndZmqIsRecorded) {
@@ -159,6 +157,9 @@ TEST_F(CalibrateCli, OutWritesElsewhereAndZmqIsRecorded) {
   const Calibration c = readCalibration(out);
   expectUsable(c);
   EXPECT_EQ(c.dataPlane, "zmq");
+  EXPECT_EQ(c.rounds, 1);  // --quick alone: one round, and no line about the rounds
+  EXPECT_TRUE(c.roundSlowness.empty());
+  EXPECT_EQ(r.out.find("# rounds:"), std::string::npos) << r.out;
   EXPECT_FALSE(c.params.shmCopy.has_value());
   EXPECT_FALSE(c.copy.has_value());
 }
