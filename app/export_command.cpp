@@ -55,6 +55,10 @@ ExportCommand::ExportCommand(CLI::App& lab, const std::vector<std::string>& args
   opts_.flag("--csv", &csv_, "the results as CSV (results.csv, bench --csv's columns)");
   opts_.flag("--json", &json_, "the results as JSON (results.json, bench --json's shape)");
   opts_.flag("--trace", &trace_, "the runs as a Perfetto trace (trace.json)");
+  opts_.value("--bandwidth", "mean|median",
+              "what the bandwidth charts measure a run by: the mean over its timed iterations, "
+              "as nccl-tests and the CSV and JSON do (default), or its median iteration (p50), "
+              "which the cost model's prediction is calibrated to");
   opts_.group("Chart size");
   opts_.value("--width", "W", "width in logical pixels, 200..10000 (default 1200)");
   opts_.value("--height", "H", "height in logical pixels, 200..10000 (default 750)");
@@ -93,6 +97,11 @@ ui::ExportOptions ExportCommand::parse() const {
   if (auto h = opts_.get("--height"))
     o.image.height = parseInt(*h, ui::kMinImageSide, ui::kMaxImageSide);
   if (auto s = opts_.get("--scale")) o.image.scale = parseScale(*s);
+  if (auto b = opts_.get("--bandwidth")) {
+    const auto of = ui::parseBandwidthOf(b->text);
+    if (!of) throw refuse(*b, "expected mean or median");
+    o.bandwidthOf = *of;
+  }
   return o;
 }
 

@@ -44,6 +44,7 @@ struct GuiArgs {
   std::optional<int> warmup;
   std::optional<LinkShaping> shaping;
   int chartsTab = -1;  // the charts tab the screenshot shows; -1: the window's default
+  std::optional<ui::BandwidthOf> bandwidthOf;  // --bandwidth: what the bandwidth charts show
   std::string screenshot;
   std::string recording;
   int settleMs = 1500;
@@ -194,6 +195,9 @@ class GuiCommand final : public Command {
         "with --autorun: wait this long after the run before the screenshot (default 1500)");
     declareShaping(opts_);
     declareModelOption(opts_);
+    opts_.value("--bandwidth", "mean|median",
+                "what the bandwidth charts measure a run by: the mean over its timed iterations "
+                "(nccl-tests; default) or its median iteration, which the model predicts");
   }
 
   int run() override {
@@ -226,6 +230,7 @@ class GuiCommand final : public Command {
     wo.model = model_.params;
     wo.modelSource = model_.source;
     ui::MainWindow w(wo);
+    if (a_.bandwidthOf) w.chartsPanel()->setBandwidthOf(*a_.bandwidthOf);
     w.show();
     if (!a_.recording.empty()) w.openRecording(QString::fromStdString(a_.recording));
     if (a_.autorun) autorun(w, a_);
@@ -250,6 +255,10 @@ class GuiCommand final : public Command {
     if (auto v = opts_.get("--warmup")) a_.warmup = parseInt(*v, 0, 1'000'000);
     checkShaping();
     model_ = chooseModel(opts_.get("--model"));
+    if (auto v = opts_.get("--bandwidth")) {
+      a_.bandwidthOf = ui::parseBandwidthOf(v->text);
+      if (!a_.bandwidthOf) throw refuse(*v, "expected mean or median");
+    }
     if (auto v = opts_.get("--charts")) {
       const auto& names = chartsTabNames();
       const auto it = std::find(names.begin(), names.end(), v->text);

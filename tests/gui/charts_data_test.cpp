@@ -83,6 +83,43 @@ TEST(ChartsData, SizeChartsNameTheModelsSourceWhereTheyShowPredictions) {
   EXPECT_EQ(none.busbw.note.find("The model's parameters"), std::string::npos) << none.busbw.note;
 }
 
+// Measured by the median iteration, the bandwidth charts plot S / p50 (busbw times the bus
+// factor), say so, and leave out a run without a median; by the mean, nccl-tests' figures.
+TEST(ChartsData, BandwidthOfTheMedianIterationPlotsSizeOverP50) {
+  std::vector<ChartRow> rows;
+  for (const uint64_t size : {uint64_t{4096}, uint64_t{1} << 20}) {
+    rows.push_back(chartRow(madeRow("ring", size, 65536, 100.0 + size / 1e4, 90.0)));
+  }
+  SweepRow noMedian = madeRow("ring", uint64_t{16} << 20, 65536, 5000.0, 4000.0);
+  noMedian.metrics.spread = {};
+  rows.push_back(chartRow(noMedian));
+  const XYChartData mean = bandwidthVsSize(rows, true);
+  const XYChartData median = bandwidthVsSize(rows, true, BandwidthOf::Median);
+  const ChartSeries* byMean = findSeries(mean, "ring");
+  const ChartSeries* byMedian = findSeries(median, "ring");
+  ASSERT_TRUE(byMean && byMedian);
+  EXPECT_EQ(byMean->points.size(), 3U);
+  ASSERT_EQ(byMedian->points.size(), 2U) << "the run without a median is left out";
+  for (size_t i = 0; i < 2; ++i) {
+    const ChartRow& r = rows[i];
+    const double x = std::log2(static_cast<double>(r.sizeBytes));
+    EXPECT_DOUBLE_EQ(yAt(*byMean, x), r.busbwGBps);
+    const double algbw = static_cast<double>(r.sizeBytes) / r.spread.p50Us / 1e3;
+    EXPECT_NEAR(yAt(*byMedian, x), algbw * 2.0 * 3 / 4, 1e-12 * algbw);
+    EXPECT_GT(yAt(*byMedian, x), yAt(*byMean, x));  // the fixture's p50 is 0.9 of the mean
+  }
+  EXPECT_NE(median.note.find("Solid: measured (the median iteration, p50)."), std::string::npos)
+      << median.note;
+  EXPECT_NE(mean.note.find("Solid: measured (mean over timed iterations)."), std::string::npos);
+  const XYChartData algbw = bandwidthVsSize(rows, false, BandwidthOf::Median);
+  EXPECT_NE(algbw.y.tooltip.find("median"), std::string::npos) << algbw.y.tooltip;
+  const XYChartData slice = busbwVsSlice(rows, BandwidthOf::Median);
+  EXPECT_NE(slice.note.find("median iteration"), std::string::npos) << slice.note;
+  EXPECT_EQ(parseBandwidthOf("median"), BandwidthOf::Median);
+  EXPECT_EQ(parseBandwidthOf("mean"), BandwidthOf::Mean);
+  EXPECT_FALSE(parseBandwidthOf("p99").has_value());
+}
+
 TEST(ChartsData, OneMeasuredAndOneModelSeriesPerAlgorithm) {
   std::vector<ChartRow> rows;
   for (const uint64_t size : {uint64_t{4096}, uint64_t{65536}, uint64_t{1} << 20}) {

@@ -4,6 +4,7 @@
 
 #include <QChart>
 #include <QChartView>
+#include <QComboBox>
 #include <QCoreApplication>
 #include <QElapsedTimer>
 
@@ -45,6 +46,35 @@ TEST(ChartsPanel, ShowsTheSampleRecording) {
   EXPECT_EQ(view->chart()->series().size(), c.busbw.series.size());
   EXPECT_FALSE(c.timeline.bars.empty());
   EXPECT_GT(c.heatMap.maxBytesPerSecond, 0);
+}
+
+// The combo box at the tabs' corner switches the bandwidth charts between the mean and the
+// median iteration, at once, and a new session keeps the choice.
+TEST(ChartsPanel, TheCornerBoxSwitchesTheBandwidthChartsToTheMedian) {
+  ChartsPanel panel;
+  const BenchReport report = readRecording(testing::samplePath());
+  panel.setReport(report);
+  auto* box = qobject_cast<QComboBox*>(panel.cornerWidget(Qt::TopRightCorner));
+  ASSERT_NE(box, nullptr);
+  EXPECT_EQ(panel.bandwidthOf(), BandwidthOf::Mean);
+  const SessionCharts mean = panel.charts();
+  box->setCurrentIndex(1);
+  EXPECT_EQ(panel.bandwidthOf(), BandwidthOf::Median);
+  const SessionCharts median = panel.charts();
+  EXPECT_EQ(median.bandwidthOf, BandwidthOf::Median);
+  const SessionCharts expected = sessionCharts(report, nullptr, BandwidthOf::Median);
+  ASSERT_EQ(median.busbw.series.size(), expected.busbw.series.size());
+  for (size_t i = 0; i < expected.busbw.series.size(); ++i) {
+    ASSERT_EQ(median.busbw.series[i].points.size(), expected.busbw.series[i].points.size());
+    for (size_t j = 0; j < expected.busbw.series[i].points.size(); ++j) {
+      EXPECT_DOUBLE_EQ(median.busbw.series[i].points[j].y, expected.busbw.series[i].points[j].y);
+    }
+  }
+  EXPECT_NE(median.busbw.note, mean.busbw.note);
+  panel.beginSession(report.config, report.workers);
+  EXPECT_EQ(panel.charts().bandwidthOf, BandwidthOf::Median);
+  panel.setBandwidthOf(BandwidthOf::Mean);
+  EXPECT_EQ(box->currentIndex(), 0);
 }
 
 TEST(ChartsPanel, LiveRowsAreRedrawnTogetherOnTheTimer) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QProcess>
 #include <QTemporaryDir>
@@ -58,6 +59,27 @@ TEST(ExportCommand, WritesEveryChartInEveryFormatWithoutADisplay) {
       << "only the formats asked for";
 }
 
+// --bandwidth median: the bandwidth charts measured by the median iteration, which their
+// note says (the SVG keeps the note as text); by default, the mean.
+TEST(ExportCommand, BandwidthMedianChartsSayTheyAreOfTheMedianIteration) {
+  QTemporaryDir dir;
+  const auto busbwSvg = [&](const QString& sub, const QStringList& extra) {
+    const QString out = dir.filePath(sub);
+    const Result r = lab(QStringList{QStringLiteral("export"), sample(), QStringLiteral("--out"),
+                                     out, QStringLiteral("--svg")} +
+                         extra);
+    EXPECT_EQ(r.code, 0) << r.err.toStdString();
+    QFile f(QDir(out).filePath(QStringLiteral("busbw-vs-size.svg")));
+    return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+  };
+  const QString median =
+      busbwSvg(QStringLiteral("median"), {QStringLiteral("--bandwidth"), QStringLiteral("median")});
+  EXPECT_TRUE(median.contains(QStringLiteral("median iteration, p50")));
+  EXPECT_FALSE(median.contains(QStringLiteral("mean over timed iterations")));
+  const QString mean = busbwSvg(QStringLiteral("mean"), {});
+  EXPECT_TRUE(mean.contains(QStringLiteral("mean over timed iterations")));
+}
+
 TEST(ExportCommand, NoFormatFlagWritesAllSix) {
   QTemporaryDir dir;
   const Result r =
@@ -95,6 +117,12 @@ TEST(ExportCommand, RefusesBadInputWithAMessageNamingIt) {
            QStringLiteral("--scale"), QStringLiteral("20")});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(r.err.contains(QStringLiteral("--scale 20"))) << r.err.toStdString();
+
+  r = lab({QStringLiteral("export"), sample(), QStringLiteral("--out"), dir.path(),
+           QStringLiteral("--bandwidth"), QStringLiteral("p99")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(r.err.contains(QStringLiteral("--bandwidth p99: expected mean or median")))
+      << r.err.toStdString();
 
   r = lab({QStringLiteral("export"), sample()});
   EXPECT_EQ(r.code, 2);

@@ -159,6 +159,37 @@ std::string chartTabTitle(ChartKind k) {
   return "chart";
 }
 
+std::string_view bandwidthOfName(BandwidthOf b) {
+  return b == BandwidthOf::Median ? "median" : "mean";
+}
+
+std::optional<BandwidthOf> parseBandwidthOf(std::string_view s) {
+  if (s == "mean") return BandwidthOf::Mean;
+  if (s == "median") return BandwidthOf::Median;
+  return std::nullopt;
+}
+
+namespace {
+
+// `rows` with their bandwidths from the median iteration instead of the mean (algbw = S /
+// p50, busbw = algbw times the busbw factor, as computeMetrics() does from the mean); a row
+// with no median is not plotted. Mean: `rows` as they are.
+std::vector<ChartRow> measuredBy(std::vector<ChartRow> rows, BandwidthOf of) {
+  if (of == BandwidthOf::Mean) return rows;
+  for (ChartRow& r : rows) {
+    if (!(r.spread.p50Us > 0)) {
+      r.ok = false;
+      continue;
+    }
+    r.timeUs = r.spread.p50Us;
+    r.algbwGBps = static_cast<double>(r.sizeBytes) / r.spread.p50Us / 1e3;
+    r.busbwGBps = r.algbwGBps * r.busbwFactor;
+  }
+  return rows;
+}
+
+}  // namespace
+
 ChartRow chartRow(const SweepRow& row) {
   ChartRow c;
   c.sizeBytes = row.sizeBytes;
@@ -219,7 +250,8 @@ std::vector<AxisTick> log2SizeTicks(double minLog2, double maxLog2) {
   return ticks;
 }
 
-XYChartData bandwidthVsSize(const std::vector<ChartRow>& rows, bool busbw) {
+XYChartData bandwidthVsSize(const std::vector<ChartRow>& measured, bool busbw, BandwidthOf of) {
+  const std::vector<ChartRow> rows = measuredBy(measured, of);
   XYChartData d;
   const std::string name = busbw ? "busbw" : "algbw";
   d.title = name + " against message size";
@@ -273,15 +305,20 @@ XYChartData bandwidthVsSize(const std::vector<ChartRow>& rows, bool busbw) {
                         "nccl-tests reports it: the bandwidth of an equivalent flat fabric "
                         "that the algorithm would saturate, comparable across rank counts "
                         "(1 GB = 10\u2079 B)"
-                      : "algbw = S / time: the message size over the slowest rank's mean "
-                        "iteration time (1 GB = 10\u2079 B)";
+                : of == BandwidthOf::Median
+                    ? "algbw = S / time: the message size over the median of the timed "
+                      "iterations' times, each the slowest rank's (1 GB = 10\u2079 B)"
+                    : "algbw = S / time: the message size over the slowest rank's mean "
+                      "iteration time (1 GB = 10\u2079 B)";
   d.note =
-      "Solid: measured (mean over timed iterations). Dashed: the cost model's "
-      "prediction, not a measurement.";
+      std::string(of == BandwidthOf::Median ? "Solid: measured (the median iteration, p50)."
+                                            : "Solid: measured (mean over timed iterations).") +
+      " Dashed: the cost model's prediction, not a measurement.";
   return d;
 }
 
-XYChartData busbwVsSlice(const std::vector<ChartRow>& rows) {
+XYChartData busbwVsSlice(const std::vector<ChartRow>& measured, BandwidthOf of) {
+  const std::vector<ChartRow> rows = measuredBy(measured, of);
   XYChartData d;
   d.title = "busbw against slice size";
   std::set<uint64_t> sizes;
@@ -325,6 +362,7 @@ XYChartData busbwVsSlice(const std::vector<ChartRow>& rows) {
                       "16K,64K,256K,1M) to see where slices get too small or too large."
                     : "Too small a slice pays the per-message cost too often; too large a "
                       "slice leaves the pipeline too short.";
+  if (of == BandwidthOf::Median) d.note += " Measured by the median iteration (p50).";
   return d;
 }
 
@@ -384,9 +422,9 @@ const XYChartData* SessionCharts::xy(ChartKind k) const {
 }
 
 void fillXYCharts(SessionCharts& c, const std::vector<ChartRow>& rows) {
-  c.busbw = bandwidthVsSize(rows, true);
-  c.algbw = bandwidthVsSize(rows, false);
-  c.slice = busbwVsSlice(rows);
+  c.busbw = bandwidthVsSize(rows, true, c.bandwidthOf);
+  c.algbw = bandwidthVsSize(rows, false, c.bandwidthOf);
+  c.slice = busbwVsSlice(rows, c.bandwidthOf);
   c.spread = iterationSpreadChart(rows);
   for (XYChartData* d : {&c.busbw, &c.algbw, &c.slice, &c.spread}) d->subtitle = c.subtitle;
   if (c.modelSource.empty()) return;
@@ -414,8 +452,9 @@ void fillRunCharts(SessionCharts& c, const SweepRow* run) {
   c.heatMap.subtitle = c.subtitle;
 }
 
-SessionCharts sessionCharts(const BenchReport& report, const SweepRow* run) {
+SessionCharts sessionCharts(const BenchReport& report, const SweepRow* run, BandwidthOf of) {
   SessionCharts c;
+  c.bandwidthOf = of;
   c.subtitle = sessionSubtitle(report.config, report.workers);
   c.modelSource = report.modelSource;
   std::vector<ChartRow> rows;

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -87,6 +89,16 @@ struct XYChartData {
 };
 
 // The rows of a session as the charts read them (telemetry is not needed and not kept).
+// The iteration time the bandwidth charts (busbw and algbw against size, busbw against slice)
+// measure a run by: nccl-tests' mean over the timed iterations (the default, and what bench's
+// table and the CSV and JSON report), or the median iteration, p50, which one slow iteration
+// of a short run does not move and which the cost model's prediction is calibrated to.
+enum class BandwidthOf : uint8_t { Mean, Median };
+
+// "mean", "median"; and back (nullopt for anything else).
+std::string_view bandwidthOfName(BandwidthOf b);
+std::optional<BandwidthOf> parseBandwidthOf(std::string_view s);
+
 struct ChartRow {
   uint64_t sizeBytes = 0;
   std::string algorithm;
@@ -119,10 +131,13 @@ std::vector<AxisTick> log2SizeTicks(double minLog2, double maxLog2);
 // model's prediction (predicted bandwidth = size / predicted time, times the busbw factor)
 // dashed beside it. With several slice sizes or slices in flight in a session, each
 // combination is a series of its own.
-XYChartData bandwidthVsSize(const std::vector<ChartRow>& rows, bool busbw);
+// Measured by `of` (a row without a median is left out by Median).
+XYChartData bandwidthVsSize(const std::vector<ChartRow>& rows, bool busbw,
+                            BandwidthOf of = BandwidthOf::Mean);
 
-// busbw against log2 of the slice size, one series per message size (and algorithm).
-XYChartData busbwVsSlice(const std::vector<ChartRow>& rows);
+// busbw against log2 of the slice size, one series per message size (and algorithm), measured
+// by `of`.
+XYChartData busbwVsSlice(const std::vector<ChartRow>& rows, BandwidthOf of = BandwidthOf::Mean);
 
 // The spread of iteration times per size: for each algorithm a band from p50 to p99, the p50
 // line and the largest iteration as markers; y is log10 of microseconds.
@@ -193,6 +208,7 @@ struct SessionCharts {
   // Where the model's parameters came from (BenchReport::modelSource): the size charts' notes
   // name it beside their dashed predictions. Empty: not named.
   std::string modelSource;
+  BandwidthOf bandwidthOf = BandwidthOf::Mean;  // what the bandwidth charts measure by
   XYChartData busbw;
   XYChartData algbw;
   XYChartData slice;
@@ -212,6 +228,8 @@ void fillRunCharts(SessionCharts& c, const SweepRow* run);
 
 // All charts of a report; the timeline and the heat map show `run`, by default
 // defaultTimelineRow(report.rows).
-SessionCharts sessionCharts(const BenchReport& report, const SweepRow* run = nullptr);
+// The bandwidth charts measure by `of`.
+SessionCharts sessionCharts(const BenchReport& report, const SweepRow* run = nullptr,
+                            BandwidthOf of = BandwidthOf::Mean);
 
 }  // namespace arl::ui

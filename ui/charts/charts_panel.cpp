@@ -1,6 +1,7 @@
 #include "charts/charts_panel.h"
 
 #include <QChartView>
+#include <QComboBox>
 #include <QLabel>
 #include <QVBoxLayout>
 #include <cmath>
@@ -39,6 +40,18 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QTabWidget(parent) {
     addTab(pages[static_cast<size_t>(k)],
            QString::fromStdString(chartTabTitle(static_cast<ChartKind>(k))));
   }
+  // What the bandwidth charts measure by, at the tabs' corner: the mean (nccl-tests) or the
+  // median iteration, which the model's dashed line predicts.
+  bandwidthBox_ = new QComboBox(this);
+  bandwidthBox_->addItem(tr("bandwidth of the mean iteration"));
+  bandwidthBox_->addItem(tr("bandwidth of the median iteration"));
+  bandwidthBox_->setToolTip(
+      tr("Mean: nccl-tests' time, the mean over the timed iterations (bench's table, CSV, "
+         "JSON). Median: the middle iteration (p50), which one slow iteration of a short run "
+         "does not move; the cost model's prediction is calibrated to it."));
+  setCornerWidget(bandwidthBox_, Qt::TopRightCorner);
+  connect(bandwidthBox_, &QComboBox::currentIndexChanged, this,
+          [this](int i) { setBandwidthOf(i == 1 ? BandwidthOf::Median : BandwidthOf::Mean); });
   timer_.setSingleShot(true);
   timer_.setInterval(kRedrawIntervalMs);
   connect(&timer_, &QTimer::timeout, this, &ChartsPanel::redraw);
@@ -74,6 +87,7 @@ void ChartsPanel::beginSession(const BenchConfig& config, const std::vector<Work
   charts_ = SessionCharts{};
   charts_.subtitle = sessionSubtitle(config_, workers_);
   charts_.modelSource = modelSource;
+  charts_.bandwidthOf = bandwidthOf_;
   fillRunCharts(charts_, nullptr);
   timer_.stop();
   redraw();
@@ -101,6 +115,16 @@ void ChartsPanel::showRun(const SweepRow& row) {
   fillRunCharts(charts_, &row);
   timeline_->update();
   heatMap_->update();
+}
+
+void ChartsPanel::setBandwidthOf(BandwidthOf of) {
+  if (of == bandwidthOf_) return;
+  bandwidthOf_ = of;
+  bandwidthBox_->setCurrentIndex(of == BandwidthOf::Median ? 1 : 0);
+  charts_.bandwidthOf = of;
+  // The y axes are chosen again: a live session's only grow, and the median's may be lower.
+  for (ChartKind k : kXYKinds) charts_.xy(k)->y = {};
+  redraw();
 }
 
 SessionCharts ChartsPanel::charts() const {

@@ -13,6 +13,7 @@
 #include "export/export.h"
 
 class QChartView;
+class QComboBox;
 class QLabel;
 
 namespace arl::ui {
@@ -40,6 +41,11 @@ class ChartsPanel : public QTabWidget {
   // read; the row need not outlive the call).
   void showRun(const SweepRow& row);
 
+  // What the bandwidth charts measure a run by (the combo box at the tabs' corner); they
+  // redraw at once.
+  void setBandwidthOf(BandwidthOf of);
+  BandwidthOf bandwidthOf() const { return bandwidthOf_; }
+
   // What the charts show now (rows added since the last redraw included).
   SessionCharts charts() const;
   // The chart on tab `index` (tabs are in ChartKind order).
@@ -59,6 +65,8 @@ class ChartsPanel : public QTabWidget {
   std::vector<ChartRow> rows_;
   SessionCharts charts_;
   bool live_ = false;
+  BandwidthOf bandwidthOf_ = BandwidthOf::Mean;
+  QComboBox* bandwidthBox_ = nullptr;
   std::array<std::unique_ptr<XYChartAdapter>, 4> adapters_;  // busbw, algbw, slice, spread
   std::array<QChartView*, 4> views_{};
   std::array<QLabel*, kChartKinds> notes_{};

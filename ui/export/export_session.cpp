@@ -127,7 +127,7 @@ std::vector<std::string> exportSession(const BenchReport& report, const ExportOp
   std::vector<std::string> written;
   const auto has = [&](ExportFormat f) { return options.formats.count(f) > 0; };
   if (has(ExportFormat::Png) || has(ExportFormat::Svg) || has(ExportFormat::Pdf)) {
-    const SessionCharts charts = sessionCharts(report);
+    const SessionCharts charts = sessionCharts(report, nullptr, options.bandwidthOf);
     for (const ExportFormat f : {ExportFormat::Png, ExportFormat::Svg, ExportFormat::Pdf}) {
       if (!has(f)) continue;
       for (int i = 0; i < kChartKinds; ++i) {

@@ -40,6 +40,7 @@ struct ExportOptions {
                                     ExportFormat::Csv,      ExportFormat::Json, ExportFormat::Trace,
                                     ExportFormat::Recording};
   ImageOptions image;
+  BandwidthOf bandwidthOf = BandwidthOf::Mean;  // what the bandwidth charts measure by
 };
 
 // A file could not be written, or the options are out of range; what() names the path or the

@@ -267,7 +267,8 @@ void MainWindow::exportSession() {
   last.image.scale = settings.value(QStringLiteral("export/scale"), last.image.scale).toDouble();
   dialog.setOptions(last);
   if (dialog.exec() != QDialog::Accepted) return;
-  const ExportOptions chosen = dialog.options();
+  ExportOptions chosen = dialog.options();
+  chosen.bandwidthOf = charts_->bandwidthOf();  // the charts as the window shows them
   settings.setValue(QStringLiteral("export/directory"), QString::fromStdString(chosen.directory));
   settings.setValue(QStringLiteral("export/width"), chosen.image.width);
   settings.setValue(QStringLiteral("export/height"), chosen.image.height);
