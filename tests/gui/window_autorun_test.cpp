@@ -47,6 +47,13 @@ TEST(WindowAutorun, BadArgumentsExitWithTwoAndAMessage) {
   ASSERT_TRUE(lab.waitForFinished(30000));
   EXPECT_EQ(lab.exitCode(), 2);
   EXPECT_TRUE(lab.readAllStandardError().contains("--algo nope"));
+  QProcess median;
+  median.setProcessEnvironment(offscreen());
+  median.start(QStringLiteral(ARL_LAB_BINARY),
+               {QStringLiteral("--autorun"), QStringLiteral("--bandwidth"), QStringLiteral("p99")});
+  ASSERT_TRUE(median.waitForFinished(30000));
+  EXPECT_EQ(median.exitCode(), 2);
+  EXPECT_TRUE(median.readAllStandardError().contains("--bandwidth p99: expected mean or median"));
 }
 
 }  // namespace
