@@ -36,6 +36,15 @@ std::string slurp(const fs::path& path) {
   return ss.str();
 }
 
+// calibrate's documented refusal (exit 1, naming the fit) of a fit that a noisy moment bent to
+// a negative alpha or beta. With --quick's three sizes on 2 workers, under parallel ctest, it
+// happened (alpha -10 us with another calibrate running beside it): the tests that need a
+// saved calibration report it as a skip, not a pass.
+bool fitRefused(const Result& r) {
+  return r.rc == 1 && r.err.find("fit: the measurements give alpha") != std::string::npos;
+}
+constexpr const char* kNoisy = "this machine was too noisy for --quick's fit just now: ";
+
 class CalibrateCli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -98,9 +107,10 @@ class CalibrateCli : public ::testing::Test {
 TEST_F(CalibrateCli, QuickRunOnTwoWorkersSavesPositiveParameters) {
   const std::string path = (dir_ / "cal.json").string();
   // Three rounds: the medians keep one noisy run (2 workers on a loaded machine) from bending
-  // the fit of --quick's three sizes to a negative alpha or beta, which calibrate refuses.
+  // the fit of --quick's three sizes (fitRefused() above), mostly.
   const Result r =
       lab("ARL_CALIBRATION='" + path + "'", "calibrate --workers 2 --quick --rounds 3 --llc 8M");
+  if (fitRefused(r)) GTEST_SKIP() << kNoisy << r.err;
   ASSERT_EQ(r.rc, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("# saved to " + path), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rms relative residual"), std::string::npos) << r.out;
@@ -135,6 +145,7 @@ TEST_F(CalibrateCli, QuickRunOnTwoWorkersSavesPositiveParameters) {
 TEST_F(CalibrateCli, RoundsKeepTheMedianAndSayHowTheMachineMoved) {
   const std::string path = (dir_ / "rounds.json").string();
   const Result r = lab("", "calibrate --workers 2 --quick --rounds 3 --out '" + path + "'");
+  if (fitRefused(r)) GTEST_SKIP() << kNoisy << r.err;
   ASSERT_EQ(r.rc, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("# rounds: 3; each round's runs against the median"), std::string::npos)
       << r.out;
@@ -152,6 +163,7 @@ TEST_F(CalibrateCli, OutWritesElsewhereAndZmqIsRecorded) {
   const std::string env = (dir_ / "env.json").string(), out = (dir_ / "sub" / "out.json").string();
   const Result r = lab("ARL_CALIBRATION='" + env + "'",
                        "calibrate --workers 2 --quick --data-plane zmq --out '" + out + "'");
+  if (fitRefused(r)) GTEST_SKIP() << kNoisy << r.err;
   ASSERT_EQ(r.rc, 0) << r.err << r.out;
   EXPECT_FALSE(fs::exists(env));
   const Calibration c = readCalibration(out);
