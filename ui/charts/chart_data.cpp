@@ -159,10 +159,6 @@ std::string chartTabTitle(ChartKind k) {
   return "chart";
 }
 
-std::string_view bandwidthOfName(BandwidthOf b) {
-  return b == BandwidthOf::Median ? "median" : "mean";
-}
-
 std::optional<BandwidthOf> parseBandwidthOf(std::string_view s) {
   if (s == "mean") return BandwidthOf::Mean;
   if (s == "median") return BandwidthOf::Median;

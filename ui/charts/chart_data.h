@@ -95,8 +95,7 @@ struct XYChartData {
 // of a short run does not move and which the cost model's prediction is calibrated to.
 enum class BandwidthOf : uint8_t { Mean, Median };
 
-// "mean", "median"; and back (nullopt for anything else).
-std::string_view bandwidthOfName(BandwidthOf b);
+// "mean" or "median" (the --bandwidth flags' values); nullopt for anything else.
 std::optional<BandwidthOf> parseBandwidthOf(std::string_view s);
 
 struct ChartRow {

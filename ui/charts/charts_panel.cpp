@@ -43,8 +43,8 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QTabWidget(parent) {
   // What the bandwidth charts measure by, at the tabs' corner: the mean (nccl-tests) or the
   // median iteration, which the model's dashed line predicts.
   bandwidthBox_ = new QComboBox(this);
-  bandwidthBox_->addItem(tr("bandwidth of the mean iteration"));
-  bandwidthBox_->addItem(tr("bandwidth of the median iteration"));
+  bandwidthBox_->addItem(tr("bandwidth from the mean time"));
+  bandwidthBox_->addItem(tr("bandwidth from the median iteration"));
   bandwidthBox_->setToolTip(
       tr("Mean: nccl-tests' time, the mean over the timed iterations (bench's table, CSV, "
          "JSON). Median: the middle iteration (p50), which one slow iteration of a short run "
