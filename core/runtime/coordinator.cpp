@@ -616,8 +616,21 @@ struct Coordinator::Impl {
       removePeer(id, {LeaveKind::MissedHeartbeats, 0, "no heartbeat for " + silence}, true);
     }
     if (now >= nextHeartbeat) {
-      for (const auto& p : peers) sendMsg(p.id, heartbeatFor(p));
+      int unconfigured = -1;  // a configuring rank without a Ready whose connection is gone
+      for (const auto& p : peers) {
+        const Delivery d = sendMsg(p.id, heartbeatFor(p));
+        const int r = rankOf(p.id);
+        if (d == Delivery::Unreachable && r >= 0 && run && run->kind == FailKind::None &&
+            run->state == RunState::Configuring && !run->ready[static_cast<size_t>(r)]) {
+          unconfigured = r;
+        }
+      }
       nextHeartbeat = now + opt.heartbeat;
+      // Its RunConfig may have been queued just before the coordinator saw the connection end
+      // (a worker killed between runs, under load): the send succeeded and the message was
+      // lost with the connection. It will never answer Ready, so the run fails now, as an
+      // undelivered RunConfig does, not when liveness gives up on it.
+      if (unconfigured >= 0) failUndelivered(unconfigured, Delivery::Unreachable);
     }
   }
 

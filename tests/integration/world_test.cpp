@@ -170,5 +170,44 @@ TEST(HeldWorld, ARemoteWorkerKilledBetweenRunsFailsTheNextRunAtOnce) {
   EXPECT_NE(byPid(coord.workers(), remote), nullptr);
 }
 
+// Killed as the run is submitted: the coordinator may hand its RunConfig to the connection
+// before it has seen the connection end (the send succeeds, the message is lost with it). The
+// next heartbeat to that rank cannot be delivered, and the run fails then, naming it, long
+// before the 10 s of silence liveness would wait.
+TEST(HeldWorld, ARemoteWorkerKilledAsTheRunIsSubmittedFailsItPromptly) {
+  CoordinatorOptions o = localOptions(2);
+  o.missedHeartbeats = 40;  // liveness: 10 s
+  Coordinator coord(o);
+  test::EventClient client(coord);
+  const int64_t remote = spawnChild(
+      {ARL_WORKER_BINARY, "--connect", coord.endpoint(), "--name", "far", "--host", "elsewhere"});
+  ASSERT_TRUE(waitWorkers(coord, [](const auto& ws) { return ws.size() == 3; }));
+  coord.holdWorld(coord.workers());
+  RunRequest req;
+  req.count = 4096;
+  req.warmup = 0;
+  req.iterations = 2;
+  const RunResult first = client.run(req);
+  ASSERT_EQ(first.state, RunState::Done) << first.error;
+  int remoteRank = -1;
+  for (const auto& w : first.workers)
+    if (w.pid == remote) remoteRank = w.rank;
+  ASSERT_GE(remoteRank, 0);
+
+  const auto t0 = Clock::now();
+  ASSERT_EQ(::kill(static_cast<pid_t>(remote), SIGKILL), 0);
+  const RunResult second = client.run(req);  // at once: the connection's end is not seen yet
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf("remote worker killed as the run was submitted: it failed %.3f s later\n", seconds);
+  EXPECT_EQ(second.state, RunState::Failed);
+  EXPECT_EQ(second.failedRank, remoteRank);
+  EXPECT_NE(second.error.find("rank " + std::to_string(remoteRank) + " (far, pid " +
+                              std::to_string(remote) + ") cannot be reached"),
+            std::string::npos)
+      << second.error;
+  EXPECT_LT(seconds, 3.0);
+  ASSERT_TRUE(waitFor(remote, milliseconds(5000)).has_value());
+}
+
 }  // namespace
 }  // namespace arl
