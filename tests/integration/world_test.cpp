@@ -129,26 +129,44 @@ TEST(HeldWorld, AWorkerJoiningMidSweepIsASpareUntilTheSweepEnds) {
   killAndReap(joiner);
 }
 
-TEST(HeldWorld, ARemoteWorkerKilledBetweenRunsFailsTheNextRunAtOnce) {
+// Two local workers; liveness would take 40 x 250 ms = 10 s, so a failure well before that
+// comes from a send that could not be delivered.
+CoordinatorOptions remoteWorldOptions() {
   CoordinatorOptions o = localOptions(2);
-  // Liveness would take 40 x 250 ms = 10 s: a failure well before that comes from the send.
   o.missedHeartbeats = 40;
-  Coordinator coord(o);
-  test::EventClient client(coord);
-  const int64_t remote = spawnChild(
-      {ARL_WORKER_BINARY, "--connect", coord.endpoint(), "--name", "far", "--host", "elsewhere"});
-  ASSERT_TRUE(waitWorkers(coord, [](const auto& ws) { return ws.size() == 3; }));
-  coord.holdWorld(coord.workers());
+  return o;
+}
+
+RunRequest smallRun() {
   RunRequest req;
   req.count = 4096;
   req.warmup = 0;
   req.iterations = 2;
+  return req;
+}
+
+// Joins a remote worker ("far", on host "elsewhere") to coord's two local ones, holds the
+// world and runs `req` once on it: the remote worker's pid and rank.
+void holdWorldWithARemoteWorker(Coordinator& coord, test::EventClient& client,
+                                const RunRequest& req, int64_t& remote, int& remoteRank) {
+  remote = spawnChild(
+      {ARL_WORKER_BINARY, "--connect", coord.endpoint(), "--name", "far", "--host", "elsewhere"});
+  ASSERT_TRUE(waitWorkers(coord, [](const auto& ws) { return ws.size() == 3; }));
+  coord.holdWorld(coord.workers());
   const RunResult first = client.run(req);
   ASSERT_EQ(first.state, RunState::Done) << first.error;
-  int remoteRank = -1;
   for (const auto& w : first.workers)
     if (w.pid == remote) remoteRank = w.rank;
   ASSERT_GE(remoteRank, 0);
+}
+
+TEST(HeldWorld, ARemoteWorkerKilledBetweenRunsFailsTheNextRunAtOnce) {
+  Coordinator coord(remoteWorldOptions());
+  test::EventClient client(coord);
+  const RunRequest req = smallRun();
+  int64_t remote = -1;
+  int remoteRank = -1;
+  ASSERT_NO_FATAL_FAILURE(holdWorldWithARemoteWorker(coord, client, req, remote, remoteRank));
 
   ASSERT_EQ(::kill(static_cast<pid_t>(remote), SIGKILL), 0);
   ASSERT_TRUE(waitFor(remote, milliseconds(5000)).has_value());
@@ -175,24 +193,12 @@ TEST(HeldWorld, ARemoteWorkerKilledBetweenRunsFailsTheNextRunAtOnce) {
 // next heartbeat to that rank cannot be delivered, and the run fails then, naming it, long
 // before the 10 s of silence liveness would wait.
 TEST(HeldWorld, ARemoteWorkerKilledAsTheRunIsSubmittedFailsItPromptly) {
-  CoordinatorOptions o = localOptions(2);
-  o.missedHeartbeats = 40;  // liveness: 10 s
-  Coordinator coord(o);
+  Coordinator coord(remoteWorldOptions());
   test::EventClient client(coord);
-  const int64_t remote = spawnChild(
-      {ARL_WORKER_BINARY, "--connect", coord.endpoint(), "--name", "far", "--host", "elsewhere"});
-  ASSERT_TRUE(waitWorkers(coord, [](const auto& ws) { return ws.size() == 3; }));
-  coord.holdWorld(coord.workers());
-  RunRequest req;
-  req.count = 4096;
-  req.warmup = 0;
-  req.iterations = 2;
-  const RunResult first = client.run(req);
-  ASSERT_EQ(first.state, RunState::Done) << first.error;
+  const RunRequest req = smallRun();
+  int64_t remote = -1;
   int remoteRank = -1;
-  for (const auto& w : first.workers)
-    if (w.pid == remote) remoteRank = w.rank;
-  ASSERT_GE(remoteRank, 0);
+  ASSERT_NO_FATAL_FAILURE(holdWorldWithARemoteWorker(coord, client, req, remote, remoteRank));
 
   const auto t0 = Clock::now();
   ASSERT_EQ(::kill(static_cast<pid_t>(remote), SIGKILL), 0);
