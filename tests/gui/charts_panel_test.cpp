@@ -75,6 +75,11 @@ TEST(ChartsPanel, TheCornerBoxSwitchesTheBandwidthChartsToTheMedian) {
   EXPECT_EQ(panel.charts().bandwidthOf, BandwidthOf::Median);
   panel.setBandwidthOf(BandwidthOf::Mean);
   EXPECT_EQ(box->currentIndex(), 0);
+  // Shown only where it changes something: the bandwidth tabs.
+  panel.setCurrentIndex(static_cast<int>(ChartKind::StepTimeline));
+  EXPECT_TRUE(box->isHidden());
+  panel.setCurrentIndex(static_cast<int>(ChartKind::BusbwVsSlice));
+  EXPECT_FALSE(box->isHidden());
 }
 
 TEST(ChartsPanel, LiveRowsAreRedrawnTogetherOnTheTimer) {

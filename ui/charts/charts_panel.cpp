@@ -52,6 +52,12 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QTabWidget(parent) {
   setCornerWidget(bandwidthBox_, Qt::TopRightCorner);
   connect(bandwidthBox_, &QComboBox::currentIndexChanged, this,
           [this](int i) { setBandwidthOf(i == 1 ? BandwidthOf::Median : BandwidthOf::Mean); });
+  // Shown only on the tabs it changes: the timeline, heat map and spread are not bandwidths.
+  connect(this, &QTabWidget::currentChanged, this, [this](int tab) {
+    const ChartKind k = kindOfTab(tab);
+    bandwidthBox_->setVisible(k == ChartKind::BusbwVsSize || k == ChartKind::AlgbwVsSize ||
+                              k == ChartKind::BusbwVsSlice);
+  });
   timer_.setSingleShot(true);
   timer_.setInterval(kRedrawIntervalMs);
   connect(&timer_, &QTimer::timeout, this, &ChartsPanel::redraw);
