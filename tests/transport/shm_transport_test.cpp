@@ -632,9 +632,9 @@ TEST_P(ShmAbortDuringWait, EndsTheWaitAtOnce) {
   ShmOptions opt = ringOf(kSmallRing);
   opt.spin = phase.spin;
   opt.yieldFor = phase.yieldFor;
-  opt.yieldStall = std::chrono::hours(1);  // this test's yields never switch yielding off
-  // A yield that stalled in an earlier test of this process switches yielding off for
-  // yieldBackoff (1 s) in every wait: wait that out, so the wait below does yield.
+  opt.yieldCostLimit = std::chrono::hours(1);  // this test's yields never switch yielding off
+  // Costly yields in an earlier test of this process switch yielding off for yieldBackoff
+  // (1 s) in every wait: wait that out, so the wait below does yield.
   std::this_thread::sleep_for(milliseconds(1100));
   auto mesh = fullMesh(2, opt);
   std::string error;
@@ -1458,35 +1458,68 @@ namespace {
 // The wait settings a worker takes from its environment, and the refusal of anything that is
 // not a whole number of microseconds.
 TEST(ShmDataPlane, WaitSettingsFromTheEnvironment) {
-  const char* names[] = {"ARL_SHM_SPIN_US", "ARL_SHM_YIELD_US", "ARL_SHM_YIELD_STALL_US"};
+  const char* names[] = {"ARL_SHM_SPIN_US", "ARL_SHM_YIELD_US", "ARL_SHM_YIELD_COST_US"};
   for (const char* n : names) ::unsetenv(n);
   ShmOptions base;
   base.spin = std::chrono::microseconds(3);
   const ShmOptions same = shmWaitsFromEnv(base);
   EXPECT_EQ(same.spin.count(), 3);
   EXPECT_EQ(same.yieldFor, base.yieldFor);
-  EXPECT_EQ(same.yieldStall, base.yieldStall);
+  EXPECT_EQ(same.yieldCostLimit, base.yieldCostLimit);
 
   ::setenv("ARL_SHM_SPIN_US", "7", 1);
   ::setenv("ARL_SHM_YIELD_US", "0", 1);
-  ::setenv("ARL_SHM_YIELD_STALL_US", "1000000000", 1);
+  ::setenv("ARL_SHM_YIELD_COST_US", "1000000000", 1);
   const ShmOptions set = shmWaitsFromEnv(base);
   EXPECT_EQ(set.spin.count(), 7);
   EXPECT_EQ(set.yieldFor.count(), 0);
-  EXPECT_EQ(set.yieldStall.count(), 1'000'000'000);
+  EXPECT_EQ(set.yieldCostLimit.count(), 1'000'000'000);
 
   for (const char* bad : {"-1", "1e3", "12 ", "abc", "1000000001"}) {
-    ::setenv("ARL_SHM_YIELD_STALL_US", bad, 1);
+    ::setenv("ARL_SHM_YIELD_COST_US", bad, 1);
     try {
       (void)shmWaitsFromEnv(base);
       ADD_FAILURE() << "accepted '" << bad << "'";
     } catch (const ConfigError& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string("ARL_SHM_YIELD_STALL_US='") + bad + "'"),
+      EXPECT_NE(std::string(e.what()).find(std::string("ARL_SHM_YIELD_COST_US='") + bad + "'"),
                 std::string::npos)
           << e.what();
     }
   }
   for (const char* n : names) ::unsetenv(n);
+}
+
+// What switches yielding off (ShmOptions::yieldCostLimit): the mean of the recent yields, not
+// one slow yield. A rank of the lab's own that computes for a whole slice stalls a yield now
+// and then; a program that keeps the cores busy stalls most of them.
+TEST(YieldCost, OneStalledYieldAmongQuickOnesDoesNotSwitchYieldingOff) {
+  using std::chrono::microseconds;
+  const microseconds limit(300);
+  YieldCost cost;
+  for (int i = 0; i < 1000; ++i) ASSERT_FALSE(cost.costly(microseconds(2), limit)) << i;
+  EXPECT_LT(cost.mean(), microseconds(5));
+  EXPECT_FALSE(cost.costly(microseconds(5000), limit));  // a whole slice: 5 ms
+  EXPECT_GT(cost.mean(), microseconds(100));
+  // The quick yields after it bring the mean back down.
+  for (int i = 0; i < 200; ++i) ASSERT_FALSE(cost.costly(microseconds(2), limit)) << i;
+  EXPECT_LT(cost.mean(), microseconds(5));
+  // Two whole slices waited out one after the other do.
+  EXPECT_FALSE(cost.costly(microseconds(5000), limit));
+  EXPECT_TRUE(cost.costly(microseconds(5000), limit));
+}
+
+TEST(YieldCost, YieldsThatEachWaitOutSomeoneElsesSliceSwitchItOffWithinAFewAndStartAfresh) {
+  using std::chrono::microseconds;
+  const microseconds limit(300);
+  YieldCost cost;
+  for (int i = 0; i < 100; ++i) ASSERT_FALSE(cost.costly(microseconds(2), limit));
+  // Yields of 1.5 ms each, below any single-yield threshold of 2.5 ms: costly all the same.
+  int yields = 0;
+  while (!cost.costly(microseconds(1500), limit)) ASSERT_LT(++yields, 12);
+  EXPECT_GE(yields, 3);
+  // Measured afresh after the backoff: the first slow yield alone is not enough again.
+  EXPECT_EQ(cost.mean(), microseconds(0));
+  EXPECT_FALSE(cost.costly(microseconds(1500), limit));
 }
 
 }  // namespace

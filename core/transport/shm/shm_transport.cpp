@@ -170,9 +170,10 @@ void prefault(void* p, size_t n) {
 enum class WaitEnd { Ready, Timeout, Aborted, PeerGone, Closed };
 
 // Until this steady-clock time (ns since its epoch), waits sleep without yielding (see
-// ShmOptions::yieldStall). For the whole process: the load that made a yield stall is
-// outside this data plane, and outlives it.
+// ShmOptions::yieldCostLimit). For the whole process: what made its yields costly is outside
+// this data plane, and outlives it.
 std::atomic<int64_t> g_noYieldUntil{0};
+YieldCost g_yieldCost;
 
 // Polls, yields, then sleeps on `signal` until ready(); see "Waiting" in the header.
 // closed() is looked at only when not ready, and ready() once more after it is true, so
@@ -203,15 +204,16 @@ WaitEnd waitFor(const ShmOptions& o, const std::atomic<bool>& aborted, Ready rea
         ::sched_yield();
         const auto before = now;
         now = SteadyClock::now();
-        if (ready()) return WaitEnd::Ready;
-        if (isAborted()) return WaitEnd::Aborted;
-        // A yield that took this long handed the core to something that ran a whole time
-        // slice, most likely not a rank of ours: sleep instead of yielding for a while.
-        if (now - before > o.yieldStall) {
+        // Yields this costly hand the core to what runs whole time slices: sleep instead of
+        // yielding for a while.
+        const bool costly = g_yieldCost.costly(now - before, o.yieldCostLimit);
+        if (costly) {
           g_noYieldUntil.store((now + o.yieldBackoff).time_since_epoch().count(),
                                std::memory_order_relaxed);
-          break;
         }
+        if (ready()) return WaitEnd::Ready;
+        if (isAborted()) return WaitEnd::Aborted;
+        if (costly) break;
       } while (now < yieldEnd);
     }
   }
@@ -388,8 +390,20 @@ std::chrono::microseconds microsecondsFromEnv(const char* name, std::chrono::mic
 ShmOptions shmWaitsFromEnv(ShmOptions base) {
   base.spin = microsecondsFromEnv("ARL_SHM_SPIN_US", base.spin);
   base.yieldFor = microsecondsFromEnv("ARL_SHM_YIELD_US", base.yieldFor);
-  base.yieldStall = microsecondsFromEnv("ARL_SHM_YIELD_STALL_US", base.yieldStall);
+  base.yieldCostLimit = microsecondsFromEnv("ARL_SHM_YIELD_COST_US", base.yieldCostLimit);
   return base;
+}
+
+bool YieldCost::costly(std::chrono::nanoseconds took, std::chrono::nanoseconds limit) {
+  int64_t mean = meanNs_.load(std::memory_order_relaxed);
+  mean += (took.count() - mean) / 32;
+  const bool over = mean >= limit.count();
+  meanNs_.store(over ? 0 : mean, std::memory_order_relaxed);
+  return over;
+}
+
+std::chrono::nanoseconds YieldCost::mean() const {
+  return std::chrono::nanoseconds(meanNs_.load(std::memory_order_relaxed));
 }
 
 struct ShmDataPlane::Impl {

@@ -59,6 +59,7 @@
 // except abort(), which any thread may call.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -84,16 +85,17 @@ struct ShmOptions {
   // ARL_SHM_YIELD_US when set (docs/dataplane.md).
   std::chrono::microseconds spin{0};
   std::chrono::microseconds yieldFor{2000};
-  // A single yield that takes longer than yieldStall gave the core to a program that ran a
-  // whole time slice (a compiler, say), not to a rank that had a message to pass on. With
-  // such programs about, a rank that yields waits out their slices (milliseconds) and spends
-  // the CPU share that would get it scheduled when its data comes, while one asleep on the
-  // futex is woken and scheduled at once. So after such a yield every wait in the process
-  // sleeps without yielding for yieldBackoff.
-  // 2.5 ms: here a busy program's turn took 3-5 ms, while the lab's own threads (a worker's
-  // control thread shipping telemetry, the coordinator) stalled yields for up to 1-2 ms,
-  // which a lower threshold mistook for foreign load (docs/performance.md).
-  std::chrono::microseconds yieldStall{2500};
+  // Yielding turns costly when something that runs whole time slices keeps the cores busy (a
+  // compiler, say, or ranks that each compute for a slice on fewer cores than ranks): a rank
+  // that yields waits out their slices (milliseconds) and spends the CPU share that would get
+  // it scheduled when its data comes, while one asleep on the futex is woken and scheduled at
+  // once. So once the mean of the process's recent yields (YieldCost) reaches yieldCostLimit,
+  // every wait of the process sleeps without yielding for yieldBackoff.
+  // The mean, not a single yield: the lab's own ranks stall a yield for a whole slice now and
+  // then (2.5-5.9 ms, about once in three seconds a worker with 4 workers on 2 cores here),
+  // and a second of sleeping after any one such yield made 256 KiB - 1 MiB runs 1.5-1.8x
+  // slower (docs/dataplane.md, "Waiting"). The worker takes it from ARL_SHM_YIELD_COST_US.
+  std::chrono::microseconds yieldCostLimit{300};
   std::chrono::milliseconds yieldBackoff{1000};
   // How long send() may wait for room in a peer's ring before failing with PeerError. None
   // by default: a receiver that is slow is alive, one whose process ended is seen by the wait
@@ -109,10 +111,25 @@ struct ShmOptions {
   LinkShaping shaping;
 };
 
-// `base` with spin, yieldFor and yieldStall taken from ARL_SHM_SPIN_US, ARL_SHM_YIELD_US and
-// ARL_SHM_YIELD_STALL_US where set (whole microseconds, 0 to 1e9). Throws ConfigError naming the
-// variable on anything else.
+// `base` with spin, yieldFor and yieldCostLimit taken from ARL_SHM_SPIN_US, ARL_SHM_YIELD_US
+// and ARL_SHM_YIELD_COST_US where set (whole microseconds, 0 to 1e9). Throws ConfigError naming
+// the variable on anything else.
 ShmOptions shmWaitsFromEnv(ShmOptions base);
+
+// The mean duration of a process's recent yields, each new one weighing 1/32 (about the last
+// 32 count). A yield returns within microseconds when nothing else wants the core, and after
+// whole time slices of what runs instead when something does. Threads may share one: a lost
+// update only blurs the mean.
+class YieldCost {
+ public:
+  // A yield took `took`: true when the mean has reached `limit`; the mean then starts again
+  // from 0, so that the yields after a backoff are judged on their own.
+  bool costly(std::chrono::nanoseconds took, std::chrono::nanoseconds limit);
+  std::chrono::nanoseconds mean() const;
+
+ private:
+  std::atomic<int64_t> meanNs_{0};
+};
 
 class ShmDataPlane final : public Transport {
  public:
