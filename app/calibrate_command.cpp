@@ -30,6 +30,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -46,6 +47,7 @@
 #include "runtime/process.h"
 #include "runtime/sweep.h"
 #include "schedule/generators.h"
+#include "transport/shm_ring.h"
 
 namespace arl::app {
 
@@ -97,20 +99,23 @@ int usableCores() {
 // thread's passes. The lab's local workers outnumber or match the cores, so while one rank
 // copies or reduces every core is busy with another: the rates the model needs are those of
 // a core among busy ones, which share the memory bandwidth, not of one core alone.
-template <typename Work>
-double concurrentPassSeconds(int threads, int passes, uint64_t bytes, uint64_t slice) {
+template <typename Work, typename... Args>
+double concurrentPassSeconds(int threads, int passes, uint64_t bytes, uint64_t slice,
+                             const Args&... args) {
   std::vector<std::vector<double>> secs(static_cast<size_t>(threads));
   std::barrier sync(threads);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
-      Work w(bytes);
+      Work w(bytes, args...);
       for (int p = 0; p < passes; ++p) {
         sync.arrive_and_wait();  // every thread's pass starts together
         const auto t0 = SteadyClock::now();
         for (uint64_t off = 0; off < bytes; off += slice) w.pass(off, std::min(slice, bytes - off));
-        secs[static_cast<size_t>(t)].push_back(
-            std::chrono::duration<double>(SteadyClock::now() - t0).count());
+        double took = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+        // Work that times only part of its pass says how long that part took.
+        if constexpr (requires { w.takeTimedSeconds(); }) took = w.takeTimedSeconds();
+        secs[static_cast<size_t>(t)].push_back(took);
       }
     });
   }
@@ -164,6 +169,53 @@ class CopyWork : Buffers<2> {
   }
 };
 
+// The shared-memory plane's send: each slice copied into a ring of `ringBytes` written round
+// and round, as a sender fills its receiver's ring (transport/shm): from a buffer (Fresh
+// false), or just after the CPU backend reduced it into a temporary, as a RecvReduceSend sends
+// its result (Fresh true: a payload in the core's cache; only the copies are timed).
+template <bool Fresh>
+class SendWork : Buffers<2> {
+ public:
+  SendWork(uint64_t bytes, uint64_t slice, uint64_t ringBytes)
+      : Buffers(bytes),
+        ringBytes_(ringBytes),
+        ring_(allocateTouched(ringBytes)),
+        tmp_(allocateTouched(slice)) {}
+  ~SendWork() {
+    cpu_.deallocate(ring_);
+    cpu_.deallocate(tmp_);
+  }
+  SendWork(const SendWork&) = delete;
+  SendWork& operator=(const SendWork&) = delete;
+
+  void pass(uint64_t off, uint64_t len) {
+    if (pos_ + len > ringBytes_) pos_ = 0;
+    const unsigned char* from = p_[0] + off;
+    if constexpr (Fresh) {
+      cpu_.wait(cpu_.reduceFromHost(tmp_, p_[0] + off, p_[1] + off, len / sizeof(float),
+                                    DataType::Float, RedOp::Sum));
+      from = tmp_;
+    }
+    const auto t0 = SteadyClock::now();
+    std::memcpy(ring_ + pos_, from, static_cast<size_t>(len));
+    timed_ += std::chrono::duration<double>(SteadyClock::now() - t0).count();
+    pos_ += len;
+  }
+  double takeTimedSeconds() { return std::exchange(timed_, 0.0); }
+
+ private:
+  unsigned char* allocateTouched(uint64_t n) {
+    auto* p = static_cast<unsigned char*>(cpu_.allocate(static_cast<size_t>(n)));
+    std::memset(p, 0x3c, static_cast<size_t>(n));
+    return p;
+  }
+  uint64_t ringBytes_;
+  unsigned char* ring_;
+  unsigned char* tmp_;
+  uint64_t pos_ = 0;
+  double timed_ = 0;
+};
+
 // The reduction on every core at once (gamma), slice by slice as the executor reduces.
 ReduceMeasurement measureReduce(uint64_t bytes, uint64_t slice, int passes, int cores) {
   ReduceMeasurement m;
@@ -178,6 +230,20 @@ ReduceMeasurement measureReduce(uint64_t bytes, uint64_t slice, int passes, int 
 // The copy on every core at once (the shared-memory plane's copy rate).
 CopyMeasurement measureCopy(uint64_t bytes, uint64_t slice, int passes, int cores) {
   return {bytes, slice, passes, concurrentPassSeconds<CopyWork>(cores, passes, bytes, slice)};
+}
+
+// The sends on every core at once, into rings of the size the workers give a run of `slice`
+// slices and `inflight` of them in flight (shmRingBytes()), from buffers and fresh.
+SendMeasurement measureSend(uint64_t bytes, uint64_t slice, int inflight, int passes, int cores) {
+  SendMeasurement m;
+  m.ringBytes = shmRingBytes(static_cast<size_t>(slice), inflight);
+  m.fromBuffer = {
+      bytes, slice, passes,
+      concurrentPassSeconds<SendWork<false>>(cores, passes, bytes, slice, slice, m.ringBytes)};
+  m.fresh = {
+      bytes, slice, passes,
+      concurrentPassSeconds<SendWork<true>>(cores, passes, bytes, slice, slice, m.ringBytes)};
+  return m;
 }
 
 // Bytes per buffer for a measurement with `buffers` buffers on each of `cores` threads that
@@ -265,6 +331,7 @@ std::vector<SweepRow> runSweep(Coordinator& coord, const SweepSpec& spec) {
 struct Round {
   ReduceMeasurement reduce;
   std::optional<CopyMeasurement> copy;
+  std::optional<SendMeasurement> send;
   std::optional<CacheRates> cached;
   std::vector<SweepRow> rows;
 };
@@ -306,6 +373,7 @@ std::vector<Round> measureRounds(const CalibrateArgs& a, int cores) {
     // The shared-memory plane's copy rate, for a calibration of runs over shared memory.
     if (c.dataPlane != DataPlaneKind::Zmq) {
       r.copy = measureCopy(a.reduceBytes, slice, a.reducePasses, cores);
+      r.send = measureSend(a.reduceBytes, slice, c.inflights.front(), a.reducePasses, cores);
       r.cached = measureCacheRates(a, cores);
     }
     r.rows = runSweep(coord, sweepSpecOf(c, a.sizes));
@@ -321,6 +389,14 @@ Round medianRound(const std::vector<Round>& rounds) {
   m.reduce = medianBy(rounds, [](const Round& r) { return r.reduce.medianPassSeconds; }).reduce;
   if (rounds.front().copy) {
     m.copy = medianBy(rounds, [](const Round& r) { return r.copy->medianPassSeconds; }).copy;
+    SendMeasurement send = *rounds.front().send;
+    send.fromBuffer = medianBy(rounds, [](const Round& r) {
+                        return r.send->fromBuffer.medianPassSeconds;
+                      }).send->fromBuffer;
+    send.fresh = medianBy(rounds, [](const Round& r) {
+                   return r.send->fresh.medianPassSeconds;
+                 }).send->fresh;
+    m.send = send;
   }
   if (rounds.front().cached) {
     CacheRates c = *rounds.front().cached;
@@ -420,6 +496,14 @@ Calibration fitRows(const CalibrateArgs& a, const std::vector<Round>& rounds) {
       cal.reduceCached = cached->reduce;
       cal.llcSource = cached->source;
     }
+    if (median.send) {
+      const SendMeasurement& sm = *median.send;
+      cal.params.shmSend =
+          sm.fromBuffer.medianPassSeconds / static_cast<double>(sm.fromBuffer.bufferBytes);
+      cal.params.shmSendFresh =
+          sm.fresh.medianPassSeconds / static_cast<double>(sm.fresh.bufferBytes);
+      cal.send = sm;
+    }
     cal.params.shmWorkScale = fitWorkScale(rows, cal.params);
     cal.copy = copy;
   }
@@ -460,6 +544,17 @@ void printCalibration(const Calibration& c, const std::string& path) {
                 formatSize(c.copy->bufferBytes).c_str(), formatSize(c.copy->sliceBytes).c_str(),
                 formatTimeUs(c.copy->medianPassSeconds * 1e6).c_str(), c.copy->passes,
                 c.params.cores);
+  }
+  if (c.send) {
+    const SendMeasurement& s = *c.send;
+    std::printf(
+        "# send: into a %.1f MiB ring, every core at once, %s in %s slices: from a buffer %.2f "
+        "GB/s, "
+        "fresh (just reduced) %.2f GB/s\n",
+        static_cast<double>(s.ringBytes) / (1 << 20), formatSize(s.fromBuffer.bufferBytes).c_str(),
+        formatSize(s.fromBuffer.sliceBytes).c_str(),
+        1e-9 * static_cast<double>(s.fromBuffer.bufferBytes) / s.fromBuffer.medianPassSeconds,
+        1e-9 * static_cast<double>(s.fresh.bufferBytes) / s.fresh.medianPassSeconds);
   }
   if (c.copyCached && c.reduceCached) {
     std::printf(

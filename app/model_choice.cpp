@@ -73,6 +73,11 @@ std::string paramsText(const ModelParams& p) {
                   1e-9 / *p.shmCopy, p.cores, p.shmWorkScale);
     out += buf;
   }
+  if (p.shmSend && p.shmSendFresh) {
+    std::snprintf(buf, sizeof buf, ", send %.2f GB/s (fresh %.2f GB/s)", 1e-9 / *p.shmSend,
+                  1e-9 / *p.shmSendFresh);
+    out += buf;
+  }
   if (p.shmCopyCached && p.gammaCached && p.llcBytes > 0) {
     std::snprintf(buf, sizeof buf, "; in a %s cache: copy %.2f GB/s, reduce %.2f GB/s",
                   formatSize(p.llcBytes).c_str(), 1e-9 / *p.shmCopyCached, 1e-9 / *p.gammaCached);

@@ -93,6 +93,15 @@ CopyMeasurement readCopy(const In& a) {
   return m;
 }
 
+SendMeasurement readSend(const In& a) {
+  const In o = a.object();
+  SendMeasurement m;
+  m.ringBytes = o["ring_bytes"].u64();
+  m.fromBuffer = readCopy(o["from_buffer"]);
+  m.fresh = readCopy(o["fresh"]);
+  return m;
+}
+
 void readHeader(const In& top) {
   const std::string& format = top["format"].str();
   if (format != kCalibrationFormat) {
@@ -135,6 +144,10 @@ Calibration readTop(const In& top) {
   if (p.has("shm_copy_s_per_byte")) c.params.shmCopy = positive(p["shm_copy_s_per_byte"]);
   if (p.has("cores")) c.params.cores = p["cores"].i32(1, 1 << 16);
   if (p.has("shm_work_scale")) c.params.shmWorkScale = positive(p["shm_work_scale"]);
+  if (p.has("shm_send_s_per_byte")) c.params.shmSend = positive(p["shm_send_s_per_byte"]);
+  if (p.has("shm_send_fresh_s_per_byte")) {
+    c.params.shmSendFresh = positive(p["shm_send_fresh_s_per_byte"]);
+  }
   if (p.has("shm_copy_cached_s_per_byte")) {
     c.params.shmCopyCached = positive(p["shm_copy_cached_s_per_byte"]);
   }
@@ -171,6 +184,14 @@ Calibration readTop(const In& top) {
   if (c.params.shmCopy.has_value() != c.copy.has_value()) {
     bad(top["params"], "a shared-memory copy rate comes with its measurement (measurements.copy)");
   }
+  if (m.has("send")) c.send = readSend(m["send"]);
+  const bool sendRates = c.params.shmSend && c.params.shmSendFresh;
+  if ((c.params.shmSend || c.params.shmSendFresh || c.send) &&
+      !(sendRates && c.send && c.params.shmCopy)) {
+    bad(top["params"],
+        "the send rates (shm_send_s_per_byte, shm_send_fresh_s_per_byte) come together, with a "
+        "shared-memory copy rate and their measurement (measurements.send)");
+  }
   readCacheRates(top, m, c);
   return c;
 }
@@ -186,6 +207,8 @@ std::string calibrationJson(const Calibration& c) {
   if (c.params.shmCopy) params["shm_copy_s_per_byte"] = *c.params.shmCopy;
   if (c.params.cores > 0) params["cores"] = c.params.cores;
   if (c.params.shmCopy) params["shm_work_scale"] = c.params.shmWorkScale;
+  if (c.params.shmSend) params["shm_send_s_per_byte"] = *c.params.shmSend;
+  if (c.params.shmSendFresh) params["shm_send_fresh_s_per_byte"] = *c.params.shmSendFresh;
   if (c.params.shmCopyCached) params["shm_copy_cached_s_per_byte"] = *c.params.shmCopyCached;
   if (c.params.gammaCached) params["gamma_cached_s_per_byte"] = *c.params.gammaCached;
   if (c.params.llcBytes > 0) params["llc_bytes"] = c.params.llcBytes;
@@ -209,6 +232,11 @@ std::string calibrationJson(const Calibration& c) {
            {"reduce", reduceJson(c.reduce)}}}};
   if (!c.roundSlowness.empty()) j["measurements"]["round_slowness"] = c.roundSlowness;
   if (c.copy) j["measurements"]["copy"] = copyJson(*c.copy);
+  if (c.send) {
+    j["measurements"]["send"] = Json{{"ring_bytes", c.send->ringBytes},
+                                     {"from_buffer", copyJson(c.send->fromBuffer)},
+                                     {"fresh", copyJson(c.send->fresh)}};
+  }
   if (c.copyCached) j["measurements"]["copy_cached"] = copyJson(*c.copyCached);
   if (c.reduceCached) j["measurements"]["reduce_cached"] = reduceJson(*c.reduceCached);
   if (!c.llcSource.empty()) j["measurements"]["llc_source"] = c.llcSource;

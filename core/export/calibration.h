@@ -20,9 +20,10 @@ inline constexpr std::string_view kCalibrationFormat = "allreduce-lab-calibratio
 // params.cores, measurements.copy); version 3 the rates on a working set that fits in the
 // last-level cache and that cache's size (params.shm_copy_cached_s_per_byte,
 // params.gamma_cached_s_per_byte, params.llc_bytes, measurements.copy_cached,
-// measurements.reduce_cached, measurements.llc_source). Versions 1 and 2 are still read,
-// without what they lack.
-inline constexpr int kCalibrationVersion = 3;
+// measurements.reduce_cached, measurements.llc_source); version 4 the shared-memory plane's
+// sends into a ring (params.shm_send_s_per_byte, params.shm_send_fresh_s_per_byte,
+// measurements.send). Earlier versions are still read, without what they lack.
+inline constexpr int kCalibrationVersion = 4;
 
 // One collective run the fit used, as measured (the lab's time: the mean over timed
 // iterations of the slowest rank) and as the fitted closed form says.
@@ -52,6 +53,16 @@ struct CopyMeasurement {
   double medianPassSeconds = 0;
 };
 
+// The in-process measurement of the shared-memory plane's sends (ModelParams::shmSend and
+// shmSendFresh): each thread copies its slices into a ring of `ringBytes` written round and
+// round, as a sender fills its receiver's ring; from a buffer of its own (`fromBuffer`), and
+// each slice just after reducing it into a temporary (`fresh`, the copies alone timed).
+struct SendMeasurement {
+  uint64_t ringBytes = 0;
+  CopyMeasurement fromBuffer;
+  CopyMeasurement fresh;
+};
+
 struct Calibration {
   ModelParams params;
   std::string machine;    // host name
@@ -74,6 +85,7 @@ struct Calibration {
   std::vector<CalibrationRun> runs;
   ReduceMeasurement reduce;
   std::optional<CopyMeasurement> copy;  // with params.shmCopy: a shared-memory calibration
+  std::optional<SendMeasurement> send;  // with params.shmSend and shmSendFresh (version 4)
   // With params.shmCopyCached, gammaCached and llcBytes: the same measurements on a working set
   // that fits in the last-level cache, and where its size came from ("sysfs", "--llc").
   std::optional<CopyMeasurement> copyCached;

@@ -456,6 +456,19 @@ uint64_t sharedMemoryWorkingSet(const Schedule& s, DataType dtype, int inflight)
   return bytes;
 }
 
+bool sendPayloadIsFresh(OpKind kind) {
+  switch (kind) {
+    case OpKind::RecvReduceSend:
+    case OpKind::RecvReduceCopySend:
+    case OpKind::RecvCopySend: return true;
+    case OpKind::Send:
+    case OpKind::Recv:
+    case OpKind::RecvReduceCopy:
+    case OpKind::Copy: return false;
+  }
+  return false;
+}
+
 LinkModel sharedMemoryLinks(const ModelParams& p, bool cacheRates) {
   ARL_ENFORCE(p.shmCopy && *p.shmCopy > 0, "the shared-memory model needs a copy rate");
   ARL_ENFORCE(!cacheRates || (p.shmCopyCached && p.gammaCached),
@@ -464,7 +477,11 @@ LinkModel sharedMemoryLinks(const ModelParams& p, bool cacheRates) {
   const double gamma = (cacheRates ? *p.gammaCached : p.gamma) * p.shmWorkScale;
   LinkModel m = LinkModel::fromParams(p);
   m.sendersCopy = true;
-  m.port = {1.0 / copy, 0};
+  // Sends as calibrate measured them (into a ring), when it did; with the cache-resident
+  // rates, every copy at the cached one.
+  const bool sends = !cacheRates && p.shmSend && p.shmSendFresh;
+  m.port = {1.0 / (sends ? *p.shmSend * p.shmWorkScale : copy), 0};
+  if (sends) m.freshSendBytesPerSecond = 1.0 / (*p.shmSendFresh * p.shmWorkScale);
   m.copyBytesPerSecond = 1.0 / copy;
   m.reduceBytesPerSecond = 1.0 / gamma;
   m.cores = std::max(p.cores, 0);

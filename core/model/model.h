@@ -50,6 +50,14 @@ struct ModelParams {
   // such runs are costed with the ports above, as any other.
   std::optional<double> shmCopy;
   int cores = 0;
+  // The plane's sends as they run, seconds per byte a sender copies into its receiver's ring (a
+  // region of a few slices written round and round, so mostly in the cache): from a buffer of
+  // its own (shmSend), and from a payload the op has just produced on its core (shmSendFresh: a
+  // RecvReduceSend's temporary or a RecvReduceCopySend's destination, just reduced; a
+  // RecvCopySend's message, just received and copied out). `calibrate` measures both; unset
+  // (calibrations before 2026-12-02): every send at shmCopy, as a copy between buffers.
+  std::optional<double> shmSend;
+  std::optional<double> shmSendFresh;
   // How much longer a rank's copying and reducing takes in a run than shmCopy and gamma say
   // (measured on quiet buffers): ranks that switch on shared cores lose caches and TLBs.
   // `calibrate` fits it to its ring runs of 1 MiB and more; 1: as measured.
@@ -223,6 +231,9 @@ struct LinkModel {
   // holds the sender's own thread (it reduces nothing meanwhile), and ingress ports are not
   // claimed; a receive that does not reduce copies out at copyBytesPerSecond.
   bool sendersCopy = false;
+  // With sendersCopy: bytes per second of a send whose payload its op has just produced on the
+  // rank's core (sendPayloadIsFresh()), instead of the egress rate; 0: at the egress rate.
+  double freshSendBytesPerSecond = 0;
   // The cores the ranks' threads share; 0: a core per rank, none shared. With cores, every
   // piece of a rank's work (a reduction, a copy, a copying sender's send, a wake-up) runs on
   // one: it asks for a core when the rank has reached it and its data is ready, and takes the
@@ -247,13 +258,25 @@ struct LinkModel {
   LinkParams link(int from, int to) const;
   // Bytes per second of a message from -> to when nothing else uses its ports (0 = unlimited).
   double rate(int from, int to) const;
+  // The egress rate of a send of `kind` out of `from`: freshSendBytesPerSecond for a copying
+  // sender's fresh payload (sendPayloadIsFresh()) when it is set, else the port's.
+  double egressRate(int from, bool insideHost, OpKind kind) const;
+  // rate(from, to) for a send of `kind`, with egressRate().
+  double sendRate(int from, int to, OpKind kind) const;
   double reduceRate(int rank) const;
   // Sets both directions between a and b.
   void setLinkBothWays(int a, int b, LinkParams lp);
 };
 
-// The links costSharedMemory() simulates: senders that copy at p.shmCopy, reductions at
-// p.gamma (the cache-resident rates when `cacheRates`), both times p.shmWorkScale, the work
+// Whether op's send carries a payload the op itself has just produced on its rank's core (a
+// reduction's result, or a message it has just received), rather than one in a buffer.
+bool sendPayloadIsFresh(OpKind kind);
+
+// The links costSharedMemory() simulates: senders that copy at p.shmSend (p.shmCopy without
+// it) and, a payload the op has just produced (sendPayloadIsFresh()), at p.shmSendFresh;
+// receives that copy out at p.shmCopy; reductions at p.gamma (with `cacheRates` the
+// cache-resident copy rate for every copy and send, and gamma's), all times p.shmWorkScale; the
+// work
 // on p.cores cores with each wake-up on one. Requires p.shmCopy (and the cache rates when
 // asked for them).
 LinkModel sharedMemoryLinks(const ModelParams& p, bool cacheRates);

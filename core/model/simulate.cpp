@@ -119,6 +119,19 @@ double LinkModel::rate(int from, int to) const {
       link(from, to).bytesPerSecond);
 }
 
+double LinkModel::egressRate(int from, bool insideHost, OpKind kind) const {
+  if (sendersCopy && freshSendBytesPerSecond > 0 && sendPayloadIsFresh(kind)) {
+    return freshSendBytesPerSecond;
+  }
+  return portOf(from, insideHost).egressBytesPerSecond;
+}
+
+double LinkModel::sendRate(int from, int to, OpKind kind) const {
+  const bool inside = sameHost(from, to);
+  return minRate(minRate(egressRate(from, inside, kind), portOf(to, inside).ingressBytesPerSecond),
+                 link(from, to).bytesPerSecond);
+}
+
 double LinkModel::reduceRate(int rank) const {
   auto it = rankReduceBytesPerSecond.find(rank);
   return it == rankReduceBytesPerSecond.end() ? reduceBytesPerSecond : it->second;
@@ -409,7 +422,9 @@ class Simulation {
     }
     // A sender that copies holds its own thread for the copy (claim() charges the same).
     const double copy =
-        links_.sendersCopy ? duration(bytes, links_.rate(static_cast<int>(r), op.sendPeer)) : 0.0;
+        links_.sendersCopy
+            ? duration(bytes, links_.sendRate(static_cast<int>(r), op.sendPeer, op.kind))
+            : 0.0;
     rs.stage = Stage::SendWork;
     return startWork(r, std::max(rs.ready, rs.t), copy);
   }
@@ -462,7 +477,7 @@ class Simulation {
     rs.issued.push_back({rs.pc, start});
     if (links_.sendersCopy) {
       const double bytes = static_cast<double>(op.count) * elem_;
-      rs.t = start + duration(bytes, links_.rate(static_cast<int>(r), op.sendPeer));
+      rs.t = start + duration(bytes, links_.sendRate(static_cast<int>(r), op.sendPeer, op.kind));
     }
     if (rs.issued.size() == 1) pushClaim(r, 0);
     rs.stage = Stage::Done;
@@ -551,7 +566,7 @@ class Simulation {
     const auto to = static_cast<size_t>(op.sendPeer);
     RankState& dst = st_[to];
     const bool inside = links_.sameHost(from, op.sendPeer);
-    const double egressRate = links_.portOf(from, inside).egressBytesPerSecond;
+    const double egressRate = links_.egressRate(from, inside, op.kind);
     const LinkParams lp = links_.link(from, op.sendPeer);
     const double bytes = static_cast<double>(op.count) * elem_;
     (inside ? rs.hostEgressFree : rs.egressFree) = tc + duration(bytes, egressRate);
@@ -630,7 +645,7 @@ double cpuSeconds(const Schedule& s, const LinkModel& links, DataType dtype) {
     for (const Op& op : s.ranks[r]) {
       const double bytes = static_cast<double>(op.count) * elem;
       if (links.sendersCopy && opSends(op.kind)) {
-        total += duration(bytes, links.rate(static_cast<int>(r), op.sendPeer));
+        total += duration(bytes, links.sendRate(static_cast<int>(r), op.sendPeer, op.kind));
       }
       if (opReduces(op.kind)) {
         total += duration(bytes, links.reduceRate(static_cast<int>(r)));

@@ -134,6 +134,31 @@ TEST(ModelCores, WithFewerCoresThanRanksAMessagesLatencyIsItsReceiversWorkOnACor
   EXPECT_DOUBLE_EQ(simulate(s, m).totalSeconds, 1.5);
 }
 
+TEST(ModelCores, AFreshPayloadIsSentAtTheFreshRateAndABuffersAtThePorts) {
+  // A chain 0 -> 1 -> 2: rank 0 sends from its buffer (8 bytes at 8 B/s: 1 s), rank 1 passes
+  // on what it has just received (RecvCopySend), at the fresh rate when there is one.
+  const Schedule s = chain(3);
+  LinkModel m = copyingSenders(0);
+  EXPECT_DOUBLE_EQ(simulate(s, m).totalSeconds, 2.0);
+  m.freshSendBytesPerSecond = 32;  // 0.25 s for 8 bytes
+  const ModelTimeline tl = simulate(s, m);
+  EXPECT_DOUBLE_EQ(tl.totalSeconds, 1.25);
+  EXPECT_DOUBLE_EQ(cpuSeconds(s, m, DataType::Float), 1.25);
+  // Only a copying sender's: with the ports of a network, the fresh rate says nothing.
+  m.sendersCopy = false;
+  EXPECT_EQ(m.egressRate(1, false, OpKind::RecvCopySend), 8);
+  m.sendersCopy = true;
+  EXPECT_EQ(m.egressRate(1, false, OpKind::RecvCopySend), 32);
+  EXPECT_EQ(m.egressRate(0, false, OpKind::Send), 8);
+  // What is fresh: a payload the op itself produces, by reducing or by receiving.
+  for (OpKind k : {OpKind::RecvReduceSend, OpKind::RecvReduceCopySend, OpKind::RecvCopySend}) {
+    EXPECT_TRUE(sendPayloadIsFresh(k)) << static_cast<int>(k);
+  }
+  for (OpKind k : {OpKind::Send, OpKind::Recv, OpKind::RecvReduceCopy, OpKind::Copy}) {
+    EXPECT_FALSE(sendPayloadIsFresh(k)) << static_cast<int>(k);
+  }
+}
+
 // Every generator's schedule, as the shared-memory plane runs it (copying senders, latency as
 // the wake-up's), at 4 and 8 ranks.
 class ModelCoresAlgorithms : public ::testing::TestWithParam<std::string> {};
@@ -297,6 +322,36 @@ TEST(ModelCores, TheWorkingSetCountsBuffersAndOneWholeRingPerSender) {
   EXPECT_EQ(ringBytes, 6 * (kMiB + kShmRecordHeadBytes));
   EXPECT_EQ(sharedMemoryWorkingSet(ring, DataType::Float, 4),
             4 * (2 * 16 * kMiB + ringBytes + 4 * kMiB));
+}
+
+TEST(ModelCores, TheSendRatesCostTheSendsAsCalibrateMeasuredThem) {
+  const CostQuery q = sharedMemoryQuery("ring", 4, 16 * kMiB);
+  ModelParams p = sharedMemoryParams(2);
+  const double copies = predictSharedMemory(q, p);
+  // Sends from a buffer at the copy rate and fresh ones faster: the ring sends all but its
+  // first slice fresh (reduced, or received and passed on), so it runs faster.
+  p.shmSend = *p.shmCopy;
+  p.shmSendFresh = *p.shmCopy / 2;
+  const double fresh = predictSharedMemory(q, p);
+  EXPECT_LT(fresh, copies);
+  const LinkModel m = sharedMemoryLinks(p, false);
+  EXPECT_DOUBLE_EQ(m.freshSendBytesPerSecond, 24e9);
+  EXPECT_DOUBLE_EQ(m.port.egressBytesPerSecond, 12e9);
+  EXPECT_DOUBLE_EQ(m.copyBytesPerSecond, 12e9);
+  // Both are work, scaled by the work scale as the copies and reductions are.
+  p.shmWorkScale = 2;
+  EXPECT_DOUBLE_EQ(sharedMemoryLinks(p, false).freshSendBytesPerSecond, 12e9);
+  EXPECT_DOUBLE_EQ(sharedMemoryLinks(p, false).port.egressBytesPerSecond, 6e9);
+  // One without the other, or the cache-resident rates: every send at the copy rate.
+  p.shmWorkScale = 1;
+  p.shmSendFresh.reset();
+  EXPECT_EQ(predictSharedMemory(q, p), copies);
+  p.shmSendFresh = *p.shmCopy / 2;
+  p.shmCopyCached = 1.0 / 36e9;
+  p.gammaCached = 1.0 / 24e9;
+  const LinkModel cached = sharedMemoryLinks(p, true);
+  EXPECT_EQ(cached.freshSendBytesPerSecond, 0);
+  EXPECT_DOUBLE_EQ(cached.port.egressBytesPerSecond, 36e9);
 }
 
 TEST(ModelCores, TheCacheRatesCostRunsWhoseWorkingSetFitsInTheCache) {

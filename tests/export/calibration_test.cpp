@@ -41,11 +41,23 @@ Calibration sample() {
   c.params.shmCopyCached = 1.4e-4 / (4 << 20);
   c.params.gammaCached = 1.9e-4 / (5 << 20);
   c.params.llcBytes = 32 << 20;
+  c.send = SendMeasurement{6 << 20, {32 << 20, 1 << 20, 7, 3.2e-3}, {32 << 20, 1 << 20, 7, 2.1e-3}};
+  c.params.shmSend = 3.2e-3 / (32 << 20);
+  c.params.shmSendFresh = 2.1e-3 / (32 << 20);
   return c;
 }
 
-// sample()'s JSON without the fields version 3 added, as version 2 wrote it.
+// sample()'s JSON without the fields version 4 added, as version 3 wrote it.
+void asVersionThree(nlohmann::json& j) {
+  j["version"] = 3;
+  j["params"].erase("shm_send_s_per_byte");
+  j["params"].erase("shm_send_fresh_s_per_byte");
+  j["measurements"].erase("send");
+}
+
+// sample()'s JSON without the fields versions 3 and 4 added, as version 2 wrote it.
 void asVersionTwo(nlohmann::json& j) {
+  asVersionThree(j);
   j["version"] = 2;
   j["measurements"].erase("rounds");
   j["measurements"].erase("round_slowness");
@@ -126,6 +138,25 @@ TEST(Calibration, RoundTripsEveryField) {
   EXPECT_EQ(b.reduceCached->passes, 84);
   EXPECT_EQ(b.reduceCached->medianPassSeconds, a.reduceCached->medianPassSeconds);
   EXPECT_EQ(b.reduceCached->kernels, "avx2");
+  EXPECT_EQ(b.params.shmSend, a.params.shmSend);
+  EXPECT_EQ(b.params.shmSendFresh, a.params.shmSendFresh);
+  ASSERT_TRUE(b.send.has_value());
+  EXPECT_EQ(b.send->ringBytes, uint64_t{6} << 20);
+  EXPECT_EQ(b.send->fromBuffer.bufferBytes, a.send->fromBuffer.bufferBytes);
+  EXPECT_EQ(b.send->fromBuffer.medianPassSeconds, a.send->fromBuffer.medianPassSeconds);
+  EXPECT_EQ(b.send->fresh.sliceBytes, a.send->fresh.sliceBytes);
+  EXPECT_EQ(b.send->fresh.passes, 7);
+  EXPECT_EQ(b.send->fresh.medianPassSeconds, a.send->fresh.medianPassSeconds);
+}
+
+// A version 3 file (no send rates) is still read: every send is costed at the copy rate.
+TEST(Calibration, ReadsVersionThreeWithoutTheSendRates) {
+  const Calibration b = parseCalibration(edited(asVersionThree), "x");
+  EXPECT_FALSE(b.params.shmSend.has_value());
+  EXPECT_FALSE(b.params.shmSendFresh.has_value());
+  EXPECT_FALSE(b.send.has_value());
+  EXPECT_EQ(b.params.shmCopy, sample().params.shmCopy);
+  EXPECT_EQ(b.params.shmCopyCached, sample().params.shmCopyCached);
 }
 
 // Without the cache's rates (a machine whose cache size is unknown) the file has none of them.
@@ -205,7 +236,20 @@ TEST(Calibration, RefusesMalformedFilesNamingFileAndField) {
   EXPECT_EQ(refusal(edited([](auto& j) { j["format"] = "allreduce-lab-recording"; })),
             "calibration file /cal/test.json: calibration.format: 'allreduce-lab-recording' is "
             "not allreduce-lab-calibration");
-  EXPECT_NE(refusal(edited([](auto& j) { j["version"] = 4; })).find("calibration.version"),
+  EXPECT_NE(refusal(edited([](auto& j) { j["version"] = 5; })).find("calibration.version"),
+            std::string::npos);
+  // The send rates come together, with their measurement, or not at all.
+  for (const char* field : {"shm_send_s_per_byte", "shm_send_fresh_s_per_byte"}) {
+    EXPECT_NE(refusal(edited([&](auto& j) { j["params"].erase(field); })).find("the send rates"),
+              std::string::npos)
+        << field;
+  }
+  EXPECT_NE(
+      refusal(edited([](auto& j) { j["measurements"].erase("send"); })).find("the send rates"),
+      std::string::npos);
+  EXPECT_NE(refusal(edited([](auto& j) {
+              j["measurements"]["send"]["fresh"].erase("median_pass_s");
+            })).find("calibration.measurements.send.fresh.median_pass_s: missing"),
             std::string::npos);
   // The cache-resident rates come all together, or not at all.
   for (const char* field : {"shm_copy_cached_s_per_byte", "gamma_cached_s_per_byte", "llc_bytes"}) {

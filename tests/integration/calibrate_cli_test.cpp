@@ -18,6 +18,7 @@
 
 #include "export/calibration.h"
 #include "model/model.h"
+#include "transport/shm_ring.h"
 
 namespace arl {
 namespace {
@@ -126,6 +127,15 @@ TEST_F(CalibrateCli, QuickRunOnTwoWorkersSavesPositiveParameters) {
   ASSERT_TRUE(c.copy.has_value());
   EXPECT_GT(c.copy->medianPassSeconds, 0);
   EXPECT_NE(r.out.find("# copy: "), std::string::npos) << r.out;
+  // The sends into a ring of the size a worker gives 1M slices, four in flight.
+  ASSERT_TRUE(c.send.has_value());
+  EXPECT_EQ(c.send->ringBytes, shmRingBytes(size_t{1} << 20, 4));
+  ASSERT_TRUE(c.params.shmSend && c.params.shmSendFresh);
+  EXPECT_DOUBLE_EQ(*c.params.shmSend, c.send->fromBuffer.medianPassSeconds /
+                                          static_cast<double>(c.send->fromBuffer.bufferBytes));
+  EXPECT_DOUBLE_EQ(*c.params.shmSendFresh, c.send->fresh.medianPassSeconds /
+                                               static_cast<double>(c.send->fresh.bufferBytes));
+  EXPECT_NE(r.out.find("# send: into a 6.0 MiB ring"), std::string::npos) << r.out;
   // --llc 8M: the cache-resident rates, each thread's buffers together in half of it.
   EXPECT_NE(r.out.find("# in the cache (last level 8M, from --llc): copy "), std::string::npos)
       << r.out;
@@ -174,6 +184,8 @@ TEST_F(CalibrateCli, OutWritesElsewhereAndZmqIsRecorded) {
   EXPECT_EQ(r.out.find("# rounds:"), std::string::npos) << r.out;
   EXPECT_FALSE(c.params.shmCopy.has_value());
   EXPECT_FALSE(c.copy.has_value());
+  EXPECT_FALSE(c.params.shmSend.has_value());
+  EXPECT_FALSE(c.send.has_value());
 }
 
 TEST_F(CalibrateCli, BenchOverSharedMemoryPredictsWithTheSharedMemoryPlane) {
