@@ -385,27 +385,23 @@ std::vector<Round> measureRounds(const CalibrateArgs& a, int cores) {
 // p50 (the rates and the runs chosen each on their own: a round's rates and runs are not
 // measured at the same moment either).
 Round medianRound(const std::vector<Round>& rounds) {
+  // The measurement `get` picks out of each round: the one with the median pass.
+  const auto median = [&rounds](auto get) {
+    return get(medianBy(rounds, [&](const Round& r) { return get(r).medianPassSeconds; }));
+  };
   Round m;
-  m.reduce = medianBy(rounds, [](const Round& r) { return r.reduce.medianPassSeconds; }).reduce;
+  m.reduce = median([](const Round& r) { return r.reduce; });
   if (rounds.front().copy) {
-    m.copy = medianBy(rounds, [](const Round& r) { return r.copy->medianPassSeconds; }).copy;
+    m.copy = median([](const Round& r) { return *r.copy; });
     SendMeasurement send = *rounds.front().send;
-    send.fromBuffer = medianBy(rounds, [](const Round& r) {
-                        return r.send->fromBuffer.medianPassSeconds;
-                      }).send->fromBuffer;
-    send.fresh = medianBy(rounds, [](const Round& r) {
-                   return r.send->fresh.medianPassSeconds;
-                 }).send->fresh;
+    send.fromBuffer = median([](const Round& r) { return r.send->fromBuffer; });
+    send.fresh = median([](const Round& r) { return r.send->fresh; });
     m.send = send;
   }
   if (rounds.front().cached) {
     CacheRates c = *rounds.front().cached;
-    c.copy = medianBy(rounds, [](const Round& r) {
-               return r.cached->copy.medianPassSeconds;
-             }).cached->copy;
-    c.reduce = medianBy(rounds, [](const Round& r) {
-                 return r.cached->reduce.medianPassSeconds;
-               }).cached->reduce;
+    c.copy = median([](const Round& r) { return r.cached->copy; });
+    c.reduce = median([](const Round& r) { return r.cached->reduce; });
     m.cached = c;
   }
   const std::vector<SweepRow>& first = rounds.front().rows;
