@@ -544,9 +544,8 @@ void printCalibration(const Calibration& c, const std::string& path) {
   if (c.send) {
     const SendMeasurement& s = *c.send;
     std::printf(
-        "# send: into a %.1f MiB ring, every core at once, %s in %s slices: from a buffer %.2f "
-        "GB/s, "
-        "fresh (just reduced) %.2f GB/s\n",
+        "# send: into a %.1f MiB ring, every core at once, %s in %s slices: "
+        "from a buffer %.2f GB/s, fresh (just reduced) %.2f GB/s\n",
         static_cast<double>(s.ringBytes) / (1 << 20), formatSize(s.fromBuffer.bufferBytes).c_str(),
         formatSize(s.fromBuffer.sliceBytes).c_str(),
         1e-9 * static_cast<double>(s.fromBuffer.bufferBytes) / s.fromBuffer.medianPassSeconds,
