@@ -126,17 +126,18 @@ double concurrentPassSeconds(int threads, int passes, uint64_t bytes, uint64_t s
   return all[all.size() / 2];
 }
 
-// `N` buffers of the CPU backend's memory, touched first (0x3c in every byte: a modest
-// normal float, so no operand is subnormal), so the passes pay for no page faults, as a run's
-// buffers and rings are mapped at setup.
+// `N` buffers of the CPU backend's memory, of `bytes` each or of the sizes given (none for a
+// size of 0), touched first (0x3c in every byte: a modest normal float, so no operand is
+// subnormal), so the passes pay for no page faults, as a run's buffers and rings are mapped at
+// setup.
 template <size_t N>
 class Buffers {
  public:
   explicit Buffers(uint64_t bytes) {
-    for (unsigned char*& p : p_) {
-      p = static_cast<unsigned char*>(cpu_.allocate(static_cast<size_t>(bytes)));
-      std::memset(p, 0x3c, static_cast<size_t>(bytes));
-    }
+    for (unsigned char*& p : p_) p = touched(bytes);
+  }
+  explicit Buffers(const std::array<uint64_t, N>& sizes) {
+    for (size_t i = 0; i < N; ++i) p_[i] = sizes[i] > 0 ? touched(sizes[i]) : nullptr;
   }
   ~Buffers() {
     for (unsigned char* p : p_) cpu_.deallocate(p);
@@ -147,6 +148,13 @@ class Buffers {
  protected:
   CpuBackend cpu_;
   std::array<unsigned char*, N> p_{};
+
+ private:
+  unsigned char* touched(uint64_t bytes) {
+    auto* p = static_cast<unsigned char*>(cpu_.allocate(static_cast<size_t>(bytes)));
+    std::memset(p, 0x3c, static_cast<size_t>(bytes));
+    return p;
+  }
 };
 
 // The CPU backend's reduction, dst = a + b in floats.
@@ -174,44 +182,31 @@ class CopyWork : Buffers<2> {
 // false), or just after the CPU backend reduced it into a temporary, as a RecvReduceSend sends
 // its result (Fresh true: a payload in the core's cache; only the copies are timed).
 template <bool Fresh>
-class SendWork : Buffers<2> {
+class SendWork : Buffers<4> {
  public:
+  // The source, the ring, the temporary, and the reduction's second operand when fresh.
   SendWork(uint64_t bytes, uint64_t slice, uint64_t ringBytes)
-      : Buffers(bytes),
-        ringBytes_(ringBytes),
-        ring_(allocateTouched(ringBytes)),
-        tmp_(allocateTouched(slice)) {}
-  ~SendWork() {
-    cpu_.deallocate(ring_);
-    cpu_.deallocate(tmp_);
-  }
-  SendWork(const SendWork&) = delete;
-  SendWork& operator=(const SendWork&) = delete;
+      : Buffers({bytes, ringBytes, slice, Fresh ? bytes : 0}), ringBytes_(ringBytes) {}
 
   void pass(uint64_t off, uint64_t len) {
+    unsigned char* ring = p_[1];
+    unsigned char* tmp = p_[2];
     if (pos_ + len > ringBytes_) pos_ = 0;
     const unsigned char* from = p_[0] + off;
     if constexpr (Fresh) {
-      cpu_.wait(cpu_.reduceFromHost(tmp_, p_[0] + off, p_[1] + off, len / sizeof(float),
+      cpu_.wait(cpu_.reduceFromHost(tmp, p_[0] + off, p_[3] + off, len / sizeof(float),
                                     DataType::Float, RedOp::Sum));
-      from = tmp_;
+      from = tmp;
     }
     const auto t0 = SteadyClock::now();
-    std::memcpy(ring_ + pos_, from, static_cast<size_t>(len));
+    std::memcpy(ring + pos_, from, static_cast<size_t>(len));
     timed_ += std::chrono::duration<double>(SteadyClock::now() - t0).count();
     pos_ += len;
   }
   double takeTimedSeconds() { return std::exchange(timed_, 0.0); }
 
  private:
-  unsigned char* allocateTouched(uint64_t n) {
-    auto* p = static_cast<unsigned char*>(cpu_.allocate(static_cast<size_t>(n)));
-    std::memset(p, 0x3c, static_cast<size_t>(n));
-    return p;
-  }
   uint64_t ringBytes_;
-  unsigned char* ring_;
-  unsigned char* tmp_;
   uint64_t pos_ = 0;
   double timed_ = 0;
 };

@@ -256,7 +256,8 @@ struct LinkModel {
   bool sameHost(int a, int b) const;
   PortParams portOf(int rank, bool insideHost) const;
   LinkParams link(int from, int to) const;
-  // Bytes per second of a message from -> to when nothing else uses its ports (0 = unlimited).
+  // Bytes per second of a message from -> to when nothing else uses its ports (0 = unlimited):
+  // sendRate() of a send from a buffer.
   double rate(int from, int to) const;
   // The egress rate of a send of `kind` out of `from`: freshSendBytesPerSecond for a copying
   // sender's fresh payload (sendPayloadIsFresh()) when it is set, else the port's.

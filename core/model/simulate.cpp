@@ -112,12 +112,7 @@ LinkParams LinkModel::link(int from, int to) const {
   return sameHost(from, to) ? hostLink : defaults;
 }
 
-double LinkModel::rate(int from, int to) const {
-  const bool inside = sameHost(from, to);
-  return minRate(
-      minRate(portOf(from, inside).egressBytesPerSecond, portOf(to, inside).ingressBytesPerSecond),
-      link(from, to).bytesPerSecond);
-}
+double LinkModel::rate(int from, int to) const { return sendRate(from, to, OpKind::Send); }
 
 double LinkModel::egressRate(int from, bool insideHost, OpKind kind) const {
   if (sendersCopy && freshSendBytesPerSecond > 0 && sendPayloadIsFresh(kind)) {
