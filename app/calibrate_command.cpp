@@ -430,28 +430,6 @@ std::vector<double> roundSlowness(const std::vector<Round>& rounds, const Round&
   return out;
 }
 
-// The shared-memory model's work scale (ModelParams::shmWorkScale): the median over the runs
-// of 1 MiB and more of measured p50 / predicted, twice (the prediction is nearly, not exactly,
-// proportional to the scale: alpha's share is not scaled). 1 without such runs.
-double fitWorkScale(const std::vector<SweepRow>& rows, ModelParams p) {
-  p.shmWorkScale = 1.0;
-  for (int round = 0; round < 2; ++round) {
-    std::vector<double> ratios;
-    for (const SweepRow& r : rows) {
-      if (r.sizeBytes < (uint64_t{1} << 20) || !(r.metrics.spread.p50Us > 0)) continue;
-      CostQuery q = costQueryOf(r, {});
-      q.sharedMemory = true;
-      ratios.push_back(r.metrics.spread.p50Us * 1e-6 / predictSharedMemory(q, p));
-    }
-    if (ratios.empty()) return 1.0;
-    std::sort(ratios.begin(), ratios.end());
-    const size_t m = ratios.size();
-    const double median = m % 2 ? ratios[m / 2] : 0.5 * (ratios[m / 2 - 1] + ratios[m / 2]);
-    p.shmWorkScale *= median;
-  }
-  return p.shmWorkScale;
-}
-
 // The fit of alpha and beta to the rows, gamma as measured.
 // Fitted to each run's median iteration, not its mean: on a machine whose ranks share few
 // cores one descheduled iteration can hold most of a run's mean (p99 of milliseconds against a
@@ -495,7 +473,13 @@ Calibration fitRows(const CalibrateArgs& a, const std::vector<Round>& rounds) {
           sm.fresh.medianPassSeconds / static_cast<double>(sm.fresh.bufferBytes);
       cal.send = sm;
     }
-    cal.params.shmWorkScale = fitWorkScale(rows, cal.params);
+    // The shared-memory model's per-message cost and work scale, fitted through that model
+    // to the same runs (the closed form's alpha above has every rank on a core of its own).
+    std::vector<FitSample> shm = samples;
+    for (FitSample& x : shm) x.query.sharedMemory = true;
+    const SharedMemoryFit sf = fitSharedMemory(shm, cal.params);
+    cal.params.shmAlpha = sf.alpha;
+    cal.params.shmWorkScale = sf.workScale;
     cal.copy = copy;
   }
   cal.rmsRelativeResidual = f.rmsRelativeResidual;

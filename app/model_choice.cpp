@@ -72,6 +72,10 @@ std::string paramsText(const ModelParams& p) {
     std::snprintf(buf, sizeof buf, "; shared memory: copy %.2f GB/s, %d cores, work x%.2f",
                   1e-9 / *p.shmCopy, p.cores, p.shmWorkScale);
     out += buf;
+    if (p.shmAlpha) {
+      std::snprintf(buf, sizeof buf, ", %.1f us per message", *p.shmAlpha * 1e6);
+      out += buf;
+    }
   }
   if (p.shmSend && p.shmSendFresh) {
     std::snprintf(buf, sizeof buf, ", send %.2f GB/s (fresh %.2f GB/s)", 1e-9 / *p.shmSend,

@@ -144,6 +144,7 @@ Calibration readTop(const In& top) {
   if (p.has("shm_copy_s_per_byte")) c.params.shmCopy = positive(p["shm_copy_s_per_byte"]);
   if (p.has("cores")) c.params.cores = p["cores"].i32(1, 1 << 16);
   if (p.has("shm_work_scale")) c.params.shmWorkScale = positive(p["shm_work_scale"]);
+  if (p.has("shm_alpha_s")) c.params.shmAlpha = positive(p["shm_alpha_s"]);
   if (p.has("shm_send_s_per_byte")) c.params.shmSend = positive(p["shm_send_s_per_byte"]);
   if (p.has("shm_send_fresh_s_per_byte")) {
     c.params.shmSendFresh = positive(p["shm_send_fresh_s_per_byte"]);
@@ -192,6 +193,10 @@ Calibration readTop(const In& top) {
         "the send rates (shm_send_s_per_byte, shm_send_fresh_s_per_byte) come together, with a "
         "shared-memory copy rate and their measurement (measurements.send)");
   }
+  if (c.params.shmAlpha && !c.params.shmCopy) {
+    bad(top["params"]["shm_alpha_s"],
+        "is the shared-memory model's and comes with its copy rate (shm_copy_s_per_byte)");
+  }
   readCacheRates(top, m, c);
   return c;
 }
@@ -207,6 +212,7 @@ std::string calibrationJson(const Calibration& c) {
   if (c.params.shmCopy) params["shm_copy_s_per_byte"] = *c.params.shmCopy;
   if (c.params.cores > 0) params["cores"] = c.params.cores;
   if (c.params.shmCopy) params["shm_work_scale"] = c.params.shmWorkScale;
+  if (c.params.shmAlpha) params["shm_alpha_s"] = *c.params.shmAlpha;
   if (c.params.shmSend) params["shm_send_s_per_byte"] = *c.params.shmSend;
   if (c.params.shmSendFresh) params["shm_send_fresh_s_per_byte"] = *c.params.shmSendFresh;
   if (c.params.shmCopyCached) params["shm_copy_cached_s_per_byte"] = *c.params.shmCopyCached;

@@ -22,8 +22,9 @@ inline constexpr std::string_view kCalibrationFormat = "allreduce-lab-calibratio
 // params.gamma_cached_s_per_byte, params.llc_bytes, measurements.copy_cached,
 // measurements.reduce_cached, measurements.llc_source); version 4 the shared-memory plane's
 // sends into a ring (params.shm_send_s_per_byte, params.shm_send_fresh_s_per_byte,
-// measurements.send). Earlier versions are still read, without what they lack.
-inline constexpr int kCalibrationVersion = 4;
+// measurements.send); version 5 the shared-memory model's own per-message cost, fitted with
+// its work scale (params.shm_alpha_s). Earlier versions are still read, without what they lack.
+inline constexpr int kCalibrationVersion = 5;
 
 // One collective run the fit used, as measured (the lab's time: the mean over timed
 // iterations of the slowest rank) and as the fitted closed form says.

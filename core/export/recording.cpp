@@ -532,6 +532,7 @@ BenchReport parseRecording(std::string_view text) {
     r.model.shmCopy = model["shm_copy_s_per_byte"].num();
     r.model.cores = model["cores"].i32(0);
     if (model.has("shm_work_scale")) r.model.shmWorkScale = model["shm_work_scale"].num();
+    if (model.has("shm_alpha_s")) r.model.shmAlpha = model["shm_alpha_s"].num();
     if (model.has("shm_send_s_per_byte")) {
       r.model.shmSend = model["shm_send_s_per_byte"].num();
       r.model.shmSendFresh = model["shm_send_fresh_s_per_byte"].num();

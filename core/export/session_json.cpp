@@ -78,6 +78,7 @@ Json modelJson(const BenchReport& r) {
     j["shm_copy_s_per_byte"] = *r.model.shmCopy;
     j["cores"] = r.model.cores;
     j["shm_work_scale"] = r.model.shmWorkScale;
+    if (r.model.shmAlpha) j["shm_alpha_s"] = *r.model.shmAlpha;
     if (r.model.shmSend && r.model.shmSendFresh) {
       j["shm_send_s_per_byte"] = *r.model.shmSend;
       j["shm_send_fresh_s_per_byte"] = *r.model.shmSendFresh;

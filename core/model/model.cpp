@@ -476,6 +476,7 @@ LinkModel sharedMemoryLinks(const ModelParams& p, bool cacheRates) {
   const double copy = (cacheRates ? *p.shmCopyCached : *p.shmCopy) * p.shmWorkScale;
   const double gamma = (cacheRates ? *p.gammaCached : p.gamma) * p.shmWorkScale;
   LinkModel m = LinkModel::fromParams(p);
+  if (p.shmAlpha) m.defaults.latencySeconds = *p.shmAlpha;
   m.sendersCopy = true;
   // Sends as calibrate measured them (into a ring), when it did; with the cache-resident
   // rates, every copy at the cached one.

@@ -62,6 +62,11 @@ struct ModelParams {
   // (measured on quiet buffers): ranks that switch on shared cores lose caches and TLBs.
   // `calibrate` fits it to its ring runs of 1 MiB and more; 1: as measured.
   double shmWorkScale = 1.0;
+  // The shared-memory model's own cost of a message (seconds): its receiver's wake-up, as
+  // work on a core. `calibrate` fits it with shmWorkScale to its ring runs through this model
+  // (fitSharedMemory(), model_fit.h), at the rank count it ran. Unset (calibrations before
+  // 2026-12-03): alpha, which is fitted through the closed forms, where no ranks share cores.
+  std::optional<double> shmAlpha;
   // The copy rate and gamma measured on a working set that fits in the last-level cache
   // (seconds per byte, every core at once), and that cache's size in bytes (0: unknown).
   // predictSharedMemory() costs a run whose working set on the host
@@ -277,9 +282,8 @@ bool sendPayloadIsFresh(OpKind kind);
 // it) and, a payload the op has just produced (sendPayloadIsFresh()), at p.shmSendFresh;
 // receives that copy out at p.shmCopy; reductions at p.gamma (with `cacheRates` the
 // cache-resident copy rate for every copy and send, and gamma's), all times p.shmWorkScale; the
-// work
-// on p.cores cores with each wake-up on one. Requires p.shmCopy (and the cache rates when
-// asked for them).
+// work on p.cores cores with each wake-up on one, of p.shmAlpha (p.alpha without it). Requires
+// p.shmCopy (and the cache rates when asked for them).
 LinkModel sharedMemoryLinks(const ModelParams& p, bool cacheRates);
 
 // The link model predict() simulates q over: LinkModel::shaped(p, q.shaping) with q's hosts

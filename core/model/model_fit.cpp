@@ -1,5 +1,6 @@
 #include "model/model_fit.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -16,7 +17,64 @@ std::string number(double x) {
   return buf;
 }
 
+// The median of measured / predicted over the samples `pick` keeps; 0 when it keeps none.
+template <class Pick>
+double medianRatio(const std::vector<FitSample>& samples, const ModelParams& p, Pick pick) {
+  std::vector<double> ratios;
+  for (const FitSample& s : samples) {
+    if (pick(s)) ratios.push_back(s.seconds / predictSharedMemory(s.query, p));
+  }
+  if (ratios.empty()) return 0;
+  std::sort(ratios.begin(), ratios.end());
+  const size_t m = ratios.size();
+  return m % 2 ? ratios[m / 2] : 0.5 * (ratios[m / 2 - 1] + ratios[m / 2]);
+}
+
 }  // namespace
+
+SharedMemoryFit fitSharedMemory(const std::vector<FitSample>& samples, const ModelParams& base) {
+  ARL_ENFORCE(base.shmCopy && *base.shmCopy > 0, "the shared-memory fit needs a copy rate");
+  for (const FitSample& s : samples) {
+    if (!(s.seconds > 0) || !std::isfinite(s.seconds)) {
+      throw ConfigError("fit: a measured time of " + number(s.seconds) + " s (" +
+                        std::string(s.query.algorithm) + ", " + std::to_string(s.query.bytes) +
+                        " bytes) is not a positive time");
+    }
+    if (!sharedMemoryCovers(s.query, base)) {
+      throw ConfigError("fit: the run of " + std::string(s.query.algorithm) + ", " +
+                        std::to_string(s.query.bytes) +
+                        " bytes, is not an unshaped run over shared memory");
+    }
+  }
+  constexpr uint64_t kLarge = uint64_t{1} << 20;
+  const auto large = [](const FitSample& s) { return s.query.bytes >= kLarge; };
+  const auto small = [](const FitSample& s) { return s.query.bytes < kLarge; };
+  const bool anySmall = std::any_of(samples.begin(), samples.end(), small);
+  ModelParams p = base;
+  p.shmAlpha = base.shmAlpha.value_or(base.alpha);
+  p.shmWorkScale = 1.0;
+  for (int round = 0; round < 10; ++round) {
+    const double alphaBefore = *p.shmAlpha, scaleBefore = p.shmWorkScale;
+    if (anySmall) {
+      // Bisection on log(alpha): above 1, the runs are slower than predicted, alpha too small.
+      double lo = std::log(1e-8), hi = std::log(1e-2);
+      for (int i = 0; i < 40; ++i) {
+        const double mid = 0.5 * (lo + hi);
+        p.shmAlpha = std::exp(mid);
+        (medianRatio(samples, p, small) > 1 ? lo : hi) = mid;
+      }
+      p.shmAlpha = std::exp(0.5 * (lo + hi));
+    }
+    // Twice: the prediction is nearly, not exactly, proportional to the scale.
+    for (int i = 0; i < 2; ++i) {
+      const double r = medianRatio(samples, p, large);
+      if (r > 0) p.shmWorkScale *= r;
+    }
+    const auto moved = [](double now, double before) { return std::abs(now / before - 1) > 1e-4; };
+    if (!moved(*p.shmAlpha, alphaBefore) && !moved(p.shmWorkScale, scaleBefore)) break;
+  }
+  return {*p.shmAlpha, p.shmWorkScale};
+}
 
 ModelFit fitModel(const std::vector<FitSample>& samples, const ModelParams& base) {
   std::vector<CostTerms> terms, unscaled;

@@ -32,4 +32,24 @@ struct ModelFit {
 // GenError when a sample's algorithm has no closed form.
 ModelFit fitModel(const std::vector<FitSample>& samples, const ModelParams& base);
 
+// The shared-memory model's per-message cost (ModelParams::shmAlpha) and work scale
+// (shmWorkScale) fitted to unshaped runs over shared memory on one host, through that model
+// itself (predictSharedMemory()): the scale makes the median of measured / predicted over the
+// runs of 1 MiB and more 1, the per-message cost that median over the smaller runs (found by
+// bisection between 10 ns and 10 ms: the prediction grows with it, though not strictly, since
+// the cores' list schedule can change order as it moves); each again after the other until
+// neither moves by more than 0.01% (at most ten times). Without runs below 1 MiB the
+// per-message cost is `base`'s (shmAlpha, else alpha); without runs of 1 MiB and more the
+// scale is 1. The closed forms' alpha, fitted where every rank has a core, says little of a
+// machine whose ranks take turns on a few: there a message waits for its receiver to be woken
+// and run.
+struct SharedMemoryFit {
+  double alpha = 0;
+  double workScale = 1;
+};
+
+// Requires base.shmCopy; throws ConfigError on a sample whose time is not positive and finite
+// or that is not an unshaped shared-memory run.
+SharedMemoryFit fitSharedMemory(const std::vector<FitSample>& samples, const ModelParams& base);
+
 }  // namespace arl

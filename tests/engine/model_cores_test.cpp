@@ -354,6 +354,22 @@ TEST(ModelCores, TheSendRatesCostTheSendsAsCalibrateMeasuredThem) {
   EXPECT_DOUBLE_EQ(cached.port.egressBytesPerSecond, 36e9);
 }
 
+TEST(ModelCores, TheSharedMemoryModelsOwnPerMessageCostReplacesAlpha) {
+  ModelParams p = sharedMemoryParams(2);
+  const CostQuery small = sharedMemoryQuery("ring", 8, 64 * 1024);
+  const double withAlpha = predictSharedMemory(small, p);
+  EXPECT_DOUBLE_EQ(sharedMemoryLinks(p, false).defaults.latencySeconds, p.alpha);
+  // Its own cost, when set, is every message's wake-up; alpha is left to the closed forms.
+  p.shmAlpha = p.alpha;
+  EXPECT_EQ(predictSharedMemory(small, p), withAlpha);
+  p.shmAlpha = 4 * p.alpha;
+  EXPECT_DOUBLE_EQ(sharedMemoryLinks(p, false).defaults.latencySeconds, 40e-6);
+  const double slower = predictSharedMemory(small, p);
+  EXPECT_GT(slower, 2 * withAlpha);
+  p.alpha = 1e-3;
+  EXPECT_EQ(predictSharedMemory(small, p), slower);
+}
+
 TEST(ModelCores, TheCacheRatesCostRunsWhoseWorkingSetFitsInTheCache) {
   ModelParams p = sharedMemoryParams(2);
   const CostQuery small = sharedMemoryQuery("ring", 4, kMiB);

@@ -44,18 +44,26 @@ Calibration sample() {
   c.send = SendMeasurement{6 << 20, {32 << 20, 1 << 20, 7, 3.2e-3}, {32 << 20, 1 << 20, 7, 2.1e-3}};
   c.params.shmSend = 3.2e-3 / (32 << 20);
   c.params.shmSendFresh = 2.1e-3 / (32 << 20);
+  c.params.shmAlpha = 4.5e-6;
   return c;
 }
 
-// sample()'s JSON without the fields version 4 added, as version 3 wrote it.
+// sample()'s JSON without the field version 5 added, as version 4 wrote it.
+void asVersionFour(nlohmann::json& j) {
+  j["version"] = 4;
+  j["params"].erase("shm_alpha_s");
+}
+
+// sample()'s JSON without the fields versions 4 and 5 added, as version 3 wrote it.
 void asVersionThree(nlohmann::json& j) {
+  asVersionFour(j);
   j["version"] = 3;
   j["params"].erase("shm_send_s_per_byte");
   j["params"].erase("shm_send_fresh_s_per_byte");
   j["measurements"].erase("send");
 }
 
-// sample()'s JSON without the fields versions 3 and 4 added, as version 2 wrote it.
+// sample()'s JSON without the fields versions 3 to 5 added, as version 2 wrote it.
 void asVersionTwo(nlohmann::json& j) {
   asVersionThree(j);
   j["version"] = 2;
@@ -147,6 +155,16 @@ TEST(Calibration, RoundTripsEveryField) {
   EXPECT_EQ(b.send->fresh.sliceBytes, a.send->fresh.sliceBytes);
   EXPECT_EQ(b.send->fresh.passes, 7);
   EXPECT_EQ(b.send->fresh.medianPassSeconds, a.send->fresh.medianPassSeconds);
+  EXPECT_EQ(b.params.shmAlpha, a.params.shmAlpha);
+}
+
+// A version 4 file (no per-message cost of its own) is still read: the shared-memory model
+// takes alpha's.
+TEST(Calibration, ReadsVersionFourWithoutTheSharedMemoryPerMessageCost) {
+  const Calibration b = parseCalibration(edited(asVersionFour), "x");
+  EXPECT_FALSE(b.params.shmAlpha.has_value());
+  EXPECT_EQ(b.params.shmSend, sample().params.shmSend);
+  EXPECT_EQ(b.params.shmWorkScale, 1.25);
 }
 
 // A version 3 file (no send rates) is still read: every send is costed at the copy rate.
@@ -236,7 +254,19 @@ TEST(Calibration, RefusesMalformedFilesNamingFileAndField) {
   EXPECT_EQ(refusal(edited([](auto& j) { j["format"] = "allreduce-lab-recording"; })),
             "calibration file /cal/test.json: calibration.format: 'allreduce-lab-recording' is "
             "not allreduce-lab-calibration");
-  EXPECT_NE(refusal(edited([](auto& j) { j["version"] = 5; })).find("calibration.version"),
+  EXPECT_NE(refusal(edited([](auto& j) { j["version"] = 6; })).find("calibration.version"),
+            std::string::npos);
+  // The shared-memory model's per-message cost: positive, and only with that model's rates.
+  EXPECT_NE(refusal(edited([](auto& j) {
+              j["params"]["shm_alpha_s"] = 0;
+            })).find("calibration.params.shm_alpha_s"),
+            std::string::npos);
+  EXPECT_NE(refusal(edited([](auto& j) {
+              asVersionTwo(j);
+              j["params"]["shm_alpha_s"] = 1e-6;
+              j["params"].erase("shm_copy_s_per_byte");
+              j["measurements"].erase("copy");
+            })).find("comes with its copy rate"),
             std::string::npos);
   // The send rates come together, with their measurement, or not at all.
   for (const char* field : {"shm_send_s_per_byte", "shm_send_fresh_s_per_byte"}) {

@@ -143,10 +143,12 @@ TEST(ShapingExport, RecordingKeepsEachRunsShapingAndPredictionMethod) {
   r.model.llcBytes = uint64_t{32} << 20;
   r.model.shmSend = 1.0 / 11e9;
   r.model.shmSendFresh = 1.0 / 17e9;
+  r.model.shmAlpha = 3.5e-6;
   const BenchReport model = parseRecording(recordingJson(r));
   EXPECT_EQ(model.model.shmCopy, r.model.shmCopy);
   EXPECT_EQ(model.model.shmSend, r.model.shmSend);
   EXPECT_EQ(model.model.shmSendFresh, r.model.shmSendFresh);
+  EXPECT_EQ(model.model.shmAlpha, r.model.shmAlpha);
   EXPECT_EQ(model.model.shmCopyCached, r.model.shmCopyCached);
   EXPECT_EQ(model.model.gammaCached, r.model.gammaCached);
   EXPECT_EQ(model.model.llcBytes, r.model.llcBytes);

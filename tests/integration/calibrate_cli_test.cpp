@@ -124,6 +124,12 @@ TEST_F(CalibrateCli, QuickRunOnTwoWorkersSavesPositiveParameters) {
   EXPECT_TRUE(std::isfinite(*c.params.shmCopy) && *c.params.shmCopy > 0);
   EXPECT_GE(c.params.cores, 1);
   EXPECT_TRUE(std::isfinite(c.params.shmWorkScale) && c.params.shmWorkScale > 0);
+  // Its own per-message cost, fitted through it to the runs below 1 MiB (4K and 256K here),
+  // inside the fit's bounds, and printed with the parameters.
+  ASSERT_TRUE(c.params.shmAlpha.has_value());
+  EXPECT_GT(*c.params.shmAlpha, 1e-8);
+  EXPECT_LT(*c.params.shmAlpha, 1e-2);
+  EXPECT_NE(r.out.find(" us per message, send "), std::string::npos) << r.out;
   ASSERT_TRUE(c.copy.has_value());
   EXPECT_GT(c.copy->medianPassSeconds, 0);
   EXPECT_NE(r.out.find("# copy: "), std::string::npos) << r.out;
