@@ -65,7 +65,7 @@ struct ModelParams {
   // The shared-memory model's own cost of a message (seconds): its receiver's wake-up, as
   // work on a core. `calibrate` fits it with shmWorkScale to its ring runs through this model
   // (fitSharedMemory(), model_fit.h), at the rank count it ran. Unset (calibrations before
-  // 2026-12-03): alpha, which is fitted through the closed forms, where no ranks share cores.
+  // version 5): alpha, which is fitted through the closed forms, where no ranks share cores.
   std::optional<double> shmAlpha;
   // The copy rate and gamma measured on a working set that fits in the last-level cache
   // (seconds per byte, every core at once), and that cache's size in bytes (0: unknown).
