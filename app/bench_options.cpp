@@ -10,17 +10,15 @@
 #include <set>
 
 #include "backend/registry.h"
+#include "base/endpoint.h"
 #include "base/errors.h"
 #include "base/limits.h"
 #include "exec/collective_library.h"
 #include "exec/run_request.h"
-#include "runtime/coordinator.h"
 #include "runtime/protocol.h"
+#include "runtime/run_types.h"
 #include "schedule/generators.h"
 #include "transport/shm/shm_transport.h"
-#if ARL_HAVE_GPU
-#include "gpu/gpu_backends.h"
-#endif
 
 namespace arl::app {
 
@@ -57,11 +55,9 @@ void checkOutputPath(const Arg& a) {
 // "tcp://HOST:PORT" with a numeric port (or '*': any free port).
 void checkListen(const Arg& a) {
   const std::string expected = "expected tcp://ADDR:PORT, PORT in 1..65535 or *";
-  if (a.text.rfind("tcp://", 0) != 0) throw refuse(a, expected);
-  const std::string rest = a.text.substr(6);
-  const auto colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0) throw refuse(a, expected);
-  const std::string port = rest.substr(colon + 1);
+  const auto ep = splitTcp(a.text);
+  if (!ep) throw refuse(a, expected);
+  const std::string& port = ep->port;
   if (port == "*") return;
   if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) ||
       std::stoi(port) < 1 || std::stoi(port) > 65535) {
@@ -69,28 +65,8 @@ void checkListen(const Arg& a) {
   }
 }
 
-// The flag that sets each field of the run requests.
-std::string flagOf(RunField f) {
-  switch (f) {
-    case RunField::Ranks: return "--workers";
-    case RunField::Algorithm: return "--algo";
-    case RunField::Collective: return "--collective";
-    case RunField::Count: return "--maxbytes";
-    case RunField::SliceBytes: return "--slice";
-    case RunField::Root: return "--root";
-    case RunField::RanksPerHost: return "--ranks-per-host";
-    case RunField::RingOrder: return "--ring-order";
-    case RunField::Inflight: return "--inflight";
-    case RunField::Warmup: return "--warmup_iters";
-    case RunField::Iterations: return "--iters";
-    case RunField::StallTimeout: return "--stall-timeout";
-    case RunField::PortRate: return "--nic-bw";
-    case RunField::AddedLatency: return "--link-latency";
-    case RunField::SlowRank: return "--slow-rank";
-    case RunField::SlowLink: return "--slow-link";
-  }
-  return std::string(describe(f));
-}
+// bench's flags for the fields of its run requests that commands name differently.
+constexpr RunFieldFlags kRunFlags{"--workers", "--maxbytes", "--warmup_iters"};
 
 RunRequest requestOf(const BenchConfig& c, const std::string& algo, uint64_t bytes,
                      uint64_t sliceBytes, int inflight) {
@@ -101,32 +77,6 @@ RunRequest requestOf(const BenchConfig& c, const std::string& algo, uint64_t byt
 }  // namespace
 
 int nranksOf(const BenchConfig& c) { return c.workers + c.expect; }
-
-SweepSpec sweepSpecOf(const BenchConfig& c, const std::vector<uint64_t>& sizes) {
-  SweepSpec s;
-  RunRequest& q = s.base;
-  q.collective = c.collective;
-  q.dtype = c.dtype;
-  q.op = c.op;
-  q.root = c.root;
-  q.ranksPerHost = c.ranksPerHost;
-  q.ringOrder = c.ringOrder;
-  q.inPlace = c.inPlace;
-  q.warmup = c.warmup;
-  q.iterations = c.iters;
-  q.check = c.check;
-  q.telemetry = c.telemetry;
-  q.maxEvents = c.maxEvents;
-  q.dataPlane = c.dataPlane;
-  q.cudaIpc = c.cudaIpc;
-  q.stallTimeout = c.stallTimeout;
-  s.algorithms = c.algorithms;
-  s.sizes = sizes;
-  s.sliceSizes = c.sliceSizes;
-  s.inflights = c.inflights;
-  s.shaping = c.shaping;
-  return s;
-}
 
 BenchOptions::BenchOptions(CLI::App& lab, const std::vector<std::string>& args)
     : app_(lab.add_subcommand("bench", "run collectives on worker processes, nccl-tests style")),
@@ -344,11 +294,10 @@ void BenchOptions::checkDevices(BenchConfig& c) const {
   } else if (c.backend == "nccl") {
     for (int k = 0; k < c.workers; ++k) c.devices.push_back(k);
   }
-  CoordinatorOptions local;
-  local.localDevices = c.devices;
+  const std::vector<int> devices = c.devices;
   std::vector<RankPlace> places;
   for (int k = 0; k < c.workers; ++k)
-    places.push_back({"localhost", c.backend, localDevice(local, k)});
+    places.push_back({"localhost", c.backend, localDevice(devices, k)});
   for (const std::string& algo : c.algorithms) {
     if (findLibraryAlgorithm(algo) == nullptr && c.backend != "nccl") continue;
     try {
@@ -361,15 +310,13 @@ void BenchOptions::checkDevices(BenchConfig& c) const {
 
 // Local workers run on this host: a GPU backend without a usable device here is refused
 // before any of them starts (remote workers check their own host when they start).
-void BenchOptions::checkDevicesUsable([[maybe_unused]] const BenchConfig& c) const {
-#if ARL_HAVE_GPU
+void BenchOptions::checkDevicesUsable(const BenchConfig& c) const {
   if (c.workers == 0) return;
-  if (auto why = gpu::gpuDevicesProblem(c.backend, c.devices)) {
+  if (auto why = localDevicesProblem(c.backend, c.devices)) {
     throw refuse(opts_.get("--device")
                      .value_or(opts_.get("--backend").value_or(Arg{"--backend", c.backend})),
                  *why);
   }
-#endif
 }
 
 // The sizes of the sweep, as nccl-tests steps them.
@@ -444,7 +391,7 @@ void BenchOptions::checkRuns(const BenchArgs& a) const {
     try {
       (void)resolveRunRequest(requestOf(c, algo, bytes, slice, inflight), hosts, s);
     } catch (const RunRequestError& e) {
-      throw refuse(e, givenFor(opts_, flagOf(e.field), e), flagOf(e.field));
+      throw refuse(e, opts_, kRunFlags);
     } catch (const ConfigError& e) {
       throw refuse(opts_.getOr("--algo", algo),
                    algo + " at " + formatSize(bytes) + ": " + e.what());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli_util.h"
+#include "export/bench_sweep.h"
 #include "export/export.h"
 #include "runtime/sweep.h"
 
@@ -22,10 +23,6 @@ struct BenchArgs {
 
 // Ranks of the run: local workers plus remote ones.
 int nranksOf(const BenchConfig& c);
-
-// The sweep the configuration asks for over `sizes` (the model and telemetry keeping are the
-// caller's to set).
-SweepSpec sweepSpecOf(const BenchConfig& c, const std::vector<uint64_t>& sizes);
 
 class BenchOptions {
  public:

@@ -35,6 +35,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "base/clock.h"
+#include "base/errors.h"
 #include "base/limits.h"
 #include "bench_options.h"
 #include "cli_util.h"
@@ -64,10 +65,8 @@ constexpr const char* kAbout =
     "Over shared memory (the default) it also measures a thread's copy rate and counts the "
     "cores, which the shared-memory plane's model uses for unshaped runs, and, with --llc, the "
     "copy and reduce rates on buffers that fit in the last-level cache, for runs that do. "
-    "Prints the "
-    "parameters, the fit's "
-    "residual per run, and saves them as JSON where bench and plan look: $ARL_CALIBRATION, else "
-    "$XDG_CONFIG_HOME/allreduce-lab/calibration.json, else "
+    "Prints the parameters, the fit's residual per run, and saves them as JSON where bench and "
+    "plan look: $ARL_CALIBRATION, else $XDG_CONFIG_HOME/allreduce-lab/calibration.json, else "
     "~/.config/allreduce-lab/calibration.json (docs/bench.md).\n"
     "Exit status: 0 when saved; 1 when a run failed or the fit is not usable; 2 on bad "
     "arguments.";
@@ -122,8 +121,7 @@ double concurrentPassSeconds(int threads, int passes, uint64_t bytes, uint64_t s
   for (std::thread& th : pool) th.join();
   std::vector<double> all;
   for (const auto& v : secs) all.insert(all.end(), v.begin(), v.end());
-  std::sort(all.begin(), all.end());
-  return all[all.size() / 2];
+  return median(std::move(all));
 }
 
 // `N` buffers of the CPU backend's memory, of `bytes` each or of the sizes given (none for a
@@ -331,13 +329,15 @@ struct Round {
   std::vector<SweepRow> rows;
 };
 
-// The element of `v` whose key is the median (the lower of the middle two when even).
+// The element of `v` whose key is the median: p50 by nearest rank, the lower of the middle two
+// when even, so that what is kept is one round's measurement as taken, never a mean of two.
 template <typename T, typename Key>
 const T& medianBy(const std::vector<T>& v, Key key) {
-  std::vector<const T*> order;
-  for (const T& x : v) order.push_back(&x);
-  std::sort(order.begin(), order.end(), [&](const T* a, const T* b) { return key(*a) < key(*b); });
-  return *order[(order.size() - 1) / 2];
+  std::vector<double> keys;
+  for (const T& x : v) keys.push_back(key(x));
+  const auto at = std::find(keys.begin(), keys.end(), percentileNearestRank(keys, 50));
+  ARL_ENFORCE(at != keys.end(), "no median among " << keys.size() << " keys");
+  return v[static_cast<size_t>(at - keys.begin())];
 }
 
 double p50Of(const SweepRow& r) {
@@ -425,7 +425,7 @@ std::vector<double> roundSlowness(const std::vector<Round>& rounds, const Round&
       if (large && round.rows[i].sizeBytes < (uint64_t{1} << 20)) continue;
       if (p50Of(median.rows[i]) > 0) ratios.push_back(p50Of(round.rows[i]) / p50Of(median.rows[i]));
     }
-    out.push_back(ratios.empty() ? 1.0 : medianBy(ratios, [](double x) { return x; }));
+    out.push_back(ratios.empty() ? 1.0 : percentileNearestRank(ratios, 50));
   }
   return out;
 }

@@ -317,6 +317,33 @@ std::optional<Arg> givenFor(const Options& o, const std::string& flag, const Run
   return std::nullopt;
 }
 
+std::string flagOf(RunField f, const RunFieldFlags& own) {
+  switch (f) {
+    case RunField::Ranks: return std::string(own.ranks);
+    case RunField::Algorithm: return "--algo";
+    case RunField::Collective: return "--collective";
+    case RunField::Count: return std::string(own.count);
+    case RunField::SliceBytes: return "--slice";
+    case RunField::Root: return "--root";
+    case RunField::RanksPerHost: return "--ranks-per-host";
+    case RunField::RingOrder: return "--ring-order";
+    case RunField::Inflight: return "--inflight";
+    case RunField::Warmup: return std::string(own.warmup);
+    case RunField::Iterations: return "--iters";
+    case RunField::StallTimeout: return "--stall-timeout";
+    case RunField::PortRate: return "--nic-bw";
+    case RunField::AddedLatency: return "--link-latency";
+    case RunField::SlowRank: return "--slow-rank";
+    case RunField::SlowLink: return "--slow-link";
+  }
+  return std::string(describe(f));
+}
+
+UsageError refuse(const RunRequestError& e, const Options& o, const RunFieldFlags& own) {
+  const std::string flag = flagOf(e.field, own);
+  return refuse(e, givenFor(o, flag, e), flag);
+}
+
 std::string printfString(const char* format, ...) {
   va_list ap;
   va_start(ap, format);

@@ -118,6 +118,21 @@ RedOp parseRedOp(const Arg& a);
 UsageError refuse(const RunRequestError& e, const std::optional<Arg>& given,
                   const std::string& longName);
 
+// The flags of a command for the run request's fields that the commands name differently;
+// every other field has the same flag in every command ("--inflight", "--slice", ...).
+struct RunFieldFlags {
+  std::string_view ranks;   // bench: --workers; plan: --ranks
+  std::string_view count;   // bench: --maxbytes; plan: --count
+  std::string_view warmup;  // bench: --warmup_iters; plan: --warmup
+};
+
+// The flag that sets field `f` of a command's run requests (its long name).
+std::string flagOf(RunField f, const RunFieldFlags& own);
+
+// A refused run request as a refusal of the flag of `o` that set the field (refuse() above,
+// with the value given to it as givenFor() finds it).
+UsageError refuse(const RunRequestError& e, const Options& o, const RunFieldFlags& own);
+
 // Runs a command's check-then-run: a UsageError is printed as "<prog>: <message>" on stderr
 // and gives exit code 2.
 template <typename F>

@@ -16,13 +16,16 @@
 #include <string>
 
 #include "base/limits.h"
+#include "charts/chart_data.h"
 #include "charts/charts_panel.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "export/export.h"
 #include "model_choice.h"
 #include "schedule/generators.h"
 #include "topology/topology_pane.h"
 #include "window/main_window.h"
+#include "window/runtime_types.h"
 #include "window/setup.h"
 
 namespace arl::app {

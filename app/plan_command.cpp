@@ -49,69 +49,26 @@ constexpr const char* kAbout =
     "Exit status: 0 when the schedule verifies (and, with --run, no element is wrong), 1 "
     "when it does not, 2 on bad arguments.";
 
+// plan's defaults where they are not a request's: a buffer of 1M elements, 64 KiB slices and no
+// telemetry (plan --run keeps none).
+RunRequest planRequest() {
+  RunRequest q;
+  q.count = 1u << 20;
+  q.sliceBytes = 64u << 10;
+  q.telemetry = TelemetryLevel::Off;
+  return q;
+}
+
+// What plan asks for: one run request on `ranks` ranks of one host, and what to do with it.
 struct PlanArgs {
-  std::string algo = "ring";
-  Collective collective = Collective::AllReduce;
+  RunRequest req = planRequest();
   int ranks = 4;
-  uint64_t count = 1u << 20;
-  uint64_t sliceBytes = 64u << 10;
-  DataType dtype = DataType::Float;
-  RedOp op = RedOp::Sum;
-  int root = 0;
-  int ranksPerHost = 0;
-  std::vector<int> ringOrder;  // empty: 0, 1, ..., ranks-1
-  int inflight = 4;
-  bool inPlace = false;
-  int iters = 5;
-  int warmup = 1;
-  std::chrono::milliseconds stallTimeout{20000};
-  LinkShaping shaping;  // what the prediction assumes and --run paces the loopback to
   bool run = false;
   bool json = false;
 };
 
-// The flag that sets each field of the run request.
-std::string flagOf(RunField f) {
-  switch (f) {
-    case RunField::Ranks: return "--ranks";
-    case RunField::Algorithm: return "--algo";
-    case RunField::Collective: return "--collective";
-    case RunField::Count: return "--count";
-    case RunField::SliceBytes: return "--slice";
-    case RunField::Root: return "--root";
-    case RunField::RanksPerHost: return "--ranks-per-host";
-    case RunField::RingOrder: return "--ring-order";
-    case RunField::Inflight: return "--inflight";
-    case RunField::Warmup: return "--warmup";
-    case RunField::Iterations: return "--iters";
-    case RunField::StallTimeout: return "--stall-timeout";
-    case RunField::PortRate: return "--nic-bw";
-    case RunField::AddedLatency: return "--link-latency";
-    case RunField::SlowRank: return "--slow-rank";
-    case RunField::SlowLink: return "--slow-link";
-  }
-  return std::string(describe(f));
-}
-
-RunRequest requestOf(const PlanArgs& a) {
-  RunRequest q;
-  q.algorithm = a.algo;
-  q.collective = a.collective;
-  q.dtype = a.dtype;
-  q.op = a.op;
-  q.count = a.count;
-  q.sliceBytes = a.sliceBytes;
-  q.root = a.root;
-  q.ranksPerHost = a.ranksPerHost;
-  q.ringOrder = a.ringOrder;
-  q.inflight = a.inflight;
-  q.inPlace = a.inPlace;
-  q.warmup = a.warmup;
-  q.iterations = a.iters;
-  q.stallTimeout = a.stallTimeout;
-  q.shaping = a.shaping;
-  return q;
-}
+// plan's flags for the fields of its run request that commands name differently.
+constexpr RunFieldFlags kRunFlags{"--ranks", "--count", "--warmup"};
 
 class PlanCommand final : public Command {
  public:
@@ -166,40 +123,41 @@ PlanArgs PlanCommand::parse() const {
   PlanArgs a;
   a.run = run_;
   a.json = json_;
-  a.inPlace = inPlace_;
-  if (auto v = opts_.get("--algo")) a.algo = v->text;
-  if (auto v = opts_.get("--collective")) a.collective = parseCollective(*v);
-  if (auto v = opts_.get("--dtype")) a.dtype = parseDataType(*v);
-  if (auto v = opts_.get("--op")) a.op = parseRedOp(*v);
+  a.req.inPlace = inPlace_;
+  if (auto v = opts_.get("--algo")) a.req.algorithm = v->text;
+  if (auto v = opts_.get("--collective")) a.req.collective = parseCollective(*v);
+  if (auto v = opts_.get("--dtype")) a.req.dtype = parseDataType(*v);
+  if (auto v = opts_.get("--op")) a.req.op = parseRedOp(*v);
   if (auto v = opts_.get("--ranks")) a.ranks = parseInt(*v, 1, kMaxRanks);
-  if (auto v = opts_.get("--count")) a.count = parseSize(*v);
-  if (auto v = opts_.get("--slice")) a.sliceBytes = parseSize(*v);
-  if (auto v = opts_.get("--root")) a.root = parseInteger(*v);
-  if (auto v = opts_.get("--ranks-per-host")) a.ranksPerHost = parseInteger(*v);
-  if (auto v = opts_.get("--ring-order")) a.ringOrder = parseIntegerList(*v);
-  if (auto v = opts_.get("--inflight")) a.inflight = parseInteger(*v);
-  if (auto v = opts_.get("--iters")) a.iters = parseInteger(*v);
-  if (auto v = opts_.get("--warmup")) a.warmup = parseInteger(*v);
-  if (auto v = opts_.get("--stall-timeout")) a.stallTimeout = parseMillis(*v, kMaxStallTimeoutMs);
-  a.shaping = parseShaping(opts_, a.ranks);
+  if (auto v = opts_.get("--count")) a.req.count = parseSize(*v);
+  if (auto v = opts_.get("--slice")) a.req.sliceBytes = parseSize(*v);
+  if (auto v = opts_.get("--root")) a.req.root = parseInteger(*v);
+  if (auto v = opts_.get("--ranks-per-host")) a.req.ranksPerHost = parseInteger(*v);
+  if (auto v = opts_.get("--ring-order")) a.req.ringOrder = parseIntegerList(*v);
+  if (auto v = opts_.get("--inflight")) a.req.inflight = parseInteger(*v);
+  if (auto v = opts_.get("--iters")) a.req.iterations = parseInteger(*v);
+  if (auto v = opts_.get("--warmup")) a.req.warmup = parseInteger(*v);
+  if (auto v = opts_.get("--stall-timeout"))
+    a.req.stallTimeout = parseMillis(*v, kMaxStallTimeoutMs);
+  a.req.shaping = parseShaping(opts_, a.ranks);
   return a;
 }
 
 // Checks the request as every client does (run_request.h) and returns its schedule.
 Schedule PlanCommand::resolve(const PlanArgs& a) const {
-  if (findLibraryAlgorithm(a.algo) != nullptr) {
+  if (findLibraryAlgorithm(a.req.algorithm) != nullptr) {
     // A library's collective has no schedule to show, simulate or run in process.
-    throw refuse(Arg{"--algo", a.algo},
+    throw refuse(Arg{"--algo", a.req.algorithm},
                  "is NCCL's own collective, which has no schedule to plan; it runs on GPU "
                  "workers: allreduce-lab bench --backend nccl --nccl-algo ...");
   }
   Schedule s;
   try {
-    (void)resolveRunRequest(requestOf(a), std::vector<std::string>(a.ranks, "localhost"), &s);
+    (void)resolveRunRequest(a.req, std::vector<std::string>(a.ranks, "localhost"), &s);
   } catch (const RunRequestError& e) {
-    throw refuse(e, givenFor(opts_, flagOf(e.field), e), flagOf(e.field));
+    throw refuse(e, opts_, kRunFlags);
   } catch (const ConfigError& e) {
-    throw refuse(Arg{"--algo", a.algo}, e.what());
+    throw refuse(Arg{"--algo", a.req.algorithm}, e.what());
   }
   return s;
 }
@@ -351,17 +309,17 @@ void printTable(const Schedule& s) {
 
 CostQuery costQuery(const PlanArgs& a, const Schedule& s) {
   CostQuery q;
-  q.algorithm = a.algo;
-  q.collective = a.collective;
+  q.algorithm = a.req.algorithm;
+  q.collective = a.req.collective;
   q.nranks = a.ranks;
-  q.bytes = collectiveBytes(a.collective, a.ranks, a.count, a.dtype);
-  q.sliceBytes = s.sliceElems * dtypeSize(a.dtype);
-  q.ranksPerHost = a.ranksPerHost;
-  q.dtype = a.dtype;
-  q.root = a.root;
-  q.ringOrder = a.ringOrder;
-  q.inflight = a.inflight;
-  q.shaping = a.shaping;
+  q.bytes = collectiveBytes(a.req.collective, a.ranks, a.req.count, a.req.dtype);
+  q.sliceBytes = s.sliceElems * dtypeSize(a.req.dtype);
+  q.ranksPerHost = a.req.ranksPerHost;
+  q.dtype = a.req.dtype;
+  q.root = a.req.root;
+  q.ringOrder = a.req.ringOrder;
+  q.inflight = a.req.inflight;
+  q.shaping = a.req.shaping;
   return q;
 }
 
@@ -387,15 +345,15 @@ void printSummary(const PlanArgs& a, const Schedule& s, const VerifyResult& vr,
                   const std::optional<double>& simulatedUs, const std::string& simError,
                   const std::optional<SharedMemoryCost>& sharedMemory) {
   std::printf("%s: %s %s, %d ranks, count %" PRIu64 " x %s (%" PRIu64 " bytes per rank), op %s",
-              kProg, a.algo.c_str(), std::string(toString(a.collective)).c_str(), a.ranks, a.count,
-              std::string(toString(a.dtype)).c_str(), a.count * dtypeSize(a.dtype),
-              std::string(toString(a.op)).c_str());
-  if (a.collective == Collective::Reduce || a.collective == Collective::Broadcast) {
-    std::printf(", root %d", a.root);
+              kProg, a.req.algorithm.c_str(), std::string(toString(a.req.collective)).c_str(),
+              a.ranks, a.req.count, std::string(toString(a.req.dtype)).c_str(),
+              a.req.count * dtypeSize(a.req.dtype), std::string(toString(a.req.op)).c_str());
+  if (a.req.collective == Collective::Reduce || a.req.collective == Collective::Broadcast) {
+    std::printf(", root %d", a.req.root);
   }
-  if (a.ranksPerHost > 0) std::printf(", %d ranks per host", a.ranksPerHost);
-  if (!a.ringOrder.empty()) std::printf(", ring %s", ringText(a.ringOrder).c_str());
-  std::printf(", slice %s (%" PRIu64 " elements)\n", formatSize(a.sliceBytes).c_str(),
+  if (a.req.ranksPerHost > 0) std::printf(", %d ranks per host", a.req.ranksPerHost);
+  if (!a.req.ringOrder.empty()) std::printf(", ring %s", ringText(a.req.ringOrder).c_str());
+  std::printf(", slice %s (%" PRIu64 " elements)\n", formatSize(a.req.sliceBytes).c_str(),
               s.sliceElems);
   printTable(s);
   if (vr.ok) {
@@ -414,7 +372,7 @@ void printSummary(const PlanArgs& a, const Schedule& s, const VerifyResult& vr,
   }
   if (simulatedUs) {
     std::printf("  simulated schedule            %12s us  (inflight %d)\n",
-                formatTimeUs(*simulatedUs).c_str(), a.inflight);
+                formatTimeUs(*simulatedUs).c_str(), a.req.inflight);
   } else {
     std::printf("  simulated schedule            not simulated (%s)\n",
                 simError.empty() ? "schedule did not verify" : simError.c_str());
@@ -461,36 +419,29 @@ namespace {
 // Runs the verified schedule in process (threads over the loopback) and reports it as a
 // nccl-tests row, or into `j` for --json. Returns false when it failed or got wrong elements.
 bool runInProcess(const PlanArgs& a, const Schedule& s, Json* j) {
-  LocalRunOptions lo;
-  lo.dtype = a.dtype;
-  lo.op = a.op;
-  lo.inPlace = a.inPlace;
-  lo.warmup = a.warmup;
-  lo.iterations = a.iters;
-  lo.inflight = a.inflight;
-  lo.check = true;
-  lo.stallTimeout = a.stallTimeout;
-  lo.shaping = a.shaping;
   try {
-    const LocalRunResult res = runLocal(s, lo);
-    const Metrics m =
-        computeMetrics(a.collective, a.ranks, a.count, a.dtype, res.iterationUs, res.wrong);
+    const LocalRunResult res = runLocal(s, localRunOptions(a.req));
+    const Metrics m = computeMetrics(a.req.collective, a.ranks, a.req.count, a.req.dtype,
+                                     res.iterationUs, res.wrong);
     if (j != nullptr) {
       (*j)["time_us"] = m.timeUs;
       (*j)["algbw_gbps"] = m.algbwGBps;
       (*j)["busbw_gbps"] = m.busbwGBps;
       (*j)["wrong"] = m.wrong;
-      (*j)["iters"] = a.iters;
-      (*j)["warmup"] = a.warmup;
+      (*j)["iters"] = a.req.iterations;
+      (*j)["warmup"] = a.req.warmup;
       (*j)["iteration_us"] = res.iterationUs;
     } else {
       std::printf(
           "run: in process, %d ranks (threads) on the CPU backend over loopback (%s), %s, "
           "warmup %d, iters %d, inflight %d\n",
-          a.ranks, describeShaping(a.shaping).c_str(), a.inPlace ? "in-place" : "out-of-place",
-          a.warmup, a.iters, a.inflight);
+          a.ranks, describeShaping(a.req.shaping).c_str(),
+          a.req.inPlace ? "in-place" : "out-of-place", a.req.warmup, a.req.iterations,
+          a.req.inflight);
       std::fputs(ncclTestsHeader().c_str(), stdout);
-      std::printf("%s\n", ncclTestsRow(a.collective, a.count, a.dtype, a.op, a.root, m).c_str());
+      std::printf("%s\n",
+                  ncclTestsRow(a.req.collective, a.req.count, a.req.dtype, a.req.op, a.req.root, m)
+                      .c_str());
     }
     return m.wrong == 0;
   } catch (const std::exception& e) {
@@ -510,7 +461,7 @@ int PlanCommand::run() {
     a = parse();
     model = chooseModel(opts_.get("--model"));
     s = resolve(a);
-    if (a.run) checkRunMemory(s, a.dtype);
+    if (a.run) checkRunMemory(s, a.req.dtype);
     return 0;
   });
   if (refused != 0) return refused;
@@ -541,22 +492,22 @@ int PlanCommand::run() {
 
   Json j;
   if (a.json) {
-    j = Json{{"algorithm", a.algo},
-             {"collective", std::string(toString(a.collective))},
+    j = Json{{"algorithm", a.req.algorithm},
+             {"collective", std::string(toString(a.req.collective))},
              {"ranks", a.ranks},
-             {"count", a.count},
-             {"dtype", std::string(toString(a.dtype))},
-             {"op", std::string(toString(a.op))},
-             {"root", a.root},
-             {"ranks_per_host", a.ranksPerHost},
-             {"slice_bytes", a.sliceBytes},
+             {"count", a.req.count},
+             {"dtype", std::string(toString(a.req.dtype))},
+             {"op", std::string(toString(a.req.op))},
+             {"root", a.req.root},
+             {"ranks_per_host", a.req.ranksPerHost},
+             {"slice_bytes", a.req.sliceBytes},
              {"slice_elems", s.sliceElems},
-             {"in_place", a.inPlace},
-             {"inflight", a.inflight},
+             {"in_place", a.req.inPlace},
+             {"inflight", a.req.inflight},
              {"size_bytes", q.bytes},
              {"steps", s.nsteps},
              {"ops", static_cast<uint64_t>(totalOps)},
-             {"shaping", describeShaping(a.shaping)},
+             {"shaping", describeShaping(a.req.shaping)},
              {"verified", vr.ok},
              {"verify_message", vr.message},
              {"predicted_us", predictedUs ? Json(*predictedUs) : Json(nullptr)},

@@ -11,19 +11,13 @@ namespace arl::gpu {
 void registerGpuBackends(int device) {
   registerBackend(
       "cuda", [device] { return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(device)); });
+  for (std::string_view name : {"cuda", "nccl"}) {
+    registerDeviceCheck(name, [name](int d) { return gpuBackendProblem(name, d); });
+  }
 }
 
 std::optional<std::string> gpuBackendProblem(std::string_view name, int device) {
   if (name == "cuda" || name == "nccl") return cudaDeviceProblem(device, name);
-  return std::nullopt;
-}
-
-std::optional<std::string> gpuDevicesProblem(std::string_view name,
-                                             const std::vector<int>& devices) {
-  if (devices.empty()) return gpuBackendProblem(name, -1);
-  for (int d : devices) {
-    if (auto why = gpuBackendProblem(name, d)) return why;
-  }
   return std::nullopt;
 }
 

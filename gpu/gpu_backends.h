@@ -10,18 +10,14 @@
 
 namespace arl::gpu {
 
-// Registers `cuda`: its backends use CUDA device `device` (-1: device 0).
+// Registers `cuda`: its backends use CUDA device `device` (-1: device 0). Also registers the
+// device check of `cuda` and `nccl` (gpuBackendProblem), which core's localDevicesProblem()
+// asks for the window and bench: neither of them includes a header of gpu/.
 void registerGpuBackends(int device);
 
 // nullopt when backend `name` (cuda, nccl) can run here on device `device` (-1: device 0), or when
 // it is not a GPU backend; else the one-line reason, e.g. "backend 'cuda': no CUDA device
 // (cudaGetDeviceCount: ...)". For checks before a run starts.
 std::optional<std::string> gpuBackendProblem(std::string_view name, int device);
-
-// gpuBackendProblem() for every device of `devices` (empty: the backend's default device):
-// the first reason found, or nullopt. What bench and the window ask before starting local
-// workers.
-std::optional<std::string> gpuDevicesProblem(std::string_view name,
-                                             const std::vector<int>& devices);
 
 }  // namespace arl::gpu

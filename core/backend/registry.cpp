@@ -144,4 +144,27 @@ void registerBackend(std::string_view name, BackendFactory make) {
                     "' (known: " + joined(knownNames()) + ")");
 }
 
+void registerDeviceCheck(std::string_view name, DeviceCheck check) {
+  ARL_ENFORCE(static_cast<bool>(check), "registerDeviceCheck(" << name << ") without a check");
+  for (BackendInfo& b : registry()) {
+    if (b.name == name) {
+      b.deviceCheck = std::move(check);
+      return;
+    }
+  }
+  throw ConfigError("registerDeviceCheck: unknown backend '" + std::string(name) +
+                    "' (known: " + joined(knownNames()) + ")");
+}
+
+std::optional<std::string> localDevicesProblem(std::string_view name,
+                                               const std::vector<int>& devices) {
+  const BackendInfo* b = findBackend(name);
+  if (b == nullptr || !b->deviceCheck) return std::nullopt;
+  if (devices.empty()) return b->deviceCheck(-1);
+  for (int d : devices) {
+    if (auto why = b->deviceCheck(d)) return why;
+  }
+  return std::nullopt;
+}
+
 }  // namespace arl

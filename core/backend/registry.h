@@ -18,6 +18,9 @@
 namespace arl {
 
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;
+// Whether device `device` (-1: the backend's default) of this host can run the backend:
+// nullopt, or the one-line reason ("backend 'cuda': no CUDA device (...)").
+using DeviceCheck = std::function<std::optional<std::string>(int device)>;
 
 struct BackendInfo {
   std::string_view name;
@@ -28,6 +31,9 @@ struct BackendInfo {
   std::vector<DataType> dtypes;
   std::vector<RedOp> ops;
   BackendFactory make;  // empty: not in this program
+  // Looks at this host's devices (empty: nothing to look at, or not in this program). The GPU
+  // library registers it, so that the window and bench ask core, not gpu/.
+  DeviceCheck deviceCheck;
   // Built into this build's worker (allreduce-worker links the GPU library; the lab itself
   // does not): set from ARL_GPU_BACKENDS at compile time, so that the lab and the bench
   // accept a backend their own process cannot make.
@@ -63,5 +69,16 @@ std::unique_ptr<Backend> makeBackend(std::string_view name);
 // library that implements it (the GPU library for cuda and nccl). Throws ConfigError for a
 // name the registry does not know.
 void registerBackend(std::string_view name, BackendFactory make);
+
+// Says how to check this host's devices for backend `name` (registered by the library that
+// implements it, at start-up). Throws ConfigError for a name the registry does not know.
+void registerDeviceCheck(std::string_view name, DeviceCheck check);
+
+// nullopt when backend `name` can run on every device of `devices` of this host (empty: the
+// backend's default device), when it needs no device, or when this program has no check for
+// it; else the first reason found. What bench and the window ask before they start local
+// workers (remote workers check their own host when they start).
+std::optional<std::string> localDevicesProblem(std::string_view name,
+                                               const std::vector<int>& devices);
 
 }  // namespace arl

@@ -202,15 +202,26 @@ int ranksPerHost(int requested, const std::vector<std::string>& hosts) {
 }
 
 GenParams genParams(const RunRequest& req, const ResolvedRun& run) {
-  GenParams p;
-  p.collective = req.collective;
-  p.nranks = run.nranks;
-  p.count = req.count;
-  p.sliceElems = run.sliceElems;
-  p.root = req.root;
-  p.ranksPerHost = run.ranksPerHost;
-  p.ring = run.ringOrder;
-  return p;
+  return {.collective = req.collective,
+          .nranks = run.nranks,
+          .count = req.count,
+          .sliceElems = run.sliceElems,
+          .root = req.root,
+          .ranksPerHost = run.ranksPerHost,
+          .ring = run.ringOrder};
+}
+
+LocalRunOptions localRunOptions(const RunRequest& req) {
+  return {.dtype = req.dtype,
+          .op = req.op,
+          .inPlace = req.inPlace,
+          .warmup = req.warmup,
+          .iterations = req.iterations,
+          .inflight = req.inflight,
+          .check = req.check,
+          .telemetry = req.telemetry,
+          .shaping = req.shaping,
+          .stallTimeout = req.stallTimeout};
 }
 
 ResolvedRun resolveRunRequest(const RunRequest& req, const std::vector<std::string>& hosts,

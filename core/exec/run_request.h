@@ -16,6 +16,7 @@
 #include "base/errors.h"
 #include "base/shaping.h"
 #include "base/types.h"
+#include "exec/local_run.h"
 #include "exec/telemetry.h"
 #include "schedule/generators.h"
 #include "transport/transport.h"
@@ -48,6 +49,8 @@ struct RunRequest {
   bool cudaIpc = true;
   // The network the data planes pace the run to (base/shaping.h); empty = the machine's own.
   LinkShaping shaping;
+
+  bool operator==(const RunRequest&) const = default;
 };
 
 // The field of a RunRequest (or the world it runs on) that a refusal is about, so that each
@@ -116,5 +119,10 @@ int ranksPerHost(int requested, const std::vector<std::string>& hosts);
 
 // The generator parameters of a resolved request.
 GenParams genParams(const RunRequest& req, const ResolvedRun& run);
+
+// The in-process form of a request (exec/local_run.h, `plan --run`): its element type,
+// reduction, buffers, iterations, slices in flight, check, telemetry level, network and stall
+// timeout. The fields that only workers read (maxEvents, dataPlane, cudaIpc) have no part in it.
+LocalRunOptions localRunOptions(const RunRequest& req);
 
 }  // namespace arl

@@ -17,7 +17,7 @@
 #include "exec/telemetry.h"
 #include "model/metrics.h"
 #include "model/model.h"
-#include "runtime/coordinator.h"
+#include "runtime/run_types.h"
 #include "runtime/sweep.h"
 
 namespace arl {

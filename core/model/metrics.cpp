@@ -67,6 +67,16 @@ double percentileNearestRank(std::vector<double> values, int p) {
   return *nth;
 }
 
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const size_t n = values.size();
+  const auto upper = values.begin() + static_cast<std::ptrdiff_t>(n / 2);
+  std::nth_element(values.begin(), upper, values.end());
+  if (n % 2 == 1) return *upper;
+  // The lower middle is the largest of what nth_element left before the upper one.
+  return 0.5 * (*std::max_element(values.begin(), upper) + *upper);
+}
+
 IterationSpread iterationSpread(std::vector<double> iterationUs) {
   IterationSpread s;
   if (iterationUs.empty()) return s;

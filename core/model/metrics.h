@@ -68,6 +68,12 @@ struct Metrics {
 // (ARL_ENFORCE).
 double percentileNearestRank(std::vector<double> values, int p);
 
+// The median of `values` for a figure of its own (a rate, a ratio, a step's length): the
+// middle value, or the mean of the middle two for an even count. Unlike p50 above it may be no
+// measured value; to pick a measurement, take percentileNearestRank(values, 50), the lower
+// middle. Returns 0 for no values.
+double median(std::vector<double> values);
+
 // p50, p90, p99 and the largest of per-iteration times (0s for none).
 IterationSpread iterationSpread(std::vector<double> iterationUs);
 

@@ -75,6 +75,8 @@ struct ModelParams {
   std::optional<double> shmCopyCached;
   std::optional<double> gammaCached;
   uint64_t llcBytes = 0;
+
+  bool operator==(const ModelParams&) const = default;
 };
 
 // A closed-form cost as coefficients of the parameters:

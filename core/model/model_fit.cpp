@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "base/errors.h"
+#include "model/metrics.h"
 
 namespace arl {
 
@@ -24,10 +26,7 @@ double medianRatio(const std::vector<FitSample>& samples, const ModelParams& p, 
   for (const FitSample& s : samples) {
     if (pick(s)) ratios.push_back(s.seconds / predictSharedMemory(s.query, p));
   }
-  if (ratios.empty()) return 0;
-  std::sort(ratios.begin(), ratios.end());
-  const size_t m = ratios.size();
-  return m % 2 ? ratios[m / 2] : 0.5 * (ratios[m / 2 - 1] + ratios[m / 2]);
+  return median(std::move(ratios));
 }
 
 }  // namespace

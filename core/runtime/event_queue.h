@@ -12,7 +12,7 @@
 #include <mutex>
 #include <vector>
 
-#include "runtime/coordinator.h"
+#include "runtime/run_types.h"
 
 namespace arl {
 

@@ -21,6 +21,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/clock_sample.h"
 #include "base/errors.h"
 #include "base/limits.h"
 #include "base/shaping.h"
@@ -40,6 +41,9 @@ namespace arl {
 // 5: RunConfig carries the link shaping that the data planes pace.
 // 6: a library run (nccl-ring, nccl-tree) passes NCCL's unique id as rank 0's Ready endpoint
 //    "nccl://id/TOKEN", which Start carries to every rank.
+// 7: CUDA IPC between ranks of one host: RunConfig carries cudaIpc, Ready the rank's device
+//    (PeerDeviceInfo), Start every rank's device; the lent slices travel as notices on the
+//    data plane.
 inline constexpr uint16_t kProtocolVersion = 7;
 
 inline constexpr size_t kHeaderBytes = 16;
@@ -504,23 +508,7 @@ bool validEndpoint(std::string_view endpoint);
 
 // ---- Clock alignment ------------------------------------------------------------------------
 
-// One Ping/Pong exchange, as NTP reads it (RFC 5905, section 8): with t0 the worker's send
-// time, t1 the coordinator's receive time, t2 its send time and t3 the worker's receive time,
-//   offset = ((t1 - t0) + (t2 - t3)) / 2     (coordinator clock minus worker clock)
-//   delay  = (t3 - t0) - (t2 - t1)           (round trip spent on the network)
-// A worker timestamp t maps to the coordinator's clock as t + offset. The error of the offset
-// is at most delay / 2, so the sample with the smallest delay is the one to trust.
-// This is the lab's one sign convention for a clock offset, wherever one is stored or sent
-// (Ready::clockOffsetNs, the coordinator's worker list, recordings' clock_offset_ns).
-struct ClockSample {
-  int64_t offsetNs = 0;
-  int64_t delayNs = 0;
-  bool operator==(const ClockSample&) const = default;
-};
-ClockSample clockSample(int64_t t0Ns, int64_t t1Ns, int64_t t2Ns, int64_t t3Ns);
+// The sample of one Ping/Pong exchange (base/clock_sample.h), t3Ns the worker's receive time.
 ClockSample clockSample(const Pong& pong, int64_t t3Ns);
-// The sample with the smallest non-negative delay (NTP's clock filter, reduced to its core);
-// nullopt when there is none (a negative delay means a timestamp is wrong).
-std::optional<ClockSample> bestClockSample(std::span<const ClockSample> samples);
 
 }  // namespace arl

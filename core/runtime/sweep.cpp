@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "runtime/coordinator.h"
 
 namespace arl {
 
@@ -101,6 +102,7 @@ void Sweep::submitNext() {
   current_.count = q.count;
   current_.sizeBytes = collectiveBytes(q.collective, nranks_, q.count, q.dtype);
   current_.startNs = steadyNowNs();
+  current_.result.request = q;  // until the run's result replaces it (currentRequest())
   runId_ = coord_.submit(std::move(q));
 }
 

@@ -12,11 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "exec/run_request.h"
 #include "model/metrics.h"
 #include "model/model.h"
-#include "runtime/coordinator.h"
+#include "runtime/run_types.h"
+#include "runtime/telemetry_collector.h"
 
 namespace arl {
+
+class Coordinator;
 
 struct SweepSpec {
   RunRequest base;  // every field but algorithm, count, sliceBytes and inflight
@@ -29,6 +33,8 @@ struct SweepSpec {
   // under it (see predict()).
   LinkShaping shaping;
   bool keepTelemetry = false;  // keep each run's events in its row (for traces)
+
+  bool operator==(const SweepSpec&) const = default;
 };
 
 // One point of the sweep, in run order: sizes, then algorithms, slice sizes, slices in flight.
@@ -91,6 +97,8 @@ class Sweep {
   // Index in points() of the run in progress (or of the next one).
   size_t index() const { return next_ == 0 ? 0 : next_ - 1; }
   uint64_t currentRunId() const { return runId_; }
+  // The request of the run in progress as it was submitted (while currentRunId() is not 0).
+  const RunRequest& currentRequest() const { return current_.result.request; }
 
  private:
   void submitNext();

@@ -55,24 +55,11 @@ struct WorkerOptions {
 // is logged as one line on stderr).
 int runWorker(const WorkerOptions& opt);
 
-// Test-only fault injection, read by the worker from the environment and documented in
-// docs/runtime.md: ARL_TEST_CORRUPT_HEADER="RANK:FIELD" makes rank RANK corrupt FIELD (magic,
-// signature, epoch, seq, src, step, chunk, slice, offset or length) of the first data-plane
-// header it sends in every run. Never set outside tests.
-inline constexpr const char* kCorruptHeaderEnv = "ARL_TEST_CORRUPT_HEADER";
-// Test-only loss of control messages, as a connection reset loses them:
-// ARL_TEST_LOSE_CONTROL="Start,RunDone" makes the worker drop the first control message of
-// each named type that it receives (RunConfig, Start, Abort) or sends (Ready,
-// IterationResult, RunDone, RunFailed). Never set outside tests.
-inline constexpr const char* kLoseControlEnv = "ARL_TEST_LOSE_CONTROL";
-// Test-only stall: ARL_TEST_STALL="RANK:STEP" makes rank RANK stop, heartbeats flowing,
-// before its first op of step STEP in the first run it takes part in, until that run is
-// aborted. Never set outside
-// tests.
-inline constexpr const char* kStallEnv = "ARL_TEST_STALL";
 // Benchmarks only: ARL_TELEMETRY_EVERY_OTHER=1 makes the worker's ranks record telemetry in
 // every other timed iteration only (RankRunOptions::recordEveryOther), so that one run times
-// iterations with and without recording side by side (scripts/bench-telemetry).
+// iterations with and without recording side by side (scripts/bench-telemetry). A setting of
+// the worker as released, not a fault: the session reads it and gives it to each run job.
+// (The faults that tests inject are in runtime/fault_injection.h.)
 inline constexpr const char* kEveryOtherEnv = "ARL_TELEMETRY_EVERY_OTHER";
 
 }  // namespace arl

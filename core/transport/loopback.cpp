@@ -25,12 +25,6 @@ class LoopbackMessage final : public InMessage {
   std::vector<unsigned char> payload_;
 };
 
-std::string formatTimeout(std::chrono::milliseconds t) {
-  const auto ms = t.count();
-  if (ms > 0 && ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
-  return std::to_string(ms) + " ms";
-}
-
 }  // namespace
 
 int LoopbackTransport::size() const { return fabric_.size(); }
@@ -219,7 +213,7 @@ std::unique_ptr<InMessage> LoopbackFabric::recv(int dst, int src, uint32_t step,
     if (SteadyClock::now() >= deadline) {
       throw PeerError(dst, src, step,
                       "no data from rank " + std::to_string(src) + " for step " +
-                          std::to_string(step) + " within " + formatTimeout(timeout));
+                          std::to_string(step) + " within " + formatDuration(timeout));
     }
     box.cv.wait_until(lock, wakeAt);
   }

@@ -19,6 +19,11 @@ const std::shared_ptr<SendCompletion>& completedSend() {
   return kDone;
 }
 
+std::string formatDuration(std::chrono::milliseconds t) {
+  if (t.count() >= 1000 && t.count() % 1000 == 0) return std::to_string(t.count() / 1000) + " s";
+  return std::to_string(t.count()) + " ms";
+}
+
 std::optional<uint64_t> pacedBytesOf(uint32_t magic, const void* payload, size_t bytes) {
   if (magic != ChunkHeader::kNoticeMagic) return bytes;
   if (bytes < sizeof(NoticeHead)) return std::nullopt;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace arl {
@@ -69,6 +70,9 @@ static_assert(sizeof(NoticeHead) == 16);
 // network for: `bytes` for data, NoticeHead::pacedBytes for a paced notice, nullopt for an
 // unpaced notice (or one too short to hold its head, which the receiver refuses later).
 std::optional<uint64_t> pacedBytesOf(uint32_t magic, const void* payload, size_t bytes);
+
+// A timeout as the transports' errors name it: "3 s" when whole seconds, else "250 ms".
+std::string formatDuration(std::chrono::milliseconds t);
 
 // Completion of an asynchronous send: the sender may reuse the memory once done().
 class SendCompletion {

@@ -22,10 +22,12 @@
 #include "base/types.h"
 #include "gpu/cuda_device.h"
 #include "gpu/reduce_kernels.h"
+#include "model/metrics.h"
 
 namespace {
 
 using arl::DataType;
+using arl::median;
 using arl::RedOp;
 
 void check(cudaError_t rc, const char* what) {
@@ -81,11 +83,6 @@ void timePasses(F&& run, int passes, cudaStream_t s, cudaEvent_t t0, cudaEvent_t
   float ms = 0;
   check(cudaEventElapsedTime(&ms, t0, t1), "cudaEventElapsedTime");
   into.push_back(static_cast<double>(ms) * 1e-3 / passes);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 void benchSize(uint64_t bytes, cudaStream_t s, cudaEvent_t t0, cudaEvent_t t1) {

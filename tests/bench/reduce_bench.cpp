@@ -21,6 +21,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "base/types.h"
+#include "model/metrics.h"
 
 namespace {
 
@@ -28,6 +29,7 @@ using arl::CpuBackend;
 using arl::CpuBackendOptions;
 using arl::CpuKernels;
 using arl::DataType;
+using arl::median;
 using arl::RedOp;
 
 constexpr size_t KiB = size_t{1} << 10;
@@ -210,12 +212,6 @@ class CapturingReporter : public benchmark::ConsoleReporter {
  private:
   std::map<std::string, Samples> samples_;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 bool hasFlag(int argc, char** argv, const char* flag) {
   for (int i = 1; i < argc; ++i) {

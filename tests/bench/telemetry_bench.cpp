@@ -28,6 +28,7 @@
 #include "exec/telemetry_ring.h"
 #include "runtime/coordinator.h"
 #include "runtime/protocol.h"
+#include "runtime/telemetry_collector.h"
 
 namespace {
 

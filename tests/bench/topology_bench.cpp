@@ -28,6 +28,7 @@
 #include "exec/run_request.h"
 #include "export/export.h"
 #include "runtime/coordinator.h"
+#include "runtime/telemetry_collector.h"
 #include "topology/run_model.h"
 #include "topology/topology_pane.h"
 #include "topology/topology_view.h"

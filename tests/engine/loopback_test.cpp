@@ -71,6 +71,15 @@ TEST(Loopback, TimeoutNamesPeerAndStep) {
             "rank 1: no data from rank 0 for step 7 within 30 ms");
 }
 
+// Every transport's timeout reads so: whole seconds in s, anything else in ms.
+TEST(Loopback, TimeoutsReadInWholeSecondsOrMilliseconds) {
+  EXPECT_EQ(formatDuration(0ms), "0 ms");
+  EXPECT_EQ(formatDuration(250ms), "250 ms");
+  EXPECT_EQ(formatDuration(1000ms), "1 s");
+  EXPECT_EQ(formatDuration(1500ms), "1500 ms");
+  EXPECT_EQ(formatDuration(30000ms), "30 s");
+}
+
 TEST(Loopback, FailedRankWakesItsReceiversPromptly) {
   LoopbackFabric fabric(3);
   const int x = 5;

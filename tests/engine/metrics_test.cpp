@@ -112,6 +112,17 @@ TEST(Metrics, PercentilesAreNearestRank) {
   EXPECT_THROW(percentileNearestRank(ten, 101), EnforceError);
 }
 
+// The median of a figure: the middle value of an odd count, the mean of the middle two of an
+// even one (where p50 takes the lower).
+TEST(Metrics, TheMedianOfAnEvenCountIsTheMeanOfTheMiddleTwo) {
+  EXPECT_EQ(median({7, 3, 10, 1, 5, 9, 2, 8, 4, 6}), 5.5);
+  EXPECT_EQ(median({7, 3, 10, 1, 5, 9, 2, 8, 4}), 5.0);
+  EXPECT_EQ(median({2.5, 0.5}), 1.5);
+  EXPECT_EQ(median({1, 1000, 2, 3}), 2.5);  // one outlier moves it not at all
+  EXPECT_EQ(median({4.5}), 4.5);
+  EXPECT_EQ(median({}), 0.0);
+}
+
 TEST(Metrics, SpreadOfIterationTimes) {
   // Twenty iterations, nineteen of 7 us and the last of 500 us (a tail at the end of a run):
   // the mean moves, the median does not; p90 is the 18th (7), p99 the 20th, the largest.

@@ -45,6 +45,11 @@ TEST(CudaRegistry, AMissingDeviceIsNamed) {
   EXPECT_EQ(why->rfind(expectedStart(), 0), 0u) << *why;
   EXPECT_EQ(gpu::gpuBackendProblem("cuda", 1023), why);
   EXPECT_EQ(gpu::gpuBackendProblem("cpu", 1023), std::nullopt);
+  // What the window and bench ask: core's registry, where registerGpuBackends put the check.
+  gpu::registerGpuBackends(-1);
+  EXPECT_EQ(localDevicesProblem("cuda", {0, 1023}), why);
+  EXPECT_EQ(localDevicesProblem("nccl", {1023}), gpu::gpuBackendProblem("nccl", 1023));
+  EXPECT_EQ(localDevicesProblem("cpu", {1023}), std::nullopt);
   if (!hasDevice()) {
     // This host: the driver is absent (error 35) or there is no GPU; either way, said so.
     EXPECT_NE(why->find("cudaGetDeviceCount"), std::string::npos) << *why;

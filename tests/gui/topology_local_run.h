@@ -9,7 +9,7 @@
 
 #include "exec/local_run.h"
 #include "exec/run_request.h"
-#include "topology/topology_pane.h"
+#include "topology/topology_run.h"
 
 namespace arl::ui::testing {
 

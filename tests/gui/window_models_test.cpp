@@ -10,7 +10,8 @@
 
 #include "backend/registry.h"
 #include "base/errors.h"
-#include "window/main_window.h"
+#include "export/bench_sweep.h"
+#include "topology/topology_run.h"
 #include "window/ring_order_model.h"
 #include "window/setup.h"
 #include "window/setup_settings.h"
@@ -177,6 +178,89 @@ TEST(WindowSetup, SweepSpecFollowsTheSetup) {
   EXPECT_TRUE(spec.keepTelemetry);
   EXPECT_EQ(parseRingOrder("0 2, 1  3"), (std::vector<int>{0, 2, 1, 3}));
   EXPECT_THROW(parseRingOrder("0 x 1"), ConfigError);
+}
+
+// The window's setup and bench's flags that say the same: the same sweep, field for field.
+// The setup stands for `bench --workers 3 --expect 1 --algo tree --collective allgather
+// --dtype int32 --op max --root 2 -b 4K -e 64K -f 4 --slice 16K,32K,64K --inflight 1,2,4,8
+// --iters 7 --warmup_iters 2 --ranks-per-host 2 --ring-order 0,2,1,3 --nic-bw 200M
+// --link-latency 5us --slow-rank 1:50M --slow-link 0-3:25M`; what the panel has no field for
+// (data plane, CUDA IPC, stall timeout, telemetry and its event limit) is bench's default.
+TEST(WindowSetup, BuildsTheSweepBenchBuildsFromTheSameSettings) {
+  SessionSetup s;
+  s.localWorkers = 3;
+  s.remoteWorkers = 1;
+  s.algorithm = "tree";
+  s.collective = Collective::AllGather;
+  s.dtype = DataType::Int32;
+  s.op = RedOp::Max;
+  s.root = 2;
+  s.size = {true, 0, 4 << 10, 64 << 10, 4};
+  s.slice = {true, 0, 16 << 10, 64 << 10, 2};
+  s.inflight = {true, 0, 1, 8, 2};
+  s.iterations = 7;
+  s.warmup = 2;
+  s.ranksPerHost = 2;
+  s.ringOrder = {0, 2, 1, 3};
+  s.portMBps = 200;
+  s.latencyUs = 5;
+  s.slowRank = 1;
+  s.slowRankMBps = 50;
+  s.slowLinkFrom = 0;
+  s.slowLinkTo = 3;
+  s.slowLinkMBps = 25;
+
+  BenchConfig bench;  // as BenchOptions::check() leaves it for those flags
+  bench.workers = 3;
+  bench.expect = 1;
+  bench.algorithms = {"tree"};
+  bench.collective = Collective::AllGather;
+  bench.dtype = DataType::Int32;
+  bench.op = RedOp::Max;
+  bench.root = 2;
+  bench.minBytes = 4 << 10;
+  bench.maxBytes = 64 << 10;
+  bench.stepFactor = 4;
+  bench.sliceSizes = {16 << 10, 32 << 10, 64 << 10};
+  bench.inflights = {1, 2, 4, 8};
+  bench.iters = 7;
+  bench.warmup = 2;
+  bench.ranksPerHost = 2;
+  bench.ringOrder = {0, 2, 1, 3};
+  bench.shaping.portBytesPerSecond = 200e6;
+  bench.shaping.addedLatencySeconds = 5e-6;
+  bench.shaping.rankPortBytesPerSecond[1] = 50e6;
+  bench.shaping.linkBytesPerSecond[{0, 3}] = 25e6;
+  SweepSpec expected = arl::sweepSpecOf(bench, {4 << 10, 16 << 10, 64 << 10});
+  expected.keepTelemetry = true;  // the window keeps each run's telemetry for its charts
+
+  const SweepSpec spec = sweepSpecOf(s);
+  EXPECT_EQ(spec.algorithms, expected.algorithms);
+  EXPECT_EQ(spec.sizes, expected.sizes);
+  EXPECT_EQ(spec.sliceSizes, expected.sliceSizes);
+  EXPECT_EQ(spec.inflights, expected.inflights);
+  EXPECT_EQ(spec.shaping, expected.shaping);
+  EXPECT_EQ(spec.base.shaping, expected.base.shaping);
+  EXPECT_EQ(spec.base.ringOrder, expected.base.ringOrder);
+  EXPECT_EQ(spec.base.telemetry, expected.base.telemetry);
+  EXPECT_EQ(spec.base, expected.base);
+  EXPECT_EQ(spec, expected);
+  EXPECT_EQ(spec.base.dataPlane, DataPlaneKind::Auto);
+  EXPECT_TRUE(spec.base.cudaIpc);
+  EXPECT_EQ(spec.base.stallTimeout, BenchConfig{}.stallTimeout);
+  EXPECT_EQ(spec.base.maxEvents, BenchConfig{}.maxEvents);
+  const int n = s.nranks();
+  for (const SweepPoint& p : sweepPoints(spec)) {
+    EXPECT_EQ(sweepRequest(spec, p, n), sweepRequest(expected, p, n));
+  }
+
+  // Slices in flight beyond int saturate, as the check sees them, and are refused.
+  s.inflight = {false, uint64_t{1} << 32, 1, 8, 2};
+  EXPECT_EQ(sweepSpecOf(s).inflights, (std::vector<int>{1 << 30}));
+  EXPECT_EQ(benchConfigOf(s).inflights, (std::vector<int>{1 << 30}));
+  const auto problems = checkSetup(s);
+  EXPECT_TRUE(std::any_of(problems.begin(), problems.end(),
+                          [](const SetupProblem& p) { return p.field == SetupField::Inflight; }));
 }
 
 TEST(WindowSetup, SettingsRoundTrip) {

@@ -18,8 +18,8 @@
 #include "base/clock.h"
 #include "local_workers.h"
 #include "runtime/coordinator.h"
+#include "runtime/fault_injection.h"
 #include "runtime/process.h"
-#include "runtime/worker_runtime.h"
 
 namespace arl {
 namespace {

@@ -31,9 +31,9 @@
 #include "export/export.h"
 #include "local_workers.h"
 #include "runtime/coordinator.h"
+#include "runtime/fault_injection.h"
 #include "runtime/process.h"
 #include "runtime/protocol.h"
-#include "runtime/worker_runtime.h"
 #include "schedule/generators.h"
 
 namespace arl {

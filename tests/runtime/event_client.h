@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/coordinator.h"
+#include "runtime/telemetry_collector.h"
 
 namespace arl::test {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/errors.h"
-#include "runtime/coordinator.h"
+#include "runtime/telemetry_collector.h"
 
 namespace arl {
 namespace {

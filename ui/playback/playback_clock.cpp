@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+
+#include "model/metrics.h"
 
 namespace arl::ui {
 
@@ -81,17 +84,14 @@ int64_t PlaybackClock::boundaryAtOrBefore(int64_t t) const {
 }
 
 double PlaybackClock::speedForStepSeconds(double wallSeconds) const {
-  std::vector<int64_t> lengths;
+  std::vector<double> lengths;
   int64_t prev = startNs_;
   for (int64_t b : boundaries_) {
-    if (b > prev) lengths.push_back(b - prev);
+    if (b > prev) lengths.push_back(static_cast<double>(b - prev));
     prev = std::max(prev, b);
   }
   if (lengths.empty() || wallSeconds <= 0) return 1e-3;
-  std::nth_element(lengths.begin(), lengths.begin() + static_cast<long>(lengths.size() / 2),
-                   lengths.end());
-  const double median = static_cast<double>(lengths[lengths.size() / 2]);
-  return std::clamp(median / (wallSeconds * 1e9), kMinSpeed, kMaxSpeed);
+  return std::clamp(median(std::move(lengths)) / (wallSeconds * 1e9), kMinSpeed, kMaxSpeed);
 }
 
 }  // namespace arl::ui

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "schedule/schedule.h"
-#include "topology/topology_pane.h"
+#include "topology/topology_run.h"
 
 namespace arl::ui {
 

@@ -4,7 +4,9 @@
 #include <map>
 #include <set>
 
+#include "base/limits.h"
 #include "exec/run_request.h"
+#include "runtime/telemetry_collector.h"
 #include "schedule/verifier.h"
 
 namespace arl::ui {
@@ -92,35 +94,102 @@ void RunModel::begin(const TopologyRun& run) {
   events_.clear();
   events_.shrink_to_fit();
   lastT_.assign(static_cast<size_t>(std::max(run.nranks, 0)), INT64_MIN);
+  drawn_ = 0;
   dropped_ = 0;
   outOfOrder_ = 0;
   dirty_ = true;
   rebuild();
 }
 
+bool RunModel::admit(const TelemetryEvent& e) {
+  if (drawn_ >= maxEvents_) {
+    ++dropped_;
+    return false;
+  }
+  if (e.rank >= 0 && static_cast<size_t>(e.rank) < lastT_.size()) {
+    int64_t& last = lastT_[static_cast<size_t>(e.rank)];
+    if (e.tNs < last) ++outOfOrder_;
+    last = std::max(last, e.tNs);
+  }
+  ++drawn_;
+  return true;
+}
+
 void RunModel::append(const std::vector<TelemetryEvent>& events) {
   for (const TelemetryEvent& e : events) {
     if (e.runId != run_.runId) continue;
-    if (events_.size() >= maxEvents_) {
-      ++dropped_;
-      continue;
-    }
-    if (e.rank >= 0 && static_cast<size_t>(e.rank) < lastT_.size()) {
-      int64_t& last = lastT_[static_cast<size_t>(e.rank)];
-      if (e.tNs < last) ++outOfOrder_;
-      last = std::max(last, e.tNs);
-    }
-    events_.push_back(e);
-    dirty_ = true;
+    dirty_ |= admit(e);
+    events_.push_back(e);  // past the bound too: the run's row keeps every event (takeEvents)
   }
 }
 
-void RunModel::rebuild(bool newestOnly) {
+void RunModel::show(const std::vector<TelemetryEvent>& events) {
+  bool whole = true;  // every event drawn: built from `events` itself, no copy
+  for (const TelemetryEvent& e : events) whole &= e.runId == run_.runId && admit(e);
   dirty_ = false;
-  windowed_ = newestOnly && events_.size() > kLiveWindow;
-  std::vector<TelemetryEvent> tail;
-  if (windowed_) tail.assign(events_.end() - static_cast<long>(kLiveWindow), events_.end());
-  const std::vector<TelemetryEvent>& src = windowed_ ? tail : events_;
+  windowed_ = false;
+  if (whole) {
+    build(events);
+    return;
+  }
+  std::vector<TelemetryEvent> drawn;
+  drawn.reserve(drawn_);
+  for (const TelemetryEvent& e : events) {
+    if (e.runId == run_.runId && drawn.size() < drawn_) drawn.push_back(e);
+  }
+  build(drawn);
+}
+
+std::vector<TelemetryEvent> RunModel::takeEvents() {
+  rebuild();
+  std::vector<size_t> perRank;
+  for (const TelemetryEvent& e : events_) {
+    if (e.rank < 0 || e.rank >= kMaxRanks) {
+      perRank.clear();
+      break;
+    }
+    if (static_cast<size_t>(e.rank) >= perRank.size()) perRank.resize(e.rank + 1);
+    ++perRank[static_cast<size_t>(e.rank)];
+  }
+  std::vector<TelemetryEvent> out;
+  if (perRank.empty()) {  // no events, or one of no rank (none that a coordinator hands over)
+    out = std::move(events_);
+    std::stable_sort(out.begin(), out.end(), [](const TelemetryEvent& a, const TelemetryEvent& b) {
+      return a.tNs != b.tNs ? a.tNs < b.tNs : a.rank < b.rank;
+    });
+  } else {
+    // Each rank's events in the order they came, merged as a client of the coordinator keeps
+    // a run's telemetry (TelemetryCollector: by time, the lower rank first on a tie).
+    std::vector<std::vector<TelemetryEvent>> byRank(perRank.size());
+    for (size_t r = 0; r < perRank.size(); ++r) byRank[r].reserve(perRank[r]);
+    for (const TelemetryEvent& e : events_) byRank[static_cast<size_t>(e.rank)].push_back(e);
+    events_ = {};
+    TelemetryCollector merge;
+    for (size_t r = 0; r < byRank.size(); ++r) merge.add(static_cast<int>(r), std::move(byRank[r]));
+    out = merge.take();
+  }
+  events_.clear();
+  return out;
+}
+
+void RunModel::rebuild(bool newestOnly) {
+  // The events were handed on (takeEvents) or held by the caller (show): what was built stays.
+  if (events_.size() < drawn_) return;
+  const bool window = newestOnly && drawn_ > kLiveWindow;
+  if (!dirty_ && window == windowed_) return;  // built from these events already
+  dirty_ = false;
+  windowed_ = window;
+  const auto end = events_.begin() + static_cast<long>(drawn_);
+  std::vector<TelemetryEvent> part;
+  if (windowed_) {
+    part.assign(end - static_cast<long>(kLiveWindow), end);
+  } else if (drawn_ < events_.size()) {
+    part.assign(events_.begin(), end);
+  }
+  build(windowed_ || drawn_ < events_.size() ? part : events_);
+}
+
+void RunModel::build(const std::vector<TelemetryEvent>& src) {
   timeline_ = std::make_unique<Timeline>(src);
   startNs_ = 0;
   endNs_ = 0;

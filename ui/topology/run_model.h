@@ -1,7 +1,8 @@
-// What the topology pane knows of one run, without Qt widgets: the telemetry it holds (bounded),
-// the timeline built from it, the step boundaries, and the buffer-strip updates (which cells of
-// which rank's buffer gained which contributions, when). The view and the explanation panel
-// read it at the playback clock's time.
+// What the topology pane knows of one run, without Qt widgets: the live run's telemetry until
+// its row takes it (a replay's stays with its row), the timeline built from it (bounded), the
+// step boundaries, and the buffer-strip updates (which cells of which rank's buffer gained
+// which contributions, when). The view and the explanation panel read it at the playback
+// clock's time.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,7 @@
 
 #include "exec/timeline.h"
 #include "schedule/schedule.h"
-#include "topology/topology_pane.h"
+#include "topology/topology_run.h"
 
 namespace arl::ui {
 
@@ -84,9 +85,9 @@ class StripState {
 
 class RunModel {
  public:
-  // The most telemetry events the pane holds for one run (64 bytes each, 64 MB, plus the
-  // timeline built from them, about as much again). Events past it are dropped and counted:
-  // the pane keeps a prefix of the run, as the coordinator does.
+  // The most telemetry events the pane draws for one run (the timeline built from them takes
+  // about 64 bytes an event). Events past it are counted as dropped: the pane draws a prefix
+  // of the run, as the coordinator keeps one.
   static constexpr uint64_t kMaxEvents = 1'000'000;
 
   RunModel();
@@ -98,15 +99,24 @@ class RunModel {
 
   // A new run: generates its schedule (for the phases, steps and strips). No events yet.
   void begin(const TopologyRun& run);
-  // Appends one rank's batch (events of other runs are ignored). Marks the model dirty.
+  // Appends one rank's batch of the live run (events of other runs are ignored), to draw and
+  // to keep until takeEvents(). Marks the model dirty.
   void append(const std::vector<TelemetryEvent>& events);
+  // A whole run at once, its events kept by the caller (a recorded row): after begin(), draws
+  // them as append() would and keeps none.
+  void show(const std::vector<TelemetryEvent>& events);
+  // The live run's events, every one appended, in time order (by time, the lower rank first
+  // on a tie, as TelemetryCollector::take() hands them): for the run's row, which keeps them
+  // from then on. The model keeps what it built from them (rebuilt whole first) and no event.
+  std::vector<TelemetryEvent> takeEvents();
   // While a run is live, the timeline is rebuilt from its newest events only (the live view
   // shows the newest moment, and a rebuild of a million events takes the GUI thread for
   // seconds); the whole run is rebuilt when it ends.
   static constexpr uint64_t kLiveWindow = 100'000;
 
-  // Rebuilds the timeline, step marks and strip updates from the events held: all of them, or
-  // with newestOnly the newest kLiveWindow.
+  // Rebuilds the timeline, step marks and strip updates from the events drawn: all of them,
+  // or with newestOnly the newest kLiveWindow. Nothing to do when it has built from them so
+  // already, or no longer keeps them (takeEvents, show).
   void rebuild(bool newestOnly = false);
   // Whether the last rebuild used the newest events only.
   bool windowed() const { return windowed_; }
@@ -122,8 +132,11 @@ class RunModel {
   void cellRange(uint64_t offset, uint64_t elems, int& first, int& last) const;
   uint64_t cellBegin(int cell) const;
 
+  // The live run's events it keeps (every one appended, in the order they came); none after
+  // takeEvents() or show().
   const std::vector<TelemetryEvent>& events() const { return events_; }
-  uint64_t held() const { return events_.size(); }
+  // Events drawn (at most maxEvents()), and those past the bound, not drawn.
+  uint64_t held() const { return drawn_; }
   // Bytes of the events, timeline, step marks and strip updates held (capacities).
   uint64_t bytesHeld() const;
   uint64_t dropped() const { return dropped_; }
@@ -147,6 +160,9 @@ class RunModel {
   int phaseIndex(uint8_t phase, uint32_t step) const;
 
  private:
+  // Counts `e` against the bound and its rank's order: true when it is drawn.
+  bool admit(const TelemetryEvent& e);
+  void build(const std::vector<TelemetryEvent>& src);
   void buildSteps(const std::vector<TelemetryEvent>& src);
   void buildUpdates(const std::vector<TelemetryEvent>& src);
 
@@ -159,6 +175,7 @@ class RunModel {
   std::vector<TelemetryEvent> events_;
   std::vector<int64_t> lastT_;  // per rank, the time of its latest event
   uint64_t maxEvents_ = kMaxEvents;
+  uint64_t drawn_ = 0;  // the first drawn_ of events_ (while it keeps them)
   uint64_t dropped_ = 0;
   uint64_t outOfOrder_ = 0;
   bool dirty_ = false;

@@ -88,9 +88,14 @@ void TopologyPane::endRun() {
   if (clock_->mode() == PlaybackClock::Mode::Live) startReplay();
 }
 
+std::vector<TelemetryEvent> TopologyPane::takeEvents() {
+  if (active_) return {};
+  return model_->takeEvents();
+}
+
 void TopologyPane::showRun(const TopologyRun& run, const std::vector<TelemetryEvent>& events) {
   beginRun(run);
-  model_->append(events);
+  model_->show(events);
   active_ = false;
   rebuildNow();
   startReplay();

@@ -12,9 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "base/shaping.h"
-#include "exec/run_request.h"
 #include "exec/telemetry.h"
+#include "topology/topology_run.h"
 
 class QTimer;
 
@@ -26,15 +25,6 @@ class PlaybackClock;
 class RunModel;
 struct StepMark;
 class TopologyView;
-
-// What the pane draws a run from (its events arrive separately).
-struct TopologyRun {
-  uint64_t runId = 0;
-  RunRequest request;  // algorithm, collective, count, dtype, ring order, ...
-  int nranks = 0;
-  std::vector<std::string> hosts;  // host name per rank (for hierarchical), may be empty
-  LinkShaping shaping;
-};
 
 class TopologyPane : public QWidget {
   Q_OBJECT
@@ -50,14 +40,18 @@ class TopologyPane : public QWidget {
   void appendEvents(int rank, const std::vector<TelemetryEvent>& events);
   // The run ended (its result has arrived); playback may now replay it.
   void endRun();
-  // A finished run at once (a recording), ready to play from its start.
+  // The events of the run that ended, every one handed over, in time order, for its row to
+  // keep (RunModel::takeEvents): the pane keeps what it drew. Empty while a run is live.
+  std::vector<TelemetryEvent> takeEvents();
+  // A finished run at once (a recording), ready to play from its start. The pane draws
+  // `events` and keeps none of them (they stay with the row they came from).
   void showRun(const TopologyRun& run, const std::vector<TelemetryEvent>& events);
 
-  // Telemetry events the pane holds for the current run (after any decimation), and how many
-  // it dropped past its bound.
+  // Telemetry events the pane draws for the current run, and how many past its bound it does
+  // not draw (dropped).
   uint64_t eventsHeld() const;
   uint64_t eventsDropped() const;
-  // The bound on events held per run (RunModel::kMaxEvents, 1,000,000, unless lowered); past
+  // The bound on events drawn per run (RunModel::kMaxEvents, 1,000,000, unless lowered); past
   // it events are dropped and counted.
   uint64_t maxEventsHeld() const;
   void setMaxEventsHeld(uint64_t n);

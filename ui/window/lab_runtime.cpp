@@ -6,11 +6,9 @@
 #include <optional>
 #include <string>
 
+#include "backend/registry.h"
 #include "base/errors.h"
 #include "export/export.h"
-#if ARL_HAVE_GPU
-#include "gpu/gpu_backends.h"
-#endif
 
 Q_LOGGING_CATEGORY(lcRuntime, "arl.window.runtime")
 
@@ -64,11 +62,9 @@ namespace {
 
 // Why the local workers of `w` cannot run on this host's GPUs (none, or a missing device),
 // or nullopt: said before they start, as bench says it.
-std::optional<std::string> localDeviceProblem([[maybe_unused]] const WorkerSetup& w) {
-#if ARL_HAVE_GPU
-  if (w.localWorkers > 0) return gpu::gpuDevicesProblem(w.backend, w.devices);
-#endif
-  return std::nullopt;
+std::optional<std::string> localDeviceProblem(const WorkerSetup& w) {
+  if (w.localWorkers == 0) return std::nullopt;
+  return localDevicesProblem(w.backend, w.devices);
 }
 
 }  // namespace
@@ -196,7 +192,7 @@ void LabRuntime::handle(CoordinatorEvent& ev) {
   if (auto* t = std::get_if<TelemetryBatchEvent>(&ev); t && t->runId == sweep_->currentRunId()) {
     batches_.events += t->events.size();
     if (!t->events.empty()) lastStep_[t->rank] = t->events.back().step;
-    batches_.batches.push_back(*t);  // a copy: the sweep keeps the run's events for its row
+    batches_.batches.push_back(std::move(*t));  // the sweep keeps none (beginSweep)
     if (!handOver_->isActive()) handOver_->start();
   }
   const bool finished = std::holds_alternative<RunFinished>(ev);
@@ -237,10 +233,13 @@ void LabRuntime::beginSweep() {
     if (!w.spare && w.rank >= 0) world.push_back(w);
   }
   world.resize(static_cast<size_t>(pending_->setup.nranks()));
-  spec_ = pending_->spec;
+  SweepSpec spec = pending_->spec;
+  // A run's events reach the window once, in the batches handed over, and its row is given
+  // them there (MainWindow::onRow): the sweep keeps no copy.
+  spec.keepTelemetry = false;
   pending_.reset();
   emit sessionStarted(world);
-  sweep_ = std::make_unique<Sweep>(*coord_, spec_, world,
+  sweep_ = std::make_unique<Sweep>(*coord_, std::move(spec), world,
                                    [this](const SweepRow& row) { emit rowReady(row); });
   announcedRun_ = 0;
   sweep_->start();
@@ -258,13 +257,8 @@ void LabRuntime::announceRun() {
   lastStep_.clear();
   const SweepPoint& p = sweep_->points()[sweep_->index()];
   const auto& world = sweep_->world();
-  TopologyRun run;
-  run.runId = announcedRun_;
-  run.nranks = static_cast<int>(world.size());
-  run.request = sweepRequest(spec_, p, run.nranks);
-  run.shaping = spec_.shaping;
-  for (const WorkerInfo& w : world) run.hosts.push_back(w.host);
-  emit runStarted(run);
+  emit runStarted(topologyRunOf(announcedRun_, sweep_->currentRequest(),
+                                static_cast<int>(world.size()), world));
   RunProgress pr;
   pr.runIndex = sweep_->index() + 1;
   pr.runTotal = sweep_->points().size();

@@ -1,7 +1,8 @@
 // The window's runtime: the Coordinator and the Sweep, on a thread of their own. A QObject
 // moved to a QThread; the GUI calls its slots through queued invocations and hears from it
 // through queued signals carrying value types, so the GUI thread never waits on a socket,
-// a worker or a future. Telemetry is handed over in batches, at most every kHandOverMs.
+// a worker or a future. Telemetry is handed over in batches, at most every kHandOverMs: the one
+// way a run's events reach the window (its row comes without them).
 #pragma once
 
 #include <QObject>
@@ -75,7 +76,6 @@ class LabRuntime : public QObject {
   std::optional<SessionRequest> pending_;  // waiting for its workers
   std::chrono::steady_clock::time_point joinDeadline_{};
   std::unique_ptr<Sweep> sweep_;
-  SweepSpec spec_;  // the session's
   SessionEnd end_;
   uint64_t announcedRun_ = 0;
   TelemetryBatches batches_;

@@ -14,7 +14,9 @@
 #include <utility>
 
 #include "charts/charts_panel.h"
+#include "topology/run_model.h"
 #include "topology/topology_pane.h"
+#include "topology/topology_run.h"
 #include "window/error_banner.h"
 #include "window/frame_meter.h"
 #include "window/lab_runtime.h"
@@ -220,14 +222,20 @@ void MainWindow::onTelemetry(const TelemetryBatches& batches) {
 }
 
 void MainWindow::onRow(const SweepRow& row) {
-  report_.rows.push_back(row);
-  eventsDropped_ += row.result.eventsDropped;
   topology_->endRun();
-  if (row.result.state == RunState::Done) {
-    charts_->addRow(row);
-    charts_->showRun(row);
+  report_.rows.push_back(row);
+  SweepRow& kept = report_.rows.back();
+  // The run's events came in its batches, and the pane holds them: from now on the row keeps
+  // them (for the charts, exports, recordings and replays), the pane what it drew.
+  if (topology_->model().run().runId == kept.result.runId) {
+    kept.result.events = topology_->takeEvents();
   }
-  emit rowShown(row);
+  eventsDropped_ += kept.result.eventsDropped;
+  if (kept.result.state == RunState::Done) {
+    charts_->addRow(kept);
+    charts_->showRun(kept);
+  }
+  emit rowShown(kept);
 }
 
 void MainWindow::onSessionFinished(const SessionEnd& end) {
@@ -315,22 +323,6 @@ void MainWindow::restoreLayout() {
   QSettings st;
   restoreGeometry(st.value(QStringLiteral("window/geometry")).toByteArray());
   restoreState(st.value(QStringLiteral("window/state")).toByteArray());
-}
-
-TopologyRun topologyRunOf(const BenchReport& report, const SweepRow& row) {
-  TopologyRun run;
-  run.runId = row.result.runId;
-  run.request = row.result.request;
-  run.shaping = row.result.request.shaping;  // what the data planes paced this run to
-  run.nranks = row.result.nranks;
-  // The network the run was paced to, so that a replay draws its slow links as the run did.
-  run.shaping =
-      row.result.request.shaping.empty() ? report.config.shaping : row.result.request.shaping;
-  for (const WorkerInfo& w : row.result.workers.empty() ? report.workers : row.result.workers) {
-    run.hosts.push_back(w.host);
-  }
-  if (run.hosts.size() != static_cast<size_t>(run.nranks)) run.hosts.clear();
-  return run;
 }
 
 }  // namespace arl::ui

@@ -156,7 +156,4 @@ class MainWindow : public QMainWindow {
   uint64_t eventsDropped_ = 0;
 };
 
-// The topology run of a recorded row (for replay), shaped as its request was.
-TopologyRun topologyRunOf(const BenchReport& report, const SweepRow& row);
-
 }  // namespace arl::ui

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "export/export.h"
-#include "runtime/coordinator.h"
+#include "runtime/run_types.h"
 #include "runtime/sweep.h"
-#include "topology/topology_pane.h"
+#include "topology/topology_run.h"
 #include "window/setup.h"
 
 namespace arl::ui {

@@ -9,9 +9,10 @@
 #include "base/limits.h"
 #include "exec/collective_library.h"
 #include "exec/run_request.h"
+#include "export/bench_sweep.h"
 #include "model/metrics.h"
-#include "runtime/coordinator.h"
 #include "runtime/protocol.h"
+#include "runtime/run_types.h"
 #include "schedule/generators.h"
 
 namespace arl::ui {
@@ -20,6 +21,10 @@ namespace {
 
 // More runs than this in one sweep is a slip of a field, not a session anyone waits for.
 constexpr size_t kMaxSweepValues = 1000;
+
+// A number of slices in flight from its field, beyond int saturated to a value that core's
+// check refuses as out of range (rather than wrapped into one it accepts).
+int inflightOf(uint64_t k) { return static_cast<int>(std::min<uint64_t>(k, 1u << 30)); }
 
 SetupField setupFieldOf(RunField f) {
   switch (f) {
@@ -196,7 +201,8 @@ std::vector<int> SessionSetup::localDevices() const {
 LinkShaping SessionSetup::shaping() const {
   LinkShaping s;
   s.portBytesPerSecond = portMBps * 1e6;
-  s.addedLatencySeconds = latencyUs * 1e-6;
+  // As bench reads --link-latency (a whole number of ns over 1e9): the same double.
+  s.addedLatencySeconds = latencyUs / 1e6;
   if (slowRank >= 0) s.rankPortBytesPerSecond[slowRank] = slowRankMBps * 1e6;
   if (slowLinkFrom >= 0 && slowLinkTo >= 0) {
     s.linkBytesPerSecond[{slowLinkFrom, slowLinkTo}] = slowLinkMBps * 1e6;
@@ -232,11 +238,10 @@ void checkBackend(const SessionSetup& s, Problems& out) {
                                      " local workers: give one for all or one per worker");
     return;
   }
-  CoordinatorOptions local;
-  local.localDevices = s.localDevices();
+  const std::vector<int> devices = s.localDevices();
   std::vector<RankPlace> places;
   for (int k = 0; k < s.localWorkers; ++k)
-    places.push_back({"localhost", s.backend, localDevice(local, k)});
+    places.push_back({"localhost", s.backend, localDevice(devices, k)});
   for (const std::string& algo : s.algorithms()) {
     const bool library = findLibraryAlgorithm(algo) != nullptr;
     if (s.backend == "nccl" && !library) {
@@ -286,7 +291,7 @@ std::vector<SetupProblem> checkSetup(const SessionSetup& s, std::vector<std::str
   checkSmallestSize(s, sizes.front(), out);
   SweepSpec spec = sweepSpecOf(s);
   auto check = [&](const std::string& algo, uint64_t size, uint64_t slice, uint64_t k) {
-    const SweepPoint p{size, algo, slice, static_cast<int>(std::min<uint64_t>(k, 1u << 30))};
+    const SweepPoint p{size, algo, slice, inflightOf(k)};
     RunRequest q = sweepRequest(spec, p, n);
     if (q.count == 0) q.count = 1;  // reported above, by size
     checkRequest(q, hosts, " (" + algo + " at " + formatSize(size) + ")", out);
@@ -302,25 +307,8 @@ std::vector<SetupProblem> checkSetup(const SessionSetup& s, std::vector<std::str
 }
 
 SweepSpec sweepSpecOf(const SessionSetup& s) {
-  SweepSpec spec;
-  RunRequest& q = spec.base;
-  q.collective = s.collective;
-  q.dtype = s.dtype;
-  q.op = s.op;
-  q.root = s.root;
-  q.ranksPerHost = s.ranksPerHost;
-  q.ringOrder = s.ringOrder;
-  q.iterations = s.iterations;
-  q.warmup = s.warmup;
-  q.check = true;
-  q.telemetry = TelemetryLevel::Chunks;
-  spec.algorithms = s.algorithms();
-  spec.sizes = s.size.values(kMaxSweepValues);
-  spec.sliceSizes = s.slice.values(kMaxSweepValues);
-  for (uint64_t k : s.inflight.values(kMaxSweepValues)) {
-    spec.inflights.push_back(static_cast<int>(std::min<uint64_t>(k, 1u << 30)));
-  }
-  spec.shaping = s.shaping();
+  // bench's own mapping, from the configuration bench would have for these settings.
+  SweepSpec spec = arl::sweepSpecOf(benchConfigOf(s), s.size.values(kMaxSweepValues));
   spec.keepTelemetry = true;
   return spec;
 }
@@ -342,7 +330,7 @@ BenchConfig benchConfigOf(const SessionSetup& s) {
   c.ranksPerHost = s.ranksPerHost;
   c.sliceSizes = s.slice.values(kMaxSweepValues);
   c.inflights.clear();
-  for (uint64_t k : s.inflight.values(kMaxSweepValues)) c.inflights.push_back(static_cast<int>(k));
+  for (uint64_t k : s.inflight.values(kMaxSweepValues)) c.inflights.push_back(inflightOf(k));
   c.ringOrder = s.ringOrder;
   c.backend = s.backend;
   c.devices = s.localDevices();

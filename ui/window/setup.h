@@ -97,11 +97,14 @@ struct SetupProblem {
 // itself applies. Empty: Run will be accepted.
 std::vector<SetupProblem> checkSetup(const SessionSetup& s, std::vector<std::string> hosts = {});
 
-// The sweep the setup asks for on `nranks` ranks (keeping each run's telemetry, for the
-// charts' per-run views and for export).
+// The sweep the setup asks for: what `bench` builds from benchConfigOf(s) (export/bench_sweep.h),
+// keeping each run's telemetry, for the charts' per-run views and for export.
 SweepSpec sweepSpecOf(const SessionSetup& s);
 
-// The setup as the bench's configuration (what exports and the charts read).
+// The setup as the bench's configuration (what the sweep, exports and the charts read). What
+// the panel does not set is bench's default: the data plane (auto), CUDA IPC (on), the stall
+// timeout (20 s), the telemetry level (chunks) and its limit of events per run, the check and
+// out-of-place buffers.
 BenchConfig benchConfigOf(const SessionSetup& s);
 
 // "0,1", "2": device indices. Throws ConfigError naming the bad token.

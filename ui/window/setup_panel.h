@@ -8,7 +8,7 @@
 #include <map>
 #include <vector>
 
-#include "runtime/coordinator.h"
+#include "runtime/run_types.h"
 #include "window/setup.h"
 
 class QAction;

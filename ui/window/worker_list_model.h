@@ -6,7 +6,7 @@
 #include <QAbstractTableModel>
 #include <vector>
 
-#include "runtime/coordinator.h"
+#include "runtime/run_types.h"
 
 namespace arl::ui {
 

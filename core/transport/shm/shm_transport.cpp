@@ -140,11 +140,6 @@ void cpuRelax() {
 #endif
 }
 
-std::string formatDuration(milliseconds t) {
-  if (t.count() >= 1000 && t.count() % 1000 == 0) return std::to_string(t.count() / 1000) + " s";
-  return std::to_string(t.count()) + " ms";
-}
-
 std::string errnoText(int e) { return std::system_category().message(e); }
 
 // Makes this process's first access to each page of [p, p + n) happen now, at setup, and not

@@ -22,6 +22,7 @@
 #include <zmq.hpp>
 
 #include "base/clock.h"
+#include "base/endpoint.h"
 #include "base/errors.h"
 #include "transport/pacing.h"
 #include "transport/stale_owner.h"
@@ -49,13 +50,6 @@ constexpr uint32_t kAckMagic = 0x41524C41;  // "ARLA"
 bool knownMagic(uint32_t m) {
   return m == ChunkHeader::kMagic || m == ChunkHeader::kNoticeMagic || m == kFinMagic ||
          m == kAckMagic;
-}
-
-std::string formatDuration(milliseconds t) {
-  if (t.count() >= 1000 && t.count() % 1000 == 0) {
-    return std::to_string(t.count() / 1000) + " s";
-  }
-  return std::to_string(t.count()) + " ms";
 }
 
 milliseconds until(SteadyClock::time_point deadline) {
@@ -176,10 +170,6 @@ class ZmqInMessage final : public InMessage {
 
 // A shaped data message's header frame: the ChunkHeader, then the send's start (int64 ns).
 constexpr size_t kStampedHeaderBytes = sizeof(ChunkHeader) + sizeof(int64_t);
-
-bool isWildcardHost(std::string_view h) {
-  return h == "*" || h == "0.0.0.0" || h == "::" || h == "[::]";
-}
 
 // Waits until `sock` has `events` or the abort pipe fires, at most `timeout` (and never
 // longer than kAbortCheck).
@@ -634,9 +624,9 @@ std::string ZmqDataPlane::bind(const BindOptions& opt) {
   }
   if (tcp && !opt.tcpAdvertiseHost.empty()) {
     // ZeroMQ reports the bound address ("tcp://0.0.0.0:41234"); peers need a reachable one.
-    const auto colon = endpoint_.rfind(':');
-    ARL_ENFORCE(colon != std::string::npos, endpoint_);
-    endpoint_ = "tcp://" + opt.tcpAdvertiseHost + endpoint_.substr(colon);
+    const auto bound = splitTcp(endpoint_);
+    ARL_ENFORCE(bound, endpoint_);
+    endpoint_ = "tcp://" + opt.tcpAdvertiseHost + ":" + bound->port;
   }
   return endpoint_;
 }

@@ -1,0 +1,28 @@
+// The NTP offset of a ping exchange (base/clock_sample.h).
+#include "base/clock_sample.h"
+
+namespace arl {
+
+ClockSample clockSample(int64_t t0, int64_t t1, int64_t t2, int64_t t3) {
+  // Differences in wrapping arithmetic: defined for any input, exact for real timestamps.
+  auto diff = [](int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+  };
+  const int64_t a = diff(t1, t0);
+  const int64_t b = diff(t2, t3);
+  // (a + b) / 2 without overflowing the sum.
+  const int64_t offset = a / 2 + b / 2 + (a % 2 + b % 2) / 2;
+  const int64_t delay = diff(diff(t3, t0), diff(t2, t1));
+  return ClockSample{offset, delay};
+}
+
+std::optional<ClockSample> bestClockSample(std::span<const ClockSample> samples) {
+  std::optional<ClockSample> best;
+  for (const ClockSample& s : samples) {
+    if (s.delayNs < 0) continue;
+    if (!best || s.delayNs < best->delayNs) best = s;
+  }
+  return best;
+}
+
+}  // namespace arl

@@ -1,0 +1,32 @@
+// The sweep of a bench configuration (bench_sweep.h).
+#include "export/bench_sweep.h"
+
+namespace arl {
+
+SweepSpec sweepSpecOf(const BenchConfig& c, const std::vector<uint64_t>& sizes) {
+  SweepSpec s;
+  RunRequest& q = s.base;
+  q.collective = c.collective;
+  q.dtype = c.dtype;
+  q.op = c.op;
+  q.root = c.root;
+  q.ranksPerHost = c.ranksPerHost;
+  q.ringOrder = c.ringOrder;
+  q.inPlace = c.inPlace;
+  q.warmup = c.warmup;
+  q.iterations = c.iters;
+  q.check = c.check;
+  q.telemetry = c.telemetry;
+  q.maxEvents = c.maxEvents;
+  q.dataPlane = c.dataPlane;
+  q.cudaIpc = c.cudaIpc;
+  q.stallTimeout = c.stallTimeout;
+  s.algorithms = c.algorithms;
+  s.sizes = sizes;
+  s.sliceSizes = c.sliceSizes;
+  s.inflights = c.inflights;
+  s.shaping = c.shaping;
+  return s;
+}
+
+}  // namespace arl

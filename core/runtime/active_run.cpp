@@ -1,0 +1,407 @@
+// One run's state machine (active_run.h).
+#include "runtime/active_run.h"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+namespace arl {
+
+ActiveRun::ActiveRun(uint64_t runId, RunRequest req, RunPlan plan, std::vector<WorkerInfo> workers,
+                     std::chrono::milliseconds stallTimeout, RunLink& link, EventQueue& events)
+    : link_(link),
+      events_(events),
+      runId_(runId),
+      epoch_(runId),
+      req_(std::move(req)),
+      effective_(std::move(plan.run)),
+      cfg_(std::move(plan.cfg)),
+      n_(static_cast<int>(plan.ids.size())),
+      ids_(std::move(plan.ids)),
+      workers_(std::move(workers)),
+      stall_(stallTimeout) {
+  cfg_.runId = runId_;
+  cfg_.epoch = epoch_;
+  const auto n = static_cast<size_t>(n_);
+  ready_.assign(n, false);
+  done_.assign(n, false);
+  acked_.assign(n, false);
+  gone_.assign(n, false);
+  endpoints_.assign(n, "");
+  devices_.assign(n, PeerDeviceInfo{});
+  workerDropped_.assign(n, 0);
+  nextBatchSeq_.assign(n, 0);
+  iterNs_.assign(req_.iterations, std::vector<int64_t>(n, -1));
+  iterWrong_.assign(req_.iterations, std::vector<uint64_t>(n, 0));
+  seen_.assign(n, RankSeen{});
+  for (RankSeen& s : seen_) s.configSentAt = SteadyClock::now();
+}
+
+int ActiveRun::rankOf(const std::string& id) const {
+  for (int r = 0; r < n_; ++r)
+    if (ids_[static_cast<size_t>(r)] == id) return r;
+  return -1;
+}
+
+void ActiveRun::configure() {
+  events_.push(StateEvent{runId_, RunState::Configuring,
+                          "run " + std::to_string(runId_) + ": " + cfg_.algorithm + " " +
+                              std::string(toString(cfg_.collective)) + " on " + std::to_string(n_) +
+                              " ranks"});
+  for (int r = 0; r < n_; ++r) {
+    const Delivery d = send(r, cfg_);
+    if (d == Delivery::Sent) continue;
+    // The ranks after r were never configured: there is nothing for them to abort.
+    for (int later = r + 1; later < n_; ++later) acked_[static_cast<size_t>(later)] = true;
+    failUndelivered(r, d);
+    return;
+  }
+}
+
+void ActiveRun::failUndelivered(int r, Delivery d) {
+  const WorkerInfo& w = workers_[static_cast<size_t>(r)];
+  fail(FailKind::Unreachable, r,
+       "rank " + std::to_string(r) + " (" + w.name + ", pid " + std::to_string(w.pid) + ") " +
+           (d == Delivery::QueueFull
+                ? "does not read its control messages (its queue is full)"
+                : "cannot be reached: its control connection is closed (the worker ended, or "
+                  "its host or the network is down)"));
+}
+
+void ActiveRun::onReady(const Ready& m, int r) {
+  const auto k = static_cast<size_t>(r);
+  if (failing()) return;
+  if (state_ == RunState::Running) {
+    // A second Ready: this rank never got the Start (lost on the way); say it again.
+    if (ready_[k]) {
+      link_.logLimited(
+          1, "rank " + std::to_string(r) + " is still waiting for Start; sending it again");
+      send(r, startMessage());
+    }
+    return;
+  }
+  if (m.dataEndpoint.empty()) {
+    fail(FailKind::Protocol, r,
+         "rank " + std::to_string(r) + " reported no data-plane endpoint in Ready");
+    return;
+  }
+  ready_[k] = true;
+  endpoints_[k] = m.dataEndpoint;
+  devices_[k] = m.device;
+  workers_[k].dataEndpoint = m.dataEndpoint;
+  workers_[k].clockOffsetNs = m.clockOffsetNs;
+  if (!std::all_of(ready_.begin(), ready_.end(), [](bool b) { return b; })) return;
+  const Start s = startMessage();
+  for (int rank = 0; rank < n_; ++rank) {
+    if (const Delivery d = send(rank, s); d != Delivery::Sent) {
+      failUndelivered(rank, d);
+      return;
+    }
+  }
+  state_ = RunState::Running;
+  events_.push(StateEvent{runId_, RunState::Running,
+                          "run " + std::to_string(runId_) + ": every rank is ready; started"});
+}
+
+Abort ActiveRun::abortMessage() const {
+  Abort ab;
+  ab.epoch = epoch_;
+  ab.runId = runId_;
+  ab.reason = failText_;
+  return ab;
+}
+
+Start ActiveRun::startMessage() const {
+  Start s;
+  s.epoch = epoch_;
+  s.runId = runId_;
+  s.endpoints = endpoints_;
+  // Only when some rank has device memory to share: a Start stays small otherwise.
+  if (std::any_of(devices_.begin(), devices_.end(),
+                  [](const PeerDeviceInfo& d) { return !d.id.empty(); })) {
+    s.devices = devices_;
+  }
+  return s;
+}
+
+// Records the iterations of `m` and hands the client an IterationEvent for each, queued
+// together: one wake-up of the client per message, not per iteration.
+void ActiveRun::onIteration(const IterationResult& m, int r) {
+  std::vector<CoordinatorEvent> out;
+  out.reserve(m.count());
+  for (size_t k = 0; k < m.count(); ++k) {
+    const uint64_t wrong = k + 1 == m.count() ? m.wrong : 0;
+    const auto iteration = static_cast<uint32_t>(m.iteration + k);
+    if (recordIteration(r, iteration, m.timeOf(k), wrong)) {
+      out.emplace_back(IterationEvent{runId_, perRank_.back()});
+    }
+  }
+  iterationEventsDropped_ += out.size() - events_.tryPushAll(out, 1);
+}
+
+// Records rank r's time in a timed iteration; false when it was known already or is not an
+// iteration of the run.
+bool ActiveRun::recordIteration(int r, uint32_t iteration, uint64_t timeNs, uint64_t wrong) {
+  const auto k = static_cast<size_t>(r);
+  if (iteration < iterNs_.size() && iterNs_[iteration][k] >= 0) {
+    return false;  // said again after a loss: already counted
+  }
+  if (iteration >= iterNs_.size()) {
+    link_.logLimited(1, "rank " + std::to_string(r) + " reported iteration " +
+                            std::to_string(iteration) + " of a run with " +
+                            std::to_string(iterNs_.size()) + " iterations; ignored");
+    return false;
+  }
+  iterNs_[iteration][k] = static_cast<int64_t>(timeNs);
+  iterWrong_[iteration][k] = wrong;
+  perRank_.push_back(RankIteration{r, iteration, static_cast<int64_t>(timeNs), wrong});
+  return true;
+}
+
+// The last step rank r reported: a heartbeat says where it is now; telemetry, which a worker
+// ships late (at the end of a short run), only moves that forward, never back.
+void ActiveRun::noteStep(int r, uint32_t iteration, uint32_t step, bool forwardOnly) {
+  RankSeen& s = seen_[static_cast<size_t>(r)];
+  const bool older =
+      s.stepKnown && (iteration < s.iteration || (iteration == s.iteration && step <= s.step));
+  if (forwardOnly && older) return;
+  s.stepKnown = true;
+  s.iteration = iteration;
+  s.step = step;
+}
+
+void ActiveRun::onTelemetry(TelemetryBatch& m, int r) {
+  const auto k = static_cast<size_t>(r);
+  if (m.seq != nextBatchSeq_[k]) {
+    link_.logLimited(1, "rank " + std::to_string(r) + ": telemetry batch " + std::to_string(m.seq) +
+                            " arrived, expected " + std::to_string(nextBatchSeq_[k]));
+  }
+  nextBatchSeq_[k] = m.seq + 1;
+  workerDropped_[k] = std::max(workerDropped_[k], m.dropped);
+  // Progress: the newest event that belongs to a step (IterationEnd carries no real step,
+  // NCCL's events none of the lab's).
+  const auto stepEvent = std::find_if(m.events.rbegin(), m.events.rend(), [](const auto& e) {
+    return e.kind != EventKind::IterationEnd && !isNcclKind(e.kind);
+  });
+  if (stepEvent != m.events.rend()) noteStep(r, stepEvent->iteration, stepEvent->step, true);
+  // The batch goes to the client, moved; nothing of it stays here.
+  TelemetryCounts& t = telemetry_;
+  t.produced += m.events.size();
+  const uint64_t forwarded = t.delivered + t.droppedSlowClient;
+  const uint64_t room = req_.maxEvents > forwarded ? req_.maxEvents - forwarded : 0;
+  if (m.events.size() > room) {
+    t.droppedOverLimit += m.events.size() - room;
+    m.events.resize(room);
+  }
+  const size_t count = m.events.size();
+  if (count == 0) return;
+  CoordinatorEvent ev = TelemetryBatchEvent{runId_, r, std::move(m.events)};
+  if (events_.tryPush(ev, count)) {
+    t.delivered += count;
+  } else {
+    t.droppedSlowClient += count;
+  }
+}
+
+void ActiveRun::onDone(const RunDone& m, int r) {
+  const auto k = static_cast<size_t>(r);
+  if (!failing()) {
+    // An iteration report lost on the way (a reset connection): the rank is asked for its
+    // results again (heartbeatFor) instead of finishing the run with a hole in it.
+    const bool missing = std::any_of(iterNs_.begin(), iterNs_.end(),
+                                     [&](const std::vector<int64_t>& it) { return it[k] < 0; });
+    seen_[k].missingResults = missing;
+    if (missing) return;
+  }
+  done_[k] = true;
+  acked_[k] = true;
+  workerDropped_[k] = std::max(workerDropped_[k], m.eventsDropped);
+  if (failing()) return;
+  if (std::all_of(done_.begin(), done_.end(), [](bool b) { return b; })) {
+    link_.log(0, "run " + std::to_string(runId_) + " done");
+    end(RunState::Done, "");
+  }
+}
+
+void ActiveRun::onFailed(const RunFailed& m, int r) {
+  acked_[static_cast<size_t>(r)] = true;
+  if (!failing()) {
+    fail(FailKind::Reported, r, m.message());
+    return;
+  }
+  if (failedRank_ >= 0 && m.peer == failedRank_ && m.step >= 0 && !waitingPeer_) {
+    waitingPeer_ = m;
+  }
+}
+
+void ActiveRun::fail(FailKind kind, int rank, const std::string& text) {
+  if (failing()) return;
+  kind_ = kind;
+  failedRank_ = rank;
+  failText_ = text;
+  // A rank that died, went silent or cannot be reached acknowledges nothing.
+  if (rank >= 0 &&
+      (kind == FailKind::Unreachable || kind == FailKind::Died || kind == FailKind::Silent)) {
+    acked_[static_cast<size_t>(rank)] = true;
+  }
+  ackDeadline_ = SteadyClock::now() + kAckWait;
+  const Abort ab = abortMessage();
+  for (int r = 0; r < n_; ++r) {
+    const auto k = static_cast<size_t>(r);
+    if (r == rank && kind != FailKind::Reported && kind != FailKind::Protocol) continue;
+    if (done_[k] || gone_[k] || acked_[k]) continue;
+    // A rank that cannot be told has nothing to acknowledge: the run ends without it.
+    if (send(r, ab) != Delivery::Sent) acked_[k] = true;
+  }
+  link_.log(kind == FailKind::Aborted ? 1 : 2, "run " + std::to_string(runId_) + ": " + text);
+}
+
+void ActiveRun::poll() {
+  if (ended_) return;
+  const auto now = SteadyClock::now();
+  if (!failing()) {
+    if (stall_.expired(now)) fail(FailKind::Stalled, -1, stallText(now));
+    return;
+  }
+  bool all = true;
+  for (size_t k = 0; k < static_cast<size_t>(n_); ++k) {
+    if (!acked_[k] && !gone_[k]) all = false;
+  }
+  if (!all && now < ackDeadline_) return;
+  end(kind_ == FailKind::Aborted ? RunState::Aborted : RunState::Failed, failureWithStep());
+}
+
+// The error of a failed run: a rank that died or went silent is named with the step it was
+// at, from its own reports, else from a rank that waited for it.
+std::string ActiveRun::failureWithStep() const {
+  std::string error = failText_;
+  if (kind_ != FailKind::Died && kind_ != FailKind::Silent) return error;
+  const RankSeen* failed = failedRank_ >= 0 ? &seen_[static_cast<size_t>(failedRank_)] : nullptr;
+  if (failed != nullptr && failed->stepKnown) {
+    error += " at step " + std::to_string(failed->step) + " (iteration " +
+             std::to_string(failed->iteration) + ")";
+  } else if (waitingPeer_) {
+    error += " at step " + std::to_string(waitingPeer_->step) + " (rank " +
+             std::to_string(waitingPeer_->rank) + " was waiting for its data";
+    if (waitingPeer_->iteration >= 0) {
+      error += " in iteration " + std::to_string(waitingPeer_->iteration);
+    }
+    error += ")";
+  } else if (state_ == RunState::Configuring) {
+    error += " before its first step (the run was still being configured)";
+  } else {
+    error += " before reporting any step";
+  }
+  return error;
+}
+
+// "no rank made progress for 20.3 s (stall timeout 20.0 s): rank 0 waits for data from rank 1
+// for step 5 (iteration 2); rank 1 waits for Start; ..." from the ranks' heartbeats.
+std::string ActiveRun::stallText(SteadyClock::time_point now) const {
+  std::string text = stallHeadline(stall_.quietFor(now), stall_.timeout());
+  for (int r = 0; r < n_; ++r) {
+    const auto k = static_cast<size_t>(r);
+    std::string what;
+    if (done_[k]) {
+      what = "is done";
+    } else if (!seen_[k].inRun) {
+      what = "has not shown that it received the run";
+    } else {
+      what = describe(seen_[k].progress);
+    }
+    text += (r == 0 ? ": " : "; ") + std::string("rank ") + std::to_string(r) + " " + what;
+  }
+  return text;
+}
+
+void ActiveRun::onHeartbeat(const Heartbeat& hb, int r) {
+  RankSeen& s = seen_[static_cast<size_t>(r)];
+  const auto now = SteadyClock::now();
+  if (hb.inRun) noteStep(r, hb.iteration, hb.step, false);
+  const bool inRun = hb.epoch == epoch_;
+  if (inRun) {
+    if (!s.inRun || hb.progress != s.progress.ticks || hb.phase != s.progress.phase) {
+      stall_.progressed(now);
+    }
+    s.progress.ticks = hb.progress;
+    s.progress.phase = hb.phase;
+    s.progress.wait = hb.wait;
+    s.progress.peer = hb.waitPeer;
+    s.progress.step = hb.waitStep;
+    s.progress.iteration = hb.iteration;
+    s.reportedBeats = hb.phase == RunPhase::Reported ? s.reportedBeats + 1 : 0;
+  }
+  s.inRun = inRun;
+  resendMissed(hb, r, now);
+}
+
+// What rank r's heartbeat shows it missed is said again, at most once per kResendAfter: its
+// RunConfig while the run is healthy, the Abort while it winds down.
+void ActiveRun::resendMissed(const Heartbeat& hb, int r, SteadyClock::time_point now) {
+  const auto k = static_cast<size_t>(r);
+  RankSeen& s = seen_[k];
+  if (now - s.lastResend < kResendAfter) return;
+  if (!failing() && !s.inRun && now - s.configSentAt > kResendAfter) {
+    s.lastResend = now;
+    s.configSentAt = now;
+    link_.logLimited(1, "rank " + std::to_string(r) + " shows no sign of run " +
+                            std::to_string(runId_) + "; sending its configuration again");
+    send(r, cfg_);
+  } else if (failing() && s.inRun && !acked_[k] && !gone_[k] && hb.phase != RunPhase::Reported) {
+    s.lastResend = now;
+    send(r, abortMessage());
+  }
+}
+
+// Two heartbeats in a row that say the result was sent, so that a result still on its way
+// is not asked for.
+Heartbeat ActiveRun::heartbeatFor(int r) const {
+  const auto k = static_cast<size_t>(r);
+  Heartbeat hb;
+  hb.epoch = epoch_;
+  hb.wantReport = !failing() && !done_[k] && seen_[k].inRun &&
+                  (seen_[k].reportedBeats >= 2 || seen_[k].missingResults);
+  return hb;
+}
+
+bool ActiveRun::awaitingReady(int r) const {
+  return !failing() && state_ == RunState::Configuring && !ready_[static_cast<size_t>(r)];
+}
+
+RunResult ActiveRun::result() const {
+  const End e = ended_.value_or(End{RunState::Aborted, failText_});
+  RunResult res;
+  res.runId = runId_;
+  res.request = req_;
+  res.effective = effective_;
+  res.nranks = n_;
+  res.workers = workers_;
+  res.state = e.state;
+  res.error = e.error;
+  res.failedRank = e.state == RunState::Done ? -1 : failedRank_;
+  res.perRank = perRank_;
+  for (const auto& ns : iterNs_) {
+    if (ns.empty() || std::any_of(ns.begin(), ns.end(), [](int64_t t) { return t < 0; })) {
+      continue;
+    }
+    res.iterationUs.push_back(static_cast<double>(*std::max_element(ns.begin(), ns.end())) / 1e3);
+  }
+  if (!res.iterationUs.empty()) {
+    res.timeUs = std::accumulate(res.iterationUs.begin(), res.iterationUs.end(), 0.0) /
+                 static_cast<double>(res.iterationUs.size());
+  }
+  if (!iterWrong_.empty()) {
+    const auto& last = iterWrong_.back();
+    res.wrong = std::accumulate(last.begin(), last.end(), uint64_t{0});
+  }
+  res.telemetry = telemetry_;
+  res.telemetry.droppedByRanks =
+      std::accumulate(workerDropped_.begin(), workerDropped_.end(), uint64_t{0});
+  res.telemetry.produced += res.telemetry.droppedByRanks;
+  res.eventsDropped = res.telemetry.droppedByRanks + res.telemetry.droppedOverLimit +
+                      res.telemetry.droppedSlowClient;
+  res.iterationEventsDropped = iterationEventsDropped_;
+  return res;
+}
+
+}  // namespace arl

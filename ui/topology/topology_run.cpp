@@ -1,0 +1,28 @@
+#include "topology/topology_run.h"
+
+#include "export/export.h"
+#include "runtime/run_types.h"
+
+namespace arl::ui {
+
+TopologyRun topologyRunOf(uint64_t runId, const RunRequest& request, int nranks,
+                          const std::vector<WorkerInfo>& workers, const LinkShaping& network) {
+  TopologyRun run;
+  run.runId = runId;
+  run.request = request;
+  run.nranks = nranks;
+  // The network the run was paced to, so that its slow links are drawn as it ran.
+  run.shaping = request.shaping.empty() ? network : request.shaping;
+  if (workers.size() == static_cast<size_t>(nranks)) {
+    for (const WorkerInfo& w : workers) run.hosts.push_back(w.host);
+  }
+  return run;
+}
+
+TopologyRun topologyRunOf(const BenchReport& report, const SweepRow& row) {
+  const RunResult& r = row.result;
+  return topologyRunOf(r.runId, r.request, r.nranks, r.workers.empty() ? report.workers : r.workers,
+                       report.config.shaping);
+}
+
+}  // namespace arl::ui
