@@ -26,8 +26,8 @@
 #include "exec/telemetry.h"
 #include "exec/telemetry_record.h"
 #include "exec/telemetry_ring.h"
-#include "runtime/coordinator.h"
 #include "runtime/protocol.h"
+#include "runtime/run_types.h"
 #include "runtime/telemetry_collector.h"
 
 namespace {

@@ -27,7 +27,7 @@
 #include "exec/local_run.h"
 #include "exec/run_request.h"
 #include "export/export.h"
-#include "runtime/coordinator.h"
+#include "runtime/run_types.h"
 #include "runtime/telemetry_collector.h"
 #include "topology/run_model.h"
 #include "topology/topology_pane.h"
