@@ -27,5 +27,6 @@ std::unique_ptr<Command> addBenchCommand(CLI::App& lab, const std::vector<std::s
 std::unique_ptr<Command> addExportCommand(CLI::App& lab, const std::vector<std::string>& args);
 std::unique_ptr<Command> addGuiCommand(CLI::App& lab, const std::vector<std::string>& args);
 std::unique_ptr<Command> addCalibrateCommand(CLI::App& lab, const std::vector<std::string>& args);
+std::unique_ptr<Command> addLessonCommand(CLI::App& lab, const std::vector<std::string>& args);
 
 }  // namespace arl::app

@@ -1,0 +1,410 @@
+// allreduce-lab lesson: the lessons of resources/lessons/ (core/lesson/lesson.h) on the command
+// line. `list` names them; `check` reads every one and has bench check each experiment's
+// arguments; `run NAME` asks the question, runs the experiments on real local workers (each one
+// an `allreduce-lab bench` of its own, so that what a lesson runs is what a student can type),
+// prints each option's measurement beside the model's prediction, which option won and by how
+// much, whether that agrees with the article, and how steady the machine was.
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_options.h"
+#include "cli_util.h"
+#include "commands.h"
+#include "exec/run_request.h"
+#include "lesson/lesson.h"
+#include "lesson/verdict.h"
+#include "runtime/process.h"
+#include "schedule/schedule.h"
+
+namespace arl::app {
+namespace {
+
+constexpr const char* kProg = "allreduce-lab lesson";
+constexpr auto kExperimentTimeout = std::chrono::minutes(10);
+constexpr int kSteadinessSamples = 6;
+
+constexpr const char* kAbout =
+    "Lessons that ask before they show (docs/lessons.md). `lesson list` names them, one per "
+    "line; `lesson run NAME` prints the question and its options, runs the lesson's experiments "
+    "on local worker processes (each an allreduce-lab bench run, its command line printed), "
+    "then each option's measurement beside the cost model's prediction, which option won and by "
+    "what margin, and whether that agrees with the article's answer; the machine's steadiness is "
+    "measured before and after, and a verdict on an unsteady machine is said to be untrusted. "
+    "`lesson check` reads every lesson and has bench check each experiment. Lessons are read "
+    "from --lessons DIR, else $ARL_LESSONS, else the installed or the checkout's "
+    "resources/lessons.\n"
+    "Exit status: 0 when the lesson ran and agrees (run) or every lesson is valid (check); 1 "
+    "when it does not agree or a run failed; 2 on bad arguments or an invalid lesson.";
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& a : v) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+// What bench makes of `args`, checked as bench checks them (UsageError naming the flag).
+BenchArgs benchArgsOf(const std::vector<std::string>& args) {
+  CLI::App app;
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  std::vector<std::string> line = {"bench"};
+  line.insert(line.end(), args.begin(), args.end());
+  BenchOptions bench(app, line);
+  std::vector<std::string> reversed(line.rbegin(), line.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError{e.what()};
+  }
+  return bench.check();
+}
+
+// Checks each experiment of `l` as bench would; throws UsageError naming the lesson.
+void checkExperiments(const Lesson& l) {
+  auto one = [&](const std::vector<std::string>& args) {
+    try {
+      const BenchArgs a = benchArgsOf(args);
+      if (a.sizes.size() != 1 || a.cfg.algorithms.size() != 1 || a.cfg.sliceSizes.size() > 1 ||
+          a.cfg.inflights.size() > 1) {
+        throw UsageError{"an experiment is one run: one size, one algorithm, one slice size"};
+      }
+    } catch (const UsageError& e) {
+      throw UsageError{l.path + ": experiment 'bench " + joined(args) + "': " + e.message};
+    }
+  };
+  for (const LessonOption& o : l.options) {
+    if (!o.bench.empty()) one(o.bench);
+  }
+  for (const auto& e : l.experiments) one(e);
+}
+
+std::string lessonsDirOf(const CLI::Option* given, const std::string& dir) {
+  if (given != nullptr && given->count() > 0) return dir;
+  const std::string found = lessonsDir(selfExeDir());
+  if (found.empty()) {
+    throw UsageError{"no lessons folder found: give --lessons DIR or set ARL_LESSONS"};
+  }
+  return found;
+}
+
+// The schedule the experiment's run executes (its one point), generated here as the
+// coordinator generates it.
+Schedule scheduleOf(const BenchArgs& a) {
+  const SweepSpec spec = sweepSpecOf(a.cfg, a.sizes);
+  const int n = nranksOf(a.cfg);
+  const RunRequest req = sweepRequest(spec, sweepPoints(spec).front(), n);
+  Schedule s;
+  resolveRunRequest(req, std::vector<std::string>(static_cast<size_t>(n), "localhost"), &s);
+  return s;
+}
+
+double quantityOf(Quantity q, const BenchArgs& a, const nlohmann::json& row) {
+  switch (q) {
+    case Quantity::WrongElements: {
+      const auto& w = row.at("wrong");
+      return w.is_number() ? w.get<double>() : NAN;
+    }
+    case Quantity::Steps: return scheduleOf(a).nsteps;
+    case Quantity::SentOverSize: {
+      const Schedule s = scheduleOf(a);
+      uint64_t most = 0;
+      for (int r = 0; r < s.nranks; ++r) most = std::max(most, bytesSent(s, r, a.cfg.dtype));
+      return static_cast<double>(most) / static_cast<double>(a.sizes.front());
+    }
+  }
+  return NAN;
+}
+
+// What a fact lesson's reader compares the measured value with.
+std::string factNote(Quantity q, const BenchArgs& a) {
+  const int n = nranksOf(a.cfg);
+  const bool ring = a.cfg.algorithms.front() == "ring";
+  if (q == Quantity::SentOverSize && ring) {
+    return printfString("%d ranks; the formula 2(N-1)/N gives %.4g", n, 2.0 * (n - 1) / n);
+  }
+  if (q == Quantity::Steps && ring) {
+    return printfString("%d ranks; 2(N-1) = %d", n, 2 * (n - 1));
+  }
+  return printfString("%d ranks", n);
+}
+
+double measureOf(SpeedMeasure m, const nlohmann::json& row) {
+  const char* key = m == SpeedMeasure::TimeUs  ? "time_us"
+                    : m == SpeedMeasure::P50Us ? "p50_us"
+                                               : "busbw_gbps";
+  const auto& v = row.at(key);
+  return v.is_number() ? v.get<double>() : NAN;
+}
+
+double numberOr(const nlohmann::json& row, const char* key) {
+  auto it = row.find(key);
+  return it != row.end() && it->is_number() ? it->get<double>() : NAN;
+}
+
+// Runs `allreduce-lab bench ARGS --json` as a child, its output into a log; the result's row.
+ExperimentResult runExperiment(const Lesson& l, const std::string& optionId,
+                               const std::vector<std::string>& args, const std::string& dir,
+                               int index, bool verbose) {
+  ExperimentResult r;
+  r.optionId = optionId;
+  r.args = "allreduce-lab bench " + joined(args);
+  const std::string json = dir + "/run-" + std::to_string(index) + ".json";
+  const std::string log = dir + "/run-" + std::to_string(index) + ".log";
+  std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" >\"$ARL_LESSON_LOG\" 2>&1",
+                                   selfExeDir() + "/allreduce-lab", "bench"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--json", json});
+  setenv("ARL_LESSON_LOG", log.c_str(), 1);
+  if (verbose) std::fprintf(stderr, "  running: %s\n", r.args.c_str());
+  const int64_t pid = spawnChild(argv);
+  auto st = waitFor(pid, kExperimentTimeout);
+  if (!st) st = killAndReap(pid);
+  std::ifstream in(json);
+  nlohmann::json doc;
+  try {
+    if (in) doc = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception&) {
+    doc = nullptr;
+  }
+  const bool rows = doc.is_object() && doc.contains("results") && !doc["results"].empty();
+  if (!rows) {
+    std::ifstream lg(log);
+    std::string last, line;
+    while (std::getline(lg, line)) {
+      if (!line.empty()) last = line;
+    }
+    r.error = "bench " + (st ? st->describe() : std::string("did not end")) +
+              (last.empty() ? "" : ": " + last);
+    return r;
+  }
+  const nlohmann::json& row = doc["results"][0];
+  r.ran = row.value("state", "") == "done";
+  r.error = row.value("error", "");
+  r.timeUs = numberOr(row, "time_us");
+  r.predictedUs = numberOr(row, "predicted_us");
+  if (l.by == DecideBy::Fastest) {
+    r.value = measureOf(l.measure, row);
+  } else {
+    // A fact of the run: its time and the model's prediction are not what the lesson shows.
+    const BenchArgs a = benchArgsOf(args);
+    r.value = quantityOf(l.quantity, a, row);
+    r.predictedUs = NAN;
+    r.note = factNote(l.quantity, a);
+  }
+  return r;
+}
+
+std::string fmtNum(double x) {
+  if (!std::isfinite(x)) return "-";
+  return printfString(std::fabs(x) >= 100 ? "%.0f" : std::fabs(x) >= 10 ? "%.1f" : "%.3g", x);
+}
+
+const char* unitOf(const Lesson& l) {
+  if (l.by == DecideBy::Value) return "";
+  return l.measure == SpeedMeasure::BusbwGBps ? " GB/s" : " us";
+}
+
+nlohmann::json jsonOf(double x) { return std::isfinite(x) ? nlohmann::json(x) : nullptr; }
+
+void printText(const Lesson& l, const std::vector<ExperimentResult>& results, const Verdict& v,
+               const Steadiness& st) {
+  std::printf("\nmeasured (%s):\n", l.by == DecideBy::Fastest
+                                        ? std::string(toString(l.measure)).c_str()
+                                        : std::string(toString(l.quantity)).c_str());
+  for (const ExperimentResult& r : results) {
+    std::string line = "  " + (r.optionId.empty() ? r.args : r.optionId) + ": ";
+    if (!r.ran) {
+      line += "did not run: " + r.error;
+    } else {
+      line += fmtNum(r.value) + unitOf(l);
+      if (!r.note.empty()) line += "   (" + r.note + ")";
+      const double q = predictionRatio(r);
+      if (std::isfinite(q)) {
+        line += printfString("   model %s us, measured/model %.2f%s", fmtNum(r.predictedUs).c_str(),
+                             q, predictionWithin(r) ? "" : " (outside +-35%)");
+      }
+    }
+    std::printf("%s\n", line.c_str());
+  }
+  if (!l.modelNote.empty()) std::printf("  about the model here: %s\n", l.modelNote.c_str());
+  std::printf("\nwinner: %s", v.winner.empty() ? "none" : v.winner.c_str());
+  if (v.margin) std::printf(", ahead of %s by %.2fx", v.runnerUp.c_str(), *v.margin);
+  std::printf("\nthe article's answer: %s\n", l.answer.c_str());
+  std::printf("agrees: %s%s\n", v.agrees ? "yes" : "no",
+              v.agrees && !v.clear ? " (but not by a clear margin)" : "");
+  if (!v.reason.empty()) std::printf("why: %s\n", v.reason.c_str());
+  std::printf("%s\n", st.describe().c_str());
+  if (l.by == DecideBy::Value) {
+    std::printf(
+        "(this lesson's answer is a fact of the run, not a speed: it holds on a busy "
+        "machine too)\n");
+  }
+}
+
+nlohmann::json toJson(const Lesson& l, const std::vector<ExperimentResult>& results,
+                      const Verdict& v, const Steadiness& st) {
+  nlohmann::json opts = nlohmann::json::array();
+  for (const ExperimentResult& r : results) {
+    opts.push_back(
+        {{"option", r.optionId.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.optionId)},
+         {"command", r.args},
+         {"ran", r.ran},
+         {"error", r.error},
+         {"value", jsonOf(r.value)},
+         {"note", r.note},
+         {"time_us", jsonOf(r.timeUs)},
+         {"predicted_us", jsonOf(r.predictedUs)},
+         {"measured_over_model", jsonOf(predictionRatio(r))},
+         {"model_within_35pct", std::isfinite(r.predictedUs) ? nlohmann::json(predictionWithin(r))
+                                                             : nlohmann::json(nullptr)}});
+  }
+  return {{"lesson", l.name},
+          {"title", l.title},
+          {"question", l.question},
+          {"decided_by", toString(l.by)},
+          {"measure", l.by == DecideBy::Fastest ? toString(l.measure) : toString(l.quantity)},
+          {"experiments", opts},
+          {"winner", v.winner.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.winner)},
+          {"runner_up", v.runnerUp.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.runnerUp)},
+          {"answer", l.answer},
+          {"agrees", v.agrees},
+          {"margin", v.margin ? nlohmann::json(*v.margin) : nlohmann::json(nullptr)},
+          {"clear", v.clear},
+          {"reason", v.reason},
+          {"model_note", l.modelNote},
+          {"steadiness",
+           {{"spread_before", jsonOf(st.spreadBefore)},
+            {"spread_after", jsonOf(st.spreadAfter)},
+            {"load_before", jsonOf(st.loadBefore)},
+            {"cores", st.cores},
+            {"steady", st.steady()}}},
+          // A fact (a step count, bytes, a check) does not depend on the machine's speed.
+          {"trusted", l.by == DecideBy::Value || st.steady()}};
+}
+
+class LessonCommand final : public Command {
+ public:
+  LessonCommand(CLI::App& lab, const std::vector<std::string>& args);
+  int run() override;
+
+ private:
+  int list();
+  int check();
+  int runLesson();
+
+  CLI::App* list_ = nullptr;
+  CLI::App* check_ = nullptr;
+  CLI::App* run_ = nullptr;
+  CLI::Option* dirOpt_ = nullptr;
+  std::string dir_;
+  std::string name_;
+  bool json_ = false;
+  bool verbose_ = false;
+};
+
+LessonCommand::LessonCommand(CLI::App& lab, const std::vector<std::string>& /*args*/) {
+  app = lab.add_subcommand("lesson", "lessons that ask before they show: list, run, check");
+  app->footer(wrap(kAbout, 92) + "\n");
+  app->require_subcommand(1, 1);
+  dirOpt_ = app->add_option("--lessons", dir_, "the folder of lesson files (*.json)");
+  list_ = app->add_subcommand("list", "the lessons, one per line: NAME, then its title");
+  check_ =
+      app->add_subcommand("check", "read every lesson and check each experiment as bench does");
+  run_ = app->add_subcommand("run", "ask a lesson's question, run it, and say what won");
+  run_->add_option("NAME", name_, "the lesson (see lesson list)")->required();
+  run_->add_flag("--json", json_, "print the outcome as JSON on stdout (the text goes to stderr)");
+  run_->add_flag("--verbose", verbose_, "print each bench command line as it starts");
+}
+
+int LessonCommand::run() {
+  return runChecked(kProg, [&] {
+    try {
+      if (list_->parsed()) return list();
+      if (check_->parsed()) return check();
+      return runLesson();
+    } catch (const ConfigError& e) {
+      throw UsageError{e.what()};
+    }
+  });
+}
+
+int LessonCommand::list() {
+  const std::vector<Lesson> all = loadLessons(lessonsDirOf(dirOpt_, dir_));
+  int width = 0;
+  for (const Lesson& l : all) width = std::max(width, static_cast<int>(l.name.size()));
+  for (const Lesson& l : all) std::printf("%-*s  %s\n", width, l.name.c_str(), l.title.c_str());
+  return 0;
+}
+
+int LessonCommand::check() {
+  const std::string dir = lessonsDirOf(dirOpt_, dir_);
+  const std::vector<Lesson> all = loadLessons(dir);
+  for (const Lesson& l : all) checkExperiments(l);
+  std::printf("%zu lessons in %s: every one reads, and bench accepts each experiment\n", all.size(),
+              dir.c_str());
+  return 0;
+}
+
+int LessonCommand::runLesson() {
+  const std::string dir = lessonsDirOf(dirOpt_, dir_);
+  std::string known;
+  const std::optional<Lesson> found = findLesson(dir, name_, &known);
+  if (!found) throw UsageError{"no lesson '" + name_ + "' (known: " + known + ")"};
+  const Lesson& l = *found;
+  checkExperiments(l);
+  std::FILE* text = json_ ? stderr : stdout;
+  std::fprintf(text, "%s\n  %s\n\n%s\n\n%s\n", l.title.c_str(), l.teaches.c_str(), l.text.c_str(),
+               l.question.c_str());
+  for (const LessonOption& o : l.options)
+    std::fprintf(text, "  %s) %s\n", o.id.c_str(), o.label.c_str());
+  std::fprintf(text, "\nwhy this setup: %s\n", l.setupWhy.c_str());
+  std::fflush(text);
+
+  Steadiness st;
+  st.cores = static_cast<int>(std::thread::hardware_concurrency());
+  st.loadBefore = loadAverage();
+  st.spreadBefore = sampleSpread(kSteadinessSamples);
+  const std::string work =
+      std::filesystem::temp_directory_path() / ("arl-lesson-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(work);
+  std::vector<ExperimentResult> results;
+  int index = 0;
+  for (const LessonOption& o : l.options) {
+    if (!o.bench.empty())
+      results.push_back(runExperiment(l, o.id, o.bench, work, index++, verbose_));
+  }
+  for (const auto& e : l.experiments)
+    results.push_back(runExperiment(l, "", e, work, index++, verbose_));
+  st.spreadAfter = sampleSpread(kSteadinessSamples);
+  std::error_code ec;
+  std::filesystem::remove_all(work, ec);
+
+  const Verdict v = decide(l, results);
+  if (json_) {
+    std::printf("%s\n", toJson(l, results, v, st).dump(2).c_str());
+  } else {
+    printText(l, results, v, st);
+  }
+  return v.agrees ? 0 : 1;
+}
+
+}  // namespace
+
+std::unique_ptr<Command> addLessonCommand(CLI::App& lab, const std::vector<std::string>& args) {
+  return std::make_unique<LessonCommand>(lab, args);
+}
+
+}  // namespace arl::app

@@ -1,0 +1,222 @@
+#include "lesson/lesson.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "base/errors.h"
+#include "export/json_in.h"
+
+namespace arl {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The checkout this build was made from (CMake sets it): where a build tree finds the lessons.
+#ifndef ARL_LESSONS_SOURCE_DIR
+#define ARL_LESSONS_SOURCE_DIR ""
+#endif
+
+// A lesson file is small; anything larger is not one.
+constexpr uintmax_t kMaxLessonBytes = 1 << 20;
+constexpr size_t kMaxOptions = 8;
+constexpr size_t kMaxArgs = 96;
+
+std::optional<DecideBy> decideByOf(std::string_view s) {
+  if (s == "fastest") return DecideBy::Fastest;
+  if (s == "value") return DecideBy::Value;
+  return std::nullopt;
+}
+
+std::optional<SpeedMeasure> measureOf(std::string_view s) {
+  if (s == "time_us") return SpeedMeasure::TimeUs;
+  if (s == "p50_us") return SpeedMeasure::P50Us;
+  if (s == "busbw_gbps") return SpeedMeasure::BusbwGBps;
+  return std::nullopt;
+}
+
+std::optional<Quantity> quantityOf(std::string_view s) {
+  if (s == "wrong_elements") return Quantity::WrongElements;
+  if (s == "steps") return Quantity::Steps;
+  if (s == "sent_over_size") return Quantity::SentOverSize;
+  return std::nullopt;
+}
+
+std::string optionalText(const In& o, std::string_view key) {
+  return o.has(key) ? o[key].str() : std::string();
+}
+
+// Bench arguments: strings, none of them --json (the lesson's runner adds its own).
+std::vector<std::string> benchArgs(const In& a) {
+  std::vector<std::string> out = readArray<std::string>(a, [](const In& x) { return x.str(); });
+  if (out.empty()) a.fail(a.path(), "no bench arguments");
+  if (out.size() > kMaxArgs)
+    a.fail(a.path(), "more than " + std::to_string(kMaxArgs) + " arguments");
+  for (const std::string& s : out) {
+    if (s == "--json" || s == "bench") {
+      a.fail(a.path(), "'" + s + "' is the runner's to add (give only bench's own options)");
+    }
+  }
+  return out;
+}
+
+LessonOption optionOf(const In& o, DecideBy by) {
+  LessonOption opt;
+  opt.id = o["id"].str();
+  opt.label = o["label"].str();
+  if (opt.id.empty()) o.fail(o.path() + ".id", "empty");
+  if (by == DecideBy::Fastest) {
+    opt.bench = benchArgs(o["bench"]);
+  } else {
+    const In r = o["range"];
+    if (r.size() != 2) r.fail(r.path(), "expected [low, high]");
+    opt.lo = r[0].num();
+    opt.hi = r[1].num();
+    if (!(opt.lo <= opt.hi)) r.fail(r.path(), "low must not exceed high");
+  }
+  return opt;
+}
+
+LessonPause pauseOf(const In& p) {
+  return {static_cast<uint32_t>(p["step"].u64(1u << 20)), p["question"].str(), p["answer"].str()};
+}
+
+void checkOptions(const In& root, const Lesson& l) {
+  if (l.options.size() < 2) root.fail(root.path() + ".options", "a question needs two options");
+  if (l.options.size() > kMaxOptions) {
+    root.fail(root.path() + ".options", "more than " + std::to_string(kMaxOptions) + " options");
+  }
+  std::set<std::string> ids;
+  for (const LessonOption& o : l.options) {
+    if (!ids.insert(o.id).second) root.fail(root.path() + ".options", "id '" + o.id + "' twice");
+  }
+  if (!ids.count(l.answer)) {
+    root.fail(root.path() + ".answer", "'" + l.answer + "' is none of the options' ids");
+  }
+  if (l.by == DecideBy::Value) {
+    std::vector<const LessonOption*> byLo;
+    for (const LessonOption& o : l.options) byLo.push_back(&o);
+    std::sort(byLo.begin(), byLo.end(), [](auto* a, auto* b) { return a->lo < b->lo; });
+    for (size_t i = 1; i < byLo.size(); ++i) {
+      if (byLo[i]->lo <= byLo[i - 1]->hi) {
+        root.fail(root.path() + ".options",
+                  "the ranges of '" + byLo[i - 1]->id + "' and '" + byLo[i]->id + "' overlap");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view toString(DecideBy b) { return b == DecideBy::Fastest ? "fastest" : "value"; }
+
+std::string_view toString(SpeedMeasure m) {
+  switch (m) {
+    case SpeedMeasure::TimeUs: return "time_us";
+    case SpeedMeasure::P50Us: return "p50_us";
+    case SpeedMeasure::BusbwGBps: return "busbw_gbps";
+  }
+  return "?";
+}
+
+std::string_view toString(Quantity q) {
+  switch (q) {
+    case Quantity::WrongElements: return "wrong_elements";
+    case Quantity::Steps: return "steps";
+    case Quantity::SentOverSize: return "sent_over_size";
+  }
+  return "?";
+}
+
+bool lowerIsBetter(SpeedMeasure m) { return m != SpeedMeasure::BusbwGBps; }
+
+Lesson parseLesson(const std::string& text, const std::string& name, const std::string& where) {
+  const JsonFail fail = [&](const std::string& path, const std::string& what) {
+    throw ConfigError(where + ": " + path + ": " + what);
+  };
+  JsonIn doc;
+  try {
+    doc = JsonIn::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(where + ": not JSON (" + std::string(e.what()) + ")");
+  }
+  const In root = In(doc, "lesson", fail).object();
+  Lesson l;
+  l.name = name;
+  l.path = where;
+  l.format = root["format"].i32(1, 1);
+  l.title = root["title"].str();
+  l.teaches = root["teaches"].str();
+  l.text = root["text"].str();
+  l.question = root["question"].str();
+  l.answer = root["answer"].str();
+  const In decide = root["decide"].object();
+  l.by = decide["by"].parsed<DecideBy>(decideByOf);
+  if (l.by == DecideBy::Fastest) {
+    l.measure = decide["measure"].parsed<SpeedMeasure>(measureOf);
+  } else {
+    l.quantity = decide["quantity"].parsed<Quantity>(quantityOf);
+    l.experiments = readArray<std::vector<std::string>>(root["experiments"], benchArgs);
+    if (l.experiments.empty()) root.fail("lesson.experiments", "none");
+  }
+  l.options = readArray<LessonOption>(root["options"],
+                                      [&](const In& o) { return optionOf(o.object(), l.by); });
+  checkOptions(root, l);
+  l.setupWhy = root["why_this_setup"].str();
+  l.ifDisagree = root["if_it_disagrees"].str();
+  l.modelNote = optionalText(root, "model_note");
+  if (root.has("pauses")) l.pauses = readArray<LessonPause>(root["pauses"], pauseOf);
+  l.recording = optionalText(root, "recording");
+  return l;
+}
+
+std::vector<Lesson> loadLessons(const std::string& dir) {
+  std::error_code ec;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  }
+  if (ec) throw ConfigError("lessons folder '" + dir + "': " + ec.message());
+  std::sort(files.begin(), files.end());
+  std::vector<Lesson> out;
+  for (const fs::path& f : files) {
+    if (fs::file_size(f, ec) > kMaxLessonBytes || ec) {
+      throw ConfigError(f.string() + ": not a lesson (larger than 1 MiB, or unreadable)");
+    }
+    std::ifstream in(f);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in) throw ConfigError(f.string() + ": cannot be read");
+    out.push_back(parseLesson(text.str(), f.stem().string(), f.string()));
+  }
+  return out;
+}
+
+std::string lessonsDir(const std::string& exeDir) {
+  if (const char* env = std::getenv("ARL_LESSONS"); env != nullptr && *env != '\0') return env;
+  const fs::path exe(exeDir);
+  for (const fs::path& p :
+       {exe / "../share/allreduce-lab/lessons", fs::path(ARL_LESSONS_SOURCE_DIR)}) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) return fs::weakly_canonical(p, ec).string();
+  }
+  return {};
+}
+
+std::optional<Lesson> findLesson(const std::string& dir, const std::string& name,
+                                 std::string* known) {
+  std::vector<Lesson> all = loadLessons(dir);
+  std::string names;
+  for (Lesson& l : all) {
+    if (l.name == name) return std::move(l);
+    names += (names.empty() ? "" : ", ") + l.name;
+  }
+  if (known != nullptr) *known = names.empty() ? "none" : names;
+  return std::nullopt;
+}
+
+}  // namespace arl

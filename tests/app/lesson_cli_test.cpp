@@ -1,0 +1,96 @@
+// Runs the built `allreduce-lab lesson` as a user would: list, check, a run of a lesson on
+// real local workers, and the refusals of a damaged lesson and of an unknown name.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../run_binary.h"
+
+namespace arl {
+namespace {
+
+using testutil::Result;
+using testutil::runBinary;
+
+Result lesson(const std::string& args) { return runBinary(ARL_LAB_BINARY, "lesson " + args); }
+
+std::vector<std::string> linesOf(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+TEST(LessonCli, ListNamesOneLessonAtTheStartOfEachLine) {
+  const Result r = lesson("list");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto lines = linesOf(r.out);
+  ASSERT_GE(lines.size(), 6u);
+  bool sawRing = false;
+  for (const std::string& l : lines) {
+    const std::string name = l.substr(0, l.find(' '));
+    EXPECT_FALSE(name.empty()) << l;
+    sawRing |= name == "ring-two-phases";
+  }
+  EXPECT_TRUE(sawRing) << r.out;
+}
+
+TEST(LessonCli, CheckHasBenchAcceptEveryExperiment) {
+  const Result r = lesson("check");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("bench accepts each experiment"), std::string::npos) << r.out;
+}
+
+TEST(LessonCli, AFactLessonRunsOnRealWorkersAndAgrees) {
+  const Result r = lesson("run what-is-allreduce --json");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  const nlohmann::json v = nlohmann::json::parse(r.out);
+  EXPECT_EQ(v.at("agrees"), true);
+  EXPECT_TRUE(v.at("margin").is_null());  // a fact checked on the run, not a race
+  EXPECT_EQ(v.at("winner"), "every");
+  ASSERT_EQ(v.at("experiments").size(), 1u);
+  EXPECT_EQ(v["experiments"][0].at("ran"), true);
+  EXPECT_EQ(v["experiments"][0].at("value"), 0.0);  // no wrong element on any rank
+  EXPECT_TRUE(v.at("steadiness").at("spread_before").is_number());
+  // The question is asked on stderr before the run, the JSON alone is on stdout.
+  EXPECT_NE(r.err.find("what does each rank hold?"), std::string::npos) << r.err;
+}
+
+TEST(LessonCli, AnUnknownLessonIsRefusedNamingTheKnownOnes) {
+  const Result r = lesson("run no-such-lesson");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("no lesson 'no-such-lesson' (known: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ring-two-phases"), std::string::npos) << r.err;
+}
+
+TEST(LessonCli, ADamagedLessonIsRefusedNamingTheFileAndTheField) {
+  const std::string dir = ::testing::TempDir() + "lessons_damaged";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/broken.json") << R"({"format": 1, "title": "T"})";
+  const Result r = lesson("--lessons '" + dir + "' list");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("broken.json: lesson.teaches: missing"), std::string::npos) << r.err;
+  // An experiment bench refuses is named with the flag bench names.
+  std::ofstream(dir + "/broken.json") << R"({
+    "format": 1, "title": "T", "teaches": "3. x", "text": "t", "question": "q?",
+    "options": [
+      {"id": "a", "label": "A", "bench": ["--workers", "2", "--algo", "ring"]},
+      {"id": "b", "label": "B", "bench": ["--workers", "2", "--algo", "no-such-algo"]}],
+    "answer": "a", "decide": {"by": "fastest", "measure": "time_us"},
+    "why_this_setup": "w", "if_it_disagrees": "d"})";
+  const Result c = lesson("--lessons '" + dir + "' check");
+  EXPECT_EQ(c.rc, 2);
+  EXPECT_NE(c.err.find("broken.json: experiment 'bench --workers 2 --algo no-such-algo'"),
+            std::string::npos)
+      << c.err;
+  EXPECT_NE(c.err.find("--algo"), std::string::npos) << c.err;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace arl
