@@ -140,6 +140,11 @@ void BenchOptions::declare() {
           "fail a run when no rank makes progress for TIME, e.g. 500ms, 30s (default 20s); a "
           "rank that waits while others work is not failing");
   declareShaping(o);
+  o.group("Teaching");
+  o.value("--mismatch-rank", "R",
+          "rank R runs the collective on twice the count, as a rank that disagrees with the "
+          "others would: the header check must fail the run at the first message, naming the "
+          "ranks (docs/lessons.md; default: none)");
   o.group("Telemetry and outputs");
   o.value("--telemetry", "LEVEL", "off, steps or chunks (default chunks; docs/telemetry.md)");
   o.value("--max-events", "N",
@@ -200,6 +205,7 @@ void BenchOptions::checkOperation(BenchConfig& c) const {
   if (auto v = opts_.get("--datatype")) c.dtype = parseDataType(*v);
   if (auto v = opts_.get("--op")) c.op = parseRedOp(*v);
   if (auto v = opts_.get("--root")) c.root = parseInteger(*v);
+  if (auto v = opts_.get("--mismatch-rank")) c.mismatchRank = parseInteger(*v);
   if (auto v = opts_.get("--iters")) c.iters = parseInteger(*v);
   if (auto v = opts_.get("--warmup_iters")) c.warmup = parseInteger(*v);
   if (auto v = opts_.get("--check")) {

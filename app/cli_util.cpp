@@ -335,6 +335,7 @@ std::string flagOf(RunField f, const RunFieldFlags& own) {
     case RunField::AddedLatency: return "--link-latency";
     case RunField::SlowRank: return "--slow-rank";
     case RunField::SlowLink: return "--slow-link";
+    case RunField::MismatchRank: return "--mismatch-rank";
   }
   return std::string(describe(f));
 }

@@ -124,6 +124,10 @@ double quantityOf(Quantity q, const BenchArgs& a, const nlohmann::json& row) {
       for (int r = 0; r < s.nranks; ++r) most = std::max(most, bytesSent(s, r, a.cfg.dtype));
       return static_cast<double>(most) / static_cast<double>(a.sizes.front());
     }
+    case Quantity::MismatchCaught: {
+      if (row.value("state", "") == "done") return 0;
+      return row.value("error", "").find("header mismatch") != std::string::npos ? 1 : 2;
+    }
   }
   return NAN;
 }
@@ -191,7 +195,9 @@ ExperimentResult runExperiment(const Lesson& l, const std::string& optionId,
     return r;
   }
   const nlohmann::json& row = doc["results"][0];
-  r.ran = row.value("state", "") == "done";
+  // A run meant to fail (a mismatched rank) has run once bench reported on it.
+  r.ran = row.value("state", "") == "done" ||
+          (l.by == DecideBy::Value && l.quantity == Quantity::MismatchCaught);
   r.error = row.value("error", "");
   r.timeUs = numberOr(row, "time_us");
   r.predictedUs = numberOr(row, "predicted_us");
@@ -203,6 +209,7 @@ ExperimentResult runExperiment(const Lesson& l, const std::string& optionId,
     r.value = quantityOf(l.quantity, a, row);
     r.predictedUs = NAN;
     r.note = factNote(l.quantity, a);
+    if (!r.error.empty()) r.note += "; the run ended: " + r.error;
   }
   return r;
 }

@@ -88,6 +88,7 @@ void checkSize(const RunRequest& req, int n) {
 
 void checkScalars(const RunRequest& req, int n) {
   checkInt(RunField::Root, req.root, 0, n - 1);
+  checkInt(RunField::MismatchRank, req.mismatchRank, -1, n - 1);
   checkInt(RunField::RanksPerHost, req.ranksPerHost, 0, n);
   checkInt(RunField::Inflight, req.inflight, 1, kMaxInflight);
   checkInt(RunField::Iterations, req.iterations, 1, kMaxIterations);
@@ -170,6 +171,7 @@ std::string_view describe(RunField f) {
     case RunField::AddedLatency: return describe(ShapingPart::AddedLatency);
     case RunField::SlowRank: return describe(ShapingPart::SlowRank);
     case RunField::SlowLink: return describe(ShapingPart::SlowLink);
+    case RunField::MismatchRank: return "mismatched rank";
   }
   return "?";
 }

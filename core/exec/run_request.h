@@ -49,6 +49,11 @@ struct RunRequest {
   bool cudaIpc = true;
   // The network the data planes pace the run to (base/shaping.h); empty = the machine's own.
   LinkShaping shaping;
+  // A teaching aid (bench --mismatch-rank): rank `mismatchRank` is told to run the collective on
+  // twice the count, as a rank that disagrees with the others about the message would. The
+  // data plane's header check must catch it at the first message and fail the run naming the
+  // ranks, instead of hanging or summing wrongly. -1: every rank runs the same.
+  int mismatchRank = -1;
 
   bool operator==(const RunRequest&) const = default;
 };
@@ -73,6 +78,7 @@ enum class RunField {
   AddedLatency,
   SlowRank,
   SlowLink,
+  MismatchRank,
 };
 
 // How a refusal speaks of `f` when no client names it: "slices in flight", "ring order", ...

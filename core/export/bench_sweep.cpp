@@ -21,6 +21,7 @@ SweepSpec sweepSpecOf(const BenchConfig& c, const std::vector<uint64_t>& sizes) 
   q.dataPlane = c.dataPlane;
   q.cudaIpc = c.cudaIpc;
   q.stallTimeout = c.stallTimeout;
+  q.mismatchRank = c.mismatchRank;
   s.algorithms = c.algorithms;
   s.sizes = sizes;
   s.sliceSizes = c.sliceSizes;

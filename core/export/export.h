@@ -55,6 +55,7 @@ struct BenchConfig {
   LinkShaping shaping;  // --nic-bw, --link-latency, --slow-rank, --slow-link
   int root = 0;
   bool inPlace = false;
+  int mismatchRank = -1;  // --mismatch-rank (RunRequest::mismatchRank)
   std::string jsonPath, csvPath, tracePath, recordPath;
 };
 

@@ -43,6 +43,7 @@ std::optional<Quantity> quantityOf(std::string_view s) {
   if (s == "wrong_elements") return Quantity::WrongElements;
   if (s == "steps") return Quantity::Steps;
   if (s == "sent_over_size") return Quantity::SentOverSize;
+  if (s == "mismatch_caught") return Quantity::MismatchCaught;
   return std::nullopt;
 }
 
@@ -128,6 +129,7 @@ std::string_view toString(Quantity q) {
     case Quantity::WrongElements: return "wrong_elements";
     case Quantity::Steps: return "steps";
     case Quantity::SentOverSize: return "sent_over_size";
+    case Quantity::MismatchCaught: return "mismatch_caught";
   }
   return "?";
 }

@@ -36,6 +36,10 @@ enum class Quantity : uint8_t {
   // Bytes each rank sends per all-reduce in the schedule the run executed, over the message
   // size S: the largest rank's.
   SentOverSize,
+  // How a run with a rank that disagrees (bench --mismatch-rank) ended: 1 when the header
+  // check failed it naming a header mismatch, 0 when it completed, 2 when it failed otherwise
+  // (for instance it hung until the stall timeout).
+  MismatchCaught,
 };
 
 struct LessonOption {

@@ -49,7 +49,10 @@ void ActiveRun::configure() {
                               std::string(toString(cfg_.collective)) + " on " + std::to_string(n_) +
                               " ranks"});
   for (int r = 0; r < n_; ++r) {
-    const Delivery d = send(r, cfg_);
+    RunConfig c = cfg_;
+    // bench --mismatch-rank: this rank disagrees about the message (RunRequest::mismatchRank).
+    if (r == req_.mismatchRank) c.count *= 2;
+    const Delivery d = send(r, c);
     if (d == Delivery::Sent) continue;
     // The ranks after r were never configured: there is nothing for them to abort.
     for (int later = r + 1; later < n_; ++later) acked_[static_cast<size_t>(later)] = true;

@@ -460,6 +460,29 @@ TEST(Runtime, AbortEndsTheRunPromptly) {
   EXPECT_EQ(next.wrong, 0u);
 }
 
+// bench --mismatch-rank: a rank told twice the count is caught by the header check at the first
+// message, the run fails naming the ranks, and the workers stay for the next run.
+TEST(Runtime, AMismatchedRankIsCaughtByTheHeaderCheck) {
+  Coordinator coord(localOptions(3));
+  EventClient client(coord);
+  RunRequest req = smallRequest("ring", Collective::AllReduce);
+  req.mismatchRank = 1;
+  req.stallTimeout = std::chrono::seconds(10);
+  const auto t0 = Clock::now();
+  const RunResult res = client.run(req);
+  EXPECT_EQ(res.state, RunState::Failed);
+  EXPECT_NE(res.error.find("header mismatch"), std::string::npos) << res.error;
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5.0) << "not at once";
+  EXPECT_EQ(coord.workers().size(), 3u);
+  const RunResult next = client.run(smallRequest("ring", Collective::AllReduce));
+  EXPECT_EQ(next.state, RunState::Done) << next.error;
+  EXPECT_EQ(next.wrong, 0u);
+  req.mismatchRank = 3;  // not a rank of 3
+  const RunResult refused = client.run(req);
+  EXPECT_EQ(refused.state, RunState::Refused);
+  EXPECT_NE(refused.error.find("must be in -1..2"), std::string::npos) << refused.error;
+}
+
 // ---- A worker started by hand ----------------------------------------------------------------
 
 TEST(Runtime, WorkerStartedByHandJoinsAndTakesPart) {

@@ -44,6 +44,7 @@ SetupField setupFieldOf(RunField f) {
     case RunField::AddedLatency: return SetupField::Latency;
     case RunField::SlowRank: return SetupField::SlowRank;
     case RunField::SlowLink: return SetupField::SlowLink;
+    case RunField::MismatchRank: return SetupField::Algorithm;  // bench's teaching flag only
   }
   return SetupField::Algorithm;
 }
