@@ -164,6 +164,22 @@ void autorun(ui::MainWindow& w, const GuiArgs& a) {
   });
 }
 
+// A replay with --screenshot: once the recording is drawn, pauses its run at the busiest moment,
+// saves the picture and exits (2 when the recording is refused, with the reader's message).
+void replayShot(ui::MainWindow& w, const GuiArgs& a) {
+  QObject::connect(&w, &ui::MainWindow::recordingRefused, &w, [](const QString& e) {
+    std::fprintf(stderr, "%s: %s\n", kProg, e.toStdString().c_str());
+    QApplication::exit(2);
+  });
+  QObject::connect(&w, &ui::MainWindow::recordingShown, &w, [&w, a] {
+    QTimer::singleShot(a.settleMs, &w, [&w, a] {
+      w.topologyPane()->pauseAtBusiestMoment();
+      if (a.chartsTab >= 0) w.chartsPanel()->setCurrentIndex(a.chartsTab);
+      QTimer::singleShot(100, &w, [&w, a] { QApplication::exit(saveScreenshot(w, a.screenshot)); });
+    });
+  });
+}
+
 class GuiCommand final : public Command {
  public:
   GuiCommand(CLI::App& lab, const std::vector<std::string>& args)
@@ -189,7 +205,8 @@ class GuiCommand final : public Command {
     opts_.value("--inflight", "K", "slices in flight (default 4)");
     opts_.value("-n,--iters", "N", "timed iterations per run (default 5)");
     opts_.value("-w,--warmup", "N", "untimed iterations before them (default 1)");
-    opts_.value("--screenshot", "FILE", "with --autorun: save a PNG of the whole window");
+    opts_.value("--screenshot", "FILE",
+                "with --autorun, or a recording: save a PNG of the whole window, then exit");
     opts_.value("--charts", "TAB",
                 "with --autorun: the charts tab the screenshot shows: busbw, algbw, slice, "
                 "timeline, heatmap, spread");
@@ -235,7 +252,10 @@ class GuiCommand final : public Command {
     ui::MainWindow w(wo);
     if (a_.bandwidthOf) w.chartsPanel()->setBandwidthOf(*a_.bandwidthOf);
     w.show();
-    if (!a_.recording.empty()) w.openRecording(QString::fromStdString(a_.recording));
+    if (!a_.recording.empty()) {
+      if (!a_.screenshot.empty()) replayShot(w, a_);
+      w.openRecording(QString::fromStdString(a_.recording));
+    }
     if (a_.autorun) autorun(w, a_);
     return QApplication::exec();
   }
@@ -262,31 +282,32 @@ class GuiCommand final : public Command {
       a_.bandwidthOf = ui::parseBandwidthOf(v->text);
       if (!a_.bandwidthOf) throw refuse(*v, "expected mean or median");
     }
-    if (auto v = opts_.get("--charts")) {
-      const auto& names = chartsTabNames();
-      const auto it = std::find(names.begin(), names.end(), v->text);
-      if (it == names.end()) {
-        throw refuse(*v, "unknown tab (known: busbw, algbw, slice, timeline, heatmap, spread)");
-      }
-      if (!a_.autorun) throw refuse(*v, "needs --autorun");
-      a_.chartsTab = static_cast<int>(it - names.begin());
-    }
-    if (auto v = opts_.get("--settle")) a_.settleMs = parseInt(*v, 0, 600'000);
-    if (auto v = opts_.get("--screenshot")) {
-      if (!a_.autorun) throw refuse(*v, "needs --autorun");
-      const QFileInfo fi(QString::fromStdString(v->text));
-      if (v->text.empty() || fi.isDir()) throw refuse(*v, "needs a file name");
-      if (!fi.absoluteDir().exists()) {
-        throw refuse(*v, "directory '" + fi.absolutePath().toStdString() + "' does not exist");
-      }
-      a_.screenshot = v->text;
-    }
     if (!recording_.empty()) {
       if (a_.autorun) throw UsageError{"a recording to replay and --autorun exclude each other"};
       if (!QFileInfo(QString::fromStdString(recording_)).isFile()) {
         throw UsageError{"recording '" + recording_ + "' is not a file"};
       }
       a_.recording = recording_;
+    }
+    const bool scripted = a_.autorun || !a_.recording.empty();
+    if (auto v = opts_.get("--charts")) {
+      const auto& names = chartsTabNames();
+      const auto it = std::find(names.begin(), names.end(), v->text);
+      if (it == names.end()) {
+        throw refuse(*v, "unknown tab (known: busbw, algbw, slice, timeline, heatmap, spread)");
+      }
+      if (!scripted) throw refuse(*v, "needs --autorun or a recording");
+      a_.chartsTab = static_cast<int>(it - names.begin());
+    }
+    if (auto v = opts_.get("--settle")) a_.settleMs = parseInt(*v, 0, 600'000);
+    if (auto v = opts_.get("--screenshot")) {
+      if (!scripted) throw refuse(*v, "needs --autorun or a recording");
+      const QFileInfo fi(QString::fromStdString(v->text));
+      if (v->text.empty() || fi.isDir()) throw refuse(*v, "needs a file name");
+      if (!fi.absoluteDir().exists()) {
+        throw refuse(*v, "directory '" + fi.absolutePath().toStdString() + "' does not exist");
+      }
+      a_.screenshot = v->text;
     }
   }
 

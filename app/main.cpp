@@ -26,6 +26,15 @@ int main(int argc, char** argv) {
   if (args.empty() || (args.front().rfind('-', 0) == 0 && !wantsHelp)) {
     args.insert(args.begin(), "gui");
   }
+  // `allreduce-lab replay FILE [options]`: the window replaying FILE (`gui FILE`), marked as a
+  // replay; with --screenshot it saves a picture of it and exits.
+  if (!args.empty() && args.front() == "replay") {
+    if (args.size() < 2 || args[1].rfind('-', 0) == 0) {
+      std::fprintf(stderr, "allreduce-lab replay: needs a recording, FILE.arlrec\n");
+      return 2;
+    }
+    args.front() = "gui";
+  }
   std::vector<char*> argvGui = {argv[0]};
   for (std::string& a : args) argvGui.push_back(a.data());
   argc = static_cast<int>(argvGui.size());
@@ -35,7 +44,9 @@ int main(int argc, char** argv) {
       "the command line.",
       "allreduce-lab");
   lab.require_subcommand(1, 1);
-  lab.footer("Run 'allreduce-lab COMMAND --help' for the options of a command.\n");
+  lab.footer(
+      "Run 'allreduce-lab COMMAND --help' for the options of a command. 'allreduce-lab replay "
+      "FILE' is 'gui FILE': the window replaying a recording.\n");
   // As in nccl-tests and most tools: a flag given twice takes the last value.
   lab.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::vector<std::unique_ptr<arl::app::Command>> commands;
@@ -51,10 +62,11 @@ int main(int argc, char** argv) {
     return !args.empty() && c->app->get_name() == args.front();
   });
   if (!args.empty() && args.front().rfind('-', 0) != 0 && !known) {
-    std::fprintf(stderr,
-                 "%s: unknown command '%s' (known: plan, bench, calibrate, export, gui, lesson; "
-                 "see --help)\n",
-                 prog.c_str(), args.front().c_str());
+    std::fprintf(
+        stderr,
+        "%s: unknown command '%s' (known: plan, bench, calibrate, export, gui, lesson, replay; "
+        "see --help)\n",
+        prog.c_str(), args.front().c_str());
     return 2;
   }
   try {

@@ -5,9 +5,11 @@
 #include <QCategoryAxis>
 #include <QChart>
 #include <QChartView>
+#include <QImage>
 #include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
+#include <QPainter>
 #include <QPalette>
 #include <QScatterSeries>
 #include <QToolTip>
@@ -231,6 +233,26 @@ void XYChartAdapter::updateBand(const ChartSeries& s) {
   if (b.area != nullptr) b.area->setName(b.name);
 }
 
+namespace {
+
+constexpr int kRingMarker = 16;
+
+// A ring in `colour`: the marker of a one-point prediction, around the measured point (which it
+// leaves visible) instead of over it.
+QImage ringMarker(const QColor& colour) {
+  QImage img(kRingMarker * 2, kRingMarker * 2, QImage::Format_ARGB32_Premultiplied);
+  img.setDevicePixelRatio(2);
+  img.fill(Qt::transparent);
+  QPainter p(&img);
+  p.setRenderHint(QPainter::Antialiasing);
+  p.setPen(QPen(colour, 2.0, Qt::DashLine));
+  p.setBrush(Qt::NoBrush);
+  p.drawEllipse(QRectF(1.5, 1.5, kRingMarker - 3, kRingMarker - 3));
+  return img;
+}
+
+}  // namespace
+
 void XYChartAdapter::update(const XYChartData& d) {
   updateAxes(d);
   for (const ChartSeries& s : d.series) {
@@ -238,7 +260,15 @@ void XYChartAdapter::update(const XYChartData& d) {
       updateBand(s);
       continue;
     }
-    seriesFor(s)->replace(toQt(s.points));
+    QXYSeries* series = seriesFor(s);
+    series->replace(toQt(s.points));
+    // A prediction of one size has no line to dash: it is drawn as a marker instead.
+    if (s.style == SeriesStyle::Predicted) {
+      const bool one = s.points.size() == 1;
+      series->setPointsVisible(one);
+      series->setLightMarker(one ? ringMarker(seriesColor(s.color)) : QImage());
+      series->setMarkerSize(one ? kRingMarker : 5);
+    }
   }
 }
 

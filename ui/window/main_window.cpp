@@ -50,6 +50,7 @@ MainWindow::MainWindow(WindowOptions options, QWidget* parent)
   buildDocks();
   buildToolBar();
   buildMenus();
+  setAcceptDrops(true);
   buildStatusBar();
 
   SessionSetup setup;
@@ -114,6 +115,8 @@ void MainWindow::connectRuntime() {
   connect(runtime_, &LabRuntime::recordingLoaded, this, &MainWindow::onRecording);
   connect(runtime_, &LabRuntime::recordingFailed, this, [this](const QString& e) {
     banner_->showProblem(tr("Could not open the recording"), e);
+    setMode(tr("no recording"), QStringLiteral("#555555"));
+    emit recordingRefused(e);
   });
   connect(runtime_, &LabRuntime::shutDown, this, &MainWindow::onShutDown);
 }
@@ -268,6 +271,7 @@ void MainWindow::onRecording(const BenchReport& report, const QString& path) {
   }
   frames_->watch(topology_);
   setMode(tr("⟲ REPLAY · %1").arg(QFileInfo(path).fileName()), QStringLiteral("#0b5cad"));
+  rememberRecent(path);
   emit recordingShown(path);
 }
 

@@ -17,6 +17,9 @@ class QAction;
 class QComboBox;
 class QDockWidget;
 class QLabel;
+class QMenu;
+class QDragEnterEvent;
+class QDropEvent;
 class QTimer;
 
 namespace arl::ui {
@@ -80,16 +83,24 @@ class MainWindow : public QMainWindow {
   void sessionEnded(const arl::ui::SessionEnd& end);
   void workersUpdated(const arl::ui::WorkerList& workers);
   void recordingShown(const QString& path);
+  // A recording could not be opened: the reader's message (the line and the reason).
+  void recordingRefused(const QString& error);
   // The runtime has shut every worker down (after a close).
   void runtimeStopped();
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  // A recording (.arlrec) dropped on the window opens as File -> Open would.
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
 
  private:
   void buildActions();
   void buildToolBar();
   void buildMenus();
+  // File -> Open recent: the recordings opened last, newest first (QSettings "recent/files").
+  void rebuildRecent();
+  void rememberRecent(const QString& path);
   void buildDocks();
   void applyDefaultSizes();
   void buildStatusBar();
@@ -125,6 +136,7 @@ class MainWindow : public QMainWindow {
   QAction* runAction_ = nullptr;
   QAction* stopAction_ = nullptr;
   QAction* openAction_ = nullptr;
+  QMenu* recentMenu_ = nullptr;
   QAction* exportAction_ = nullptr;
   QAction* quitAction_ = nullptr;
   QAction* resetLayoutAction_ = nullptr;

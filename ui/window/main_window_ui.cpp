@@ -5,16 +5,22 @@
 #include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QLabel>
 #include <QLocale>
+#include <QMenu>
 #include <QMenuBar>
+#include <QMimeData>
 #include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyle>
 #include <QTimer>
 #include <QToolBar>
+#include <QUrl>
 
 #include "charts/charts_panel.h"
 #include "export/export_session.h"
@@ -189,6 +195,8 @@ void MainWindow::mirrorToolBar() {
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   file->addAction(openAction_);
+  recentMenu_ = file->addMenu(tr("Open &recent"));
+  rebuildRecent();
   file->addAction(exportAction_);
   file->addSeparator();
   file->addAction(quitAction_);
@@ -245,6 +253,52 @@ void MainWindow::setMode(const QString& text, const QString& colour) {
       QStringLiteral("QLabel { color: white; background: %1; border-radius: 4px; "
                      "padding: 3px 10px; font-weight: 700; }")
           .arg(colour));
+}
+
+namespace {
+
+constexpr int kRecentFiles = 8;
+const QString kRecentKey = QStringLiteral("recent/files");
+
+bool isRecordingUrl(const QUrl& u) {
+  return u.isLocalFile() && u.toLocalFile().endsWith(QLatin1String(".arlrec"), Qt::CaseInsensitive);
+}
+
+}  // namespace
+
+void MainWindow::rebuildRecent() {
+  recentMenu_->clear();
+  const QStringList files = QSettings().value(kRecentKey).toStringList();
+  for (const QString& f : files) {
+    QAction* a = recentMenu_->addAction(QFileInfo(f).fileName());
+    a->setToolTip(f);
+    connect(a, &QAction::triggered, this, [this, f] { openRecording(f); });
+  }
+  recentMenu_->setEnabled(!files.isEmpty());
+}
+
+void MainWindow::rememberRecent(const QString& path) {
+  if (!options_.persistSettings) return;
+  QSettings settings;
+  QStringList files = settings.value(kRecentKey).toStringList();
+  const QString abs = QFileInfo(path).absoluteFilePath();
+  files.removeAll(abs);
+  files.prepend(abs);
+  while (files.size() > kRecentFiles) files.removeLast();
+  settings.setValue(kRecentKey, files);
+  rebuildRecent();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  const QList<QUrl> urls = event->mimeData()->urls();
+  if (!running_ && urls.size() == 1 && isRecordingUrl(urls.front())) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  const QList<QUrl> urls = event->mimeData()->urls();
+  if (urls.size() != 1 || !isRecordingUrl(urls.front())) return;
+  event->acceptProposedAction();
+  openRecording(urls.front().toLocalFile());
 }
 
 void MainWindow::chooseRecording() {
