@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QDir>
 #include <QFileInfo>
+#include <QIcon>
 #include <QPixmap>
 #include <QTimer>
 
@@ -242,6 +243,11 @@ class GuiCommand final : public Command {
     QApplication qapp(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("allreduce-lab"));
     QApplication::setApplicationName(QStringLiteral("allreduce-lab"));
+    // The desktop file and icon resources/ installs (so the desktop groups the windows).
+    QGuiApplication::setDesktopFileName(QStringLiteral("org.allreducelab.AllreduceLab"));
+    QApplication::setWindowIcon(
+        QIcon::fromTheme(QStringLiteral("org.allreducelab.AllreduceLab"),
+                         QIcon(QStringLiteral(":/icons/org.allreducelab.AllreduceLab.svg"))));
     const bool scripted = a_.autorun || a_.workers || a_.algorithm || a_.size || a_.sizes ||
                           a_.slice || a_.inflight || a_.iterations || a_.warmup || a_.shaping;
     ui::WindowOptions wo;

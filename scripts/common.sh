@@ -16,6 +16,7 @@ ARL_PACKAGES=(
   openmpi-bin libopenmpi-dev
   clang-format clang-tidy
   libcli11-dev nlohmann-json3-dev
+  desktop-file-utils appstream
 )
 
 arl_missing_packages() {
