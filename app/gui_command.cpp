@@ -53,6 +53,7 @@ struct GuiArgs {
   std::string recording;
   int settleMs = 1500;
   bool autorun = false;
+  bool projector = false;  // start in projector mode (View -> Projector)
 };
 
 // The setup of a window started with options: the defaults, with what they say on top.
@@ -196,6 +197,9 @@ class GuiCommand final : public Command {
         "\n");
     app->add_option("recording", recording_, "a recording (.arlrec) to replay at start");
     opts_.flag("--autorun", &a_.autorun, "run the setup once, then exit");
+    opts_.flag("--projector", &a_.projector,
+               "start in projector mode: large type, high contrast, thicker links (View -> "
+               "Projector, F8)");
     opts_.value("--workers", "N", "local worker processes (default 4)");
     opts_.value("--algo", "NAME", "algorithm, or 'all'. Known: " + algorithmList());
     opts_.value("--size", "SIZE", "one message size, e.g. 1M (default: a sweep 4K..16M)");
@@ -258,6 +262,7 @@ class GuiCommand final : public Command {
     ui::MainWindow w(wo);
     if (a_.bandwidthOf) w.chartsPanel()->setBandwidthOf(*a_.bandwidthOf);
     w.show();
+    if (a_.projector) w.setProjector(true);
     if (!a_.recording.empty()) {
       if (!a_.screenshot.empty()) replayShot(w, a_);
       w.openRecording(QString::fromStdString(a_.recording));

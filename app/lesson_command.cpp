@@ -159,9 +159,11 @@ double numberOr(const nlohmann::json& row, const char* key) {
 }
 
 // Runs `allreduce-lab bench ARGS --json` as a child, its output into a log; the result's row.
+// With `recordDir`, the run is also recorded there (bench --record), for the window to replay.
 ExperimentResult runExperiment(const Lesson& l, const std::string& optionId,
                                const std::vector<std::string>& args, const std::string& dir,
-                               int index, bool verbose) {
+                               int index, bool verbose, const std::string& recordDir,
+                               std::string* recording) {
   ExperimentResult r;
   r.optionId = optionId;
   r.args = "allreduce-lab bench " + joined(args);
@@ -171,6 +173,11 @@ ExperimentResult runExperiment(const Lesson& l, const std::string& optionId,
                                    selfExeDir() + "/allreduce-lab", "bench"};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.insert(argv.end(), {"--json", json});
+  if (!recordDir.empty()) {
+    *recording = recordDir + "/" + l.name + "-" + std::to_string(index) +
+                 (optionId.empty() ? "" : "-" + optionId) + ".arlrec";
+    argv.insert(argv.end(), {"--record", *recording});
+  }
   setenv("ARL_LESSON_LOG", log.c_str(), 1);
   if (verbose) std::fprintf(stderr, "  running: %s\n", r.args.c_str());
   const int64_t pid = spawnChild(argv);
@@ -262,9 +269,13 @@ void printText(const Lesson& l, const std::vector<ExperimentResult>& results, co
 }
 
 nlohmann::json toJson(const Lesson& l, const std::vector<ExperimentResult>& results,
-                      const Verdict& v, const Steadiness& st) {
+                      const std::vector<std::string>& recordings, const Verdict& v,
+                      const Steadiness& st) {
   nlohmann::json opts = nlohmann::json::array();
-  for (const ExperimentResult& r : results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    const ExperimentResult& r = results[i];
+    const std::string& rec = recordings[i];
+    const bool recorded = !rec.empty() && std::filesystem::exists(rec);
     opts.push_back(
         {{"option", r.optionId.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.optionId)},
          {"command", r.args},
@@ -276,7 +287,8 @@ nlohmann::json toJson(const Lesson& l, const std::vector<ExperimentResult>& resu
          {"predicted_us", jsonOf(r.predictedUs)},
          {"measured_over_model", jsonOf(predictionRatio(r))},
          {"model_within_35pct", std::isfinite(r.predictedUs) ? nlohmann::json(predictionWithin(r))
-                                                             : nlohmann::json(nullptr)}});
+                                                             : nlohmann::json(nullptr)},
+         {"recording", recorded ? nlohmann::json(rec) : nlohmann::json(nullptr)}});
   }
   return {{"lesson", l.name},
           {"title", l.title},
@@ -318,6 +330,7 @@ class LessonCommand final : public Command {
   CLI::Option* dirOpt_ = nullptr;
   std::string dir_;
   std::string name_;
+  std::string recordDir_;
   bool json_ = false;
   bool verbose_ = false;
 };
@@ -334,6 +347,10 @@ LessonCommand::LessonCommand(CLI::App& lab, const std::vector<std::string>& /*ar
   run_->add_option("NAME", name_, "the lesson (see lesson list)")->required();
   run_->add_flag("--json", json_, "print the outcome as JSON on stdout (the text goes to stderr)");
   run_->add_flag("--verbose", verbose_, "print each bench command line as it starts");
+  run_->add_option(
+      "--record", recordDir_,
+      "also record each experiment's run into this folder (NAME-INDEX[-OPTION].arlrec; "
+      "the JSON names each file), for a replay");
 }
 
 int LessonCommand::run() {
@@ -387,21 +404,32 @@ int LessonCommand::runLesson() {
   const std::string work =
       std::filesystem::temp_directory_path() / ("arl-lesson-" + std::to_string(::getpid()));
   std::filesystem::create_directories(work);
-  std::vector<ExperimentResult> results;
-  int index = 0;
-  for (const LessonOption& o : l.options) {
-    if (!o.bench.empty())
-      results.push_back(runExperiment(l, o.id, o.bench, work, index++, verbose_));
+  if (!recordDir_.empty()) {
+    std::error_code mk;
+    std::filesystem::create_directories(recordDir_, mk);
+    if (mk || !std::filesystem::is_directory(recordDir_)) {
+      throw UsageError{"--record " + recordDir_ + ": not a folder that can be made"};
+    }
   }
-  for (const auto& e : l.experiments)
-    results.push_back(runExperiment(l, "", e, work, index++, verbose_));
+  std::vector<ExperimentResult> results;
+  std::vector<std::string> recordings;
+  int index = 0;
+  auto runOne = [&](const std::string& id, const std::vector<std::string>& args) {
+    std::string rec;
+    results.push_back(runExperiment(l, id, args, work, index++, verbose_, recordDir_, &rec));
+    recordings.push_back(rec);
+  };
+  for (const LessonOption& o : l.options) {
+    if (!o.bench.empty()) runOne(o.id, o.bench);
+  }
+  for (const auto& e : l.experiments) runOne("", e);
   st.spreadAfter = sampleSpread(kSteadinessSamples);
   std::error_code ec;
   std::filesystem::remove_all(work, ec);
 
   const Verdict v = decide(l, results);
   if (json_) {
-    std::printf("%s\n", toJson(l, results, v, st).dump(2).c_str());
+    std::printf("%s\n", toJson(l, results, recordings, v, st).dump(2).c_str());
   } else {
     printText(l, results, v, st);
   }

@@ -1,6 +1,8 @@
 // The topology pane, offscreen, fed real telemetry from in-process runs (exec/local_run.h).
 #include <gtest/gtest.h>
 
+#include <QApplication>
+
 #include <map>
 #include <set>
 
@@ -312,6 +314,37 @@ TEST(TopologyPane, ReplaysAtTheChosenSpeedAndShowsIt) {
   pane.seek(pane.model().endNs());
   pane.play();  // from the end plays again from the start
   EXPECT_EQ(pane.playbackTimeNs(), pane.model().startNs());
+}
+
+}  // namespace
+}  // namespace arl::ui
+
+namespace arl::ui {
+namespace {
+
+// Projector mode at 1920x1080 with 16 ranks: legible from the back of a room (the caption at
+// least 36 px, rank labels at least 24 px on screen), and back to normal when switched off.
+TEST(TopologyPane, ProjectorModeIsLegibleAt1080pWith16Ranks) {
+  const testing::LocalRecording rec = testing::recordLocal("ring", 16, 16 * 64, 0);
+  TopologyPane pane;
+  pane.resize(1920, 1000);
+  pane.show();
+  pane.showRun(rec.run, rec.events);
+  QApplication::processEvents();
+  const double normalLabel = pane.view()->rankLabelPx();
+  const int normalCaption = pane.captionPx(true);
+  pane.setProjector(true);
+  QApplication::processEvents();
+  EXPECT_TRUE(pane.projector());
+  EXPECT_GE(pane.captionPx(true), 36);
+  EXPECT_GE(pane.captionPx(false), 24);
+  EXPECT_GE(pane.view()->rankLabelPx(), 24.0);
+  EXPECT_GT(pane.view()->rankLabelPx(), normalLabel);
+  EXPECT_EQ(pane.view()->rankItems(), 16);
+  pane.setProjector(false);
+  QApplication::processEvents();
+  EXPECT_EQ(pane.captionPx(true), normalCaption);
+  EXPECT_DOUBLE_EQ(pane.view()->rankLabelPx(), normalLabel);
 }
 
 }  // namespace

@@ -128,6 +128,17 @@ QString ruleFor(const std::string& algorithm, uint8_t phase, int s, int n) {
   return {};
 }
 
+void ExplainPanel::setProjector(bool on) {
+  for (auto& [label, px] : basePx_) {
+    QFont f = label->font();
+    f.setPixelSize(on ? std::max(static_cast<int>(px * 1.8), label == step_ ? 36 : 22) : px);
+    label->setFont(f);
+  }
+  log_->setVisible(!on);
+  setMinimumWidth(on ? 480 : 340);
+  setMaximumWidth(on ? 640 : 440);
+}
+
 ExplainPanel::ExplainPanel(QWidget* parent) : QWidget(parent) {
   auto* lay = new QVBoxLayout(this);
   lay->setContentsMargins(14, 14, 14, 14);
@@ -144,6 +155,7 @@ ExplainPanel::ExplainPanel(QWidget* parent) : QWidget(parent) {
     // Never shorter than the wrapped text: the stretch below takes the spare height.
     l->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Minimum);
     lay->addWidget(l);
+    basePx_.emplace_back(l, px);
     return l;
   };
   header_ = label(13, false);

@@ -6,6 +6,8 @@
 #include <QWidget>
 #include <memory>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "topology/run_model.h"
 
@@ -33,6 +35,10 @@ class ExplainPanel : public QWidget {
   void showAt(const RunModel& model, const StepMark* mark, int64_t stripTime);
   void setTelemetryStatus(uint64_t held, uint64_t dropped, uint64_t bound);
 
+  // Projector mode: every text at least 1.8x (the step at least 36 px), the panel wider, the
+  // message log (fine print) hidden.
+  void setProjector(bool on);
+
   QString stepText() const;
   QString ruleText() const;
   QString logText() const;
@@ -50,6 +56,7 @@ class ExplainPanel : public QWidget {
   QPlainTextEdit* log_;
   QLabel* status_;
   std::unique_ptr<Arithmetic> arithmetic_;
+  std::vector<std::pair<QLabel*, int>> basePx_;  // each label and its normal pixel size
   std::tuple<uint32_t, uint32_t, size_t> messagesKey_{UINT32_MAX, UINT32_MAX, 0};
 };
 

@@ -4,6 +4,7 @@
 #include <QPainter>
 #include <QPainterPath>
 #include <QTransform>
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <numbers>
@@ -25,17 +26,29 @@ double angleOf(QPointF v) { return std::atan2(v.y(), v.x()) * 180.0 / kPi; }
 
 // ---- SceneStyle ----
 
-SceneStyle::SceneStyle(int n) : nranks(n) {
+// A font size in scene units that is at least `screenPx` pixels on screen under the painter's
+// transform (the view scales the scene to fit): what projector mode guarantees.
+int projectorPx(double scale, int scenePx, double screenPx) {
+  scale = std::max(1e-3, std::abs(scale));
+  return std::max(scenePx, static_cast<int>(std::ceil(screenPx / scale)));
+}
+int projectorPx(const QPainter& p, int scenePx, double screenPx) {
+  return projectorPx(p.worldTransform().m11(), scenePx, screenPx);
+}
+
+SceneStyle::SceneStyle(int n, bool proj) : nranks(n), projector(proj) {
   for (int r = 0; r < n; ++r) {
     rankColors.push_back(rankColor(r, n));
     rankBrushes.emplace_back(rankColors.back());
   }
   ink = QColor(0x26, 0x2b, 0x33);
   faint = QColor(0xd5, 0xda, 0xe1);
-  const double w = n <= 8 ? 4.0 : (n <= 16 ? 3.0 : 1.4);
-  linkPen = QPen(QColor(0x9a, 0xa4, 0xb0), w, Qt::SolidLine, Qt::RoundCap);
+  const double w = (n <= 8 ? 4.0 : (n <= 16 ? 3.0 : 1.4)) * (projector ? 2.0 : 1.0);
+  linkPen = QPen(projector ? QColor(0x3a, 0x42, 0x4e) : QColor(0x9a, 0xa4, 0xb0), w, Qt::SolidLine,
+                 Qt::RoundCap);
   slowLinkPen = QPen(QColor(0xd6, 0x3c, 0x3c), std::max(1.2, w * 0.6), Qt::DashLine, Qt::RoundCap);
-  outlinePen = QPen(ink, n <= 16 ? 2.0 : 1.0);
+  if (projector) ink = QColor(Qt::black);
+  outlinePen = QPen(ink, (n <= 16 ? 2.0 : 1.0) * (projector ? 1.5 : 1.0));
   completePen = QPen(QColor(0x7a, 0x4a, 0x00), n <= 16 ? 2.5 : 1.2);
   completeBrush = QBrush(completeColor());
   emptyBrush = QBrush(QColor(0xf3, 0xf5, 0xf8));
@@ -82,9 +95,10 @@ void LinkItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
   p->setPen(link_.slow ? style_.slowLinkPen : style_.linkPen);
   p->drawLine(a_, b_);
   if (link_.from >= 0) paintArrow(p);
-  if (link_.label.isEmpty()) return;
+  if (link_.label.isEmpty() || (style_.projector && !link_.slow)) return;
   QFont f = style_.smallFont;
   f.setPixelSize(static_cast<int>(std::max(11.0, radius_ * 0.55)));
+  if (style_.projector) f.setPixelSize(projectorPx(*p, f.pixelSize(), 22));
   f.setBold(true);
   p->setFont(f);
   // Past the middle, away from the first node (a star's centre), clear of its strip.
@@ -152,7 +166,8 @@ RankItem::RankItem(const Layout& layout, const LayoutNode& node, const SceneStyl
     : node_(node),
       style_(style),
       strips_(strips),
-      radius_(layout.nodeRadius),
+      // Larger nodes in projector mode, so that the larger numbers fit inside them.
+      radius_(layout.nodeRadius * (style.projector ? 1.35 : 1.0)),
       rings_(layout.stripsAsRings),
       labelled_(style.nranks <= 16),
       tree_(layout.kind == QStringLiteral("tree")) {
@@ -164,6 +179,12 @@ RankItem::RankItem(const Layout& layout, const LayoutNode& node, const SceneStyl
   if (const auto it = layout.slowRanks.find(node.rank); it != layout.slowRanks.end())
     slowRate_ = it->second;
   setToolTip(QStringLiteral("rank %1").arg(node.rank));
+}
+
+double RankItem::labelScreenPx(double scale) const {
+  int px = static_cast<int>(std::max(10.0, radius_ * 0.95));
+  if (style_.projector) px = projectorPx(scale, px, SceneStyle::kProjectorLabelPx);
+  return px * std::abs(scale);
 }
 
 QRectF RankItem::boundingRect() const {
@@ -192,6 +213,9 @@ void RankItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
     QFont f = style_.labelFont;
     f.setPixelSize(
         static_cast<int>(std::max(10.0, radius_ * (hovered_ && !labelled_ ? 1.6 : 0.95))));
+    if (style_.projector) {
+      f.setPixelSize(projectorPx(*p, f.pixelSize(), SceneStyle::kProjectorLabelPx));
+    }
     p->setFont(f);
     const QString text = QString::number(node_.rank);
     if (labelled_) {

@@ -16,8 +16,12 @@ namespace arl::ui {
 class StripState;
 
 struct SceneStyle {
-  explicit SceneStyle(int nranks);
+  // `projector`: for the back of a classroom: thicker, darker links and outlines, rank labels
+  // of at least kProjectorLabelPx on screen, and labels only where they matter (slow links).
+  explicit SceneStyle(int nranks, bool projector = false);
+  static constexpr double kProjectorLabelPx = 26;
   int nranks = 0;
+  bool projector = false;
   std::vector<QColor> rankColors;
   std::vector<QBrush> rankBrushes;
   QColor ink;    // text and outlines
@@ -69,6 +73,9 @@ class RankItem : public QGraphicsItem {
   QRectF boundingRect() const override;
   void paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) override;
   int rank() const { return node_.rank; }
+  // The rank number's font size in pixels on a screen that shows the scene at `scale`
+  // (what paint() draws: at least SceneStyle::kProjectorLabelPx in projector mode).
+  double labelScreenPx(double scale) const;
   // The node, its strip or ring and its labels, in scene coordinates (hover labels aside).
   QRectF contentRect() const;
 

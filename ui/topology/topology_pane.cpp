@@ -1,6 +1,8 @@
 #include "topology/topology_pane.h"
 
 #include <QHBoxLayout>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -36,7 +38,15 @@ TopologyPane::TopologyPane(QWidget* parent)
   top->setContentsMargins(0, 0, 0, 0);
   top->setSpacing(0);
   top->addWidget(view_, 1);
-  top->addWidget(explain_);
+  // Scrolled, so that a long explanation (many ranks, projector type) never makes the window
+  // taller than the screen.
+  explainScroll_ = new QScrollArea(this);
+  explainScroll_->setFrameShape(QFrame::NoFrame);
+  explainScroll_->setWidgetResizable(true);
+  explainScroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  explainScroll_->setWidget(explain_);
+  fitExplainScroll();
+  top->addWidget(explainScroll_);
   auto* lay = new QVBoxLayout(this);
   lay->setContentsMargins(0, 0, 0, 0);
   lay->setSpacing(0);
@@ -62,6 +72,25 @@ TopologyPane::TopologyPane(QWidget* parent)
 }
 
 TopologyPane::~TopologyPane() = default;
+
+void TopologyPane::setProjector(bool on) {
+  view_->setProjector(on);
+  explain_->setProjector(on);
+  fitExplainScroll();
+  view_->setRun(*model_);
+  explain_->setRun(*model_);
+  render();
+}
+
+void TopologyPane::fitExplainScroll() {
+  const int bar = explainScroll_->verticalScrollBar()->sizeHint().width();
+  explainScroll_->setMinimumWidth(explain_->minimumWidth() + bar);
+  explainScroll_->setMaximumWidth(explain_->maximumWidth() + bar);
+}
+
+bool TopologyPane::projector() const { return view_->projector(); }
+
+int TopologyPane::captionPx(bool title) const { return view_->captionPx(title); }
 
 void TopologyPane::beginRun(const TopologyRun& run) {
   rebuildTimer_->stop();

@@ -15,6 +15,7 @@
 #include "exec/telemetry.h"
 #include "topology/topology_run.h"
 
+class QScrollArea;
 class QTimer;
 
 namespace arl::ui {
@@ -35,6 +36,12 @@ class TopologyPane : public QWidget {
 
   // A new run: the layout follows its algorithm; no events yet. Playback goes live.
   void beginRun(const TopologyRun& run);
+  // Projector mode for a classroom (large type, high contrast, thicker links, fewer labels):
+  // the view and the explanation redraw at once.
+  void setProjector(bool on);
+  bool projector() const;
+  // The caption's font sizes on screen now (title, detail), in pixels.
+  int captionPx(bool title) const;
   // Live telemetry of the current run, as the coordinator hands it over (one rank's batch,
   // in time order within the batch). Batches of another run are ignored.
   void appendEvents(int rank, const std::vector<TelemetryEvent>& events);
@@ -97,12 +104,14 @@ class TopologyPane : public QWidget {
   void render();
   void startReplay();
   void syncTimer();
+  void fitExplainScroll();
   const StepMark* captionMark(int64_t t) const;
 
   std::unique_ptr<RunModel> model_;
   std::unique_ptr<PlaybackClock> clock_;
   TopologyView* view_;
   ExplainPanel* explain_;
+  QScrollArea* explainScroll_ = nullptr;
   PlaybackBar* bar_;
   QTimer* frameTimer_;
   QTimer* rebuildTimer_;

@@ -47,7 +47,7 @@ void TopologyView::setRun(const RunModel& model) {
   linkItems_ = 0;
   tokenTransfers_.clear();
   layout_ = makeLayout(model.run(), model.schedule());
-  style_ = std::make_unique<SceneStyle>(model.nranks());
+  style_ = std::make_unique<SceneStyle>(model.nranks(), projector_);
   strips_.reset(model.nranks(), model.cells(), startsWithOwnInput(model.run().request.collective));
   stripsApplied_ = SIZE_MAX;
   QRectF content;
@@ -118,6 +118,15 @@ void TopologyView::setCaption(const QString& title, const QString& detail) {
   viewport()->update();
 }
 
+double TopologyView::rankLabelPx() const {
+  double px = 0;
+  for (const RankItem* r : rankItems_) {
+    const double one = r->labelScreenPx(transform().m11());
+    px = px == 0 ? one : std::min(px, one);
+  }
+  return px;
+}
+
 void TopologyView::resizeEvent(QResizeEvent* e) {
   QGraphicsView::resizeEvent(e);
   fit();
@@ -126,7 +135,12 @@ void TopologyView::resizeEvent(QResizeEvent* e) {
 QFont TopologyView::captionFont(bool title) const {
   QFont f(QStringLiteral("DejaVu Sans"));
   const int h = viewport()->height();
-  f.setPixelSize(title ? std::clamp(h / 20, 16, 36) : std::clamp(h / 42, 11, 18));
+  if (projector_) {
+    // Legible from the back of a room: at least 40 px for the caption, 24 for its detail.
+    f.setPixelSize(title ? std::clamp(h / 14, 40, 72) : std::clamp(h / 28, 24, 36));
+  } else {
+    f.setPixelSize(title ? std::clamp(h / 20, 16, 36) : std::clamp(h / 42, 11, 18));
+  }
   f.setBold(title);
   return f;
 }

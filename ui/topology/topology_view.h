@@ -29,6 +29,11 @@ class TopologyView : public QGraphicsView {
   void setRun(const RunModel& model);
   // Draws the tokens in flight at `tokenTime` and the strips as of `stripTime`.
   void showAt(const RunModel& model, int64_t tokenTime, int64_t stripTime);
+  // Projector mode (SceneStyle): takes effect at the next setRun().
+  void setProjector(bool on) { projector_ = on; }
+  bool projector() const { return projector_; }
+  // The caption's font sizes in pixels (title, detail) at the view's present height.
+  int captionPx(bool title) const { return captionFont(title).pixelSize(); }
   // The caption, drawn in a band across the top of the view that the drawing is kept out of.
   void setCaption(const QString& title, const QString& detail);
   // What the ranks, links and frames cover, in scene coordinates (the view fits it in).
@@ -42,6 +47,8 @@ class TopologyView : public QGraphicsView {
   const std::vector<size_t>& tokenTransfers() const { return tokenTransfers_; }
   const std::vector<TokenDraw>& tokens() const;
   int rankItems() const { return static_cast<int>(rankItems_.size()); }
+  // The smallest rank number's font size on screen now, in pixels (0 without ranks).
+  double rankLabelPx() const;
   int linkItems() const { return linkItems_; }
   uint64_t framesPainted() const { return frames_; }
 
@@ -66,6 +73,7 @@ class TopologyView : public QGraphicsView {
   QRectF content_;
   QString title_;
   QString detail_;
+  bool projector_ = false;
 };
 
 }  // namespace arl::ui

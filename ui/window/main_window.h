@@ -5,6 +5,7 @@
 // banner that names the rank and the step. Closing the window stops a run and every worker.
 #pragma once
 
+#include <QFont>
 #include <QMainWindow>
 #include <QThread>
 #include <optional>
@@ -58,6 +59,11 @@ class MainWindow : public QMainWindow {
   void stop();
   // Shows a recording (read off the GUI thread); recordingShown() or a banner follows.
   void openRecording(const QString& path);
+  // View -> Projector (F8): large type, high contrast, thicker links, fewer labels, for the
+  // back of a classroom at 1920x1080; the window fills the screen, the setup and charts docks
+  // step aside (View brings them back).
+  void setProjector(bool on);
+  bool projector() const;
   bool isRunning() const { return running_; }
   // Shows a finished run of the session (report().rows[index]) in the topology pane and the
   // per-run charts, ready to replay. False when there is no such run or a session is running.
@@ -137,6 +143,10 @@ class MainWindow : public QMainWindow {
   QAction* stopAction_ = nullptr;
   QAction* openAction_ = nullptr;
   QMenu* recentMenu_ = nullptr;
+  QAction* projectorAction_ = nullptr;
+  QFont normalFont_;
+  QRect normalGeometry_;
+  bool chartsWereShown_ = true;  // where the window was before projector mode
   QAction* exportAction_ = nullptr;
   QAction* quitAction_ = nullptr;
   QAction* resetLayoutAction_ = nullptr;

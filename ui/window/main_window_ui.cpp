@@ -14,6 +14,7 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QMimeData>
+#include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
@@ -68,6 +69,13 @@ void MainWindow::buildActions() {
   quitAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));
   quitAction_->setMenuRole(QAction::QuitRole);
   resetLayoutAction_ = new QAction(tr("Reset layout"), this);
+  projectorAction_ = new QAction(tr("&Projector"), this);
+  projectorAction_->setCheckable(true);
+  projectorAction_->setShortcut(QKeySequence(Qt::Key_F8));
+  projectorAction_->setToolTip(tr("Large type and high contrast for a classroom (F8)"));
+  projectorAction_->setShortcutContext(Qt::WindowShortcut);
+  addAction(projectorAction_);
+  connect(projectorAction_, &QAction::toggled, this, &MainWindow::setProjector);
   for (QAction* a : {runAction_, stopAction_, openAction_, exportAction_, quitAction_}) {
     a->setShortcutContext(Qt::WindowShortcut);
     addAction(a);
@@ -207,6 +215,7 @@ void MainWindow::buildMenus() {
   view->addAction(setupDock_->toggleViewAction());
   view->addAction(chartsDock_->toggleViewAction());
   view->addSeparator();
+  view->addAction(projectorAction_);
   view->addAction(resetLayoutAction_);
 }
 
@@ -300,6 +309,37 @@ void MainWindow::dropEvent(QDropEvent* event) {
   event->acceptProposedAction();
   openRecording(urls.front().toLocalFile());
 }
+
+void MainWindow::setProjector(bool on) {
+  if (projectorAction_->isChecked() != on) {
+    projectorAction_->setChecked(on);  // toggled() comes back here
+    return;
+  }
+  if (on) {
+    normalFont_ = QApplication::font();
+    normalGeometry_ = geometry();
+    QFont big = normalFont_;
+    big.setPixelSize(22);
+    QApplication::setFont(big);
+    chartsWereShown_ = chartsDock_->isVisible();
+    setupDock_->hide();
+    chartsDock_->hide();
+  } else {
+    QApplication::setFont(normalFont_);
+    setupDock_->show();
+    chartsDock_->setVisible(chartsWereShown_);
+  }
+  topology_->setProjector(on);
+  // The whole screen for the class, for the topology; View brings the docks back.
+  if (on && screen() != nullptr) {
+    setGeometry(screen()->availableGeometry());
+  } else if (!on && normalGeometry_.isValid()) {
+    setGeometry(normalGeometry_);
+    applyDefaultSizes();
+  }
+}
+
+bool MainWindow::projector() const { return projectorAction_->isChecked(); }
 
 void MainWindow::chooseRecording() {
   const QString path = QFileDialog::getOpenFileName(
