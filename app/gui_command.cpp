@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -22,6 +23,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "export/export.h"
+#include "lessons/lessons_panel.h"
 #include "model_choice.h"
 #include "schedule/generators.h"
 #include "topology/topology_pane.h"
@@ -54,6 +56,8 @@ struct GuiArgs {
   int settleMs = 1500;
   bool autorun = false;
   bool projector = false;  // start in projector mode (View -> Projector)
+  std::string lesson;      // open the Lessons dock at this lesson
+  std::string answer;      // ... answer it with this option and run it
 };
 
 // The setup of a window started with options: the defaults, with what they say on top.
@@ -182,6 +186,52 @@ void replayShot(ui::MainWindow& w, const GuiArgs& a) {
   });
 }
 
+// --lesson NAME [--answer ID]: opens the lesson; with an answer, runs it. With --screenshot the
+// window is saved at the replay's first pause (or once the replay has settled), or, without an
+// answer, once the question is shown. False (the reason printed) for an unknown lesson or option.
+bool lessonShot(ui::MainWindow& w, const GuiArgs& a) {
+  if (!w.openLesson(QString::fromStdString(a.lesson))) {
+    std::fprintf(stderr, "%s: no lesson '%s' (see allreduce-lab lesson list)\n", kProg,
+                 a.lesson.c_str());
+    return false;
+  }
+  ui::LessonsPanel* panel = w.lessonsPanel();
+  if (!a.answer.empty() && !panel->choose(QString::fromStdString(a.answer))) {
+    std::fprintf(stderr, "%s: lesson '%s' has no option '%s'\n", kProg, a.lesson.c_str(),
+                 a.answer.c_str());
+    return false;
+  }
+  auto shoot = [&w, a] {
+    QTimer::singleShot(300, &w, [&w, a] { QApplication::exit(saveScreenshot(w, a.screenshot)); });
+  };
+  if (a.answer.empty()) {
+    if (!a.screenshot.empty()) QTimer::singleShot(a.settleMs, &w, shoot);
+    return true;
+  }
+  if (!a.screenshot.empty()) {
+    auto done = std::make_shared<bool>(false);
+    QObject::connect(w.topologyPane(), &ui::TopologyPane::pausedAtQuestion, &w,
+                     [done, shoot](const QString&) {
+                       if (!*done) shoot();
+                       *done = true;
+                     });
+    QObject::connect(&w, &ui::MainWindow::recordingShown, &w, [&w, a, done, shoot] {
+      if (w.topologyPane()->pauseCount() > 0) return;  // shot at the first pause
+      QTimer::singleShot(a.settleMs, &w, [done, shoot] {
+        if (!*done) shoot();
+        *done = true;
+      });
+    });
+  }
+  QTimer::singleShot(0, &w, [panel] { panel->runLesson(); });
+  QTimer::singleShot(kAutorunTimeoutMs, &w, [] {
+    std::fprintf(stderr, "%s: the lesson did not end within %d s\n", kProg,
+                 kAutorunTimeoutMs / 1000);
+    QApplication::exit(1);
+  });
+  return true;
+}
+
 class GuiCommand final : public Command {
  public:
   GuiCommand(CLI::App& lab, const std::vector<std::string>& args)
@@ -197,6 +247,10 @@ class GuiCommand final : public Command {
         "\n");
     app->add_option("recording", recording_, "a recording (.arlrec) to replay at start");
     opts_.flag("--autorun", &a_.autorun, "run the setup once, then exit");
+    opts_.value("--lesson", "NAME", "open the Lessons panel at this lesson (see lesson list)");
+    opts_.value("--answer", "ID",
+                "with --lesson: choose this option and run the lesson (with --screenshot: saved "
+                "at the replay's first pause, or once the replay is drawn)");
     opts_.flag("--projector", &a_.projector,
                "start in projector mode: large type, high contrast, thicker links (View -> "
                "Projector, F8)");
@@ -268,6 +322,7 @@ class GuiCommand final : public Command {
       w.openRecording(QString::fromStdString(a_.recording));
     }
     if (a_.autorun) autorun(w, a_);
+    if (!a_.lesson.empty() && !lessonShot(w, a_)) return 2;
     return QApplication::exec();
   }
 
@@ -300,7 +355,16 @@ class GuiCommand final : public Command {
       }
       a_.recording = recording_;
     }
-    const bool scripted = a_.autorun || !a_.recording.empty();
+    if (auto v = opts_.get("--lesson")) {
+      if (a_.autorun || !a_.recording.empty())
+        throw refuse(*v, "excludes --autorun and a recording");
+      a_.lesson = v->text;
+    }
+    if (auto v = opts_.get("--answer")) {
+      if (a_.lesson.empty()) throw refuse(*v, "needs --lesson");
+      a_.answer = v->text;
+    }
+    const bool scripted = a_.autorun || !a_.recording.empty() || !a_.lesson.empty();
     if (auto v = opts_.get("--charts")) {
       const auto& names = chartsTabNames();
       const auto it = std::find(names.begin(), names.end(), v->text);

@@ -151,6 +151,7 @@ Lesson parseLesson(const std::string& text, const std::string& name, const std::
   l.name = name;
   l.path = where;
   l.format = root["format"].i32(1, 1);
+  if (root.has("order")) l.order = root["order"].i32(1, kLessonLastOrder - 1);
   l.title = root["title"].str();
   l.teaches = root["teaches"].str();
   l.text = root["text"].str();
@@ -195,6 +196,8 @@ std::vector<Lesson> loadLessons(const std::string& dir) {
     if (!in) throw ConfigError(f.string() + ": cannot be read");
     out.push_back(parseLesson(text.str(), f.stem().string(), f.string()));
   }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Lesson& a, const Lesson& b) { return a.order < b.order; });
   return out;
 }
 

@@ -59,9 +59,13 @@ struct LessonPause {
   std::string answer;
 };
 
+// The order of a lesson that gives none: after every lesson that does.
+inline constexpr int kLessonLastOrder = 1000000;
+
 struct Lesson {
   int format = 1;
-  std::string name;  // file name without .json; what `lesson run NAME` takes
+  std::string name;              // file name without .json; what `lesson run NAME` takes
+  int order = kLessonLastOrder;  // where it comes in a course (1 first); the name breaks ties
   std::string title;
   std::string teaches;  // the article's point (TEACHING.md), in a line
   std::string text;     // what the student reads first
@@ -92,8 +96,8 @@ bool lowerIsBetter(SpeedMeasure m);
 // that names no option, an option without its experiment, ranges that overlap.
 Lesson parseLesson(const std::string& text, const std::string& name, const std::string& where);
 
-// Every *.json of `dir`, sorted by name. Throws ConfigError for a folder that cannot be read
-// and for the first lesson that does not parse (naming the file).
+// Every *.json of `dir`, in course order (`order`, then name). Throws ConfigError for a folder that
+// cannot be read and for the first lesson that does not parse (naming the file).
 std::vector<Lesson> loadLessons(const std::string& dir);
 
 // Where the lessons are: $ARL_LESSONS when set; else the first of

@@ -111,6 +111,22 @@ TEST(Lessons, ADamagedLessonIsRefusedNamingTheFileAndTheField) {
   EXPECT_NE(refusal(s).find("lesson.format: 9 is out of range"), std::string::npos) << refusal(s);
 }
 
+TEST(Lessons, TheCourseOrderComesFirstThenTheName) {
+  const std::vector<Lesson> all = loadLessons(kDir);
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all.front().name, "what-is-allreduce");
+  for (size_t i = 1; i < all.size(); ++i) {
+    EXPECT_TRUE(all[i - 1].order < all[i].order ||
+                (all[i - 1].order == all[i].order && all[i - 1].name < all[i].name))
+        << all[i - 1].name << " before " << all[i].name;
+  }
+  EXPECT_EQ(parseLesson(minimal(), "x", "x.json").order, kLessonLastOrder);  // unordered: last
+  EXPECT_EQ(parseLesson(minimal(R"(, "order": 3)"), "x", "x.json").order, 3);
+  EXPECT_NE(refusal(minimal(R"(, "order": 0)")).find("lesson.order: 0 is out of range"),
+            std::string::npos)
+      << refusal(minimal(R"(, "order": 0)"));
+}
+
 TEST(Lessons, OverlappingRangesAreRefused) {
   const std::string s = R"({
     "format": 1, "title": "T", "teaches": "2. x", "text": "t", "question": "q?",

@@ -1,6 +1,9 @@
 #include "topology/topology_pane.h"
 
+#include <QFrame>
 #include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QTimer>
@@ -51,6 +54,25 @@ TopologyPane::TopologyPane(QWidget* parent)
   lay->setContentsMargins(0, 0, 0, 0);
   lay->setSpacing(0);
   lay->addLayout(top, 1);
+  // A lesson's question under the view (the view shrinks to make room, so that no rank is
+  // hidden behind it), with the button that goes on.
+  pauseBox_ = new QFrame(this);
+  pauseBox_->setObjectName(QStringLiteral("pauseBox"));
+  auto* boxLay = new QHBoxLayout(pauseBox_);
+  boxLay->setContentsMargins(14, 10, 14, 10);
+  pauseText_ = new QLabel(pauseBox_);
+  pauseText_->setWordWrap(true);
+  pauseText_->setTextFormat(Qt::RichText);
+  QFont pf = pauseText_->font();
+  pf.setPixelSize(std::max(18, pf.pixelSize()));
+  pauseText_->setFont(pf);
+  boxLay->addWidget(pauseText_, 1);
+  auto* goOn = new QPushButton(tr("Go on ▶"), pauseBox_);
+  goOn->setToolTip(tr("Show the answer and play on"));
+  connect(goOn, &QPushButton::clicked, this, &TopologyPane::play);
+  boxLay->addWidget(goOn, 0, Qt::AlignVCenter);
+  pauseBox_->hide();
+  lay->addWidget(pauseBox_);
   lay->addWidget(bar_);
   frameTimer_->setInterval(kFrameMs);
   frameTimer_->setTimerType(Qt::PreciseTimer);
@@ -94,6 +116,7 @@ int TopologyPane::captionPx(bool title) const { return view_->captionPx(title); 
 
 void TopologyPane::beginRun(const TopologyRun& run) {
   rebuildTimer_->stop();
+  setPauses({});
   model_->begin(run);
   *clock_ = PlaybackClock{};
   clock_->goLive();
@@ -244,9 +267,62 @@ void TopologyPane::onFrame() {
 }
 
 void TopologyPane::advanceFrame(int64_t wallNs) {
+  const int64_t before = clock_->time();
+  const bool moving = clock_->running();
   clock_->advance(wallNs);
+  if (moving && nextPause_ < static_cast<int>(pauses_.size())) {
+    const PlaybackPause& p = pauses_[static_cast<size_t>(nextPause_)];
+    const int64_t at = pauseTime(p);
+    if (at != INT64_MIN && before <= at && clock_->time() >= at) {
+      clock_->seek(at);  // and pauses there
+      ++nextPause_;
+      atQuestion_ = true;
+      answerShown_ = false;
+      showPauseBox(QStringLiteral("<b>Stop and think.</b> %1").arg(p.question.toHtmlEscaped()),
+                   true);
+      emit pausedAtQuestion(p.question);
+    }
+  }
   render();
   syncTimer();
+}
+
+// The time the pause stops at: the end of its step's predecessor in the first iteration the
+// run shows; INT64_MIN when the run has no such step.
+int64_t TopologyPane::pauseTime(const PlaybackPause& p) const {
+  const auto& transfers = model_->timeline().transfers();
+  if (transfers.empty()) return INT64_MIN;
+  const uint32_t first = transfers.front().iteration;
+  if (p.step == 0) return transfers.front().sendStartNs;
+  const StepMark* m = model_->markOf(first, p.step - 1);
+  return m ? m->endNs : INT64_MIN;
+}
+
+void TopologyPane::showPauseBox(const QString& html, bool question) {
+  pauseText_->setText(html);
+  pauseBox_->setStyleSheet(
+      question ? QStringLiteral("#pauseBox{background:#fff4d6;border:2px solid #c98a00;}")
+               : QStringLiteral("#pauseBox{background:#e3f4e6;border:2px solid #2f8a3c;}"));
+  pauseBox_->findChild<QPushButton*>()->setVisible(question);
+  pauseBox_->show();
+}
+
+void TopologyPane::setPauses(std::vector<PlaybackPause> pauses) {
+  std::stable_sort(pauses.begin(), pauses.end(),
+                   [](const PlaybackPause& a, const PlaybackPause& b) { return a.step < b.step; });
+  pauses_ = std::move(pauses);
+  nextPause_ = 0;
+  atQuestion_ = false;
+  answerShown_ = false;
+  pauseBox_->hide();
+}
+
+QString TopologyPane::pauseQuestion() const {
+  return atQuestion_ ? pauses_[static_cast<size_t>(nextPause_ - 1)].question : QString();
+}
+
+QString TopologyPane::pauseAnswer() const {
+  return answerShown_ ? pauses_[static_cast<size_t>(nextPause_ - 1)].answer : QString();
 }
 
 void TopologyPane::render() {
@@ -312,6 +388,16 @@ void TopologyPane::goLive() {
 }
 
 void TopologyPane::play() {
+  if (atQuestion_) {
+    // Going on reveals the answer on the canvas while the step plays out.
+    atQuestion_ = false;
+    answerShown_ = true;
+    const PlaybackPause& p = pauses_[static_cast<size_t>(nextPause_ - 1)];
+    showPauseBox(QStringLiteral("<b>Answer.</b> %1").arg(p.answer.toHtmlEscaped()), false);
+  } else if (answerShown_) {
+    answerShown_ = false;
+    pauseBox_->hide();
+  }
   clock_->play();
   stepMode_ = false;
   lastFrameNs_ = wall_.nsecsElapsed();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <QElapsedTimer>
+#include <QString>
 #include <QWidget>
 #include <cstdint>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "exec/telemetry.h"
 #include "topology/topology_run.h"
 
+class QLabel;
 class QScrollArea;
 class QTimer;
 
@@ -26,6 +28,14 @@ class PlaybackClock;
 class RunModel;
 struct StepMark;
 class TopologyView;
+
+// A stop in the playback with a question (a lesson's pause): once `step` algorithm steps of
+// the first iteration shown have ended (0: before the first).
+struct PlaybackPause {
+  uint32_t step = 0;
+  QString question;
+  QString answer;
+};
 
 class TopologyPane : public QWidget {
   Q_OBJECT
@@ -86,6 +96,17 @@ class TopologyPane : public QWidget {
   // screenshots and handouts. False (and nothing changes) when the run has no messages.
   bool pauseAtBusiestMoment();
 
+  // Stops in the playback of the run shown now, in step order (a new run clears them). Playing
+  // across one pauses there and shows its question over the view; going on (play, or the
+  // question's button) shows the answer while the step plays out.
+  void setPauses(std::vector<PlaybackPause> pauses);
+  // The question shown now ("" when none), and the answer revealed now ("" when none).
+  QString pauseQuestion() const;
+  QString pauseAnswer() const;
+  // Pauses set, and passed so far.
+  int pauseCount() const { return static_cast<int>(pauses_.size()); }
+  int pausesReached() const { return nextPause_; }
+
   // The caption over the view ("reduce-scatter · step 2 of 3") and its detail line.
   QString captionText() const;
   QString captionDetail() const;
@@ -97,6 +118,10 @@ class TopologyPane : public QWidget {
   PlaybackBar* playbackBar() const { return bar_; }
   const RunModel& model() const { return *model_; }
 
+ signals:
+  // Playback stopped at a pause; its question is shown.
+  void pausedAtQuestion(const QString& question);
+
  private:
   void scheduleRebuild();
   void rebuildNow();
@@ -106,6 +131,8 @@ class TopologyPane : public QWidget {
   void syncTimer();
   void fitExplainScroll();
   const StepMark* captionMark(int64_t t) const;
+  int64_t pauseTime(const PlaybackPause& p) const;
+  void showPauseBox(const QString& html, bool question);
 
   std::unique_ptr<RunModel> model_;
   std::unique_ptr<PlaybackClock> clock_;
@@ -125,6 +152,12 @@ class TopologyPane : public QWidget {
   int64_t shownStripTime_ = INT64_MIN;
   QString caption_;
   QString detail_;
+  std::vector<PlaybackPause> pauses_;
+  int nextPause_ = 0;
+  bool atQuestion_ = false;
+  bool answerShown_ = false;
+  QWidget* pauseBox_ = nullptr;
+  QLabel* pauseText_ = nullptr;
 };
 
 }  // namespace arl::ui

@@ -182,6 +182,16 @@ void MainWindow::stop() {
       Qt::QueuedConnection);
 }
 
+void MainWindow::replayLesson(const QString& path, const std::vector<PlaybackPause>& pauses,
+                              bool bundled) {
+  if (running_) return;
+  pendingPauses_ = pauses;
+  lessonReplayLabel_ = bundled
+                           ? tr("⟲ REPLAY · bundled recording %1").arg(QFileInfo(path).fileName())
+                           : tr("⟲ REPLAY · the lesson's run, measured just now");
+  openRecording(path);
+}
+
 void MainWindow::openRecording(const QString& path) {
   if (running_) return;
   setMode(tr("⟲ opening…"), QStringLiteral("#555555"));
@@ -270,8 +280,15 @@ void MainWindow::onRecording(const BenchReport& report, const QString& path) {
     charts_->showRun(*shown);
   }
   frames_->watch(topology_);
-  setMode(tr("⟲ REPLAY · %1").arg(QFileInfo(path).fileName()), QStringLiteral("#0b5cad"));
-  rememberRecent(path);
+  if (pendingPauses_) {
+    // A lesson's run (made just now, in a temporary folder) or its bundled recording.
+    setMode(lessonReplayLabel_, QStringLiteral("#0b5cad"));
+    topology_->setPauses(std::move(*pendingPauses_));
+    pendingPauses_.reset();
+  } else {
+    setMode(tr("⟲ REPLAY · %1").arg(QFileInfo(path).fileName()), QStringLiteral("#0b5cad"));
+    rememberRecent(path);
+  }
   emit recordingShown(path);
 }
 

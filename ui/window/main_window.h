@@ -9,7 +9,10 @@
 #include <QMainWindow>
 #include <QThread>
 #include <optional>
+#include <vector>
+
 #include <string>
+#include "topology/topology_pane.h"
 
 #include "export/export.h"
 #include "window/runtime_types.h"
@@ -24,6 +27,8 @@ class QDropEvent;
 class QTimer;
 
 namespace arl::ui {
+
+class LessonsPanel;
 
 class ChartsPanel;
 class ErrorBanner;
@@ -59,6 +64,8 @@ class MainWindow : public QMainWindow {
   void stop();
   // Shows a recording (read off the GUI thread); recordingShown() or a banner follows.
   void openRecording(const QString& path);
+  // Replays a lesson's run (or, `bundled`, its bundled recording) with the lesson's pauses.
+  void replayLesson(const QString& path, const std::vector<PlaybackPause>& pauses, bool bundled);
   // View -> Projector (F8): large type, high contrast, thicker links, fewer labels, for the
   // back of a classroom at 1920x1080; the window fills the screen, the setup and charts docks
   // step aside (View brings them back).
@@ -77,6 +84,9 @@ class MainWindow : public QMainWindow {
   SetupPanel* setupPanel() const { return panel_; }
   TopologyPane* topologyPane() const { return topology_; }
   ChartsPanel* chartsPanel() const { return charts_; }
+  LessonsPanel* lessonsPanel() const { return lessons_; }
+  // Shows the Lessons dock (View -> Lessons) at the lesson called `name`; false when none.
+  bool openLesson(const QString& name);
   ErrorBanner* banner() const { return banner_; }
   QAction* runAction() const { return runAction_; }
   QAction* stopAction() const { return stopAction_; }
@@ -139,6 +149,11 @@ class MainWindow : public QMainWindow {
   ErrorBanner* banner_ = nullptr;
   QDockWidget* setupDock_ = nullptr;
   QDockWidget* chartsDock_ = nullptr;
+  QDockWidget* lessonsDock_ = nullptr;
+  LessonsPanel* lessons_ = nullptr;
+  // A lesson's pauses for the recording being opened (set on recordingShown).
+  std::optional<std::vector<PlaybackPause>> pendingPauses_;
+  QString lessonReplayLabel_;
   QAction* runAction_ = nullptr;
   QAction* stopAction_ = nullptr;
   QAction* openAction_ = nullptr;

@@ -25,6 +25,7 @@
 
 #include "charts/charts_panel.h"
 #include "export/export_session.h"
+#include "lessons/lessons_panel.h"
 #include "topology/topology_pane.h"
 #include "window/error_banner.h"
 #include "window/export_dialog.h"
@@ -110,6 +111,28 @@ void MainWindow::buildDocks() {
   chartsDock_->setObjectName(QStringLiteral("chartsDock"));
   chartsDock_->setWidget(charts_);
   addDockWidget(Qt::BottomDockWidgetArea, chartsDock_);
+  lessons_ = new LessonsPanel(this);
+  auto* lessonsScroll = new QScrollArea(this);
+  lessonsScroll->setWidget(lessons_);
+  lessonsScroll->setWidgetResizable(true);
+  lessonsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  lessonsScroll->setFrameShape(QFrame::NoFrame);
+  lessonsDock_ = new QDockWidget(tr("Lessons"), this);
+  lessonsDock_->setObjectName(QStringLiteral("lessonsDock"));
+  lessonsDock_->setWidget(lessonsScroll);
+  lessonsDock_->setMinimumWidth(360);
+  // In the setup's place, as a tab beside it: a lesson sets up its own runs, and the topology
+  // keeps its width.
+  addDockWidget(Qt::LeftDockWidgetArea, lessonsDock_);
+  tabifyDockWidget(setupDock_, lessonsDock_);
+  setupDock_->raise();
+  lessonsDock_->hide();  // View -> Lessons, or the toolbar's button
+  connect(lessons_, &LessonsPanel::replayRequested, this, &MainWindow::replayLesson);
+  connect(lessons_, &LessonsPanel::runningChanged, this, [this](bool on) {
+    runAction_->setEnabled(!on && !running_ && problems_.empty());
+    openAction_->setEnabled(!on && !running_);
+    if (on) setMode(tr("◉ lesson running on real workers"), QStringLiteral("#a15c00"));
+  });
   // The teacher's layout: the topology large in the centre, the setup beside it, the charts
   // across the whole width under both.
   setCorner(Qt::BottomLeftCorner, Qt::BottomDockWidgetArea);
@@ -155,6 +178,10 @@ void MainWindow::buildToolBar() {
   QAction* setupToggle = setupDock_->toggleViewAction();
   setupToggle->setText(tr("⚙ Setup"));
   bar->addAction(setupToggle);
+  QAction* lessonsToggle = lessonsDock_->toggleViewAction();
+  lessonsToggle->setText(tr("Lessons"));
+  lessonsToggle->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
+  bar->addAction(lessonsToggle);
   auto* spacer = new QWidget(bar);
   spacer->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
   bar->addWidget(spacer);
@@ -214,6 +241,7 @@ void MainWindow::buildMenus() {
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->addAction(setupDock_->toggleViewAction());
   view->addAction(chartsDock_->toggleViewAction());
+  view->addAction(lessonsDock_->toggleViewAction());
   view->addSeparator();
   view->addAction(projectorAction_);
   view->addAction(resetLayoutAction_);
@@ -337,6 +365,12 @@ void MainWindow::setProjector(bool on) {
     setGeometry(normalGeometry_);
     applyDefaultSizes();
   }
+}
+
+bool MainWindow::openLesson(const QString& name) {
+  lessonsDock_->show();
+  lessonsDock_->raise();
+  return lessons_->selectLesson(name);
 }
 
 bool MainWindow::projector() const { return projectorAction_->isChecked(); }
