@@ -5,7 +5,9 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QIcon>
+#include <QKeyEvent>
 #include <QPixmap>
+#include <QTextDocumentFragment>
 #include <QTimer>
 
 #include <CLI/CLI.hpp>
@@ -24,6 +26,7 @@
 #include "commands.h"
 #include "export/export.h"
 #include "lessons/lessons_panel.h"
+#include "lessons/play_rank_panel.h"
 #include "model_choice.h"
 #include "schedule/generators.h"
 #include "topology/topology_pane.h"
@@ -58,6 +61,8 @@ struct GuiArgs {
   bool projector = false;  // start in projector mode (View -> Projector)
   std::string lesson;      // open the Lessons dock at this lesson
   std::string answer;      // ... answer it with this option and run it
+  std::string play;        // --play ALGO[:N[:RANK]]: open Play a rank with this game
+  std::string keys;        // ... and type these keys into it
 };
 
 // The setup of a window started with options: the defaults, with what they say on top.
@@ -232,6 +237,56 @@ bool lessonShot(ui::MainWindow& w, const GuiArgs& a) {
   return true;
 }
 
+// --play ALGO[:N[:RANK]] [--keys KEYS]: opens Play a rank with that game and types the keys
+// into it (0-9 a c s e n r as the panel reads them, [ and ] for Left and Right). With
+// --screenshot the window is saved while the last move is drawn moving, or, when the keys end
+// with r (the real run), once its replay has settled.
+bool playShot(ui::MainWindow& w, const GuiArgs& a) {
+  const QStringList parts = QString::fromStdString(a.play).split(QLatin1Char(':'));
+  const int n = parts.size() > 1 ? parts[1].toInt() : 4;
+  const int rank = parts.size() > 2 ? parts[2].toInt() : 1;
+  w.openPlayRank();
+  ui::PlayRankPanel* panel = w.playRankPanel();
+  if (!panel->start(parts[0], n, rank)) {
+    std::fprintf(
+        stderr, "%s: --play %s: %s\n", kProg, a.play.c_str(),
+        QTextDocumentFragment::fromHtml(panel->feedback()).toPlainText().toUtf8().constData());
+    return false;
+  }
+  const bool realRun = !a.keys.empty() && (a.keys.back() == 'r' || a.keys.back() == 'R');
+  QTimer::singleShot(500, &w, [&w, panel, a, realRun] {
+    for (const char c : a.keys) {
+      int key = 0;
+      if (c >= '0' && c <= '9')
+        key = Qt::Key_0 + (c - '0');
+      else if (c == '[')
+        key = Qt::Key_Left;
+      else if (c == ']')
+        key = Qt::Key_Right;
+      else if (std::isalpha(static_cast<unsigned char>(c)))
+        key = Qt::Key_A + (std::toupper(c) - 'A');
+      if (key == 0) continue;
+      QKeyEvent press(QEvent::KeyPress, key, Qt::NoModifier, QString(QChar(c)));
+      QApplication::sendEvent(panel, &press);
+    }
+    if (a.screenshot.empty()) return;
+    if (!realRun) {
+      QTimer::singleShot(350, &w, [&w, a] { QApplication::exit(saveScreenshot(w, a.screenshot)); });
+      return;
+    }
+    QObject::connect(&w, &ui::MainWindow::recordingShown, &w, [&w, a] {
+      QTimer::singleShot(a.settleMs, &w,
+                         [&w, a] { QApplication::exit(saveScreenshot(w, a.screenshot)); });
+    });
+    QTimer::singleShot(kAutorunTimeoutMs, &w, [] {
+      std::fprintf(stderr, "%s: the real run did not end within %d s\n", kProg,
+                   kAutorunTimeoutMs / 1000);
+      QApplication::exit(1);
+    });
+  });
+  return true;
+}
+
 class GuiCommand final : public Command {
  public:
   GuiCommand(CLI::App& lab, const std::vector<std::string>& args)
@@ -251,6 +306,12 @@ class GuiCommand final : public Command {
     opts_.value("--answer", "ID",
                 "with --lesson: choose this option and run the lesson (with --screenshot: saved "
                 "at the replay's first pause, or once the replay is drawn)");
+    opts_.value("--play", "ALGO[:N[:RANK]]",
+                "open Play a rank: be RANK (default 1) of ALGO (ring, tree, halving-doubling) on N "
+                "ranks (default 4)");
+    opts_.value("--keys", "KEYS",
+                "with --play: type these keys (0-9 chunk, [ ] rank, s send, a add, c copy, e end "
+                "the step, r the real run)");
     opts_.flag("--projector", &a_.projector,
                "start in projector mode: large type, high contrast, thicker links (View -> "
                "Projector, F8)");
@@ -323,6 +384,7 @@ class GuiCommand final : public Command {
     }
     if (a_.autorun) autorun(w, a_);
     if (!a_.lesson.empty() && !lessonShot(w, a_)) return 2;
+    if (!a_.play.empty() && !playShot(w, a_)) return 2;
     return QApplication::exec();
   }
 
@@ -364,7 +426,17 @@ class GuiCommand final : public Command {
       if (a_.lesson.empty()) throw refuse(*v, "needs --lesson");
       a_.answer = v->text;
     }
-    const bool scripted = a_.autorun || !a_.recording.empty() || !a_.lesson.empty();
+    if (auto v = opts_.get("--play")) {
+      if (a_.autorun || !a_.recording.empty() || !a_.lesson.empty())
+        throw refuse(*v, "excludes --autorun, --lesson and a recording");
+      a_.play = v->text;
+    }
+    if (auto v = opts_.get("--keys")) {
+      if (a_.play.empty()) throw refuse(*v, "needs --play");
+      a_.keys = v->text;
+    }
+    const bool scripted =
+        a_.autorun || !a_.recording.empty() || !a_.lesson.empty() || !a_.play.empty();
     if (auto v = opts_.get("--charts")) {
       const auto& names = chartsTabNames();
       const auto it = std::find(names.begin(), names.end(), v->text);

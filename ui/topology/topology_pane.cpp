@@ -343,18 +343,18 @@ void TopologyPane::render() {
                         .arg(mark->phaseIndex)
                         .arg(mark->phaseSteps)
                   : (model_->held() == 0 ? QString() : QStringLiteral("starting"));
-  QString detail;
+  // A replay says so first, where a narrow view cannot cut it off.
+  const bool live = clock_->mode() == PlaybackClock::Mode::Live;
+  QString detail = live ? QString() : QStringLiteral("replay of measured telemetry · ");
   if (mark && model_->iterations() > 0) {
-    detail =
+    detail +=
         QStringLiteral("iteration %1 of %2 · ").arg(mark->iteration + 1).arg(model_->iterations());
   }
   detail += QStringLiteral("%1 in flight · ").arg(view_->tokenTransfers().size());
-  detail += clock_->mode() == PlaybackClock::Mode::Live
-                ? (model_->windowed()
-                       ? QStringLiteral("live (the newest %1 events)").arg(RunModel::kLiveWindow)
-                       : QStringLiteral("live"))
-                : PlaybackBar::speedText(clock_->speed()) +
-                      QStringLiteral(" · replay of measured telemetry");
+  detail += live ? (model_->windowed()
+                        ? QStringLiteral("live (the newest %1 events)").arg(RunModel::kLiveWindow)
+                        : QStringLiteral("live"))
+                 : PlaybackBar::speedText(clock_->speed());
   detail_ = detail;
   view_->setCaption(caption_, detail_);
   bar_->showClock(*clock_);

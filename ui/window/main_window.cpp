@@ -186,9 +186,8 @@ void MainWindow::replayLesson(const QString& path, const std::vector<PlaybackPau
                               bool bundled) {
   if (running_) return;
   pendingPauses_ = pauses;
-  lessonReplayLabel_ = bundled
-                           ? tr("⟲ REPLAY · bundled recording %1").arg(QFileInfo(path).fileName())
-                           : tr("⟲ REPLAY · the lesson's run, measured just now");
+  lessonReplayLabel_ = bundled ? tr("⟲ REPLAY · bundled %1").arg(QFileInfo(path).fileName())
+                               : tr("⟲ REPLAY · lesson, run just now");
   openRecording(path);
 }
 

@@ -29,6 +29,7 @@ class QTimer;
 namespace arl::ui {
 
 class LessonsPanel;
+class PlayRankPanel;
 
 class ChartsPanel;
 class ErrorBanner;
@@ -87,6 +88,9 @@ class MainWindow : public QMainWindow {
   LessonsPanel* lessonsPanel() const { return lessons_; }
   // Shows the Lessons dock (View -> Lessons) at the lesson called `name`; false when none.
   bool openLesson(const QString& name);
+  PlayRankPanel* playRankPanel() const { return play_; }
+  // Shows the Play a rank dock (View -> Play a rank) with the keyboard on it.
+  void openPlayRank();
   ErrorBanner* banner() const { return banner_; }
   QAction* runAction() const { return runAction_; }
   QAction* stopAction() const { return stopAction_; }
@@ -151,6 +155,9 @@ class MainWindow : public QMainWindow {
   QDockWidget* chartsDock_ = nullptr;
   QDockWidget* lessonsDock_ = nullptr;
   LessonsPanel* lessons_ = nullptr;
+  QDockWidget* playDock_ = nullptr;
+  PlayRankPanel* play_ = nullptr;
+  bool chartsStepAside_ = false;  // the charts were hidden for the game
   // A lesson's pauses for the recording being opened (set on recordingShown).
   std::optional<std::vector<PlaybackPause>> pendingPauses_;
   QString lessonReplayLabel_;

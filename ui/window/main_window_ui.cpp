@@ -26,6 +26,7 @@
 #include "charts/charts_panel.h"
 #include "export/export_session.h"
 #include "lessons/lessons_panel.h"
+#include "lessons/play_rank_panel.h"
 #include "topology/topology_pane.h"
 #include "window/error_banner.h"
 #include "window/export_dialog.h"
@@ -133,6 +134,35 @@ void MainWindow::buildDocks() {
     openAction_->setEnabled(!on && !running_);
     if (on) setMode(tr("◉ lesson running on real workers"), QStringLiteral("#a15c00"));
   });
+  play_ = new PlayRankPanel(this);
+  playDock_ = new QDockWidget(tr("Play a rank"), this);
+  playDock_->setObjectName(QStringLiteral("playDock"));
+  auto* playScroll = new QScrollArea(this);
+  playScroll->setWidget(play_);
+  playScroll->setWidgetResizable(true);
+  playScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  playScroll->setFrameShape(QFrame::NoFrame);
+  playDock_->setWidget(playScroll);
+  playDock_->setMinimumWidth(360);
+  addDockWidget(Qt::LeftDockWidgetArea, playDock_);
+  tabifyDockWidget(setupDock_, playDock_);
+  setupDock_->raise();
+  playDock_->hide();  // View -> Play a rank (Ctrl+P)
+  connect(playDock_->toggleViewAction(), &QAction::triggered, this, [this](bool on) {
+    if (on) {
+      openPlayRank();
+    } else if (chartsStepAside_) {
+      chartsDock_->show();
+      chartsStepAside_ = false;
+    }
+  });
+  connect(play_, &PlayRankPanel::replayRequested, this,
+          [this](const QString& path, const QString& label) {
+            if (running_) return;
+            pendingPauses_ = std::vector<PlaybackPause>{};  // not a recent file; no pauses
+            lessonReplayLabel_ = label;
+            openRecording(path);
+          });
   // The teacher's layout: the topology large in the centre, the setup beside it, the charts
   // across the whole width under both.
   setCorner(Qt::BottomLeftCorner, Qt::BottomDockWidgetArea);
@@ -242,6 +272,9 @@ void MainWindow::buildMenus() {
   view->addAction(setupDock_->toggleViewAction());
   view->addAction(chartsDock_->toggleViewAction());
   view->addAction(lessonsDock_->toggleViewAction());
+  QAction* playToggle = playDock_->toggleViewAction();
+  playToggle->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_P));
+  view->addAction(playToggle);
   view->addSeparator();
   view->addAction(projectorAction_);
   view->addAction(resetLayoutAction_);
@@ -365,6 +398,18 @@ void MainWindow::setProjector(bool on) {
     setGeometry(normalGeometry_);
     applyDefaultSizes();
   }
+}
+
+void MainWindow::openPlayRank() {
+  // The game takes the height the charts had (they are empty until a run); closing the game
+  // brings them back.
+  if (chartsDock_->isVisible()) {
+    chartsDock_->hide();
+    chartsStepAside_ = true;
+  }
+  playDock_->show();
+  playDock_->raise();
+  play_->setFocus();
 }
 
 bool MainWindow::openLesson(const QString& name) {
