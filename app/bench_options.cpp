@@ -145,6 +145,11 @@ void BenchOptions::declare() {
           "rank R runs the collective on twice the count, as a rank that disagrees with the "
           "others would: the header check must fail the run at the first message, naming the "
           "ranks (docs/lessons.md; default: none)");
+  o.value("--data", "KIND",
+          "checkable (default): inputs whose sums are exact in any order, so every element is "
+          "checked; random: seeded random floats whose sums depend on the order of addition, "
+          "not checked: each rank reports a digest of its output and its first elements' bits "
+          "(JSON \"output\"; docs/lessons.md, the determinism lesson)");
   o.group("Telemetry and outputs");
   o.value("--telemetry", "LEVEL", "off, steps or chunks (default chunks; docs/telemetry.md)");
   o.value("--max-events", "N",
@@ -211,6 +216,14 @@ void BenchOptions::checkOperation(BenchConfig& c) const {
   if (auto v = opts_.get("--check")) {
     if (v->text != "0" && v->text != "1") throw refuse(*v, "must be 0 or 1");
     c.check = v->text == "1";
+  }
+  if (auto v = opts_.get("--data")) {
+    if (v->text != "checkable" && v->text != "random")
+      throw refuse(*v, "must be checkable or random");
+    c.randomData = v->text == "random";
+    if (c.randomData && c.check && opts_.get("--check"))
+      throw refuse(*v, "random data cannot be checked: drop --check 1 (or give --check 0)");
+    if (c.randomData) c.check = false;
   }
 }
 

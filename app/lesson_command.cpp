@@ -12,9 +12,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -77,8 +79,15 @@ void checkExperiments(const Lesson& l) {
   auto one = [&](const std::vector<std::string>& args) {
     try {
       const BenchArgs a = benchArgsOf(args);
-      if (a.sizes.size() != 1 || a.cfg.algorithms.size() != 1 || a.cfg.sliceSizes.size() > 1 ||
-          a.cfg.inflights.size() > 1) {
+      // The determinism lesson compares algorithms on the same inputs within one experiment.
+      const bool acrossAlgorithms =
+          l.by == DecideBy::Value && l.quantity == Quantity::Determinism;
+      if (acrossAlgorithms && (a.cfg.algorithms.size() < 2 || !a.cfg.randomData)) {
+        throw UsageError{"a determinism experiment runs two or more algorithms (--algo A,B) on "
+                         "random data (--data random)"};
+      }
+      if (a.sizes.size() != 1 || (a.cfg.algorithms.size() != 1 && !acrossAlgorithms) ||
+          a.cfg.sliceSizes.size() > 1 || a.cfg.inflights.size() > 1) {
         throw UsageError{"an experiment is one run: one size, one algorithm, one slice size"};
       }
     } catch (const UsageError& e) {
@@ -111,8 +120,78 @@ Schedule scheduleOf(const BenchArgs& a) {
   return s;
 }
 
+// The digests of a run's ranks (bench --data random), "" for a rank without one.
+std::vector<std::string> digestsOf(const nlohmann::json& row) {
+  std::vector<std::string> out;
+  const auto it = row.find("output");
+  if (it == row.end() || !it->is_object()) return out;
+  for (const auto& d : it->value("digests", nlohmann::json::array()))
+    out.push_back(d.is_string() ? d.get<std::string>() : std::string());
+  return out;
+}
+
+double determinismOf(const nlohmann::json& rows) {
+  std::set<std::string> results;
+  for (const auto& row : rows) {
+    const std::vector<std::string> d = digestsOf(row);
+    if (d.empty() || d.front().empty() || std::any_of(d.begin(), d.end(), [&](const auto& x) {
+          return x != d.front();
+        }))
+      return 2;
+    results.insert(d.front());
+  }
+  return results.size() == rows.size() ? 0 : 1;
+}
+
+// The bits that show it: every rank's digest per algorithm, and the first sampled element
+// whose bits differ between the algorithms (rank 0's), as hex and as a number.
+std::string determinismNote(const nlohmann::json& rows) {
+  std::string note;
+  std::vector<std::vector<std::string>> heads;
+  std::vector<std::string> names;
+  nlohmann::json at = nlohmann::json::array();
+  for (const auto& row : rows) {
+    const std::vector<std::string> d = digestsOf(row);
+    const bool same =
+        !d.empty() && std::all_of(d.begin(), d.end(), [&](const auto& x) { return x == d.front(); });
+    names.push_back(row.value("algorithm", "?"));
+    note += (note.empty() ? "" : "; ") + names.back() + ": " +
+            (same ? "all " + std::to_string(d.size()) + " ranks hold output " + d.front()
+                  : "the ranks' outputs differ");
+    std::vector<std::string> h;
+    if (row.contains("output") && row["output"].is_object()) {
+      const auto& hs = row["output"].value("sample", nlohmann::json::array());
+      if (!hs.empty())
+        for (const auto& x : hs.front()) h.push_back(x.is_string() ? x.get<std::string>() : "");
+      if (at.empty()) at = row["output"].value("sample_at", nlohmann::json::array());
+    }
+    heads.push_back(h);
+  }
+  if (heads.size() >= 2) {
+    for (size_t e = 0; e < heads[0].size() && e < heads[1].size(); ++e) {
+      if (heads[0][e] == heads[1][e]) continue;
+      auto value = [](const std::string& hex) {
+        const uint32_t bits = static_cast<uint32_t>(std::stoul(hex, nullptr, 16));
+        float f = 0;
+        std::memcpy(&f, &bits, sizeof f);
+        return printfString("%.9g", static_cast<double>(f));
+      };
+      const bool isFloat = heads[0][e].size() == 10;  // "0x" and 8 digits: a float
+      const uint64_t index = e < at.size() && at[e].is_number() ? at[e].get<uint64_t>() : e;
+      note += printfString("; element %llu: %s %s", static_cast<unsigned long long>(index),
+                           names[0].c_str(), heads[0][e].c_str());
+      if (isFloat) note += " (" + value(heads[0][e]) + ")";
+      note += ", " + names[1] + " " + heads[1][e];
+      if (isFloat) note += " (" + value(heads[1][e]) + ")";
+      break;
+    }
+  }
+  return note;
+}
+
 double quantityOf(Quantity q, const BenchArgs& a, const nlohmann::json& row) {
   switch (q) {
+    case Quantity::Determinism: return NAN;  // over every row (determinismOf)
     case Quantity::WrongElements: {
       const auto& w = row.at("wrong");
       return w.is_number() ? w.get<double>() : NAN;
@@ -213,9 +292,11 @@ ExperimentResult runExperiment(const Lesson& l, const std::string& optionId,
   } else {
     // A fact of the run: its time and the model's prediction are not what the lesson shows.
     const BenchArgs a = benchArgsOf(args);
-    r.value = quantityOf(l.quantity, a, row);
+    r.value = l.quantity == Quantity::Determinism ? determinismOf(doc["results"])
+                                                  : quantityOf(l.quantity, a, row);
     r.predictedUs = NAN;
-    r.note = factNote(l.quantity, a);
+    r.note = l.quantity == Quantity::Determinism ? determinismNote(doc["results"])
+                                                 : factNote(l.quantity, a);
     if (!r.error.empty()) r.note += "; the run ended: " + r.error;
   }
   return r;

@@ -77,6 +77,34 @@ bool fillExpected(void* host, Collective c, DataType t, RedOp op, int rank, int 
                            outputElemsFor(c, nranks, count));
 }
 
+void fillRandomInputRange(void* host, DataType t, int rank, uint64_t first, uint64_t n) {
+  const size_t es = dtypeSize(t);
+  auto* p = static_cast<unsigned char*>(host);
+  const bool integer = t == DataType::Int32 || t == DataType::Int64 || t == DataType::Uint8;
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint32_t a = mix(static_cast<uint32_t>(rank) ^ 0x5bd1e995u, first + i);
+    const uint32_t b = mix(a, (first + i) ^ 0x27d4eb2full);
+    double v = 0;
+    if (integer) {
+      v = static_cast<double>(a % 7);
+    } else {
+      const double mantissa = 1.0 + static_cast<double>(b & 0xFFFFFF) / 16777216.0;
+      const int exponent = static_cast<int>(a % 21) - 10;
+      v = std::ldexp(mantissa, exponent) * ((a >> 8) & 1 ? -1.0 : 1.0);
+    }
+    fromDouble(t, v, p + i * es);
+  }
+}
+
+uint64_t fnv1a64(uint64_t h, const void* p, size_t n) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (size_t i = 0; i < n; ++i) {
+    h ^= b[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 void fillInputRange(void* host, Collective c, DataType t, RedOp op, int rank, int nranks,
                     uint64_t count, uint64_t first, uint64_t n) {
   ARL_ENFORCE(nranks >= 1 && rank >= 0 && rank < nranks, "rank " << rank << " of " << nranks);

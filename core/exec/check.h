@@ -43,6 +43,16 @@ void fillInputRange(void* host, Collective c, DataType t, RedOp op, int rank, in
 bool fillExpectedRange(void* host, Collective c, DataType t, RedOp op, int rank, int nranks,
                        uint64_t count, int root, uint64_t first, uint64_t n);
 
+// Elements [first, first + n) of rank `rank`'s seeded random input (RunRequest::randomData):
+// values of both signs whose magnitudes span 2^-10 .. 2^10, so that the rounding of a float
+// sum depends on the order of its additions. Integer types get small random integers (their
+// sums are exact in any order). The same rank and element give the same value everywhere.
+void fillRandomInputRange(void* host, DataType t, int rank, uint64_t first, uint64_t n);
+
+// FNV-1a (64-bit) of `n` bytes, continuing from `h` (start with kFnv64Offset).
+inline constexpr uint64_t kFnv64Offset = 14695981039346656037ull;
+uint64_t fnv1a64(uint64_t h, const void* p, size_t n);
+
 // Number of the n elements that differ (nccl-tests' "#wrong"): elements must have identical
 // bits, except that any NaN equals any NaN.
 uint64_t countWrong(const void* got, const void* expected, DataType t, uint64_t n);

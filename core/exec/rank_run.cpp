@@ -39,7 +39,7 @@ RankRun::RankRun(const Schedule& s, int rank, Backend& backend, RankRunOptions o
   try {
     allocateBuffers();
     fillInput();
-    if (opt_.check) fillExpected();
+    if (opt_.check && !opt_.randomData) fillExpected();
   } catch (...) {
     for (void* p : owned_) backend_.deallocate(p);
     throw;
@@ -98,8 +98,12 @@ void RankRun::fillInput() {
     throwIfCancelled("while filling its input");
     const uint64_t n = std::min(kPieceElems, elems - first);
     unsigned char* host = hostInput_ ? hostInput_.get() + first * es : staging.data();
-    fillInputRange(host, s_.collective, opt_.exec.dtype, opt_.exec.op, rank_, s_.nranks, s_.count,
-                   first, n);
+    if (opt_.randomData) {
+      fillRandomInputRange(host, opt_.exec.dtype, rank_, first, n);
+    } else {
+      fillInputRange(host, s_.collective, opt_.exec.dtype, opt_.exec.op, rank_, s_.nranks,
+                     s_.count, first, n);
+    }
     backend_.upload(dst + first * es, host, n * es);
   }
 }
@@ -201,6 +205,28 @@ uint64_t RankRun::countWrong() const {
                               opt_.tolerance);
   }
   return wrong;
+}
+
+uint64_t RankRun::outputDigest(std::string* sample, size_t sampleBytes) const {
+  const size_t es = dtypeSize(opt_.exec.dtype);
+  const uint64_t elems = s_.outputElems;
+  std::vector<unsigned char> got(std::min(elems, kPieceElems) * es);
+  const auto* src = static_cast<const unsigned char*>(bufs_.output);
+  const uint64_t k = std::min<uint64_t>(sampleBytes / es, elems);
+  if (sample != nullptr) sample->clear();
+  uint64_t h = kFnv64Offset;
+  uint64_t next = 0;  // the next sampled element: elements j * elems / k, j = 0 .. k-1
+  for (uint64_t first = 0; first < elems; first += kPieceElems) {
+    throwIfCancelled("while reading its output");
+    const uint64_t n = std::min(kPieceElems, elems - first);
+    backend_.download(got.data(), src + first * es, n * es);
+    h = fnv1a64(h, got.data(), n * es);
+    for (; sample != nullptr && next < k && next * elems / k < first + n; ++next) {
+      const uint64_t at = next * elems / k - first;
+      sample->append(reinterpret_cast<const char*>(got.data() + at * es), es);
+    }
+  }
+  return h;
 }
 
 std::vector<unsigned char> RankRun::output() const {

@@ -43,6 +43,8 @@ struct RankRunOptions {
   // where the machine's speed is the same for both kinds of iteration (docs/telemetry.md,
   // "Paired within a run"). Only when run() is given a sink.
   bool recordEveryOther = false;
+  // Seeded random inputs (RunRequest::randomData) instead of checkable ones; no check.
+  bool randomData = false;
 };
 
 // What the caller learns after each timed iteration.
@@ -94,6 +96,10 @@ class RankRun {
 
   // #wrong of the rank's Output now (0 when !checks()), read back piece by piece.
   uint64_t countWrong() const;
+  // FNV-1a 64 of the rank's Output now, read back piece by piece; with `sample`, also the
+  // bytes of k = sampleBytes / element size elements spread evenly over it (element
+  // j * outputElems / k for j = 0 .. k-1; all of them when fewer).
+  uint64_t outputDigest(std::string* sample = nullptr, size_t sampleBytes = 64) const;
   // A host copy of the rank's Output.
   std::vector<unsigned char> output() const;
 

@@ -54,6 +54,12 @@ struct RunRequest {
   // data plane's header check must catch it at the first message and fail the run naming the
   // ranks, instead of hanging or summing wrongly. -1: every rank runs the same.
   int mismatchRank = -1;
+  // A teaching aid (bench --data random): seeded random floats as inputs, whose sums depend on
+  // the order in which an algorithm adds them, instead of the checkable integers of
+  // exec/check.h. Such a result cannot be checked (check must be off); every rank reports a
+  // digest of its output instead (RunResult::outputDigests), which shows whether the ranks of a
+  // run hold the same bits and whether two algorithms do.
+  bool randomData = false;
 
   bool operator==(const RunRequest&) const = default;
 };

@@ -22,6 +22,8 @@ SweepSpec sweepSpecOf(const BenchConfig& c, const std::vector<uint64_t>& sizes) 
   q.cudaIpc = c.cudaIpc;
   q.stallTimeout = c.stallTimeout;
   q.mismatchRank = c.mismatchRank;
+  q.randomData = c.randomData;
+  if (c.randomData) q.check = false;
   s.algorithms = c.algorithms;
   s.sizes = sizes;
   s.sliceSizes = c.sliceSizes;

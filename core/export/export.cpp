@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 
 #include "base/errors.h"
@@ -37,6 +38,38 @@ Json library(const std::string& algorithm) {
   return a != nullptr ? Json(str(a->library)) : Json(nullptr);
 }
 
+// With random data: "digests", each rank's output digest (16 hex digits), "sample_at", the
+// elements sampled, and "sample", their bits per rank (hex, two digits per byte).
+Json outputJson(const RunResult& res) {
+  if (res.outputDigests.empty()) return Json(nullptr);
+  Json digests = Json::array();
+  Json heads = Json::array();
+  const size_t es = dtypeSize(res.request.dtype);
+  for (size_t r = 0; r < res.outputDigests.size(); ++r) {
+    char d[17];
+    std::snprintf(d, sizeof d, "%016llx", static_cast<unsigned long long>(res.outputDigests[r]));
+    digests.push_back(std::string(d));
+    Json h = Json::array();
+    const std::string& b = r < res.outputSamples.size() ? res.outputSamples[r] : std::string();
+    for (size_t at = 0; at + es <= b.size(); at += es) {
+      std::string hex = "0x";
+      static constexpr char kHex[] = "0123456789abcdef";
+      for (size_t i = es; i-- > 0;) {  // little-endian bytes, most significant first
+        const auto byte = static_cast<unsigned char>(b[at + i]);
+        hex += kHex[byte >> 4];
+        hex += kHex[byte & 15];
+      }
+      h.push_back(hex);
+    }
+    heads.push_back(h);
+  }
+  Json at = Json::array();
+  const uint64_t n = outputElemsFor(res.request.collective, res.nranks, res.request.count);
+  const size_t k = heads.empty() ? 0 : heads[0].size();
+  for (size_t j = 0; j < k; ++j) at.push_back(j * n / k);
+  return Json{{"digests", digests}, {"sample_at", at}, {"sample", heads}};
+}
+
 Json resultJson(const BenchRow& row) {
   const RunResult& res = row.result;
   const RunRequest& q = res.request;
@@ -63,6 +96,8 @@ Json resultJson(const BenchRow& row) {
               {"algbw_gbps", row.metrics.algbwGBps},
               {"busbw_gbps", row.metrics.busbwGBps},
               {"wrong", q.check ? Json(row.metrics.wrong) : Json(nullptr)},
+              {"data", q.randomData ? "random" : "checkable"},
+              {"output", outputJson(res)},
               {"predicted_us", row.predictedUs},
               {"predicted_method", method},
               {"iterations", res.iterationUs},

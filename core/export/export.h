@@ -56,6 +56,7 @@ struct BenchConfig {
   int root = 0;
   bool inPlace = false;
   int mismatchRank = -1;  // --mismatch-rank (RunRequest::mismatchRank)
+  bool randomData = false;  // --data random (RunRequest::randomData)
   std::string jsonPath, csvPath, tracePath, recordPath;
 };
 

@@ -44,6 +44,7 @@ std::optional<Quantity> quantityOf(std::string_view s) {
   if (s == "steps") return Quantity::Steps;
   if (s == "sent_over_size") return Quantity::SentOverSize;
   if (s == "mismatch_caught") return Quantity::MismatchCaught;
+  if (s == "determinism") return Quantity::Determinism;
   return std::nullopt;
 }
 
@@ -130,6 +131,7 @@ std::string_view toString(Quantity q) {
     case Quantity::Steps: return "steps";
     case Quantity::SentOverSize: return "sent_over_size";
     case Quantity::MismatchCaught: return "mismatch_caught";
+    case Quantity::Determinism: return "determinism";
   }
   return "?";
 }

@@ -40,6 +40,11 @@ enum class Quantity : uint8_t {
   // check failed it naming a header mismatch, 0 when it completed, 2 when it failed otherwise
   // (for instance it hung until the stall timeout).
   MismatchCaught,
+  // Over the algorithms of one experiment run with random data (bench --algo A,B --data
+  // random): 0 when every rank of each run holds the same bits and the algorithms' results
+  // differ, 1 when every algorithm gives the same bits too, 2 when the ranks of a run differ
+  // (or a run reported no digest).
+  Determinism,
 };
 
 struct LessonOption {

@@ -219,6 +219,12 @@ void ActiveRun::onDone(const RunDone& m, int r) {
   done_[k] = true;
   acked_[k] = true;
   workerDropped_[k] = std::max(workerDropped_[k], m.eventsDropped);
+  if (m.outputDigest) {
+    digests_.resize(static_cast<size_t>(n_));
+    samples_.resize(static_cast<size_t>(n_));
+    digests_[k] = *m.outputDigest;
+    samples_[k] = m.outputSample;
+  }
   if (failing()) return;
   if (std::all_of(done_.begin(), done_.end(), [](bool b) { return b; })) {
     link_.log(0, "run " + std::to_string(runId_) + " done");
@@ -397,6 +403,8 @@ RunResult ActiveRun::result() const {
     const auto& last = iterWrong_.back();
     res.wrong = std::accumulate(last.begin(), last.end(), uint64_t{0});
   }
+  res.outputDigests = digests_;
+  res.outputSamples = samples_;
   res.telemetry = telemetry_;
   res.telemetry.droppedByRanks =
       std::accumulate(workerDropped_.begin(), workerDropped_.end(), uint64_t{0});

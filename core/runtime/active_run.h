@@ -165,6 +165,9 @@ class ActiveRun {
   TelemetryCounts telemetry_;  // received (produced less the ranks' drops) and where it went
   uint64_t iterationEventsDropped_ = 0;
   std::vector<uint64_t> workerDropped_;
+  // With random data: each rank's output digest and first bytes (RunDone), once reported.
+  std::vector<uint64_t> digests_;
+  std::vector<std::string> samples_;
   std::vector<uint64_t> nextBatchSeq_;
 
   // A failure being wound down (kind_ != None): acknowledgements until ackDeadline_.

@@ -633,6 +633,7 @@ void toPb(const RunConfig& m, pb::RunConfig& p) {
   for (const uint64_t ns : m.pidNamespaces) p.add_pid_namespaces(ns);
   p.set_data_plane(static_cast<pb::DataPlane>(enumToWire(m.dataPlane)));
   p.set_cuda_ipc(m.cudaIpc);
+  p.set_random_data(m.randomData);
   p.set_port_bytes_per_second(m.shaping.portBytesPerSecond);
   p.set_added_latency_seconds(m.shaping.addedLatencySeconds);
   for (const auto& [rank, rate] : m.shaping.rankPortBytesPerSecond) {
@@ -715,6 +716,7 @@ Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
   m.pidNamespaces.assign(p.pid_namespaces().begin(), p.pid_namespaces().end());
   m.dataPlane = *plane;
   m.cudaIpc = p.cuda_ipc();
+  m.randomData = p.random_data();
   return shapingFromPb(p, m.shaping);
 }
 
@@ -833,12 +835,22 @@ void toPb(const RunDone& m, pb::RunDone& p) {
   p.set_rank(m.rank);
   p.set_wrong_total(m.wrongTotal);
   p.set_events_dropped(m.eventsDropped);
+  if (m.outputDigest) {
+    p.set_has_digest(true);
+    p.set_output_digest(*m.outputDigest);
+    p.set_output_sample(m.outputSample);
+  }
 }
 Reason fromPb(const pb::RunDone& p, const FrameHeader& h, RunDone& m) {
   m.epoch = h.epoch;
   m.rank = p.rank();
   m.wrongTotal = p.wrong_total();
   m.eventsDropped = p.events_dropped();
+  if (p.has_digest()) {
+    if (p.output_sample().size() > kMaxOutputSampleBytes) return "output_sample: longer than 64 bytes";
+    m.outputDigest = p.output_digest();
+    m.outputSample = p.output_sample();
+  }
   return std::nullopt;
 }
 

@@ -58,6 +58,7 @@ inline constexpr size_t kMaxEventsPerBatch = 16384;
 // Iterations one IterationResult reports: 4096 x 10 bytes at most, within kMaxBodyBytes.
 inline constexpr size_t kMaxIterationsPerResult = 4096;
 inline constexpr int32_t kMaxDeviceIndex = 1023;
+inline constexpr size_t kMaxOutputSampleBytes = 64;  // RunDone::outputSample
 inline constexpr uint32_t kMaxHeartbeatIntervalMs = 60'000;
 inline constexpr uint32_t kMaxHeartbeatLiveness = 100;
 
@@ -298,6 +299,8 @@ struct RunConfig {
   // Lend slices in place between ranks of one host that share device memory (CUDA IPC,
   // transport/peer_transport.h); false stages every pair.
   bool cudaIpc = true;
+  // Seeded random inputs (RunRequest::randomData): not checked; RunDone carries a digest.
+  bool randomData = false;
 
   Frames encode() const;
   static DecodeResult<RunConfig> decode(ByteView header, ByteView body);
@@ -401,6 +404,10 @@ struct RunDone {
   int32_t rank = 0;
   uint64_t wrongTotal = 0;
   uint64_t eventsDropped = 0;
+  // With random data: a digest of the rank's output and the bytes of elements spread evenly
+  // over it (RankRun::outputDigest; at most kMaxOutputSampleBytes).
+  std::optional<uint64_t> outputDigest;
+  std::string outputSample;
 
   Frames encode() const;
   static DecodeResult<RunDone> decode(ByteView header, ByteView body);

@@ -193,7 +193,8 @@ RankRunOptions rankRunOptions(RunJob& j) {
   ro.inPlace = c.inPlace;
   ro.warmup = c.warmup;
   ro.iterations = c.iterations;
-  ro.check = c.check;
+  ro.check = c.check && !c.randomData;
+  ro.randomData = c.randomData;
   ro.cancel = &j.cancelled;
   return ro;
 }
@@ -436,11 +437,15 @@ RunFailed runFailed(const RunJob& j, const std::exception& e, int64_t iteration)
 
 // The RunDone of a run that completed with `wrong` elements wrong; `moreDropped`: events lost
 // before they reached the ring (a library's own reporting).
-void postDone(RunJob& j, uint64_t wrong, uint64_t moreDropped = 0) {
+void postDone(RunJob& j, uint64_t wrong, uint64_t moreDropped = 0,
+              const RankRun* run = nullptr) {
   RunDone done;
   done.epoch = j.cfg.epoch;
   done.rank = j.rank;
   done.wrongTotal = wrong;
+  // Random data is not checked: the digest of the output says what the rank holds.
+  if (j.cfg.randomData && run != nullptr)
+    done.outputDigest = run->outputDigest(&done.outputSample, kMaxOutputSampleBytes);
   done.eventsDropped = (j.ring != nullptr ? j.ring->dropped() : 0) + moreDropped;
   j.progress.setPhase(RunPhase::Reported);
   j.reportedAt = SteadyClock::now();
@@ -509,7 +514,7 @@ void runOnDataPlane(RunJob& j, const Schedule& s, RankRun& run, RunDataPlane& pl
   j.progress.setPhase(RunPhase::Closing);
   if (plane.shm) plane.shm->drain();
   plane.close();
-  postDone(j, wrong);
+  postDone(j, wrong, 0, &run);
 }
 
 // A run of a library algorithm (exec/collective_library.h): no schedule and no data plane of
@@ -581,7 +586,7 @@ void runLibraryJob(RunJob& j, const LibraryAlgorithm& algo, int64_t& iteration,
               std::to_string(own.unattributed) + " of no call, " + std::to_string(own.dropped) +
               " lost)");
   }
-  postDone(j, wrong, own.dropped);
+  postDone(j, wrong, own.dropped, run.get());
 }
 
 // A run of one of the lab's own schedules: generate it, set up, run on the data plane.

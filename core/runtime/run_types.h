@@ -80,6 +80,11 @@ struct RunResult {
   std::vector<double> iterationUs;  // per timed iteration: the slowest rank's time
   double timeUs = 0;                // mean of iterationUs (the lab's time, docs/bench.md)
   uint64_t wrong = 0;               // summed over ranks (last iteration's check)
+  // With random data (RunRequest::randomData): outputDigests[r], rank r's output digest
+  // (FNV-1a 64), and outputSamples[r], the bytes of elements spread evenly over it
+  // (RankRun::outputDigest); empty otherwise.
+  std::vector<uint64_t> outputDigests;
+  std::vector<std::string> outputSamples;
   std::vector<RankIteration> perRank;
   // The run's telemetry on the coordinator clock, sorted by time. The coordinator keeps no
   // copy: it moves each batch to the client, so this is empty in RunFinished and filled by

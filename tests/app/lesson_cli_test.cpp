@@ -61,6 +61,20 @@ TEST(LessonCli, AFactLessonRunsOnRealWorkersAndAgrees) {
   EXPECT_NE(r.err.find("what does each rank hold?"), std::string::npos) << r.err;
 }
 
+TEST(LessonCli, TheDeterminismLessonShowsTheBits) {
+  const Result r = lesson("run determinism --json");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  const nlohmann::json v = nlohmann::json::parse(r.out);
+  EXPECT_EQ(v.at("agrees"), true);
+  EXPECT_TRUE(v.at("margin").is_null());
+  EXPECT_EQ(v.at("winner"), "same-within");
+  ASSERT_EQ(v.at("experiments").size(), 1u);
+  const std::string note = v["experiments"][0].value("note", "");
+  EXPECT_NE(note.find("ring: all 4 ranks hold output "), std::string::npos) << note;
+  EXPECT_NE(note.find("tree: all 4 ranks hold output "), std::string::npos) << note;
+  EXPECT_NE(note.find("element "), std::string::npos) << note;  // one sum whose bits differ
+}
+
 TEST(LessonCli, AnUnknownLessonIsRefusedNamingTheKnownOnes) {
   const Result r = lesson("run no-such-lesson");
   EXPECT_EQ(r.rc, 2);

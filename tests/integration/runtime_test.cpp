@@ -483,6 +483,37 @@ TEST(Runtime, AMismatchedRankIsCaughtByTheHeaderCheck) {
   EXPECT_NE(refused.error.find("must be in -1..2"), std::string::npos) << refused.error;
 }
 
+// bench --data random: seeded random floats, not checked; every rank of a run reports the same
+// digest of its output, and ring and tree, which add in other orders, report different ones.
+TEST(Runtime, RandomDataGivesOneDigestPerRunAndAnotherPerAlgorithm) {
+  Coordinator coord(localOptions(4));
+  EventClient client(coord);
+  std::map<std::string, uint64_t> digest;
+  for (const char* algo : {"ring", "tree", "ring"}) {
+    RunRequest req = smallRequest(algo, Collective::AllReduce);
+    req.count = 4096;
+    req.sliceBytes = 4096;
+    req.randomData = true;
+    const RunResult res = client.run(req);
+    ASSERT_EQ(res.state, RunState::Done) << res.error;
+    ASSERT_EQ(res.outputDigests.size(), 4u) << algo;
+    ASSERT_EQ(res.outputSamples.size(), 4u);
+    for (int r = 1; r < 4; ++r) {
+      EXPECT_EQ(res.outputDigests[static_cast<size_t>(r)], res.outputDigests[0]) << algo << r;
+      EXPECT_EQ(res.outputSamples[static_cast<size_t>(r)], res.outputSamples[0]);
+    }
+    EXPECT_EQ(res.outputSamples[0].size(), kMaxOutputSampleBytes);  // 16 floats
+    if (digest.count(algo)) {
+      EXPECT_EQ(digest[algo], res.outputDigests[0]) << "the same run again: the same bits";
+    }
+    digest[algo] = res.outputDigests[0];
+  }
+  EXPECT_NE(digest["ring"], digest["tree"]);
+  // Checkable data reports no digest.
+  const RunResult plain = client.run(smallRequest("ring", Collective::AllReduce));
+  EXPECT_TRUE(plain.outputDigests.empty());
+}
+
 // ---- A worker started by hand ----------------------------------------------------------------
 
 TEST(Runtime, WorkerStartedByHandJoinsAndTakesPart) {

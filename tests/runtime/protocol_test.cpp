@@ -317,6 +317,8 @@ TEST(Protocol, RoundTripsEdgeValues) {
   expectRoundTrip(Start{kU64Max, kU64Max, {"shm://arl-1"}});
   expectRoundTrip(IterationResult{1, kMaxRanks - 1, 0xFFFFFFFF, kU64Max, kU64Max});
   expectRoundTrip(RunDone{kU64Max, 63, kU64Max, kU64Max});
+  expectRoundTrip(RunDone{7, 1, 0, 0, kU64Max, std::string(kMaxOutputSampleBytes, '\xff')});
+  expectRoundTrip(RunDone{7, 1, 0, 0, 0, ""});  // a digest of 0 is a digest
   expectRoundTrip(RunFailed{1, 0, -1, -1, -1, ""});
   expectRoundTrip(RunFailed{kU64Max, 63, 63, kI64Max, kI64Max, std::string(kMaxTextBytes, 'r')});
   expectRoundTrip(Abort{1, 0, ""});
