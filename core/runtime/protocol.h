@@ -44,7 +44,7 @@ namespace arl {
 // 7: CUDA IPC between ranks of one host: RunConfig carries cudaIpc, Ready the rank's device
 //    (PeerDeviceInfo), Start every rank's device; the lent slices travel as notices on the
 //    data plane.
-inline constexpr uint16_t kProtocolVersion = 7;
+inline constexpr uint16_t kProtocolVersion = 8;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
