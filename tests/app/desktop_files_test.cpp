@@ -3,10 +3,12 @@
 // installs both), and they name one another consistently.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "../run_binary.h"
 
@@ -44,6 +46,26 @@ TEST(DesktopFiles, TheyNameOneAnother) {
             std::string::npos);
   EXPECT_NE(mime.find("type=\"application/x-allreduce-lab-recording\""), std::string::npos);
   EXPECT_NE(mime.find("<glob pattern=\"*.arlrec\"/>"), std::string::npos);
+}
+
+// `cmake --install` of the build puts the programs, the desktop integration, the manual pages,
+// the lessons and the samples where a desktop and `lesson` look for them.
+TEST(DesktopFiles, TheInstallPutsEverythingInPlace) {
+  const std::string prefix = ::testing::TempDir() + "arl_install_" + std::to_string(::getpid());
+  const auto r = testutil::runBinary(
+      ARL_CMAKE, "--install '" + std::string(ARL_BINARY_DIR) + "' --prefix '" + prefix + "'");
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  for (const std::string& f : std::vector<std::string>{
+           "bin/allreduce-lab", "bin/allreduce-worker", "share/applications/" + kId + ".desktop",
+           "share/metainfo/" + kId + ".metainfo.xml", "share/mime/packages/" + kId + ".xml",
+           "share/icons/hicolor/scalable/apps/" + kId + ".svg",
+           "share/icons/hicolor/48x48/apps/" + kId + ".png",
+           "share/icons/hicolor/256x256/apps/" + kId + ".png", "share/man/man1/allreduce-lab.1.gz",
+           "share/man/man1/allreduce-worker.1.gz", "share/allreduce-lab/lessons/slow-link.json",
+           "share/allreduce-lab/samples/tree-8.arlrec", "share/doc/allreduce-lab/copyright"}) {
+    EXPECT_TRUE(std::ifstream(prefix + "/" + f).good()) << f << " was not installed";
+  }
+  std::system(("rm -rf '" + prefix + "'").c_str());
 }
 
 }  // namespace
