@@ -223,7 +223,7 @@ void TopologyPane::rebuildNow() {
   took.start();
   model_->rebuild(active_);
   lastRebuildMs_ = static_cast<int>(took.elapsed());
-  // A plan's times only place its messages mid-way: nothing to scrub.
+  // A plan's times only place its messages on their links: nothing to scrub.
   const bool plan = model_->planned();
   const std::vector<int64_t> boundaries = plan ? std::vector<int64_t>{} : model_->boundaries();
   clock_->setRange(plan ? 0 : model_->startNs(), plan ? 0 : model_->endNs());
