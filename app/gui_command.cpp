@@ -1,6 +1,7 @@
 // allreduce-lab gui (and allreduce-lab with no command): the lab's window. With --autorun it
 // runs the setup once, saves a screenshot of the whole window once the run is drawn, and
-// exits: 0 when the run completed and the picture was written, 1 when either failed.
+// exits: 0 when the run completed and the picture was written, 1 when either failed. With
+// --screenshot alone it saves the window as it opens (the plan of the setup, before any run).
 #include <QApplication>
 #include <QDir>
 #include <QFileInfo>
@@ -191,6 +192,14 @@ void replayShot(ui::MainWindow& w, const GuiArgs& a) {
   });
 }
 
+// --screenshot alone: the window as it opens, once it has settled, then exits.
+void openShot(ui::MainWindow& w, const GuiArgs& a) {
+  QTimer::singleShot(a.settleMs, &w, [&w, a] {
+    if (a.chartsTab >= 0) w.chartsPanel()->setCurrentIndex(a.chartsTab);
+    QTimer::singleShot(100, &w, [&w, a] { QApplication::exit(saveScreenshot(w, a.screenshot)); });
+  });
+}
+
 // --lesson NAME [--answer ID]: opens the lesson; with an answer, runs it. With --screenshot the
 // window is saved at the replay's first pause (or once the replay has settled), or, without an
 // answer, once the question is shown. False (the reason printed) for an unknown lesson or option.
@@ -297,7 +306,9 @@ class GuiCommand final : public Command {
         wrap("Opens the window: set up a run, watch the chunks move between the workers, read "
              "the charts. 'allreduce-lab' with no command, or with only these options, "
              "opens it too. With --autorun it runs once, saves --screenshot and exits "
-             "(0 on success, 1 when the run or the screenshot failed, 2 on bad arguments).",
+             "(0 on success, 1 when the run or the screenshot failed, 2 on bad arguments); "
+             "with --screenshot alone it saves the window as it opens (the setup's plan, "
+             "before any run) and exits.",
              92) +
         "\n");
     app->add_option("recording", recording_, "a recording (.arlrec) to replay at start");
@@ -326,13 +337,14 @@ class GuiCommand final : public Command {
     opts_.value("-n,--iters", "N", "timed iterations per run (default 5)");
     opts_.value("-w,--warmup", "N", "untimed iterations before them (default 1)");
     opts_.value("--screenshot", "FILE",
-                "with --autorun, or a recording: save a PNG of the whole window, then exit");
+                "save a PNG of the whole window, then exit: after --autorun's run, a recording's "
+                "replay, a lesson or a game; alone, the window as it opens");
     opts_.value("--charts", "TAB",
-                "with --autorun: the charts tab the screenshot shows: busbw, algbw, slice, "
-                "timeline, heatmap, spread");
-    opts_.value(
-        "--settle", "MS",
-        "with --autorun: wait this long after the run before the screenshot (default 1500)");
+                "with --screenshot: the charts tab it shows: busbw, algbw, slice, timeline, "
+                "heatmap, spread");
+    opts_.value("--settle", "MS",
+                "wait this long before the screenshot: after the run, the replay drawn, or the "
+                "window opened (default 1500)");
     declareShaping(opts_);
     declareModelOption(opts_);
     opts_.value("--bandwidth", "mean|median",
@@ -369,8 +381,12 @@ class GuiCommand final : public Command {
                          QIcon(QStringLiteral(":/icons/org.allreducelab.AllreduceLab.svg"))));
     const bool scripted = a_.autorun || a_.workers || a_.algorithm || a_.size || a_.sizes ||
                           a_.slice || a_.inflight || a_.iterations || a_.warmup || a_.shaping;
+    // A picture of the window as it opens: as a first start opens it (the saved setup and
+    // layout neither read nor written), so that it shows the same on every machine.
+    const bool openingShot = !a_.screenshot.empty() && !a_.autorun && a_.recording.empty() &&
+                             a_.lesson.empty() && a_.play.empty();
     ui::WindowOptions wo;
-    wo.persistSettings = !a_.autorun;
+    wo.persistSettings = !a_.autorun && !openingShot;
     if (scripted) wo.setup = initialSetup(a_);
     wo.model = model_.params;
     wo.modelSource = model_.source;
@@ -383,6 +399,7 @@ class GuiCommand final : public Command {
       w.openRecording(QString::fromStdString(a_.recording));
     }
     if (a_.autorun) autorun(w, a_);
+    if (openingShot) openShot(w, a_);
     if (!a_.lesson.empty() && !lessonShot(w, a_)) return 2;
     if (!a_.play.empty() && !playShot(w, a_)) return 2;
     return QApplication::exec();
@@ -443,12 +460,13 @@ class GuiCommand final : public Command {
       if (it == names.end()) {
         throw refuse(*v, "unknown tab (known: busbw, algbw, slice, timeline, heatmap, spread)");
       }
-      if (!scripted) throw refuse(*v, "needs --autorun or a recording");
+      if (!scripted && !opts_.get("--screenshot")) {
+        throw refuse(*v, "needs --screenshot, --autorun or a recording");
+      }
       a_.chartsTab = static_cast<int>(it - names.begin());
     }
     if (auto v = opts_.get("--settle")) a_.settleMs = parseInt(*v, 0, 600'000);
     if (auto v = opts_.get("--screenshot")) {
-      if (!scripted) throw refuse(*v, "needs --autorun or a recording");
       const QFileInfo fi(QString::fromStdString(v->text));
       if (v->text.empty() || fi.isDir()) throw refuse(*v, "needs a file name");
       if (!fi.absoluteDir().exists()) {

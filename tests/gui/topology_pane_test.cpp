@@ -5,9 +5,13 @@
 
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "exec/check.h"
+#include "exec/run_request.h"
 #include "playback/playback_bar.h"
+#include "schedule/generators.h"
+#include "schedule/verifier.h"
 #include "topology/arithmetic.h"
 #include "topology/explain_panel.h"
 #include "topology/run_model.h"
@@ -82,6 +86,88 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, TopologyLayouts, ::testing::ValuesIn(layout
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
+
+class TopologyPlan : public ::testing::TestWithParam<std::string> {};
+
+// Before a run the pane draws the plan: exactly the messages of the schedule's first step that
+// moves data (one per sender, receiver and chunk, its slices' bytes together), each as a token
+// on a drawn link, and nothing measured.
+TEST_P(TopologyPlan, IsTheFirstStepOfTheSchedule) {
+  const std::string algo = GetParam();
+  int plans = 0;
+  for (int n : {1, 2, 3, 4, 5, 8, 16}) {
+    SCOPED_TRACE(algo + " on " + std::to_string(n));
+    TopologyRun run;
+    run.nranks = n;
+    run.request.algorithm = algo;
+    run.request.count = static_cast<uint64_t>(n) * 96 + 5;
+    run.request.sliceBytes = 64;  // several slices per chunk
+    run.request.ranksPerHost = algo == "hierarchical" && n % 2 == 0 ? 2 : 0;
+    Schedule s;
+    try {
+      resolveRunRequest(run.request, std::vector<std::string>(static_cast<size_t>(n), "h"), &s);
+    } catch (const std::exception&) {
+      continue;  // refused: no plan to draw
+    }
+    annotate(s);
+    uint32_t first = UINT32_MAX;
+    for (const auto& ops : s.ranks)
+      for (const Op& op : ops)
+        if (op.sendPeer >= 0) first = std::min(first, op.step);
+    std::map<std::tuple<int, int, uint32_t>, uint64_t> expected;  // -> bytes
+    for (int r = 0; r < n; ++r) {
+      for (const Op& op : s.ranks[static_cast<size_t>(r)]) {
+        if (op.sendPeer >= 0 && op.step == first)
+          expected[{r, op.sendPeer, op.chunk}] += op.count * 4;
+      }
+    }
+    ++plans;
+    TopologyPane pane;
+    pane.resize(1280, 800);
+    pane.showPlan(run, QStringLiteral("note"));
+    const RunModel& m = pane.model();
+    ASSERT_TRUE(m.planned());
+    ASSERT_NE(m.schedule(), nullptr) << m.scheduleError();
+    EXPECT_EQ(pane.eventsHeld(), 0u);
+    std::map<std::tuple<int, int, uint32_t>, uint64_t> drawn;
+    for (const Transfer& x : m.timeline().transfers()) {
+      EXPECT_EQ(x.step, first);
+      drawn[{x.sender, x.receiver, x.chunk}] += x.bytes;
+    }
+    EXPECT_EQ(drawn, expected);
+    EXPECT_EQ(pane.view()->tokens().size(), expected.size());
+    if (n == 1) {
+      EXPECT_TRUE(pane.captionDetail().contains(QStringLiteral("nothing moves")));
+    } else {
+      EXPECT_TRUE(pane.captionText().contains(QStringLiteral("the plan · step 1 of ")))
+          << pane.captionText().toStdString();
+      EXPECT_TRUE(pane.captionDetail().endsWith(QStringLiteral(" · note")));
+    }
+  }
+  EXPECT_GE(plans, 4);  // most counts resolve for every algorithm
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, TopologyPlan, ::testing::ValuesIn(algorithmNames()),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// A run after a plan draws only what it measured.
+TEST(TopologyPlan, ARunEndsThePlan) {
+  const LocalRecording rec = recordLocal("ring", 4, 64);
+  TopologyPane pane;
+  TopologyRun planned = rec.run;
+  pane.showPlan(planned, {});
+  ASSERT_TRUE(pane.showsPlan());
+  pane.showRun(rec.run, rec.events);
+  EXPECT_FALSE(pane.showsPlan());
+  EXPECT_FALSE(pane.model().planned());
+  EXPECT_EQ(pane.eventsHeld(), rec.events.size());
+  EXPECT_FALSE(pane.captionText().contains(QStringLiteral("plan")));
+  EXPECT_TRUE(pane.playbackBar()->isEnabled());
+}
 
 TEST(TopologyPane, ReceivesEachRanksEventsInOrder) {
   const LocalRecording rec = recordLocal("ring", 4, 64);

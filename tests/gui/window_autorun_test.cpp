@@ -39,6 +39,46 @@ TEST(WindowAutorun, RunsOnceAndWritesANonBlankScreenshot) {
   EXPECT_GT(colours.size(), 16);
 }
 
+// --screenshot alone: the window as it opens (the setup's plan), no run, no worker needed
+// to finish.
+TEST(WindowAutorun, AScreenshotAloneShowsTheWindowAsItOpens) {
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  const QString shot = dir.filePath(QStringLiteral("open.png"));
+  QProcess lab;
+  lab.setProcessEnvironment(offscreen());
+  lab.start(
+      QStringLiteral(ARL_LAB_BINARY),
+      {QStringLiteral("gui"), QStringLiteral("--algo"), QStringLiteral("tree"),
+       QStringLiteral("--settle"), QStringLiteral("200"), QStringLiteral("--screenshot"), shot});
+  ASSERT_TRUE(lab.waitForFinished(60000));
+  EXPECT_EQ(lab.exitCode(), 0) << lab.readAllStandardError().toStdString();
+  const QImage img(shot);
+  ASSERT_FALSE(img.isNull());
+  EXPECT_GT(img.width(), 600);
+  QSet<QRgb> colours;
+  for (int y = 0; y < img.height(); y += 7) {
+    for (int x = 0; x < img.width(); x += 7) colours.insert(img.pixel(x, y));
+  }
+  EXPECT_GT(colours.size(), 16);
+  QProcess nowhere;
+  nowhere.setProcessEnvironment(offscreen());
+  nowhere.start(QStringLiteral(ARL_LAB_BINARY),
+                {QStringLiteral("gui"), QStringLiteral("--screenshot"),
+                 dir.filePath(QStringLiteral("no/such/dir/open.png"))});
+  ASSERT_TRUE(nowhere.waitForFinished(30000));
+  EXPECT_EQ(nowhere.exitCode(), 2);
+  EXPECT_TRUE(nowhere.readAllStandardError().contains("does not exist"));
+  QProcess charts;
+  charts.setProcessEnvironment(offscreen());
+  charts.start(QStringLiteral(ARL_LAB_BINARY),
+               {QStringLiteral("gui"), QStringLiteral("--charts"), QStringLiteral("spread")});
+  ASSERT_TRUE(charts.waitForFinished(30000));
+  EXPECT_EQ(charts.exitCode(), 2);
+  EXPECT_TRUE(charts.readAllStandardError().contains(
+      "--charts spread: needs --screenshot, --autorun or a recording"));
+}
+
 TEST(WindowAutorun, BadArgumentsExitWithTwoAndAMessage) {
   QProcess lab;
   lab.setProcessEnvironment(offscreen());

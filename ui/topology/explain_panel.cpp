@@ -240,7 +240,9 @@ void ExplainPanel::showAt(const RunModel& model, const StepMark* m, int64_t stri
                        .arg(phaseName(m->phase))
                        .arg(m->phaseIndex)
                        .arg(m->phaseSteps)
-                       .arg(clockNote(*m)));
+                       .arg(model.planned()
+                                ? QStringLiteral("the plan: from the schedule, not measured")
+                                : clockNote(*m)));
     rule_->setText(
         ruleFor(model.run().request.algorithm, m->phase, m->phaseIndex - 1, model.nranks()));
     // The step's messages change only with the step (a scan of every transfer).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "base/limits.h"
 #include "exec/run_request.h"
@@ -68,6 +69,7 @@ RunModel::~RunModel() = default;
 void RunModel::begin(const TopologyRun& run) {
   run_ = run;
   hasSchedule_ = false;
+  planned_ = false;
   stepPhase_.clear();
   scheduleError_.clear();
   schedule_ = Schedule{};
@@ -99,6 +101,73 @@ void RunModel::begin(const TopologyRun& run) {
   outOfOrder_ = 0;
   dirty_ = true;
   rebuild();
+}
+
+namespace {
+
+// The events a run of `s` would report for its first step that moves data, one message per
+// sender, receiver and chunk (its slices merged), all in flight at the same moment: what the
+// timeline, the step marks and the strips are built from for a plan.
+std::vector<TelemetryEvent> firstStepEvents(const Schedule& s, uint64_t runId, DataType dtype,
+                                            int64_t arrivalNs) {
+  uint32_t first = UINT32_MAX;
+  for (const auto& ops : s.ranks) {
+    for (const Op& op : ops) {
+      if (op.sendPeer >= 0) first = std::min(first, op.step);
+    }
+  }
+  std::map<std::tuple<int, int, uint32_t>, TelemetryEvent> messages;
+  const uint64_t es = dtypeSize(dtype);
+  for (size_t r = 0; r < s.ranks.size(); ++r) {
+    for (const Op& op : s.ranks[r]) {
+      if (op.sendPeer < 0 || op.step != first) continue;
+      TelemetryEvent e;
+      e.runId = runId;
+      e.rank = static_cast<int32_t>(r);
+      e.step = op.step;
+      e.phase = static_cast<uint8_t>(op.phase);
+      e.peer = op.sendPeer;
+      e.chunk = op.chunk;
+      e.offset = op.src.offset;
+      auto [it, fresh] = messages.try_emplace({e.rank, e.peer, e.chunk}, e);
+      it->second.offset = std::min(it->second.offset, op.src.offset);
+      it->second.bytes += op.count * es;
+      it->second.provenance |= op.provenance;
+    }
+  }
+  std::vector<TelemetryEvent> out;
+  if (messages.empty()) return out;  // one rank: nothing moves
+  std::set<int> ranks;
+  for (const auto& [key, send] : messages) {
+    out.push_back(send);
+    TelemetryEvent recv = send;
+    recv.kind = EventKind::RecvEnd;
+    recv.rank = send.peer;
+    recv.peer = send.rank;
+    recv.tNs = arrivalNs;
+    out.push_back(recv);
+    ranks.insert(send.rank);
+    ranks.insert(send.peer);
+  }
+  for (int r : ranks) {
+    TelemetryEvent end = out.front();
+    end.kind = EventKind::StepEnd;
+    end.rank = r;
+    end.peer = -1;
+    end.bytes = 0;
+    end.tNs = arrivalNs;
+    out.push_back(end);
+  }
+  return out;
+}
+
+}  // namespace
+
+void RunModel::plan(const TopologyRun& run) {
+  begin(run);
+  planned_ = true;
+  dirty_ = false;
+  if (hasSchedule_) build(firstStepEvents(schedule_, run.runId, run.request.dtype, kPlanArrivalNs));
 }
 
 bool RunModel::admit(const TelemetryEvent& e) {

@@ -99,6 +99,16 @@ class RunModel {
 
   // A new run: generates its schedule (for the phases, steps and strips). No events yet.
   void begin(const TopologyRun& run);
+  // The plan of `run` before it runs: its schedule's first step that moves data, every
+  // message of it (the slices of one chunk as one) on its link at planTimeNs(), the strips as
+  // they start. Nothing of it is measured: planned() says so, held() stays 0, and begin()
+  // ends it.
+  void plan(const TopologyRun& run);
+  bool planned() const { return planned_; }
+  // The time a plan is drawn at: its messages leave at 0 and arrive at kPlanArrivalNs, so that
+  // each is drawn a third of the way from its sender (the link's arrow stays in sight).
+  static constexpr int64_t kPlanArrivalNs = 900;
+  static constexpr int64_t planTimeNs() { return kPlanArrivalNs / 3; }
   // Appends one rank's batch of the live run (events of other runs are ignored), to draw and
   // to keep until takeEvents(). Marks the model dirty.
   void append(const std::vector<TelemetryEvent>& events);
@@ -169,6 +179,7 @@ class RunModel {
   TopologyRun run_;
   Schedule schedule_;
   bool hasSchedule_ = false;
+  bool planned_ = false;
   std::string scheduleError_;
   int cells_ = 1;
   uint64_t bufferElems_ = 1;

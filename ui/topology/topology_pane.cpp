@@ -6,6 +6,7 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QStringList>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -122,10 +123,55 @@ void TopologyPane::beginRun(const TopologyRun& run) {
   clock_->goLive();
   active_ = true;
   stepMode_ = false;
+  planNote_.clear();
+  setupProblem_.clear();
+  explainScroll_->show();
+  bar_->setEnabled(true);
   view_->setRun(*model_);
   explain_->setRun(*model_);
   rebuildNow();
 }
+
+void TopologyPane::showPlan(const TopologyRun& run, const QString& note) {
+  planNote_ = note;
+  setupProblem_.clear();
+  explainScroll_->show();
+  enterPlan(run);
+}
+
+void TopologyPane::showSetupProblem(const QString& problem) {
+  planNote_.clear();
+  setupProblem_ = problem;
+  // An explanation of no run would only say so: the caption carries the problem.
+  explainScroll_->hide();
+  enterPlan(TopologyRun{});
+}
+
+// A plan has no time of its own: the clock stays at zero, the playback bar idle.
+void TopologyPane::enterPlan(const TopologyRun& run) {
+  rebuildTimer_->stop();
+  setPauses({});
+  model_->plan(run);
+  std::set<uint32_t> moving;  // the schedule's steps that move data, as "step 1 of N" counts
+  if (const Schedule* sc = model_->schedule()) {
+    for (const auto& ops : sc->ranks) {
+      for (const Op& op : ops) {
+        if (op.sendPeer >= 0) moving.insert(op.step);
+      }
+    }
+  }
+  planSteps_ = static_cast<int>(moving.size());
+  *clock_ = PlaybackClock{};
+  clock_->pause();
+  active_ = false;
+  stepMode_ = false;
+  bar_->setEnabled(false);
+  view_->setRun(*model_);
+  explain_->setRun(*model_);
+  rebuildNow();
+}
+
+bool TopologyPane::showsPlan() const { return model_->planned(); }
 
 void TopologyPane::appendEvents(int, const std::vector<TelemetryEvent>& events) {
   if (!active_) return;
@@ -177,11 +223,16 @@ void TopologyPane::rebuildNow() {
   took.start();
   model_->rebuild(active_);
   lastRebuildMs_ = static_cast<int>(took.elapsed());
-  clock_->setRange(model_->startNs(), model_->endNs());
-  clock_->setBoundaries(model_->boundaries());
+  // A plan's times only place its messages on their links: nothing to scrub.
+  const bool plan = model_->planned();
+  const std::vector<int64_t> boundaries = plan ? std::vector<int64_t>{} : model_->boundaries();
+  clock_->setRange(plan ? 0 : model_->startNs(), plan ? 0 : model_->endNs());
+  clock_->setBoundaries(boundaries);
   std::vector<uint8_t> phases;
-  for (const StepMark& m : model_->steps()) phases.push_back(m.phase);
-  bar_->setSteps(model_->boundaries(), phases);
+  if (!plan) {
+    for (const StepMark& m : model_->steps()) phases.push_back(m.phase);
+  }
+  bar_->setSteps(boundaries, phases);
   explain_->setTelemetryStatus(model_->held(), model_->dropped(), model_->maxEvents());
   shownMark_ = nullptr;
   shownStrips_ = SIZE_MAX;
@@ -326,7 +377,7 @@ QString TopologyPane::pauseAnswer() const {
 }
 
 void TopologyPane::render() {
-  const int64_t t = clock_->time();
+  const int64_t t = model_->planned() ? RunModel::planTimeNs() : clock_->time();
   const int64_t stripTime = stepMode_ ? clock_->boundaryAtOrBefore(t) : t;
   view_->showAt(*model_, t, stripTime);
   const StepMark* mark =
@@ -338,6 +389,16 @@ void TopologyPane::render() {
     shownStrips_ = strips;
     shownStripTime_ = stripTime;
   }
+  if (model_->planned()) {
+    captionPlan(mark);
+  } else {
+    captionRun(mark);
+  }
+  view_->setCaption(caption_, detail_);
+  bar_->showClock(*clock_);
+}
+
+void TopologyPane::captionRun(const StepMark* mark) {
   caption_ = mark ? QStringLiteral("%1 · step %2 of %3")
                         .arg(QString::fromUtf8(toString(static_cast<Phase>(mark->phase)).data()))
                         .arg(mark->phaseIndex)
@@ -356,8 +417,37 @@ void TopologyPane::render() {
                         : QStringLiteral("live"))
                  : PlaybackBar::speedText(clock_->speed());
   detail_ = detail;
-  view_->setCaption(caption_, detail_);
-  bar_->showClock(*clock_);
+}
+
+// The plan says it is one, first in the caption, and what Run will do: step 1 of the schedule's
+// steps, its messages, and that nothing has been measured yet.
+void TopologyPane::captionPlan(const StepMark* mark) {
+  if (!setupProblem_.isEmpty()) {
+    caption_ = QStringLiteral("No plan: the setup cannot run");
+    detail_ = setupProblem_;
+    return;
+  }
+  const RunRequest& q = model_->run().request;
+  const Schedule* s = model_->schedule();
+  QString title = QStringLiteral("%1 %2 · the plan")
+                      .arg(QString::fromStdString(q.algorithm),
+                           QString::fromUtf8(toString(q.collective).data()));
+  QStringList detail;
+  if (mark != nullptr && s != nullptr) {
+    title += QStringLiteral(" · step 1 of %1").arg(planSteps_);
+    const size_t messages = view_->tokenTransfers().size();
+    detail << QStringLiteral("press Run to measure")
+           << QStringLiteral("%1 %2 from the schedule, not measured")
+                  .arg(messages)
+                  .arg(messages == 1 ? QStringLiteral("message") : QStringLiteral("messages"));
+  } else {
+    detail << QStringLiteral("press Run to measure")
+           << (s != nullptr ? QStringLiteral("one rank: nothing moves")
+                            : QString::fromStdString(model_->scheduleError()));
+  }
+  if (!planNote_.isEmpty()) detail << planNote_;
+  caption_ = title;
+  detail_ = detail.join(QStringLiteral(" · "));
 }
 
 // While playing, the caption names what the view shows: the step most messages in flight
@@ -376,6 +466,7 @@ const StepMark* TopologyPane::captionMark(int64_t t) const {
 }
 
 void TopologyPane::goLive() {
+  if (model_->planned()) return;  // nothing measured to play
   if (!active_) {
     // A finished run has no live edge: play it again from the start instead.
     startReplay();
@@ -388,6 +479,7 @@ void TopologyPane::goLive() {
 }
 
 void TopologyPane::play() {
+  if (model_->planned()) return;
   if (atQuestion_) {
     // Going on reveals the answer on the canvas while the step plays out.
     atQuestion_ = false;

@@ -2,7 +2,8 @@
 // their shaping, chunk tokens moving at the times the telemetry recorded, each rank's buffer
 // strip filling as reductions land), the explanation beside it (phase, step, the rule at work,
 // the arithmetic at small counts) and the playback bar under it (live, pause, step, speed,
-// scrubbable timeline). Everything drawn comes from measured telemetry events.
+// scrubbable timeline). Everything drawn of a run comes from measured telemetry events; before
+// one, the pane shows the plan (the schedule's first step, captioned as the plan).
 #pragma once
 
 #include <QElapsedTimer>
@@ -46,6 +47,15 @@ class TopologyPane : public QWidget {
 
   // A new run: the layout follows its algorithm; no events yet. Playback goes live.
   void beginRun(const TopologyRun& run);
+  // Before a run: the plan of `run` (RunModel::plan), its first step's messages still on their
+  // links, captioned "ring allreduce · the plan · step 1 of 6" with "press Run to measure"
+  // and `note` (what the plan was made from) under it. Nothing plays until a run begins.
+  void showPlan(const TopologyRun& run, const QString& note);
+  // Before a run, a setup that cannot run: nothing drawn, no explanation, and the caption says
+  // `problem` (the setup's own rule, one line).
+  void showSetupProblem(const QString& problem);
+  // Whether the pane shows a plan or a setup's problem (not a run).
+  bool showsPlan() const;
   // Projector mode for a classroom (large type, high contrast, thicker links, fewer labels):
   // the view and the explanation redraw at once.
   void setProjector(bool on);
@@ -133,6 +143,9 @@ class TopologyPane : public QWidget {
   const StepMark* captionMark(int64_t t) const;
   int64_t pauseTime(const PlaybackPause& p) const;
   void showPauseBox(const QString& html, bool question);
+  void enterPlan(const TopologyRun& run);
+  void captionRun(const StepMark* mark);
+  void captionPlan(const StepMark* mark);
 
   std::unique_ptr<RunModel> model_;
   std::unique_ptr<PlaybackClock> clock_;
@@ -152,6 +165,9 @@ class TopologyPane : public QWidget {
   int64_t shownStripTime_ = INT64_MIN;
   QString caption_;
   QString detail_;
+  QString planNote_;      // under a plan's caption
+  QString setupProblem_;  // the setup's problem, shown instead of a plan
+  int planSteps_ = 0;     // the plan's steps that move data
   std::vector<PlaybackPause> pauses_;
   int nextPause_ = 0;
   bool atQuestion_ = false;

@@ -2,6 +2,7 @@
 
 #include "export/export.h"
 #include "runtime/run_types.h"
+#include "runtime/sweep.h"
 
 namespace arl::ui {
 
@@ -17,6 +18,14 @@ TopologyRun topologyRunOf(uint64_t runId, const RunRequest& request, int nranks,
     for (const WorkerInfo& w : workers) run.hosts.push_back(w.host);
   }
   return run;
+}
+
+TopologyRun firstRunOf(const SweepSpec& spec, int nranks, const std::vector<WorkerInfo>& workers) {
+  const std::vector<SweepPoint> points = sweepPoints(spec);
+  RunRequest q = spec.base;
+  q.shaping = spec.shaping;
+  if (!points.empty() && nranks > 0) q = sweepRequest(spec, points.front(), nranks);
+  return topologyRunOf(0, q, nranks, workers, spec.shaping);
 }
 
 TopologyRun topologyRunOf(const BenchReport& report, const SweepRow& row) {

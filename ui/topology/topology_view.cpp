@@ -16,6 +16,9 @@ const QRectF kSceneRect(-560, -470, 1120, 940);
 constexpr double kMinContentWidth = 620;
 constexpr double kMinContentHeight = 480;
 constexpr int kPadPx = 14;  // free pixels around the drawing
+// The caption's least title size: legible from the back of a room in projector mode.
+constexpr int kTitleLeastPx = 16;
+constexpr int kProjectorTitleLeastPx = 40;
 }  // namespace
 
 TopologyView::TopologyView(QWidget* parent)
@@ -137,9 +140,10 @@ QFont TopologyView::captionFont(bool title) const {
   const int h = viewport()->height();
   if (projector_) {
     // Legible from the back of a room: at least 40 px for the caption, 24 for its detail.
-    f.setPixelSize(title ? std::clamp(h / 14, 40, 72) : std::clamp(h / 28, 24, 36));
+    f.setPixelSize(title ? std::clamp(h / 14, kProjectorTitleLeastPx, 72)
+                         : std::clamp(h / 28, 24, 36));
   } else {
-    f.setPixelSize(title ? std::clamp(h / 20, 16, 36) : std::clamp(h / 42, 11, 18));
+    f.setPixelSize(title ? std::clamp(h / 20, kTitleLeastPx, 36) : std::clamp(h / 42, 11, 18));
   }
   f.setBold(title);
   return f;
@@ -171,20 +175,29 @@ void TopologyView::drawForeground(QPainter* p, const QRectF&) {
   if (title_.isEmpty()) return;
   p->save();
   p->resetTransform();
-  const QFont big = captionFont(true);
+  // A caption wider than the view is set smaller, down to the least size its mode allows,
+  // then ends in an ellipsis rather than a cut word.
+  const int room = std::max(40, viewport()->width() - 12 - 28);
+  QFont big = captionFont(true);
+  const int leastPx = projector_ ? kProjectorTitleLeastPx : kTitleLeastPx;
+  while (big.pixelSize() > leastPx && QFontMetrics(big).horizontalAdvance(title_) > room) {
+    big.setPixelSize(big.pixelSize() - 1);
+  }
   const QFont small = captionFont(false);
   const QFontMetrics fb(big);
   const QFontMetrics fs(small);
-  const int w = std::max(fb.horizontalAdvance(title_), fs.horizontalAdvance(detail_)) + 28;
-  const int h = fb.height() + (detail_.isEmpty() ? 0 : fs.height() + 4) + 16;
+  const QString title = fb.elidedText(title_, Qt::ElideRight, room);
+  const QString detail = fs.elidedText(detail_, Qt::ElideRight, room);
+  const int w = std::max(fb.horizontalAdvance(title), fs.horizontalAdvance(detail)) + 28;
+  const int h = fb.height() + (detail.isEmpty() ? 0 : fs.height() + 4) + 16;
   const QRect box(12, 12, w, h);
   p->setRenderHint(QPainter::Antialiasing);
   p->setPen(QColor(0x1d, 0x22, 0x2a));
   p->setFont(big);
-  p->drawText(box.adjusted(14, 8, -14, 0), Qt::AlignLeft | Qt::AlignTop, title_);
+  p->drawText(box.adjusted(14, 8, -14, 0), Qt::AlignLeft | Qt::AlignTop, title);
   p->setFont(small);
   p->setPen(QColor(0x4a, 0x52, 0x5e));
-  p->drawText(box.adjusted(14, 8 + fb.height() + 4, -14, 0), Qt::AlignLeft | Qt::AlignTop, detail_);
+  p->drawText(box.adjusted(14, 8 + fb.height() + 4, -14, 0), Qt::AlignLeft | Qt::AlignTop, detail);
   p->restore();
 }
 

@@ -7,8 +7,10 @@
 #include <QFileInfo>
 #include <QLabel>
 #include <QLoggingCategory>
+#include <QScreen>
 #include <QSettings>
 #include <QStatusBar>
+#include <QStringList>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <utility>
@@ -62,7 +64,7 @@ MainWindow::MainWindow(WindowOptions options, QWidget* parent)
   }
   panel_->setSetup(setup);
   mirrorToolBar();
-  resize(1500, 940);
+  setInitialGeometry();
   applyDefaultSizes();
   defaultLayout_ = saveState();
   restoreLayout();
@@ -86,6 +88,21 @@ MainWindow::MainWindow(WindowOptions options, QWidget* parent)
 }
 
 MainWindow::~MainWindow() { stopRuntimeNow(); }
+
+// The first size, before any saved one: the screen's available area up to 1920x1200, where it
+// is at least the 1280x800 the window is laid out for; else (a small or virtual screen, as
+// offscreen) 1600x1000.
+void MainWindow::setInitialGeometry() {
+  const QSize fallback(1600, 1000);
+  const QScreen* s = screen();
+  const QRect avail = s != nullptr ? s->availableGeometry() : QRect();
+  if (avail.width() < 1280 || avail.height() < 800) {
+    resize(fallback);
+    return;
+  }
+  resize(avail.size().boundedTo(QSize(1920, 1200)));
+  move(avail.topLeft());
+}
 
 // Stops the runtime and waits for it: only when the window is destroyed without having been
 // closed (the close path does the same without blocking the GUI thread).
@@ -149,6 +166,68 @@ void MainWindow::validateNow() {
   problems_ = problems;
   panel_->showProblems(problems_);
   setRunning(running_);
+  updatePlan(s);
+}
+
+namespace {
+
+// Whether two setups make the same runs to draw (iterations, warm-up and the endpoint do not
+// change what the pane shows).
+bool samePlan(SessionSetup a, SessionSetup b) {
+  for (SessionSetup* s : {&a, &b}) {
+    s->iterations = 0;
+    s->warmup = 0;
+    s->listen.clear();
+  }
+  return a == b;
+}
+
+// What the plan was made from, where the setup asks for more than one run: the first size of
+// a sweep, the first algorithm of a comparison, the first slice size.
+QString planNote(const SessionSetup& s) {
+  const auto text = [](uint64_t b) { return QString::fromStdString(formatSize(b)); };
+  QStringList parts;
+  const std::vector<uint64_t> sizes = s.size.values();
+  if (sizes.size() > 1) {
+    parts << QObject::tr("%1, the first of the sweep's %2 sizes")
+                 .arg(text(sizes.front()))
+                 .arg(sizes.size());
+  } else if (!sizes.empty()) {
+    parts << QObject::tr("%1 message").arg(text(sizes.front()));
+  }
+  const std::vector<std::string> algos = s.algorithms();
+  if (algos.size() > 1) {
+    parts << QObject::tr("%1, the first of %2 algorithms")
+                 .arg(QString::fromStdString(algos.front()))
+                 .arg(algos.size());
+  }
+  const std::vector<uint64_t> slices = s.slice.values();
+  if (slices.size() > 1) {
+    parts << QObject::tr("slice %1, the first of %2").arg(text(slices.front())).arg(slices.size());
+  }
+  return parts.join(QStringLiteral(" · "));
+}
+
+}  // namespace
+
+// Before a run, and after one once the setup changes what a run would be: the plan of the
+// setup's first run in the topology pane, or the setup's problem. A run or a replay shown
+// keeps its place until then; a live session keeps it always.
+void MainWindow::updatePlan(const SessionSetup& s) {
+  if (running_ || closing_) return;
+  if (planFrom_ && samePlan(*planFrom_, s) && !topology_->showsPlan()) return;
+  planFrom_ = s;
+  if (!problems_.empty()) {
+    const SetupProblem& p = problems_.front();
+    topology_->showSetupProblem(
+        tr("%1: %2").arg(panel_->fieldName(p.field), QString::fromStdString(p.rule)));
+    return;
+  }
+  std::vector<WorkerInfo> world;
+  if (static_cast<int>(workers_.size()) >= s.nranks()) {
+    world.assign(workers_.begin(), workers_.begin() + s.nranks());
+  }
+  topology_->showPlan(firstRunOf(sweepSpecOf(s), s.nranks(), world), planNote(s));
 }
 
 bool MainWindow::run() {
@@ -335,6 +414,7 @@ void MainWindow::saveSettings() {
   QSettings st;
   saveSetup(st, panel_->setup());
   st.setValue(QStringLiteral("window/geometry"), saveGeometry());
+  st.setValue(QStringLiteral("window/setupSections"), panel_->openSections());
   st.setValue(QStringLiteral("window/state"), saveState());
 }
 
@@ -343,6 +423,7 @@ void MainWindow::restoreLayout() {
   QSettings st;
   restoreGeometry(st.value(QStringLiteral("window/geometry")).toByteArray());
   restoreState(st.value(QStringLiteral("window/state")).toByteArray());
+  panel_->setOpenSections(st.value(QStringLiteral("window/setupSections")).toStringList());
 }
 
 }  // namespace arl::ui

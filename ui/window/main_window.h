@@ -123,11 +123,13 @@ class MainWindow : public QMainWindow {
   void rememberRecent(const QString& path);
   void buildDocks();
   void applyDefaultSizes();
+  void setInitialGeometry();
   void buildStatusBar();
   void connectRuntime();
   void mirrorToolBar();
   void setupEdited();
   void validateNow();
+  void updatePlan(const SessionSetup& s);
   void setRunning(bool running);
   void onWorkers(const WorkerList& workers, const QString& joinCommand);
   void onSessionStarted(const WorkerList& world);
@@ -195,6 +197,9 @@ class MainWindow : public QMainWindow {
   BenchReport report_;
   std::vector<WorkerInfo> workers_;
   std::vector<SetupProblem> problems_;
+  // The setup the topology pane's plan was last made from (a run shown keeps its place until
+  // the setup changes what a run would be).
+  std::optional<SessionSetup> planFrom_;
   RunProgress progress_;
   uint64_t eventsShown_ = 0;
   uint64_t eventsDropped_ = 0;

@@ -95,7 +95,6 @@ void MainWindow::buildActions() {
 
 void MainWindow::buildDocks() {
   panel_ = new SetupPanel(this);
-  panel_->setRunActions(runAction_, stopAction_);
   auto* scroll = new QScrollArea(this);
   scroll->setWidget(panel_);
   scroll->setWidgetResizable(true);

@@ -1,19 +1,18 @@
 #include "window/setup_panel.h"
 
-#include <QAction>
 #include <QApplication>
 #include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
-#include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListView>
 #include <QSpinBox>
+#include <QStringList>
 #include <QStyle>
 #include <QTableView>
 #include <QToolButton>
@@ -27,6 +26,7 @@
 #include "schedule/generators.h"
 #include "window/ring_order_model.h"
 #include "window/setup_fields.h"
+#include "window/setup_section.h"
 #include "window/worker_list_model.h"
 
 namespace arl::ui {
@@ -66,73 +66,72 @@ QDoubleSpinBox* rateBox(QWidget* parent, const QString& zeroText) {
   return b;
 }
 
-QGroupBox* group(const QString& title, QWidget* parent) {
-  auto* g = new QGroupBox(title, parent);
-  QFont f = g->font();
-  f.setBold(true);
-  g->setFont(f);
-  return g;
-}
-
-// Group boxes make their children bold through the font; the fields inside stay regular.
-QFormLayout* formIn(QGroupBox* g) {
-  auto* inner = new QWidget(g);
-  QFont f = inner->font();
-  f.setBold(false);
-  inner->setFont(f);
-  auto* outer = new QVBoxLayout(g);
-  outer->setContentsMargins(8, 4, 8, 8);
-  outer->addWidget(inner);
-  auto* form = new QFormLayout(inner);
-  form->setContentsMargins(0, 0, 0, 0);
-  form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-  form->setRowWrapPolicy(QFormLayout::DontWrapRows);
-  return form;
-}
-
 }  // namespace
 
 SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
   auto* col = new QVBoxLayout(this);
-  col->setContentsMargins(6, 6, 6, 6);
-  col->setSpacing(8);
-  runRow_ = new QWidget(this);
-  col->addWidget(runRow_);
-  col->addWidget(buildWorkers());
-  col->addWidget(buildCollective());
-  col->addWidget(buildSizes());
-  col->addWidget(buildRing());
-  col->addWidget(buildShaping());
+  col->setContentsMargins(4, 2, 4, 4);
+  col->setSpacing(2);
+  buildWorkers();
+  buildCollective();
+  buildSizes();
+  buildRing();
+  buildShaping();
+  for (SetupSection* sec : sections_) col->addWidget(sec);
   col->addStretch(1);
+  alignLabels();
+  connect(this, &SetupPanel::changed, this, &SetupPanel::updateSummaries);
   setSetup(SessionSetup{});
 }
 
-void SetupPanel::addField(QFormLayout* form, SetupField f, const QString& label, QWidget* field,
-                          const QString& tip) {
+// One label column down the whole panel, so that the fields of every section line up.
+void SetupPanel::alignLabels() {
+  std::vector<QWidget*> labels;
+  int width = 0;
+  for (SetupSection* sec : sections_) {
+    QFormLayout* form = sec->form();
+    for (int r = 0; r < form->rowCount(); ++r) {
+      QLayoutItem* item = form->itemAt(r, QFormLayout::LabelRole);
+      if (item == nullptr || item->widget() == nullptr) continue;
+      labels.push_back(item->widget());
+      width = std::max(width, item->widget()->sizeHint().width());
+    }
+  }
+  for (QWidget* l : labels) l->setMinimumWidth(width);
+}
+
+SetupSection* SetupPanel::addSection(const QString& key, const QString& title, bool collapsible) {
+  auto* sec = new SetupSection(key, title, collapsible, this);
+  sections_.push_back(sec);
+  return sec;
+}
+
+void SetupPanel::addField(SetupSection* sec, SetupField f, const QString& label, QWidget* field,
+                          const QString& tip, QWidget* outlined) {
+  QFormLayout* form = sec->form();
   field->setToolTip(tip);
-  auto* l = new QLabel(label, field->parentWidget());
+  auto* l = new QLabel(label, sec->body());
   l->setToolTip(tip);
   form->addRow(l, field);
-  auto* problem = new QLabel(field->parentWidget());
+  auto* problem = new QLabel(sec->body());
   problem->setWordWrap(true);
   problem->setStyleSheet(QStringLiteral("color: #c62828; font-weight: 600;"));
   problem->setObjectName(QStringLiteral("problem"));
-  problem->hide();
   form->addRow(problem);
-  fieldWidgets_[f] = field;
+  form->setRowVisible(problem, false);
+  fieldWidgets_[f] = outlined != nullptr ? outlined : field;
   problemLabels_[f] = problem;
+  fieldNames_[f] = label;
+  fieldSections_[f] = sec;
 }
 
-QWidget* SetupPanel::buildWorkers() {
-  auto* g = group(tr("Workers"), this);
-  QFormLayout* form = formIn(g);
-  QWidget* in = form->parentWidget();
+// The workers a run needs most (how many, the backend), then, folded, those started by hand
+// elsewhere with the endpoint and command that join them, the GPUs, and who has joined.
+void SetupPanel::buildWorkers() {
+  SetupSection* main = addSection(QStringLiteral("workers"), tr("Workers"), false);
+  QWidget* in = main->body();
   local_ = new QSpinBox(in);
   local_->setRange(0, kMaxRanks);
-  remote_ = new QSpinBox(in);
-  remote_->setRange(0, kMaxRanks);
-  listen_ = new QLineEdit(in);
-  listen_->setPlaceholderText(tr("this machine only (tcp://127.0.0.1, free port)"));
   backend_ = new QComboBox(in);
   // Every backend the lab knows; one this build lacks is shown, disabled, with the reason.
   for (const BackendInfo& b : backends()) {
@@ -144,19 +143,49 @@ QWidget* SetupPanel::buildWorkers() {
     backend_->setItemData(i, QString::fromStdString(why ? *why : std::string(b.summary)),
                           Qt::ToolTipRole);
   }
-  devices_ = new QLineEdit(in);
-  addField(form, SetupField::LocalWorkers, tr("Local workers"), local_,
+  addField(main, SetupField::LocalWorkers, tr("Local workers"), local_,
            tr("allreduce-worker processes this window starts on this machine"));
-  addField(form, SetupField::Backend, tr("Backend"), backend_,
+  addField(main, SetupField::Backend, tr("Backend"), backend_,
            tr("Where the buffers live and who reduces them: cpu (host memory), cuda (the lab's "
               "kernels on a GPU), nccl (NCCL's own collectives, the reference)"));
-  addField(form, SetupField::Devices, tr("GPUs"), devices_,
-           tr("The local workers' GPUs: one index for all, or one per worker (0,1,2,3)"));
-  addField(form, SetupField::RemoteWorkers, tr("Remote workers"), remote_,
+
+  remoteSection_ = addSection(QStringLiteral("remote"), tr("Remote workers, GPUs"), true);
+  in = remoteSection_->body();
+  remote_ = new QSpinBox(in);
+  remote_->setRange(0, kMaxRanks);
+  listen_ = new QLineEdit(in);
+  listen_->setPlaceholderText(tr("this machine only (tcp://127.0.0.1, free port)"));
+  devices_ = new QLineEdit(in);
+  addField(remoteSection_, SetupField::RemoteWorkers, tr("Remote workers"), remote_,
            tr("Workers started by hand elsewhere that a run waits for"));
-  form->addRow(tr("Listen on"), listen_);
+  remoteSection_->form()->addRow(tr("Listen on"), listen_);
   listen_->setToolTip(tr("Control endpoint, e.g. tcp://0.0.0.0:5555 to accept other machines"));
-  auto* joinRow = new QWidget(in);
+  remoteSection_->form()->addRow(tr("Join with"), buildJoinRow(in));
+  addField(remoteSection_, SetupField::Devices, tr("GPUs"), devices_,
+           tr("The local workers' GPUs: one index for all, or one per worker (0,1,2,3)"));
+
+  presentSection_ = addSection(QStringLiteral("present"), tr("Workers present"), true);
+  workers_ = new WorkerListModel(this);
+  workerTable_ = new QTableView(presentSection_->body());
+  workerTable_->setModel(workers_);
+  workerTable_->verticalHeader()->hide();
+  workerTable_->horizontalHeader()->setStretchLastSection(true);
+  workerTable_->setSelectionMode(QAbstractItemView::NoSelection);
+  presentSection_->form()->addRow(workerTable_);
+  for (QSpinBox* s : {local_, remote_})
+    connect(s, &QSpinBox::valueChanged, this, &SetupPanel::changed);
+  connect(listen_, &QLineEdit::editingFinished, this, &SetupPanel::changed);
+  connect(devices_, &QLineEdit::editingFinished, this, &SetupPanel::changed);
+  connect(backend_, &QComboBox::currentIndexChanged, this, [this] {
+    updateDependentFields();
+    emit changed();
+  });
+  lockedWhileRunning_ = {local_, remote_, listen_, backend_, devices_};
+}
+
+// The exact command that joins a worker, with Copy.
+QWidget* SetupPanel::buildJoinRow(QWidget* parent) {
+  auto* joinRow = new QWidget(parent);
   auto* jl = new QHBoxLayout(joinRow);
   jl->setContentsMargins(0, 0, 0, 0);
   joinCommand_ = new QLineEdit(joinRow);
@@ -172,30 +201,12 @@ QWidget* SetupPanel::buildWorkers() {
           [this] { QApplication::clipboard()->setText(joinCommand_->text()); });
   jl->addWidget(joinCommand_, 1);
   jl->addWidget(copy);
-  form->addRow(tr("Join with"), joinRow);
-  workers_ = new WorkerListModel(this);
-  workerTable_ = new QTableView(in);
-  workerTable_->setModel(workers_);
-  workerTable_->verticalHeader()->hide();
-  workerTable_->horizontalHeader()->setStretchLastSection(true);
-  workerTable_->setSelectionMode(QAbstractItemView::NoSelection);
-  form->addRow(workerTable_);
-  for (QSpinBox* s : {local_, remote_})
-    connect(s, &QSpinBox::valueChanged, this, &SetupPanel::changed);
-  connect(listen_, &QLineEdit::editingFinished, this, &SetupPanel::changed);
-  connect(devices_, &QLineEdit::editingFinished, this, &SetupPanel::changed);
-  connect(backend_, &QComboBox::currentIndexChanged, this, [this] {
-    updateDependentFields();
-    emit changed();
-  });
-  lockedWhileRunning_ = {local_, remote_, listen_, backend_, devices_};
-  return g;
+  return joinRow;
 }
 
-QWidget* SetupPanel::buildCollective() {
-  auto* g = group(tr("Collective"), this);
-  QFormLayout* form = formIn(g);
-  QWidget* in = form->parentWidget();
+void SetupPanel::buildCollective() {
+  SetupSection* sec = addSection(QStringLiteral("collective"), tr("Collective"), false);
+  QWidget* in = sec->body();
   algorithm_ = new QComboBox(in);
   for (const std::string& a : algorithmNames())
     algorithm_->addItem(QString::fromStdString(a), QString::fromStdString(a));
@@ -209,13 +220,23 @@ QWidget* SetupPanel::buildCollective() {
   op_ = enumBox(kAllRedOps, in);
   root_ = new QSpinBox(in);
   root_->setRange(0, kMaxRanks - 1);
-  addField(form, SetupField::Algorithm, tr("Algorithm"), algorithm_,
+  addField(sec, SetupField::Algorithm, tr("Algorithm"), algorithm_,
            tr("How the ranks exchange chunks; 'all' compares every algorithm of the collective"));
-  addField(form, SetupField::Collective, tr("Collective"), collective_,
+  addField(sec, SetupField::Collective, tr("Collective"), collective_,
            tr("What the ranks compute together"));
-  form->addRow(tr("Data type"), dtype_);
-  form->addRow(tr("Reduction"), op_);
-  addField(form, SetupField::Root, tr("Root"), root_,
+  // The data type and the reduction side by side: one row for two short choices.
+  auto* data = new QWidget(in);
+  auto* dl = new QHBoxLayout(data);
+  dl->setContentsMargins(0, 0, 0, 0);
+  dtype_->setParent(data);
+  op_->setParent(data);
+  dtype_->setToolTip(tr("The elements' type"));
+  dl->addWidget(dtype_, 1);
+  dl->addWidget(op_, 1);
+  auto* dataLabel = new QLabel(tr("Type, reduction"), in);
+  dataLabel->setToolTip(tr("The elements' type and the reduction the collective applies"));
+  sec->form()->addRow(dataLabel, data);
+  addField(sec, SetupField::Root, tr("Root"), root_,
            tr("The rank that reduce gathers to and broadcast sends from"));
   for (QComboBox* b : {algorithm_, collective_, dtype_, op_}) {
     connect(b, &QComboBox::currentIndexChanged, this, [this] {
@@ -224,16 +245,23 @@ QWidget* SetupPanel::buildCollective() {
     });
   }
   connect(root_, &QSpinBox::valueChanged, this, &SetupPanel::changed);
-  return g;
 }
 
-QWidget* SetupPanel::buildSizes() {
-  auto* g = group(tr("Sizes and pipeline"), this);
-  QFormLayout* form = formIn(g);
-  QWidget* in = form->parentWidget();
+void SetupPanel::buildSizes() {
+  SetupSection* sec = addSection(QStringLiteral("sizes"), tr("Sizes and pipeline"), false);
+  QWidget* in = sec->body();
   size_ = new RangeField(1024, uint64_t{1} << 30, in);
   slice_ = new RangeField(1024, uint64_t{64} << 20, in);
   inflight_ = new RangeField(1, kMaxInflight, in);
+  addField(sec, SetupField::Size, tr("Message size"), size_,
+           tr("Bytes of the collective (nccl-tests' size), e.g. 64K, 16M; sweep to chart bandwidth "
+              "against size"));
+  addField(sec, SetupField::Slice, tr("Slice size"), slice_,
+           tr("The pipeline unit: the most bytes one message carries"));
+  addField(sec, SetupField::Inflight, tr("Slices in flight"), inflight_,
+           tr("Slices a rank may have in flight at once"));
+  runsSection_ = addSection(QStringLiteral("runs"), tr("Iterations, hosts"), true);
+  in = runsSection_->body();
   iterations_ = new QSpinBox(in);
   iterations_->setRange(1, 100000);
   warmup_ = new QSpinBox(in);
@@ -241,33 +269,25 @@ QWidget* SetupPanel::buildSizes() {
   ranksPerHost_ = new QSpinBox(in);
   ranksPerHost_->setRange(0, kMaxRanks);
   ranksPerHost_->setSpecialValueText(tr("from host names"));
-  addField(form, SetupField::Size, tr("Message size"), size_,
-           tr("Bytes of the collective (nccl-tests' size), e.g. 64K, 16M; sweep to chart bandwidth "
-              "against size"));
-  addField(form, SetupField::Slice, tr("Slice size"), slice_,
-           tr("The pipeline unit: the most bytes one message carries"));
-  addField(form, SetupField::Inflight, tr("Slices in flight"), inflight_,
-           tr("Slices a rank may have in flight at once"));
-  addField(form, SetupField::Iterations, tr("Iterations"), iterations_,
+  addField(runsSection_, SetupField::Iterations, tr("Iterations"), iterations_,
            tr("Timed iterations per run"));
-  addField(form, SetupField::Warmup, tr("Warm-up"), warmup_, tr("Untimed iterations before them"));
-  addField(form, SetupField::RanksPerHost, tr("Ranks per host"), ranksPerHost_,
+  addField(runsSection_, SetupField::Warmup, tr("Warm-up"), warmup_,
+           tr("Untimed iterations before them"));
+  addField(runsSection_, SetupField::RanksPerHost, tr("Ranks per host"), ranksPerHost_,
            tr("How hierarchical groups the ranks into hosts"));
   for (RangeField* r : {size_, slice_, inflight_})
     connect(r, &RangeField::edited, this, &SetupPanel::changed);
   for (QSpinBox* s : {iterations_, warmup_, ranksPerHost_}) {
     connect(s, &QSpinBox::valueChanged, this, &SetupPanel::changed);
   }
-  return g;
 }
 
-QWidget* SetupPanel::buildRing() {
-  auto* g = group(tr("Ring order"), this);
-  QFormLayout* form = formIn(g);
-  QWidget* in = form->parentWidget();
+void SetupPanel::buildRing() {
+  ringSection_ = addSection(QStringLiteral("ring"), tr("Ring order"), true);
+  QWidget* in = ringSection_->body();
   ringText_ = new QLineEdit(in);
   ringText_->setPlaceholderText(tr("0 1 2 … n−1 (type e.g. 0 2 1 3)"));
-  addField(form, SetupField::RingOrder, tr("Order"), ringText_,
+  addField(ringSection_, SetupField::RingOrder, tr("Order"), ringText_,
            tr("The ring as ranks in sending order; or drag the ranks below"));
   ring_ = new RingOrderModel(this);
   ringList_ = new QListView(in);
@@ -280,20 +300,18 @@ QWidget* SetupPanel::buildRing() {
   ringList_->setMinimumHeight(90);
   ringList_->setMaximumHeight(150);
   ringList_->setToolTip(tr("Drag a rank to change its place in the ring"));
-  form->addRow(ringList_);
+  ringSection_->form()->addRow(ringList_);
   connect(ringText_, &QLineEdit::textEdited, this, &SetupPanel::ringTextEdited);
   connect(ring_, &RingOrderModel::orderEdited, this, [this](const std::vector<int>& order) {
     ringText_->setText(ring_->isIdentity() ? QString()
                                            : QString::fromStdString(formatRingOrder(order)));
     emit changed();
   });
-  return g;
 }
 
-QWidget* SetupPanel::buildShaping() {
-  auto* g = group(tr("Link shaping"), this);
-  QFormLayout* form = formIn(g);
-  QWidget* in = form->parentWidget();
+void SetupPanel::buildShaping() {
+  shapingSection_ = addSection(QStringLiteral("shaping"), tr("Link shaping"), true);
+  QWidget* in = shapingSection_->body();
   portRate_ = rateBox(in, tr("not shaped"));
   latency_ = new QDoubleSpinBox(in);
   latency_->setRange(0, 1e6);
@@ -301,9 +319,10 @@ QWidget* SetupPanel::buildShaping() {
   latency_->setSingleStep(10);
   latency_->setSuffix(QStringLiteral(" µs"));
   latency_->setSpecialValueText(tr("none"));
-  addField(form, SetupField::PortRate, tr("Every port"), portRate_,
+  addField(shapingSection_, SetupField::PortRate, tr("Every port"), portRate_,
            tr("Every rank's port rate, each direction (the model predicts under it too)"));
-  addField(form, SetupField::Latency, tr("Added latency"), latency_, tr("Added to every message"));
+  addField(shapingSection_, SetupField::Latency, tr("Added latency"), latency_,
+           tr("Added to every message"));
   auto row = [in](std::initializer_list<QWidget*> ws) {
     auto* w = new QWidget(in);
     auto* l = new QHBoxLayout(w);
@@ -318,14 +337,14 @@ QWidget* SetupPanel::buildShaping() {
   slowRankOn_ = new QCheckBox(tr("rank"), in);
   slowRank_ = new QSpinBox(in);
   slowRankRate_ = rateBox(in, {});
-  addField(form, SetupField::SlowRank, tr("Slow rank"),
+  addField(shapingSection_, SetupField::SlowRank, tr("Slow rank"),
            row({slowRankOn_, slowRank_, new QLabel(tr("at")), slowRankRate_}),
            tr("One rank whose port is slower than the others"));
   slowLinkOn_ = new QCheckBox(tr("link"), in);
   slowFrom_ = new QSpinBox(in);
   slowTo_ = new QSpinBox(in);
   slowLinkRate_ = rateBox(in, {});
-  addField(form, SetupField::SlowLink, tr("Slow link"),
+  addField(shapingSection_, SetupField::SlowLink, tr("Slow link"),
            row({slowLinkOn_, slowFrom_, new QLabel(QStringLiteral("→")), slowTo_,
                 new QLabel(tr("at")), slowLinkRate_}),
            tr("One directed link slower than its ports"));
@@ -339,24 +358,6 @@ QWidget* SetupPanel::buildShaping() {
       updateDependentFields();
       emit changed();
     });
-  }
-  return g;
-}
-
-void SetupPanel::setRunActions(QAction* run, QAction* stop) {
-  auto* l = new QHBoxLayout(runRow_);
-  l->setContentsMargins(0, 0, 0, 0);
-  for (QAction* a : {run, stop}) {
-    auto* b = new QToolButton(runRow_);
-    b->setDefaultAction(a);
-    b->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    b->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
-    b->setMinimumHeight(36);
-    QFont f = b->font();
-    f.setPointSizeF(f.pointSizeF() * 1.15);
-    f.setBold(true);
-    b->setFont(f);
-    l->addWidget(b);
   }
 }
 
@@ -375,6 +376,9 @@ void SetupPanel::updateDependentFields() {
                           : tr("%1 does not reduce").arg(collective_->currentText()));
   const bool rooted = c == Collective::Reduce || c == Collective::Broadcast;
   root_->setEnabled(rooted);
+  // The root matters to reduce and broadcast alone: its row shows for them (or its refusal).
+  fieldSections_[SetupField::Root]->form()->setRowVisible(
+      root_, rooted || !problemLabels_[SetupField::Root]->text().isEmpty());
   // Algorithms that do not implement the collective, or cannot run on the backend, cannot be
   // chosen: the lab's own need a backend with its data planes, NCCL's a device backend.
   const std::string backend = backend_->currentData().toString().toStdString();
@@ -490,23 +494,29 @@ void SetupPanel::setSetup(const SessionSetup& s) {
   slowTo_->setValue(std::max(s.slowLinkTo, 0));
   slowLinkRate_->setValue(s.slowLinkMBps);
   updateDependentFields();
+  updateSummaries();
 }
 
 void SetupPanel::showProblems(const std::vector<SetupProblem>& problems) {
+  std::map<SetupSection*, bool> refused;
   for (auto& [field, label] : problemLabels_) {
     const auto it = std::find_if(problems.begin(), problems.end(),
                                  [f = field](const SetupProblem& p) { return p.field == f; });
     QWidget* w = fieldWidgets_[field];
+    SetupSection* sec = fieldSections_[field];
+    refused[sec] |= it != problems.end();
     if (it == problems.end()) {
-      label->hide();
+      sec->form()->setRowVisible(label, false);
       label->clear();
       w->setStyleSheet({});
       continue;
     }
     label->setText(QString::fromStdString(it->rule));
-    label->show();
+    sec->form()->setRowVisible(label, true);
     w->setStyleSheet(QString::fromLatin1(kInvalidStyle));
   }
+  // A refused field is never hidden in a folded section.
+  for (auto& [sec, any] : refused) sec->setRefused(any);
   // The ring list follows the world's size.
   std::vector<SetupProblem> ignored;
   const SessionSetup s = setup(&ignored);
@@ -516,7 +526,12 @@ void SetupPanel::showProblems(const std::vector<SetupProblem>& problems) {
 
 QString SetupPanel::problemText(SetupField f) const {
   const auto it = problemLabels_.find(f);
-  return it == problemLabels_.end() || it->second->isHidden() ? QString() : it->second->text();
+  return it == problemLabels_.end() ? QString() : it->second->text();
+}
+
+QString SetupPanel::fieldName(SetupField f) const {
+  const auto it = fieldNames_.find(f);
+  return it == fieldNames_.end() ? QString() : it->second;
 }
 
 void SetupPanel::setWorkers(const std::vector<WorkerInfo>& workers, const QString& joinCommand) {
@@ -524,15 +539,67 @@ void SetupPanel::setWorkers(const std::vector<WorkerInfo>& workers, const QStrin
   joinCommand_->setText(joinCommand);
   joinCommand_->setCursorPosition(0);
   workerTable_->resizeColumnsToContents();
-  // Up to six workers show without scrolling.
-  const int rows = std::clamp(static_cast<int>(workers.size()), 2, 6);
+  // Up to five workers show without scrolling.
+  const int rows = std::clamp(static_cast<int>(workers.size()), 2, 5);
   const int h = workerTable_->horizontalHeader()->height() +
                 rows * workerTable_->verticalHeader()->defaultSectionSize() + 4;
   workerTable_->setFixedHeight(h);
+  updateSummaries();
 }
 
 void SetupPanel::setRunning(bool running) {
   for (QWidget* w : lockedWhileRunning_) w->setEnabled(!running);
+}
+
+// What each folded section holds, in a few words beside its title: a setting in effect is
+// never out of sight.
+void SetupPanel::updateSummaries() {
+  std::vector<SetupProblem> ignored;
+  const SessionSetup s = setup(&ignored);
+  QStringList remote;
+  remote << (s.remoteWorkers == 0 ? tr("none remote") : tr("%1 remote").arg(s.remoteWorkers));
+  if (!s.listen.empty()) remote << QString::fromStdString(s.listen);
+  if (!devices_->text().trimmed().isEmpty()) remote << tr("GPUs %1").arg(devices_->text());
+  remoteSection_->setSummary(remote.join(QStringLiteral(" · ")));
+  presentSection_->setSummary(tr("%1 joined").arg(workers_->rowCount()));
+  QString runs = tr("%1 iterations, %2 warm-up").arg(s.iterations).arg(s.warmup);
+  if (s.ranksPerHost > 0) runs += tr(", %1 per host").arg(s.ranksPerHost);
+  runsSection_->setSummary(runs);
+  ringSection_->setSummary(s.ringOrder.empty()
+                               ? tr("0 … n−1 (default)")
+                               : QString::fromStdString(formatRingOrder(s.ringOrder)));
+  QStringList shaping;
+  if (s.portMBps > 0) shaping << tr("ports %1 MB/s").arg(s.portMBps);
+  if (s.latencyUs > 0) shaping << tr("+%1 µs").arg(s.latencyUs);
+  if (s.slowRank >= 0) shaping << tr("rank %1 at %2 MB/s").arg(s.slowRank).arg(s.slowRankMBps);
+  if (s.slowLinkFrom >= 0) {
+    shaping
+        << tr("link %1→%2 at %3 MB/s").arg(s.slowLinkFrom).arg(s.slowLinkTo).arg(s.slowLinkMBps);
+  }
+  shapingSection_->setSummary(shaping.isEmpty() ? tr("not shaped")
+                                                : shaping.join(QStringLiteral(" · ")));
+}
+
+QStringList SetupPanel::openSections() const {
+  QStringList open;
+  for (const SetupSection* sec : sections_) {
+    if (sec->collapsible() && sec->isOpen()) open << sec->key();
+  }
+  return open;
+}
+
+void SetupPanel::setOpenSections(const QStringList& keys) {
+  for (SetupSection* sec : sections_) {
+    // A section holding a refused field stays open.
+    if (sec->collapsible()) sec->setOpen(keys.contains(sec->key()) || sec->refused());
+  }
+}
+
+SetupSection* SetupPanel::section(const QString& key) const {
+  for (SetupSection* sec : sections_) {
+    if (sec->key() == key) return sec;
+  }
+  return nullptr;
 }
 
 }  // namespace arl::ui

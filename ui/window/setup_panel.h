@@ -1,9 +1,12 @@
 // The setup panel (a dock beside the topology): workers (local count, remote ones as they join
 // with the command that joins one), the collective, sizes and their sweeps, the pipeline, the
-// ring order (typed or dragged) and the network's shaping, with Run and Stop. A field that
-// core would refuse is outlined in red with the rule under it, before Run is pressed.
+// ring order (typed or dragged) and the network's shaping. What most runs change is always in
+// view; the rest folds into sections that summarise their values while closed. A field that
+// core would refuse is outlined in red with the rule under it, before Run is pressed (its
+// section opens). Run and Stop are the window's (toolbar, Run menu).
 #pragma once
 
+#include <QStringList>
 #include <QWidget>
 #include <map>
 #include <vector>
@@ -11,7 +14,6 @@
 #include "runtime/run_types.h"
 #include "window/setup.h"
 
-class QAction;
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
@@ -26,6 +28,7 @@ namespace arl::ui {
 
 class RangeField;
 class RingOrderModel;
+class SetupSection;
 class WorkerListModel;
 
 class SetupPanel : public QWidget {
@@ -43,9 +46,10 @@ class SetupPanel : public QWidget {
   void showProblems(const std::vector<SetupProblem>& problems);
   // The rule shown under a field ("" when it has none).
   QString problemText(SetupField f) const;
+  // The field's label ("Local workers").
+  QString fieldName(SetupField f) const;
 
   void setWorkers(const std::vector<WorkerInfo>& workers, const QString& joinCommand);
-  void setRunActions(QAction* run, QAction* stop);
   // Fields that cannot change while a session runs are disabled.
   void setRunning(bool running);
 
@@ -58,22 +62,42 @@ class SetupPanel : public QWidget {
   RingOrderModel* ringModel() const { return ring_; }
   QLineEdit* ringOrderEdit() const { return ringText_; }
 
+  // The folded sections open now, by key ("remote", "present", "runs", "ring", "shaping"), to
+  // keep between sessions; and opening those (the others close, unless refused).
+  QStringList openSections() const;
+  void setOpenSections(const QStringList& keys);
+  SetupSection* section(const QString& key) const;
+
  signals:
   void changed();
 
  private:
-  QWidget* buildWorkers();
-  QWidget* buildCollective();
-  QWidget* buildSizes();
-  QWidget* buildRing();
-  QWidget* buildShaping();
-  void addField(QFormLayout* form, SetupField f, const QString& label, QWidget* field,
-                const QString& tip);
+  SetupSection* addSection(const QString& key, const QString& title, bool collapsible);
+  void buildWorkers();
+  QWidget* buildJoinRow(QWidget* parent);
+  void buildCollective();
+  void buildSizes();
+  void buildRing();
+  void buildShaping();
+  // A field with its label, and under it the rule when refused; `outlined` (default: the field)
+  // is what turns red.
+  void addField(SetupSection* sec, SetupField f, const QString& label, QWidget* field,
+                const QString& tip, QWidget* outlined = nullptr);
+  void alignLabels();
   void updateDependentFields();
+  void updateSummaries();
   void ringTextEdited();
 
   std::map<SetupField, QWidget*> fieldWidgets_;
   std::map<SetupField, QLabel*> problemLabels_;
+  std::map<SetupField, QString> fieldNames_;
+  std::map<SetupField, SetupSection*> fieldSections_;
+  std::vector<SetupSection*> sections_;
+  SetupSection* remoteSection_ = nullptr;
+  SetupSection* presentSection_ = nullptr;
+  SetupSection* runsSection_ = nullptr;
+  SetupSection* ringSection_ = nullptr;
+  SetupSection* shapingSection_ = nullptr;
   QSpinBox* local_;
   QSpinBox* remote_;
   QLineEdit* listen_;
@@ -105,7 +129,6 @@ class SetupPanel : public QWidget {
   QSpinBox* slowFrom_;
   QSpinBox* slowTo_;
   QDoubleSpinBox* slowLinkRate_;
-  QWidget* runRow_;
   std::vector<QWidget*> lockedWhileRunning_;
   bool loading_ = false;
 };
