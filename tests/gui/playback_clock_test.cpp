@@ -60,14 +60,27 @@ TEST(PlaybackClock, StepsBetweenBoundaries) {
   EXPECT_EQ(c.time(), 0);
 }
 
-TEST(PlaybackClock, LiveFollowsTheNewestTelemetry) {
+// Live, the time is the present less the delay, at the run's own pace, and it waits at the
+// newest telemetry while that is late.
+TEST(PlaybackClock, LiveTrailsThePresentByItsDelay) {
+  constexpr int64_t kDelay = PlaybackClock::kLiveDelayNs;
   PlaybackClock c;
   c.goLive();
-  c.setRange(0, 500);
-  EXPECT_EQ(c.time(), 500);
-  c.setRange(0, 900);
-  c.advance(1);
-  EXPECT_EQ(c.time(), 900);
+  c.setRange(1'000, 4'000'000'000);
+  EXPECT_EQ(c.followLive(2'000'000'000), 2'000'000'000 - kDelay);
+  c.advance(1'000'000);  // wall time alone does not move a live clock
+  EXPECT_EQ(c.time(), 2'000'000'000 - kDelay);
+  EXPECT_EQ(c.followLive(2'250'000'000), 2'250'000'000 - kDelay);
+  // Telemetry late: the time waits at its newest, and goes on once more has come.
+  EXPECT_EQ(c.followLive(9'000'000'000), 4'000'000'000);
+  c.setRange(1'000, 9'000'000'000);
+  EXPECT_EQ(c.time(), 4'000'000'000);
+  EXPECT_EQ(c.followLive(9'000'000'000), 9'000'000'000 - kDelay);
+  // Before the first telemetry's time, the first.
+  EXPECT_EQ(c.followLive(kDelay), 1'000);
+  // Paused, the present does not move it.
+  c.pause();
+  EXPECT_EQ(c.followLive(9'000'000'000), 1'000);
 }
 
 TEST(PlaybackClock, PicksASpeedWhereAStepLastsTheAskedTime) {

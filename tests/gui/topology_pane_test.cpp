@@ -2,14 +2,20 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QRegularExpression>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
+#include <vector>
 
+#include "base/clock.h"
 #include "exec/check.h"
 #include "exec/run_request.h"
+#include "exec/timeline.h"
 #include "playback/playback_bar.h"
+#include "playback/playback_clock.h"
 #include "schedule/generators.h"
 #include "schedule/verifier.h"
 #include "topology/arithmetic.h"
@@ -290,6 +296,111 @@ TEST(TopologyPane, TokensAreTheMessagesInFlight) {
   const TokenDraw& first = pane.view()->tokens().front();
   EXPECT_EQ(first.sender, x.sender);
   EXPECT_EQ(first.provenance, x.provenance);
+}
+
+// Live, the view shows the moment PlaybackClock::kLiveDelayNs ago, with the messages in flight
+// then, and says how far behind the ranks it is; when the telemetry is late it waits at the
+// newest and says so. The recorded run is stretched in time so that one of its messages
+// spans the present less the delay for seconds, as on a slow link.
+TEST(TopologyPane, LiveShowsTheMessagesInFlightHalfASecondAgo) {
+  constexpr int64_t kDelay = PlaybackClock::kLiveDelayNs;
+  const LocalRecording rec = recordLocal("ring", 4, 4096);
+  const Timeline recorded(rec.events);
+  ASSERT_FALSE(recorded.transfers().empty());
+  const Transfer& x = recorded.transfers()[recorded.transfers().size() / 2];
+  const int64_t mid = (x.sendStartNs + x.recvEndNs) / 2;
+  const double stretch =
+      20e9 / static_cast<double>(std::max<int64_t>(x.recvEndNs - x.sendStartNs, 1));
+  const auto live = [&](int64_t anchorNs) {
+    std::vector<TelemetryEvent> events = rec.events;
+    for (TelemetryEvent& e : events) {
+      e.tNs = anchorNs + static_cast<int64_t>(static_cast<double>(e.tNs - mid) * stretch);
+    }
+    return events;
+  };
+  TopologyPane pane;
+  pane.beginRun(rec.run);
+  pane.appendEvents(0, live(steadyNowNs() - kDelay));
+  pane.flushEvents();
+  const int64_t before = steadyNowNs();
+  pane.advanceFrame(16'000'000);
+  const int64_t after = steadyNowNs();
+  const int64_t t = pane.playbackTimeNs();
+  EXPECT_GE(t, before - kDelay);
+  EXPECT_LE(t, after - kDelay);
+  const Timeline& tl = pane.model().timeline();
+  EXPECT_FALSE(pane.view()->tokenTransfers().empty());
+  EXPECT_EQ(pane.view()->tokenTransfers(), tl.inFlightAt(t));
+  EXPECT_FALSE(pane.captionText().isEmpty());
+  EXPECT_TRUE(pane.captionDetail().contains(QStringLiteral("live · 0.5 s behind")))
+      << pane.captionDetail().toStdString();
+
+  // The step of the messages in flight has not ended on any rank yet (its StepEnds are still
+  // to come, as in a live run whose slices are still going through it): the caption names it
+  // all the same.
+  std::map<std::pair<uint32_t, uint32_t>, int> inFlight;  // (iteration, step) -> tokens
+  for (size_t i : pane.view()->tokenTransfers()) {
+    ++inFlight[{tl.transfers()[i].iteration, tl.transfers()[i].step}];
+  }
+  const auto [iteration, step] =
+      std::max_element(inFlight.begin(), inFlight.end(), [](const auto& a, const auto& b) {
+        return a.second < b.second;
+      })->first;
+  std::vector<TelemetryEvent> open = live(steadyNowNs() - kDelay);
+  std::erase_if(open, [&](const TelemetryEvent& e) {
+    return e.kind == EventKind::StepEnd && e.iteration == iteration && e.step == step;
+  });
+  TopologyPane underWay;
+  underWay.beginRun(rec.run);
+  underWay.appendEvents(0, open);
+  underWay.flushEvents();
+  underWay.advanceFrame(16'000'000);
+  ASSERT_EQ(underWay.model().markOf(iteration, step), nullptr);
+  ASSERT_NE(underWay.model().markUnderWay(iteration, step), nullptr);
+  EXPECT_EQ(underWay.captionText().toStdString(), pane.captionText().toStdString());
+
+  // Telemetry late by seconds: the view waits at its newest moment and says how far behind.
+  TopologyPane late;
+  late.beginRun(rec.run);
+  std::vector<TelemetryEvent> old = rec.events;
+  const int64_t shift = steadyNowNs() - 3'000'000'000 - old.back().tNs;
+  for (TelemetryEvent& e : old) e.tNs += shift;  // the newest, 3 s ago
+  late.appendEvents(0, old);
+  late.flushEvents();
+  late.advanceFrame(16'000'000);
+  EXPECT_EQ(late.playbackTimeNs(), late.model().endNs());
+  EXPECT_TRUE(late.captionDetail().contains(
+      QRegularExpression(QStringLiteral("live · 3\\.[0-9] s behind"))))
+      << late.captionDetail().toStdString();
+}
+
+// Live, ranks ship their telemetry independently: a rebuild can add strip updates before the
+// time already drawn. The strips then start over, so that none of them is skipped.
+TEST(TopologyPane, StripsTakeUpdatesThatLandBeforeTheTimeDrawn) {
+  const auto update = [](int64_t t, int rank, int cell, uint64_t mask) {
+    CellUpdate u;
+    u.tNs = t;
+    u.rank = rank;
+    u.first = cell;
+    u.last = cell;
+    u.mask = mask;
+    return u;
+  };
+  StripState strips;
+  strips.reset(2, 2, true);
+  std::vector<CellUpdate> updates = {update(10, 0, 1, 0b10), update(30, 1, 1, 0b01)};
+  strips.applyUntil(updates, 20);
+  EXPECT_EQ(strips.mask(0, 1), 0b11u);
+  EXPECT_EQ(strips.mask(1, 1), 0b10u);
+  updates.insert(updates.begin() + 1, update(15, 1, 0, 0b01));  // a late batch's
+  strips.applyUntil(updates, 20);
+  EXPECT_EQ(strips.mask(1, 0), 0b11u);
+  EXPECT_EQ(strips.mask(0, 1), 0b11u);
+  EXPECT_EQ(strips.mask(1, 1), 0b10u);
+  updates.erase(updates.begin());  // the live window dropped the oldest
+  strips.applyUntil(updates, 40);
+  EXPECT_EQ(strips.mask(0, 1), 0b01u);
+  EXPECT_EQ(strips.mask(1, 1), 0b11u);
 }
 
 class TopologyStrips : public ::testing::TestWithParam<std::string> {};

@@ -9,17 +9,20 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QThread>
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
 #include <numeric>
 #include <set>
 
+#include "base/clock.h"
 #include "charts/charts_panel.h"
 #include "model/model.h"
 #include "runtime/sweep.h"
 #include "topology/run_model.h"
 #include "topology/topology_pane.h"
+#include "topology/topology_view.h"
 #include "window/error_banner.h"
 #include "window/main_window.h"
 #include "window/setup_panel.h"
@@ -225,6 +228,44 @@ TEST(WindowRun, RunsArePredictedWithTheWindowsModelAndItsSourceIsNamed) {
             std::string::npos)
       << charts.busbw.note;
   EXPECT_NE(charts.algbw.note.find(o.modelSource), std::string::npos) << charts.algbw.note;
+}
+
+// A run longer than a second (8 MiB on 50 MB/s ports: about 0.25 s an iteration) animates as
+// it runs: before its row arrives the topology draws messages in flight, the caption follows
+// the steps, and the view says it is live and how far behind the ranks, under a second.
+TEST(WindowRun, ALongShapedRunAnimatesWhileItRuns) {
+  SessionSetup s = smallSweep();
+  s.size = {false, uint64_t{8} << 20, 0, 0, 2};
+  s.slice = {false, 256 << 10, 0, 0, 2};
+  s.iterations = 5;
+  s.warmup = 1;
+  s.portMBps = 50;
+  auto w = makeWindow(s);
+  Feed feed;
+  feed.attach(*w);
+  const TopologyPane& pane = *w->topologyPane();
+  ASSERT_TRUE(w->run());
+  int looksWithTokens = 0;
+  std::set<QString> captions;
+  int64_t mostBehindNs = 0;
+  bool saysHowFarBehind = true;
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        if (feed.rows.empty() && !feed.runs.empty() && !pane.view()->tokenTransfers().empty()) {
+          ++looksWithTokens;
+          captions.insert(pane.captionText());
+          mostBehindNs = std::max(mostBehindNs, steadyNowNs() - pane.playbackTimeNs());
+          saysHowFarBehind &= pane.captionDetail().contains(QStringLiteral(" s behind"));
+        }
+        return feed.end.has_value();
+      },
+      120000));
+  ASSERT_EQ(feed.end->error, "");
+  ASSERT_EQ(feed.rows.size(), 1u);
+  EXPECT_GT(looksWithTokens, 5) << "no messages drawn in flight while the run ran";
+  EXPECT_GE(captions.size(), 3u) << "the caption did not follow the steps";
+  EXPECT_LT(mostBehindNs, 1'000'000'000);
+  EXPECT_TRUE(saysHowFarBehind);
 }
 
 TEST(WindowRun, StopEndsTheSessionAndTheNextOneRuns) {

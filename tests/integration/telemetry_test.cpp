@@ -3,12 +3,14 @@
 // rank's in the order the rank recorded them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <vector>
 
+#include "base/clock.h"
 #include "runtime/coordinator.h"
 #include "runtime/protocol.h"
 #include "schedule/generators.h"
@@ -229,6 +231,75 @@ TEST(Telemetry, AShortRunShipsItsTelemetryAfterItsTimedIterations) {
     EXPECT_LT(lastIteration[r], firstBatch[r]) << "telemetry shipped while the run was timed";
   }
   EXPECT_EQ(res->eventsDropped, 0u);
+}
+
+// A run long enough to be watched ships its telemetry while it runs: a shaped run (8 MiB on
+// 4 ranks with 50 MB/s ports: each rank sends 12 MiB an iteration, about 0.25 s) delivers
+// batches to the client well before its end, each less than a second after the first event
+// it carries was recorded (the worker ships records that have waited 250 ms; the events are
+// on this process's clock, the coordinator's). What a live view can show is no older than that.
+TEST(Telemetry, ALongRunDeliversItsTelemetryWhileItRuns) {
+  constexpr int kRanks = 4;
+  CoordinatorOptions o;
+  o.localWorkers = kRanks;
+  o.workerBinary = ARL_WORKER_BINARY;
+  Coordinator coord(o);
+  RunRequest req;
+  req.algorithm = "ring";
+  req.count = 2 << 20;  // floats: 8 MiB
+  req.sliceBytes = 256 << 10;
+  req.warmup = 1;
+  req.iterations = 5;
+  req.check = false;
+  req.telemetry = TelemetryLevel::Chunks;
+  req.shaping.portBytesPerSecond = 50e6;
+  const uint64_t id = coord.submit(req);
+
+  struct Arrival {
+    int64_t atNs;     // when the client took it
+    int64_t firstNs;  // its first event's time
+  };
+  std::vector<Arrival> arrivals;
+  int64_t firstEventNs = INT64_MAX;
+  int64_t lastEventNs = INT64_MIN;
+  std::optional<RunResult> res;
+  int64_t finishedNs = 0;
+  std::vector<CoordinatorEvent> evs;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!res && std::chrono::steady_clock::now() < deadline) {
+    evs.clear();
+    coord.takeEvents(evs, std::chrono::milliseconds(20));
+    const int64_t now = steadyNowNs();
+    for (auto& ev : evs) {
+      if (auto* t = std::get_if<TelemetryBatchEvent>(&ev); t && t->runId == id) {
+        if (t->events.empty()) continue;
+        arrivals.push_back({now, t->events.front().tNs});
+        for (const TelemetryEvent& e : t->events) {
+          firstEventNs = std::min(firstEventNs, e.tNs);
+          lastEventNs = std::max(lastEventNs, e.tNs);
+        }
+      } else if (auto* f = std::get_if<RunFinished>(&ev); f && f->result.runId == id) {
+        res = std::move(f->result);
+        finishedNs = now;
+      }
+    }
+  }
+  ASSERT_TRUE(res) << "no RunFinished within 120 s";
+  ASSERT_EQ(res->state, RunState::Done) << res->error;
+  ASSERT_FALSE(arrivals.empty());
+  const double runSeconds = static_cast<double>(lastEventNs - firstEventNs) * 1e-9;
+  ASSERT_GT(runSeconds, 1.0) << "the shaped run's timed iterations must last over a second";
+  size_t early = 0;  // batches that arrived half a second or more before the run's end
+  for (const Arrival& a : arrivals) {
+    if (finishedNs - a.atNs < 500'000'000) continue;
+    ++early;
+    EXPECT_LT(a.atNs - a.firstNs, 1'000'000'000)
+        << "a batch arrived " << static_cast<double>(a.atNs - a.firstNs) * 1e-9
+        << " s after its first event";
+  }
+  EXPECT_GE(early, static_cast<size_t>(kRanks))
+      << "of " << arrivals.size() << " batches of a run of " << runSeconds << " s, " << early
+      << " arrived half a second or more before its end";
 }
 
 }  // namespace

@@ -138,7 +138,8 @@ PlaybackBar::PlaybackBar(QWidget* parent) : QWidget(parent) {
     lay->addWidget(b);
     return b;
   };
-  live_ = button(QStringLiteral("Live"), QStringLiteral("Follow the newest telemetry"),
+  live_ = button(QStringLiteral("Live"),
+                 QStringLiteral("Follow the run as it runs, at its own pace, half a second behind"),
                  QStyle::SP_MediaSeekForward);
   live_->setCheckable(true);
   back_ = button(QStringLiteral("Step"),

@@ -11,11 +11,7 @@ namespace arl::ui {
 void PlaybackClock::setRange(int64_t startNs, int64_t endNs) {
   startNs_ = startNs;
   endNs_ = std::max(startNs, endNs);
-  if (mode_ == Mode::Live) {
-    t_ = endNs_;
-  } else {
-    t_ = std::clamp(t_, startNs_, endNs_);
-  }
+  t_ = std::clamp(t_, startNs_, endNs_);
 }
 
 void PlaybackClock::setBoundaries(std::vector<int64_t> boundaries) {
@@ -60,11 +56,12 @@ void PlaybackClock::stepBack() {
   mode_ = Mode::Paused;
 }
 
+int64_t PlaybackClock::followLive(int64_t nowNs) {
+  if (mode_ == Mode::Live) t_ = std::clamp(nowNs - kLiveDelayNs, startNs_, endNs_);
+  return t_;
+}
+
 int64_t PlaybackClock::advance(int64_t wallNs) {
-  if (mode_ == Mode::Live) {
-    t_ = endNs_;
-    return t_;
-  }
   if (!running()) return t_;
   carryNs_ += speed_ * static_cast<double>(std::max<int64_t>(wallNs, 0));
   const auto whole = static_cast<int64_t>(carryNs_);

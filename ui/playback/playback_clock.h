@@ -1,7 +1,7 @@
 // The playback clock of the topology view: a time on the run's telemetry clock (ns) that a
 // frame timer advances by wall time scaled by a speed factor, that jumps between step
-// boundaries in step mode, and that follows the newest telemetry while live. No Qt: the pane
-// drives it from its frame timer, the tests call it directly.
+// boundaries in step mode, and that trails the present by a fixed delay while live. No Qt: the
+// pane drives it from its frame timer, the tests call it directly.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,12 @@ class PlaybackClock {
   // microseconds; a teacher wants one step to last about a second).
   static constexpr double kMaxSpeed = 1.0;
   static constexpr double kMinSpeed = 1e-6;
+
+  // While live, the time shown trails the present by this much: a worker ships records once
+  // they have waited 250 ms (docs/telemetry.md, "How an event travels"), and the window hands
+  // them on within tens of milliseconds, so by then every rank's telemetry of that moment has
+  // arrived, both ends of its messages are known and they can be drawn in flight.
+  static constexpr int64_t kLiveDelayNs = 500'000'000;
 
   enum class Mode { Live, Playing, Paused, Stepping };
 
@@ -45,8 +51,12 @@ class PlaybackClock {
   void stepBack();
 
   // Advances by `wallNs` of wall time: speed x wallNs while playing or stepping (stopping at
-  // the end, or at the step's boundary), to the range's end while live. Returns the time.
+  // the end, or at the step's boundary); nothing while live (followLive). Returns the time.
   int64_t advance(int64_t wallNs);
+  // While live: the time becomes `nowNs` (the present on the telemetry's clock) less
+  // kLiveDelayNs, at the run's own pace, kept inside the range (so it waits at the newest
+  // telemetry when that is late). Returns the time.
+  int64_t followLive(int64_t nowNs);
 
   int64_t time() const { return t_; }
   int64_t startNs() const { return startNs_; }

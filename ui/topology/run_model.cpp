@@ -33,7 +33,13 @@ void StripState::resetRank(int rank) {
 }
 
 void StripState::applyUntil(const std::vector<CellUpdate>& updates, int64_t t) {
-  if (t < appliedUntil_) reset(nranks_, cells_, own_);
+  // The cursor must still split `updates` at the time applied so far: a live rebuild can add
+  // updates before it (a rank's batch older than another's already drawn) or drop the
+  // oldest (the live window), and then the strips start over.
+  const bool split = cursor_ <= updates.size() &&
+                     (cursor_ == 0 || updates[cursor_ - 1].tNs <= appliedUntil_) &&
+                     (cursor_ == updates.size() || updates[cursor_].tNs > appliedUntil_);
+  if (t < appliedUntil_ || !split) reset(nranks_, cells_, own_);
   appliedUntil_ = t;
   while (cursor_ < updates.size() && updates[cursor_].tNs <= t) {
     const CellUpdate& u = updates[cursor_++];
@@ -297,27 +303,42 @@ void RunModel::buildSteps(const std::vector<TelemetryEvent>& src) {
     phaseOf[{e.iteration, e.step}] = e.phase;
     if (e.clock == ClockSource::Device) ++deviceTimed[{e.iteration, e.step}];
   }
+  // A mark of (iteration, step) in `phase`, placed among the phase's steps.
+  const auto markOfStep = [&](std::pair<uint32_t, uint32_t> key, uint8_t phase) {
+    StepMark m;
+    m.iteration = key.first;
+    m.step = key.second;
+    m.phase = phase;
+    const auto& set = phaseSteps[m.phase];
+    phaseSteps_[m.phase] = std::vector<uint32_t>(set.begin(), set.end());
+    m.phaseSteps = static_cast<int>(set.size());
+    m.phaseIndex = static_cast<int>(std::distance(set.begin(), set.lower_bound(m.step))) + 1;
+    return m;
+  };
   steps_.clear();
   markIndex_.clear();
   int64_t floor = INT64_MIN;
   for (auto& [key, times] : ends) {
     std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2),
                      times.end());
-    StepMark m;
-    m.iteration = key.first;
-    m.step = key.second;
-    m.phase = phaseOf[key];
+    StepMark m = markOfStep(key, phaseOf[key]);
     m.ranksEnded = static_cast<int>(times.size());
     m.deviceTimed = deviceTimed[key];
     // In (iteration, step) order, boundaries never go back in time.
     m.endNs = std::max(times[times.size() / 2], floor);
     floor = m.endNs;
-    const auto& set = phaseSteps[m.phase];
-    phaseSteps_[m.phase] = std::vector<uint32_t>(set.begin(), set.end());
-    m.phaseSteps = static_cast<int>(set.size());
-    m.phaseIndex = static_cast<int>(std::distance(set.begin(), set.lower_bound(m.step))) + 1;
     markIndex_[key] = steps_.size();
     steps_.push_back(m);
+  }
+  underWay_.clear();
+  for (const TelemetryEvent& e : src) {
+    if (e.kind != EventKind::SendStart || markIndex_.count({e.iteration, e.step}) != 0) continue;
+    const std::pair<uint32_t, uint32_t> key{e.iteration, e.step};
+    if (underWay_.count(key) == 0) {
+      StepMark m = markOfStep(key, e.phase);
+      m.endNs = INT64_MAX;
+      underWay_.emplace(key, m);
+    }
   }
 }
 
@@ -408,6 +429,11 @@ void RunModel::buildUpdates(const std::vector<TelemetryEvent>& src) {
 const StepMark* RunModel::markOf(uint32_t iteration, uint32_t step) const {
   const auto it = markIndex_.find({iteration, step});
   return it == markIndex_.end() ? nullptr : &steps_[it->second];
+}
+
+const StepMark* RunModel::markUnderWay(uint32_t iteration, uint32_t step) const {
+  const auto it = underWay_.find({iteration, step});
+  return it == underWay_.end() ? nullptr : &it->second;
 }
 
 int RunModel::phaseIndex(uint8_t phase, uint32_t step) const {

@@ -61,8 +61,8 @@ struct CellUpdate {
 class StripState {
  public:
   void reset(int nranks, int cells, bool ownContribution);
-  // Applies `updates` (sorted by time) up to and including time t; moving back in time starts
-  // over from the beginning.
+  // Applies `updates` (sorted by time) up to and including time t; moving back in time, or
+  // updates changed before the time applied so far, starts over from the beginning.
   void applyUntil(const std::vector<CellUpdate>& updates, int64_t t);
   uint64_t mask(int rank, int cell) const;
   int nranks() const { return nranks_; }
@@ -166,6 +166,10 @@ class RunModel {
   std::vector<int64_t> boundaries() const;
   // The mark of (iteration, step), null when the telemetry has none.
   const StepMark* markOf(uint32_t iteration, uint32_t step) const;
+  // A step no rank has ended yet, whose messages have started (a live run's newest steps:
+  // with several slices a step ends with its last slice): a mark with no end (endNs INT64_MAX,
+  // ranksEnded 0) for the caption and the explanation, never a boundary. Null otherwise.
+  const StepMark* markUnderWay(uint32_t iteration, uint32_t step) const;
   // The 1-based place of `step` among the steps of `phase` (as the caption numbers it).
   int phaseIndex(uint8_t phase, uint32_t step) const;
 
@@ -194,7 +198,8 @@ class RunModel {
   std::unique_ptr<Timeline> timeline_;
   std::vector<StepMark> steps_;
   std::map<uint8_t, std::vector<uint32_t>> phaseSteps_;
-  std::map<std::pair<uint32_t, uint32_t>, size_t> markIndex_;  // (iteration, step) -> steps_
+  std::map<std::pair<uint32_t, uint32_t>, size_t> markIndex_;   // (iteration, step) -> steps_
+  std::map<std::pair<uint32_t, uint32_t>, StepMark> underWay_;  // steps not ended yet
   std::map<uint32_t, uint8_t> stepPhase_;  // step -> the phase of the schedule's sends at it
   std::vector<CellUpdate> updates_;
   int64_t startNs_ = 0;

@@ -15,6 +15,7 @@
 #include <set>
 #include <tuple>
 
+#include "base/clock.h"
 #include "playback/playback_bar.h"
 #include "playback/playback_clock.h"
 #include "topology/explain_panel.h"
@@ -227,6 +228,7 @@ void TopologyPane::rebuildNow() {
   const bool plan = model_->planned();
   const std::vector<int64_t> boundaries = plan ? std::vector<int64_t>{} : model_->boundaries();
   clock_->setRange(plan ? 0 : model_->startNs(), plan ? 0 : model_->endNs());
+  if (!plan) clock_->followLive(steadyNowNs());
   clock_->setBoundaries(boundaries);
   std::vector<uint8_t> phases;
   if (!plan) {
@@ -321,6 +323,7 @@ void TopologyPane::advanceFrame(int64_t wallNs) {
   const int64_t before = clock_->time();
   const bool moving = clock_->running();
   clock_->advance(wallNs);
+  clock_->followLive(steadyNowNs());
   if (moving && nextPause_ < static_cast<int>(pauses_.size())) {
     const PlaybackPause& p = pauses_[static_cast<size_t>(nextPause_)];
     const int64_t at = pauseTime(p);
@@ -412,10 +415,7 @@ void TopologyPane::captionRun(const StepMark* mark) {
         QStringLiteral("iteration %1 of %2 · ").arg(mark->iteration + 1).arg(model_->iterations());
   }
   detail += QStringLiteral("%1 in flight · ").arg(view_->tokenTransfers().size());
-  detail += live ? (model_->windowed()
-                        ? QStringLiteral("live (the newest %1 events)").arg(RunModel::kLiveWindow)
-                        : QStringLiteral("live"))
-                 : PlaybackBar::speedText(clock_->speed());
+  detail += live ? liveText(t) : PlaybackBar::speedText(clock_->speed());
   detail_ = detail;
 }
 
@@ -450,9 +450,22 @@ void TopologyPane::captionPlan(const StepMark* mark) {
   detail_ = detail.join(QStringLiteral(" · "));
 }
 
+// Live, the view trails the ranks (PlaybackClock::kLiveDelayNs, more while telemetry is late):
+// it says by how much, on the telemetry's clock, which is the coordinator's and so this
+// process's steady clock.
+QString TopologyPane::liveText(int64_t t) const {
+  QString text = model_->windowed()
+                     ? QStringLiteral("live (the newest %1 events)").arg(RunModel::kLiveWindow)
+                     : QStringLiteral("live");
+  if (!active_ || model_->held() == 0) return text;
+  const double behind = static_cast<double>(std::max<int64_t>(steadyNowNs() - t, 0)) * 1e-9;
+  return text + QStringLiteral(" · %1 s behind").arg(behind, 0, 'f', 1);
+}
+
 // While playing, the caption names what the view shows: the step most messages in flight
 // belong to (ranks drift apart, and a sender's step ends when its send does, before the
-// message lands). With nothing in flight, the step whose span holds t.
+// message lands), also while no rank has ended it yet (live). With nothing in flight, the step
+// whose span holds t.
 const StepMark* TopologyPane::captionMark(int64_t t) const {
   std::map<std::pair<uint32_t, uint32_t>, int> count;
   const auto& transfers = model_->timeline().transfers();
@@ -460,7 +473,9 @@ const StepMark* TopologyPane::captionMark(int64_t t) const {
   const auto best = std::max_element(
       count.begin(), count.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   if (best != count.end()) {
-    if (const StepMark* m = model_->markOf(best->first.first, best->first.second)) return m;
+    const auto [iteration, step] = best->first;
+    if (const StepMark* m = model_->markOf(iteration, step)) return m;
+    if (const StepMark* m = model_->markUnderWay(iteration, step)) return m;
   }
   return model_->stepAt(t);
 }
@@ -473,6 +488,7 @@ void TopologyPane::goLive() {
     return;
   }
   clock_->goLive();
+  clock_->followLive(steadyNowNs());
   stepMode_ = false;
   syncTimer();
   render();

@@ -96,7 +96,8 @@ class TopologyPane : public QWidget {
   double speed() const;
   bool playing() const;
   int64_t playbackTimeNs() const;
-  // Moves the clock on by `wallNs` of wall time and draws the frame, as the frame timer does.
+  // Moves the clock on by `wallNs` of wall time and draws the frame, as the frame timer does;
+  // live, the clock shows the present less PlaybackClock::kLiveDelayNs instead.
   void advanceFrame(int64_t wallNs);
   // Rebuilds the timeline from the events held now, rather than on the coalescing timer.
   void flushEvents();
@@ -141,6 +142,7 @@ class TopologyPane : public QWidget {
   void syncTimer();
   void fitExplainScroll();
   const StepMark* captionMark(int64_t t) const;
+  QString liveText(int64_t t) const;
   int64_t pauseTime(const PlaybackPause& p) const;
   void showPauseBox(const QString& html, bool question);
   void enterPlan(const TopologyRun& run);
