@@ -395,13 +395,13 @@ void TopologyPane::render() {
   if (model_->planned()) {
     captionPlan(mark);
   } else {
-    captionRun(mark);
+    captionRun(mark, t);
   }
   view_->setCaption(caption_, detail_);
   bar_->showClock(*clock_);
 }
 
-void TopologyPane::captionRun(const StepMark* mark) {
+void TopologyPane::captionRun(const StepMark* mark, int64_t t) {
   caption_ = mark ? QStringLiteral("%1 · step %2 of %3")
                         .arg(QString::fromUtf8(toString(static_cast<Phase>(mark->phase)).data()))
                         .arg(mark->phaseIndex)

@@ -146,7 +146,7 @@ class TopologyPane : public QWidget {
   int64_t pauseTime(const PlaybackPause& p) const;
   void showPauseBox(const QString& html, bool question);
   void enterPlan(const TopologyRun& run);
-  void captionRun(const StepMark* mark);
+  void captionRun(const StepMark* mark, int64_t t);
   void captionPlan(const StepMark* mark);
 
   std::unique_ptr<RunModel> model_;
