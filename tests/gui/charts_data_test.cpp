@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "charts/chart_data.h"
 #include "charts_fixture.h"
@@ -295,6 +297,83 @@ TEST(ChartsData, SubtitleNamesRanksAlgorithmSliceAndHost) {
   for (const char* part : {"3 ranks", "ring, tree", "slice 64K", "lab-host"}) {
     EXPECT_NE(s.find(part), std::string::npos) << part << " in " << s;
   }
+}
+
+TEST(TimeAxis, PlainNumbersNeverUseAnExponent) {
+  EXPECT_EQ(plainNumber(0, 2), "0");
+  EXPECT_EQ(plainNumber(-1e-12, 0.5), "0");
+  EXPECT_EQ(plainNumber(7.5, 2.5), "7.5");
+  EXPECT_EQ(plainNumber(0.25, 0.25), "0.25");
+  EXPECT_EQ(plainNumber(12000, 2000), "12000");
+  EXPECT_EQ(plainNumber(50000, 10000), "50000");
+  EXPECT_EQ(plainNumber(0.0004, 0.0002), "0.0004");
+}
+
+TEST(TimeAxis, TheUnitFollowsTheSpan) {
+  EXPECT_EQ(timeUnitFor(800).name, "\u00B5s");
+  EXPECT_EQ(timeUnitFor(9'999).name, "\u00B5s");
+  EXPECT_EQ(timeUnitFor(10'000).name, "ms");
+  EXPECT_EQ(timeUnitFor(9'000'000).name, "ms");
+  EXPECT_EQ(timeUnitFor(20'000'000).name, "s");
+}
+
+std::vector<std::string> labels(const std::vector<AxisTick>& ticks) {
+  std::vector<std::string> out;
+  for (const AxisTick& t : ticks) out.push_back(t.label);
+  return out;
+}
+
+TEST(TimeAxis, TicksOfATimelineReadInMicrosecondsMillisecondsOrSeconds) {
+  // A 4M ring's iteration: about 8 ms.
+  EXPECT_EQ(labels(timeTicks(8'000, 4)),
+            (std::vector<std::string>{"0", "2000 \u00B5s", "4000 \u00B5s", "6000 \u00B5s",
+                                      "8000 \u00B5s"}));
+  // A 64M ring on 500 MB/s ports: about 50 ms, where the old axis read 1e+04 and 5e+04.
+  const std::vector<AxisTick> ms = timeTicks(52'000, 5);
+  EXPECT_EQ(labels(ms), (std::vector<std::string>{"0", "20 ms", "40 ms"}));
+  EXPECT_DOUBLE_EQ(ms.at(1).value, 20'000);
+  EXPECT_EQ(labels(timeTicks(25'000'000, 5)),
+            (std::vector<std::string>{"0", "5 s", "10 s", "15 s", "20 s", "25 s"}));
+  EXPECT_EQ(labels(timeTicks(3, 6)),
+            (std::vector<std::string>{"0", "0.5 \u00B5s", "1 \u00B5s", "1.5 \u00B5s", "2 \u00B5s",
+                                      "2.5 \u00B5s", "3 \u00B5s"}));
+  EXPECT_EQ(labels(timeTicks(25'000, 10)).at(1), "2.5 ms");
+  EXPECT_TRUE(timeTicks(0, 5).empty());
+  // No span from a nanosecond to a day is labelled with an exponent, and ticks stay in it.
+  for (double span = 1e-3; span < 1e11; span *= 3.7) {
+    const std::vector<AxisTick> ticks = timeTicks(span, 8);
+    ASSERT_GE(ticks.size(), 2u) << span;
+    EXPECT_LE(ticks.size(), 17u) << span;
+    for (const AxisTick& t : ticks) {
+      EXPECT_EQ(t.label.find('e'), std::string::npos) << t.label << " for a span of " << span;
+      EXPECT_LE(t.value, span * (1 + 1e-9));
+    }
+  }
+}
+
+TEST(TimeAxis, TimeLabelsPickTheirOwnUnit) {
+  EXPECT_EQ(timeLabel(250), "250 \u00B5s");
+  EXPECT_EQ(timeLabel(2'500), "2.5 ms");
+  EXPECT_EQ(timeLabel(100'000), "100 ms");
+  EXPECT_EQ(timeLabel(1'500'000), "1.5 s");
+  EXPECT_EQ(timeLabel(0.001), "0.001 \u00B5s");
+  EXPECT_EQ(timeLabel(1e10), "10000 s");
+}
+
+// The spread chart's log axis and the bandwidth axes: times in their unit, no exponents.
+TEST(TimeAxis, SpreadAndBandwidthAxesHaveNoExponents) {
+  std::vector<ChartRow> rows;
+  for (const double us : {3.0, 40'000.0, 2e7}) {
+    rows.push_back(chartRow(madeRow("ring", 1 << 20, 1 << 18, us, std::nan(""))));
+  }
+  const XYChartData spread = iterationSpreadChart(rows);
+  ASSERT_FALSE(spread.y.ticks.empty());
+  for (const AxisTick& t : spread.y.ticks) {
+    EXPECT_EQ(t.label.find('e'), std::string::npos) << t.label;
+  }
+  std::vector<ChartRow> slow = {chartRow(madeRow("ring", 4096, 4096, 5e8, std::nan("")))};
+  const XYChartData bw = bandwidthVsSize(slow, true);
+  for (const AxisTick& t : bw.y.ticks) EXPECT_EQ(t.label.find('e'), std::string::npos) << t.label;
 }
 
 }  // namespace

@@ -119,6 +119,29 @@ ChartRow chartRow(const SweepRow& row);
 // 4 slices in flight · host1".
 std::string sessionSubtitle(const BenchConfig& config, const std::vector<WorkerInfo>& workers);
 
+// The smallest of 1, 2, 2.5 and 5 times a power of ten at or above span / n: a round step for
+// about n ticks over [0, span] (1 for a span that is not positive).
+double niceStep(double span, int n);
+
+// `v` with the decimals that `step` needs and never an exponent: "0", "2.5", "0.25", "12000".
+std::string plainNumber(double v, double step);
+
+// The unit a time axis over [0, spanUs] reads in: µs below 10 ms of span, ms below 10 s, s
+// from there on.
+struct TimeUnit {
+  std::string name;  // "µs", "ms", "s"
+  double us = 1;     // microseconds in one unit
+};
+TimeUnit timeUnitFor(double spanUs);
+
+// A time in the unit its own size calls for, three significant digits at most and never an
+// exponent: "250 µs", "2 ms", "1.5 s".
+std::string timeLabel(double us);
+
+// Ticks over [0, spanUs] at a round step (about `n` of them) in the span's unit, labelled "0",
+// "2 ms", "4 ms", ...
+std::vector<AxisTick> timeTicks(double spanUs, int n);
+
 // "4K", "64K", "1M": a size in bytes as nccl-tests' users read it, rounded to a power of two.
 std::string sizeLabel(double bytes);
 
