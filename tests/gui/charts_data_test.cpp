@@ -299,6 +299,31 @@ TEST(ChartsData, SubtitleNamesRanksAlgorithmSliceAndHost) {
   }
 }
 
+// Before a run the charts describe the setup Run would measure, never a default one.
+TEST(ChartsData, NoRunSubtitleSaysSoAndFollowsTheSetup) {
+  EXPECT_EQ(noRunSubtitle(), "No run yet");
+  BenchConfig c;
+  c.workers = 3;
+  c.expect = 2;
+  c.algorithms = {"tree"};
+  c.minBytes = 4 << 10;
+  c.maxBytes = 16 << 20;
+  c.sliceSizes = {uint64_t{256} << 10};
+  c.inflights = {2};
+  const std::string s = noRunSubtitle(&c);
+  EXPECT_EQ(s.rfind("No run yet", 0), 0u) << s;
+  for (const char* part : {"5 ranks", "tree", "4K to 16M", "slice 256K", "2 in flight"}) {
+    EXPECT_NE(s.find(part), std::string::npos) << part << " in " << s;
+  }
+  EXPECT_LT(s.find("4K to 16M"), s.find("slice 256K")) << "sizes before the slice: " << s;
+  c.sliceSizes = {uint64_t{64} << 10};
+  c.minBytes = c.maxBytes = 1 << 20;
+  const std::string t = noRunSubtitle(&c);
+  EXPECT_NE(t.find("slice 64K"), std::string::npos) << t;
+  EXPECT_EQ(t.find("256K"), std::string::npos) << t;
+  EXPECT_NE(t.find(" 1M "), std::string::npos) << t;
+}
+
 TEST(TimeAxis, PlainNumbersNeverUseAnExponent) {
   EXPECT_EQ(plainNumber(0, 2), "0");
   EXPECT_EQ(plainNumber(-1e-12, 0.5), "0");

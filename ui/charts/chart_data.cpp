@@ -181,7 +181,9 @@ ChartRow chartRow(const SweepRow& row) {
 }
 
 std::string sessionSubtitle(const BenchConfig& config, const std::vector<WorkerInfo>& workers) {
-  const size_t n = workers.empty() ? static_cast<size_t>(config.workers) : workers.size();
+  const size_t n = workers.empty()
+                       ? static_cast<size_t>(std::max(config.workers + config.expect, 0))
+                       : workers.size();
   std::string s = std::to_string(n) + (n == 1 ? " rank" : " ranks");
   std::string algos;
   for (const std::string& a : config.algorithms) algos += (algos.empty() ? "" : ", ") + a;
@@ -205,6 +207,18 @@ std::string sessionSubtitle(const BenchConfig& config, const std::vector<WorkerI
   if (hosts.size() > 3) hostText += " +" + std::to_string(hosts.size() - 3) + " more";
   if (!hostText.empty()) s += kDot + hostText;
   return s;
+}
+
+std::string noRunSubtitle(const BenchConfig* setup) {
+  std::string s = "No run yet";
+  if (setup == nullptr) return s;
+  std::string sizes = formatSize(setup->minBytes);
+  if (setup->maxBytes != setup->minBytes) sizes += " to " + formatSize(setup->maxBytes);
+  // The sizes sit before the slice, as a user reads the toolbar: size, then slice.
+  std::string config = sessionSubtitle(*setup, {});
+  const size_t slice = config.find(kDot + "slice ");
+  config.insert(slice == std::string::npos ? config.size() : slice, kDot + sizes);
+  return s + kDot + "setup: " + config;
 }
 
 double niceStep(double span, int n) {

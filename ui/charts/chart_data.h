@@ -115,9 +115,15 @@ struct ChartRow {
 
 ChartRow chartRow(const SweepRow& row);
 
-// The configuration line of a session: "4 ranks · ring · all-reduce float sum · slice 1M ·
-// 4 slices in flight · host1".
+// The configuration line of a session: "4 ranks · ring · allreduce float sum · slice 1M ·
+// 4 in flight · host1". Without workers, the ranks are the configuration's local and
+// remote workers.
 std::string sessionSubtitle(const BenchConfig& config, const std::vector<WorkerInfo>& workers);
+
+// The line the charts show before a session: "No run yet", or with the setup that Run would
+// measure, "No run yet · setup: 4 ranks · ring · allreduce float sum · 4K to 16M · slice 256K ·
+// 4 in flight".
+std::string noRunSubtitle(const BenchConfig* setup = nullptr);
 
 // The smallest of 1, 2, 2.5 and 5 times a power of ten at or above span / n: a round step for
 // about n ticks over [0, span] (1 for a span that is not positive).

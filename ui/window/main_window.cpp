@@ -62,6 +62,7 @@ MainWindow::MainWindow(WindowOptions options, QWidget* parent)
   }
   panel_->setSetup(setup);
   mirrorToolBar();
+  charts_->showSetup(benchConfigOf(setup));
   resize(1500, 940);
   applyDefaultSizes();
   defaultLayout_ = saveState();
@@ -123,6 +124,7 @@ void MainWindow::connectRuntime() {
 
 void MainWindow::setupEdited() {
   mirrorToolBar();
+  charts_->showSetup(benchConfigOf(panel_->setup()));
   validate_->start();
   if (!running_) {
     const SessionSetup s = panel_->setup();
