@@ -244,47 +244,184 @@ TEST(ChartsData, HeatMapOfTheSampleRingHasTrafficOnRingLinksOnly) {
   const SweepRow* run = defaultTimelineRow(report.rows);
   ASSERT_NE(run, nullptr);
   const HeatMapData h = linkHeatMap(*run);
-  ASSERT_EQ(h.nranks, 4);
-  const Timeline tl(run->result.events);
+  ASSERT_EQ(h.loads.nranks, 4);
+  const std::vector<uint32_t> timed = timedIterations(run->result);
+  ASSERT_FALSE(timed.empty());
+  EXPECT_EQ(h.loads.iterations, static_cast<int>(timed.size()));
+  const std::set<uint32_t> timedSet(timed.begin(), timed.end());
   uint64_t total = 0;
-  for (const Transfer& x : tl.transfers()) total += x.bytes;
+  const Timeline timeline(run->result.events);
+  for (const Transfer& x : timeline.transfers()) {
+    if (timedSet.count(x.iteration) != 0) total += x.bytes;
+  }
   uint64_t summed = 0;
   for (int a = 0; a < 4; ++a) {
     for (int b = 0; b < 4; ++b) {
-      const size_t k = static_cast<size_t>(a * 4 + b);
-      summed += h.bytes[k];
-      EXPECT_EQ(h.bytesPerSecond[k] > 0, b == (a + 1) % 4) << a << "->" << b;
+      const LinkLoad& x = h.loads.at(a, b);
+      summed += x.bytes;
+      EXPECT_EQ(x.bytesPerSecond > 0, b == (a + 1) % 4) << a << "->" << b;
+      EXPECT_GE(x.busy, 0);
+      EXPECT_LE(x.busy, 1);
+      EXPECT_EQ(x.configuredBytesPerSecond, 0) << "the sample ran unshaped";
     }
   }
   EXPECT_EQ(summed, total);
-  EXPECT_GT(h.minBytesPerSecond, 0);
-  EXPECT_GE(h.maxBytesPerSecond, h.minBytesPerSecond);
+  EXPECT_FALSE(h.headline.empty());
+  EXPECT_NE(h.note.find("in flight"), std::string::npos) << h.note;
 }
 
-// One message each way between two ranks: 0 -> 1 arrives in 1 us, 1 -> 0 in 4 us.
-TEST(ChartsData, HeatMapShowsASlowLinkAsALowerRate) {
+// A message of `bytes` from `sender` to `receiver` in `iteration`, sent at `t0` and whole at
+// the receiver at `t1` (ns); `chunk` tells messages of one link apart.
+void addMessage(std::vector<TelemetryEvent>& events, uint32_t iteration, int sender, int receiver,
+                uint32_t chunk, uint64_t bytes, int64_t t0, int64_t t1) {
+  TelemetryEvent e;
+  e.runId = 1;
+  e.iteration = iteration;
+  e.chunk = chunk;
+  e.bytes = bytes;
+  e.provenance = uint64_t{1} << sender;
+  e.rank = sender;
+  e.peer = receiver;
+  e.kind = EventKind::SendStart;
+  e.tNs = t0;
+  events.push_back(e);
+  e.rank = receiver;
+  e.peer = sender;
+  e.kind = EventKind::RecvEnd;
+  e.tNs = t1;
+  events.push_back(e);
+}
+
+// Iteration 1 of a 3-rank ring, 10 us long, on 500 MB/s ports with link 1 -> 2 shaped to
+// 100 MB/s (0.1 byte per ns): 1 -> 2 carries 970 bytes in two messages that overlap (the second
+// queued behind the first) over 9.7 us, so it is busy 97% of the time at 100 MB/s; 0 -> 1 is
+// busy 2 us (20%) at 400 MB/s; 2 -> 0 1 us (10%) at 500 MB/s. Iteration 0 (a warm-up) moves
+// a large message on 2 -> 0 that must not count.
+std::vector<TelemetryEvent> slowLinkRing() {
+  std::vector<TelemetryEvent> ev;
+  addMessage(ev, 0, 2, 0, 0, 1'000'000, -50'000, -10'000);
+  addMessage(ev, 1, 1, 2, 0, 500, 0, 5'000);
+  addMessage(ev, 1, 1, 2, 1, 470, 4'000, 9'700);
+  addMessage(ev, 1, 0, 1, 0, 400, 0, 1'000);
+  addMessage(ev, 1, 0, 1, 1, 400, 5'000, 6'000);
+  addMessage(ev, 1, 2, 0, 0, 500, 6'000, 7'000);
+  TelemetryEvent end;
+  end.runId = 1;
+  end.iteration = 1;
+  end.rank = 0;
+  end.kind = EventKind::IterationEnd;
+  end.tNs = 10'000;
+  ev.push_back(end);
+  return ev;
+}
+
+LinkShaping slowLinkShaping() {
+  LinkShaping s;
+  s.portBytesPerSecond = 500e6;
+  s.linkBytesPerSecond[{1, 2}] = 100e6;
+  return s;
+}
+
+TEST(LinkLoads, BusyShareThroughputAndPaceOfEachLinkFromKnownMessages) {
+  const LinkLoads l = linkLoads(slowLinkRing(), 3, slowLinkShaping(), {1});
+  ASSERT_EQ(l.nranks, 3);
+  EXPECT_EQ(l.iterations, 1);
+  EXPECT_EQ(l.iterationNs, 10'000);
+  const LinkLoad& slow = l.at(1, 2);
+  EXPECT_EQ(slow.bytes, 970u);
+  EXPECT_EQ(slow.busyNs, 9'700);
+  EXPECT_DOUBLE_EQ(slow.busy, 0.97);
+  EXPECT_DOUBLE_EQ(slow.bytesPerSecond, 100e6);
+  EXPECT_DOUBLE_EQ(slow.configuredBytesPerSecond, 100e6);
+  EXPECT_DOUBLE_EQ(slow.pace, 1.0);
+  const LinkLoad& fast = l.at(0, 1);
+  EXPECT_EQ(fast.busyNs, 2'000);
+  EXPECT_DOUBLE_EQ(fast.busy, 0.2);
+  EXPECT_DOUBLE_EQ(fast.bytesPerSecond, 400e6);
+  EXPECT_DOUBLE_EQ(fast.configuredBytesPerSecond, 500e6);
+  EXPECT_DOUBLE_EQ(fast.pace, 0.8);
+  EXPECT_EQ(l.at(2, 0).bytes, 500u) << "the warm-up's message is not counted";
+  EXPECT_DOUBLE_EQ(l.at(2, 0).busy, 0.1);
+  EXPECT_EQ(l.at(0, 2).bytes, 0u);
+  EXPECT_EQ(l.at(0, 2).busy, 0);
+  EXPECT_EQ(l.busiestSender, 1);
+  EXPECT_EQ(l.busiestReceiver, 2);
+  EXPECT_DOUBLE_EQ(l.medianBusy, 0.2);
+  EXPECT_TRUE(l.bottleneck);
+  EXPECT_TRUE(l.shaped());
+}
+
+TEST(LinkLoads, EveryIterationCountsWhenNoneIsNamed) {
+  const LinkLoads l = linkLoads(slowLinkRing(), 3, {});
+  EXPECT_EQ(l.iterations, 2);
+  EXPECT_EQ(l.at(2, 0).bytes, 1'000'500u);
+  EXPECT_FALSE(l.shaped());
+  EXPECT_EQ(l.at(1, 2).pace, 0) << "no pace without a configured rate";
+}
+
+// Links busy about alike: the busiest is named, but not as a bottleneck.
+TEST(LinkLoads, ABalancedRunHasNoSingleBottleneck) {
+  std::vector<TelemetryEvent> ev;
+  addMessage(ev, 0, 0, 1, 0, 1000, 0, 5'000);
+  addMessage(ev, 0, 1, 2, 0, 1000, 0, 5'500);
+  addMessage(ev, 0, 2, 0, 0, 1000, 1'000, 6'000);
+  addMessage(ev, 0, 0, 1, 1, 100, 9'000, 10'000);
+  const LinkLoads l = linkLoads(ev, 3, {});
+  EXPECT_EQ(l.busiestSender, 0);
+  EXPECT_EQ(l.busiestReceiver, 1);
+  EXPECT_DOUBLE_EQ(l.at(0, 1).busy, 0.6);
+  EXPECT_FALSE(l.bottleneck);
   SweepRow row;
-  row.result.nranks = 2;
-  row.result.request.algorithm = "ring";
-  auto ev = [](int rank, EventKind k, int peer, int64_t t) {
-    TelemetryEvent e;
-    e.runId = 1;
-    e.rank = rank;
-    e.kind = k;
-    e.peer = peer;
-    e.bytes = 4000;
-    e.tNs = t;
-    e.provenance = uint64_t{1} << (k == EventKind::RecvEnd ? peer : rank);
-    return e;
-  };
-  row.result.events = {ev(0, EventKind::SendStart, 1, 0),  ev(1, EventKind::SendStart, 0, 0),
-                       ev(0, EventKind::SendEnd, 1, 500),  ev(1, EventKind::SendEnd, 0, 500),
-                       ev(1, EventKind::RecvEnd, 0, 1000), ev(0, EventKind::RecvEnd, 1, 4000)};
+  row.result.nranks = 3;
+  row.result.events = ev;
   const HeatMapData h = linkHeatMap(row);
-  EXPECT_DOUBLE_EQ(h.bytesPerSecond[1], 4000 * 1e9 / 1000);  // 0 -> 1: 4 GB/s
-  EXPECT_DOUBLE_EQ(h.bytesPerSecond[2], 4000 * 1e9 / 4000);  // 1 -> 0: 1 GB/s
-  EXPECT_EQ(h.bytesPerSecond[0], 0);
-  EXPECT_DOUBLE_EQ(h.minBytesPerSecond, 1e9);
+  EXPECT_EQ(h.headline.rfind("no single bottleneck", 0), 0u) << h.headline;
+}
+
+// The rate a link is held to: its own when it is lower than its ports', else the lower port.
+TEST(LinkLoads, ConfiguredRateIsTheLowestOfTheLinkAndItsPorts) {
+  LinkShaping s;
+  EXPECT_EQ(configuredLinkRate(s, 0, 1), 0) << "unshaped";
+  s.portBytesPerSecond = 500e6;
+  s.rankPortBytesPerSecond[2] = 200e6;
+  s.linkBytesPerSecond[{1, 2}] = 100e6;
+  s.linkBytesPerSecond[{0, 1}] = 900e6;
+  EXPECT_DOUBLE_EQ(configuredLinkRate(s, 0, 1), 500e6);
+  EXPECT_DOUBLE_EQ(configuredLinkRate(s, 1, 2), 100e6);
+  EXPECT_DOUBLE_EQ(configuredLinkRate(s, 2, 3), 200e6);
+  EXPECT_DOUBLE_EQ(configuredLinkRate(s, 3, 2), 200e6);
+  LinkShaping onlyLink;
+  onlyLink.linkBytesPerSecond[{1, 0}] = 50e6;
+  EXPECT_DOUBLE_EQ(configuredLinkRate(onlyLink, 1, 0), 50e6);
+  EXPECT_EQ(configuredLinkRate(onlyLink, 0, 1), 0);
+}
+
+// The heat map of a run with a slow link names it as the bottleneck, with its busy share and
+// its pace against the rate it was shaped to, from the run's request and timed iterations.
+TEST(ChartsData, HeatMapNamesTheSlowLinkAsTheBottleneck) {
+  SweepRow row;
+  row.sizeBytes = 4 << 20;
+  row.result.nranks = 3;
+  row.result.request.algorithm = "ring";
+  row.result.request.shaping = slowLinkShaping();
+  row.result.events = slowLinkRing();
+  for (int r = 0; r < 3; ++r) row.result.perRank.push_back({r, 1, 10'000, 0});
+  const HeatMapData h = linkHeatMap(row);
+  EXPECT_TRUE(h.loads.bottleneck);
+  EXPECT_EQ(h.loads.iterations, 1);
+  EXPECT_EQ(h.headline.rfind("bottleneck: 1\u21922, busy 97%", 0), 0u) << h.headline;
+  EXPECT_NE(h.headline.find("100% of its 100 MB/s"), std::string::npos) << h.headline;
+  EXPECT_NE(h.headline.find("; its own rate holds the run back"), std::string::npos) << h.headline;
+  EXPECT_NE(h.headline.find("median link is busy 20%"), std::string::npos) << h.headline;
+  EXPECT_NE(h.note.find("pace"), std::string::npos) << h.note;
+  // The same messages on a link shaped to 500 MB/s: busy as long, at a fifth of its rate, so
+  // the time goes to waiting at its ends, not to the link's rate.
+  row.result.request.shaping.linkBytesPerSecond.clear();
+  const HeatMapData waiting = linkHeatMap(row);
+  EXPECT_TRUE(waiting.loads.bottleneck);
+  EXPECT_NE(waiting.headline.find("20% of its 500 MB/s"), std::string::npos) << waiting.headline;
+  EXPECT_NE(waiting.headline.find("far below its rate: it waits"), std::string::npos)
+      << waiting.headline;
 }
 
 TEST(ChartsData, SubtitleNamesRanksAlgorithmSliceAndHost) {

@@ -191,7 +191,9 @@ TEST(WindowRun, ASweepReachesTheChartsAndTheTopologyInOrder) {
   EXPECT_EQ(spreadXs, sizeXs);
   EXPECT_EQ(charts.timeline.nranks, 4);
   EXPECT_FALSE(charts.timeline.bars.empty());
-  EXPECT_GT(std::accumulate(charts.heatMap.bytes.begin(), charts.heatMap.bytes.end(), uint64_t{0}),
+  EXPECT_GT(std::accumulate(charts.heatMap.loads.links.begin(), charts.heatMap.loads.links.end(),
+                            uint64_t{0},
+                            [](uint64_t sum, const LinkLoad& x) { return sum + x.bytes; }),
             0u);
   EXPECT_EQ(w->report().rows.size(), 3u);
   EXPECT_FALSE(w->isRunning());

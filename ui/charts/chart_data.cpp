@@ -492,7 +492,7 @@ void fillRunCharts(SessionCharts& c, const SweepRow* run) {
     c.timeline.title = "Per-step timeline";
     c.timeline.note = "No run with telemetry to show.";
     c.heatMap = HeatMapData{};
-    c.heatMap.title = "Per-link throughput";
+    c.heatMap.title = "Link load";
     c.heatMap.note = c.timeline.note;
   }
   c.timeline.subtitle = c.subtitle;

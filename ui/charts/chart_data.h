@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "charts/link_load.h"
 #include "exec/timeline.h"
 #include "export/export.h"
 
@@ -210,18 +211,18 @@ struct TimelineData {
 // time is the median.
 TimelineData stepTimeline(const SweepRow& row, int iteration = -1);
 
-// Per-link throughput of one run: bytes/s from sender to receiver while the link carried
-// data (the bytes over the union of the link's transfers' flight times, send start to
-// receive end), so a slow link stands out even where every link carries the same bytes.
+// The link heat map of one run: senders down, receivers across, each directed link's load
+// (link_load.h) over the run's timed iterations. The colour is the link's busy share; its cell
+// says that share, its throughput while busy and, on a shaped network, its pace against its
+// configured rate; the busiest link is named in the headline, as the bottleneck when it stands
+// out.
 struct HeatMapData {
   std::string title;
   std::string subtitle;
-  int nranks = 0;
-  std::vector<double> bytesPerSecond;  // [sender * nranks + receiver]; 0 = no traffic
-  std::vector<uint64_t> bytes;
-  double maxBytesPerSecond = 0;
-  double minBytesPerSecond = 0;  // over links with traffic
-  std::string note;
+  LinkLoads loads;
+  // "bottleneck: 1→2, busy 97% ..." or "no single bottleneck: ..."; empty without traffic.
+  std::string headline;
+  std::string note;  // what the colour and the figures mean
 };
 
 HeatMapData linkHeatMap(const SweepRow& row);
