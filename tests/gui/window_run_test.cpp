@@ -191,10 +191,10 @@ TEST(WindowRun, ASweepReachesTheChartsAndTheTopologyInOrder) {
   EXPECT_EQ(spreadXs, sizeXs);
   EXPECT_EQ(charts.timeline.nranks, 4);
   EXPECT_FALSE(charts.timeline.bars.empty());
-  EXPECT_GT(std::accumulate(charts.heatMap.loads.links.begin(), charts.heatMap.loads.links.end(),
-                            uint64_t{0},
-                            [](uint64_t sum, const LinkLoad& x) { return sum + x.bytes; }),
-            0u);
+  EXPECT_GT(
+      std::accumulate(charts.heatMap.loads.links.begin(), charts.heatMap.loads.links.end(),
+                      uint64_t{0}, [](uint64_t sum, const LinkLoad& x) { return sum + x.bytes; }),
+      0u);
   EXPECT_EQ(w->report().rows.size(), 3u);
   EXPECT_FALSE(w->isRunning());
   EXPECT_TRUE(w->runAction()->isEnabled());
@@ -308,7 +308,9 @@ TEST(WindowRun, ClosingMidRunLeavesNoWorker) {
   EXPECT_EQ(workerChildren(), 0);
 }
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // Before any run the charts say so and show the setup Run would measure, following it as the
 // user edits it, never a default one.
