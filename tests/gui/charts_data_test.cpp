@@ -414,6 +414,7 @@ TEST(ChartsData, HeatMapNamesTheSlowLinkAsTheBottleneck) {
   EXPECT_NE(h.headline.find("; its own rate holds the run back"), std::string::npos) << h.headline;
   EXPECT_NE(h.headline.find("median link is busy 20%"), std::string::npos) << h.headline;
   EXPECT_NE(h.note.find("pace"), std::string::npos) << h.note;
+  EXPECT_EQ(h.note.find("Over 100%"), std::string::npos) << h.note;
   // The same messages on a link shaped to 500 MB/s: busy as long, at a fifth of its rate, so
   // the time goes to waiting at its ends, not to the link's rate.
   row.result.request.shaping.linkBytesPerSecond.clear();
@@ -422,6 +423,12 @@ TEST(ChartsData, HeatMapNamesTheSlowLinkAsTheBottleneck) {
   EXPECT_NE(waiting.headline.find("20% of its 500 MB/s"), std::string::npos) << waiting.headline;
   EXPECT_NE(waiting.headline.find("far below its rate: it waits"), std::string::npos)
       << waiting.headline;
+  // Shaped to 50 MB/s, link 1 -> 2 moved its bytes at 100 MB/s: the note says the shaping did
+  // not hold it.
+  row.result.request.shaping.linkBytesPerSecond[{1, 2}] = 50e6;
+  const HeatMapData fast = linkHeatMap(row);
+  EXPECT_DOUBLE_EQ(fast.loads.at(1, 2).pace, 2.0);
+  EXPECT_NE(fast.note.find("Over 100% (1\u21922)"), std::string::npos) << fast.note;
 }
 
 TEST(ChartsData, SubtitleNamesRanksAlgorithmSliceAndHost) {

@@ -70,6 +70,22 @@ std::string paceReading(const LinkLoad& x) {
   return {};
 }
 
+// Links measured faster than they are shaped to (more than 5% over, beyond rounding and the
+// stamps' microsecond grain): the reader must know before trusting their paces.
+std::string overPaceNote(const LinkLoads& l) {
+  std::string names;
+  for (int a = 0; a < l.nranks; ++a) {
+    for (int b = 0; b < l.nranks; ++b) {
+      if (l.at(a, b).pace <= 1.05) continue;
+      names += (names.empty() ? "" : ", ") + linkName(a, b);
+    }
+  }
+  if (names.empty()) return {};
+  return " Over 100% (" + names +
+         "): measured faster than shaped; a flight starts on the sender's clock and ends on the "
+         "receiver's, so either the shaping did not hold or the two clocks disagree.";
+}
+
 // The busiest link, named as the bottleneck when it stands out from the median link.
 std::string bottleneckHeadline(const LinkLoads& l) {
   if (l.busiestSender < 0) return {};
@@ -173,6 +189,7 @@ HeatMapData linkHeatMap(const SweepRow& row) {
   d.note +=
       ". A link busy nearly all the time at its configured pace is the bottleneck; a link "
       "idle part of the time waits on others.";
+  d.note += overPaceNote(d.loads);
   return d;
 }
 
