@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "charts/chart_data.h"
 #include "charts_fixture.h"
@@ -242,47 +244,191 @@ TEST(ChartsData, HeatMapOfTheSampleRingHasTrafficOnRingLinksOnly) {
   const SweepRow* run = defaultTimelineRow(report.rows);
   ASSERT_NE(run, nullptr);
   const HeatMapData h = linkHeatMap(*run);
-  ASSERT_EQ(h.nranks, 4);
-  const Timeline tl(run->result.events);
+  ASSERT_EQ(h.loads.nranks, 4);
+  const std::vector<uint32_t> timed = timedIterations(run->result);
+  ASSERT_FALSE(timed.empty());
+  EXPECT_EQ(h.loads.iterations, static_cast<int>(timed.size()));
+  const std::set<uint32_t> timedSet(timed.begin(), timed.end());
   uint64_t total = 0;
-  for (const Transfer& x : tl.transfers()) total += x.bytes;
+  const Timeline timeline(run->result.events);
+  for (const Transfer& x : timeline.transfers()) {
+    if (timedSet.count(x.iteration) != 0) total += x.bytes;
+  }
   uint64_t summed = 0;
   for (int a = 0; a < 4; ++a) {
     for (int b = 0; b < 4; ++b) {
-      const size_t k = static_cast<size_t>(a * 4 + b);
-      summed += h.bytes[k];
-      EXPECT_EQ(h.bytesPerSecond[k] > 0, b == (a + 1) % 4) << a << "->" << b;
+      const LinkLoad& x = h.loads.at(a, b);
+      summed += x.bytes;
+      EXPECT_EQ(x.bytesPerSecond > 0, b == (a + 1) % 4) << a << "->" << b;
+      EXPECT_GE(x.busy, 0);
+      EXPECT_LE(x.busy, 1);
+      EXPECT_EQ(x.configuredBytesPerSecond, 0) << "the sample ran unshaped";
     }
   }
   EXPECT_EQ(summed, total);
-  EXPECT_GT(h.minBytesPerSecond, 0);
-  EXPECT_GE(h.maxBytesPerSecond, h.minBytesPerSecond);
+  EXPECT_FALSE(h.headline.empty());
+  EXPECT_NE(h.note.find("in flight"), std::string::npos) << h.note;
 }
 
-// One message each way between two ranks: 0 -> 1 arrives in 1 us, 1 -> 0 in 4 us.
-TEST(ChartsData, HeatMapShowsASlowLinkAsALowerRate) {
+// A message of `bytes` from `sender` to `receiver` in `iteration`, sent at `t0` and whole at
+// the receiver at `t1` (ns); `chunk` tells messages of one link apart.
+void addMessage(std::vector<TelemetryEvent>& events, uint32_t iteration, int sender, int receiver,
+                uint32_t chunk, uint64_t bytes, int64_t t0, int64_t t1) {
+  TelemetryEvent e;
+  e.runId = 1;
+  e.iteration = iteration;
+  e.chunk = chunk;
+  e.bytes = bytes;
+  e.provenance = uint64_t{1} << sender;
+  e.rank = sender;
+  e.peer = receiver;
+  e.kind = EventKind::SendStart;
+  e.tNs = t0;
+  events.push_back(e);
+  e.rank = receiver;
+  e.peer = sender;
+  e.kind = EventKind::RecvEnd;
+  e.tNs = t1;
+  events.push_back(e);
+}
+
+// Iteration 1 of a 3-rank ring, 10 us long, on 500 MB/s ports with link 1 -> 2 shaped to
+// 100 MB/s (0.1 byte per ns): 1 -> 2 carries 970 bytes in two messages that overlap (the second
+// queued behind the first) over 9.7 us, so it is busy 97% of the time at 100 MB/s; 0 -> 1 is
+// busy 2 us (20%) at 400 MB/s; 2 -> 0 1 us (10%) at 500 MB/s. Iteration 0 (a warm-up) moves
+// a large message on 2 -> 0 that must not count.
+std::vector<TelemetryEvent> slowLinkRing() {
+  std::vector<TelemetryEvent> ev;
+  addMessage(ev, 0, 2, 0, 0, 1'000'000, -50'000, -10'000);
+  addMessage(ev, 1, 1, 2, 0, 500, 0, 5'000);
+  addMessage(ev, 1, 1, 2, 1, 470, 4'000, 9'700);
+  addMessage(ev, 1, 0, 1, 0, 400, 0, 1'000);
+  addMessage(ev, 1, 0, 1, 1, 400, 5'000, 6'000);
+  addMessage(ev, 1, 2, 0, 0, 500, 6'000, 7'000);
+  TelemetryEvent end;
+  end.runId = 1;
+  end.iteration = 1;
+  end.rank = 0;
+  end.kind = EventKind::IterationEnd;
+  end.tNs = 10'000;
+  ev.push_back(end);
+  return ev;
+}
+
+LinkShaping slowLinkShaping() {
+  LinkShaping s;
+  s.portBytesPerSecond = 500e6;
+  s.linkBytesPerSecond[{1, 2}] = 100e6;
+  return s;
+}
+
+TEST(LinkLoads, BusyShareThroughputAndPaceOfEachLinkFromKnownMessages) {
+  const LinkLoads l = linkLoads(slowLinkRing(), 3, slowLinkShaping(), {1});
+  ASSERT_EQ(l.nranks, 3);
+  EXPECT_EQ(l.iterations, 1);
+  EXPECT_EQ(l.iterationNs, 10'000);
+  const LinkLoad& slow = l.at(1, 2);
+  EXPECT_EQ(slow.bytes, 970u);
+  EXPECT_EQ(slow.busyNs, 9'700);
+  EXPECT_DOUBLE_EQ(slow.busy, 0.97);
+  EXPECT_DOUBLE_EQ(slow.bytesPerSecond, 100e6);
+  EXPECT_DOUBLE_EQ(slow.configuredBytesPerSecond, 100e6);
+  EXPECT_DOUBLE_EQ(slow.pace, 1.0);
+  const LinkLoad& fast = l.at(0, 1);
+  EXPECT_EQ(fast.busyNs, 2'000);
+  EXPECT_DOUBLE_EQ(fast.busy, 0.2);
+  EXPECT_DOUBLE_EQ(fast.bytesPerSecond, 400e6);
+  EXPECT_DOUBLE_EQ(fast.configuredBytesPerSecond, 500e6);
+  EXPECT_DOUBLE_EQ(fast.pace, 0.8);
+  EXPECT_EQ(l.at(2, 0).bytes, 500u) << "the warm-up's message is not counted";
+  EXPECT_DOUBLE_EQ(l.at(2, 0).busy, 0.1);
+  EXPECT_EQ(l.at(0, 2).bytes, 0u);
+  EXPECT_EQ(l.at(0, 2).busy, 0);
+  EXPECT_EQ(l.busiestSender, 1);
+  EXPECT_EQ(l.busiestReceiver, 2);
+  EXPECT_DOUBLE_EQ(l.medianBusy, 0.2);
+  EXPECT_TRUE(l.bottleneck);
+  EXPECT_TRUE(l.shaped());
+}
+
+TEST(LinkLoads, EveryIterationCountsWhenNoneIsNamed) {
+  const LinkLoads l = linkLoads(slowLinkRing(), 3, {});
+  EXPECT_EQ(l.iterations, 2);
+  EXPECT_EQ(l.at(2, 0).bytes, 1'000'500u);
+  EXPECT_FALSE(l.shaped());
+  EXPECT_EQ(l.at(1, 2).pace, 0) << "no pace without a configured rate";
+}
+
+// Links busy about alike: the busiest is named, but not as a bottleneck.
+TEST(LinkLoads, ABalancedRunHasNoSingleBottleneck) {
+  std::vector<TelemetryEvent> ev;
+  addMessage(ev, 0, 0, 1, 0, 1000, 0, 5'000);
+  addMessage(ev, 0, 1, 2, 0, 1000, 0, 5'500);
+  addMessage(ev, 0, 2, 0, 0, 1000, 1'000, 6'000);
+  addMessage(ev, 0, 0, 1, 1, 100, 9'000, 10'000);
+  const LinkLoads l = linkLoads(ev, 3, {});
+  EXPECT_EQ(l.busiestSender, 0);
+  EXPECT_EQ(l.busiestReceiver, 1);
+  EXPECT_DOUBLE_EQ(l.at(0, 1).busy, 0.6);
+  EXPECT_FALSE(l.bottleneck);
   SweepRow row;
-  row.result.nranks = 2;
-  row.result.request.algorithm = "ring";
-  auto ev = [](int rank, EventKind k, int peer, int64_t t) {
-    TelemetryEvent e;
-    e.runId = 1;
-    e.rank = rank;
-    e.kind = k;
-    e.peer = peer;
-    e.bytes = 4000;
-    e.tNs = t;
-    e.provenance = uint64_t{1} << (k == EventKind::RecvEnd ? peer : rank);
-    return e;
-  };
-  row.result.events = {ev(0, EventKind::SendStart, 1, 0),  ev(1, EventKind::SendStart, 0, 0),
-                       ev(0, EventKind::SendEnd, 1, 500),  ev(1, EventKind::SendEnd, 0, 500),
-                       ev(1, EventKind::RecvEnd, 0, 1000), ev(0, EventKind::RecvEnd, 1, 4000)};
+  row.result.nranks = 3;
+  row.result.events = ev;
   const HeatMapData h = linkHeatMap(row);
-  EXPECT_DOUBLE_EQ(h.bytesPerSecond[1], 4000 * 1e9 / 1000);  // 0 -> 1: 4 GB/s
-  EXPECT_DOUBLE_EQ(h.bytesPerSecond[2], 4000 * 1e9 / 4000);  // 1 -> 0: 1 GB/s
-  EXPECT_EQ(h.bytesPerSecond[0], 0);
-  EXPECT_DOUBLE_EQ(h.minBytesPerSecond, 1e9);
+  EXPECT_EQ(h.headline.rfind("no single bottleneck", 0), 0u) << h.headline;
+}
+
+// The rate a link is held to: its own when it is lower than its ports', else the lower port.
+TEST(LinkLoads, ConfiguredRateIsTheLowestOfTheLinkAndItsPorts) {
+  LinkShaping s;
+  EXPECT_EQ(configuredLinkRate(s, 0, 1), 0) << "unshaped";
+  s.portBytesPerSecond = 500e6;
+  s.rankPortBytesPerSecond[2] = 200e6;
+  s.linkBytesPerSecond[{1, 2}] = 100e6;
+  s.linkBytesPerSecond[{0, 1}] = 900e6;
+  EXPECT_DOUBLE_EQ(configuredLinkRate(s, 0, 1), 500e6);
+  EXPECT_DOUBLE_EQ(configuredLinkRate(s, 1, 2), 100e6);
+  EXPECT_DOUBLE_EQ(configuredLinkRate(s, 2, 3), 200e6);
+  EXPECT_DOUBLE_EQ(configuredLinkRate(s, 3, 2), 200e6);
+  LinkShaping onlyLink;
+  onlyLink.linkBytesPerSecond[{1, 0}] = 50e6;
+  EXPECT_DOUBLE_EQ(configuredLinkRate(onlyLink, 1, 0), 50e6);
+  EXPECT_EQ(configuredLinkRate(onlyLink, 0, 1), 0);
+}
+
+// The heat map of a run with a slow link names it as the bottleneck, with its busy share and
+// its pace against the rate it was shaped to, from the run's request and timed iterations.
+TEST(ChartsData, HeatMapNamesTheSlowLinkAsTheBottleneck) {
+  SweepRow row;
+  row.sizeBytes = 4 << 20;
+  row.result.nranks = 3;
+  row.result.request.algorithm = "ring";
+  row.result.request.shaping = slowLinkShaping();
+  row.result.events = slowLinkRing();
+  for (int r = 0; r < 3; ++r) row.result.perRank.push_back({r, 1, 10'000, 0});
+  const HeatMapData h = linkHeatMap(row);
+  EXPECT_TRUE(h.loads.bottleneck);
+  EXPECT_EQ(h.loads.iterations, 1);
+  EXPECT_EQ(h.headline.rfind("bottleneck: 1\u21922, busy 97%", 0), 0u) << h.headline;
+  EXPECT_NE(h.headline.find("100% of its 100 MB/s"), std::string::npos) << h.headline;
+  EXPECT_NE(h.headline.find("; its own rate holds the run back"), std::string::npos) << h.headline;
+  EXPECT_NE(h.headline.find("median link is busy 20%"), std::string::npos) << h.headline;
+  EXPECT_NE(h.note.find("pace"), std::string::npos) << h.note;
+  EXPECT_EQ(h.note.find("Over 100%"), std::string::npos) << h.note;
+  // The same messages on a link shaped to 500 MB/s: busy as long, at a fifth of its rate, so
+  // the time goes to waiting at its ends, not to the link's rate.
+  row.result.request.shaping.linkBytesPerSecond.clear();
+  const HeatMapData waiting = linkHeatMap(row);
+  EXPECT_TRUE(waiting.loads.bottleneck);
+  EXPECT_NE(waiting.headline.find("20% of its 500 MB/s"), std::string::npos) << waiting.headline;
+  EXPECT_NE(waiting.headline.find("far below its rate: it waits"), std::string::npos)
+      << waiting.headline;
+  // Shaped to 50 MB/s, link 1 -> 2 moved its bytes at 100 MB/s: the note says the shaping did
+  // not hold it.
+  row.result.request.shaping.linkBytesPerSecond[{1, 2}] = 50e6;
+  const HeatMapData fast = linkHeatMap(row);
+  EXPECT_DOUBLE_EQ(fast.loads.at(1, 2).pace, 2.0);
+  EXPECT_NE(fast.note.find("Over 100% (1\u21922)"), std::string::npos) << fast.note;
 }
 
 TEST(ChartsData, SubtitleNamesRanksAlgorithmSliceAndHost) {
@@ -295,6 +441,108 @@ TEST(ChartsData, SubtitleNamesRanksAlgorithmSliceAndHost) {
   for (const char* part : {"3 ranks", "ring, tree", "slice 64K", "lab-host"}) {
     EXPECT_NE(s.find(part), std::string::npos) << part << " in " << s;
   }
+}
+
+// Before a run the charts describe the setup Run would measure, never a default one.
+TEST(ChartsData, NoRunSubtitleSaysSoAndFollowsTheSetup) {
+  EXPECT_EQ(noRunSubtitle(), "No run yet");
+  BenchConfig c;
+  c.workers = 3;
+  c.expect = 2;
+  c.algorithms = {"tree"};
+  c.minBytes = 4 << 10;
+  c.maxBytes = 16 << 20;
+  c.sliceSizes = {uint64_t{256} << 10};
+  c.inflights = {2};
+  const std::string s = noRunSubtitle(&c);
+  EXPECT_EQ(s.rfind("No run yet", 0), 0u) << s;
+  for (const char* part : {"5 ranks", "tree", "4K to 16M", "slice 256K", "2 in flight"}) {
+    EXPECT_NE(s.find(part), std::string::npos) << part << " in " << s;
+  }
+  EXPECT_LT(s.find("4K to 16M"), s.find("slice 256K")) << "sizes before the slice: " << s;
+  c.sliceSizes = {uint64_t{64} << 10};
+  c.minBytes = c.maxBytes = 1 << 20;
+  const std::string t = noRunSubtitle(&c);
+  EXPECT_NE(t.find("slice 64K"), std::string::npos) << t;
+  EXPECT_EQ(t.find("256K"), std::string::npos) << t;
+  EXPECT_NE(t.find(" 1M "), std::string::npos) << t;
+}
+
+TEST(TimeAxis, PlainNumbersNeverUseAnExponent) {
+  EXPECT_EQ(plainNumber(0, 2), "0");
+  EXPECT_EQ(plainNumber(-1e-12, 0.5), "0");
+  EXPECT_EQ(plainNumber(7.5, 2.5), "7.5");
+  EXPECT_EQ(plainNumber(0.25, 0.25), "0.25");
+  EXPECT_EQ(plainNumber(12000, 2000), "12000");
+  EXPECT_EQ(plainNumber(50000, 10000), "50000");
+  EXPECT_EQ(plainNumber(0.0004, 0.0002), "0.0004");
+}
+
+TEST(TimeAxis, TheUnitFollowsTheSpan) {
+  EXPECT_EQ(timeUnitFor(800).name, "\u00B5s");
+  EXPECT_EQ(timeUnitFor(9'999).name, "\u00B5s");
+  EXPECT_EQ(timeUnitFor(10'000).name, "ms");
+  EXPECT_EQ(timeUnitFor(9'000'000).name, "ms");
+  EXPECT_EQ(timeUnitFor(20'000'000).name, "s");
+}
+
+std::vector<std::string> labels(const std::vector<AxisTick>& ticks) {
+  std::vector<std::string> out;
+  for (const AxisTick& t : ticks) out.push_back(t.label);
+  return out;
+}
+
+TEST(TimeAxis, TicksOfATimelineReadInMicrosecondsMillisecondsOrSeconds) {
+  // A 4M ring's iteration: about 8 ms.
+  EXPECT_EQ(labels(timeTicks(8'000, 4)),
+            (std::vector<std::string>{"0", "2000 \u00B5s", "4000 \u00B5s", "6000 \u00B5s",
+                                      "8000 \u00B5s"}));
+  // A 64M ring on 500 MB/s ports: about 50 ms, where the old axis read 1e+04 and 5e+04.
+  const std::vector<AxisTick> ms = timeTicks(52'000, 5);
+  EXPECT_EQ(labels(ms), (std::vector<std::string>{"0", "20 ms", "40 ms"}));
+  EXPECT_DOUBLE_EQ(ms.at(1).value, 20'000);
+  EXPECT_EQ(labels(timeTicks(25'000'000, 5)),
+            (std::vector<std::string>{"0", "5 s", "10 s", "15 s", "20 s", "25 s"}));
+  EXPECT_EQ(labels(timeTicks(3, 6)),
+            (std::vector<std::string>{"0", "0.5 \u00B5s", "1 \u00B5s", "1.5 \u00B5s", "2 \u00B5s",
+                                      "2.5 \u00B5s", "3 \u00B5s"}));
+  EXPECT_EQ(labels(timeTicks(25'000, 10)).at(1), "2.5 ms");
+  EXPECT_TRUE(timeTicks(0, 5).empty());
+  // No span from a nanosecond to a day is labelled with an exponent, and ticks stay in it.
+  for (double span = 1e-3; span < 1e11; span *= 3.7) {
+    const std::vector<AxisTick> ticks = timeTicks(span, 8);
+    ASSERT_GE(ticks.size(), 2u) << span;
+    EXPECT_LE(ticks.size(), 17u) << span;
+    for (const AxisTick& t : ticks) {
+      EXPECT_EQ(t.label.find('e'), std::string::npos) << t.label << " for a span of " << span;
+      EXPECT_LE(t.value, span * (1 + 1e-9));
+    }
+  }
+}
+
+TEST(TimeAxis, TimeLabelsPickTheirOwnUnit) {
+  EXPECT_EQ(timeLabel(250), "250 \u00B5s");
+  EXPECT_EQ(timeLabel(2'500), "2.5 ms");
+  EXPECT_EQ(timeLabel(100'000), "100 ms");
+  EXPECT_EQ(timeLabel(1'500'000), "1.5 s");
+  EXPECT_EQ(timeLabel(0.001), "0.001 \u00B5s");
+  EXPECT_EQ(timeLabel(1e10), "10000 s");
+}
+
+// The spread chart's log axis and the bandwidth axes: times in their unit, no exponents.
+TEST(TimeAxis, SpreadAndBandwidthAxesHaveNoExponents) {
+  std::vector<ChartRow> rows;
+  for (const double us : {3.0, 40'000.0, 2e7}) {
+    rows.push_back(chartRow(madeRow("ring", 1 << 20, 1 << 18, us, std::nan(""))));
+  }
+  const XYChartData spread = iterationSpreadChart(rows);
+  ASSERT_FALSE(spread.y.ticks.empty());
+  for (const AxisTick& t : spread.y.ticks) {
+    EXPECT_EQ(t.label.find('e'), std::string::npos) << t.label;
+  }
+  std::vector<ChartRow> slow = {chartRow(madeRow("ring", 4096, 4096, 5e8, std::nan("")))};
+  const XYChartData bw = bandwidthVsSize(slow, true);
+  for (const AxisTick& t : bw.y.ticks) EXPECT_EQ(t.label.find('e'), std::string::npos) << t.label;
 }
 
 }  // namespace

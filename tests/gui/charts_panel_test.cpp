@@ -2,6 +2,7 @@
 // (redraws coalesced to at most one per 33 ms).
 #include <gtest/gtest.h>
 
+#include <QCategoryAxis>
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
@@ -45,7 +46,51 @@ TEST(ChartsPanel, ShowsTheSampleRecording) {
   ASSERT_NE(view, nullptr);
   EXPECT_EQ(view->chart()->series().size(), c.busbw.series.size());
   EXPECT_FALSE(c.timeline.bars.empty());
-  EXPECT_GT(c.heatMap.maxBytesPerSecond, 0);
+  EXPECT_GE(c.heatMap.loads.busiestSender, 0);
+  EXPECT_FALSE(c.heatMap.headline.empty());
+}
+
+// Before any session the charts say that nothing has run, with the setup Run would measure,
+// and follow it as it changes; once a session is shown, they describe the session.
+TEST(ChartsPanel, BeforeARunTheSubtitleFollowsTheSetup) {
+  ChartsPanel panel;
+  const std::string first = panel.charts().busbw.subtitle;
+  EXPECT_EQ(first, "No run yet");
+  EXPECT_EQ(first.find("slice"), std::string::npos) << "no default configuration: " << first;
+  BenchConfig setup;
+  setup.minBytes = setup.maxBytes = 4 << 20;
+  setup.sliceSizes = {uint64_t{256} << 10};
+  panel.showSetup(setup);
+  for (const SessionCharts& c : {panel.charts()}) {
+    for (const std::string* s : {&c.busbw.subtitle, &c.algbw.subtitle, &c.slice.subtitle,
+                                 &c.spread.subtitle, &c.timeline.subtitle, &c.heatMap.subtitle}) {
+      EXPECT_NE(s->find("No run yet"), std::string::npos) << *s;
+      EXPECT_NE(s->find("slice 256K"), std::string::npos) << *s;
+    }
+  }
+  setup.sliceSizes = {uint64_t{64} << 10};
+  panel.showSetup(setup);
+  const std::string changed = panel.charts().busbw.subtitle;
+  EXPECT_NE(changed.find("slice 64K"), std::string::npos) << changed;
+  EXPECT_EQ(changed.find("256K"), std::string::npos) << changed;
+  // The size axes span the setup's size once redrawn (log2 of 4M is 22).
+  const auto* view = panel.widget(0)->findChild<QChartView*>();
+  ASSERT_NE(view, nullptr);
+  ASSERT_FALSE(view->chart()->axes(Qt::Horizontal).isEmpty());
+  const auto* x = qobject_cast<QCategoryAxis*>(view->chart()->axes(Qt::Horizontal).front());
+  ASSERT_NE(x, nullptr);
+  EXPECT_TRUE(waitFor([&] {
+    return x->min() > 21 && x->min() <= 22 && x->max() >= 22 && x->max() < 23;
+  })) << x->min()
+      << " .. " << x->max();
+  BenchConfig ran;
+  ran.sliceSizes = {uint64_t{1} << 20};
+  std::vector<WorkerInfo> workers(4);
+  panel.beginSession(ran, workers);
+  panel.showSetup(setup);
+  const std::string live = panel.charts().busbw.subtitle;
+  EXPECT_NE(live.find("slice 1M"), std::string::npos) << "the session's own: " << live;
+  EXPECT_EQ(live.find("No run yet"), std::string::npos) << live;
 }
 
 // The combo box at the tabs' corner switches the bandwidth charts between the mean and the

@@ -122,7 +122,7 @@ TEST_F(ExportTest, PdfTextHoldsTheAxisTitles) {
     const QStringList expected =
         k == ChartKind::BusbwVsSize
             ? QStringList{QStringLiteral("message size"), QStringLiteral("busbw (GB/s")}
-            : QStringList{QStringLiteral("receiver rank"), QStringLiteral("link throughput")};
+            : QStringList{QStringLiteral("receiver rank"), QStringLiteral("link busy")};
     for (const QString& e : expected)
       EXPECT_TRUE(text.contains(e)) << e.toStdString() << " in\n" << text.toStdString();
   }

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <QComboBox>
 #include <QCoreApplication>
 #include <QDir>
 #include <QElapsedTimer>
@@ -25,6 +26,7 @@
 #include "topology/topology_view.h"
 #include "window/error_banner.h"
 #include "window/main_window.h"
+#include "window/setup_fields.h"
 #include "window/setup_panel.h"
 
 namespace arl::ui {
@@ -192,8 +194,10 @@ TEST(WindowRun, ASweepReachesTheChartsAndTheTopologyInOrder) {
   EXPECT_EQ(spreadXs, sizeXs);
   EXPECT_EQ(charts.timeline.nranks, 4);
   EXPECT_FALSE(charts.timeline.bars.empty());
-  EXPECT_GT(std::accumulate(charts.heatMap.bytes.begin(), charts.heatMap.bytes.end(), uint64_t{0}),
-            0u);
+  EXPECT_GT(
+      std::accumulate(charts.heatMap.loads.links.begin(), charts.heatMap.loads.links.end(),
+                      uint64_t{0}, [](uint64_t sum, const LinkLoad& x) { return sum + x.bytes; }),
+      0u);
   EXPECT_EQ(w->report().rows.size(), 3u);
   EXPECT_FALSE(w->isRunning());
   EXPECT_TRUE(w->runAction()->isEnabled());
@@ -343,6 +347,39 @@ TEST(WindowRun, ClosingMidRunLeavesNoWorker) {
   EXPECT_FALSE(w->isVisible());
   EXPECT_TRUE(alive(pids).empty());
   EXPECT_EQ(workerChildren(), 0);
+}
+
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+// Before any run the charts say so and show the setup Run would measure, following it as the
+// user edits it, never a default one.
+TEST(WindowCharts, BeforeARunTheSubtitleFollowsTheSetupsSliceAndAlgorithm) {
+  SessionSetup setup;
+  setup.localWorkers = 4;
+  setup.algorithm = "ring";
+  setup.size = {false, uint64_t{4} << 20, 0, 0, 2};
+  setup.slice = {false, uint64_t{256} << 10, 0, 0, 2};
+  auto w = makeWindow(setup);
+  const ChartsPanel& charts = *w->chartsPanel();
+  const auto subtitle = [&] { return charts.charts().busbw.subtitle; };
+  const std::string opened = subtitle();
+  for (const char* part : {"No run yet", "4 ranks", "ring", "4M", "slice 256K"}) {
+    EXPECT_TRUE(has(opened, part)) << part << " in " << opened;
+  }
+  EXPECT_FALSE(has(opened, "1M")) << "a default slice: " << opened;
+
+  w->setupPanel()->sliceField()->singleEdit()->setCurrentText(QStringLiteral("64K"));
+  EXPECT_TRUE(waitUntil([&] { return has(subtitle(), "slice 64K"); }, 5000)) << subtitle();
+  EXPECT_FALSE(has(subtitle(), "256K")) << subtitle();
+
+  QComboBox* algorithm = w->setupPanel()->algorithmBox();
+  const int tree = algorithm->findData(QStringLiteral("tree"));
+  ASSERT_GE(tree, 0);
+  algorithm->setCurrentIndex(tree);
+  EXPECT_TRUE(waitUntil([&] { return has(subtitle(), "tree"); }, 5000)) << subtitle();
+  EXPECT_TRUE(has(charts.charts().heatMap.subtitle, "slice 64K")) << "every chart alike";
 }
 
 }  // namespace

@@ -51,8 +51,8 @@ void replaceTicks(QCategoryAxis* axis, const ChartAxis& a, bool compact) {
 // The text a point's tooltip shows: its size (x is log2 bytes) and its value.
 QString pointText(const QString& series, const QPointF& p, const QString& yTitle, bool logY) {
   const double bytes = std::exp2(p.x());
-  const QString y = logY ? QStringLiteral("%1 \u00B5s").arg(std::pow(10.0, p.y()), 0, 'g', 4)
-                         : QStringLiteral("%1").arg(p.y(), 0, 'f', 3);
+  const QString y =
+      logY ? qs(timeLabel(std::pow(10.0, p.y()))) : QStringLiteral("%1").arg(p.y(), 0, 'f', 3);
   return QStringLiteral("%1\n%2: %3\n%4").arg(series, qs(sizeLabel(bytes)), y, yTitle);
 }
 

@@ -16,16 +16,6 @@ const std::string kDot = " \u00B7 ";
 
 bool hasPrediction(double us) { return std::isfinite(us) && us > 0; }
 
-// The smallest of 1, 2, 2.5, 5 times a power of ten at or above `v` (v > 0).
-double niceCeil(double v) {
-  if (!(v > 0)) return 1;
-  const double p = std::pow(10.0, std::floor(std::log10(v)));
-  for (const double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
-    if (m * p >= v * (1 - 1e-12)) return m * p;
-  }
-  return 10 * p;
-}
-
 // What tells the series of one algorithm apart when a session swept more than sizes.
 struct Variety {
   bool slices = false;
@@ -91,26 +81,13 @@ ChartAxis bandwidthAxis(const std::string& title, double maxValue) {
   ChartAxis a;
   a.title = title;
   a.min = 0;
-  const double step = niceCeil((maxValue > 0 ? maxValue * 1.05 : 1) / 6);
-  a.max = step * std::ceil((maxValue > 0 ? maxValue * 1.05 : 1) / step);
+  const double top = maxValue > 0 ? maxValue * 1.05 : 1;
+  const double step = niceStep(top, 6);
+  a.max = step * std::ceil(top / step);
   for (int i = 0; i * step <= a.max + step * 1e-9; ++i) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", i * step);
-    a.ticks.push_back({i * step, buf});
+    a.ticks.push_back({i * step, plainNumber(i * step, step)});
   }
   return a;
-}
-
-std::string timeLabel(double us) {
-  char buf[32];
-  if (us >= 1e6) {
-    std::snprintf(buf, sizeof buf, "%g s", us / 1e6);
-  } else if (us >= 1e3) {
-    std::snprintf(buf, sizeof buf, "%g ms", us / 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%g \u00B5s", us);
-  }
-  return buf;
 }
 
 // A log10 time axis over [lo, hi] microseconds, ticks at 1-2-5 or decades.
@@ -204,7 +181,9 @@ ChartRow chartRow(const SweepRow& row) {
 }
 
 std::string sessionSubtitle(const BenchConfig& config, const std::vector<WorkerInfo>& workers) {
-  const size_t n = workers.empty() ? static_cast<size_t>(config.workers) : workers.size();
+  const size_t n = workers.empty()
+                       ? static_cast<size_t>(std::max(config.workers + config.expect, 0))
+                       : workers.size();
   std::string s = std::to_string(n) + (n == 1 ? " rank" : " ranks");
   std::string algos;
   for (const std::string& a : config.algorithms) algos += (algos.empty() ? "" : ", ") + a;
@@ -228,6 +207,78 @@ std::string sessionSubtitle(const BenchConfig& config, const std::vector<WorkerI
   if (hosts.size() > 3) hostText += " +" + std::to_string(hosts.size() - 3) + " more";
   if (!hostText.empty()) s += kDot + hostText;
   return s;
+}
+
+std::string noRunSubtitle(const BenchConfig* setup) {
+  std::string s = "No run yet";
+  if (setup == nullptr) return s;
+  std::string sizes = formatSize(setup->minBytes);
+  if (setup->maxBytes != setup->minBytes) sizes += " to " + formatSize(setup->maxBytes);
+  // The sizes sit before the slice, as a user reads the toolbar: size, then slice.
+  std::string config = sessionSubtitle(*setup, {});
+  const size_t slice = config.find(kDot + "slice ");
+  config.insert(slice == std::string::npos ? config.size() : slice, kDot + sizes);
+  return s + kDot + "setup: " + config;
+}
+
+double niceStep(double span, int n) {
+  if (!(span > 0) || n < 1) return 1;
+  const double raw = span / n;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (const double m : {1.0, 2.0, 2.5, 5.0}) {
+    if (m * p >= raw * (1 - 1e-12)) return m * p;
+  }
+  return 10 * p;
+}
+
+std::string plainNumber(double v, double step) {
+  int decimals = 0;
+  if (step > 0 && std::isfinite(step)) {
+    // The fewest decimals that write every multiple of `step` exactly (2.5 needs one).
+    while (decimals < 15) {
+      const double scaled = step * std::pow(10.0, decimals);
+      if (std::abs(scaled - std::round(scaled)) < 1e-6 * scaled) break;
+      ++decimals;
+    }
+  }
+  char buf[400];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  std::string out = buf;
+  if (out.find('.') != std::string::npos) {  // 1.0 reads 1, as %g wrote it
+    out.erase(out.find_last_not_of('0') + 1);
+    if (out.back() == '.') out.pop_back();
+  }
+  if (out == "-0") return "0";
+  return out;
+}
+
+TimeUnit timeUnitFor(double spanUs) {
+  if (spanUs < 1e4) return {"\u00B5s", 1};
+  if (spanUs < 1e7) return {"ms", 1e3};
+  return {"s", 1e6};
+}
+
+std::string timeLabel(double us) {
+  const TimeUnit u = us < 1e3   ? TimeUnit{"\u00B5s", 1}
+                     : us < 1e6 ? TimeUnit{"ms", 1e3}
+                                : TimeUnit{"s", 1e6};
+  const double v = us / u.us;
+  if (v == 0) return "0";
+  // Three significant digits, trailing zeros dropped: 1, 2.5, 0.125, 1000.
+  const int decimals = std::clamp(2 - static_cast<int>(std::floor(std::log10(std::abs(v)))), 0, 9);
+  return plainNumber(v, std::pow(10.0, -decimals)) + " " + u.name;
+}
+
+std::vector<AxisTick> timeTicks(double spanUs, int n) {
+  std::vector<AxisTick> ticks;
+  if (!(spanUs > 0) || !std::isfinite(spanUs)) return ticks;
+  const TimeUnit u = timeUnitFor(spanUs);
+  const double step = niceStep(spanUs / u.us, n);
+  for (int i = 0; i * step <= spanUs / u.us * (1 + 1e-9); ++i) {
+    const double v = i * step;
+    ticks.push_back({v * u.us, i == 0 ? std::string("0") : plainNumber(v, step) + " " + u.name});
+  }
+  return ticks;
 }
 
 std::string sizeLabel(double bytes) {
@@ -441,7 +492,7 @@ void fillRunCharts(SessionCharts& c, const SweepRow* run) {
     c.timeline.title = "Per-step timeline";
     c.timeline.note = "No run with telemetry to show.";
     c.heatMap = HeatMapData{};
-    c.heatMap.title = "Per-link throughput";
+    c.heatMap.title = "Link load";
     c.heatMap.note = c.timeline.note;
   }
   c.timeline.subtitle = c.subtitle;

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "charts/link_load.h"
 #include "exec/timeline.h"
 #include "export/export.h"
 
@@ -115,9 +116,38 @@ struct ChartRow {
 
 ChartRow chartRow(const SweepRow& row);
 
-// The configuration line of a session: "4 ranks · ring · all-reduce float sum · slice 1M ·
-// 4 slices in flight · host1".
+// The configuration line of a session: "4 ranks · ring · allreduce float sum · slice 1M ·
+// 4 in flight · host1". Without workers, the ranks are the configuration's local and
+// remote workers.
 std::string sessionSubtitle(const BenchConfig& config, const std::vector<WorkerInfo>& workers);
+
+// The line the charts show before a session: "No run yet", or with the setup that Run would
+// measure, "No run yet · setup: 4 ranks · ring · allreduce float sum · 4K to 16M · slice 256K ·
+// 4 in flight".
+std::string noRunSubtitle(const BenchConfig* setup = nullptr);
+
+// The smallest of 1, 2, 2.5 and 5 times a power of ten at or above span / n: a round step for
+// about n ticks over [0, span] (1 for a span that is not positive).
+double niceStep(double span, int n);
+
+// `v` with the decimals that `step` needs and never an exponent: "0", "2.5", "0.25", "12000".
+std::string plainNumber(double v, double step);
+
+// The unit a time axis over [0, spanUs] reads in: µs below 10 ms of span, ms below 10 s, s
+// from there on.
+struct TimeUnit {
+  std::string name;  // "µs", "ms", "s"
+  double us = 1;     // microseconds in one unit
+};
+TimeUnit timeUnitFor(double spanUs);
+
+// A time in the unit its own size calls for, three significant digits at most and never an
+// exponent: "250 µs", "2 ms", "1.5 s".
+std::string timeLabel(double us);
+
+// Ticks over [0, spanUs] at a round step (about `n` of them) in the span's unit, labelled "0",
+// "2 ms", "4 ms", ...
+std::vector<AxisTick> timeTicks(double spanUs, int n);
 
 // "4K", "64K", "1M": a size in bytes as nccl-tests' users read it, rounded to a power of two.
 std::string sizeLabel(double bytes);
@@ -181,18 +211,18 @@ struct TimelineData {
 // time is the median.
 TimelineData stepTimeline(const SweepRow& row, int iteration = -1);
 
-// Per-link throughput of one run: bytes/s from sender to receiver while the link carried
-// data (the bytes over the union of the link's transfers' flight times, send start to
-// receive end), so a slow link stands out even where every link carries the same bytes.
+// The link heat map of one run: senders down, receivers across, each directed link's load
+// (link_load.h) over the run's timed iterations. The colour is the link's busy share; its cell
+// says that share, its throughput while busy and, on a shaped network, its pace against its
+// configured rate; the busiest link is named in the headline, as the bottleneck when it stands
+// out.
 struct HeatMapData {
   std::string title;
   std::string subtitle;
-  int nranks = 0;
-  std::vector<double> bytesPerSecond;  // [sender * nranks + receiver]; 0 = no traffic
-  std::vector<uint64_t> bytes;
-  double maxBytesPerSecond = 0;
-  double minBytesPerSecond = 0;  // over links with traffic
-  std::string note;
+  LinkLoads loads;
+  // "bottleneck: 1→2, busy 97% ..." or "no single bottleneck: ..."; empty without traffic.
+  std::string headline;
+  std::string note;  // what the colour and the figures mean
 };
 
 HeatMapData linkHeatMap(const SweepRow& row);

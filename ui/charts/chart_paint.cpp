@@ -27,20 +27,20 @@ QColor laneColor(Activity a, int rank, int nranks) {
 }
 
 void drawTimeAxis(QPainter& p, const QRectF& plot, double endUs, const FigureStyle& s) {
-  const double step = tickStep(endUs, 8);
   p.setFont(s.font);
   const QFontMetricsF fm(s.font);
-  for (double t = 0; t <= endUs + step * 1e-9; t += step) {
-    const double x = plot.left() + plot.width() * t / endUs;
+  // About one tick per 90 pixels, so that labels such as "12.5 ms" never touch.
+  const int n = std::clamp(static_cast<int>(plot.width() / 90), 2, 10);
+  for (const AxisTick& t : timeTicks(endUs, n)) {
+    const double x = plot.left() + plot.width() * t.value / endUs;
     p.setPen(QPen(s.grid, 1));
     p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
     p.setPen(s.text);
-    p.drawText(QRectF(x - 40, plot.bottom() + 3, 80, fm.height()), Qt::AlignHCenter,
-               QString::number(t, 'g', 4));
+    p.drawText(QRectF(x - 45, plot.bottom() + 3, 90, fm.height()), Qt::AlignHCenter, qs(t.label));
   }
   p.setFont(withSize(s.font, 1.05, true));
   p.drawText(QRectF(plot.left(), plot.bottom() + fm.height() + 4, plot.width(), fm.height() + 4),
-             Qt::AlignHCenter, QStringLiteral("time from the iteration's start (\u00B5s)"));
+             Qt::AlignHCenter, QStringLiteral("time from the iteration's start"));
 }
 
 void drawTimelineLegend(QPainter& p, const QRectF& r, const FigureStyle& s, int nranks, bool nccl) {

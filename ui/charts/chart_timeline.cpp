@@ -56,6 +56,59 @@ std::string ncclNote(const Timeline& tl) {
   return note;
 }
 
+std::string linkName(int a, int b) { return std::to_string(a) + "\u2192" + std::to_string(b); }
+
+// What the pace of a shaped bottleneck says: near its rate (80% or more) the link's own rate
+// holds the run back; far below it (under half) its messages wait at its ends, on the sender's
+// port shared with its other links or on a receiver late to take them.
+std::string paceReading(const LinkLoad& x) {
+  if (x.configuredBytesPerSecond <= 0) return {};
+  if (x.pace >= 0.8) return "; its own rate holds the run back";
+  if (x.pace < 0.5) {
+    return "; far below its rate: it waits on its sender's port or its receiver";
+  }
+  return {};
+}
+
+// Links measured faster than they are shaped to (more than 5% over, beyond rounding and the
+// stamps' microsecond grain): the reader must know before trusting their paces.
+std::string overPaceNote(const LinkLoads& l) {
+  std::string names;
+  for (int a = 0; a < l.nranks; ++a) {
+    for (int b = 0; b < l.nranks; ++b) {
+      if (l.at(a, b).pace <= 1.05) continue;
+      names += (names.empty() ? "" : ", ") + linkName(a, b);
+    }
+  }
+  if (names.empty()) return {};
+  return " Over 100% (" + names +
+         "): measured faster than shaped; a flight starts on the sender's clock and ends on the "
+         "receiver's, so either the shaping did not hold or the two clocks disagree.";
+}
+
+// The busiest link, named as the bottleneck when it stands out from the median link.
+std::string bottleneckHeadline(const LinkLoads& l) {
+  if (l.busiestSender < 0) return {};
+  const LinkLoad& x = l.at(l.busiestSender, l.busiestReceiver);
+  const std::string name = linkName(l.busiestSender, l.busiestReceiver);
+  std::string pace = " at " + describeRate(x.bytesPerSecond);
+  if (x.configuredBytesPerSecond > 0) {
+    pace +=
+        " (" + percentLabel(x.pace) + " of its " + describeRate(x.configuredBytesPerSecond) + ")";
+  }
+  if (l.bottleneck) {
+    return "bottleneck: " + name + ", busy " + percentLabel(x.busy) + pace +
+           "; the median link is busy " + percentLabel(l.medianBusy) + paceReading(x);
+  }
+  const auto carried =
+      std::count_if(l.links.begin(), l.links.end(), [](const LinkLoad& y) { return y.bytes > 0; });
+  if (carried == 1) {
+    return "one link carried data: " + name + ", busy " + percentLabel(x.busy) + pace;
+  }
+  return "no single bottleneck: the busiest link, " + name + ", is busy " + percentLabel(x.busy) +
+         ", the median link " + percentLabel(l.medianBusy);
+}
+
 }  // namespace
 
 TimelineData stepTimeline(const SweepRow& row, int iteration) {
@@ -118,50 +171,25 @@ TimelineData stepTimeline(const SweepRow& row, int iteration) {
 HeatMapData linkHeatMap(const SweepRow& row) {
   HeatMapData d;
   const RunResult& res = row.result;
-  d.nranks = res.nranks;
-  for (const TelemetryEvent& e : res.events) {
-    d.nranks = std::max({d.nranks, e.rank + 1, e.peer + 1});
-  }
-  d.title = "Per-link throughput: " + res.request.algorithm + " " + formatSize(row.sizeBytes);
-  const size_t n = static_cast<size_t>(d.nranks);
-  d.bytesPerSecond.assign(n * n, 0.0);
-  d.bytes.assign(n * n, 0);
+  d.title = "Link load: " + res.request.algorithm + " " + formatSize(row.sizeBytes);
+  d.loads = linkLoads(res.events, res.nranks, res.request.shaping, timedIterations(res));
   if (res.events.empty()) {
     d.note = "No telemetry for this run (telemetry off, or not kept).";
     return d;
   }
-  const Timeline tl(res.events);
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> flights(n * n);
-  for (const Transfer& x : tl.transfers()) {
-    if (x.sender < 0 || x.receiver < 0 || x.sender >= d.nranks || x.receiver >= d.nranks) continue;
-    const size_t k = static_cast<size_t>(x.sender) * n + static_cast<size_t>(x.receiver);
-    d.bytes[k] += x.bytes;
-    flights[k].emplace_back(x.sendStartNs, std::max(x.recvEndNs, x.sendStartNs));
-  }
-  d.minBytesPerSecond = 0;
-  for (size_t k = 0; k < n * n; ++k) {
-    auto& f = flights[k];
-    if (f.empty()) continue;
-    std::sort(f.begin(), f.end());
-    int64_t busy = 0, curS = f[0].first, curE = f[0].second;
-    for (const auto& [s, e] : f) {
-      if (s > curE) {
-        busy += curE - curS;
-        curS = s;
-      }
-      curE = std::max(curE, e);
-    }
-    busy += curE - curS;
-    if (busy <= 0) continue;
-    d.bytesPerSecond[k] = static_cast<double>(d.bytes[k]) * 1e9 / static_cast<double>(busy);
-    d.maxBytesPerSecond = std::max(d.maxBytesPerSecond, d.bytesPerSecond[k]);
-    d.minBytesPerSecond = d.minBytesPerSecond == 0
-                              ? d.bytesPerSecond[k]
-                              : std::min(d.minBytesPerSecond, d.bytesPerSecond[k]);
-  }
+  d.headline = bottleneckHeadline(d.loads);
+  const int its = d.loads.iterations;
   d.note =
-      "Bytes a link carried over the time it had a message in flight (send start to "
-      "receive end), all timed iterations of the run; measured telemetry.";
+      "Colour: the share of the time a link had a message in flight (send start to receive "
+      "end), over " +
+      std::to_string(its) + (its == 1 ? " iteration" : " iterations") +
+      " of the run; measured telemetry. In each cell: that share, the link's throughput "
+      "while busy";
+  if (d.loads.shaped()) d.note += ", and its pace against the rate it is shaped to";
+  d.note +=
+      ". A link busy nearly all the time at its configured pace is the bottleneck; a link "
+      "idle part of the time waits on others.";
+  d.note += overPaceNote(d.loads);
   return d;
 }
 

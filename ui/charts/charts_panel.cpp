@@ -61,7 +61,8 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QTabWidget(parent) {
   timer_.setSingleShot(true);
   timer_.setInterval(kRedrawIntervalMs);
   connect(&timer_, &QTimer::timeout, this, &ChartsPanel::redraw);
-  charts_.subtitle = sessionSubtitle(config_, workers_);
+  // No configuration has come yet: a default one would name sizes and a slice nobody chose.
+  charts_.subtitle = noRunSubtitle();
   fillRunCharts(charts_, nullptr);
   redraw();
 }
@@ -84,12 +85,25 @@ QWidget* ChartsPanel::wrap(QWidget* view, QLabel** note) {
   return page;
 }
 
+void ChartsPanel::showSetup(const BenchConfig& setup) {
+  if (shown_) return;
+  config_ = setup;
+  planned_ = true;
+  charts_.subtitle = noRunSubtitle(&setup);
+  fillRunCharts(charts_, nullptr);
+  // The y axes are chosen again: the sizes' axes move with the setup.
+  for (ChartKind k : kXYKinds) charts_.xy(k)->y = {};
+  scheduleRedraw();
+}
+
 void ChartsPanel::beginSession(const BenchConfig& config, const std::vector<WorkerInfo>& workers,
                                const std::string& modelSource) {
   config_ = config;
   workers_ = workers;
   rows_.clear();
   live_ = true;
+  shown_ = true;
+  planned_ = false;
   charts_ = SessionCharts{};
   charts_.subtitle = sessionSubtitle(config_, workers_);
   charts_.modelSource = modelSource;
@@ -107,6 +121,8 @@ void ChartsPanel::addRow(const SweepRow& row) {
 void ChartsPanel::setReport(const BenchReport& report) {
   timer_.stop();
   live_ = false;
+  shown_ = true;
+  planned_ = false;
   config_ = report.config;
   workers_ = report.workers;
   rows_.clear();
@@ -144,7 +160,7 @@ void ChartsPanel::scheduleRedraw() {
 }
 
 // While live, the x axes span the session's configured sizes and the y axes only grow, so the
-// charts do not jump as rows arrive.
+// charts do not jump as rows arrive; before a session, the x axes span the setup's sizes.
 void ChartsPanel::applyLiveAxes(XYChartData& d, ChartKind k) const {
   const XYChartData& before = *charts_.xy(k);
   if (k != ChartKind::BusbwVsSlice) {
@@ -152,8 +168,9 @@ void ChartsPanel::applyLiveAxes(XYChartData& d, ChartKind k) const {
         std::floor(std::log2(static_cast<double>(std::max<uint64_t>(config_.minBytes, 1))));
     const double hi =
         std::ceil(std::log2(static_cast<double>(std::max(config_.maxBytes, config_.minBytes))));
-    d.x.min = std::min(d.x.min, lo - 0.5);
-    d.x.max = std::max(d.x.max, hi + 0.5);
+    // Without rows the data's axis is a placeholder: the configured sizes alone are the axis.
+    d.x.min = rows_.empty() ? lo - 0.5 : std::min(d.x.min, lo - 0.5);
+    d.x.max = rows_.empty() ? hi + 0.5 : std::max(d.x.max, hi + 0.5);
     d.x.ticks = log2SizeTicks(d.x.min + 0.5, d.x.max - 0.5);
   }
   if (!before.y.ticks.empty() && d.y.min >= before.y.min && d.y.max <= before.y.max) d.y = before.y;
@@ -164,7 +181,7 @@ void ChartsPanel::redraw() {
   fillXYCharts(next, rows_);
   for (size_t i = 0; i < kXYKinds.size(); ++i) {
     XYChartData& d = *next.xy(kXYKinds[i]);
-    if (live_) applyLiveAxes(d, kXYKinds[i]);
+    if (live_ || planned_) applyLiveAxes(d, kXYKinds[i]);
     adapters_[i]->update(d);
     views_[i]->setToolTip(QString::fromStdString(d.y.tooltip));
     notes_[static_cast<size_t>(kXYKinds[i])]->setText(QString::fromStdString(d.note));

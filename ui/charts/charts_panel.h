@@ -1,7 +1,8 @@
 // The charts of a session, in tabs: busbw and algbw against size (one series per algorithm, the
 // model's prediction dashed beside each), busbw against slice size, the per-step timeline of
-// one run, the per-link throughput heat map of one run, and the spread of iteration times.
-// Fed whole (a recording) or row by row (a live sweep; redrawn at most 30 times a second).
+// one run, the link load heat map of one run, and the spread of iteration times.
+// Fed whole (a recording) or row by row (a live sweep; redrawn at most 30 times a second);
+// before either, they show the setup Run would measure and say that nothing has run yet.
 #pragma once
 
 #include <QTabWidget>
@@ -28,6 +29,10 @@ class ChartsPanel : public QTabWidget {
   explicit ChartsPanel(QWidget* parent = nullptr);
   ~ChartsPanel() override;
 
+  // Before any session: the charts say that nothing has run yet, with the setup that Run
+  // would measure (its ranks, algorithm, sizes, slice) and the size axes over its sizes.
+  // Ignored once a session or a recording is shown: the charts then describe what ran.
+  void showSetup(const BenchConfig& setup);
   // Starts a new session: every chart empties and takes this configuration, and the size
   // charts name `modelSource` (where the model's parameters came from) beside their
   // predictions.
@@ -65,6 +70,9 @@ class ChartsPanel : public QTabWidget {
   std::vector<ChartRow> rows_;
   SessionCharts charts_;
   bool live_ = false;
+  bool shown_ = false;    // a session or a recording has been shown
+  bool planned_ = false;  // config_ is the setup of showSetup(), nothing has run
+
   BandwidthOf bandwidthOf_ = BandwidthOf::Mean;
   QComboBox* bandwidthBox_ = nullptr;
   std::array<std::unique_ptr<XYChartAdapter>, 4> adapters_;  // busbw, algbw, slice, spread

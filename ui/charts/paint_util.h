@@ -5,7 +5,6 @@
 #include <QFontMetricsF>
 #include <QPainter>
 #include <QRectF>
-#include <cmath>
 #include <string>
 
 #include "charts/chart_adapter.h"
@@ -57,17 +56,6 @@ inline QRectF drawNote(QPainter& p, const QRectF& r, const std::string& note,
   p.drawText(QRectF(r.left() + 8, r.bottom() - h, r.width() - 16, h),
              Qt::AlignHCenter | Qt::AlignBottom | Qt::TextWordWrap, qs(note));
   return QRectF(r.left(), r.top(), r.width(), r.height() - h - 4);
-}
-
-// A round step for about `n` ticks over [0, span].
-inline double tickStep(double span, int n) {
-  if (!(span > 0)) return 1;
-  const double raw = span / n;
-  const double p = std::pow(10.0, std::floor(std::log10(raw)));
-  for (const double m : {1.0, 2.0, 2.5, 5.0}) {
-    if (m * p >= raw) return m * p;
-  }
-  return 10 * p;
 }
 
 }  // namespace arl::ui

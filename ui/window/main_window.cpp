@@ -64,6 +64,7 @@ MainWindow::MainWindow(WindowOptions options, QWidget* parent)
   }
   panel_->setSetup(setup);
   mirrorToolBar();
+  charts_->showSetup(benchConfigOf(setup));
   setInitialGeometry();
   applyDefaultSizes();
   defaultLayout_ = saveState();
@@ -140,6 +141,7 @@ void MainWindow::connectRuntime() {
 
 void MainWindow::setupEdited() {
   mirrorToolBar();
+  charts_->showSetup(benchConfigOf(panel_->setup()));
   validate_->start();
   if (!running_) {
     const SessionSetup s = panel_->setup();

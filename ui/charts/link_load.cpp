@@ -1,0 +1,129 @@
+#include "charts/link_load.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "exec/timeline.h"
+
+namespace arl::ui {
+namespace {
+
+// The lower of two rates where 0 means unshaped.
+double lowerRate(double a, double b) {
+  if (a <= 0) return b;
+  if (b <= 0) return a;
+  return std::min(a, b);
+}
+
+// The length of the union of [start, end) spans (sorted in place).
+int64_t unionLength(std::vector<std::pair<int64_t, int64_t>>& spans) {
+  if (spans.empty()) return 0;
+  std::sort(spans.begin(), spans.end());
+  int64_t total = 0, curS = spans[0].first, curE = spans[0].second;
+  for (const auto& [s, e] : spans) {
+    if (s > curE) {
+      total += curE - curS;
+      curS = s;
+    }
+    curE = std::max(curE, e);
+  }
+  return total + (curE - curS);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+// The busiest link with traffic, the median busy share, and whether the busiest stands out.
+void findBottleneck(LinkLoads& l) {
+  std::vector<double> busy;
+  double top = -1;
+  for (int a = 0; a < l.nranks; ++a) {
+    for (int b = 0; b < l.nranks; ++b) {
+      const LinkLoad& x = l.at(a, b);
+      if (x.bytes == 0) continue;
+      busy.push_back(x.busy);
+      if (x.busy > top) {
+        top = x.busy;
+        l.busiestSender = a;
+        l.busiestReceiver = b;
+      }
+    }
+  }
+  l.medianBusy = median(busy);
+  l.bottleneck = busy.size() > 1 && top - l.medianBusy >= LinkLoads::kStandsOut;
+}
+
+}  // namespace
+
+bool LinkLoads::shaped() const {
+  return std::any_of(links.begin(), links.end(), [](const LinkLoad& x) {
+    return x.bytes > 0 && x.configuredBytesPerSecond > 0;
+  });
+}
+
+std::string percentLabel(double share) { return std::to_string(std::lround(share * 100)) + "%"; }
+
+double configuredLinkRate(const LinkShaping& shaping, int from, int to) {
+  return lowerRate(lowerRate(shaping.portRate(from), shaping.portRate(to)),
+                   shaping.linkRate(from, to));
+}
+
+LinkLoads linkLoads(const std::vector<TelemetryEvent>& events, int nranks,
+                    const LinkShaping& shaping, const std::vector<uint32_t>& iterations) {
+  LinkLoads l;
+  const std::set<uint32_t> wanted(iterations.begin(), iterations.end());
+  std::vector<TelemetryEvent> kept;
+  std::map<uint32_t, std::pair<int64_t, int64_t>> spans;  // iteration -> first, last event
+  for (const TelemetryEvent& e : events) {
+    if (!wanted.empty() && wanted.count(e.iteration) == 0) continue;
+    kept.push_back(e);
+    nranks = std::max({nranks, e.rank + 1, e.peer + 1});
+    auto [it, fresh] = spans.try_emplace(e.iteration, e.tNs, e.tNs);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, e.tNs);
+      it->second.second = std::max(it->second.second, e.tNs);
+    }
+  }
+  l.nranks = std::max(nranks, 0);
+  l.iterations = static_cast<int>(spans.size());
+  for (const auto& [it, span] : spans) l.iterationNs += span.second - span.first;
+  const size_t n = static_cast<size_t>(l.nranks);
+  l.links.assign(n * n, LinkLoad{});
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> flights(n * n);
+  const Timeline timeline(kept);
+  for (const Transfer& x : timeline.transfers()) {
+    if (x.sender < 0 || x.receiver < 0 || x.sender >= l.nranks || x.receiver >= l.nranks) continue;
+    const size_t k = static_cast<size_t>(x.sender) * n + static_cast<size_t>(x.receiver);
+    l.links[k].bytes += x.bytes;
+    flights[k].emplace_back(x.sendStartNs, std::max(x.recvEndNs, x.sendStartNs));
+  }
+  for (size_t k = 0; k < n * n; ++k) {
+    LinkLoad& x = l.links[k];
+    x.busyNs = unionLength(flights[k]);
+    if (x.bytes == 0 || x.busyNs <= 0) continue;
+    x.busy = l.iterationNs > 0
+                 ? std::min(1.0, static_cast<double>(x.busyNs) / static_cast<double>(l.iterationNs))
+                 : 0;
+    x.bytesPerSecond = static_cast<double>(x.bytes) * 1e9 / static_cast<double>(x.busyNs);
+    x.configuredBytesPerSecond =
+        configuredLinkRate(shaping, static_cast<int>(k / n), static_cast<int>(k % n));
+    if (x.configuredBytesPerSecond > 0) x.pace = x.bytesPerSecond / x.configuredBytesPerSecond;
+  }
+  findBottleneck(l);
+  return l;
+}
+
+std::vector<uint32_t> timedIterations(const RunResult& res) {
+  std::set<uint32_t> its;
+  for (const RankIteration& r : res.perRank) its.insert(r.iteration);
+  return {its.begin(), its.end()};
+}
+
+}  // namespace arl::ui
