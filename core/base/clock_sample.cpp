@@ -25,4 +25,18 @@ std::optional<ClockSample> bestClockSample(std::span<const ClockSample> samples)
   return best;
 }
 
+std::optional<int64_t> clockOffsetNs(std::span<const ClockSample> samples) {
+  const std::optional<ClockSample> best = bestClockSample(samples);
+  if (!best) return std::nullopt;
+  bool zeroFits = true;
+  for (const ClockSample& s : samples) {
+    if (s.delayNs < 0) continue;
+    // |offset| <= delay / 2 (for whole nanoseconds, |offset| <= floor(delay / 2)).
+    const uint64_t magnitude =
+        s.offsetNs < 0 ? 0 - static_cast<uint64_t>(s.offsetNs) : static_cast<uint64_t>(s.offsetNs);
+    if (magnitude > static_cast<uint64_t>(s.delayNs) / 2) zeroFits = false;
+  }
+  return zeroFits ? 0 : best->offsetNs;
+}
+
 }  // namespace arl

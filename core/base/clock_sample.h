@@ -26,5 +26,12 @@ ClockSample clockSample(int64_t t0Ns, int64_t t1Ns, int64_t t2Ns, int64_t t3Ns);
 // The sample with the smallest non-negative delay (NTP's clock filter, reduced to its core);
 // nullopt when there is none (a negative delay means a timestamp is wrong).
 std::optional<ClockSample> bestClockSample(std::span<const ClockSample> samples);
+// The offset to use: 0 when every sample allows it (each bounds the true offset to within its
+// delay / 2 of its own offset), which is what a worker sharing the coordinator's steady clock
+// always sees, since then t0 <= t1 <= t2 <= t3; else the best sample's. Processes on one host
+// read one clock, and a midpoint of an unevenly delayed exchange (a busy coordinator answering
+// late) would shift their events against each other by up to half the delay. Steady clocks of
+// two machines differ by their boot times, far more than any delay. nullopt without a sample.
+std::optional<int64_t> clockOffsetNs(std::span<const ClockSample> samples);
 
 }  // namespace arl

@@ -373,7 +373,7 @@ std::optional<int> WorkerSession::on(const Pong& p, uint64_t) {
   if (!pingOutstanding_ || p.seq + 1 != pingSeq_) return std::nullopt;
   pingOutstanding_ = false;
   samples_.push_back(clockSample(p, t3));
-  if (auto best = bestClockSample(samples_)) offsetNs_ = best->offsetNs;
+  if (auto offset = clockOffsetNs(samples_)) offsetNs_ = *offset;
   if (samples_.size() < kPings) sendPing();
   return std::nullopt;
 }

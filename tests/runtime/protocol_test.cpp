@@ -967,6 +967,27 @@ TEST(Protocol, BestClockSampleHasTheSmallestDelay) {
   EXPECT_FALSE(bestClockSample(std::vector<ClockSample>{{1, -1}}));
 }
 
+// One host, one steady clock: every exchange has t0 <= t1 <= t2 <= t3, and a coordinator that
+// answers late makes the midpoint wrong by half the lateness. The offset is then 0.
+TEST(Protocol, ClockOffsetIsZeroWhenEverySampleAllowsIt) {
+  const int64_t t0 = 7'000'000;
+  std::vector<ClockSample> samples = {clockSample(t0, t0 + 900'000, t0 + 900'010, t0 + 900'030),
+                                      clockSample(t0, t0 + 20, t0 + 25, t0 + 600'000),
+                                      clockSample(t0, t0 + 50, t0 + 60, t0 + 100)};
+  EXPECT_NE(bestClockSample(samples)->offsetNs, 0);  // the midpoint of the quickest: 5 ns
+  EXPECT_EQ(clockOffsetNs(samples), 0);
+  // Another machine's clock: no sample allows 0, so the quickest sample's offset stands.
+  const int64_t ahead = 3'600'000'000'000;
+  samples = {clockSample(t0, t0 + ahead + 40'000, t0 + ahead + 41'000, t0 + 81'000),
+             clockSample(t0, t0 + ahead + 100'000, t0 + ahead + 100'000, t0 + 120'000)};
+  EXPECT_EQ(clockOffsetNs(samples), ahead);
+  // One sample far off its interval's centre but still allowing 0 does not decide alone.
+  samples.push_back(clockSample(t0, t0 + 10, t0 + 10, t0 + 30));
+  EXPECT_EQ(clockOffsetNs(samples), bestClockSample(samples)->offsetNs);
+  EXPECT_FALSE(clockOffsetNs(std::vector<ClockSample>{}));
+  EXPECT_FALSE(clockOffsetNs(std::vector<ClockSample>{{1, -1}}));
+}
+
 // ---- Helpers --------------------------------------------------------------------------------
 
 TEST(Protocol, EncodeRecordsIsEncodeOfTheSameEvents) {
