@@ -37,6 +37,9 @@ struct LinkShaping {
   double portRate(int rank) const;
   // The rate of the directed link from -> to (0 = not shaped beyond its ports).
   double linkRate(int from, int to) const;
+  // The rate a transfer from -> to is paced at: the lowest of the sender's port, the
+  // receiver's port and the link's own rate (0 = unshaped), as the data planes pace it.
+  double pathRate(int from, int to) const;
   bool operator==(const LinkShaping&) const = default;
 };
 

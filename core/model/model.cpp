@@ -323,13 +323,6 @@ bool ringLike(const CostQuery& q) {
           q.collective == Collective::AllGather);
 }
 
-// The lower of two rates where 0 means unshaped.
-double lowerRate(double a, double b) {
-  if (a <= 0) return b;
-  if (b <= 0) return a;
-  return std::min(a, b);
-}
-
 // The rate of the ring's slowest link under the shaping (0 = none shaped): every link
 // order[i] -> order[i+1] at the lower of its ends' ports and its own rate.
 double slowestRingLink(const CostQuery& q) {
@@ -341,9 +334,8 @@ double slowestRingLink(const CostQuery& q) {
   const size_t n = order.size();
   for (size_t i = 0; i < n && n > 1; ++i) {
     const int a = order[i], b = order[(i + 1) % n];
-    const double r = lowerRate(lowerRate(q.shaping.portRate(a), q.shaping.portRate(b)),
-                               q.shaping.linkRate(a, b));
-    slowest = lowerRate(slowest, r);
+    const double r = q.shaping.pathRate(a, b);
+    if (r > 0 && (slowest == 0 || r < slowest)) slowest = r;
   }
   return slowest;
 }

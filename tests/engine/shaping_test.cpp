@@ -19,6 +19,24 @@ std::string refusal(const LinkShaping& s, int nranks) {
   }
 }
 
+// The rate a link is held to: its own when it is lower than its ports', else the lower port.
+TEST(Shaping, PathRateIsTheLowestOfTheLinkAndItsPorts) {
+  LinkShaping s;
+  EXPECT_EQ(s.pathRate(0, 1), 0) << "unshaped";
+  s.portBytesPerSecond = 500e6;
+  s.rankPortBytesPerSecond[2] = 200e6;
+  s.linkBytesPerSecond[{1, 2}] = 100e6;
+  s.linkBytesPerSecond[{0, 1}] = 900e6;
+  EXPECT_DOUBLE_EQ(s.pathRate(0, 1), 500e6);
+  EXPECT_DOUBLE_EQ(s.pathRate(1, 2), 100e6);
+  EXPECT_DOUBLE_EQ(s.pathRate(2, 3), 200e6);
+  EXPECT_DOUBLE_EQ(s.pathRate(3, 2), 200e6);
+  LinkShaping onlyLink;
+  onlyLink.linkBytesPerSecond[{1, 0}] = 50e6;
+  EXPECT_DOUBLE_EQ(onlyLink.pathRate(1, 0), 50e6);
+  EXPECT_EQ(onlyLink.pathRate(0, 1), 0);
+}
+
 TEST(Shaping, AcceptsWhatTheFlagsCanSay) {
   LinkShaping s;
   EXPECT_TRUE(s.empty());

@@ -378,24 +378,6 @@ TEST(LinkLoads, ABalancedRunHasNoSingleBottleneck) {
   EXPECT_EQ(h.headline.rfind("no single bottleneck", 0), 0u) << h.headline;
 }
 
-// The rate a link is held to: its own when it is lower than its ports', else the lower port.
-TEST(LinkLoads, ConfiguredRateIsTheLowestOfTheLinkAndItsPorts) {
-  LinkShaping s;
-  EXPECT_EQ(configuredLinkRate(s, 0, 1), 0) << "unshaped";
-  s.portBytesPerSecond = 500e6;
-  s.rankPortBytesPerSecond[2] = 200e6;
-  s.linkBytesPerSecond[{1, 2}] = 100e6;
-  s.linkBytesPerSecond[{0, 1}] = 900e6;
-  EXPECT_DOUBLE_EQ(configuredLinkRate(s, 0, 1), 500e6);
-  EXPECT_DOUBLE_EQ(configuredLinkRate(s, 1, 2), 100e6);
-  EXPECT_DOUBLE_EQ(configuredLinkRate(s, 2, 3), 200e6);
-  EXPECT_DOUBLE_EQ(configuredLinkRate(s, 3, 2), 200e6);
-  LinkShaping onlyLink;
-  onlyLink.linkBytesPerSecond[{1, 0}] = 50e6;
-  EXPECT_DOUBLE_EQ(configuredLinkRate(onlyLink, 1, 0), 50e6);
-  EXPECT_EQ(configuredLinkRate(onlyLink, 0, 1), 0);
-}
-
 // The heat map of a run with a slow link names it as the bottleneck, with its busy share and
 // its pace against the rate it was shaped to, from the run's request and timed iterations.
 TEST(ChartsData, HeatMapNamesTheSlowLinkAsTheBottleneck) {

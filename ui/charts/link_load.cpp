@@ -11,13 +11,6 @@
 namespace arl::ui {
 namespace {
 
-// The lower of two rates where 0 means unshaped.
-double lowerRate(double a, double b) {
-  if (a <= 0) return b;
-  if (b <= 0) return a;
-  return std::min(a, b);
-}
-
 // The length of the union of [start, end) spans (sorted in place).
 int64_t unionLength(std::vector<std::pair<int64_t, int64_t>>& spans) {
   if (spans.empty()) return 0;
@@ -70,11 +63,6 @@ bool LinkLoads::shaped() const {
 
 std::string percentLabel(double share) { return std::to_string(std::lround(share * 100)) + "%"; }
 
-double configuredLinkRate(const LinkShaping& shaping, int from, int to) {
-  return lowerRate(lowerRate(shaping.portRate(from), shaping.portRate(to)),
-                   shaping.linkRate(from, to));
-}
-
 LinkLoads linkLoads(const std::vector<TelemetryEvent>& events, int nranks,
                     const LinkShaping& shaping, const std::vector<uint32_t>& iterations) {
   LinkLoads l;
@@ -112,8 +100,7 @@ LinkLoads linkLoads(const std::vector<TelemetryEvent>& events, int nranks,
                  ? std::min(1.0, static_cast<double>(x.busyNs) / static_cast<double>(l.iterationNs))
                  : 0;
     x.bytesPerSecond = static_cast<double>(x.bytes) * 1e9 / static_cast<double>(x.busyNs);
-    x.configuredBytesPerSecond =
-        configuredLinkRate(shaping, static_cast<int>(k / n), static_cast<int>(k % n));
+    x.configuredBytesPerSecond = shaping.pathRate(static_cast<int>(k / n), static_cast<int>(k % n));
     if (x.configuredBytesPerSecond > 0) x.pace = x.bytesPerSecond / x.configuredBytesPerSecond;
   }
   findBottleneck(l);

@@ -49,9 +49,6 @@ struct LinkLoads {
 // "97%": a share (0..1) in whole percent.
 std::string percentLabel(double share);
 
-// The rate the shaping holds the directed link from -> to to (0: not shaped).
-double configuredLinkRate(const LinkShaping& shaping, int from, int to);
-
 // The loads of the links among `nranks` ranks from a run's telemetry, over the iterations in
 // `iterations` (empty: every iteration in the events). A message belongs to the iteration of
 // its events; an iteration's time runs from its first event to its last, over all ranks.
