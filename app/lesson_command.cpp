@@ -16,8 +16,9 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -29,6 +30,7 @@
 #include "exec/run_request.h"
 #include "lesson/lesson.h"
 #include "lesson/verdict.h"
+#include "model/model.h"
 #include "runtime/process.h"
 #include "schedule/schedule.h"
 
@@ -80,11 +82,11 @@ void checkExperiments(const Lesson& l) {
     try {
       const BenchArgs a = benchArgsOf(args);
       // The determinism lesson compares algorithms on the same inputs within one experiment.
-      const bool acrossAlgorithms =
-          l.by == DecideBy::Value && l.quantity == Quantity::Determinism;
+      const bool acrossAlgorithms = l.by == DecideBy::Value && l.quantity == Quantity::Determinism;
       if (acrossAlgorithms && (a.cfg.algorithms.size() < 2 || !a.cfg.randomData)) {
-        throw UsageError{"a determinism experiment runs two or more algorithms (--algo A,B) on "
-                         "random data (--data random)"};
+        throw UsageError{
+            "a determinism experiment runs two or more algorithms (--algo A,B) on "
+            "random data (--data random)"};
       }
       if (a.sizes.size() != 1 || (a.cfg.algorithms.size() != 1 && !acrossAlgorithms) ||
           a.cfg.sliceSizes.size() > 1 || a.cfg.inflights.size() > 1) {
@@ -134,9 +136,8 @@ double determinismOf(const nlohmann::json& rows) {
   std::set<std::string> results;
   for (const auto& row : rows) {
     const std::vector<std::string> d = digestsOf(row);
-    if (d.empty() || d.front().empty() || std::any_of(d.begin(), d.end(), [&](const auto& x) {
-          return x != d.front();
-        }))
+    if (d.empty() || d.front().empty() ||
+        std::any_of(d.begin(), d.end(), [&](const auto& x) { return x != d.front(); }))
       return 2;
     results.insert(d.front());
   }
@@ -152,8 +153,8 @@ std::string determinismNote(const nlohmann::json& rows) {
   nlohmann::json at = nlohmann::json::array();
   for (const auto& row : rows) {
     const std::vector<std::string> d = digestsOf(row);
-    const bool same =
-        !d.empty() && std::all_of(d.begin(), d.end(), [&](const auto& x) { return x == d.front(); });
+    const bool same = !d.empty() && std::all_of(d.begin(), d.end(),
+                                                [&](const auto& x) { return x == d.front(); });
     names.push_back(row.value("algorithm", "?"));
     note += (note.empty() ? "" : "; ") + names.back() + ": " +
             (same ? "all " + std::to_string(d.size()) + " ranks hold output " + d.front()
@@ -189,6 +190,28 @@ std::string determinismNote(const nlohmann::json& rows) {
   return note;
 }
 
+// The most any rank sent, from a per-rank list of bench JSON (`sent_bytes`, as the ranks'
+// telemetry counted it; `effective.bytes_sent`, the schedule's count); none when the list is
+// missing or empty, or a rank has no figure (its telemetry never said).
+std::optional<uint64_t> busiestSent(const nlohmann::json& list) {
+  if (!list.is_array() || list.empty()) return std::nullopt;
+  uint64_t most = 0;
+  for (const auto& b : list) {
+    if (!b.is_number_unsigned()) return std::nullopt;
+    most = std::max(most, b.get<uint64_t>());
+  }
+  return most;
+}
+
+std::optional<uint64_t> measuredSent(const nlohmann::json& row) {
+  return busiestSent(row.value("sent_bytes", nlohmann::json()));
+}
+
+std::optional<uint64_t> scheduledSent(const nlohmann::json& row) {
+  const nlohmann::json e = row.value("effective", nlohmann::json::object());
+  return busiestSent(e.is_object() ? e.value("bytes_sent", nlohmann::json()) : nlohmann::json());
+}
+
 double quantityOf(Quantity q, const BenchArgs& a, const nlohmann::json& row) {
   switch (q) {
     case Quantity::Determinism: return NAN;  // over every row (determinismOf)
@@ -198,10 +221,8 @@ double quantityOf(Quantity q, const BenchArgs& a, const nlohmann::json& row) {
     }
     case Quantity::Steps: return scheduleOf(a).nsteps;
     case Quantity::SentOverSize: {
-      const Schedule s = scheduleOf(a);
-      uint64_t most = 0;
-      for (int r = 0; r < s.nranks; ++r) most = std::max(most, bytesSent(s, r, a.cfg.dtype));
-      return static_cast<double>(most) / static_cast<double>(a.sizes.front());
+      const std::optional<uint64_t> most = measuredSent(row);
+      return most ? static_cast<double>(*most) / static_cast<double>(a.sizes.front()) : NAN;
     }
     case Quantity::MismatchCaught: {
       if (row.value("state", "") == "done") return 0;
@@ -211,13 +232,31 @@ double quantityOf(Quantity q, const BenchArgs& a, const nlohmann::json& row) {
   return NAN;
 }
 
+// Bytes sent: measured on the busiest rank (telemetry), beside the schedule's count and the
+// algorithm's formula; says so when the measurement and the schedule differ.
+std::string sentNote(const BenchArgs& a, const nlohmann::json& row) {
+  const int n = nranksOf(a.cfg);
+  const double S = static_cast<double>(a.sizes.front());
+  const std::optional<uint64_t> measured = measuredSent(row);
+  const std::optional<uint64_t> scheduled = scheduledSent(row);
+  std::string note = printfString("%d ranks; ", n);
+  note += measured ? "the busiest rank's telemetry"
+                   : "nothing measured (telemetry off, or a rank's IterationEnd never arrived)";
+  if (scheduled) {
+    note += printfString("; the schedule says %.4g", static_cast<double>(*scheduled) / S);
+    if (measured && *measured != *scheduled) note += ": the measurement and the schedule differ";
+  }
+  const std::optional<SentFormula> f =
+      sentFormula(a.cfg.algorithms.front(), a.cfg.collective, n, a.sizes.front());
+  if (f) note += printfString("; the formula %s gives %.4g", f->text.c_str(), f->bytes / S);
+  return note;
+}
+
 // What a fact lesson's reader compares the measured value with.
-std::string factNote(Quantity q, const BenchArgs& a) {
+std::string factNote(Quantity q, const BenchArgs& a, const nlohmann::json& row) {
   const int n = nranksOf(a.cfg);
   const bool ring = a.cfg.algorithms.front() == "ring";
-  if (q == Quantity::SentOverSize && ring) {
-    return printfString("%d ranks; the formula 2(N-1)/N gives %.4g", n, 2.0 * (n - 1) / n);
-  }
+  if (q == Quantity::SentOverSize) return sentNote(a, row);
   if (q == Quantity::Steps && ring) {
     return printfString("%d ranks; 2(N-1) = %d", n, 2 * (n - 1));
   }
@@ -296,7 +335,7 @@ ExperimentResult runExperiment(const Lesson& l, const std::string& optionId,
                                                   : quantityOf(l.quantity, a, row);
     r.predictedUs = NAN;
     r.note = l.quantity == Quantity::Determinism ? determinismNote(doc["results"])
-                                                 : factNote(l.quantity, a);
+                                                 : factNote(l.quantity, a, row);
     if (!r.error.empty()) r.note += "; the run ended: " + r.error;
   }
   return r;

@@ -70,6 +70,14 @@ Json outputJson(const RunResult& res) {
   return Json{{"digests", digests}, {"sample_at", at}, {"sample", heads}};
 }
 
+// Per rank, the bytes it sent in one timed iteration as its IterationEnd events say; null for
+// a rank none of whose arrived (telemetry off, or dropped by the rank).
+Json sentJson(const std::vector<RankSent>& sent) {
+  Json a = Json::array();
+  for (const RankSent& r : sent) a.push_back(r.iterations > 0 ? Json(r.bytes) : Json(nullptr));
+  return a;
+}
+
 Json resultJson(const BenchRow& row) {
   const RunResult& res = row.result;
   const RunRequest& q = res.request;
@@ -108,6 +116,7 @@ Json resultJson(const BenchRow& row) {
               {"events", eventCount(row)},
               {"events_dropped", res.eventsDropped},
               {"events_dropped_slow_client", res.telemetry.droppedSlowClient},
+              {"sent_bytes", sentJson(res.sent)},
               {"effective", effectiveJson(res.effective)}};
 }
 

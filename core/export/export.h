@@ -55,7 +55,7 @@ struct BenchConfig {
   LinkShaping shaping;  // --nic-bw, --link-latency, --slow-rank, --slow-link
   int root = 0;
   bool inPlace = false;
-  int mismatchRank = -1;  // --mismatch-rank (RunRequest::mismatchRank)
+  int mismatchRank = -1;    // --mismatch-rank (RunRequest::mismatchRank)
   bool randomData = false;  // --data random (RunRequest::randomData)
   std::string jsonPath, csvPath, tracePath, recordPath;
 };
@@ -77,12 +77,16 @@ struct SessionFit {
   std::string error;             // why there is no fit (then params are not set)
 };
 
+// Where a report's parameters came from when nobody said (the built-in ModelParams).
+inline constexpr const char* kDefaultModelSource =
+    "alpha-beta-gamma closed form, default parameters";
+
 // A whole session: configuration, workers, model and one row per run, in run order.
 struct BenchReport {
   BenchConfig config;
   std::vector<WorkerInfo> workers;  // in rank order
   ModelParams model;
-  std::string modelSource = "alpha-beta-gamma closed form, default parameters";
+  std::string modelSource = kDefaultModelSource;
   std::optional<SessionFit> fit;  // with --fit
   std::vector<BenchRow> rows;
   std::string error;  // why the session stopped early ("" when it ran to the end)

@@ -465,6 +465,8 @@ BenchRow readRun(const In& a, size_t columns) {
     bad(events.path(), "holds " + std::to_string(res.events.size()) + " events, event_count says " +
                            std::to_string(expected));
   }
+  // Not stored: the events say it (those the recording kept; the live count saw every one).
+  res.sent = sentOf(res.events, res.nranks);
   return row;
 }
 

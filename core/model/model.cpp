@@ -317,6 +317,72 @@ CostTerms closedForm(const CostQuery& q) {
 
 namespace {
 
+// The forms above, as docs/algorithms.md writes them.
+std::string ringFormText(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return "2(n−1)·k(S/n)·α + 2(n−1)/n·S·β + (n−1)/n·S·γ";
+    case Collective::ReduceScatter: return "(n−1)·k(S/n)·α + (n−1)/n·S·β + (n−1)/n·S·γ";
+    case Collective::AllGather: return "(n−1)·k(S/n)·α + (n−1)/n·S·β";
+    case Collective::Reduce: return "(n−1)·α + (n−2+k(S))·(S/k(S))·(β+γ)";
+    case Collective::Broadcast: return "(n−1)·α + (n−2+k(S))·(S/k(S))·β";
+  }
+  return {};
+}
+
+std::string treeFormText(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return "(3D−1)·α + ((3c+1)·x + f·σ)·β + 2D·σ·γ; x = S/2";
+    case Collective::Reduce: return "D·α + c(S + (D−1)σ)·(β + γ)";
+    case Collective::Broadcast: return "D·α + c(S + (D−1)σ)·β";
+    case Collective::ReduceScatter: return "n·D·α + c(S + n(D−1)σ)·(β + γ)";
+    case Collective::AllGather: return "n·D·α + c(S + n(D−1)σ)·β";
+  }
+  return {};
+}
+
+bool isPowerOfTwo(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+}  // namespace
+
+std::string closedFormText(std::string_view a, Collective c) {
+  if (!algorithmSupports(a, c)) return {};
+  if (a == "ring") return ringFormText(c);
+  if (a == "tree") return treeFormText(c);
+  if (a == "halving-doubling") {
+    return "2·Σ_{d=2,4,…,p} k(S/d)·α + 2(p−1)/p·S·β + (p−1)/p·S·γ; plus 2α + 2S·β + S·γ when "
+           "n ≠ p";
+  }
+  if (a == "recursive-doubling") {
+    return "log₂p·k(S)·α + log₂p·S·β + log₂p·S·γ; plus 2α + 2S·β + S·γ when n ≠ p";
+  }
+  if (a == "reduce-broadcast") return "2H·α + 2D·S·β + H·σ·γ";
+  if (a == "parameter-server") return "2α + ((n−1)·S + σ)·β + (n−1)·σ·γ";
+  if (a == "hierarchical") {
+    return "ring-reducescatter(K, S) at α_h, β_h + ring-allreduce(H, S/K) at α, β + "
+           "ring-allgather(K, S) at α_h, β_h";
+  }
+  return {};
+}
+
+std::optional<SentFormula> sentFormula(std::string_view a, Collective c, int n, uint64_t bytes) {
+  if (n < 1 || !algorithmSupports(a, c)) return std::nullopt;
+  const double S = static_cast<double>(bytes);
+  const double part = static_cast<double>(n - 1) / n * S;
+  if (a == "ring") {
+    if (c == Collective::AllReduce) return SentFormula{"2(n−1)/n·S", 2 * part};
+    if (c == Collective::ReduceScatter || c == Collective::AllGather) {
+      return SentFormula{"(n−1)/n·S", part};
+    }
+    return std::nullopt;
+  }
+  if (!isPowerOfTwo(n)) return std::nullopt;
+  if (a == "halving-doubling") return SentFormula{"2(n−1)/n·S", 2 * part};
+  if (a == "recursive-doubling") return SentFormula{"log₂n·S", ceilLog2(n) * S};
+  return std::nullopt;
+}
+
+namespace {
+
 bool ringLike(const CostQuery& q) {
   return q.algorithm == "ring" &&
          (q.collective == Collective::AllReduce || q.collective == Collective::ReduceScatter ||

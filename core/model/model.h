@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -124,6 +125,24 @@ struct CostQuery {
 // collective it does not implement. Where closedFormIsPerIteration(q) it is the time of one
 // iteration among back-to-back ones, as bench measures; elsewhere of one collective alone.
 CostTerms closedForm(const CostQuery& q);
+
+// closedForm() as docs/algorithms.md writes it, in that page's notation (UTF-8): for the
+// ring's all-reduce "2(n−1)·k(S/n)·α + 2(n−1)/n·S·β + (n−1)/n·S·γ"; what qualifies it follows
+// a "; " ("…; x = S/2"). Empty for an algorithm or collective without a closed form.
+std::string closedFormText(std::string_view algorithm, Collective c);
+
+// What every rank sends in one collective by the algorithm's formula, where every rank sends
+// the same: the ring's 2(n−1)/n·S for all-reduce, (n−1)/n·S for reduce-scatter and all-gather;
+// on a power of two, halving-doubling's 2(n−1)/n·S and recursive doubling's log₂n·S (the bytes
+// the generators' opening comments give). `text` in docs/algorithms.md's notation, `bytes` for
+// S = `bytes`. None elsewhere (ranks that send different amounts: a tree's, a server's, a
+// fold's).
+struct SentFormula {
+  std::string text;
+  double bytes = 0;
+};
+std::optional<SentFormula> sentFormula(std::string_view algorithm, Collective c, int nranks,
+                                       uint64_t bytes);
 
 // Whether closedForm(q) is the time of one iteration among back-to-back ones: every
 // all-reduce, and the ring's reduce-scatter and all-gather. The rooted collectives (reduce,

@@ -187,7 +187,9 @@ void ActiveRun::onTelemetry(TelemetryBatch& m, int r) {
     return e.kind != EventKind::IterationEnd && !isNcclKind(e.kind);
   });
   if (stepEvent != m.events.rend()) noteStep(r, stepEvent->iteration, stepEvent->step, true);
-  // The batch goes to the client, moved; nothing of it stays here.
+  // The bytes each rank reports sending are counted before any bound drops an event; then the
+  // batch goes to the client, moved, and nothing else of it stays here.
+  sent_.add(m.events);
   TelemetryCounts& t = telemetry_;
   t.produced += m.events.size();
   const uint64_t forwarded = t.delivered + t.droppedSlowClient;
@@ -405,6 +407,7 @@ RunResult ActiveRun::result() const {
   }
   res.outputDigests = digests_;
   res.outputSamples = samples_;
+  res.sent = sent_.ranks(n_);
   res.telemetry = telemetry_;
   res.telemetry.droppedByRanks =
       std::accumulate(workerDropped_.begin(), workerDropped_.end(), uint64_t{0});

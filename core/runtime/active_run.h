@@ -163,6 +163,7 @@ class ActiveRun {
   std::vector<std::vector<uint64_t>> iterWrong_;  // [iteration][rank]
   std::vector<RankIteration> perRank_;
   TelemetryCounts telemetry_;  // received (produced less the ranks' drops) and where it went
+  SentTally sent_;             // every batch received, before the bound and the client's queue
   uint64_t iterationEventsDropped_ = 0;
   std::vector<uint64_t> workerDropped_;
   // With random data: each rank's output digest and first bytes (RunDone), once reported.

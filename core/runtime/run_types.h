@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "exec/run_request.h"
+#include "exec/sent_bytes.h"
 #include "exec/telemetry.h"
 
 namespace arl {
@@ -90,6 +91,9 @@ struct RunResult {
   // copy: it moves each batch to the client, so this is empty in RunFinished and filled by
   // the client that collects the batches (Coordinator::run, Sweep).
   std::vector<TelemetryEvent> events;
+  // Per rank, what its telemetry says it sent (exec/sent_bytes.h), counted by the coordinator
+  // as the batches passed, before any bound dropped one; a recording's, from its events.
+  std::vector<RankSent> sent;
   TelemetryCounts telemetry;
   uint64_t eventsDropped = 0;           // telemetry dropped, all causes together
   uint64_t iterationEventsDropped = 0;  // IterationEvents the client's queue had no room for

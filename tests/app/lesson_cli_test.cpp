@@ -61,6 +61,29 @@ TEST(LessonCli, AFactLessonRunsOnRealWorkersAndAgrees) {
   EXPECT_NE(r.err.find("what does each rank hold?"), std::string::npos) << r.err;
 }
 
+// The ring's bytes per rank at 4, 8 and 16 ranks, counted from each run's telemetry (bench
+// JSON sent_bytes): exactly the formula 2(N-1)/N, with the schedule's count beside it.
+TEST(LessonCli, RingBytesPerRankAreCountedFromTelemetryAndEqualTheFormula) {
+  const Result r = lesson("run ring-bytes-per-rank --json");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  const nlohmann::json v = nlohmann::json::parse(r.out);
+  EXPECT_EQ(v.at("agrees"), true);
+  EXPECT_EQ(v.at("winner"), "2s");
+  const auto& e = v.at("experiments");
+  ASSERT_EQ(e.size(), 3u);
+  const int ranks[] = {4, 8, 16};
+  for (size_t i = 0; i < 3; ++i) {
+    const int n = ranks[i];
+    ASSERT_EQ(e[i].at("ran"), true) << e[i];
+    EXPECT_EQ(e[i].at("value").get<double>(), 2.0 * (n - 1) / n) << n << " ranks";
+    const std::string note = e[i].value("note", "");
+    EXPECT_NE(note.find("the busiest rank's telemetry"), std::string::npos) << note;
+    EXPECT_NE(note.find("the schedule says"), std::string::npos) << note;
+    EXPECT_EQ(note.find("differ"), std::string::npos) << note;
+    EXPECT_NE(note.find("the formula 2(n−1)/n·S gives"), std::string::npos) << note;
+  }
+}
+
 TEST(LessonCli, TheDeterminismLessonShowsTheBits) {
   const Result r = lesson("run determinism --json");
   ASSERT_EQ(r.rc, 0) << r.err << r.out;

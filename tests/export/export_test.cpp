@@ -226,6 +226,32 @@ TEST(Export, ResultsJsonHoldsConfigAndEveryResultField) {
   EXPECT_GT(r.rows[0].eventsKept, 0u);
 }
 
+// bench JSON's `sent_bytes`: per rank, what its telemetry says it sent in one timed
+// iteration (the coordinator's count, RunResult::sent), null for a rank that never said.
+TEST(Export, ResultsJsonHoldsEachRanksBytesSentAsTelemetryCountedThem) {
+  BenchReport r = syntheticReport();
+  r.rows[0].result.sent = sentOf(r.rows[0].result.events, kRanks);
+  r.rows[0].result.sent[1] = RankSent{};  // rank 1's IterationEnds never arrived
+  const nlohmann::json v = nlohmann::json::parse(benchResultsJson(r));
+  const nlohmann::json& sent = v.at("results")[0].at("sent_bytes");
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_EQ(sent[0].get<uint64_t>(), kBytes * (kRanks - 1));
+  EXPECT_TRUE(sent[1].is_null());
+  EXPECT_EQ(sent[2].get<uint64_t>(), kBytes * (kRanks - 1));
+  EXPECT_TRUE(v.at("results")[1].at("sent_bytes").empty());  // a result without the count
+  // A recording keeps the events, and its reader counts them again.
+  const std::string path = ::testing::TempDir() + "export_sent_" + std::to_string(::getpid());
+  writeTextFile(path, recordingJson(r));
+  const BenchReport back = readRecording(path);
+  std::remove(path.c_str());
+  ASSERT_EQ(back.rows[0].result.sent.size(), 3u);
+  for (const RankSent& s : back.rows[0].result.sent) {
+    EXPECT_EQ(s.iterations, 2u);
+    EXPECT_EQ(s.bytes, kBytes * (kRanks - 1));
+    EXPECT_EQ(s.sendEndBytes, 2 * kBytes * (kRanks - 1));
+  }
+}
+
 struct ParsedTrace {
   std::map<int64_t, std::string> processNames;                 // pid -> name
   std::map<std::pair<int64_t, int64_t>, std::string> threads;  // (pid, tid) -> name

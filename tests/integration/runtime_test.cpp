@@ -189,6 +189,25 @@ TEST(Runtime, HierarchicalOnTwoGroupsOfOneHost) {
   EXPECT_EQ(res.wrong, 0u);
 }
 
+// What each rank's telemetry says it sent (RunResult::sent) is counted as the batches arrive,
+// before the run's bound on events drops any: past the bound it is still every rank's, and it
+// is the schedule's count, by the iteration and send by send alike.
+TEST(Runtime, EachRanksBytesSentAreCountedPastTheEventBound) {
+  Coordinator coord(localOptions(4));
+  RunRequest req = smallRequest("ring", Collective::AllReduce);
+  req.maxEvents = 10;
+  const RunResult res = coord.run(req);
+  ASSERT_EQ(res.state, RunState::Done) << res.error;
+  EXPECT_GT(res.telemetry.droppedOverLimit, 0u);
+  ASSERT_EQ(res.sent.size(), 4u);
+  ASSERT_EQ(res.effective.bytesSent.size(), 4u);
+  for (size_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(res.sent[r].iterations, 2u) << "rank " << r;
+    EXPECT_EQ(res.sent[r].bytes, res.effective.bytesSent[r]) << "rank " << r;
+    EXPECT_EQ(res.sent[r].sendEndBytes, 2 * res.sent[r].bytes) << "rank " << r;
+  }
+}
+
 // ---- The ring order, end to end ----------------------------------------------------------------
 
 // With ring 0,2,1,3 every send goes to the next rank in that order: the trace's flow arrows

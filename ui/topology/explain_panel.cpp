@@ -8,8 +8,10 @@
 #include <QVBoxLayout>
 #include <map>
 
+#include "runtime/sweep.h"
 #include "style/palette.h"
 #include "topology/arithmetic.h"
+#include "topology/explain_result.h"
 
 namespace arl::ui {
 
@@ -135,6 +137,8 @@ void ExplainPanel::setProjector(bool on) {
     label->setFont(f);
   }
   log_->setVisible(!on);
+  projector_ = on;
+  showResult();
   setMinimumWidth(on ? 480 : 340);
   setMaximumWidth(on ? 640 : 440);
 }
@@ -163,6 +167,14 @@ ExplainPanel::ExplainPanel(QWidget* parent) : QWidget(parent) {
   rule_ = label(14, false);
   messages_ = label(12, false);
   bytes_ = label(13, false);
+  sent_ = label(13, false);
+  busbw_ = label(13, false);
+  model_ = label(13, false);
+  for (QLabel* l : {sent_, busbw_, model_}) {
+    // A rule above each: they are about the whole run, not the step shown.
+    l->setStyleSheet(QStringLiteral("QLabel { border-top: 1px solid #d5d9df; padding-top: 8px; }"));
+    l->setIndent(0);  // a frame would indent the text by half an x otherwise
+  }
   values_ = label(13, false);
   log_ = new QPlainTextEdit(this);
   log_->setReadOnly(true);
@@ -175,6 +187,7 @@ ExplainPanel::ExplainPanel(QWidget* parent) : QWidget(parent) {
   status_ = label(11, false);
   setMinimumWidth(340);
   setMaximumWidth(440);
+  showResult();
 }
 
 ExplainPanel::~ExplainPanel() = default;
@@ -226,6 +239,25 @@ void ExplainPanel::setRun(const RunModel& model) {
   step_->setText(QStringLiteral("waiting for telemetry"));
   rule_->clear();
   messages_->clear();
+  if (run.runId != resultRun_) result_.reset();
+  showResult();
+}
+
+void ExplainPanel::setResult(const SweepRow& row, const ModelContext& model) {
+  result_ = explainRun(row, model);
+  resultRun_ = row.result.runId;
+  showResult();
+}
+
+void ExplainPanel::showResult() {
+  const std::pair<QLabel*, QString> sections[] = {
+      {sent_, result_ ? sentHtml(*result_, projector_) : QString()},
+      {busbw_, result_ ? busbwHtml(*result_, projector_) : QString()},
+      {model_, result_ ? modelHtml(*result_, projector_) : QString()}};
+  for (const auto& [label, html] : sections) {
+    label->setText(html);
+    label->setVisible(!html.isEmpty());
+  }
 }
 
 void ExplainPanel::showAt(const RunModel& model, const StepMark* m, int64_t stripTime) {
@@ -345,5 +377,8 @@ void ExplainPanel::setTelemetryStatus(uint64_t held, uint64_t dropped, uint64_t 
 QString ExplainPanel::stepText() const { return step_->text(); }
 QString ExplainPanel::ruleText() const { return rule_->text(); }
 QString ExplainPanel::logText() const { return log_->toPlainText(); }
+QString ExplainPanel::sentText() const { return sent_->text(); }
+QString ExplainPanel::busbwText() const { return busbw_->text(); }
+QString ExplainPanel::modelText() const { return model_->text(); }
 
 }  // namespace arl::ui

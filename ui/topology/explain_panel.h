@@ -1,14 +1,18 @@
 // The explanation beside the topology view: the run in one line, the phase and step, the rule
 // the algorithm follows in that phase, the messages of the step, bytes per rank and, at small
-// counts, every rank's values and a log of the arithmetic as reductions land.
+// counts, every rank's values and a log of the arithmetic as reductions land. Once the run has
+// its row: the bytes each rank sent as measured, busbw against the wire, and the cost model's
+// formula with this session's parameters beside the measured time (explain_result.h).
 #pragma once
 
 #include <QWidget>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "topology/run_explanation.h"
 #include "topology/run_model.h"
 
 class QLabel;
@@ -34,6 +38,9 @@ class ExplainPanel : public QWidget {
   // Shows the step at `mark` (null before any) and the buffers as of `stripTime`.
   void showAt(const RunModel& model, const StepMark* mark, int64_t stripTime);
   void setTelemetryStatus(uint64_t held, uint64_t dropped, uint64_t bound);
+  // The run's row has arrived (a finished run, live or replayed): the measured sections. They
+  // stay while the same run is shown (setRun() of another run hides them).
+  void setResult(const SweepRow& row, const ModelContext& model);
 
   // Projector mode: every text at least 1.8x (the step at least 36 px), the panel wider, the
   // message log (fine print) hidden.
@@ -42,20 +49,31 @@ class ExplainPanel : public QWidget {
   QString stepText() const;
   QString ruleText() const;
   QString logText() const;
+  // The sections of setResult(), as shown ("" before a row).
+  QString sentText() const;
+  QString busbwText() const;
+  QString modelText() const;
 
  private:
   QString messagesOfStep(const RunModel& model, const StepMark& m) const;
   void showValues(const RunModel& model, const StepMark* mark, int64_t stripTime);
+  void showResult();
 
   QLabel* header_;
   QLabel* step_;
   QLabel* rule_;
   QLabel* messages_;
   QLabel* bytes_;
+  QLabel* sent_;
+  QLabel* busbw_;
+  QLabel* model_;
   QLabel* values_;
   QPlainTextEdit* log_;
   QLabel* status_;
   std::unique_ptr<Arithmetic> arithmetic_;
+  std::optional<RunExplanation> result_;
+  uint64_t resultRun_ = 0;
+  bool projector_ = false;
   std::vector<std::pair<QLabel*, int>> basePx_;  // each label and its normal pixel size
   std::tuple<uint32_t, uint32_t, size_t> messagesKey_{UINT32_MAX, UINT32_MAX, 0};
 };

@@ -16,6 +16,9 @@
 #include <utility>
 
 #include "charts/charts_panel.h"
+#include "runtime/sweep.h"
+#include "topology/explain_panel.h"
+#include "topology/run_explanation.h"
 #include "topology/run_model.h"
 #include "topology/topology_pane.h"
 #include "topology/topology_run.h"
@@ -29,6 +32,15 @@
 Q_LOGGING_CATEGORY(lcWindow, "arl.window")
 
 namespace arl::ui {
+
+namespace {
+
+// The model the session's runs were predicted with, for the explanation beside them.
+ModelContext modelContextOf(const BenchReport& r) {
+  return {r.model, r.modelSource, runsOverSharedMemory(r.config.dataPlane, r.workers)};
+}
+
+}  // namespace
 
 MainWindow::MainWindow(WindowOptions options, QWidget* parent)
     : QMainWindow(parent), options_(std::move(options)) {
@@ -327,6 +339,9 @@ void MainWindow::onRow(const SweepRow& row) {
   if (kept.result.state == RunState::Done) {
     charts_->addRow(kept);
     charts_->showRun(kept);
+    if (topology_->model().run().runId == kept.result.runId) {
+      topology_->explanation()->setResult(kept, modelContextOf(report_));
+    }
   }
   emit rowShown(kept);
 }
@@ -357,6 +372,7 @@ void MainWindow::onRecording(const BenchReport& report, const QString& path) {
   }
   if (shown) {
     topology_->showRun(topologyRunOf(report_, *shown), shown->result.events);
+    topology_->explanation()->setResult(*shown, modelContextOf(report_));
     charts_->showRun(*shown);
   }
   frames_->watch(topology_);
@@ -377,6 +393,7 @@ bool MainWindow::showRow(size_t index) {
   const SweepRow& row = report_.rows[index];
   if (row.result.state != RunState::Done) return false;
   topology_->showRun(topologyRunOf(report_, row), row.result.events);
+  topology_->explanation()->setResult(row, modelContextOf(report_));
   charts_->showRun(row);
   frames_->watch(topology_);
   return true;

@@ -48,7 +48,7 @@ struct WindowOptions {
   // The cost model's parameters every run is predicted with, and where they came from (the
   // calibration `allreduce-lab calibrate` saved, as bench and plan take it: app/model_choice.h).
   ModelParams model;
-  std::string modelSource = BenchReport{}.modelSource;
+  std::string modelSource = kDefaultModelSource;
 };
 
 class MainWindow : public QMainWindow {

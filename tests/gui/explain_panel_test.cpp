@@ -1,0 +1,228 @@
+// The explanation panel once a run has its row: the cost model's closed form with the
+// session's parameters in it beside the measured time, busbw against the wire's rate, and the
+// bytes each rank sent as its telemetry counted them, against the formula and the schedule.
+// Real windows with real local workers, and the panel alone on rows made here.
+#include <gtest/gtest.h>
+
+#include <QCoreApplication>
+#include <QElapsedTimer>
+#include <QTextDocument>
+#include <QThread>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "model/model.h"
+#include "runtime/sweep.h"
+#include "topology/explain_panel.h"
+#include "topology/run_model.h"
+#include "topology/topology_pane.h"
+#include "window/main_window.h"
+
+namespace arl::ui {
+namespace {
+
+bool waitUntil(const std::function<bool()>& done, int timeoutMs = 120000) {
+  QElapsedTimer t;
+  t.start();
+  while (!done()) {
+    if (t.elapsed() > timeoutMs) return false;
+    QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    QThread::msleep(2);
+  }
+  return true;
+}
+
+// One ring all-reduce of `size` on 4 local workers, in slices of 64K.
+SessionSetup oneRing(uint64_t size) {
+  SessionSetup s;
+  s.localWorkers = 4;
+  s.algorithm = "ring";
+  s.size = {false, size, 0, 0, 2};
+  s.slice = {false, 64 << 10, 0, 0, 2};
+  s.iterations = 2;
+  s.warmup = 1;
+  return s;
+}
+
+// Runs `setup` in a real window predicting with a calibration of known parameters (alpha
+// 12 us, ports at 2.5 GB/s, reductions at 6 GB/s); the row it showed.
+struct Shown {
+  std::unique_ptr<MainWindow> window;
+  std::optional<SweepRow> row;
+  std::optional<SessionEnd> end;
+};
+
+void runInWindow(Shown& shown, const SessionSetup& setup) {
+  WindowOptions options;
+  options.model.alpha = 12e-6;
+  options.model.beta = 1 / 2.5e9;
+  options.model.gamma = 1 / 6e9;
+  options.modelSource = "calibration /test/calibration.json (testhost, 2026-12-01T19:56:19Z)";
+  options.workerBinary = ARL_WORKER_BINARY;
+  options.persistSettings = false;
+  options.setup = setup;
+  shown.window = std::make_unique<MainWindow>(options);
+  MainWindow& w = *shown.window;
+  w.show();
+  QObject::connect(&w, &MainWindow::rowShown, &w, [&](const SweepRow& r) { shown.row = r; });
+  QObject::connect(&w, &MainWindow::sessionEnded, &w, [&](const SessionEnd& e) { shown.end = e; });
+  ASSERT_TRUE(waitUntil([&] { return w.workers().size() >= 4; }, 30000));
+  ASSERT_TRUE(w.problems().empty()) << w.problems().front().rule;
+  ASSERT_TRUE(w.run());
+  ASSERT_TRUE(waitUntil([&] { return shown.end.has_value(); }));
+  ASSERT_EQ(shown.end->error, "");
+  ASSERT_TRUE(shown.row.has_value());
+  ASSERT_EQ(shown.row->result.state, RunState::Done) << shown.row->result.error;
+}
+
+ExplainPanel& panelOf(const Shown& s) { return *s.window->topologyPane()->explanation(); }
+
+// What a reader sees of a section: its text, cells and lines run together with single spaces.
+std::string plain(const QString& html) {
+  QTextDocument doc;
+  doc.setHtml(html);
+  return doc.toPlainText()
+      .replace(QChar(0xA0), QLatin1Char(' '))
+      .remove(QChar(0x2060))  // the word joiners that keep "2(n−1)/n" on one line
+      .simplified()
+      .toStdString();
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(ExplainPanel, ARingRunShowsTheFormulaWithTheCalibrationsNumbers) {
+  Shown shown;
+  runInWindow(shown, oneRing(1 << 20));
+  if (HasFatalFailure()) return;
+  const std::string model = plain(panelOf(shown).modelText());
+  EXPECT_TRUE(has(model,
+                  "ring allreduce, closed form with n = 4, S = 1M, s = 64K: "
+                  "T = 2(n−1)·k(S/n)·α + 2(n−1)/n·S·β + (n−1)/n·S·γ"))
+      << model;
+  // 2(n − 1) steps of k(256K) = 4 slices each; 1.5 S through the port; 0.75 S reduced.
+  EXPECT_TRUE(has(model, "α 24 × 12.0 µs = 288.0 µs")) << model;
+  EXPECT_TRUE(has(model, "β 1.57 MB ÷ 2.50 GB/s = 629.1 µs")) << model;
+  EXPECT_TRUE(has(model, "γ 786.4 kB ÷ 6.00 GB/s = 131.1 µs")) << model;
+  EXPECT_TRUE(has(model, "closed form 1.05 ms measured ")) << model;
+  EXPECT_TRUE(has(model, " (mean of 2), ")) << model;
+  EXPECT_NEAR(shown.row->predictedUs, 1048.2, 0.1);  // the prediction is that closed form
+  EXPECT_FALSE(has(model, "simulation")) << model;
+  EXPECT_TRUE(has(model,
+                  "Parameters: calibration /test/calibration.json (testhost, "
+                  "2026-12-01T19:56:19Z)."))
+      << model;
+  EXPECT_FALSE(has(model, "not calibrated"));
+  const std::string busbw = plain(panelOf(shown).busbwText());
+  EXPECT_TRUE(has(busbw, "wire 2.50 GB/s: the calibrated port rate 1/β")) << busbw;
+}
+
+TEST(ExplainPanel, ARingRunsBytesAsMeasuredEqualTheFormula) {
+  Shown shown;
+  runInWindow(shown, oneRing(1 << 20));
+  if (HasFatalFailure()) return;
+  // What every rank's telemetry counted: 2(n − 1)/n S = 1.5 MiB in each timed iteration, by
+  // the iteration and send by send alike.
+  const RunResult& res = shown.row->result;
+  ASSERT_EQ(res.sent.size(), 4u);
+  for (const RankSent& r : res.sent) {
+    EXPECT_EQ(r.iterations, 2u);
+    EXPECT_EQ(r.bytes, 1572864u);
+    EXPECT_EQ(r.sendEndBytes, 2u * 1572864u);
+  }
+  const std::string sent = plain(panelOf(shown).sentText());
+  EXPECT_TRUE(has(sent,
+                  "measured 1536K every rank (telemetry) formula 2(n−1)/n·S = 1536K · "
+                  "schedule 1536K Measured = formula = schedule."))
+      << sent;
+  EXPECT_TRUE(has(sent, "Counted send by send (SendEnd")) << sent;
+  // Projector mode: one line each, the formula's detail left out; back again after.
+  shown.window->setProjector(true);
+  const std::string big = plain(panelOf(shown).modelText());
+  EXPECT_EQ(big.rfind("Model 1.05 ms · measured ", 0), 0u) << big;
+  EXPECT_EQ(plain(panelOf(shown).sentText()), "Each rank sent 1536K · formula 1536K");
+  shown.window->setProjector(false);
+  EXPECT_TRUE(has(plain(panelOf(shown).modelText()), "T = 2(n−1)·k(S/n)·α"));
+}
+
+TEST(ExplainPanel, AShapedRunHoldsBusbwAgainstTheShapedPortRate) {
+  SessionSetup s = oneRing(256 << 10);
+  s.portMBps = 200;
+  Shown shown;
+  runInWindow(shown, s);
+  if (HasFatalFailure()) return;
+  const std::string busbw = plain(panelOf(shown).busbwText());
+  EXPECT_TRUE(has(busbw, "wire 200 MB/s: the shaped port rate (sets β)")) << busbw;
+  const double ratio = shown.row->metrics.busbwGBps / 0.2;
+  EXPECT_TRUE(has(busbw, "busbw / wire " + QString::number(ratio, 'f', 2).toStdString())) << busbw;
+  EXPECT_TRUE(has(busbw, "equivalent flat fabric")) << busbw;
+  const std::string model = plain(panelOf(shown).modelText());
+  EXPECT_TRUE(has(model,
+                  "Shaped network: the model costs by ports; β = 1 / 200 MB/s, the "
+                  "shaped port rate."))
+      << model;
+  EXPECT_TRUE(has(model, "β 393.2 kB ÷ 200 MB/s = ")) << model;
+}
+
+// A row made here: 2 ranks of a ring, 1M, as the telemetry and the schedule say.
+SweepRow madeRow(TelemetryLevel level, std::vector<RankSent> sent) {
+  SweepRow row;
+  row.sizeBytes = 1 << 20;
+  row.count = (1 << 20) / 4;
+  row.result.runId = 7;
+  row.result.state = RunState::Done;
+  row.result.nranks = 2;
+  row.result.request.algorithm = "ring";
+  row.result.request.count = row.count;
+  row.result.request.telemetry = level;
+  row.result.effective.nranks = 2;
+  row.result.effective.ranksPerHost = 2;
+  row.result.effective.bytesSent = {1 << 20, 1 << 20};
+  row.result.sent = std::move(sent);
+  row.metrics.timeUs = 900;
+  row.predictedUs = 1000;
+  row.predictedBy = PredictionMethod::ClosedForm;
+  return row;
+}
+
+TEST(ExplainPanel, WithTelemetryOffNothingIsMeasured) {
+  ExplainPanel panel;
+  panel.setResult(madeRow(TelemetryLevel::Off, std::vector<RankSent>(2)),
+                  {ModelParams{}, "default parameters (--model default)", false});
+  const std::string sent = plain(panel.sentText());
+  EXPECT_TRUE(
+      has(sent, "measured nothing: telemetry was off formula 2(n−1)/n·S = 1M · schedule 1M"))
+      << sent;
+  EXPECT_FALSE(has(sent, "(telemetry)"));
+  EXPECT_FALSE(has(sent, "Measured ="));
+  EXPECT_TRUE(has(plain(panel.modelText()),
+                  "Parameters: default, not calibrated (--model "
+                  "default)."))
+      << plain(panel.modelText());
+}
+
+TEST(ExplainPanel, AMeasurementThatIsNotTheSchedulesIsSaidToDiffer) {
+  std::vector<RankSent> sent(2);
+  sent[0] = {1, 1 << 20, false, 0, 0};
+  sent[1] = {1, 1 << 19, false, 0, 0};
+  ExplainPanel panel;
+  panel.setResult(madeRow(TelemetryLevel::Steps, sent), {ModelParams{}, "defaults", false});
+  const std::string text = plain(panel.sentText());
+  EXPECT_TRUE(has(text, "measured 0: 1M, 1: 512K (telemetry)")) << text;
+  EXPECT_TRUE(has(text, "Rank 1 sent 512K where its schedule says 1M: they differ.")) << text;
+  EXPECT_FALSE(has(text, "× the formula"));  // the busiest rank's 1M is the formula's
+  // Another run on the panel hides what belonged to this one.
+  RunModel other;
+  TopologyRun run;
+  run.runId = 8;
+  other.begin(run);
+  panel.setRun(other);
+  EXPECT_TRUE(panel.sentText().isEmpty());
+  EXPECT_TRUE(panel.modelText().isEmpty());
+}
+
+}  // namespace
+}  // namespace arl::ui

@@ -1,0 +1,92 @@
+// The numbers the explanation panel teaches with once a run has its row: the cost model's
+// closed form for the run with this session's parameters in it, the model's prediction and
+// how it was made, the measured time; busbw against the rate of the wire; and the bytes each
+// rank's telemetry says it sent, against the formula and the schedule. Every model number
+// comes from core/model's own functions (closedForm, shapedParams, the row's predict()); no
+// Qt, so the numbers are tested apart from their wording (explain_result.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exec/sent_bytes.h"
+#include "model/model.h"
+
+namespace arl {
+struct SweepRow;
+}
+
+namespace arl::ui {
+
+// The model a session predicts with (BenchReport::model, modelSource) and the data plane its
+// runs used.
+struct ModelContext {
+  ModelParams params;
+  std::string source;
+  bool sharedMemory = false;  // runsOverSharedMemory() of the session's plane and workers
+};
+
+// What sets the rate busbw is held against.
+enum class WireKind : uint8_t {
+  ShapedPort,      // every port shaped (--nic-bw, --slow-rank): the rate that sets beta
+  ShapedRingLink,  // the ring's slowest shaped link sets beta
+  ShmSend,         // unshaped over shared memory: the calibrated send rate (ModelParams::shmSend)
+  ShmCopy,         // ... a calibration without it: the copy rate (ModelParams::shmCopy)
+  Port,            // the model's port rate, 1 / beta
+};
+
+struct RunExplanation {
+  // The run.
+  std::string algorithm;
+  Collective collective = Collective::AllReduce;
+  int nranks = 0;
+  uint64_t bytes = 0;  // S
+  uint64_t sliceBytes = 0;
+  int ranksPerHost = 0;  // ranks per host the run resolved to (n: one host)
+  LinkShaping shaping;
+
+  // The model.
+  bool defaults = true;  // the parameters are the built-in ones (nothing calibrated)
+  std::string source;
+  std::string formText;     // closedFormText(); empty when there is none
+  CostTerms terms;          // closedForm() of the run
+  ModelParams used;         // shapedParams(): what the closed form is evaluated with
+  double closedFormUs = 0;  // terms.seconds(used) in µs
+  bool closedFormPerIteration = true;
+  double predictedUs = 0;  // the row's prediction (predict()); NaN without one
+  std::optional<PredictionMethod> method;
+  double measuredUs = 0;  // the lab's time: mean over timed iterations of the slowest rank
+  double p50Us = 0;
+  size_t iterations = 0;
+
+  // busbw against the wire.
+  double algbwGBps = 0;
+  double busbwGBps = 0;
+  double busbwFactor = 1;  // busBwFactor()
+  double wireGBps = 0;
+  WireKind wire = WireKind::Port;
+
+  // Bytes sent.
+  std::vector<RankSent> sent;          // per rank, from telemetry
+  std::vector<uint64_t> scheduled;     // per rank, the schedule's count (ResolvedRun::bytesSent)
+  std::optional<SentFormula> formula;  // sentFormula()
+  TelemetryLevel level = TelemetryLevel::Chunks;
+  uint64_t eventsDropped = 0;
+};
+
+RunExplanation explainRun(const SweepRow& row, const ModelContext& model);
+
+// The busiest rank's bytes per iteration as its telemetry says, and how many ranks said it;
+// 0 ranks: nothing was measured.
+struct SentSummary {
+  uint64_t lowest = 0;
+  uint64_t highest = 0;
+  int busiest = -1;
+  int measuredRanks = 0;
+  bool varies = false;  // a rank's iterations did not all say the same
+};
+SentSummary summarize(const std::vector<RankSent>& sent);
+
+}  // namespace arl::ui
