@@ -30,7 +30,7 @@ struct BenchConfig {
   uint64_t stepBytes = uint64_t{1} << 20;  // -i
   int iters = 20;                          // -n
   int warmup = 5;                          // -w
-  bool check = true;                       // -c
+  uint32_t check = 1;                      // -c: iterations checked (RunRequest::check)
   RedOp op = RedOp::Sum;                   // -o
   DataType dtype = DataType::Float;        // -d
   Collective collective = Collective::AllReduce;
@@ -55,7 +55,7 @@ struct BenchConfig {
   LinkShaping shaping;  // --nic-bw, --link-latency, --slow-rank, --slow-link
   int root = 0;
   bool inPlace = false;
-  int mismatchRank = -1;  // --mismatch-rank (RunRequest::mismatchRank)
+  int mismatchRank = -1;    // --mismatch-rank (RunRequest::mismatchRank)
   bool randomData = false;  // --data random (RunRequest::randomData)
   std::string jsonPath, csvPath, tracePath, recordPath;
 };
