@@ -337,7 +337,7 @@ void BenchOptions::checkDevices(BenchConfig& c) const {
 // before any of them starts (remote workers check their own host when they start).
 void BenchOptions::checkDevicesUsable(const BenchConfig& c) const {
   if (c.workers == 0) return;
-  if (auto why = localDevicesProblem(c.backend, c.devices)) {
+  if (auto why = localDevicesProblem(c.backend, c.devices, c.workers)) {
     throw refuse(opts_.get("--device")
                      .value_or(opts_.get("--backend").value_or(Arg{"--backend", c.backend})),
                  *why);
