@@ -5,6 +5,7 @@
 #include "backend/registry.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_device.h"
+#include "gpu/nccl_loader.h"
 
 namespace arl::gpu {
 
@@ -18,6 +19,10 @@ void registerGpuBackends(int device) {
 }
 
 std::optional<std::string> gpuBackendProblem(std::string_view name, int device, int sharers) {
+  if (name == "nccl") {
+    // First: a missing NCCL is this program's setting, whatever the device.
+    if (auto why = ncclLoadProblem()) return "backend 'nccl': " + *why;
+  }
   if (name == "cuda" || name == "nccl") return cudaDeviceProblem(device, name, sharers);
   return std::nullopt;
 }

@@ -17,8 +17,9 @@ void registerGpuBackends(int device);
 
 // nullopt when backend `name` (cuda, nccl) can run here on device `device` (-1: device 0) for
 // `sharers` processes at once, or when it is not a GPU backend; else the one-line reason,
-// e.g. "backend 'cuda': no CUDA device (cudaGetDeviceCount: ...)". For checks before a run
-// starts; makes no CUDA context.
+// e.g. "backend 'cuda': no CUDA device (cudaGetDeviceCount: ...)", or for nccl, first, why
+// NCCL cannot be loaded (gpu/nccl_loader.h). For checks before a run starts; makes no CUDA
+// context.
 std::optional<std::string> gpuBackendProblem(std::string_view name, int device, int sharers = 1);
 
 // What a worker asks at start, for the device it will use itself: gpuBackendProblem(), then,
