@@ -38,6 +38,9 @@
 #include "exec/collective_library.h"
 #include "exec/run_request.h"
 #include "export/export.h"
+#if ARL_HAVE_GPU
+#include "gpu/cuda_device.h"
+#endif
 #include "model/metrics.h"
 #include "model/model.h"
 #include "model_choice.h"
@@ -203,6 +206,7 @@ class Bench {
   void onRow(const SweepRow& row);
   void printHeader(const std::vector<WorkerInfo>& ws);
   void printLibraryNote() const;
+  static void printDeviceSharingNote(const std::vector<WorkerInfo>& ws);
   void printRow(const SweepRow& row);
   void printFooter();
   bool writeOutputs();
@@ -320,7 +324,7 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
               c_.backend.c_str());
   std::printf("# minBytes %" PRIu64 " maxBytes %" PRIu64
               " step: %s warmup iters: %d iters: %d validation: %d\n",
-              c_.minBytes, c_.maxBytes, step.c_str(), c_.warmup, c_.iters, c_.check ? 1 : 0);
+              c_.minBytes, c_.maxBytes, step.c_str(), c_.warmup, c_.iters, c_.check);
   // What the workers will choose: auto means shared memory when they share one host.
   std::string plane(toString(c_.dataPlane));
   if (c_.dataPlane == DataPlaneKind::Auto) {
@@ -348,6 +352,7 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
                 device.c_str(), w.backend.c_str(), w.local ? "local" : "remote");
   }
   printLibraryNote();
+  printDeviceSharingNote(ws);
   std::printf(
       "#\n# predicted: the cost model's time, not a measurement (%s:\n"
       "#   %s)\n",
@@ -369,6 +374,36 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
               "(B)", "(elements)", "", "", "", aw, "", su.c_str(), iu.c_str(), "(us)", "(GB/s)",
               "(GB/s)", "", "(us,model)", "(us)", "(us)", "(us)");
   std::fflush(stdout);
+}
+
+// Local cuda workers that share a GPU: without MPS their CUDA contexts take turns on it (the
+// driver's time slices), and every time in the table includes the waiting; with MPS their
+// work runs at once. Said once, under the workers, for each shared device.
+void Bench::printDeviceSharingNote(const std::vector<WorkerInfo>& ws) {
+  std::map<int, int> sharing;  // device -> local cuda workers on it
+  for (const WorkerInfo& w : ws) {
+    if (w.local && w.backend == "cuda" && w.device >= 0) ++sharing[w.device];
+  }
+  for (const auto& [device, n] : sharing) {
+    if (n < 2) continue;
+#if ARL_HAVE_GPU
+    const bool mps = gpu::mpsRunning();
+#else
+    const bool mps = false;
+#endif
+    if (mps) {
+      std::printf(
+          "# note: %d workers share device %d through MPS (its control daemon runs): "
+          "their kernels and copies run at once\n",
+          n, device);
+    } else {
+      std::printf(
+          "# note: %d workers share device %d without MPS: their CUDA contexts take "
+          "turns on the GPU (time slices),\n#   so every time below includes waiting "
+          "for the others' turns (nvidia-cuda-mps-control -d starts MPS)\n",
+          n, device);
+    }
+  }
 }
 
 // What the rows of NCCL's own collectives are, once, when the sweep has any.

@@ -116,7 +116,10 @@ void BenchOptions::declare() {
   o.group("Performance");
   o.value("-n,--iters", "N", "timed iterations per run (default 20)");
   o.value("-w,--warmup_iters,--warmup", "N", "untimed iterations before them (default 5)");
-  o.value("-c,--check", "0|1", "check every element of the result (default 1)");
+  o.value("-c,--check", "N",
+          "iterations whose result is checked element by element: 0 none, 1 the last timed "
+          "one (default), N that one and N-1 more run after it, untimed, each into a poisoned "
+          "output (nccl-tests' -c N)");
   o.group("Workers");
   o.value("--workers", "N", "local worker processes to start (default 4)");
   o.value("--expect", "N", "remote workers to wait for (default 0)");
@@ -214,16 +217,19 @@ void BenchOptions::checkOperation(BenchConfig& c) const {
   if (auto v = opts_.get("--iters")) c.iters = parseInteger(*v);
   if (auto v = opts_.get("--warmup_iters")) c.warmup = parseInteger(*v);
   if (auto v = opts_.get("--check")) {
-    if (v->text != "0" && v->text != "1") throw refuse(*v, "must be 0 or 1");
-    c.check = v->text == "1";
+    const int n = parseInteger(*v);
+    if (n < 0 || static_cast<uint32_t>(n) > kMaxIterations) {
+      throw refuse(*v, "must be in 0.." + std::to_string(kMaxIterations));
+    }
+    c.check = static_cast<uint32_t>(n);
   }
   if (auto v = opts_.get("--data")) {
     if (v->text != "checkable" && v->text != "random")
       throw refuse(*v, "must be checkable or random");
     c.randomData = v->text == "random";
     if (c.randomData && c.check && opts_.get("--check"))
-      throw refuse(*v, "random data cannot be checked: drop --check 1 (or give --check 0)");
-    if (c.randomData) c.check = false;
+      throw refuse(*v, "random data cannot be checked: drop --check (or give --check 0)");
+    if (c.randomData) c.check = 0;
   }
 }
 
@@ -331,7 +337,7 @@ void BenchOptions::checkDevices(BenchConfig& c) const {
 // before any of them starts (remote workers check their own host when they start).
 void BenchOptions::checkDevicesUsable(const BenchConfig& c) const {
   if (c.workers == 0) return;
-  if (auto why = localDevicesProblem(c.backend, c.devices)) {
+  if (auto why = localDevicesProblem(c.backend, c.devices, c.workers)) {
     throw refuse(opts_.get("--device")
                      .value_or(opts_.get("--backend").value_or(Arg{"--backend", c.backend})),
                  *why);

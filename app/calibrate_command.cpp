@@ -612,7 +612,7 @@ class CalibrateCommand final : public Command {
 CalibrateArgs CalibrateCommand::parse() const {
   CalibrateArgs a;
   BenchConfig& c = a.cfg;
-  c.check = true;
+  c.check = 1;
   c.iters = 10;
   c.warmup = 3;
   if (quick_) {

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <utility>
 
 #include "base/errors.h"
@@ -13,6 +14,10 @@ namespace {
 
 // The smallest buffer lent; larger ones double (a steady run reuses what it made).
 constexpr size_t kMinLoanBytes = size_t{64} << 10;
+// The reduction kernels' vector width (gpu/reduce_kernels.cu): a slice is lent at its own
+// offset modulo this, so that the peer's kernel, which reads it beside its own memory at the
+// same offset in the buffer, keeps to vectors.
+constexpr size_t kVecBytes = 16;
 
 static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(PeerMemory::Handle));
 static_assert(sizeof(cudaIpcEventHandle_t) == sizeof(PeerMemory::Handle));
@@ -62,12 +67,38 @@ std::string deviceUuid(int device) {
   return out;
 }
 
+// What this process exported and may not free while a peer process can still have it open:
+// CUDA leaves freeing exported memory before every importer closed its handle undefined
+// (cudaIpcOpenMemHandle's documentation), and an importer closes its handles at the end of
+// its own run, which may come after this process's. A backend going away leaves its
+// allocations and events here; the next one on the device takes them over (their handles
+// stay valid), and the process's end frees them, when no run is left that a peer could be
+// reading in.
+struct CudaPeerMemory::Exported {
+  std::vector<Buffer> pool;
+  std::vector<Local> events;
+};
+
+void CudaPeerMemory::withExported(int device, const std::function<void(Exported&)>& f) {
+  static std::mutex mu;
+  // Never destroyed: a backend may go after the program's statics, at exit.
+  static auto* byDevice = new std::map<int, Exported>();  // NOLINT(cppcoreguidelines-owning-memory)
+  std::lock_guard lock(mu);
+  f((*byDevice)[device]);
+}
+
 CudaPeerMemory::CudaPeerMemory(int device, std::vector<cudaStream_t> streams)
     : device_(device),
       streams_(std::move(streams)),
       stream_(streams_.at(0)),
       uuid_(deviceUuid(device)),
-      reach_(reachOf(device)) {}
+      reach_(reachOf(device)) {
+  withExported(device_, [&](Exported& e) {
+    pool_ = std::exchange(e.pool, {});
+    events_ = std::exchange(e.events, {});
+  });
+  for (Buffer& b : pool_) b.lent = false;
+}
 
 void CudaPeerMemory::joinOthers() {
   if (barrier_.empty()) {
@@ -95,18 +126,21 @@ void CudaPeerMemory::forkOthers() {
 CudaPeerMemory::~CudaPeerMemory() {
   closePeers();
   (void)cudaSetDevice(device_);
-  for (const Local& l : events_) {
-    if (l.event != nullptr) (void)cudaEventDestroy(l.event);
-  }
-  for (const Buffer& b : pool_) (void)cudaFree(b.p);
-  for (cudaEvent_t e : barrier_) (void)cudaEventDestroy(e);
+  withExported(device_, [&](Exported& e) {
+    e.pool.insert(e.pool.end(), pool_.begin(), pool_.end());
+    // Another object on the device (two backends at once, in tests) may have left events in
+    // the same slots: both are kept, the later ones past the end.
+    e.events.insert(e.events.end(), events_.begin(), events_.end());
+  });
+  for (cudaEvent_t b : barrier_) (void)cudaEventDestroy(b);
 }
 
 PeerMemory::Loan CudaPeerMemory::lend(const void* p, size_t bytes) {
   std::lock_guard lock(mu_);
   ARL_CUDA_CHECK(cudaSetDevice(device_));
+  const size_t shift = reinterpret_cast<uintptr_t>(p) % kVecBytes;
   size_t size = kMinLoanBytes;
-  while (size < bytes) size *= 2;
+  while (size < bytes + shift) size *= 2;
   size_t id = 0;
   while (id < pool_.size() && (pool_[id].lent || pool_[id].bytes != size)) ++id;
   if (id == pool_.size()) {
@@ -125,12 +159,14 @@ PeerMemory::Loan CudaPeerMemory::lend(const void* p, size_t bytes) {
   Buffer& b = pool_[id];
   if (bytes > 0) {
     joinOthers();
-    ARL_CUDA_CHECK(cudaMemcpyAsync(b.p, p, bytes, cudaMemcpyDeviceToDevice, stream_));
+    ARL_CUDA_CHECK(cudaMemcpyAsync(static_cast<unsigned char*>(b.p) + shift, p, bytes,
+                                   cudaMemcpyDeviceToDevice, stream_));
     forkOthers();  // nothing may write p before the copy has read it
   }
   b.lent = true;
   Loan l;
   l.memory = b.handle;
+  l.offset = shift;
   l.id = id;
   return l;
 }

@@ -2,9 +2,15 @@
 // interprocess events, and the peers' allocations and events this process has opened.
 //
 // - lend: copies the slice (cudaMemcpyAsync, device to device, on the backend's stream) into a
-//   buffer of a pool of its own (cudaMalloc, sizes in powers of two from 64 KiB, kept until
-//   the backend goes; each with its cudaIpcGetMemHandle), lent until giveBack. A steady run
-//   allocates no new buffer: at most loansPerPeer of them per peer are out at once.
+//   buffer of a pool of its own (cudaMalloc, sizes in powers of two from 64 KiB; each with
+//   its cudaIpcGetMemHandle), at the slice's own offset modulo 16 bytes (the loan's offset),
+//   so that the peer's reduction, reading it beside memory of its own at that offset, keeps
+//   to 16-byte vectors; lent until giveBack. A steady run allocates no new buffer: at most
+//   loansPerPeer of them per peer are out at once.
+// - What this process exported (the pool and its interprocess events) outlives the object: a
+//   peer may hold it open until its own run ends, and CUDA leaves freeing it before then
+//   undefined. The next CudaPeerMemory on the device takes it over; the process's end frees
+//   it.
 // - recordEvent: events made with cudaEventInterprocess | cudaEventDisableTiming (interprocess
 //   events may not time), recorded on the backend's stream; their handles from
 //   cudaIpcGetEventHandle.
@@ -17,6 +23,7 @@
 
 #include <cuda_runtime.h>
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -37,8 +44,8 @@ class CudaPeerMemory final : public PeerMemory {
   // (a barrier across the streams): the backend's stream plan does not see these operations,
   // so they may not overlap what it schedules on other streams.
   CudaPeerMemory(int device, std::vector<cudaStream_t> streams);
-  // Closes what was opened, destroys this process's events and frees the pool: the backend's
-  // streams must have been synchronised.
+  // Closes what was opened and leaves what it exported to the next CudaPeerMemory on the
+  // device (see above): the backend's streams must have been synchronised.
   ~CudaPeerMemory() override;
   CudaPeerMemory(const CudaPeerMemory&) = delete;
   CudaPeerMemory& operator=(const CudaPeerMemory&) = delete;
@@ -69,6 +76,10 @@ class CudaPeerMemory final : public PeerMemory {
     cudaEvent_t event = nullptr;
     Handle handle{};
   };
+  struct Exported;
+  // Calls `f` with what the CudaPeerMemory objects of `device` left behind (process-wide,
+  // under a lock).
+  static void withExported(int device, const std::function<void(Exported&)>& f);
 
   // Orders the compute stream after every other stream's work so far (mu_ held).
   void joinOthers();

@@ -15,9 +15,16 @@ namespace arl::gpu {
 // asks for the window and bench: neither of them includes a header of gpu/.
 void registerGpuBackends(int device);
 
-// nullopt when backend `name` (cuda, nccl) can run here on device `device` (-1: device 0), or when
-// it is not a GPU backend; else the one-line reason, e.g. "backend 'cuda': no CUDA device
-// (cudaGetDeviceCount: ...)". For checks before a run starts.
-std::optional<std::string> gpuBackendProblem(std::string_view name, int device);
+// nullopt when backend `name` (cuda, nccl) can run here on device `device` (-1: device 0) for
+// `sharers` processes at once, or when it is not a GPU backend; else the one-line reason,
+// e.g. "backend 'cuda': no CUDA device (cudaGetDeviceCount: ...)", or for nccl, first, why
+// NCCL cannot be loaded (gpu/nccl_loader.h). For checks before a run starts; makes no CUDA
+// context.
+std::optional<std::string> gpuBackendProblem(std::string_view name, int device, int sharers = 1);
+
+// What a worker asks at start, for the device it will use itself: gpuBackendProblem(), then,
+// in compute mode Exclusive Process, whether another process holds the device (this one then
+// holds it: claimExclusiveDevice in gpu/cuda_device.h).
+std::optional<std::string> gpuWorkerProblem(std::string_view name, int device);
 
 }  // namespace arl::gpu

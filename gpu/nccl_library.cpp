@@ -1,7 +1,6 @@
 #include "gpu/nccl_library.h"
 
 #include <cuda_runtime_api.h>
-#include <nccl.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -12,8 +11,11 @@
 #include "base/clock.h"
 #include "base/errors.h"
 #include "gpu/gpu_timer.h"
+#include "gpu/nccl_api.h"
 #include "gpu/nccl_backend.h"
+#include "gpu/nccl_loader.h"
 #include "gpu/nccl_profiler.h"
+#include "gpu/nccl_register.h"
 #include "gpu/nccl_token.h"
 #include "gpu/nccl_tolerance.h"
 
@@ -49,6 +51,7 @@ ncclRedOp_t ncclOpOf(RedOp op) {
 
 struct NcclLibrary::State {
   LibraryRunSpec spec;
+  const NcclApi* nccl = nullptr;  // set first: nothing else runs without it
   cudaStream_t stream = nullptr;
   ncclComm_t comm = nullptr;
   bool healthy = true;  // false once anything failed or was aborted: the end aborts
@@ -61,19 +64,19 @@ struct NcclLibrary::State {
   void endComm() {
     if (comm == nullptr) return;
     if (!healthy) {
-      (void)ncclCommAbort(comm);
+      (void)nccl->commAbort(comm);
       comm = nullptr;
       return;
     }
-    ncclResult_t state = ncclCommFinalize(comm);
+    ncclResult_t state = nccl->commFinalize(comm);
     for (int polls = 0; state == ncclInProgress && polls < 1'000'000; ++polls) {
       std::this_thread::yield();
-      if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) break;
+      if (nccl->commGetAsyncError(comm, &state) != ncclSuccess) break;
     }
     if (state == ncclSuccess) {
-      (void)ncclCommDestroy(comm);
+      (void)nccl->commDestroy(comm);
     } else {
-      (void)ncclCommAbort(comm);
+      (void)nccl->commAbort(comm);
     }
     comm = nullptr;
   }
@@ -84,8 +87,8 @@ struct NcclLibrary::State {
   }
 
   std::string ncclText(ncclResult_t r) const {
-    std::string s = ncclGetErrorString(r);
-    const char* last = comm != nullptr ? ncclGetLastError(comm) : ncclGetLastError(nullptr);
+    std::string s = nccl->getErrorString(r);
+    const char* last = nccl->getLastError(comm);
     if (last != nullptr && *last != '\0') s += " (" + std::string(last) + ")";
     return s;
   }
@@ -97,7 +100,7 @@ struct NcclLibrary::State {
   [[noreturn]] void aborted(const char* where) {
     healthy = false;
     if (comm != nullptr) {
-      (void)ncclCommAbort(comm);
+      (void)nccl->commAbort(comm);
       comm = nullptr;
     }
     throw PeerError(spec.rank, -1, -1, std::string("run aborted ") + where);
@@ -107,7 +110,7 @@ struct NcclLibrary::State {
   void waitComm(const char* call, const std::atomic<bool>& cancel) {
     for (;;) {
       ncclResult_t state = ncclSuccess;
-      checkNccl(ncclCommGetAsyncError(comm, &state), "ncclCommGetAsyncError");
+      checkNccl(nccl->commGetAsyncError(comm, &state), "ncclCommGetAsyncError");
       if (state == ncclSuccess) return;
       if (state != ncclInProgress) fail(std::string(call) + ": " + ncclText(state));
       if (cancel.load(std::memory_order_relaxed))
@@ -124,7 +127,7 @@ struct NcclLibrary::State {
       if (e == cudaSuccess) return;
       if (e != cudaErrorNotReady) fail("cudaStreamQuery: " + cudaErrorText(e));
       ncclResult_t state = ncclSuccess;
-      checkNccl(ncclCommGetAsyncError(comm, &state), "ncclCommGetAsyncError");
+      checkNccl(nccl->commGetAsyncError(comm, &state), "ncclCommGetAsyncError");
       if (state != ncclSuccess && state != ncclInProgress) {
         fail("the collective failed: " + ncclText(state));
       }
@@ -139,14 +142,15 @@ struct NcclLibrary::State {
     const ncclRedOp_t op = ncclOpOf(s.op);
     switch (s.collective) {
       case Collective::AllReduce:
-        return ncclAllReduce(b.input, b.output, s.count, t, op, comm, stream);
+        return nccl->allReduce(b.input, b.output, s.count, t, op, comm, stream);
       case Collective::ReduceScatter:
-        return ncclReduceScatter(b.input, b.output, s.count, t, op, comm, stream);
-      case Collective::AllGather: return ncclAllGather(b.input, b.output, s.count, t, comm, stream);
+        return nccl->reduceScatter(b.input, b.output, s.count, t, op, comm, stream);
+      case Collective::AllGather:
+        return nccl->allGather(b.input, b.output, s.count, t, comm, stream);
       case Collective::Reduce:
-        return ncclReduce(b.input, b.output, s.count, t, op, s.root, comm, stream);
+        return nccl->reduce(b.input, b.output, s.count, t, op, s.root, comm, stream);
       case Collective::Broadcast:
-        return ncclBroadcast(b.input, b.output, s.count, t, s.root, comm, stream);
+        return nccl->broadcast(b.input, b.output, s.count, t, s.root, comm, stream);
     }
     return ncclInvalidArgument;
   }
@@ -155,6 +159,8 @@ struct NcclLibrary::State {
 NcclLibrary::NcclLibrary(const LibraryRunSpec& spec) : st_(std::make_unique<State>()) {
   st_->spec = spec;
   ARL_ENFORCE(spec.algorithm != nullptr, "an NCCL run without its algorithm");
+  if (auto why = ncclApiProblem()) st_->fail(*why);
+  st_->nccl = &ncclApi();
   if (auto why = ncclDeviceProblem(std::max(spec.device, 0))) st_->fail(*why);
   if (spec.device >= 0) {
     const cudaError_t e = cudaSetDevice(spec.device);
@@ -174,7 +180,7 @@ NcclLibrary::~NcclLibrary() {
 std::string NcclLibrary::newBootstrap() {
   ncclUniqueId id;
   std::memset(&id, 0, sizeof id);
-  const ncclResult_t r = ncclGetUniqueId(&id);
+  const ncclResult_t r = st_->nccl->getUniqueId(&id);
   if (r != ncclSuccess) st_->fail("ncclGetUniqueId: " + st_->ncclText(r));
   return encodeNcclToken(&id, sizeof id);
 }
@@ -194,13 +200,16 @@ void NcclLibrary::join(const std::string& bootstrap, const std::atomic<bool>& ca
   ::setenv("NCCL_ALGO", algo.c_str(), 1);  // NOLINT(concurrency-mt-unsafe): see above
   // NCCL's profiler plugin: the worker's own (gpu/nccl_profiler.h) unless the user named one;
   // NCCL loads it and reads the mask when the communicator is made (src/plugin/profiler.cc).
-  ::setenv("NCCL_PROFILER_PLUGIN", "STATIC_PLUGIN", 0);  // NOLINT(concurrency-mt-unsafe)
-  const std::string mask = std::to_string(ncclProfilerMask(s.spec.telemetry));
-  ::setenv("NCCL_PROFILE_EVENT_MASK", mask.c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
-  ncclProfilerBeginRun();
+  // An NCCL older than 2.28 knows neither STATIC_PLUGIN nor interface version 5.
+  if (s.nccl->version >= kNcclProfilerV5Version) {
+    ::setenv("NCCL_PROFILER_PLUGIN", "STATIC_PLUGIN", 0);  // NOLINT(concurrency-mt-unsafe)
+    const std::string mask = std::to_string(ncclProfilerMask(s.spec.telemetry));
+    ::setenv("NCCL_PROFILE_EVENT_MASK", mask.c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+  }
+  ncclProfilerBeginRun(dtypeSize(s.spec.dtype));
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  s.checkNccl(ncclCommInitRankConfig(&s.comm, s.spec.nranks, id, s.spec.rank, &config),
+  s.checkNccl(s.nccl->commInitRankConfig(&s.comm, s.spec.nranks, id, s.spec.rank, &config),
               "ncclCommInitRankConfig");
   s.waitComm("ncclCommInitRankConfig", cancel);
   if (s.spec.telemetry != TelemetryLevel::Off) s.gpuClock = measureGpuClock(s.stream);
@@ -221,6 +230,7 @@ LibraryEventCounts NcclLibrary::collectEvents(TelemetrySink& sink, uint32_t warm
   if (final) s.endComm();
   NcclEventContext ctx;
   ctx.warmup = warmup;
+  ctx.timed = s.spec.timed;
   ctx.clockOffsetNs = clockOffsetNs;
   ctx.gpu = s.gpuClock;
   LibraryEventCounts n;

@@ -99,6 +99,7 @@ class EventQueue {
 struct Globals {
   EventQueue queue;
   std::atomic<uint64_t> call{kNoNcclCall};
+  std::atomic<uint64_t> runElementBytes{0};
   std::atomic<uint64_t> noHandle{0};
   std::atomic<uint64_t> ignored{0};
   std::atomic<uint64_t> inits{0};
@@ -207,9 +208,12 @@ struct Context {
 
 // ---- Descriptors to events -------------------------------------------------------------------
 
-// Bytes per element of NCCL's type names (ncclDatatypeToString, NCCL's src/collectives.cc).
+// Bytes per element of NCCL's type names (ncclDatatypeToString, NCCL's src/collectives.cc);
+// the run's own element size for a name NCCL does not give ("Unknown": ncclUint8 in 2.28).
+// All-gather and broadcast come as ncclInt8, their count in bytes (NCCL's collTaskAppend).
 uint64_t elementBytes(const char* name) {
-  if (name == nullptr) return 0;
+  const uint64_t run = globals().runElementBytes.load(std::memory_order_relaxed);
+  if (name == nullptr) return run;
   const std::string_view n(name);
   for (std::string_view s : {"ncclInt8", "ncclUint8", "ncclFloat8e4m3", "ncclFloat8e5m2"}) {
     if (n == s) return 1;
@@ -217,7 +221,7 @@ uint64_t elementBytes(const char* name) {
   if (n == "ncclFloat16" || n == "ncclBfloat16") return 2;
   if (n == "ncclInt32" || n == "ncclUint32" || n == "ncclFloat32") return 4;
   if (n == "ncclInt64" || n == "ncclUint64" || n == "ncclFloat64") return 8;
-  return 0;
+  return run;
 }
 
 void startColl(Context& ctx, void** handle, const p::EventDescr& d) {
@@ -432,10 +436,11 @@ int ncclProfilerMask(TelemetryLevel level) {
   return 0;
 }
 
-void ncclProfilerBeginRun() {
+void ncclProfilerBeginRun(size_t elementBytes) {
   Globals& g = globals();
   g.queue.reset();
   g.call.store(kNoNcclCall, std::memory_order_relaxed);
+  g.runElementBytes.store(elementBytes, std::memory_order_relaxed);
   g.noHandle.store(0, std::memory_order_relaxed);
   g.ignored.store(0, std::memory_order_relaxed);
   g.inits.store(0, std::memory_order_relaxed);

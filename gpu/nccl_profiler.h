@@ -50,8 +50,10 @@ struct NcclProfilerCounts {
 };
 
 // Before a run's communicator is made, with no communicator alive: empties the queue, zeroes
-// the counts and the call number.
-void ncclProfilerBeginRun();
+// the counts and the call number. `elementBytes`: the size of the run's elements, for the
+// bytes of a collective whose type NCCL names "Unknown" (ncclDatatypeToString has no name
+// for ncclUint8).
+void ncclProfilerBeginRun(size_t elementBytes);
 // The number of the lab's call about to be issued in this run (0: the first warm-up call).
 void ncclProfilerSetCall(uint64_t call);
 // The run thread: hands every event queued so far to `f`, in queue order; returns how many.

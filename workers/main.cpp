@@ -7,23 +7,24 @@
 #include "base/errors.h"
 #include "worker_options.h"
 #if ARL_WITH_NCCL
-#include "gpu/nccl_backend.h"
+#include "gpu/nccl_loader.h"
 #include "gpu/nccl_register.h"
 #endif
 
 namespace {
 
-// A worker that cannot run its backend says so and exits 2 before it joins: a GPU backend
-// needs a device this process can use.
-int refuseUnusableDevice([[maybe_unused]] const arl::WorkerOptions& opt) {
+// A worker on --backend nccl says which NCCL it opened (and whether NCCL's profiler will call
+// the lab's plugin), or, when that NCCL lacks a function the backend calls, refuses in one
+// line and exits 2 before it joins. Whether NCCL loads at all was asked with the device.
+int reportNccl([[maybe_unused]] const arl::WorkerOptions& opt) {
 #if ARL_WITH_NCCL
-  if (opt.backend == "nccl") {
-    if (auto why = arl::gpu::ncclDeviceProblem(opt.device)) {
-      std::fprintf(stderr, "allreduce-worker: --backend nccl --device %d: %s\n", opt.device,
-                   why->c_str());
-      return 2;
-    }
+  if (opt.backend != "nccl") return 0;
+  if (auto why = arl::gpu::ncclApiProblem()) {
+    std::fprintf(stderr, "allreduce-worker: --backend nccl: %s\n", why->c_str());
+    return 2;
   }
+  std::fprintf(stderr, "allreduce-worker: %s\n",
+               arl::gpu::describeNccl(*arl::gpu::ncclLibrary()).c_str());
 #endif
   return 0;
 }
@@ -58,6 +59,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "allreduce-worker: %s (see --help)\n", e.what());
     return 2;
   }
-  if (const int rc = refuseUnusableDevice(opt)) return rc;
+  if (const int rc = reportNccl(opt)) return rc;
   return arl::runWorker(opt);
 }

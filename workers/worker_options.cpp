@@ -95,7 +95,7 @@ WorkerOptions toOptions(const WorkerArgs& a) {
   // A device backend without --device uses device 0, and says so in its Hello.
   if (o.device < 0 && findBackend(o.backend)->memory == MemoryKind::Device) o.device = 0;
 #if ARL_HAVE_GPU
-  if (auto why = gpu::gpuBackendProblem(o.backend, o.device)) throw ConfigError(*why);
+  if (auto why = gpu::gpuWorkerProblem(o.backend, o.device)) throw ConfigError(*why);
 #endif
   checkName("--name", a.name);
   checkName("--host", a.host);

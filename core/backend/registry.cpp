@@ -157,12 +157,13 @@ void registerDeviceCheck(std::string_view name, DeviceCheck check) {
 }
 
 std::optional<std::string> localDevicesProblem(std::string_view name,
-                                               const std::vector<int>& devices) {
+                                               const std::vector<int>& devices, int workers) {
   const BackendInfo* b = findBackend(name);
   if (b == nullptr || !b->deviceCheck) return std::nullopt;
-  if (devices.empty()) return b->deviceCheck(-1);
+  if (devices.size() <= 1) return b->deviceCheck(devices.empty() ? -1 : devices[0], workers);
   for (int d : devices) {
-    if (auto why = b->deviceCheck(d)) return why;
+    const auto sharers = static_cast<int>(std::count(devices.begin(), devices.end(), d));
+    if (auto why = b->deviceCheck(d, sharers)) return why;
   }
   return std::nullopt;
 }

@@ -18,9 +18,10 @@
 namespace arl {
 
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;
-// Whether device `device` (-1: the backend's default) of this host can run the backend:
-// nullopt, or the one-line reason ("backend 'cuda': no CUDA device (...)").
-using DeviceCheck = std::function<std::optional<std::string>(int device)>;
+// Whether device `device` (-1: the backend's default) of this host can run the backend for
+// `sharers` processes at once (the local workers given that device): nullopt, or the one-line
+// reason ("backend 'cuda': no CUDA device (...)").
+using DeviceCheck = std::function<std::optional<std::string>(int device, int sharers)>;
 
 struct BackendInfo {
   std::string_view name;
@@ -74,11 +75,12 @@ void registerBackend(std::string_view name, BackendFactory make);
 // implements it, at start-up). Throws ConfigError for a name the registry does not know.
 void registerDeviceCheck(std::string_view name, DeviceCheck check);
 
-// nullopt when backend `name` can run on every device of `devices` of this host (empty: the
-// backend's default device), when it needs no device, or when this program has no check for
-// it; else the first reason found. What bench and the window ask before they start local
-// workers (remote workers check their own host when they start).
+// nullopt when backend `name` can run `workers` local workers on the devices of `devices` of
+// this host (empty: all on the backend's default device; one: all on it; else one per
+// worker), when it needs no device, or when this program has no check for it; else the first
+// reason found. What bench and the window ask before they start local workers (remote
+// workers check their own host when they start).
 std::optional<std::string> localDevicesProblem(std::string_view name,
-                                               const std::vector<int>& devices);
+                                               const std::vector<int>& devices, int workers = 1);
 
 }  // namespace arl

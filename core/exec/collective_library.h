@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -79,12 +80,15 @@ struct LibraryRunSpec {
   int device = -1;  // the rank's device index (-1: the device current on this thread)
   // What the library reports about itself: nothing at Off (exec/telemetry.h's levels).
   TelemetryLevel telemetry = TelemetryLevel::Off;
+  // The timed calls after the warm-up ones; the calls after them are the check's further
+  // iterations (RankRunOptions::check), whose events are not recorded.
+  uint32_t timed = UINT32_MAX;
 };
 
 // What one collectEvents() call did with the library's own events.
 struct LibraryEventCounts {
   uint64_t recorded = 0;      // handed to the sink
-  uint64_t warmup = 0;        // of warm-up calls: left out, as the lab's own are
+  uint64_t warmup = 0;        // of untimed calls (warm-up, -c's further checks): left out
   uint64_t dropped = 0;       // lost inside the library's reporting (a full queue, no handle)
   uint64_t unattributed = 0;  // belonging to no call of the run the library knew: left out
   LibraryEventCounts& operator+=(const LibraryEventCounts& o) {

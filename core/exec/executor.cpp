@@ -46,6 +46,10 @@ namespace arl {
 
 namespace {
 
+// Vector kernels (the CUDA backend's 16-byte loads, the CPU backend's SIMD) run at full width
+// only when the destination and the operands share their offset modulo 16 bytes.
+constexpr size_t kTmpAlign = 16;
+
 constexpr uint32_t kFnvOffset = 2166136261u;
 constexpr uint32_t kFnvPrime = 16777619u;
 
@@ -188,11 +192,12 @@ namespace {
 
 // The RecvReduceSend temporaries, allocated and written once, when the Executor is made: at
 // their first use the first timed iteration paid their page faults (a warm-up runs on another
-// Executor; 15 us a page on a virtual machine, so 15 ms for 4 MiB). Frees what it allocated
-// when it throws.
+// Executor; 15 us a page on a virtual machine, so 15 ms for 4 MiB). Each has kTmpAlign bytes
+// more than the largest result, so that a result can sit at its `local` operand's offset
+// modulo kTmpAlign (issue(), RecvReduceSend). Frees what it allocated when it throws.
 void allocateTemporaries(ExecState& st, Backend& backend) {
   if (st.tmpSlots == 0) return;
-  const size_t bytes = std::max<uint64_t>(st.tmpElems, 1) * st.esize;
+  const size_t bytes = std::max<uint64_t>(st.tmpElems, 1) * st.esize + kTmpAlign;
   const std::vector<unsigned char> zeros(std::min<size_t>(bytes, size_t{1} << 20), 0);
   st.tmp.reserve(st.tmpSlots);
   try {
@@ -683,10 +688,13 @@ class Run {
         break;
       case OpKind::RecvReduceSend: {
         e.tmpSlot = acquireTmp();
-        auto* t = static_cast<unsigned char*>(st_.tmp[static_cast<size_t>(e.tmpSlot)]);
-        setTicket(
-            backend_.reduceFromHost(t, addr(op.src), e.msg->data(), op.count, opt_.dtype, rop),
-            true);
+        const unsigned char* local = addr(op.src);
+        auto* base = static_cast<unsigned char*>(st_.tmp[static_cast<size_t>(e.tmpSlot)]);
+        unsigned char* t =
+            base +
+            (reinterpret_cast<uintptr_t>(local) - reinterpret_cast<uintptr_t>(base)) % kTmpAlign;
+        setTicket(backend_.reduceFromHost(t, local, e.msg->data(), op.count, opt_.dtype, rop),
+                  true);
         sendFromBackend(e, op, t, bytes);
         break;
       }

@@ -24,7 +24,7 @@ struct LocalRunOptions {
   int warmup = 0;
   int iterations = 1;
   int inflight = 4;
-  bool check = true;  // compare every rank's output with the expected result
+  uint32_t check = 1;  // iterations whose output is compared (RankRunOptions::check)
   TelemetryLevel telemetry = TelemetryLevel::Off;
   TelemetrySink* sink = nullptr;  // receives telemetry when not null
   // The network the loopback transport paces (transport/pacing.h); empty = unshaped.

@@ -77,7 +77,7 @@ std::optional<TelemetryEvent> toTelemetry(const NcclRawEvent& raw, const NcclEve
     says(NcclEventFate::NoCall);
     return std::nullopt;
   }
-  if (raw.call < ctx.warmup) {
+  if (raw.call < ctx.warmup || raw.call - ctx.warmup >= ctx.timed) {
     says(NcclEventFate::Warmup);
     return std::nullopt;
   }

@@ -88,7 +88,10 @@ struct NcclClockMap {
 
 // What the run thread needs to turn a raw event into telemetry.
 struct NcclEventContext {
-  uint32_t warmup = 0;        // the run's first `warmup` calls are warm-up: not recorded
+  uint32_t warmup = 0;  // the run's first `warmup` calls are warm-up: not recorded
+  // The timed calls after them; later calls (the check's further iterations, RankRunOptions::
+  // check) are untimed and not recorded either.
+  uint32_t timed = UINT32_MAX;
   int64_t clockOffsetNs = 0;  // coordinator clock - worker clock (ClockSample::offsetNs)
   NcclClockMap gpu;
 };
@@ -100,8 +103,9 @@ inline constexpr std::string_view kNcclNoChunksNote =
 
 enum class NcclEventFate : uint8_t { Recorded, Warmup, NoCall, NoGpuClock };
 
-// The telemetry event for `raw`, or why there is none (`fate`): a warm-up call's event, one
-// that belongs to no call, or a GPU time without a clock map.
+// The telemetry event for `raw`, or why there is none (`fate`): an untimed call's event
+// (Warmup: a warm-up's, or a checked iteration's after the timed ones), one that belongs to no
+// call, or a GPU time without a clock map.
 std::optional<TelemetryEvent> toTelemetry(const NcclRawEvent& raw, const NcclEventContext& ctx,
                                           NcclEventFate* fate = nullptr);
 

@@ -27,7 +27,12 @@ struct RankRunOptions {
   bool inPlace = false;
   uint32_t warmup = 0;
   uint32_t iterations = 1;
-  bool check = true;  // fill the expected output and count #wrong after the last iteration
+  // The iterations whose output is checked (#wrong), as nccl-tests' -c N: 0 none; 1 the last
+  // timed one; N that one and N - 1 more run after it, untimed and unrecorded, each into an
+  // output poisoned first, so that an iteration whose result a race corrupted, or that left
+  // part of it unwritten, is not hidden by one that wrote it right. Every rank runs them,
+  // checked or not (the collective needs them all).
+  uint32_t check = 1;
   // The largest difference from an expected element that the check accepts (countWrongWithin):
   // 0, identical bits, for the lab's own arithmetic; a library whose arithmetic legitimately
   // differs says its own (CollectiveLibrary::tolerance).
@@ -53,7 +58,8 @@ struct TimedIteration {
   int64_t ns = 0;      // this rank's time for the iteration, backend synchronised
   // #wrong of this rank's output (nccl-tests' "#wrong"), after the last timed iteration only
   // and only when checked: a check between iterations would delay this rank's next
-  // iteration while its peers already wait for it, and land in their measured time.
+  // iteration while its peers already wait for it, and land in their measured time. With
+  // RankRunOptions::check N > 1, the sum over the N iterations checked.
   std::optional<uint64_t> wrong;
 };
 
@@ -62,7 +68,7 @@ struct RankRunHooks {
   // ends the run early (the in-process run's barrier was aborted by a failing rank).
   std::function<bool(uint32_t it)> beforeIteration;
   std::function<void(const TimedIteration&)> afterTimed;
-  // Before the output of the last timed iteration is checked (only when checks()).
+  // Before an output is checked (only when checks()).
   std::function<void()> beforeCheck;
 };
 
@@ -112,6 +118,14 @@ class RankRun {
   void throwIfCancelled(const char* where) const;
   // The warm-up and timed iterations, each done by `one(iteration, timed)`.
   bool iterate(const std::function<void(uint32_t, bool)>& one, const RankRunHooks& hooks);
+  // The check's iterations after the timed ones (RankRunOptions::check - 1 of them), numbered
+  // from `first`: their #wrong summed (0 where this rank's output is not checked), nullopt
+  // when beforeIteration ended the run.
+  std::optional<uint64_t> checkMore(const std::function<void(uint32_t, bool)>& one,
+                                    const RankRunHooks& hooks, uint32_t first);
+  // Fills the output with a pattern no check accepts (all bits set: NaN for floating types),
+  // then restores the input when it lies inside the output (in place).
+  void poisonOutput();
 
   const Schedule& s_;
   int rank_;

@@ -37,7 +37,9 @@ struct RunRequest {
   bool inPlace = false;
   int warmup = 1;
   int iterations = 5;
-  bool check = true;
+  // Iterations whose output is checked (nccl-tests' -c): 0 none, 1 the last timed one, N that
+  // one and N - 1 more after it (RankRunOptions::check).
+  uint32_t check = 1;
   TelemetryLevel telemetry = TelemetryLevel::Chunks;
   uint64_t maxEvents = 1'000'000;  // telemetry events kept per run (all ranks together)
   // The run fails when no rank makes progress for this long (exec/progress.h): the one

@@ -30,7 +30,7 @@ struct BenchConfig {
   uint64_t stepBytes = uint64_t{1} << 20;  // -i
   int iters = 20;                          // -n
   int warmup = 5;                          // -w
-  bool check = true;                       // -c
+  uint32_t check = 1;                      // -c: iterations checked (RunRequest::check)
   RedOp op = RedOp::Sum;                   // -o
   DataType dtype = DataType::Float;        // -d
   Collective collective = Collective::AllReduce;

@@ -186,6 +186,15 @@ void readSweepLists(const In& o, BenchConfig& c) {
   c.ringOrder = ints(o["ring_order"], 0, kMaxRanks - 1);
 }
 
+// The iterations checked: "check_iterations", or, in files written before -c counted them,
+// 1 for a "check" that is true.
+uint32_t checkIterations(const In& o) {
+  if (o.has("check_iterations")) {
+    return static_cast<uint32_t>(o["check_iterations"].u64(kMaxIterations));
+  }
+  return o["check"].boolean() ? 1 : 0;
+}
+
 BenchConfig readConfig(const In& o) {
   BenchConfig c;
   c.minBytes = o["minbytes"].u64();
@@ -194,7 +203,7 @@ BenchConfig readConfig(const In& o) {
   c.stepBytes = o["stepbytes"].u64();
   c.iters = o["iters"].i32();
   c.warmup = o["warmup_iters"].i32();
-  c.check = o["check"].boolean();
+  c.check = checkIterations(o);
   c.op = o["op"].parsed<RedOp>(parseRedOp);
   c.dtype = o["dtype"].parsed<DataType>(parseDataType);
   c.collective = o["collective"].parsed<Collective>(parseCollective);
@@ -259,7 +268,7 @@ RunRequest readRequest(const In& a) {
   q.inPlace = o["in_place"].boolean();
   q.warmup = o["warmup"].i32();
   q.iterations = o["iterations"].i32();
-  q.check = o["check"].boolean();
+  q.check = checkIterations(o);
   q.telemetry = o["telemetry"].parsed<TelemetryLevel>(parseTelemetryLevel);
   if (o.has("data_plane")) q.dataPlane = o["data_plane"].parsed<DataPlaneKind>(parseDataPlaneKind);
   q.cudaIpc = o.has("cuda_ipc") && o["cuda_ipc"].boolean();

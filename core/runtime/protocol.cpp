@@ -287,11 +287,13 @@ std::optional<std::string> check(const RunConfig& m) {
     return "root " + std::to_string(m.root) + " is not a rank of a world of " +
            std::to_string(m.worldSize);
   }
-  if (auto e = firstError({checkRange<uint32_t>("ranks per host", m.ranksPerHost, 1,
-                                                static_cast<uint32_t>(m.worldSize)),
-                           checkRange<uint32_t>("inflight", m.inflight, 1, kMaxInflight),
-                           checkRange<uint32_t>("warmup", m.warmup, 0, kMaxIterations),
-                           checkRange<uint32_t>("iterations", m.iterations, 1, kMaxIterations)})) {
+  if (auto e =
+          firstError({checkRange<uint32_t>("ranks per host", m.ranksPerHost, 1,
+                                           static_cast<uint32_t>(m.worldSize)),
+                      checkRange<uint32_t>("inflight", m.inflight, 1, kMaxInflight),
+                      checkRange<uint32_t>("warmup", m.warmup, 0, kMaxIterations),
+                      checkRange<uint32_t>("iterations", m.iterations, 1, kMaxIterations),
+                      checkRange<uint32_t>("checked iterations", m.check, 0, kMaxIterations)})) {
     return e;
   }
   if (!m.hosts.empty() && m.hosts.size() != n) {
@@ -847,7 +849,8 @@ Reason fromPb(const pb::RunDone& p, const FrameHeader& h, RunDone& m) {
   m.wrongTotal = p.wrong_total();
   m.eventsDropped = p.events_dropped();
   if (p.has_digest()) {
-    if (p.output_sample().size() > kMaxOutputSampleBytes) return "output_sample: longer than 64 bytes";
+    if (p.output_sample().size() > kMaxOutputSampleBytes)
+      return "output_sample: longer than 64 bytes";
     m.outputDigest = p.output_digest();
     m.outputSample = p.output_sample();
   }

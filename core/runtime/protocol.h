@@ -44,7 +44,9 @@ namespace arl {
 // 7: CUDA IPC between ranks of one host: RunConfig carries cudaIpc, Ready the rank's device
 //    (PeerDeviceInfo), Start every rank's device; the lent slices travel as notices on the
 //    data plane.
-inline constexpr uint16_t kProtocolVersion = 8;
+// 8: random data: RunConfig carries randomData, RunDone the output's digest and sample.
+// 9: RunConfig's check counts the iterations checked (-c N); it was a bool.
+inline constexpr uint16_t kProtocolVersion = 9;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
@@ -282,7 +284,7 @@ struct RunConfig {
   bool inPlace = false;
   uint32_t warmup = 0;      // 0..kMaxIterations
   uint32_t iterations = 1;  // 1..kMaxIterations
-  bool check = true;
+  uint32_t check = 1;       // 0..kMaxIterations: iterations checked (RankRunOptions::check)
   TelemetryLevel telemetry = TelemetryLevel::Chunks;
   std::vector<int32_t> ringOrder;  // a permutation of 0..worldSize-1
   // hosts[r]: host name of rank r, or empty (not given). A worker binds ipc:// when every

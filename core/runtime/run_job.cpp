@@ -193,7 +193,7 @@ RankRunOptions rankRunOptions(RunJob& j) {
   ro.inPlace = c.inPlace;
   ro.warmup = c.warmup;
   ro.iterations = c.iterations;
-  ro.check = c.check && !c.randomData;
+  ro.check = c.randomData ? 0 : c.check;
   ro.randomData = c.randomData;
   ro.cancel = &j.cancelled;
   return ro;
@@ -437,8 +437,7 @@ RunFailed runFailed(const RunJob& j, const std::exception& e, int64_t iteration)
 
 // The RunDone of a run that completed with `wrong` elements wrong; `moreDropped`: events lost
 // before they reached the ring (a library's own reporting).
-void postDone(RunJob& j, uint64_t wrong, uint64_t moreDropped = 0,
-              const RankRun* run = nullptr) {
+void postDone(RunJob& j, uint64_t wrong, uint64_t moreDropped = 0, const RankRun* run = nullptr) {
   RunDone done;
   done.epoch = j.cfg.epoch;
   done.rank = j.rank;
@@ -541,6 +540,7 @@ void runLibraryJob(RunJob& j, const LibraryAlgorithm& algo, int64_t& iteration,
   spec.nranks = c.worldSize;
   spec.device = j.device;
   spec.telemetry = j.ring != nullptr ? c.telemetry : TelemetryLevel::Off;
+  spec.timed = c.iterations;
   // Declared in this order so that, on every path, the library leaves its communicator (an
   // abort after a failure: no kernel of it is left reading the buffers) before RankRun frees
   // the buffers, and the backend goes last.
@@ -582,7 +582,7 @@ void runLibraryJob(RunJob& j, const LibraryAlgorithm& algo, int64_t& iteration,
   if (j.verbose && own.recorded + own.dropped + own.unattributed > 0) {
     workerLog("run " + std::to_string(c.runId) + ": " + std::string(algo.library) + " reported " +
               std::to_string(own.recorded) + " events of timed iterations (" +
-              std::to_string(own.warmup) + " of warm-ups left out, " +
+              std::to_string(own.warmup) + " of untimed calls left out, " +
               std::to_string(own.unattributed) + " of no call, " + std::to_string(own.dropped) +
               " lost)");
   }

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/errors.h"
 
@@ -85,6 +88,32 @@ TEST(BackendRegistry, NamesTheKnownBackendsForAnUnknownOne) {
   EXPECT_EQ(backendUnavailable("opencl").value_or(""),
             "unknown backend 'opencl' (known: cpu, cuda, nccl; this build has: " + has + ")");
   EXPECT_THROW(registerBackend("opencl", [] { return makeBackend("cpu"); }), ConfigError);
+}
+
+// What bench and the window ask before they start local workers: each device is checked
+// once, told how many of the workers would share it (a device in compute mode Exclusive
+// Process takes one process).
+TEST(BackendRegistry, ADeviceCheckHearsHowManyLocalWorkersShareEachDevice) {
+  static std::vector<std::pair<int, int>> asked;  // (device, sharers); the check outlives the test
+  registerDeviceCheck("cuda", [](int device, int sharers) -> std::optional<std::string> {
+    asked.emplace_back(device, sharers);
+    if (sharers > 2)
+      return "device " + std::to_string(device) + " shared by " + std::to_string(sharers);
+    return std::nullopt;
+  });
+  using Asked = std::vector<std::pair<int, int>>;
+  EXPECT_EQ(localDevicesProblem("cuda", {}, 2), std::nullopt);
+  EXPECT_EQ(asked, (Asked{{-1, 2}})) << "no --device: all on the default device";
+  asked.clear();
+  EXPECT_EQ(localDevicesProblem("cuda", {1}, 4), "device 1 shared by 4") << "one for all";
+  EXPECT_EQ(asked, (Asked{{1, 4}}));
+  asked.clear();
+  EXPECT_EQ(localDevicesProblem("cuda", {0, 1, 1, 2}, 4), std::nullopt) << "one per worker";
+  EXPECT_EQ(asked, (Asked{{0, 1}, {1, 2}, {1, 2}, {2, 1}}));
+  asked.clear();
+  EXPECT_EQ(localDevicesProblem("cuda", {3, 3, 3}, 3), "device 3 shared by 3");
+  EXPECT_EQ(localDevicesProblem("cpu", {0}, 8), std::nullopt) << "cpu has no device check";
+  registerDeviceCheck("cuda", [](int, int) { return std::optional<std::string>(); });
 }
 
 }  // namespace

@@ -107,6 +107,53 @@ TEST(RankRun, WarmupThenTimedIterationsCheckedOnceAtTheEnd) {
   }
 }
 
+// -c N: the last timed iteration and N - 1 more after it, each checked, #wrong summed; one
+// rank whose "collective" copies its input (a sum over one rank) and spoils call `bad`.
+TEST(RankRun, CheckingNIterationsCatchesWhatALaterIterationWouldHide) {
+  const Schedule s = ring(Collective::AllReduce, 1, 1000);
+  struct Case {
+    uint32_t check;
+    int bad;        // the call spoiled: warm-up 0, timed 1..3, checked after them 4, 5
+    bool skip;      // spoiled by writing nothing instead of a wrong element
+    uint64_t want;  // #wrong reported with the last timed iteration
+  };
+  const Case cases[] = {
+      {1, 2, false, 0},    // an earlier timed call, overwritten by the last: unseen
+      {3, -1, false, 0},   // nothing spoiled
+      {3, 4, false, 10},   // ten elements wrong in the first checked call after the timed ones
+      {3, 5, true, 1000},  // the last call wrote nothing: the poisoned output shows it
+      {0, 3, false, 0},    // no check at all
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("check " + std::to_string(c.check) + ", call " + std::to_string(c.bad));
+    RankRunOptions o = options(false, 1, 3);
+    o.check = c.check;
+    CpuBackend backend;
+    RankRun run(s, 0, backend, o);
+    int call = 0;
+    const auto collective = [&](const RankBuffers& b) {
+      const int now = call++;
+      if (now == c.bad && c.skip) return;
+      std::memcpy(b.output, b.input, 1000 * sizeof(float));
+      if (now == c.bad) std::fill_n(static_cast<float*>(b.output), 10, -7.5F);
+    };
+    Seen me;
+    RankRunHooks h;
+    h.beforeIteration = [&me](uint32_t it) {
+      me.before.push_back(it);
+      return true;
+    };
+    h.afterTimed = [&me](const TimedIteration& t) { me.timed.push_back(t); };
+    ASSERT_TRUE(run.run(collective, h));
+    const uint32_t calls = 4 + (c.check > 1 ? c.check - 1 : 0);
+    EXPECT_EQ(call, static_cast<int>(calls));
+    EXPECT_EQ(me.before.size(), calls);
+    ASSERT_EQ(me.timed.size(), 3u) << "the checked iterations are not timed";
+    EXPECT_EQ(me.timed.back().wrong.has_value(), c.check > 0);
+    EXPECT_EQ(me.timed.back().wrong.value_or(0), c.want);
+  }
+}
+
 // The timed iterations whose IterationEnd each rank recorded.
 std::vector<std::vector<uint32_t>> recordedIterations(BoundedSink& sink, int n) {
   std::vector<std::vector<uint32_t>> out(static_cast<size_t>(n));

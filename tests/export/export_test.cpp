@@ -179,11 +179,14 @@ TEST(Export, ResultsJsonHoldsConfigAndEveryResultField) {
   EXPECT_EQ(c.at("stepfactor").get<int64_t>(), 2);
   EXPECT_EQ(c.at("algorithms").size(), 2u);
   EXPECT_EQ(c.at("json").get<std::string>(), "out, \"quoted\".json");
-  for (const char* k :
-       {"maxbytes", "stepbytes",  "iters",   "warmup_iters",   "check",       "op",
-        "dtype",    "collective", "workers", "ranks_per_host", "slice_sizes", "inflights",
-        "backend",  "listen",     "expect",  "telemetry",      "max_events",  "root",
-        "in_place", "csv",        "trace",   "record",         "ring_order"}) {
+  for (const char* k : {"maxbytes",     "stepbytes",      "iters",
+                        "warmup_iters", "check",          "check_iterations",
+                        "op",           "dtype",          "collective",
+                        "workers",      "ranks_per_host", "slice_sizes",
+                        "inflights",    "backend",        "listen",
+                        "expect",       "telemetry",      "max_events",
+                        "root",         "in_place",       "csv",
+                        "trace",        "record",         "ring_order"}) {
     EXPECT_TRUE(c.contains(k)) << k;
   }
   EXPECT_EQ(v.at("workers").size(), 3u);
@@ -517,6 +520,8 @@ TEST(Export, RecordingRoundTripsEverything) {
   r.rows[1].result.events[5].clock = ClockSource::Device;
   r.config.telemetry = TelemetryLevel::Steps;
   r.config.op = RedOp::Max;
+  r.config.check = 3;
+  r.rows[1].result.request.check = 5;
   const std::string path = ::testing::TempDir() + "export_rec_" + std::to_string(::getpid());
   writeTextFile(path, recordingJson(r));
   const BenchReport back = readRecording(path);
@@ -533,6 +538,7 @@ TEST(Export, RecordingRoundTripsEverything) {
   EXPECT_EQ(back.config.algorithms, r.config.algorithms);
   EXPECT_EQ(back.config.telemetry, r.config.telemetry);
   EXPECT_EQ(back.config.op, r.config.op);
+  EXPECT_EQ(back.config.check, 3u);
   EXPECT_EQ(back.config.jsonPath, r.config.jsonPath);
   EXPECT_EQ(back.config.maxEvents, r.config.maxEvents);
   ASSERT_EQ(back.workers.size(), r.workers.size());
@@ -592,6 +598,26 @@ TEST(Export, RecordingsWrittenBeforeTheSweepListsStillRead) {
   EXPECT_TRUE(back.config.ringOrder.empty());
   ASSERT_EQ(back.rows.size(), 2u);
   EXPECT_EQ(back.rows[1].result.events, r.rows[1].result.events);
+}
+
+// Before -c counted iterations, "check" alone said whether the last one was checked.
+TEST(Export, RecordingsWrittenBeforeCheckedIterationsWereCountedStillRead) {
+  BenchReport r = syntheticReport();
+  r.config.check = 1;
+  r.rows[0].result.request.check = 1;
+  r.rows[1].result.request.check = 0;
+  std::string old = recordingJson(r);
+  for (const char* n : {"\"check_iterations\":1,", "\"check_iterations\":0,"}) {
+    for (size_t p = old.find(n); p != std::string::npos; p = old.find(n)) {
+      old.erase(p, std::string(n).size());
+    }
+  }
+  ASSERT_EQ(old.find("check_iterations"), std::string::npos);
+  const BenchReport back = parseRecording(old);
+  EXPECT_EQ(back.config.check, 1u);
+  ASSERT_EQ(back.rows.size(), 2u);
+  EXPECT_EQ(back.rows[0].result.request.check, 1u);
+  EXPECT_EQ(back.rows[1].result.request.check, 0u);
 }
 
 TEST(Export, RecordingsWrittenBeforeTheSpreadStillRead) {

@@ -1,8 +1,9 @@
 // Real runs on one GPU: `allreduce-lab bench --backend cuda` with 2, 3 and 4 local workers
 // sharing device 0, every algorithm, over CUDA IPC (the workers read each other's slices in
 // place) and staged (--cuda-ipc off), results checked element by element by the workers
-// (#wrong must be 0). Sizes are chosen so that slices and per-rank parts are uneven: 262240
-// bytes are 32780 int64 elements, 8195 per rank of 4, in 64 KiB slices.
+// (#wrong must be 0), in the last timed iteration and two more after it (-c 3). Sizes are chosen so
+// that slices and per-rank parts are uneven: 262240 bytes are 32780 int64 elements, 8195 per rank
+// of 4, in 64 KiB slices.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -22,8 +23,9 @@ using gputest::runBinary;
 void expectAllCorrect(const std::string& args, size_t rows) {
   const std::string json =
       ::testing::TempDir() + "gpu_runs_" + std::to_string(::getpid()) + ".json";
-  const Result r = runBinary(gputest::labBinary(), "bench --backend cuda --device 0 -n 3 -w 1 " +
-                                                       args + " --json '" + json + "'");
+  const Result r =
+      runBinary(gputest::labBinary(), "bench --backend cuda --device 0 -n 3 -w 1 -c 3 " + args +
+                                          " --json '" + json + "'");
   ASSERT_EQ(r.rc, 0) << args << "\n" << r.err << r.out;
   const auto v = nlohmann::json::parse(gputest::slurp(json));
   std::remove(json.c_str());

@@ -7,14 +7,15 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 
-#include "../run_binary.h"
 #include "gpu/nccl_backend.h"
+#include "gpu_test_util.h"
 
 namespace arl::gpu {
 namespace {
@@ -23,7 +24,7 @@ using testutil::Result;
 using testutil::runBinary;
 using testutil::slurp;
 
-Result bench(const std::string& args) { return runBinary(ARL_LAB_BINARY, "bench " + args); }
+Result bench(const std::string& args) { return runBinary(gputest::labBinary(), "bench " + args); }
 
 // CUDA devices this test process sees (0 without a GPU or a driver).
 int deviceCount() {
@@ -34,7 +35,7 @@ int deviceCount() {
 }
 
 TEST(NcclRefusals, TheWorkerNeedsADevice) {
-  const Result r = runBinary(ARL_WORKER_BINARY, "--connect tcp://127.0.0.1:1 --backend nccl");
+  const Result r = runBinary(gputest::workerBinary(), "--connect tcp://127.0.0.1:1 --backend nccl");
   EXPECT_EQ(r.rc, 2) << r.err;
   EXPECT_NE(r.err.find("--backend nccl: needs --device N: NCCL runs one rank per GPU"),
             std::string::npos)
@@ -44,7 +45,7 @@ TEST(NcclRefusals, TheWorkerNeedsADevice) {
 TEST(NcclRefusals, TheWorkerSaysThereIsNoDevice) {
   if (deviceCount() > 0) GTEST_SKIP() << "a CUDA device is present: nothing to refuse";
   const Result r =
-      runBinary(ARL_WORKER_BINARY, "--connect tcp://127.0.0.1:1 --backend nccl --device 0");
+      runBinary(gputest::workerBinary(), "--connect tcp://127.0.0.1:1 --backend nccl --device 0");
   EXPECT_EQ(r.rc, 2) << r.err;
   EXPECT_NE(r.err.find("allreduce-worker: backend 'nccl': no CUDA device"), std::string::npos)
       << r.err;
@@ -82,6 +83,50 @@ TEST(NcclRefusals, BenchRefusesWhatNcclCannotRun) {
   }
 }
 
+// NCCL is opened when a program runs (gpu/nccl_loader.h), never linked: the worker's ELF file
+// names neither libnccl nor the driver's libcuda among the libraries it needs to start.
+TEST(NcclLinking, TheWorkerNeedsNeitherNcclNorTheDriverToStart) {
+  const Result r = runBinary("readelf", "-d '" + gputest::workerBinary() + "'");
+  if (r.rc != 0) GTEST_SKIP() << "readelf could not read the worker: " << r.err;
+  EXPECT_NE(r.out.find("(NEEDED)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("libnccl"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("libcuda.so"), std::string::npos) << r.out;
+}
+
+// A search that finds nothing: ARL_NCCL_LIBRARY names the only candidate (gpu/nccl_loader.h).
+class NcclWithoutNccl : public ::testing::Test {
+ protected:
+  void SetUp() override { ::setenv("ARL_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1); }
+  void TearDown() override { ::unsetenv("ARL_NCCL_LIBRARY"); }
+};
+
+TEST_F(NcclWithoutNccl, TheWorkerRefusesTheNcclBackendInOneLine) {
+  const Result r =
+      runBinary(gputest::workerBinary(), "--connect tcp://127.0.0.1:1 --backend nccl --device 0");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("allreduce-worker: backend 'nccl': NCCL cannot be loaded from "
+                       "ARL_NCCL_LIBRARY: /nonexistent/libnccl.so.2: cannot open shared object "
+                       "file"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(NcclWithoutNccl, BenchRefusesTheNcclBackendBeforeStartingAnyWorker) {
+  const Result r = bench("--backend nccl --workers 1 --device 0 -b 1M -e 1M");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("backend 'nccl': NCCL cannot be loaded from ARL_NCCL_LIBRARY"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("started local worker"), std::string::npos) << r.err;
+}
+
+TEST_F(NcclWithoutNccl, EveryOtherBackendRuns) {
+  const Result r = bench("--backend cpu --workers 2 --algo ring -b 64K -e 64K -n 2 -w 1");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find(" ring "), std::string::npos) << r.out;
+}
+
 TEST(NcclRefusals, BenchWithoutADeviceRefusesBeforeStartingAnyWorker) {
   if (deviceCount() > 0) GTEST_SKIP() << "a CUDA device is present: nothing to refuse";
   const Result r = bench("--backend nccl --workers 1 -b 1M -e 1M");
@@ -97,8 +142,9 @@ void runOnGpus(int ranks, const std::string& extra) {
       ::testing::TempDir() + "nccl_run_" + std::to_string(::getpid()) + ".json";
   std::string devices;
   for (int d = 0; d < ranks; ++d) devices += (d ? "," : "") + std::to_string(d);
-  const Result r = bench("--backend nccl --workers " + std::to_string(ranks) + " --device " +
-                         devices + " -b 1M -e 4M -f 4 -n 5 -w 2 --json '" + json + "' " + extra);
+  const Result r =
+      bench("--backend nccl --workers " + std::to_string(ranks) + " --device " + devices +
+            " -b 1M -e 4M -f 4 -n 5 -w 2 -c 3 --json '" + json + "' " + extra);
   ASSERT_EQ(r.rc, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("profiler plugin reported"), std::string::npos) << r.out;
   const nlohmann::json v = nlohmann::json::parse(slurp(json));
@@ -116,31 +162,66 @@ TEST(NcclRun, OneRankOnOneGpu) {
   runOnGpus(1, "--nccl-algo ring");
 }
 
-// NCCL's own events, through the worker's profiler plugin, into the trace: labelled as NCCL's,
-// the collective with NCCL's choice and each kernel channel; on one node no proxy steps, and
-// the trace says why.
-TEST(NcclRun, OneRankTraceHoldsNcclsOwnEvents) {
-  if (deviceCount() < 1) GTEST_SKIP() << "no CUDA device here: a real NCCL run needs one";
+// NCCL's own events, through the worker's profiler plugin, into the trace of a bench with
+// `ranks` workers, one GPU each, 3 timed iterations: how many collectives and kernel
+// channels, labelled as NCCL's, and the trace's summary.
+struct NcclTraceCounts {
+  int colls = 0;
+  int kernels = 0;
+  nlohmann::json otherData;
+};
+
+NcclTraceCounts ncclTrace(int ranks) {
   const std::string trace =
       ::testing::TempDir() + "nccl_trace_" + std::to_string(::getpid()) + ".json";
-  const Result r = bench(
-      "--backend nccl --workers 1 --device 0 -b 1M -e 1M -n 3 -w 1 "
-      "--nccl-algo ring --telemetry chunks --trace '" +
-      trace + "'");
-  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  std::string devices;
+  for (int d = 0; d < ranks; ++d) devices += (d ? "," : "") + std::to_string(d);
+  const Result r = bench("--backend nccl --workers " + std::to_string(ranks) + " --device " +
+                         devices + " -b 1M -e 1M -n 3 -w 1 --nccl-algo ring --telemetry " +
+                         "chunks --trace '" + trace + "'");
+  EXPECT_EQ(r.rc, 0) << r.err << r.out;
+  NcclTraceCounts n;
+  if (r.rc != 0) return n;
   const nlohmann::json t = nlohmann::json::parse(slurp(trace));
   std::remove(trace.c_str());
-  int colls = 0, kernels = 0;
   for (const auto& e : t.at("traceEvents")) {
     if (e.at("ph") != "X" || e.at("cat") != "NCCL") continue;
     const std::string name = e.at("name").get<std::string>();
-    if (name.rfind("NCCL Ring/", 0) == 0) ++colls;
-    if (name.rfind("NCCL kernel, channel ", 0) == 0) ++kernels;
+    if (name.rfind("NCCL Ring/", 0) == 0) ++n.colls;
+    if (name.rfind("NCCL kernel, channel ", 0) == 0) ++n.kernels;
   }
-  EXPECT_EQ(colls, 3) << "one collective per timed iteration";
-  EXPECT_GE(kernels, 3) << "at least one kernel channel per timed iteration";
-  EXPECT_EQ(t.at("otherData").at("nccl_proxy_steps"), 0);
-  EXPECT_TRUE(t.at("otherData").contains("nccl_note"));
+  n.otherData = t.at("otherData");
+  return n;
+}
+
+// One rank: NCCL 2.28.9 runs a one-rank collective without the task its collective and
+// kernel events hang on (ncclLaunchOneRank, src/enqueue.cc), so the trace may hold none;
+// whatever it holds must be whole. The counts are printed for the record.
+TEST(NcclRun, OneRankTraceHoldsWhatNcclReports) {
+  if (deviceCount() < 1) GTEST_SKIP() << "no CUDA device here: a real NCCL run needs one";
+  const NcclTraceCounts n = ncclTrace(1);
+  EXPECT_LE(n.colls, 3) << "at most one collective per timed iteration";
+  EXPECT_GE(n.kernels, n.colls) << "a collective without its kernel channels";
+  if (n.colls > 0) {
+    EXPECT_EQ(n.otherData.at("nccl_proxy_steps"), 0);
+  }
+  std::printf("one rank: %d collective and %d kernel-channel slices of NCCL in the trace\n",
+              n.colls, n.kernels);
+}
+
+// Two ranks on two GPUs of one node: each rank's collective with NCCL's choice and its kernel
+// channels; no proxy steps (no network), and the trace says why.
+TEST(NcclRun, TwoRanksTraceHoldsNcclsOwnEvents) {
+  if (deviceCount() < 2) {
+    GTEST_SKIP() << "fewer than 2 CUDA devices here (" << deviceCount()
+                 << "): NCCL's collective events need two ranks, and NCCL refuses two ranks "
+                    "on one GPU";
+  }
+  const NcclTraceCounts n = ncclTrace(2);
+  EXPECT_EQ(n.colls, 2 * 3) << "one collective per rank and timed iteration";
+  EXPECT_GE(n.kernels, 2 * 3) << "at least one kernel channel per rank and timed iteration";
+  EXPECT_EQ(n.otherData.at("nccl_proxy_steps"), 0);
+  EXPECT_TRUE(n.otherData.contains("nccl_note"));
 }
 
 TEST(NcclRun, TwoRanksRingAndTreeSumAndAvg) {

@@ -8,19 +8,22 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "../run_binary.h"
 #include "exec/collective_library.h"
 #include "exec/nccl_events.h"
 #include "exec/telemetry_record.h"
 #include "gpu/nccl_backend.h"
 #include "gpu/nccl_library.h"
+#include "gpu/nccl_loader.h"
 #include "gpu/nccl_profiler.h"
+#include "gpu/nccl_register.h"
+#include "gpu_test_util.h"
 
 namespace arl::gpu {
 namespace {
@@ -105,14 +108,14 @@ TEST(NcclProfiler, NcclFindsTheTableInTheProgramAsStaticPlugin) {
 
 TEST(NcclProfiler, TheWorkerExportsTheTable) {
   const testutil::Result r =
-      testutil::runBinary("nm", std::string("-D --defined-only '") + ARL_WORKER_BINARY + "'");
+      testutil::runBinary("nm", "-D --defined-only '" + gputest::workerBinary() + "'");
   if (r.rc != 0) GTEST_SKIP() << "nm could not list the worker's dynamic symbols: " << r.err;
   EXPECT_NE(r.out.find(" ncclProfiler_v5\n"), std::string::npos)
       << "the worker's dynamic symbol table lacks ncclProfiler_v5";
 }
 
 TEST(NcclProfiler, InitReturnsTheMaskTheWorkerSet) {
-  ncclProfilerBeginRun();
+  ncclProfilerBeginRun(4);
   ::setenv("NCCL_PROFILE_EVENT_MASK", "0x5a", 1);
   {
     Comm c;
@@ -134,7 +137,7 @@ TEST(NcclProfiler, InitReturnsTheMaskTheWorkerSet) {
 // A collective as NCCL reports it on two nodes: group, collective, a kernel channel, and a
 // network send step through a proxy op; then what the run thread makes of it.
 TEST(NcclProfiler, QueuesACollectivesEventsAsNcclReportsThem) {
-  ncclProfilerBeginRun();
+  ncclProfilerBeginRun(4);
   Comm c(2);
   ncclProfilerSetCall(7);
   p::EventDescr g{};
@@ -196,8 +199,28 @@ TEST(NcclProfiler, QueuesACollectivesEventsAsNcclReportsThem) {
   EXPECT_EQ(n.ignored, 1u);
 }
 
+// NCCL 2.28 names ncclUint8 "Unknown" (ncclDatatypeToString): the bytes come from the run's
+// own element size then; a name NCCL gives keeps its own size.
+TEST(NcclProfiler, ATypeNcclDoesNotNameTakesTheRunsElementSize) {
+  for (const size_t runBytes : {size_t{1}, size_t{8}}) {
+    ncclProfilerBeginRun(runBytes);
+    Comm c;
+    ncclProfilerSetCall(0);
+    p::EventDescr unknown = collDescr("RING", "SIMPLE", 1);
+    unknown.coll.datatype = "Unknown";
+    (void)c.start(unknown);
+    p::EventDescr bytes = collDescr("RING", "SIMPLE", 1);
+    bytes.coll.datatype = "ncclInt8";  // all-gather and broadcast: count in bytes
+    (void)c.start(bytes);
+    const std::vector<NcclRawEvent> ev = drainAll();
+    ASSERT_EQ(ev.size(), 2u);
+    EXPECT_EQ(ev[0].bytes, 1024 * runBytes) << "run element size " << runBytes;
+    EXPECT_EQ(ev[1].bytes, 1024u);
+  }
+}
+
 TEST(NcclProfiler, AFullQueueDropsAndCountsInsteadOfWaiting) {
-  ncclProfilerBeginRun();
+  ncclProfilerBeginRun(4);
   Comm c;
   ncclProfilerSetCall(0);
   void* coll = c.start(collDescr("TREE", "LL", 1));
@@ -221,7 +244,7 @@ TEST(NcclProfiler, AFullQueueDropsAndCountsInsteadOfWaiting) {
 }
 
 TEST(NcclProfiler, NoHandleLeftCountsTheEventInsteadOfWaiting) {
-  ncclProfilerBeginRun();
+  ncclProfilerBeginRun(4);
   Comm c;
   ncclProfilerSetCall(0);
   void* coll = c.start(collDescr("RING", "LL128", 4));
@@ -236,7 +259,7 @@ TEST(NcclProfiler, NoHandleLeftCountsTheEventInsteadOfWaiting) {
 }
 
 TEST(NcclProfiler, ConcurrentProducersLoseNothingBelowTheQueuesSize) {
-  ncclProfilerBeginRun();
+  ncclProfilerBeginRun(4);
   Comm c;
   ncclProfilerSetCall(0);
   void* coll = c.start(collDescr("RING", "SIMPLE", 4));
@@ -271,7 +294,7 @@ TEST(NcclProfiler, ConcurrentProducersLoseNothingBelowTheQueuesSize) {
 }
 
 TEST(NcclProfiler, EventsWithoutAKnownParentBelongToNoCall) {
-  ncclProfilerBeginRun();
+  ncclProfilerBeginRun(4);
   Comm c;
   ncclProfilerSetCall(0);
   kernelChannel(c, nullptr, 0, 1, 2);  // a point-to-point kernel: no collective of ours
@@ -359,10 +382,17 @@ TEST(NcclProfiler, RawEventsBecomeTelemetryRecords) {
   EXPECT_EQ(out, in);
 }
 
-// A real NCCL run of one rank (one GPU): the collective with NCCL's choice, and each channel's
-// kernel start and end; no proxy steps, since one node has no network transfers.
-TEST(NcclProfilerOnGpu, AOneRankRunRecordsNcclsOwnEvents) {
+// A real NCCL run of one rank (one GPU). NCCL makes the communicator with the lab's plugin
+// (init, with the mask the worker set, and finalize); its collectives are another matter:
+// NCCL 2.28.9 runs a one-rank collective as a copy or a one-rank kernel of its own
+// (ncclLaunchOneRank in src/enqueue.cc) without the task that its group, collective and
+// kernel-channel events hang on, so none may come. What does come must be whole: one
+// collective per timed call at most, every kernel channel's end after its start, no proxy
+// step (no network). The counts are printed for the record; NCCL's events proper need two
+// ranks, two GPUs (nccl_process_test.cpp, TwoRanksTraceHoldsNcclsOwnEvents).
+TEST(NcclProfilerOnGpu, AOneRankRunInitialisesThePluginAndReportsOnlyWholeEvents) {
   if (auto why = ncclDeviceProblem(0)) GTEST_SKIP() << "needs a CUDA device: " << *why;
+  if (auto why = ncclApiProblem()) GTEST_SKIP() << "needs NCCL: " << *why;
   LibraryRunSpec spec;
   spec.algorithm = findLibraryAlgorithm("nccl-ring");
   spec.count = 1 << 20;
@@ -385,29 +415,37 @@ TEST(NcclProfilerOnGpu, AOneRankRunRecordsNcclsOwnEvents) {
   const LibraryEventCounts n = lib.collectEvents(sink, 1, 0, true);
   backend.deallocate(b.input);
   backend.deallocate(b.output);
+  const NcclProfilerCounts plugin = ncclProfilerCounts();
+  if (ncclLibrary()->version >= kNcclProfilerV5Version) {
+    EXPECT_EQ(plugin.inits, 1u) << "NCCL did not load the worker's profiler plugin";
+    EXPECT_EQ(plugin.mask, ncclProfilerMask(TelemetryLevel::Chunks));
+  } else {
+    EXPECT_EQ(plugin.inits, 0u) << "an NCCL older than 2.28 called interface version 5";
+  }
   EXPECT_EQ(n.dropped, 0u);
   std::map<uint32_t, std::vector<TelemetryEvent>> byIteration;
   for (const TelemetryEvent& e : sink.take()) byIteration[e.iteration].push_back(e);
-  ASSERT_EQ(byIteration.size(), 3u) << "events of the three timed calls";
+  size_t colls = 0;
+  size_t channels = 0;
   for (const auto& [it, events] : byIteration) {
-    const auto coll = std::find_if(events.begin(), events.end(),
-                                   [](const auto& e) { return e.kind == EventKind::NcclColl; });
-    ASSERT_NE(coll, events.end()) << "iteration " << it;
-    const NcclCollInfo info = unpackNcclCollInfo(coll->provenance);
-    EXPECT_NE(info.algo, NcclAlgo::Unknown);
-    EXPECT_NE(info.proto, NcclProto::Unknown);
+    EXPECT_LT(it, 3u) << "an event of no timed call";
     std::map<uint32_t, int64_t> starts;
-    int ends = 0;
     for (const auto& e : events) {
       EXPECT_NE(e.kind, EventKind::NcclSendStepStart) << "a proxy step on one node";
+      EXPECT_NE(e.kind, EventKind::NcclRecvStepStart) << "a proxy step on one node";
+      if (e.kind == EventKind::NcclColl) ++colls;
       if (e.kind == EventKind::NcclKernelStart) starts[e.chunk] = e.tNs;
       if (e.kind != EventKind::NcclKernelEnd) continue;
-      ++ends;
-      ASSERT_TRUE(starts.count(e.chunk));
+      ++channels;
+      ASSERT_TRUE(starts.count(e.chunk)) << "a kernel channel's end without its start";
       EXPECT_GE(e.tNs, starts[e.chunk]);
     }
-    EXPECT_GT(ends, 0) << "no kernel channel ended in iteration " << it;
   }
+  EXPECT_LE(colls, 3u) << "more collectives than timed calls";
+  std::printf(
+      "NCCL %s, one rank: %zu collective and %zu kernel-channel events over 3 timed "
+      "calls\n",
+      ncclVersionString(ncclLibrary()->version).c_str(), colls, channels);
 }
 
 }  // namespace

@@ -276,6 +276,27 @@ TEST_F(BenchCli, EveryAlgorithmSweepsExactlyAndWritesJson) {
   expectNoWorkerLeft();
 }
 
+// -c N, as nccl-tests' -c: the last timed iteration and N - 1 more are checked; the header and
+// the JSON say how many, every element stays exact in place and out of place, and the timed
+// iterations are still -n of them.
+TEST_F(BenchCli, CheckingSeveralIterationsSaysHowManyAndStaysExact) {
+  const std::string json = file("checked.json");
+  const Result r = run({"--workers", "3", "--algo", "ring,tree", "-b", "64K", "-e", "64K", "-n",
+                        "4", "-w", "1", "-c", "3", "--in-place", "--json", json});
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("iters: 4 validation: 3"), std::string::npos) << r.out;
+  const nlohmann::json v = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(v.at("config").at("check").get<bool>(), true);
+  EXPECT_EQ(v.at("config").at("check_iterations").get<int64_t>(), 3);
+  ASSERT_EQ(v.at("results").size(), 2u);
+  for (const nlohmann::json& row : v.at("results")) {
+    EXPECT_EQ(row.at("state").get<std::string>(), "done");
+    EXPECT_EQ(row.at("wrong").get<int64_t>(), 0) << row.at("algorithm").get<std::string>();
+    EXPECT_EQ(row.at("iterations").size(), 4u);
+  }
+  expectNoWorkerLeft();
+}
+
 // Real workers pace their data planes by the shaping flags: at 50 MB/s per port, a 2-rank
 // ring all-reduce of 4 MiB (each rank sends and receives 4 MiB) takes about 84 ms on shared
 // memory and on ZeroMQ alike, and the model predicts the run under the same network.
@@ -312,7 +333,9 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
       {{"-n", "0"}, "-n 0: must be in 1..1000000"},
       {{"--iters", "0"}, "--iters 0: must be in 1..1000000"},
       {{"-w", "-1"}, "-w"},
-      {{"-c", "2"}, "-c"},
+      {{"-c", "-1"}, "-c -1: must be in 0..1000000"},
+      {{"-c", "1000001"}, "-c 1000001: must be in 0..1000000"},
+      {{"-c", "two"}, "-c two"},
       {{"-o", "xor"}, "-o"},
       {{"-d", "complex"}, "-d"},
       {{"--algo", "nope"}, "--algo"},

@@ -178,7 +178,7 @@ Frames withAppended(const T& m, F&& append) {
 
 TEST(Protocol, HeaderLayoutIsLittleEndianAndSixteenBytes) {
   const Bytes h = encodeHeader({kProtocolVersion, MsgType::TelemetryBatch, 0x0102030405060708});
-  const Bytes expected = {'A',  'R',  'L',  '1',  0x08, 0x00, 0x0A, 0x00,
+  const Bytes expected = {'A',  'R',  'L',  '1',  0x09, 0x00, 0x0A, 0x00,
                           0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01};
   EXPECT_EQ(h, expected);
   auto back = decodeHeader(h);
@@ -210,7 +210,7 @@ TEST(Protocol, RejectsOtherVersions) {
   Frames f = Heartbeat{}.encode();
   f[0][4] = 3;  // the version before packed telemetry records
   const auto e = expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 3");
-  EXPECT_TRUE(contains(e.reason, "speaks version 8"));
+  EXPECT_TRUE(contains(e.reason, "speaks version 9"));
   f[0][4] = 0;
   expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 0");
   f[0][4] = 4;
@@ -290,9 +290,11 @@ TEST(Protocol, RoundTripsEdgeValues) {
   big.inPlace = true;
   big.warmup = kMaxIterations;
   big.iterations = kMaxIterations;
-  big.check = false;
+  big.check = 0;
   big.telemetry = TelemetryLevel::Off;
 
+  expectRoundTrip(big);
+  big.check = kMaxIterations;  // -c N: iterations checked
   expectRoundTrip(big);
   RunConfig one = sampleConfig(1);
   one.count = 0;
@@ -490,6 +492,8 @@ TEST(Protocol, RejectsOutOfRangeRunConfig) {
   check([](Bytes& b) { putField(b, 12, 0); }, "inflight 0");
   check([](Bytes& b) { putField(b, 14, kMaxIterations + 1); }, "warmup 1000001");
   check([](Bytes& b) { putField(b, 15, 0); }, "iterations 0 is outside 1..1000000");
+  check([](Bytes& b) { putField(b, 16, kMaxIterations + 1); },
+        "checked iterations 1000001 is outside 0..1000000");
   check([](Bytes& b) { putField(b, 17, 4); }, "unknown telemetry level 4");
   check([](Bytes& b) { putSigned(b, 20, 0); }, "ring order has 5 ranks for a world of 4");
   check(

@@ -64,7 +64,7 @@ namespace {
 // or nullopt: said before they start, as bench says it.
 std::optional<std::string> localDeviceProblem(const WorkerSetup& w) {
   if (w.localWorkers == 0) return std::nullopt;
-  return localDevicesProblem(w.backend, w.devices);
+  return localDevicesProblem(w.backend, w.devices, w.localWorkers);
 }
 
 }  // namespace
