@@ -363,7 +363,9 @@ void printText(const Lesson& l, const std::vector<ExperimentResult>& results, co
     if (!r.ran) {
       line += "did not run: " + r.error;
     } else {
-      line += fmtNum(r.value) + unitOf(l);
+      // A fact (a ratio such as 1.875) keeps the digits that the schedule and formula show.
+      line +=
+          (l.by == DecideBy::Value ? printfString("%.4g", r.value) : fmtNum(r.value)) + unitOf(l);
       if (!r.note.empty()) line += "   (" + r.note + ")";
       const double q = predictionRatio(r);
       if (std::isfinite(q)) {
