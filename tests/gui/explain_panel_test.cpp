@@ -224,5 +224,29 @@ TEST(ExplainPanel, AMeasurementThatIsNotTheSchedulesIsSaidToDiffer) {
   EXPECT_TRUE(panel.modelText().isEmpty());
 }
 
+// A slow link: busbw is held against the slowest link too, and a run above it is said to have
+// kept bytes off it (as halving-doubling does), one at it to have been held back by it.
+TEST(ExplainPanel, ASlowLinkHoldsBusbwAgainstTheSlowestLink) {
+  SweepRow row = madeRow(TelemetryLevel::Steps, std::vector<RankSent>(2));
+  row.result.request.algorithm = "halving-doubling";  // the ring's beta would be the slow link
+  row.result.request.shaping.portBytesPerSecond = 400e6;
+  row.result.request.shaping.linkBytesPerSecond[{1, 0}] = 25e6;
+  row.metrics.busbwGBps = 0.036;
+  row.metrics.algbwGBps = 0.036;
+  ExplainPanel panel;
+  panel.setResult(row, {ModelParams{}, "defaults", false});
+  std::string text = plain(panel.busbwText());
+  EXPECT_TRUE(has(text, "slowest link 1→0 25 MB/s: busbw / slowest 1.44")) << text;
+  EXPECT_TRUE(has(text, "the algorithm sends less than 2(n−1)/n·S through the slow link")) << text;
+  row.metrics.busbwGBps = 0.024;
+  panel.setResult(row, {ModelParams{}, "defaults", false});
+  text = plain(panel.busbwText());
+  EXPECT_TRUE(has(text, "busbw / slowest 0.96")) << text;
+  EXPECT_TRUE(has(text, "the slow link carries a full share and holds the run back")) << text;
+  row.result.request.shaping.linkBytesPerSecond.clear();
+  panel.setResult(row, {ModelParams{}, "defaults", false});
+  EXPECT_FALSE(has(plain(panel.busbwText()), "slowest link")) << "uniform ports: no slow link";
+}
+
 }  // namespace
 }  // namespace arl::ui

@@ -294,7 +294,9 @@ QString flatFabricNote(const RunExplanation& x, double ratio) {
                       " Above the wire: this run did not push every byte through "
                       "ports of that rate.");
   }
-  if (ratio > 0)
+  // Below the ports' rate with a slower link in the network: the slow link's note says why.
+  const bool slowLink = x.slowestGBps > 0 && x.slowestGBps < x.wireGBps * 0.999;
+  if (ratio > 0 && !slowLink)
     note += QStringLiteral(" Below the wire: the rest is latency, reductions, waiting.");
   return note;
 }
@@ -432,6 +434,19 @@ QString modelHtml(const RunExplanation& x, bool projector) {
   return html + QStringLiteral("<br/>") + sourceLine(x);
 }
 
+// busbw against a slow link: a flat fabric of links that slow would need busbw per rank, so a
+// run above it kept bytes off the slow link, one below it pushed the whole 2(n-1)/n S through.
+QString slowLinkNote(double busbwOverSlowest) {
+  if (busbwOverSlowest > 1.05) {
+    return QStringLiteral(
+        "Faster than a flat fabric of links this slow: the algorithm sends less than "
+        "2(n−1)/n·S through the slow link.");
+  }
+  return QStringLiteral(
+      "No faster than a flat fabric of links this slow: the slow link carries a full share "
+      "and holds the run back.");
+}
+
 QString busbwHtml(const RunExplanation& x, bool projector) {
   const double ratio = x.wireGBps > 0 ? x.busbwGBps / x.wireGBps : 0;
   if (projector) {
@@ -442,8 +457,17 @@ QString busbwHtml(const RunExplanation& x, bool projector) {
   html += QStringLiteral("<br/>busbw <b>%1</b> = algbw %2 × %3, measured")
               .arg(nb(rateText(x.busbwGBps)), nb(rateText(x.algbwGBps)), factorText(x.collective));
   html += QStringLiteral("<br/>wire <b>%1</b>: %2").arg(nb(rateText(x.wireGBps)), wireName(x));
-  html += QStringLiteral("<br/>busbw / wire <b>%1</b><br/>").arg(ratio, 0, 'f', 2);
-  return html + quiet(flatFabricNote(x, ratio));
+  html += QStringLiteral("<br/>busbw / wire <b>%1</b>").arg(ratio, 0, 'f', 2);
+  if (x.slowestGBps > 0 && x.slowestGBps < x.wireGBps * 0.999) {
+    const double slow = x.busbwGBps / x.slowestGBps;
+    html += QStringLiteral("<br/>slowest link %1→%2 <b>%3</b>: busbw / slowest <b>%4</b>")
+                .arg(x.slowestFrom)
+                .arg(x.slowestTo)
+                .arg(nb(rateText(x.slowestGBps)))
+                .arg(slow, 0, 'f', 2);
+    html += QStringLiteral("<br/>") + quiet(slowLinkNote(slow));
+  }
+  return html + QStringLiteral("<br/>") + quiet(flatFabricNote(x, ratio));
 }
 
 QString sentHtml(const RunExplanation& x, bool projector) {

@@ -31,6 +31,22 @@ void chooseWire(RunExplanation& x, const CostQuery& q, const ModelParams& p) {
   }
 }
 
+// The slowest directed link of a non-uniform shaping: what a flat fabric's busbw is to be held
+// against when one rank or link is slow, and an algorithm may route most bytes around it.
+void findSlowestLink(RunExplanation& x) {
+  if (x.shaping.uniform()) return;
+  for (int a = 0; a < x.nranks; ++a) {
+    for (int b = 0; b < x.nranks; ++b) {
+      const double r = a == b ? 0 : x.shaping.pathRate(a, b);
+      if (r > 0 && (x.slowestGBps == 0 || r * 1e-9 < x.slowestGBps)) {
+        x.slowestGBps = r * 1e-9;
+        x.slowestFrom = a;
+        x.slowestTo = b;
+      }
+    }
+  }
+}
+
 void explainModel(RunExplanation& x, const CostQuery& q, const ModelParams& p) {
   x.formText = closedFormText(q.algorithm, q.collective);
   x.used = shapedParams(q, p);
@@ -71,6 +87,7 @@ RunExplanation explainRun(const SweepRow& row, const ModelContext& model) {
   x.busbwGBps = row.metrics.busbwGBps;
   x.busbwFactor = busBwFactor(x.collective, x.nranks);
   chooseWire(x, q, model.params);
+  findSlowestLink(x);
   x.sent = res.sent;
   x.scheduled = res.effective.bytesSent;
   x.formula = sentFormula(x.algorithm, x.collective, x.nranks, x.bytes);

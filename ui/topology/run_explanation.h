@@ -67,6 +67,11 @@ struct RunExplanation {
   double busbwFactor = 1;  // busBwFactor()
   double wireGBps = 0;
   WireKind wire = WireKind::Port;
+  // A slow rank or link: the slowest directed link of the shaping (pathRate), whatever the
+  // model's beta says; 0 when every link runs at the ports' rate.
+  double slowestGBps = 0;
+  int slowestFrom = -1;
+  int slowestTo = -1;
 
   // Bytes sent.
   std::vector<RankSent> sent;          // per rank, from telemetry
