@@ -137,6 +137,8 @@ void ExplainPanel::setProjector(bool on) {
     label->setFont(f);
   }
   log_->setVisible(!on);
+  // Fewer words from the back of a room: the caption and the canvas name the step's messages.
+  messages_->setVisible(!on);
   projector_ = on;
   showResult();
   setMinimumWidth(on ? 480 : 340);
@@ -234,7 +236,7 @@ void ExplainPanel::setRun(const RunModel& model) {
   }
   bytes_->setText(bytes);
   values_->setVisible(arithmetic_->enabled());
-  log_->setVisible(arithmetic_->enabled());
+  log_->setVisible(arithmetic_->enabled() && !projector_);
   log_->clear();
   step_->setText(QStringLiteral("waiting for telemetry"));
   rule_->clear();

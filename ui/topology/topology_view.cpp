@@ -75,7 +75,10 @@ void TopologyView::setRun(const RunModel& model) {
   const double grow = std::max(0.0, kMinContentWidth - content.width()) / 2;
   const double growY = std::max(0.0, kMinContentHeight - content.height()) / 2;
   content_ = content.adjusted(-grow, -growY, grow, growY);
-  const double tokenRadius = std::clamp(layout_.nodeRadius * 0.6, 7.0, 28.0);
+  // Projector mode enlarges the ranks (RankItem) and their messages alike, so that a message
+  // in flight stays visible beside a rank from the back of a room.
+  const double tokenRadius = std::clamp(layout_.nodeRadius * 0.6 * (projector_ ? 1.35 : 1.0), 7.0,
+                                        projector_ ? 36.0 : 28.0);
   tokens_ = new TokenLayer(*style_, tokenRadius, kSceneRect);
   scene_->addItem(tokens_);
   fit();
