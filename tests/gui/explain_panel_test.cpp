@@ -18,21 +18,11 @@
 #include "topology/explain_panel.h"
 #include "topology/run_model.h"
 #include "topology/topology_pane.h"
+#include "wait_until.h"
 #include "window/main_window.h"
 
 namespace arl::ui {
 namespace {
-
-bool waitUntil(const std::function<bool()>& done, int timeoutMs = 120000) {
-  QElapsedTimer t;
-  t.start();
-  while (!done()) {
-    if (t.elapsed() > timeoutMs) return false;
-    QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
-    QThread::msleep(2);
-  }
-  return true;
-}
 
 // One ring all-reduce of `size` on 4 local workers, in slices of 64K.
 SessionSetup oneRing(uint64_t size) {

@@ -24,23 +24,13 @@
 #include "topology/scene_items.h"
 #include "topology/topology_pane.h"
 #include "topology/topology_view.h"
+#include "wait_until.h"
 #include "window/main_window.h"
 #include "window/setup_panel.h"
 #include "window/setup_section.h"
 
 namespace arl::ui {
 namespace {
-
-bool waitUntil(const std::function<bool()>& done, int timeoutMs = 30000) {
-  QElapsedTimer t;
-  t.start();
-  while (!done()) {
-    if (t.elapsed() > timeoutMs) return false;
-    QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
-    QThread::msleep(2);
-  }
-  return true;
-}
 
 // Ranks the window waits for rather than starts: a plan needs no worker.
 SessionSetup remoteRing(int n) {

@@ -24,6 +24,7 @@
 #include "topology/run_model.h"
 #include "topology/topology_pane.h"
 #include "topology/topology_view.h"
+#include "wait_until.h"
 #include "window/error_banner.h"
 #include "window/main_window.h"
 #include "window/setup_fields.h"
@@ -31,17 +32,6 @@
 
 namespace arl::ui {
 namespace {
-
-bool waitUntil(const std::function<bool()>& done, int timeoutMs = 60000) {
-  QElapsedTimer t;
-  t.start();
-  while (!done()) {
-    if (t.elapsed() > timeoutMs) return false;
-    QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
-    QThread::msleep(2);
-  }
-  return true;
-}
 
 SessionSetup smallSweep() {
   SessionSetup s;
