@@ -161,8 +161,18 @@ std::optional<std::string> localDevicesProblem(std::string_view name,
   const BackendInfo* b = findBackend(name);
   if (b == nullptr || !b->deviceCheck) return std::nullopt;
   if (devices.size() <= 1) return b->deviceCheck(devices.empty() ? -1 : devices[0], workers);
+  // Each device once, in the order the workers name them first, with how many share it.
+  std::vector<std::pair<int, int>> shared;
   for (int d : devices) {
-    const auto sharers = static_cast<int>(std::count(devices.begin(), devices.end(), d));
+    auto it =
+        std::find_if(shared.begin(), shared.end(), [d](const auto& s) { return s.first == d; });
+    if (it == shared.end()) {
+      shared.emplace_back(d, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  for (const auto& [d, sharers] : shared) {
     if (auto why = b->deviceCheck(d, sharers)) return why;
   }
   return std::nullopt;

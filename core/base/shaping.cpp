@@ -22,20 +22,17 @@ namespace {
 
 bool goodRate(double r) { return std::isfinite(r) && r > 0; }
 
-// The lower of two rates where 0 means unshaped.
+}  // namespace
+
 double lowerRate(double a, double b) {
   if (a <= 0) return b;
   if (b <= 0) return a;
   return std::min(a, b);
 }
 
-}  // namespace
-
 double LinkShaping::pathRate(int from, int to) const {
   return lowerRate(lowerRate(portRate(from), portRate(to)), linkRate(from, to));
 }
-
-namespace {}  // namespace
 
 std::string describeRate(double bytesPerSecond) {
   char buf[64];

@@ -400,8 +400,7 @@ double slowestRingLink(const CostQuery& q) {
   const size_t n = order.size();
   for (size_t i = 0; i < n && n > 1; ++i) {
     const int a = order[i], b = order[(i + 1) % n];
-    const double r = q.shaping.pathRate(a, b);
-    if (r > 0 && (slowest == 0 || r < slowest)) slowest = r;
+    slowest = lowerRate(slowest, q.shaping.pathRate(a, b));
   }
   return slowest;
 }

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -52,6 +53,14 @@ TEST(DesktopFiles, TheyNameOneAnother) {
 // the lessons and the samples where a desktop and `lesson` look for them.
 TEST(DesktopFiles, TheInstallPutsEverythingInPlace) {
   const std::string prefix = ::testing::TempDir() + "arl_install_" + std::to_string(::getpid());
+  // Removed however the test ends (an ASSERT returns early).
+  struct Removed {
+    std::string path;
+    ~Removed() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  } removed{prefix};
   const auto r = testutil::runBinary(
       ARL_CMAKE, "--install '" + std::string(ARL_BINARY_DIR) + "' --prefix '" + prefix + "'");
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
@@ -65,7 +74,6 @@ TEST(DesktopFiles, TheInstallPutsEverythingInPlace) {
            "share/allreduce-lab/samples/tree-8.arlrec", "share/doc/allreduce-lab/copyright"}) {
     EXPECT_TRUE(std::ifstream(prefix + "/" + f).good()) << f << " was not installed";
   }
-  std::system(("rm -rf '" + prefix + "'").c_str());
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ TEST(BackendRegistry, ADeviceCheckHearsHowManyLocalWorkersShareEachDevice) {
   EXPECT_EQ(asked, (Asked{{1, 4}}));
   asked.clear();
   EXPECT_EQ(localDevicesProblem("cuda", {0, 1, 1, 2}, 4), std::nullopt) << "one per worker";
-  EXPECT_EQ(asked, (Asked{{0, 1}, {1, 2}, {1, 2}, {2, 1}}));
+  EXPECT_EQ(asked, (Asked{{0, 1}, {1, 2}, {2, 1}})) << "each device once";
   asked.clear();
   EXPECT_EQ(localDevicesProblem("cuda", {3, 3, 3}, 3), "device 3 shared by 3");
   EXPECT_EQ(localDevicesProblem("cpu", {0}, 8), std::nullopt) << "cpu has no device check";
