@@ -27,6 +27,7 @@
 #include "bench_options.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "exec/collective_library.h"
 #include "exec/run_request.h"
 #include "lesson/lesson.h"
 #include "lesson/verdict.h"
@@ -240,8 +241,15 @@ std::string sentNote(const BenchArgs& a, const nlohmann::json& row) {
   const std::optional<uint64_t> measured = measuredSent(row);
   const std::optional<uint64_t> scheduled = scheduledSent(row);
   std::string note = printfString("%d ranks; ", n);
-  note += measured ? "the busiest rank's telemetry"
-                   : "nothing measured (telemetry off, or a rank's IterationEnd never arrived)";
+  const LibraryAlgorithm* library = findLibraryAlgorithm(a.cfg.algorithms.front());
+  if (measured) {
+    note += "the busiest rank's telemetry";
+  } else if (library != nullptr) {
+    note += "nothing measured: " + std::string(library->library) +
+            " runs the collective whole and reports no bytes per rank";
+  } else {
+    note += "nothing measured (telemetry off, or a rank's IterationEnd never arrived)";
+  }
   if (scheduled) {
     note += printfString("; the schedule says %.4g", static_cast<double>(*scheduled) / S);
     if (measured && *measured != *scheduled) note += ": the measurement and the schedule differ";

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -359,6 +360,28 @@ TEST(LinkLoads, EveryIterationCountsWhenNoneIsNamed) {
   EXPECT_EQ(l.at(1, 2).pace, 0) << "no pace without a configured rate";
 }
 
+// The run's rank count is trusted: an event of a rank or peer past it (a corrupt recording's)
+// is left out, and never makes the matrix grow.
+TEST(LinkLoads, EventsOfRanksOutsideTheRunAreLeftOut) {
+  std::vector<TelemetryEvent> ev = slowLinkRing();
+  addMessage(ev, 1, 1, 7, 0, 999, 0, 90'000);
+  TelemetryEvent wild;
+  wild.iteration = 1;
+  wild.rank = std::numeric_limits<int32_t>::max();
+  wild.kind = EventKind::StepEnd;
+  wild.tNs = 500'000;
+  ev.push_back(wild);
+  const LinkLoads l = linkLoads(ev, 3, slowLinkShaping(), {1});
+  ASSERT_EQ(l.nranks, 3);
+  EXPECT_EQ(l.links.size(), 9u);
+  EXPECT_EQ(l.iterationNs, 10'000) << "the events left out do not stretch the iteration";
+  EXPECT_EQ(l.at(1, 2).bytes, 970u);
+  EXPECT_DOUBLE_EQ(l.at(1, 2).busy, 0.97);
+  const LinkLoads all = linkLoads(ev, 3, {});
+  EXPECT_EQ(all.nranks, 3);
+  EXPECT_EQ(all.at(2, 0).bytes, 1'000'500u);
+}
+
 // Links busy about alike: the busiest is named, but not as a bottleneck.
 TEST(LinkLoads, ABalancedRunHasNoSingleBottleneck) {
   std::vector<TelemetryEvent> ev;
@@ -509,6 +532,23 @@ TEST(TimeAxis, TimeLabelsPickTheirOwnUnit) {
   EXPECT_EQ(timeLabel(1'500'000), "1.5 s");
   EXPECT_EQ(timeLabel(0.001), "0.001 \u00B5s");
   EXPECT_EQ(timeLabel(1e10), "10000 s");
+}
+
+TEST(TimeAxis, ATimeThatIsNotFiniteHasNoValue) {
+  EXPECT_EQ(timeLabel(std::numeric_limits<double>::infinity()), kNoValue);
+  EXPECT_EQ(timeLabel(-std::numeric_limits<double>::infinity()), kNoValue);
+  EXPECT_EQ(timeLabel(std::nan("")), kNoValue);
+  EXPECT_EQ(timeLabel(0), "0");
+}
+
+TEST(Units, RatesInDecimalUnitsAndNoValueWithoutOne) {
+  EXPECT_EQ(rateLabel(2.5e9), "2.5 GB/s");
+  EXPECT_EQ(rateLabel(1.25e9), "1.25 GB/s");
+  EXPECT_EQ(rateLabel(200e6), "200 MB/s");
+  EXPECT_EQ(rateLabel(0), kNoValue);
+  EXPECT_EQ(rateLabel(-1), kNoValue);
+  EXPECT_EQ(rateLabel(std::nan("")), kNoValue);
+  EXPECT_EQ(rateLabel(std::numeric_limits<double>::infinity()), kNoValue);
 }
 
 // The spread chart's log axis and the bandwidth axes: times in their unit, no exponents.

@@ -6,25 +6,18 @@
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
-#include <QCoreApplication>
-#include <QElapsedTimer>
 
 #include "charts/charts_panel.h"
 #include "charts_fixture.h"
+#include "wait_until.h"
 
 namespace arl::ui {
 namespace {
 
 using testing::madeRow;
 
-// Processes events until `done` or 2 s have passed.
-template <typename F>
-bool waitFor(F done) {
-  QElapsedTimer t;
-  t.start();
-  while (!done() && t.elapsed() < 2000) QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
-  return done();
-}
+// What the panel does on its own timer is done within this.
+constexpr int kRedrawWaitMs = 2000;
 
 TEST(ChartsPanel, HasOneTabPerChart) {
   ChartsPanel panel;
@@ -79,10 +72,10 @@ TEST(ChartsPanel, BeforeARunTheSubtitleFollowsTheSetup) {
   ASSERT_FALSE(view->chart()->axes(Qt::Horizontal).isEmpty());
   const auto* x = qobject_cast<QCategoryAxis*>(view->chart()->axes(Qt::Horizontal).front());
   ASSERT_NE(x, nullptr);
-  EXPECT_TRUE(waitFor([&] {
-    return x->min() > 21 && x->min() <= 22 && x->max() >= 22 && x->max() < 23;
-  })) << x->min()
-      << " .. " << x->max();
+  EXPECT_TRUE(
+      waitUntil([&] { return x->min() > 21 && x->min() <= 22 && x->max() >= 22 && x->max() < 23; },
+                kRedrawWaitMs))
+      << x->min() << " .. " << x->max();
   BenchConfig ran;
   ran.sliceSizes = {uint64_t{1} << 20};
   std::vector<WorkerInfo> workers(4);
@@ -140,7 +133,7 @@ TEST(ChartsPanel, LiveRowsAreRedrawnTogetherOnTheTimer) {
     panel.addRow(madeRow("tree", size, 65536, 60 + size / 1e3, 45));
   }
   EXPECT_EQ(panel.redraws(), before) << "rows are drawn on the timer, not one by one";
-  ASSERT_TRUE(waitFor([&] { return panel.redraws() > before; }));
+  ASSERT_TRUE(waitUntil([&] { return panel.redraws() > before; }, kRedrawWaitMs));
   EXPECT_EQ(panel.redraws(), before + 1) << "six rows, one redraw";
   const SessionCharts c = panel.charts();
   EXPECT_EQ(c.busbw.series.size(), 4U);

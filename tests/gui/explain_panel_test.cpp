@@ -4,15 +4,15 @@
 // Real windows with real local workers, and the panel alone on rows made here.
 #include <gtest/gtest.h>
 
-#include <QCoreApplication>
-#include <QElapsedTimer>
 #include <QTextDocument>
-#include <QThread>
-#include <functional>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <vector>
 
+#include "export/export.h"
 #include "model/model.h"
 #include "runtime/sweep.h"
 #include "topology/explain_panel.h"
@@ -93,10 +93,11 @@ TEST(ExplainPanel, ARingRunShowsTheFormulaWithTheCalibrationsNumbers) {
                   "ring allreduce, closed form with n = 4, S = 1M, s = 64K: "
                   "T = 2(n−1)·k(S/n)·α + 2(n−1)/n·S·β + (n−1)/n·S·γ"))
       << model;
-  // 2(n − 1) steps of k(256K) = 4 slices each; 1.5 S through the port; 0.75 S reduced.
-  EXPECT_TRUE(has(model, "α 24 × 12.0 µs = 288.0 µs")) << model;
-  EXPECT_TRUE(has(model, "β 1.57 MB ÷ 2.50 GB/s = 629.1 µs")) << model;
-  EXPECT_TRUE(has(model, "γ 786.4 kB ÷ 6.00 GB/s = 131.1 µs")) << model;
+  // 2(n − 1) steps of k(256K) = 4 slices each; 1.5 S through the port; 0.75 S reduced. Times
+  // and rates to three significant digits, as every view of the window writes them.
+  EXPECT_TRUE(has(model, "α 24 × 12 µs = 288 µs")) << model;
+  EXPECT_TRUE(has(model, "β 1.57 MB ÷ 2.5 GB/s = 629 µs")) << model;
+  EXPECT_TRUE(has(model, "γ 786.4 kB ÷ 6 GB/s = 131 µs")) << model;
   EXPECT_TRUE(has(model, "closed form 1.05 ms measured ")) << model;
   EXPECT_TRUE(has(model, " (mean of 2), ")) << model;
   EXPECT_NEAR(shown.row->predictedUs, 1048.2, 0.1);  // the prediction is that closed form
@@ -107,7 +108,7 @@ TEST(ExplainPanel, ARingRunShowsTheFormulaWithTheCalibrationsNumbers) {
       << model;
   EXPECT_FALSE(has(model, "not calibrated"));
   const std::string busbw = plain(panelOf(shown).busbwText());
-  EXPECT_TRUE(has(busbw, "wire 2.50 GB/s: the calibrated port rate 1/β")) << busbw;
+  EXPECT_TRUE(has(busbw, "wire 2.5 GB/s: the calibrated port rate 1/β")) << busbw;
 }
 
 TEST(ExplainPanel, ARingRunsBytesAsMeasuredEqualTheFormula) {
@@ -181,7 +182,7 @@ SweepRow madeRow(TelemetryLevel level, std::vector<RankSent> sent) {
 TEST(ExplainPanel, WithTelemetryOffNothingIsMeasured) {
   ExplainPanel panel;
   panel.setResult(madeRow(TelemetryLevel::Off, std::vector<RankSent>(2)),
-                  {ModelParams{}, "default parameters (--model default)", false});
+                  {ModelParams{}, readModelSource("default parameters (--model default)"), false});
   const std::string sent = plain(panel.sentText());
   EXPECT_TRUE(
       has(sent, "measured nothing: telemetry was off formula 2(n−1)/n·S = 1M · schedule 1M"))
@@ -199,7 +200,7 @@ TEST(ExplainPanel, AMeasurementThatIsNotTheSchedulesIsSaidToDiffer) {
   sent[0] = {1, 1 << 20, false, 0, 0};
   sent[1] = {1, 1 << 19, false, 0, 0};
   ExplainPanel panel;
-  panel.setResult(madeRow(TelemetryLevel::Steps, sent), {ModelParams{}, "defaults", false});
+  panel.setResult(madeRow(TelemetryLevel::Steps, sent), {ModelParams{}, {}, false});
   const std::string text = plain(panel.sentText());
   EXPECT_TRUE(has(text, "measured 0: 1M, 1: 512K (telemetry)")) << text;
   EXPECT_TRUE(has(text, "Rank 1 sent 512K where its schedule says 1M: they differ.")) << text;
@@ -224,18 +225,100 @@ TEST(ExplainPanel, ASlowLinkHoldsBusbwAgainstTheSlowestLink) {
   row.metrics.busbwGBps = 0.036;
   row.metrics.algbwGBps = 0.036;
   ExplainPanel panel;
-  panel.setResult(row, {ModelParams{}, "defaults", false});
+  panel.setResult(row, {ModelParams{}, {}, false});
   std::string text = plain(panel.busbwText());
   EXPECT_TRUE(has(text, "slowest link 1→0 25 MB/s: busbw / slowest 1.44")) << text;
   EXPECT_TRUE(has(text, "the algorithm sends less than 2(n−1)/n·S through the slow link")) << text;
   row.metrics.busbwGBps = 0.024;
-  panel.setResult(row, {ModelParams{}, "defaults", false});
+  panel.setResult(row, {ModelParams{}, {}, false});
   text = plain(panel.busbwText());
   EXPECT_TRUE(has(text, "busbw / slowest 0.96")) << text;
   EXPECT_TRUE(has(text, "the slow link carries a full share and holds the run back")) << text;
   row.result.request.shaping.linkBytesPerSecond.clear();
-  panel.setResult(row, {ModelParams{}, "defaults", false});
+  panel.setResult(row, {ModelParams{}, {}, false});
   EXPECT_FALSE(has(plain(panel.busbwText()), "slowest link")) << "uniform ports: no slow link";
+}
+
+// A collective library's run (NCCL's ring): the library moves the bytes, and the lab's executor,
+// which counts them, never ran. The panel says so, not that telemetry was lost.
+TEST(ExplainPanel, ALibrarysRunHasNoBytesPerRankToShow) {
+  SweepRow row = madeRow(TelemetryLevel::Chunks, std::vector<RankSent>(2));
+  row.result.request.algorithm = "nccl-ring";
+  row.result.effective.bytesSent.clear();
+  row.predictedUs = NAN;
+  row.predictedBy.reset();
+  ExplainPanel panel;
+  panel.setResult(row, {ModelParams{}, {}, false});
+  const std::string sent = plain(panel.sentText());
+  EXPECT_TRUE(has(sent,
+                  "measured nothing: nccl runs the collective whole and reports no bytes "
+                  "per rank"))
+      << sent;
+  EXPECT_FALSE(has(sent, "IterationEnd")) << sent;
+  EXPECT_FALSE(has(sent, "telemetry")) << sent;
+  const std::string model = plain(panel.modelText());
+  EXPECT_TRUE(has(model, "nccl-ring allreduce: the cost model has no closed form for it."))
+      << model;
+  EXPECT_TRUE(has(model, "measured 900 µs")) << model;
+  panel.setProjector(true);
+  EXPECT_EQ(plain(panel.sentText()), "Bytes sent: nccl reports none per rank");
+  EXPECT_EQ(plain(panel.modelText()), "Model – · measured 900 µs");
+}
+
+// Every line the app names a model's source with (app/model_choice.cpp), and the window's own
+// when nobody said, read into its parts.
+TEST(ExplainPanel, AModelSourceIsReadIntoItsParts) {
+  const ModelSource c = readModelSource(
+      "calibration /home/t/calibration.json (vm, 2026-12-01T19:56:19Z, data plane shm, 4 "
+      "workers)");
+  EXPECT_EQ(c.kind, ModelSource::Kind::Calibration);
+  EXPECT_EQ(c.file, "/home/t/calibration.json");
+  EXPECT_EQ(c.machine, "vm");
+  EXPECT_EQ(c.date, "2026-12-01T19:56:19Z");
+  EXPECT_EQ(c.detail, "data plane shm, 4 workers");
+  const ModelSource d = readModelSource("default parameters (no calibration at /x/c.json)");
+  EXPECT_EQ(d.kind, ModelSource::Kind::Defaults);
+  EXPECT_EQ(d.detail, "no calibration at /x/c.json");
+  const ModelSource w = readModelSource(kDefaultModelSource);
+  EXPECT_EQ(w.kind, ModelSource::Kind::Defaults);
+  EXPECT_EQ(w.detail, "");
+  EXPECT_EQ(readModelSource("").kind, ModelSource::Kind::Defaults);
+  const ModelSource o = readModelSource("fitted by hand");
+  EXPECT_EQ(o.kind, ModelSource::Kind::Other);
+  EXPECT_EQ(o.line, "fitted by hand");
+}
+
+// The panel's line on the parameters reads as a sentence whatever the session named: no
+// "default" said twice, no source line spliced into another.
+TEST(ExplainPanel, TheParametersLineReadsWellForEverySource) {
+  ModelParams calibrated;
+  calibrated.alpha = 12e-6;
+  const std::vector<std::tuple<ModelParams, std::string, std::string>> cases = {
+      {{}, kDefaultModelSource, "Parameters: default, not calibrated."},
+      {{},
+       "default parameters (--model default)",
+       "Parameters: default, not calibrated (--model default)."},
+      {{},
+       "default parameters (no calibration at /h/.config/allreduce-lab/calibration.json)",
+       "Parameters: default, not calibrated (no calibration at "
+       "/h/.config/allreduce-lab/calibration.json)."},
+      {{},
+       "default parameters (no calibration: neither $ARL_CALIBRATION nor $HOME is set)",
+       "Parameters: default, not calibrated (no calibration: neither $ARL_CALIBRATION nor $HOME "
+       "is set)."},
+      {calibrated, "calibration /c.json (vm, 2026-12-01T19:56:19Z, data plane shm, 4 workers)",
+       "Parameters: calibration /c.json (vm, 2026-12-01T19:56:19Z, data plane shm, 4 workers)."},
+      {calibrated, kDefaultModelSource,
+       "Parameters: not the defaults; the session names no source."},
+  };
+  for (const auto& [params, line, expected] : cases) {
+    ExplainPanel panel;
+    panel.setResult(madeRow(TelemetryLevel::Steps, std::vector<RankSent>(2)),
+                    {params, readModelSource(line), false});
+    const std::string model = plain(panel.modelText());
+    EXPECT_TRUE(has(model, expected)) << line << "\n" << model;
+    EXPECT_EQ(model.find("default parameters"), std::string::npos) << model;
+  }
 }
 
 }  // namespace

@@ -519,6 +519,37 @@ TEST(TopologyPane, ReplaysAtTheChosenSpeedAndShowsIt) {
 namespace arl::ui {
 namespace {
 
+// The caption is fitted to the view (its font shrunk, its lines elided) once for what it
+// depends on, not in every frame: again only when the caption, the view's size or the mode
+// changes.
+TEST(TopologyView, FitsTheCaptionOnlyWhenItOrTheViewChanges) {
+  TopologyView view;
+  view.resize(640, 480);
+  view.show();
+  QApplication::processEvents();
+  view.setCaption(QStringLiteral("reduce-scatter · step 1 of 3"), QStringLiteral("4 messages"));
+  const auto paint = [&] {
+    for (int i = 0; i < 5; ++i) view.viewport()->repaint();
+  };
+  const uint64_t frames = view.framesPainted();
+  paint();
+  EXPECT_GE(view.framesPainted(), frames + 5);
+  EXPECT_EQ(view.captionFits(), 1u);
+  view.setCaption(QStringLiteral("reduce-scatter · step 1 of 3"), QStringLiteral("4 messages"));
+  paint();
+  EXPECT_EQ(view.captionFits(), 1u) << "the same caption again";
+  view.setCaption(QStringLiteral("reduce-scatter · step 2 of 3"), QStringLiteral("4 messages"));
+  paint();
+  EXPECT_EQ(view.captionFits(), 2u);
+  view.resize(500, 480);
+  QApplication::processEvents();
+  paint();
+  EXPECT_EQ(view.captionFits(), 3u);
+  view.setProjector(true);
+  paint();
+  EXPECT_EQ(view.captionFits(), 4u);
+}
+
 // Projector mode at 1920x1080 with 16 ranks: legible from the back of a room (the caption at
 // least 36 px, rank labels at least 24 px on screen), and back to normal when switched off.
 TEST(TopologyPane, ProjectorModeIsLegibleAt1080pWith16Ranks) {

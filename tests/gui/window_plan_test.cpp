@@ -9,14 +9,12 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QDockWidget>
-#include <QElapsedTimer>
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QThread>
-#include <functional>
 #include <memory>
 
 #include "topology/explain_panel.h"

@@ -5,13 +5,9 @@
 #include <unistd.h>
 
 #include <QComboBox>
-#include <QCoreApplication>
 #include <QDir>
-#include <QElapsedTimer>
 #include <QFile>
-#include <QThread>
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <memory>
 #include <numeric>

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <set>
 #include <utility>
@@ -180,24 +179,31 @@ ChartRow chartRow(const SweepRow& row) {
   return c;
 }
 
-std::string sessionSubtitle(const BenchConfig& config, const std::vector<WorkerInfo>& workers) {
+namespace {
+
+// The parts of a configuration line, in order: ranks, algorithms, the collective, `sizes` when
+// given (a user reads the toolbar so: size, then slice), the slices, slices in flight, hosts.
+std::vector<std::string> subtitleParts(const BenchConfig& config,
+                                       const std::vector<WorkerInfo>& workers,
+                                       const std::string& sizes) {
   const size_t n = workers.empty()
                        ? static_cast<size_t>(std::max(config.workers + config.expect, 0))
                        : workers.size();
-  std::string s = std::to_string(n) + (n == 1 ? " rank" : " ranks");
+  std::vector<std::string> parts{std::to_string(n) + (n == 1 ? " rank" : " ranks")};
   std::string algos;
   for (const std::string& a : config.algorithms) algos += (algos.empty() ? "" : ", ") + a;
-  if (!algos.empty()) s += kDot + algos;
-  s += kDot + std::string(toString(config.collective)) + " " + std::string(toString(config.dtype)) +
-       " " + std::string(toString(config.op));
+  if (!algos.empty()) parts.push_back(algos);
+  parts.push_back(std::string(toString(config.collective)) + " " +
+                  std::string(toString(config.dtype)) + " " + std::string(toString(config.op)));
+  if (!sizes.empty()) parts.push_back(sizes);
   std::string slices;
   for (const uint64_t b : config.sliceSizes) slices += (slices.empty() ? "" : ", ") + formatSize(b);
-  if (!slices.empty()) s += kDot + "slice " + slices;
+  if (!slices.empty()) parts.push_back("slice " + slices);
   std::string inflight;
   for (const int k : config.inflights) {
     inflight += (inflight.empty() ? "" : ", ") + std::to_string(k);
   }
-  if (!inflight.empty()) s += kDot + inflight + " in flight";
+  if (!inflight.empty()) parts.push_back(inflight + " in flight");
   std::vector<std::string> hosts;
   for (const WorkerInfo& w : workers) {
     if (std::find(hosts.begin(), hosts.end(), w.host) == hosts.end()) hosts.push_back(w.host);
@@ -205,8 +211,20 @@ std::string sessionSubtitle(const BenchConfig& config, const std::vector<WorkerI
   std::string hostText;
   for (size_t i = 0; i < hosts.size() && i < 3; ++i) hostText += (i ? ", " : "") + hosts[i];
   if (hosts.size() > 3) hostText += " +" + std::to_string(hosts.size() - 3) + " more";
-  if (!hostText.empty()) s += kDot + hostText;
+  if (!hostText.empty()) parts.push_back(hostText);
+  return parts;
+}
+
+std::string dotted(const std::vector<std::string>& parts) {
+  std::string s;
+  for (const std::string& p : parts) s += (s.empty() ? "" : kDot) + p;
   return s;
+}
+
+}  // namespace
+
+std::string sessionSubtitle(const BenchConfig& config, const std::vector<WorkerInfo>& workers) {
+  return dotted(subtitleParts(config, workers, {}));
 }
 
 std::string noRunSubtitle(const BenchConfig* setup) {
@@ -214,11 +232,7 @@ std::string noRunSubtitle(const BenchConfig* setup) {
   if (setup == nullptr) return s;
   std::string sizes = formatSize(setup->minBytes);
   if (setup->maxBytes != setup->minBytes) sizes += " to " + formatSize(setup->maxBytes);
-  // The sizes sit before the slice, as a user reads the toolbar: size, then slice.
-  std::string config = sessionSubtitle(*setup, {});
-  const size_t slice = config.find(kDot + "slice ");
-  config.insert(slice == std::string::npos ? config.size() : slice, kDot + sizes);
-  return s + kDot + "setup: " + config;
+  return s + kDot + "setup: " + dotted(subtitleParts(*setup, {}, sizes));
 }
 
 double niceStep(double span, int n) {
@@ -231,42 +245,10 @@ double niceStep(double span, int n) {
   return 10 * p;
 }
 
-std::string plainNumber(double v, double step) {
-  int decimals = 0;
-  if (step > 0 && std::isfinite(step)) {
-    // The fewest decimals that write every multiple of `step` exactly (2.5 needs one).
-    while (decimals < 15) {
-      const double scaled = step * std::pow(10.0, decimals);
-      if (std::abs(scaled - std::round(scaled)) < 1e-6 * scaled) break;
-      ++decimals;
-    }
-  }
-  char buf[400];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  std::string out = buf;
-  if (out.find('.') != std::string::npos) {  // 1.0 reads 1, as %g wrote it
-    out.erase(out.find_last_not_of('0') + 1);
-    if (out.back() == '.') out.pop_back();
-  }
-  if (out == "-0") return "0";
-  return out;
-}
-
 TimeUnit timeUnitFor(double spanUs) {
   if (spanUs < 1e4) return {"\u00B5s", 1};
   if (spanUs < 1e7) return {"ms", 1e3};
   return {"s", 1e6};
-}
-
-std::string timeLabel(double us) {
-  const TimeUnit u = us < 1e3   ? TimeUnit{"\u00B5s", 1}
-                     : us < 1e6 ? TimeUnit{"ms", 1e3}
-                                : TimeUnit{"s", 1e6};
-  const double v = us / u.us;
-  if (v == 0) return "0";
-  // Three significant digits, trailing zeros dropped: 1, 2.5, 0.125, 1000.
-  const int decimals = std::clamp(2 - static_cast<int>(std::floor(std::log10(std::abs(v)))), 0, 9);
-  return plainNumber(v, std::pow(10.0, -decimals)) + " " + u.name;
 }
 
 std::vector<AxisTick> timeTicks(double spanUs, int n) {

@@ -14,6 +14,7 @@
 #include "charts/link_load.h"
 #include "exec/timeline.h"
 #include "export/export.h"
+#include "style/units.h"
 
 namespace arl::ui {
 
@@ -130,9 +131,6 @@ std::string noRunSubtitle(const BenchConfig* setup = nullptr);
 // about n ticks over [0, span] (1 for a span that is not positive).
 double niceStep(double span, int n);
 
-// `v` with the decimals that `step` needs and never an exponent: "0", "2.5", "0.25", "12000".
-std::string plainNumber(double v, double step);
-
 // The unit a time axis over [0, spanUs] reads in: µs below 10 ms of span, ms below 10 s, s
 // from there on.
 struct TimeUnit {
@@ -140,10 +138,6 @@ struct TimeUnit {
   double us = 1;     // microseconds in one unit
 };
 TimeUnit timeUnitFor(double spanUs);
-
-// A time in the unit its own size calls for, three significant digits at most and never an
-// exponent: "250 µs", "2 ms", "1.5 s".
-std::string timeLabel(double us);
 
 // Ticks over [0, spanUs] at a round step (about `n` of them) in the span's unit, labelled "0",
 // "2 ms", "4 ms", ...

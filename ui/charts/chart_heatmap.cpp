@@ -78,7 +78,7 @@ void drawColourBar(QPainter& p, const QRectF& bar, const FigureStyle& s) {
 QStringList cellLines(const LinkLoad& x) {
   QStringList lines{percent(x.busy)};
   if (x.bytesPerSecond <= 0) return lines;  // its messages took no measurable time
-  lines << qs(describeRate(x.bytesPerSecond));
+  lines << qs(rateLabel(x.bytesPerSecond));
   if (x.configuredBytesPerSecond > 0) lines << QStringLiteral("pace %1").arg(percent(x.pace));
   return lines;
 }

@@ -91,10 +91,9 @@ std::string bottleneckHeadline(const LinkLoads& l) {
   if (l.busiestSender < 0) return {};
   const LinkLoad& x = l.at(l.busiestSender, l.busiestReceiver);
   const std::string name = linkName(l.busiestSender, l.busiestReceiver);
-  std::string pace = " at " + describeRate(x.bytesPerSecond);
+  std::string pace = " at " + rateLabel(x.bytesPerSecond);
   if (x.configuredBytesPerSecond > 0) {
-    pace +=
-        " (" + percentLabel(x.pace) + " of its " + describeRate(x.configuredBytesPerSecond) + ")";
+    pace += " (" + percentLabel(x.pace) + " of its " + rateLabel(x.configuredBytesPerSecond) + ")";
   }
   if (l.bottleneck) {
     return "bottleneck: " + name + ", busy " + percentLabel(x.busy) + pace +

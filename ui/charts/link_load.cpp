@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <set>
 #include <utility>
@@ -66,28 +67,34 @@ std::string percentLabel(double share) { return std::to_string(std::lround(share
 LinkLoads linkLoads(const std::vector<TelemetryEvent>& events, int nranks,
                     const LinkShaping& shaping, const std::vector<uint32_t>& iterations) {
   LinkLoads l;
+  l.nranks = std::max(nranks, 0);
+  const auto inRange = [&](int rank) { return rank >= 0 && rank < l.nranks; };
   const std::set<uint32_t> wanted(iterations.begin(), iterations.end());
-  std::vector<TelemetryEvent> kept;
+  const auto counts = [&](const TelemetryEvent& e) {
+    return inRange(e.rank) && (e.peer < 0 || inRange(e.peer)) &&
+           (wanted.empty() || wanted.count(e.iteration) != 0);
+  };
   std::map<uint32_t, std::pair<int64_t, int64_t>> spans;  // iteration -> first, last event
   for (const TelemetryEvent& e : events) {
-    if (!wanted.empty() && wanted.count(e.iteration) == 0) continue;
-    kept.push_back(e);
-    nranks = std::max({nranks, e.rank + 1, e.peer + 1});
+    if (!counts(e)) continue;
     auto [it, fresh] = spans.try_emplace(e.iteration, e.tNs, e.tNs);
     if (!fresh) {
       it->second.first = std::min(it->second.first, e.tNs);
       it->second.second = std::max(it->second.second, e.tNs);
     }
   }
-  l.nranks = std::max(nranks, 0);
   l.iterations = static_cast<int>(spans.size());
   for (const auto& [it, span] : spans) l.iterationNs += span.second - span.first;
   const size_t n = static_cast<size_t>(l.nranks);
   l.links.assign(n * n, LinkLoad{});
   std::vector<std::vector<std::pair<int64_t, int64_t>>> flights(n * n);
-  const Timeline timeline(kept);
+  // The timeline of the events that count: `events` itself when every one does.
+  std::vector<TelemetryEvent> kept;
+  const bool all = std::all_of(events.begin(), events.end(), counts);
+  if (!all) std::copy_if(events.begin(), events.end(), std::back_inserter(kept), counts);
+  const Timeline timeline(all ? events : kept);
   for (const Transfer& x : timeline.transfers()) {
-    if (x.sender < 0 || x.receiver < 0 || x.sender >= l.nranks || x.receiver >= l.nranks) continue;
+    if (!inRange(x.sender) || !inRange(x.receiver)) continue;
     const size_t k = static_cast<size_t>(x.sender) * n + static_cast<size_t>(x.receiver);
     l.links[k].bytes += x.bytes;
     flights[k].emplace_back(x.sendStartNs, std::max(x.recvEndNs, x.sendStartNs));

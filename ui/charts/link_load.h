@@ -51,7 +51,8 @@ std::string percentLabel(double share);
 
 // The loads of the links among `nranks` ranks from a run's telemetry, over the iterations in
 // `iterations` (empty: every iteration in the events). A message belongs to the iteration of
-// its events; an iteration's time runs from its first event to its last, over all ranks.
+// its events; an iteration's time runs from its first event to its last, over all ranks. An
+// event of a rank or peer outside [0, nranks) is left out.
 LinkLoads linkLoads(const std::vector<TelemetryEvent>& events, int nranks,
                     const LinkShaping& shaping, const std::vector<uint32_t>& iterations = {});
 

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/errors.h"
+#include "style/units.h"
 
 namespace arl::ui {
 
@@ -33,18 +34,11 @@ std::string stringOr(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-// A time in microseconds as a teacher reads it: ms above a millisecond, else µs.
-QString timeText(double us) {
-  if (!std::isfinite(us)) return QStringLiteral("–");
-  if (us >= 1000) return QStringLiteral("%1 ms").arg(us / 1000, 0, 'f', us >= 1e5 ? 0 : 1);
-  return QStringLiteral("%1 µs").arg(us, 0, 'f', 0);
-}
-
 QString valueText(const Lesson& l, double v) {
-  if (!std::isfinite(v)) return QStringLiteral("–");
+  if (!std::isfinite(v)) return QString::fromUtf8(kNoValue);
   if (l.by == DecideBy::Value) return QString::number(v, 'g', 4);
-  if (l.measure == SpeedMeasure::BusbwGBps) return QStringLiteral("%1 GB/s").arg(v, 0, 'f', 2);
-  return timeText(v);
+  if (l.measure == SpeedMeasure::BusbwGBps) return QString::fromStdString(rateLabel(v * 1e9));
+  return QString::fromStdString(timeLabel(v));
 }
 
 QString q(const std::string& s) { return QString::fromStdString(s).toHtmlEscaped(); }
@@ -320,7 +314,9 @@ void LessonsPanel::reveal(const QString& json) {
                 "<tr><td>%1%2</td><td align=right><b>%3</b></td><td align=right>%4</td></tr>")
                 .arg(what, mark,
                      ran ? valueText(l, v) : tr("did not run: %1").arg(q(stringOr(e, "error"))),
-                     l.by == DecideBy::Fastest ? timeText(numberOr(e, "predicted_us")) : QString());
+                     l.by == DecideBy::Fastest
+                         ? QString::fromStdString(timeLabel(numberOr(e, "predicted_us")))
+                         : QString());
   }
   if (!anyRan) {
     fallBack(tr("no experiment ran"));

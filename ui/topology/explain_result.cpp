@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/types.h"
+#include "style/units.h"
 
 namespace arl::ui {
 
@@ -21,24 +22,17 @@ QString heading(const QString& text) { return QStringLiteral("<b>%1</b>").arg(te
 // Text kept on one line: its spaces do not break.
 QString nb(QString text) { return text.replace(QLatin1Char(' '), QStringLiteral("&nbsp;")); }
 
-QString timeText(double us) {
-  if (!std::isfinite(us) || us <= 0) return QStringLiteral("–");
-  if (us < 10) return QStringLiteral("%1 µs").arg(us, 0, 'f', 2);
-  if (us < 1000) return QStringLiteral("%1 µs").arg(us, 0, 'f', 1);
-  if (us < 1e6) return QStringLiteral("%1 ms").arg(us / 1e3, 0, 'f', us < 1e4 ? 2 : 1);
-  return QStringLiteral("%1 s").arg(us / 1e6, 0, 'f', 2);
+// The window's time and rate formatters (style/units.h), for rich text.
+QString timeText(double us) { return QString::fromStdString(timeLabel(us)); }
+QString rateText(double gbps) { return QString::fromStdString(rateLabel(gbps * 1e9)); }
+
+QString perByteRate(double secondsPerByte) {
+  return QString::fromStdString(rateLabel(1 / secondsPerByte));
 }
 
-// GB = 1e9 bytes, as nccl-tests and the charts count them.
-QString rateText(double gbps) {
-  if (!std::isfinite(gbps) || gbps <= 0) return QStringLiteral("–");
-  if (gbps >= 1) return QStringLiteral("%1 GB/s").arg(gbps, 0, 'f', 2);
-  return QStringLiteral("%1 MB/s").arg(gbps * 1e3, 0, 'f', gbps >= 0.01 ? 0 : 1);
-}
+QString escaped(const std::string& text) { return QString::fromStdString(text).toHtmlEscaped(); }
 
-QString perByteRate(double secondsPerByte) { return rateText(1e-9 / secondsPerByte); }
-
-// Decimal units, so that "6.29 MB ÷ 1.50 GB/s = 4.19 ms" can be checked by hand.
+// Decimal units, so that "6.29 MB ÷ 1.5 GB/s = 4.19 ms" can be checked by hand.
 QString decimalBytes(double b) {
   if (b >= 1e9) return QStringLiteral("%1 GB").arg(b / 1e9, 0, 'f', 2);
   if (b >= 1e6) return QStringLiteral("%1 MB").arg(b / 1e6, 0, 'f', 2);
@@ -201,13 +195,29 @@ QString shapingNote(const RunExplanation& x) {
       .arg(parts.join(QStringLiteral("; ")));
 }
 
+// Where the parameters came from, composed from the parts of the session's line.
 QString sourceLine(const RunExplanation& x) {
-  QString s = QString::fromStdString(x.source).toHtmlEscaped();
-  if (!x.defaults) return quiet(QStringLiteral("Parameters: %1.").arg(s));
-  // "default parameters (no calibration at ...)" says the first two words once.
-  const QString said = QStringLiteral("default parameters (");
-  s = s.startsWith(said) ? s.mid(said.size() - 1) : QStringLiteral("(%1)").arg(s);
-  return quiet(QStringLiteral("Parameters: default, not calibrated %1.").arg(s));
+  const ModelSource& m = x.source;
+  QString named;  // what the line names besides the defaults
+  if (m.kind == ModelSource::Kind::Calibration) {
+    QStringList about{escaped(m.machine)};
+    for (const std::string* part : {&m.date, &m.detail}) {
+      if (!part->empty()) about << escaped(*part);
+    }
+    named = QStringLiteral("calibration %1 (%2)")
+                .arg(escaped(m.file), about.join(QStringLiteral(", ")));
+  } else if (m.kind == ModelSource::Kind::Other) {
+    named = escaped(m.line);
+  }
+  if (!x.defaults) {
+    return quiet(named.isEmpty()
+                     ? QStringLiteral("Parameters: not the defaults; the session names no source.")
+                     : QStringLiteral("Parameters: %1.").arg(named));
+  }
+  if (m.kind == ModelSource::Kind::Defaults) named = escaped(m.detail);  // why, when it says
+  return quiet(named.isEmpty()
+                   ? QStringLiteral("Parameters: default, not calibrated.")
+                   : QStringLiteral("Parameters: default, not calibrated (%1).").arg(named));
 }
 
 QString runLine(const RunExplanation& x) {
@@ -316,7 +326,7 @@ QString perRank(const RunExplanation& x, const SentSummary& m) {
     for (size_t r = 0; r < x.sent.size(); ++r) {
       const RankSent& s = x.sent[r];
       parts << QStringLiteral("%1: %2").arg(r).arg(s.iterations > 0 ? sizeText(s.bytes)
-                                                                    : QStringLiteral("–"));
+                                                                    : QString::fromUtf8(kNoValue));
     }
     return parts.join(QStringLiteral(", "));
   }
@@ -402,6 +412,29 @@ QString expectedLine(const RunExplanation& x) {
   return parts.isEmpty() ? QString() : QStringLiteral("<br/>") + parts.join(QStringLiteral(" · "));
 }
 
+// busbw against a slow link: a flat fabric of links that slow would need busbw per rank, so a
+// run above it kept bytes off the slow link, one below it pushed the whole 2(n-1)/n S through.
+QString slowLinkNote(double busbwOverSlowest) {
+  if (busbwOverSlowest > 1.05) {
+    return QStringLiteral(
+        "Faster than a flat fabric of links this slow: the algorithm sends less than "
+        "2(n−1)/n·S through the slow link.");
+  }
+  return QStringLiteral(
+      "No faster than a flat fabric of links this slow: the slow link carries a full share "
+      "and holds the run back.");
+}
+
+// Why a run has no bytes per rank to show.
+QString nothingMeasured(const RunExplanation& x) {
+  if (!x.library.empty()) {
+    return QStringLiteral("nothing: %1 runs the collective whole and reports no bytes per rank")
+        .arg(escaped(x.library));
+  }
+  if (x.level == TelemetryLevel::Off) return QStringLiteral("nothing: telemetry was off");
+  return QStringLiteral("nothing: no IterationEnd arrived (telemetry dropped)");
+}
+
 }  // namespace
 
 QString sizeText(uint64_t bytes) {
@@ -418,9 +451,8 @@ QString modelHtml(const RunExplanation& x, bool projector) {
         .arg(timeText(modelUs(x)), timeText(x.measuredUs));
   }
   QString html = heading(QStringLiteral("The model against the measurement"));
-  const QString what =
-      QStringLiteral("%1 %2").arg(QString::fromStdString(x.algorithm).toHtmlEscaped(),
-                                  QString::fromUtf8(toString(x.collective).data()));
+  const QString what = QStringLiteral("%1 %2").arg(
+      escaped(x.algorithm), QString::fromUtf8(toString(x.collective).data()));
   if (x.formText.empty()) {
     html += QStringLiteral("<br/>%1: the cost model has no closed form for it.").arg(what);
   } else {
@@ -432,19 +464,6 @@ QString modelHtml(const RunExplanation& x, bool projector) {
     if (!note.isEmpty()) html += QStringLiteral("<br/>") + note;
   }
   return html + QStringLiteral("<br/>") + sourceLine(x);
-}
-
-// busbw against a slow link: a flat fabric of links that slow would need busbw per rank, so a
-// run above it kept bytes off the slow link, one below it pushed the whole 2(n-1)/n S through.
-QString slowLinkNote(double busbwOverSlowest) {
-  if (busbwOverSlowest > 1.05) {
-    return QStringLiteral(
-        "Faster than a flat fabric of links this slow: the algorithm sends less than "
-        "2(n−1)/n·S through the slow link.");
-  }
-  return QStringLiteral(
-      "No faster than a flat fabric of links this slow: the slow link carries a full share "
-      "and holds the run back.");
 }
 
 QString busbwHtml(const RunExplanation& x, bool projector) {
@@ -473,20 +492,18 @@ QString busbwHtml(const RunExplanation& x, bool projector) {
 QString sentHtml(const RunExplanation& x, bool projector) {
   const SentSummary m = summarize(x.sent);
   if (projector) {
+    if (m.measuredRanks == 0 && !x.library.empty()) {
+      return QStringLiteral("<b>Bytes sent</b>: %1 reports none per rank").arg(escaped(x.library));
+    }
     if (m.measuredRanks == 0) return QStringLiteral("<b>Bytes sent</b>: nothing measured");
     QString line = QStringLiteral("<b>Each rank sent</b> %1").arg(rangeText(m.lowest, m.highest));
     if (x.formula) line += QStringLiteral(" · formula %1").arg(sizeText(formulaBytes(x)));
     return line;
   }
   QString html = heading(QStringLiteral("Bytes each rank sent, one timed iteration"));
-  QString measured;
-  if (m.measuredRanks == 0) {
-    measured = x.level == TelemetryLevel::Off
-                   ? QStringLiteral("nothing: telemetry was off")
-                   : QStringLiteral("nothing: no IterationEnd arrived (telemetry dropped)");
-  } else {
-    measured = perRank(x, m) + quiet(QStringLiteral(" (telemetry)"));
-  }
+  const QString measured = m.measuredRanks == 0
+                               ? nothingMeasured(x)
+                               : perRank(x, m) + quiet(QStringLiteral(" (telemetry)"));
   html += QStringLiteral("<br/>measured %1").arg(measured) + expectedLine(x);
   if (m.measuredRanks == 0) return html;
   html += QStringLiteral("<br/>") + verdict(x, m);

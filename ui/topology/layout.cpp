@@ -7,6 +7,7 @@
 #include <set>
 
 #include "exec/run_request.h"
+#include "style/units.h"
 
 namespace arl::ui {
 
@@ -310,7 +311,7 @@ void applyShaping(Layout& l, const TopologyRun& run) {
     link.rate = rate;
     const bool own = sh.linkBytesPerSecond.count({a, b}) || sh.linkBytesPerSecond.count({b, a});
     link.slow = rate > 0 && (base == 0 || rate < base);
-    if (own || link.slow) link.label = formatRate(rate);
+    if (own || link.slow) link.label = QString::fromStdString(rateLabel(rate));
   }
 }
 
@@ -355,12 +356,6 @@ Layout makeLayout(const TopologyRun& run, const Schedule* schedule) {
                                         l.kind != QStringLiteral("star") && run.nranks > 8);
   applyShaping(l, run);
   return l;
-}
-
-QString formatRate(double bytesPerSecond) {
-  if (bytesPerSecond >= 1e9) return QStringLiteral("%1 GB/s").arg(bytesPerSecond / 1e9, 0, 'g', 3);
-  if (bytesPerSecond >= 1e6) return QStringLiteral("%1 MB/s").arg(bytesPerSecond / 1e6, 0, 'g', 3);
-  return QStringLiteral("%1 kB/s").arg(bytesPerSecond / 1e3, 0, 'g', 3);
 }
 
 }  // namespace arl::ui

@@ -64,7 +64,4 @@ struct Layout {
 
 Layout makeLayout(const TopologyRun& run, const Schedule* schedule);
 
-// "50 MB/s", "1.25 GB/s" (decimal units, as the network's rates are given).
-QString formatRate(double bytesPerSecond);
-
 }  // namespace arl::ui

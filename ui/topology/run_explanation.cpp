@@ -1,10 +1,10 @@
 #include "topology/run_explanation.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
-#include "model/metrics.h"
+#include "exec/collective_library.h"
+#include "export/export.h"
 #include "runtime/sweep.h"
 
 namespace arl::ui {
@@ -48,18 +48,60 @@ void findSlowestLink(RunExplanation& x) {
 }
 
 void explainModel(RunExplanation& x, const CostQuery& q, const ModelParams& p) {
-  x.formText = closedFormText(q.algorithm, q.collective);
   x.used = shapedParams(q, p);
-  try {
-    x.terms = closedForm(q);
-    x.closedFormUs = x.terms.seconds(x.used) * 1e6;
-  } catch (const std::exception&) {
-    x.formText.clear();  // none for this algorithm and collective (NCCL's own, say)
-  }
   x.closedFormPerIteration = closedFormIsPerIteration(q);
+  // closedFormText() is empty exactly where closedForm() has no form (a library's algorithm,
+  // a collective the algorithm does not implement); closedForm() also refuses no ranks.
+  if (q.nranks < 1) return;
+  x.formText = closedFormText(q.algorithm, q.collective);
+  if (x.formText.empty()) return;
+  x.terms = closedForm(q);
+  x.closedFormUs = x.terms.seconds(x.used) * 1e6;
+}
+
+// "A, B, C" -> its parts.
+std::vector<std::string> commaParts(const std::string& text) {
+  std::vector<std::string> parts;
+  for (size_t from = 0;;) {
+    const size_t at = text.find(", ", from);
+    parts.push_back(text.substr(from, at - from));
+    if (at == std::string::npos) return parts;
+    from = at + 2;
+  }
+}
+
+// Whether `line` is `head` + " (" + something + ")"; the something into `inside`.
+bool opensWith(const std::string& line, const std::string& head, std::string& inside) {
+  const std::string open = head + " (";
+  if (line.size() <= open.size() || line.rfind(open, 0) != 0 || line.back() != ')') return false;
+  inside = line.substr(open.size(), line.size() - open.size() - 1);
+  return true;
 }
 
 }  // namespace
+
+ModelSource readModelSource(const std::string& line) {
+  ModelSource m;
+  m.line = line;
+  if (line.empty() || line == kDefaultModelSource) return m;
+  if (opensWith(line, "default parameters", m.detail)) return m;
+  // "calibration FILE (MACHINE, DATE, ...)": the file's name may hold " (", the rest does not.
+  const std::string calibration = "calibration ";
+  const size_t open = line.rfind(" (");
+  if (line.rfind(calibration, 0) == 0 && open != std::string::npos && open > calibration.size() &&
+      line.back() == ')') {
+    m.kind = ModelSource::Kind::Calibration;
+    m.file = line.substr(calibration.size(), open - calibration.size());
+    const std::vector<std::string> about =
+        commaParts(line.substr(open + 2, line.size() - open - 3));
+    m.machine = about[0];
+    if (about.size() > 1) m.date = about[1];
+    for (size_t i = 2; i < about.size(); ++i) m.detail += (i > 2 ? ", " : "") + about[i];
+    return m;
+  }
+  m.kind = ModelSource::Kind::Other;
+  return m;
+}
 
 RunExplanation explainRun(const SweepRow& row, const ModelContext& model) {
   const RunResult& res = row.result;
@@ -72,20 +114,21 @@ RunExplanation explainRun(const SweepRow& row, const ModelContext& model) {
   x.sliceBytes = req.sliceBytes;
   x.ranksPerHost = res.effective.ranksPerHost > 0 ? res.effective.ranksPerHost : x.nranks;
   x.shaping = req.shaping;
+  if (const LibraryAlgorithm* lib = findLibraryAlgorithm(req.algorithm)) {
+    x.library = std::string(lib->library);
+  }
   x.defaults = model.params == ModelParams{};
   x.source = model.source;
   CostQuery q = costQueryOf(row, req.shaping);
   q.nranks = x.nranks;
   q.sharedMemory = model.sharedMemory;
   explainModel(x, q, model.params);
-  x.predictedUs = row.predictedUs;
+  if (row.predictedUs > 0) x.predictedUs = row.predictedUs;
   x.method = row.predictedBy;
-  x.measuredUs = row.metrics.timeUs;
-  x.p50Us = row.metrics.spread.p50Us;
+  if (row.metrics.timeUs > 0) x.measuredUs = row.metrics.timeUs;
   x.iterations = res.iterationUs.size();
   x.algbwGBps = row.metrics.algbwGBps;
   x.busbwGBps = row.metrics.busbwGBps;
-  x.busbwFactor = busBwFactor(x.collective, x.nranks);
   chooseWire(x, q, model.params);
   findSlowestLink(x);
   x.sent = res.sent;

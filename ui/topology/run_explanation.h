@@ -6,6 +6,7 @@
 // Qt, so the numbers are tested apart from their wording (explain_result.h).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,11 +21,33 @@ struct SweepRow;
 
 namespace arl::ui {
 
+// Where a session's model parameters came from, as the line that names them says
+// (BenchReport::modelSource: app/model_choice.cpp writes "calibration FILE (MACHINE, DATE,
+// data plane P, N workers)" or "default parameters (WHY)", export.h's kDefaultModelSource
+// stands when nobody said), read into its parts once so that the explanation composes its own
+// sentence from them.
+struct ModelSource {
+  enum class Kind : uint8_t {
+    Calibration,  // a calibration file
+    Defaults,     // the built-in parameters
+    Other,        // a line of neither form: said as it is
+  };
+  Kind kind = Kind::Defaults;
+  std::string file;     // Calibration: its file
+  std::string machine;  // Calibration: where it was measured
+  std::string date;     // Calibration: when
+  // Calibration: what else it says ("data plane shm, 4 workers"); Defaults: why they are used
+  // ("--model default", "no calibration at /x/calibration.json"); empty when it says nothing.
+  std::string detail;
+  std::string line;  // the line itself
+};
+ModelSource readModelSource(const std::string& line);
+
 // The model a session predicts with (BenchReport::model, modelSource) and the data plane its
 // runs used.
 struct ModelContext {
   ModelParams params;
-  std::string source;
+  ModelSource source;
   bool sharedMemory = false;  // runsOverSharedMemory() of the session's plane and workers
 };
 
@@ -47,24 +70,27 @@ struct RunExplanation {
   int ranksPerHost = 0;  // ranks per host the run resolved to (n: one host)
   LinkShaping shaping;
 
+  // The collective library that ran the algorithm ("nccl": findLibraryAlgorithm()); empty for
+  // the lab's own, whose executor reports the bytes each rank sent.
+  std::string library;
+
   // The model.
   bool defaults = true;  // the parameters are the built-in ones (nothing calibrated)
-  std::string source;
-  std::string formText;     // closedFormText(); empty when there is none
-  CostTerms terms;          // closedForm() of the run
-  ModelParams used;         // shapedParams(): what the closed form is evaluated with
-  double closedFormUs = 0;  // terms.seconds(used) in µs
+  ModelSource source;
+  std::string formText;       // closedFormText(); empty when there is none
+  CostTerms terms;            // closedForm() of the run
+  ModelParams used;           // shapedParams(): what the closed form is evaluated with
+  double closedFormUs = NAN;  // terms.seconds(used) in µs; NaN without a closed form
   bool closedFormPerIteration = true;
-  double predictedUs = 0;  // the row's prediction (predict()); NaN without one
+  double predictedUs = NAN;  // the row's prediction (predict()); NaN without one
   std::optional<PredictionMethod> method;
-  double measuredUs = 0;  // the lab's time: mean over timed iterations of the slowest rank
-  double p50Us = 0;
+  // The lab's time: mean over timed iterations of the slowest rank; NaN when not measured.
+  double measuredUs = NAN;
   size_t iterations = 0;
 
   // busbw against the wire.
   double algbwGBps = 0;
   double busbwGBps = 0;
-  double busbwFactor = 1;  // busBwFactor()
   double wireGBps = 0;
   WireKind wire = WireKind::Port;
   // A slow rank or link: the slowest directed link of the shaping (pathRate), whatever the

@@ -111,17 +111,12 @@ void RunModel::begin(const TopologyRun& run) {
 
 namespace {
 
-// The events a run of `s` would report for its first step that moves data, one message per
-// sender, receiver and chunk (its slices merged), all in flight at the same moment: what the
-// timeline, the step marks and the strips are built from for a plan.
-std::vector<TelemetryEvent> firstStepEvents(const Schedule& s, uint64_t runId, DataType dtype,
-                                            int64_t arrivalNs) {
-  uint32_t first = UINT32_MAX;
-  for (const auto& ops : s.ranks) {
-    for (const Op& op : ops) {
-      if (op.sendPeer >= 0) first = std::min(first, op.step);
-    }
-  }
+// The events a run of `s` would report for its step `first` (the first that moves data, of
+// phase `phase`), one message per sender, receiver and chunk (its slices merged), all in flight
+// at the same moment: what the timeline, the step marks and the strips are built from for a
+// plan.
+std::vector<TelemetryEvent> firstStepEvents(const Schedule& s, uint32_t first, uint8_t phase,
+                                            uint64_t runId, DataType dtype, int64_t arrivalNs) {
   std::map<std::tuple<int, int, uint32_t>, TelemetryEvent> messages;
   const uint64_t es = dtypeSize(dtype);
   for (size_t r = 0; r < s.ranks.size(); ++r) {
@@ -129,6 +124,7 @@ std::vector<TelemetryEvent> firstStepEvents(const Schedule& s, uint64_t runId, D
       if (op.sendPeer < 0 || op.step != first) continue;
       TelemetryEvent e;
       e.runId = runId;
+      e.kind = EventKind::SendStart;
       e.rank = static_cast<int32_t>(r);
       e.step = op.step;
       e.phase = static_cast<uint8_t>(op.phase);
@@ -142,7 +138,6 @@ std::vector<TelemetryEvent> firstStepEvents(const Schedule& s, uint64_t runId, D
     }
   }
   std::vector<TelemetryEvent> out;
-  if (messages.empty()) return out;  // one rank: nothing moves
   std::set<int> ranks;
   for (const auto& [key, send] : messages) {
     out.push_back(send);
@@ -156,11 +151,12 @@ std::vector<TelemetryEvent> firstStepEvents(const Schedule& s, uint64_t runId, D
     ranks.insert(send.peer);
   }
   for (int r : ranks) {
-    TelemetryEvent end = out.front();
+    TelemetryEvent end;
+    end.runId = runId;
     end.kind = EventKind::StepEnd;
     end.rank = r;
-    end.peer = -1;
-    end.bytes = 0;
+    end.step = first;
+    end.phase = phase;
     end.tNs = arrivalNs;
     out.push_back(end);
   }
@@ -173,7 +169,10 @@ void RunModel::plan(const TopologyRun& run) {
   begin(run);
   planned_ = true;
   dirty_ = false;
-  if (hasSchedule_) build(firstStepEvents(schedule_, run.runId, run.request.dtype, kPlanArrivalNs));
+  // One rank, or a schedule that moves nothing: nothing to draw.
+  if (stepPhase_.empty()) return;
+  const auto& [first, phase] = *stepPhase_.begin();
+  build(firstStepEvents(schedule_, first, phase, run.runId, run.request.dtype, kPlanArrivalNs));
 }
 
 bool RunModel::admit(const TelemetryEvent& e) {
@@ -293,26 +292,34 @@ void RunModel::buildSteps(const std::vector<TelemetryEvent>& src) {
   }
   // A step's boundary is the median of its ranks' StepEnds, not the last: under skew (many
   // ranks on few cores) one late rank would otherwise put a step's end after later steps.
-  std::map<std::pair<uint32_t, uint32_t>, std::vector<int64_t>> ends;
-  std::map<std::pair<uint32_t, uint32_t>, uint8_t> phaseOf;
-  std::map<std::pair<uint32_t, uint32_t>, int> deviceTimed;
+  using Key = std::pair<uint32_t, uint32_t>;  // (iteration, step)
+  std::map<Key, std::vector<int64_t>> ends;
+  std::map<Key, uint8_t> phaseOf;
+  std::map<Key, int> deviceTimed;
+  std::map<Key, uint8_t> started;  // steps whose messages started, with the first one's phase
   for (const TelemetryEvent& e : src) {
+    if (e.kind == EventKind::SendStart) started.try_emplace({e.iteration, e.step}, e.phase);
     if (e.kind != EventKind::StepEnd) continue;
     if (!hasSchedule_) phaseSteps[e.phase].insert(e.step);
     ends[{e.iteration, e.step}].push_back(e.tNs);
     phaseOf[{e.iteration, e.step}] = e.phase;
     if (e.clock == ClockSource::Device) ++deviceTimed[{e.iteration, e.step}];
   }
+  phaseSteps_.clear();
+  for (const auto& [phase, set] : phaseSteps) phaseSteps_[phase].assign(set.begin(), set.end());
   // A mark of (iteration, step) in `phase`, placed among the phase's steps.
-  const auto markOfStep = [&](std::pair<uint32_t, uint32_t> key, uint8_t phase) {
+  const auto markOfStep = [&](Key key, uint8_t phase) {
     StepMark m;
     m.iteration = key.first;
     m.step = key.second;
     m.phase = phase;
-    const auto& set = phaseSteps[m.phase];
-    phaseSteps_[m.phase] = std::vector<uint32_t>(set.begin(), set.end());
-    m.phaseSteps = static_cast<int>(set.size());
-    m.phaseIndex = static_cast<int>(std::distance(set.begin(), set.lower_bound(m.step))) + 1;
+    const auto it = phaseSteps_.find(phase);
+    if (it != phaseSteps_.end()) {
+      m.phaseSteps = static_cast<int>(it->second.size());
+      m.phaseIndex = phaseIndex(phase, m.step);
+    } else {
+      m.phaseIndex = 1;
+    }
     return m;
   };
   steps_.clear();
@@ -331,14 +338,11 @@ void RunModel::buildSteps(const std::vector<TelemetryEvent>& src) {
     steps_.push_back(m);
   }
   underWay_.clear();
-  for (const TelemetryEvent& e : src) {
-    if (e.kind != EventKind::SendStart || markIndex_.count({e.iteration, e.step}) != 0) continue;
-    const std::pair<uint32_t, uint32_t> key{e.iteration, e.step};
-    if (underWay_.count(key) == 0) {
-      StepMark m = markOfStep(key, e.phase);
-      m.endNs = INT64_MAX;
-      underWay_.emplace(key, m);
-    }
+  for (const auto& [key, phase] : started) {
+    if (markIndex_.count(key) != 0) continue;
+    StepMark m = markOfStep(key, phase);
+    m.endNs = INT64_MAX;
+    underWay_.emplace(key, m);
   }
 }
 

@@ -105,6 +105,8 @@ class RunModel {
   // ends it.
   void plan(const TopologyRun& run);
   bool planned() const { return planned_; }
+  // How many of the schedule's steps move data (a plan's "step 1 of N"); 0 without a schedule.
+  int movingSteps() const { return static_cast<int>(stepPhase_.size()); }
   // The time a plan is drawn at: its messages leave at 0 and arrive at kPlanArrivalNs, so that
   // each is drawn a third of the way from its sender (the link's arrow stays in sight).
   static constexpr int64_t kPlanArrivalNs = 900;

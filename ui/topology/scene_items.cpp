@@ -10,6 +10,7 @@
 #include <numbers>
 
 #include "style/palette.h"
+#include "style/units.h"
 #include "topology/run_model.h"
 
 namespace arl::ui {
@@ -234,7 +235,7 @@ void RankItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
     p->setFont(f);
     p->setPen(style_.slowLinkPen.color().darker(120));
     p->drawText(QRectF(-120, radius_ * 1.35, 240, 24), Qt::AlignHCenter | Qt::AlignTop,
-                QStringLiteral("port ") + formatRate(slowRate_));
+                QStringLiteral("port ") + QString::fromStdString(rateLabel(slowRate_)));
   }
 }
 

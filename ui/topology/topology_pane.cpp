@@ -153,15 +153,6 @@ void TopologyPane::enterPlan(const TopologyRun& run) {
   rebuildTimer_->stop();
   setPauses({});
   model_->plan(run);
-  std::set<uint32_t> moving;  // the schedule's steps that move data, as "step 1 of N" counts
-  if (const Schedule* sc = model_->schedule()) {
-    for (const auto& ops : sc->ranks) {
-      for (const Op& op : ops) {
-        if (op.sendPeer >= 0) moving.insert(op.step);
-      }
-    }
-  }
-  planSteps_ = static_cast<int>(moving.size());
   *clock_ = PlaybackClock{};
   clock_->pause();
   active_ = false;
@@ -434,7 +425,7 @@ void TopologyPane::captionPlan(const StepMark* mark) {
                            QString::fromUtf8(toString(q.collective).data()));
   QStringList detail;
   if (mark != nullptr && s != nullptr) {
-    title += QStringLiteral(" · step 1 of %1").arg(planSteps_);
+    title += QStringLiteral(" · step 1 of %1").arg(model_->movingSteps());
     const size_t messages = view_->tokenTransfers().size();
     detail << QStringLiteral("press Run to measure")
            << QStringLiteral("%1 %2 from the schedule, not measured")

@@ -169,7 +169,6 @@ class TopologyPane : public QWidget {
   QString detail_;
   QString planNote_;      // under a plan's caption
   QString setupProblem_;  // the setup's problem, shown instead of a plan
-  int planSteps_ = 0;     // the plan's steps that move data
   std::vector<PlaybackPause> pauses_;
   int nextPause_ = 0;
   bool atQuestion_ = false;

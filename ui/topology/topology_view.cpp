@@ -173,34 +173,49 @@ void TopologyView::fit() {
   centerOn(sceneRect().center());
 }
 
+// A caption wider than the view is set smaller, down to the least size its mode allows, then
+// ends in an ellipsis rather than a cut word. Fitted again only when something it depends on
+// changed: measuring text at every size each frame would cost the frame.
+const TopologyView::FittedCaption& TopologyView::fittedCaption() {
+  const QSize vp = viewport()->size();
+  if (fitted_ && fitted_->title == title_ && fitted_->detail == detail_ &&
+      fitted_->viewport == vp && fitted_->projector == projector_) {
+    return *fitted_;
+  }
+  ++captionFits_;
+  FittedCaption c{title_, detail_, vp, projector_, captionFont(true), captionFont(false)};
+  const int room = std::max(40, vp.width() - 12 - 28);
+  const int leastPx = projector_ ? kProjectorTitleLeastPx : kTitleLeastPx;
+  while (c.big.pixelSize() > leastPx && QFontMetrics(c.big).horizontalAdvance(title_) > room) {
+    c.big.setPixelSize(c.big.pixelSize() - 1);
+  }
+  const QFontMetrics fb(c.big);
+  const QFontMetrics fs(c.small);
+  c.titleShown = fb.elidedText(title_, Qt::ElideRight, room);
+  c.detailShown = fs.elidedText(detail_, Qt::ElideRight, room);
+  c.titleHeight = fb.height();
+  c.box =
+      QSize(std::max(fb.horizontalAdvance(c.titleShown), fs.horizontalAdvance(c.detailShown)) + 28,
+            fb.height() + (c.detailShown.isEmpty() ? 0 : fs.height() + 4) + 16);
+  fitted_ = std::move(c);
+  return *fitted_;
+}
+
 void TopologyView::drawForeground(QPainter* p, const QRectF&) {
   ++frames_;
   if (title_.isEmpty()) return;
+  const FittedCaption& c = fittedCaption();
   p->save();
   p->resetTransform();
-  // A caption wider than the view is set smaller, down to the least size its mode allows,
-  // then ends in an ellipsis rather than a cut word.
-  const int room = std::max(40, viewport()->width() - 12 - 28);
-  QFont big = captionFont(true);
-  const int leastPx = projector_ ? kProjectorTitleLeastPx : kTitleLeastPx;
-  while (big.pixelSize() > leastPx && QFontMetrics(big).horizontalAdvance(title_) > room) {
-    big.setPixelSize(big.pixelSize() - 1);
-  }
-  const QFont small = captionFont(false);
-  const QFontMetrics fb(big);
-  const QFontMetrics fs(small);
-  const QString title = fb.elidedText(title_, Qt::ElideRight, room);
-  const QString detail = fs.elidedText(detail_, Qt::ElideRight, room);
-  const int w = std::max(fb.horizontalAdvance(title), fs.horizontalAdvance(detail)) + 28;
-  const int h = fb.height() + (detail.isEmpty() ? 0 : fs.height() + 4) + 16;
-  const QRect box(12, 12, w, h);
+  const QRect box(QPoint(12, 12), c.box);
   p->setRenderHint(QPainter::Antialiasing);
   p->setPen(QColor(0x1d, 0x22, 0x2a));
-  p->setFont(big);
-  p->drawText(box.adjusted(14, 8, -14, 0), Qt::AlignLeft | Qt::AlignTop, title);
-  p->setFont(small);
+  p->setFont(c.big);
+  p->drawText(box.adjusted(14, 8, -14, 0), Qt::AlignLeft | Qt::AlignTop, c.titleShown);
+  p->setFont(c.small);
   p->setPen(QColor(0x4a, 0x52, 0x5e));
-  p->drawText(box.adjusted(14, 8 + fb.height() + 4, -14, 0), Qt::AlignLeft | Qt::AlignTop, detail);
+  p->drawText(box.adjusted(14, 8 + c.titleHeight + 4, -14, 0), Qt::AlignLeft | Qt::AlignTop,
+              c.detailShown);
   p->restore();
 }
 

@@ -6,6 +6,7 @@
 
 #include <QGraphicsView>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "topology/layout.h"
@@ -51,14 +52,32 @@ class TopologyView : public QGraphicsView {
   double rankLabelPx() const;
   int linkItems() const { return linkItems_; }
   uint64_t framesPainted() const { return frames_; }
+  // How many times the caption was fitted to the view (its font shrunk, its lines elided): once
+  // per change of the caption, the viewport's size or the mode, not once per frame.
+  uint64_t captionFits() const { return captionFits_; }
 
  protected:
   void resizeEvent(QResizeEvent* e) override;
   void drawForeground(QPainter* p, const QRectF& rect) override;
 
  private:
+  // The caption as drawn: the title's font fitted to the width, both lines elided, the box.
+  struct FittedCaption {
+    QString title;  // what it was fitted for: the caption as set, the viewport, the mode
+    QString detail;
+    QSize viewport;
+    bool projector = false;
+    QFont big;
+    QFont small;
+    QString titleShown;
+    QString detailShown;
+    int titleHeight = 0;
+    QSize box;
+  };
+
   void fit();
   QFont captionFont(bool title) const;
+  const FittedCaption& fittedCaption();
 
   QGraphicsScene* scene_;
   Layout layout_;
@@ -74,6 +93,8 @@ class TopologyView : public QGraphicsView {
   QString title_;
   QString detail_;
   bool projector_ = false;
+  std::optional<FittedCaption> fitted_;
+  uint64_t captionFits_ = 0;
 };
 
 }  // namespace arl::ui

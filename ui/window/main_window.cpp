@@ -37,7 +37,8 @@ namespace {
 
 // The model the session's runs were predicted with, for the explanation beside them.
 ModelContext modelContextOf(const BenchReport& r) {
-  return {r.model, r.modelSource, runsOverSharedMemory(r.config.dataPlane, r.workers)};
+  return {r.model, readModelSource(r.modelSource),
+          runsOverSharedMemory(r.config.dataPlane, r.workers)};
 }
 
 }  // namespace

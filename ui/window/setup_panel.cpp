@@ -107,7 +107,7 @@ SetupSection* SetupPanel::addSection(const QString& key, const QString& title, b
 }
 
 void SetupPanel::addField(SetupSection* sec, SetupField f, const QString& label, QWidget* field,
-                          const QString& tip, QWidget* outlined) {
+                          const QString& tip) {
   QFormLayout* form = sec->form();
   field->setToolTip(tip);
   auto* l = new QLabel(label, sec->body());
@@ -119,7 +119,7 @@ void SetupPanel::addField(SetupSection* sec, SetupField f, const QString& label,
   problem->setObjectName(QStringLiteral("problem"));
   form->addRow(problem);
   form->setRowVisible(problem, false);
-  fieldWidgets_[f] = outlined != nullptr ? outlined : field;
+  fieldWidgets_[f] = field;
   problemLabels_[f] = problem;
   fieldNames_[f] = label;
   fieldSections_[f] = sec;

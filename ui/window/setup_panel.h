@@ -79,10 +79,9 @@ class SetupPanel : public QWidget {
   void buildSizes();
   void buildRing();
   void buildShaping();
-  // A field with its label, and under it the rule when refused; `outlined` (default: the field)
-  // is what turns red.
+  // A field with its label, and under it the rule when refused; the field is what turns red.
   void addField(SetupSection* sec, SetupField f, const QString& label, QWidget* field,
-                const QString& tip, QWidget* outlined = nullptr);
+                const QString& tip);
   void alignLabels();
   void updateDependentFields();
   void updateSummaries();

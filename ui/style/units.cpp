@@ -1,0 +1,48 @@
+#include "style/units.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "base/shaping.h"
+
+namespace arl::ui {
+
+std::string plainNumber(double v, double step) {
+  int decimals = 0;
+  if (step > 0 && std::isfinite(step)) {
+    // The fewest decimals that write every multiple of `step` exactly (2.5 needs one).
+    while (decimals < 15) {
+      const double scaled = step * std::pow(10.0, decimals);
+      if (std::abs(scaled - std::round(scaled)) < 1e-6 * scaled) break;
+      ++decimals;
+    }
+  }
+  char buf[400];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  std::string out = buf;
+  if (out.find('.') != std::string::npos) {  // 1.0 reads 1, as %g wrote it
+    out.erase(out.find_last_not_of('0') + 1);
+    if (out.back() == '.') out.pop_back();
+  }
+  if (out == "-0") return "0";
+  return out;
+}
+
+std::string timeLabel(double us) {
+  if (!std::isfinite(us)) return kNoValue;
+  const double a = std::abs(us);
+  const char* unit = a < 1e3 ? "\u00B5s" : a < 1e6 ? "ms" : "s";
+  const double v = us / (a < 1e3 ? 1 : a < 1e6 ? 1e3 : 1e6);
+  if (v == 0) return "0";
+  // Three significant digits, trailing zeros dropped: 1, 2.5, 0.125, 1000.
+  const int decimals = std::clamp(2 - static_cast<int>(std::floor(std::log10(std::abs(v)))), 0, 9);
+  return plainNumber(v, std::pow(10.0, -decimals)) + " " + unit;
+}
+
+std::string rateLabel(double bytesPerSecond) {
+  if (!std::isfinite(bytesPerSecond) || bytesPerSecond <= 0) return kNoValue;
+  return describeRate(bytesPerSecond);
+}
+
+}  // namespace arl::ui
