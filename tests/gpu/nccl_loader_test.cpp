@@ -9,13 +9,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "gpu/nccl_loader.h"
+#include "gpu_test_util.h"
 
 namespace arl::gpu {
 namespace {
@@ -49,33 +49,7 @@ class Tree {
   fs::path root_;
 };
 
-// Sets environment variables for one test and puts the old values back.
-class Env {
- public:
-  void set(const char* name, const std::optional<std::string>& value) {
-    if (!saved_.count(name)) {
-      const char* old = std::getenv(name);
-      saved_[name] = old != nullptr ? std::optional<std::string>(old) : std::nullopt;
-    }
-    if (value) {
-      ::setenv(name, value->c_str(), 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~Env() {
-    for (const auto& [name, value] : saved_) {
-      if (value) {
-        ::setenv(name.c_str(), value->c_str(), 1);
-      } else {
-        ::unsetenv(name.c_str());
-      }
-    }
-  }
-
- private:
-  std::map<std::string, std::optional<std::string>> saved_;
-};
+using gputest::Env;
 
 TEST(NcclSearch, AnExplicitPathIsTheOnlyCandidate) {
   NcclSearch s;
