@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <utility>
 
 #include "base/errors.h"
@@ -12,8 +13,6 @@ namespace arl::gpu {
 
 namespace {
 
-// The smallest buffer lent; larger ones double (a steady run reuses what it made).
-constexpr size_t kMinLoanBytes = size_t{64} << 10;
 // The reduction kernels' vector width (gpu/reduce_kernels.cu): a slice is lent at its own
 // offset modulo this, so that the peer's kernel, which reads it beside its own memory at the
 // same offset in the buffer, keeps to vectors.
@@ -67,15 +66,13 @@ std::string deviceUuid(int device) {
   return out;
 }
 
-// What this process exported and may not free while a peer process can still have it open:
-// CUDA leaves freeing exported memory before every importer closed its handle undefined
-// (cudaIpcOpenMemHandle's documentation), and an importer closes its handles at the end of
-// its own run, which may come after this process's. A backend going away leaves its
-// allocations and events here; the next one on the device takes them over (their handles
-// stay valid), and the process's end frees them, when no run is left that a peer could be
-// reading in.
+// What this process exported and may not free while a peer process can still have it open
+// (gpu/ipc_pool.h says why, and when it may): the pool and the interprocess events that the
+// CudaPeerMemory objects of a device left behind. The next one on the device takes them over
+// (their handles stay valid) and frees the buffers the ledger releases; the process's end
+// frees the rest.
 struct CudaPeerMemory::Exported {
-  std::vector<Buffer> pool;
+  IpcPoolLedger ledger;
   std::vector<Local> events;
 };
 
@@ -93,11 +90,15 @@ CudaPeerMemory::CudaPeerMemory(int device, std::vector<cudaStream_t> streams)
       stream_(streams_.at(0)),
       uuid_(deviceUuid(device)),
       reach_(reachOf(device)) {
+  std::vector<void*> unused;
   withExported(device_, [&](Exported& e) {
-    pool_ = std::exchange(e.pool, {});
+    run_ = e.ledger.begin(pool_, unused);
     events_ = std::exchange(e.events, {});
   });
-  for (Buffer& b : pool_) b.lent = false;
+  if (unused.empty()) return;
+  // No peer holds these any more (gpu/ipc_pool.h); a failure to free leaks, and nothing else.
+  (void)cudaSetDevice(device_);
+  for (void* p : unused) (void)cudaFree(p);
 }
 
 void CudaPeerMemory::joinOthers() {
@@ -127,7 +128,7 @@ CudaPeerMemory::~CudaPeerMemory() {
   closePeers();
   (void)cudaSetDevice(device_);
   withExported(device_, [&](Exported& e) {
-    e.pool.insert(e.pool.end(), pool_.begin(), pool_.end());
+    e.ledger.end(run_, std::move(pool_));
     // Another object on the device (two backends at once, in tests) may have left events in
     // the same slots: both are kept, the later ones past the end.
     e.events.insert(e.events.end(), events_.begin(), events_.end());
@@ -139,42 +140,37 @@ PeerMemory::Loan CudaPeerMemory::lend(const void* p, size_t bytes) {
   std::lock_guard lock(mu_);
   ARL_CUDA_CHECK(cudaSetDevice(device_));
   const size_t shift = reinterpret_cast<uintptr_t>(p) % kVecBytes;
-  size_t size = kMinLoanBytes;
-  while (size < bytes + shift) size *= 2;
-  size_t id = 0;
-  while (id < pool_.size() && (pool_[id].lent || pool_[id].bytes != size)) ++id;
-  if (id == pool_.size()) {
-    Buffer b;
-    b.bytes = size;
-    ARL_CUDA_CHECK(cudaMalloc(&b.p, size));
+  const size_t size = loanBufferBytes(bytes + shift);
+  std::optional<size_t> id = pool_.findFree(size);
+  if (!id) {
+    void* fresh = nullptr;
+    ARL_CUDA_CHECK(cudaMalloc(&fresh, size));
     cudaIpcMemHandle_t h{};
-    const cudaError_t rc = cudaIpcGetMemHandle(&h, b.p);
+    const cudaError_t rc = cudaIpcGetMemHandle(&h, fresh);
     if (rc != cudaSuccess) {
-      (void)cudaFree(b.p);
+      (void)cudaFree(fresh);
       detail::check(rc, "cudaIpcGetMemHandle");
     }
-    b.handle = toHandle(h);
-    pool_.push_back(b);
+    id = pool_.add(fresh, size, toHandle(h));
   }
-  Buffer& b = pool_[id];
+  const IpcBuffer& b = pool_[*id];
   if (bytes > 0) {
     joinOthers();
     ARL_CUDA_CHECK(cudaMemcpyAsync(static_cast<unsigned char*>(b.p) + shift, p, bytes,
                                    cudaMemcpyDeviceToDevice, stream_));
     forkOthers();  // nothing may write p before the copy has read it
   }
-  b.lent = true;
+  pool_.lend(*id);
   Loan l;
   l.memory = b.handle;
   l.offset = shift;
-  l.id = id;
+  l.id = *id;
   return l;
 }
 
 void CudaPeerMemory::giveBack(uint64_t id) {
   std::lock_guard lock(mu_);
-  ARL_ENFORCE(id < pool_.size() && pool_[id].lent, "give-back of loan " << id << ", not lent");
-  pool_[id].lent = false;
+  pool_.giveBack(static_cast<size_t>(id));
 }
 
 size_t CudaPeerMemory::buffers() const {

@@ -9,8 +9,9 @@
 //   loansPerPeer of them per peer are out at once.
 // - What this process exported (the pool and its interprocess events) outlives the object: a
 //   peer may hold it open until its own run ends, and CUDA leaves freeing it before then
-//   undefined. The next CudaPeerMemory on the device takes it over; the process's end frees
-//   it.
+//   undefined. The next CudaPeerMemory on the device takes it over, and frees the buffers
+//   that a run since has shown no peer can still hold (gpu/ipc_pool.h has the rule); the
+//   process's end frees the rest.
 // - recordEvent: events made with cudaEventInterprocess | cudaEventDisableTiming (interprocess
 //   events may not time), recorded on the backend's stream; their handles from
 //   cudaIpcGetEventHandle.
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "backend/peer_memory.h"
+#include "gpu/ipc_pool.h"
 
 namespace arl::gpu {
 
@@ -54,7 +56,7 @@ class CudaPeerMemory final : public PeerMemory {
   std::vector<std::string> reachableDevices() const override { return reach_; }
   Loan lend(const void* p, size_t bytes) override;
   void giveBack(uint64_t id) override;
-  // Buffers the pool has made so far (a steady run stops making them).
+  // Buffers the pool holds (a steady run makes no new ones).
   size_t buffers() const;
   Handle recordEvent(uint32_t slot) override;
   const void* openMemory(int peer, const Handle& memory, uint64_t offset, size_t bytes) override;
@@ -65,12 +67,6 @@ class CudaPeerMemory final : public PeerMemory {
   struct Local {
     cudaEvent_t event = nullptr;
     Handle handle{};
-  };
-  struct Buffer {
-    void* p = nullptr;
-    size_t bytes = 0;
-    Handle handle{};
-    bool lent = false;
   };
   struct Opened {
     cudaEvent_t event = nullptr;
@@ -93,7 +89,8 @@ class CudaPeerMemory final : public PeerMemory {
   std::string uuid_;
   std::vector<std::string> reach_;
   mutable std::mutex mu_;
-  std::vector<Buffer> pool_;                                 // by loan id
+  IpcPool pool_;                                             // by loan id
+  uint64_t run_ = 0;                                         // the ledger's tick at our start
   std::vector<Local> events_;                                // by slot
   std::map<std::pair<int, Handle>, void*> openedMemory_;     // by (peer, handle)
   std::map<std::pair<int, uint32_t>, Opened> openedEvents_;  // by (peer, slot)

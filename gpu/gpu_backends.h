@@ -18,8 +18,10 @@ void registerGpuBackends(int device);
 // nullopt when backend `name` (cuda, nccl) can run here on device `device` (-1: device 0) for
 // `sharers` processes at once, or when it is not a GPU backend; else the one-line reason,
 // e.g. "backend 'cuda': no CUDA device (cudaGetDeviceCount: ...)", or for nccl, first, why
-// NCCL cannot be loaded (gpu/nccl_loader.h). For checks before a run starts; makes no CUDA
-// context.
+// no NCCL the backend can use was found (absent, or lacking a function the backend calls:
+// ncclLoadProblem, gpu/nccl_loader.h). The worker asks the same (gpuWorkerProblem), so bench
+// and the window refuse before starting a worker whatever a worker would refuse. For checks
+// before a run starts; makes no CUDA context.
 std::optional<std::string> gpuBackendProblem(std::string_view name, int device, int sharers = 1);
 
 // What a worker asks at start, for the device it will use itself: gpuBackendProblem(), then,

@@ -1,15 +1,17 @@
-// NCCL's host functions as the nccl backend calls them: looked up with dlsym in the library
-// gpu/nccl_loader.h opened, never linked, so that a program with --backend nccl built in
-// starts where NCCL is absent. The types are nccl.h's, so a call is checked as if linked.
-// Private to gpu/ (it includes nccl.h).
+// NCCL's host functions as the nccl backend calls them, with nccl.h's types, so that a call is
+// checked as if NCCL were linked. It is not: gpu/nccl_loader.h opens the library when a
+// program runs and looks the functions up (refusing an NCCL that lacks one), so that a
+// program with --backend nccl built in starts where NCCL is absent. Private to gpu/ (it
+// includes nccl.h).
 #pragma once
 
 #include <nccl.h>
 
+#include "gpu/nccl_loader.h"
+
 namespace arl::gpu {
 
 struct NcclApi {
-  int version = 0;  // ncclGetVersion's code
   decltype(&::ncclGetUniqueId) getUniqueId = nullptr;
   decltype(&::ncclCommInitRankConfig) commInitRankConfig = nullptr;
   decltype(&::ncclCommFinalize) commFinalize = nullptr;
@@ -25,9 +27,7 @@ struct NcclApi {
   decltype(&::ncclBroadcast) broadcast = nullptr;
 };
 
-// This process's NCCL functions, resolved once (thread-safe). Throws ConfigError with the
-// one-line reason when NCCL cannot be loaded or lacks one of them (ncclApiProblem(),
-// gpu/nccl_register.h, says it without throwing).
-const NcclApi& ncclApi();
+// The functions `nccl` resolved (ncclLibrary() holds every one), with their types.
+NcclApi ncclApi(const NcclLoaded& nccl);
 
 }  // namespace arl::gpu

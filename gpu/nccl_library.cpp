@@ -15,7 +15,6 @@
 #include "gpu/nccl_backend.h"
 #include "gpu/nccl_loader.h"
 #include "gpu/nccl_profiler.h"
-#include "gpu/nccl_register.h"
 #include "gpu/nccl_token.h"
 #include "gpu/nccl_tolerance.h"
 
@@ -51,7 +50,8 @@ ncclRedOp_t ncclOpOf(RedOp op) {
 
 struct NcclLibrary::State {
   LibraryRunSpec spec;
-  const NcclApi* nccl = nullptr;  // set first: nothing else runs without it
+  const NcclLoaded* lib = nullptr;  // set first: nothing else runs without it
+  NcclApi nccl;                     // lib's functions
   cudaStream_t stream = nullptr;
   ncclComm_t comm = nullptr;
   bool healthy = true;  // false once anything failed or was aborted: the end aborts
@@ -64,19 +64,19 @@ struct NcclLibrary::State {
   void endComm() {
     if (comm == nullptr) return;
     if (!healthy) {
-      (void)nccl->commAbort(comm);
+      (void)nccl.commAbort(comm);
       comm = nullptr;
       return;
     }
-    ncclResult_t state = nccl->commFinalize(comm);
+    ncclResult_t state = nccl.commFinalize(comm);
     for (int polls = 0; state == ncclInProgress && polls < 1'000'000; ++polls) {
       std::this_thread::yield();
-      if (nccl->commGetAsyncError(comm, &state) != ncclSuccess) break;
+      if (nccl.commGetAsyncError(comm, &state) != ncclSuccess) break;
     }
     if (state == ncclSuccess) {
-      (void)nccl->commDestroy(comm);
+      (void)nccl.commDestroy(comm);
     } else {
-      (void)nccl->commAbort(comm);
+      (void)nccl.commAbort(comm);
     }
     comm = nullptr;
   }
@@ -87,8 +87,8 @@ struct NcclLibrary::State {
   }
 
   std::string ncclText(ncclResult_t r) const {
-    std::string s = nccl->getErrorString(r);
-    const char* last = nccl->getLastError(comm);
+    std::string s = nccl.getErrorString(r);
+    const char* last = nccl.getLastError(comm);
     if (last != nullptr && *last != '\0') s += " (" + std::string(last) + ")";
     return s;
   }
@@ -100,7 +100,7 @@ struct NcclLibrary::State {
   [[noreturn]] void aborted(const char* where) {
     healthy = false;
     if (comm != nullptr) {
-      (void)nccl->commAbort(comm);
+      (void)nccl.commAbort(comm);
       comm = nullptr;
     }
     throw PeerError(spec.rank, -1, -1, std::string("run aborted ") + where);
@@ -110,7 +110,7 @@ struct NcclLibrary::State {
   void waitComm(const char* call, const std::atomic<bool>& cancel) {
     for (;;) {
       ncclResult_t state = ncclSuccess;
-      checkNccl(nccl->commGetAsyncError(comm, &state), "ncclCommGetAsyncError");
+      checkNccl(nccl.commGetAsyncError(comm, &state), "ncclCommGetAsyncError");
       if (state == ncclSuccess) return;
       if (state != ncclInProgress) fail(std::string(call) + ": " + ncclText(state));
       if (cancel.load(std::memory_order_relaxed))
@@ -127,7 +127,7 @@ struct NcclLibrary::State {
       if (e == cudaSuccess) return;
       if (e != cudaErrorNotReady) fail("cudaStreamQuery: " + cudaErrorText(e));
       ncclResult_t state = ncclSuccess;
-      checkNccl(nccl->commGetAsyncError(comm, &state), "ncclCommGetAsyncError");
+      checkNccl(nccl.commGetAsyncError(comm, &state), "ncclCommGetAsyncError");
       if (state != ncclSuccess && state != ncclInProgress) {
         fail("the collective failed: " + ncclText(state));
       }
@@ -142,15 +142,15 @@ struct NcclLibrary::State {
     const ncclRedOp_t op = ncclOpOf(s.op);
     switch (s.collective) {
       case Collective::AllReduce:
-        return nccl->allReduce(b.input, b.output, s.count, t, op, comm, stream);
+        return nccl.allReduce(b.input, b.output, s.count, t, op, comm, stream);
       case Collective::ReduceScatter:
-        return nccl->reduceScatter(b.input, b.output, s.count, t, op, comm, stream);
+        return nccl.reduceScatter(b.input, b.output, s.count, t, op, comm, stream);
       case Collective::AllGather:
-        return nccl->allGather(b.input, b.output, s.count, t, comm, stream);
+        return nccl.allGather(b.input, b.output, s.count, t, comm, stream);
       case Collective::Reduce:
-        return nccl->reduce(b.input, b.output, s.count, t, op, s.root, comm, stream);
+        return nccl.reduce(b.input, b.output, s.count, t, op, s.root, comm, stream);
       case Collective::Broadcast:
-        return nccl->broadcast(b.input, b.output, s.count, t, s.root, comm, stream);
+        return nccl.broadcast(b.input, b.output, s.count, t, s.root, comm, stream);
     }
     return ncclInvalidArgument;
   }
@@ -159,9 +159,11 @@ struct NcclLibrary::State {
 NcclLibrary::NcclLibrary(const LibraryRunSpec& spec) : st_(std::make_unique<State>()) {
   st_->spec = spec;
   ARL_ENFORCE(spec.algorithm != nullptr, "an NCCL run without its algorithm");
-  if (auto why = ncclApiProblem()) st_->fail(*why);
-  st_->nccl = &ncclApi();
-  if (auto why = ncclDeviceProblem(std::max(spec.device, 0))) st_->fail(*why);
+  std::string why;
+  st_->lib = ncclLibrary(&why);
+  if (st_->lib == nullptr) st_->fail(why);
+  st_->nccl = ncclApi(*st_->lib);
+  if (auto problem = ncclDeviceProblem(std::max(spec.device, 0))) st_->fail(*problem);
   if (spec.device >= 0) {
     const cudaError_t e = cudaSetDevice(spec.device);
     if (e != cudaSuccess) {
@@ -180,7 +182,7 @@ NcclLibrary::~NcclLibrary() {
 std::string NcclLibrary::newBootstrap() {
   ncclUniqueId id;
   std::memset(&id, 0, sizeof id);
-  const ncclResult_t r = st_->nccl->getUniqueId(&id);
+  const ncclResult_t r = st_->nccl.getUniqueId(&id);
   if (r != ncclSuccess) st_->fail("ncclGetUniqueId: " + st_->ncclText(r));
   return encodeNcclToken(&id, sizeof id);
 }
@@ -201,7 +203,7 @@ void NcclLibrary::join(const std::string& bootstrap, const std::atomic<bool>& ca
   // NCCL's profiler plugin: the worker's own (gpu/nccl_profiler.h) unless the user named one;
   // NCCL loads it and reads the mask when the communicator is made (src/plugin/profiler.cc).
   // An NCCL older than 2.28 knows neither STATIC_PLUGIN nor interface version 5.
-  if (s.nccl->version >= kNcclProfilerV5Version) {
+  if (s.lib->version >= kNcclProfilerV5Version) {
     ::setenv("NCCL_PROFILER_PLUGIN", "STATIC_PLUGIN", 0);  // NOLINT(concurrency-mt-unsafe)
     const std::string mask = std::to_string(ncclProfilerMask(s.spec.telemetry));
     ::setenv("NCCL_PROFILE_EVENT_MASK", mask.c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
@@ -209,7 +211,7 @@ void NcclLibrary::join(const std::string& bootstrap, const std::atomic<bool>& ca
   ncclProfilerBeginRun(dtypeSize(s.spec.dtype));
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  s.checkNccl(s.nccl->commInitRankConfig(&s.comm, s.spec.nranks, id, s.spec.rank, &config),
+  s.checkNccl(s.nccl.commInitRankConfig(&s.comm, s.spec.nranks, id, s.spec.rank, &config),
               "ncclCommInitRankConfig");
   s.waitComm("ncclCommInitRankConfig", cancel);
   if (s.spec.telemetry != TelemetryLevel::Off) s.gpuClock = measureGpuClock(s.stream);

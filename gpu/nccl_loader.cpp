@@ -139,23 +139,49 @@ std::vector<std::string> ncclCandidates(const NcclSearch& search) {
   return out;
 }
 
+std::optional<std::string> resolveNcclFunctions(const std::function<void*(const char*)>& symbol,
+                                                NcclFunctions& out) {
+  for (size_t i = 0; i < kNcclFunctionNames.size(); ++i) {
+    out[i] = symbol(kNcclFunctionNames[i]);
+    if (out[i] == nullptr) return std::string(kNcclFunctionNames[i]);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// Candidate `asked`, opened as `h`: NCCL with every function the backend calls, or why not.
+std::variant<NcclLoaded, std::string> checkCandidate(void* h, const std::string& asked) {
+  using GetVersion = int (*)(int*);  // ncclResult_t ncclGetVersion(int*): ncclSuccess is 0
+  auto* get = reinterpret_cast<GetVersion>(::dlsym(h, "ncclGetVersion"));
+  if (get == nullptr) return asked + ": no ncclGetVersion (not NCCL's library)";
+  NcclLoaded lib{h, loadedPath(h, asked), 0, {}};
+  if (get(&lib.version) != 0 || lib.version <= 0) return asked + ": ncclGetVersion failed";
+  const auto missing =
+      resolveNcclFunctions([h](const char* name) { return ::dlsym(h, name); }, lib.functions);
+  if (missing) {
+    return lib.path + ": NCCL " + ncclVersionString(lib.version) + " has no " + *missing +
+           " (the nccl backend needs NCCL 2.14 or later)";
+  }
+  return lib;
+}
+
+}  // namespace
+
 std::variant<NcclLoaded, std::string> openNccl(const std::vector<std::string>& candidates,
                                                bool chosen) {
-  using GetVersion = int (*)(int*);  // ncclResult_t ncclGetVersion(int*): ncclSuccess is 0
   std::string tried;
   for (const std::string& c : candidates) {
     void* h = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
     std::string why;
     if (h == nullptr) {
       why = dlText();
-    } else if (auto* get = reinterpret_cast<GetVersion>(::dlsym(h, "ncclGetVersion"))) {
-      int version = 0;
-      if (get(&version) == 0 && version > 0) return NcclLoaded{h, loadedPath(h, c), version};
-      why = c + ": ncclGetVersion failed";
     } else {
-      why = c + ": no ncclGetVersion (not NCCL's library)";
+      auto r = checkCandidate(h, c);
+      if (std::holds_alternative<NcclLoaded>(r)) return r;
+      why = std::get<std::string>(r);
+      ::dlclose(h);
     }
-    if (h != nullptr) ::dlclose(h);
     tried += (tried.empty() ? "" : "; ") + why;
   }
   if (chosen) return std::string("NCCL cannot be loaded from ") + kNcclLibraryEnv + ": " + tried;

@@ -13,20 +13,16 @@
 
 namespace {
 
-// A worker on --backend nccl says which NCCL it opened (and whether NCCL's profiler will call
-// the lab's plugin), or, when that NCCL lacks a function the backend calls, refuses in one
-// line and exits 2 before it joins. Whether NCCL loads at all was asked with the device.
-int reportNccl([[maybe_unused]] const arl::WorkerOptions& opt) {
+// A worker on --backend nccl says which NCCL it opened, and whether NCCL's profiler will call
+// the lab's plugin. Whether there is an NCCL the backend can use was asked with the device
+// (gpu/gpu_backends.h), which refused the backend otherwise.
+void reportNccl([[maybe_unused]] const arl::WorkerOptions& opt) {
 #if ARL_WITH_NCCL
-  if (opt.backend != "nccl") return 0;
-  if (auto why = arl::gpu::ncclApiProblem()) {
-    std::fprintf(stderr, "allreduce-worker: --backend nccl: %s\n", why->c_str());
-    return 2;
+  if (opt.backend != "nccl") return;
+  if (const arl::gpu::NcclLoaded* nccl = arl::gpu::ncclLibrary()) {
+    std::fprintf(stderr, "allreduce-worker: %s\n", arl::gpu::describeNccl(*nccl).c_str());
   }
-  std::fprintf(stderr, "allreduce-worker: %s\n",
-               arl::gpu::describeNccl(*arl::gpu::ncclLibrary()).c_str());
 #endif
-  return 0;
 }
 
 }  // namespace
@@ -59,6 +55,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "allreduce-worker: %s (see --help)\n", e.what());
     return 2;
   }
-  if (const int rc = reportNccl(opt)) return rc;
+  reportNccl(opt);
   return arl::runWorker(opt);
 }

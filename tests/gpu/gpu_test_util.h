@@ -12,6 +12,8 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -80,6 +82,41 @@ inline std::string workerBinary() {
   const char* p = std::getenv("ARL_TEST_WORKER_BINARY");
   return p != nullptr && *p != 0 ? p : ARL_WORKER_BINARY;
 }
+
+// Sets environment variables for one test and puts the values they had back when it goes,
+// unset ones unset: a test must not leave a variable the runner set (scripts/gpu-check sets
+// ARL_NCCL_LIBRARY when NCCL is only in a Python wheel) changed for the tests after it.
+class Env {
+ public:
+  Env() = default;
+  Env(const Env&) = delete;
+  Env& operator=(const Env&) = delete;
+  ~Env() {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        ::setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        ::unsetenv(name.c_str());
+      }
+    }
+  }
+
+  // `value` nullopt: unset.
+  void set(const char* name, const std::optional<std::string>& value) {
+    if (saved_.count(name) == 0) {
+      const char* old = std::getenv(name);
+      saved_[name] = old != nullptr ? std::optional<std::string>(old) : std::nullopt;
+    }
+    if (value) {
+      ::setenv(name, value->c_str(), 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+
+ private:
+  std::map<std::string, std::optional<std::string>> saved_;
+};
 
 inline size_t lines(const std::string& s) {
   size_t n = 0;

@@ -9,13 +9,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "gpu/nccl_loader.h"
+#include "gpu_test_util.h"
 
 namespace arl::gpu {
 namespace {
@@ -49,33 +49,7 @@ class Tree {
   fs::path root_;
 };
 
-// Sets environment variables for one test and puts the old values back.
-class Env {
- public:
-  void set(const char* name, const std::optional<std::string>& value) {
-    if (!saved_.count(name)) {
-      const char* old = std::getenv(name);
-      saved_[name] = old != nullptr ? std::optional<std::string>(old) : std::nullopt;
-    }
-    if (value) {
-      ::setenv(name, value->c_str(), 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~Env() {
-    for (const auto& [name, value] : saved_) {
-      if (value) {
-        ::setenv(name.c_str(), value->c_str(), 1);
-      } else {
-        ::unsetenv(name.c_str());
-      }
-    }
-  }
-
- private:
-  std::map<std::string, std::optional<std::string>> saved_;
-};
+using gputest::Env;
 
 TEST(NcclSearch, AnExplicitPathIsTheOnlyCandidate) {
   NcclSearch s;
@@ -169,6 +143,37 @@ TEST(NcclOpen, SaysWhyEveryCandidateFailed) {
             "shared object file: No such file or directory");
 }
 
+// The functions the nccl backend calls are looked up when NCCL is opened, so that an NCCL
+// lacking one is refused by the one check every program asks (ncclLoadProblem), before any
+// worker starts, rather than by each worker.
+TEST(NcclOpen, ResolvesEveryFunctionTheBackendCallsOrNamesTheFirstMissing) {
+  // A stand-in for dlsym: each name's address is its own entry in kNcclFunctionNames.
+  std::string absent;
+  const auto symbol = [&](const char* name) -> void* {
+    if (absent == name) return nullptr;
+    for (const char* const& n : kNcclFunctionNames) {
+      if (std::string(n) == name) return const_cast<char**>(&n);
+    }
+    return nullptr;
+  };
+  NcclFunctions f{};
+  EXPECT_EQ(resolveNcclFunctions(symbol, f), std::nullopt);
+  for (size_t i = 0; i < f.size(); ++i) {
+    EXPECT_EQ(f[i], &kNcclFunctionNames[i]) << kNcclFunctionNames[i];
+  }
+  NcclLoaded lib;
+  lib.functions = f;
+  EXPECT_EQ(lib.function(NcclFunction::AllReduce), symbol("ncclAllReduce"));
+  EXPECT_EQ(lib.function(NcclFunction::Broadcast), symbol("ncclBroadcast"));
+
+  absent = "ncclCommInitRankConfig";  // NCCL before 2.14
+  EXPECT_EQ(resolveNcclFunctions(symbol, f), "ncclCommInitRankConfig");
+  absent = "ncclBroadcast";
+  EXPECT_EQ(resolveNcclFunctions(symbol, f), "ncclBroadcast");
+  EXPECT_EQ(resolveNcclFunctions([](const char*) -> void* { return nullptr; }, f),
+            "ncclGetUniqueId");
+}
+
 TEST(NcclOpen, LoadsTheNcclOfThisMachine) {
   const NcclSearch s = ncclSearchFromEnvironment();
   const auto r = openNccl(ncclCandidates(s), s.explicitPath.has_value());
@@ -177,6 +182,9 @@ TEST(NcclOpen, LoadsTheNcclOfThisMachine) {
   EXPECT_NE(nccl.handle, nullptr);
   EXPECT_GE(nccl.version, 20000) << "NCCL 2";
   EXPECT_NE(nccl.path.find("libnccl"), std::string::npos) << nccl.path;
+  for (size_t i = 0; i < nccl.functions.size(); ++i) {
+    EXPECT_NE(nccl.functions[i], nullptr) << kNcclFunctionNames[i];
+  }
   EXPECT_EQ(
       describeNccl(nccl).rfind("NCCL " + ncclVersionString(nccl.version) + " from " + nccl.path, 0),
       0u);

@@ -22,7 +22,6 @@
 #include "gpu/nccl_library.h"
 #include "gpu/nccl_loader.h"
 #include "gpu/nccl_profiler.h"
-#include "gpu/nccl_register.h"
 #include "gpu_test_util.h"
 
 namespace arl::gpu {
@@ -392,7 +391,7 @@ TEST(NcclProfiler, RawEventsBecomeTelemetryRecords) {
 // ranks, two GPUs (nccl_process_test.cpp, TwoRanksTraceHoldsNcclsOwnEvents).
 TEST(NcclProfilerOnGpu, AOneRankRunInitialisesThePluginAndReportsOnlyWholeEvents) {
   if (auto why = ncclDeviceProblem(0)) GTEST_SKIP() << "needs a CUDA device: " << *why;
-  if (auto why = ncclApiProblem()) GTEST_SKIP() << "needs NCCL: " << *why;
+  if (auto why = ncclLoadProblem()) GTEST_SKIP() << "needs NCCL: " << *why;
   LibraryRunSpec spec;
   spec.algorithm = findLibraryAlgorithm("nccl-ring");
   spec.count = 1 << 20;
