@@ -15,7 +15,7 @@ ARL_PACKAGES=(
   xvfb xauth fonts-dejavu-core poppler-utils
   openmpi-bin libopenmpi-dev
   clang-format clang-tidy
-  libcli11-dev nlohmann-json3-dev
+  libcli11-dev nlohmann-json3-dev libeigen3-dev
   desktop-file-utils appstream
 )
 

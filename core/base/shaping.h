@@ -70,10 +70,10 @@ const char* describe(ShapingPart p);
 // rank to itself.
 void checkShaping(const LinkShaping& s, int nranks);
 
-// A rate for people: "50 MB/s", "1.25 GB/s".
 // The lower of two rates where 0 means unshaped (so 0 only when both are).
 double lowerRate(double a, double b);
 
+// A rate for people: "50 MB/s", "1.25 GB/s".
 std::string describeRate(double bytesPerSecond);
 
 // One line for headers and logs, e.g. "ports 200 MB/s, +50 us per message, rank 3 at
