@@ -48,6 +48,7 @@
 #include "runtime/protocol.h"
 #include "runtime/sweep.h"
 #include "schedule/generators.h"
+#include "signal_watch.h"
 #include "transport/shm/shm_transport.h"
 
 namespace arl::app {
@@ -63,57 +64,6 @@ constexpr std::chrono::seconds kLocalJoinTimeout{20};
 constexpr std::chrono::seconds kRemoteJoinTimeout{300};
 
 // ---- Signals ---------------------------------------------------------------------------------
-
-// Blocks SIGINT and SIGTERM in every thread started after it (so the coordinator's thread
-// never sees them) and waits for them on its own thread. The first signal calls `onSignal`;
-// a second one ends the process at once (local workers die with it: PR_SET_PDEATHSIG).
-class SignalWatch {
- public:
-  SignalWatch() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set_, &old_);
-    thread_ = std::thread([this] { loop(); });
-  }
-  ~SignalWatch() {
-    stop_.store(true);
-    thread_.join();
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  SignalWatch(const SignalWatch&) = delete;
-  SignalWatch& operator=(const SignalWatch&) = delete;
-
-  void setHandler(std::function<void(int)> f) {
-    std::lock_guard<std::mutex> lock(mu_);
-    handler_ = std::move(f);
-  }
-  int signal() const { return sig_.load(); }
-
- private:
-  void loop() {
-    const timespec tick{0, 50'000'000};
-    while (!stop_.load()) {
-      const int s = sigtimedwait(&set_, nullptr, &tick);
-      if (s <= 0) continue;
-      if (sig_.load() != 0) {
-        static const char msg[] = "\nallreduce-lab bench: second signal, quitting now\n";
-        (void)!::write(2, msg, sizeof msg - 1);
-        ::_exit(128 + s);
-      }
-      sig_.store(s);
-      std::lock_guard<std::mutex> lock(mu_);
-      if (handler_) handler_(s);
-    }
-  }
-
-  sigset_t set_{}, old_{};
-  std::atomic<bool> stop_{false};
-  std::atomic<int> sig_{0};
-  std::mutex mu_;
-  std::function<void(int)> handler_;
-  std::thread thread_;
-};
 
 // ---- Progress and output ---------------------------------------------------------------------
 
@@ -218,7 +168,7 @@ class Bench {
   bool fit_ = false;                        // --fit
   std::optional<Calibration> calibration_;  // where the parameters came from one
   BenchReport report_;
-  SignalWatch signals_;
+  SignalWatch signals_{kProg};
   Progress progress_;
   size_t algoWidth_ = 9;
   bool varySlice_ = false, varyInflight_ = false;

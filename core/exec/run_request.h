@@ -19,6 +19,7 @@
 #include "exec/local_run.h"
 #include "exec/telemetry.h"
 #include "schedule/generators.h"
+#include "train/train_types.h"
 #include "transport/transport.h"
 
 namespace arl {
@@ -62,6 +63,11 @@ struct RunRequest {
   // digest of its output instead (RunResult::outputDigests), which shows whether the ranks of a
   // run hold the same bits and whether two algorithms do.
   bool randomData = false;
+  // A data-parallel training run (core/train/train_types.h; allreduce-lab train): the ranks
+  // train the model for train->steps steps, their gradient buckets reduced by `algorithm` in
+  // slices of `sliceBytes`; count, warm-up, iterations and check are set from it when the
+  // run is planned.
+  std::optional<TrainConfig> train;
 
   bool operator==(const RunRequest&) const = default;
 };

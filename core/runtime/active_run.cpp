@@ -136,6 +136,7 @@ void ActiveRun::onIteration(const IterationResult& m, int r) {
     const uint64_t wrong = k + 1 == m.count() ? m.wrong : 0;
     const auto iteration = static_cast<uint32_t>(m.iteration + k);
     if (recordIteration(r, iteration, m.timeOf(k), wrong)) {
+      if (m.train) perRank_.back().train = m.train;
       out.emplace_back(IterationEvent{runId_, perRank_.back()});
     }
   }
@@ -288,7 +289,13 @@ std::string ActiveRun::failureWithStep() const {
   std::string error = failText_;
   if (kind_ != FailKind::Died && kind_ != FailKind::Silent) return error;
   const RankSeen* failed = failedRank_ >= 0 ? &seen_[static_cast<size_t>(failedRank_)] : nullptr;
-  if (failed != nullptr && failed->stepKnown) {
+  if (req_.train && failed != nullptr && failed->stepKnown) {
+    // A training run's iterations are its steps; a collective's step means nothing there.
+    error += " at training step " + std::to_string(failed->iteration);
+  } else if (req_.train && waitingPeer_ && waitingPeer_->iteration >= 0) {
+    error += " at training step " + std::to_string(waitingPeer_->iteration) + " (rank " +
+             std::to_string(waitingPeer_->rank) + " was waiting for its data)";
+  } else if (failed != nullptr && failed->stepKnown) {
     error += " at step " + std::to_string(failed->step) + " (iteration " +
              std::to_string(failed->iteration) + ")";
   } else if (waitingPeer_) {

@@ -321,6 +321,18 @@ std::optional<std::string> check(const RunConfig& m) {
   } catch (const ConfigError& e) {
     return std::string("link shaping: ") + e.what();
   }
+  if (m.train) {
+    try {
+      checkTrainConfig(*m.train, m.worldSize);
+    } catch (const ConfigError& e) {
+      return std::string("training: ") + e.what();
+    }
+    if (m.iterations != m.train->steps || m.warmup != 0) {
+      return "a training run of " + std::to_string(m.train->steps) + " steps has " +
+             std::to_string(m.warmup) + " warm-up and " + std::to_string(m.iterations) +
+             " timed iterations (expected 0 and one per step)";
+    }
+  }
   if (m.ringOrder.size() != n) {
     return "ring order has " + std::to_string(m.ringOrder.size()) + " ranks for a world of " +
            std::to_string(n);
@@ -391,6 +403,19 @@ std::optional<std::string> check(const IterationResult& m) {
     return "iterations " + std::to_string(m.iteration) + ".." +
            std::to_string(uint64_t{m.iteration} + m.moreTimesNs.size()) +
            " go past the last iteration number";
+  }
+  if (m.train) {
+    const TrainRankStep& t = *m.train;
+    if (!m.moreTimesNs.empty())
+      return std::string("a training step's result carries one iteration");
+    if (t.step != m.iteration) {
+      return "training step " + std::to_string(t.step) + " reported as iteration " +
+             std::to_string(m.iteration);
+    }
+    if (t.stepNs < 0 || t.computeNs < 0 || t.commNs < 0 || t.exposedNs < 0)
+      return std::string("a training step's time is negative");
+    for (const TrainSpan& sp : t.spans)
+      if (sp.endNs < sp.startNs) return std::string("a training span ends before it starts");
   }
   return std::nullopt;
 }
@@ -612,6 +637,42 @@ Reason fromPb(const pb::Heartbeat& p, const FrameHeader&, Heartbeat& m) {
   return std::nullopt;
 }
 
+void trainToPb(const TrainConfig& t, pb::TrainConfig& p) {
+  p.mutable_layers()->Assign(t.layers.begin(), t.layers.end());
+  p.set_steps(t.steps);
+  p.set_batch(t.batch);
+  p.set_bucket_bytes(t.bucketBytes);
+  p.set_overlap(t.overlap);
+  p.set_sync(static_cast<uint32_t>(t.sync));
+  p.set_optimizer(static_cast<uint32_t>(t.optimizer));
+  p.set_lr(t.lr);
+  p.set_momentum(t.momentum);
+  p.set_seed(t.seed);
+  p.set_slow_compute_rank(t.slowComputeRank);
+  p.set_slow_compute_factor(t.slowComputeFactor);
+}
+
+Reason trainFromPb(const pb::TrainConfig& p, TrainConfig& t) {
+  if (p.layers_size() > 16) return std::to_string(p.layers_size()) + " layer widths, more than 16";
+  if (p.sync() > static_cast<uint32_t>(SyncMode::PsAsync))
+    return "unknown sync mode " + std::to_string(p.sync());
+  if (p.optimizer() > static_cast<uint32_t>(OptimizerKind::Adam))
+    return "unknown optimizer " + std::to_string(p.optimizer());
+  t.layers.assign(p.layers().begin(), p.layers().end());
+  t.steps = p.steps();
+  t.batch = p.batch();
+  t.bucketBytes = p.bucket_bytes();
+  t.overlap = p.overlap();
+  t.sync = static_cast<SyncMode>(p.sync());
+  t.optimizer = static_cast<OptimizerKind>(p.optimizer());
+  t.lr = p.lr();
+  t.momentum = p.momentum();
+  t.seed = p.seed();
+  t.slowComputeRank = p.slow_compute_rank();
+  t.slowComputeFactor = p.slow_compute_factor();
+  return std::nullopt;
+}
+
 void toPb(const RunConfig& m, pb::RunConfig& p) {
   p.set_run_id(m.runId);
   p.set_epoch(m.epoch);
@@ -636,6 +697,7 @@ void toPb(const RunConfig& m, pb::RunConfig& p) {
   p.set_data_plane(static_cast<pb::DataPlane>(enumToWire(m.dataPlane)));
   p.set_cuda_ipc(m.cudaIpc);
   p.set_random_data(m.randomData);
+  if (m.train) trainToPb(*m.train, *p.mutable_train());
   p.set_port_bytes_per_second(m.shaping.portBytesPerSecond);
   p.set_added_latency_seconds(m.shaping.addedLatencySeconds);
   for (const auto& [rank, rate] : m.shaping.rankPortBytesPerSecond) {
@@ -719,6 +781,10 @@ Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
   m.dataPlane = *plane;
   m.cudaIpc = p.cuda_ipc();
   m.randomData = p.random_data();
+  if (p.has_train()) {
+    m.train.emplace();
+    if (auto e = trainFromPb(p.train(), *m.train)) return "training: " + *e;
+  }
   return shapingFromPb(p, m.shaping);
 }
 
@@ -785,6 +851,51 @@ void toPb(const IterationResult& m, pb::IterationResult& p) {
   p.set_time_ns(m.timeNs);
   p.set_wrong(m.wrong);
   p.mutable_more_time_ns()->Assign(m.moreTimesNs.begin(), m.moreTimesNs.end());
+  if (m.train) {
+    const TrainRankStep& t = *m.train;
+    pb::TrainStep& q = *p.mutable_train();
+    q.set_step(t.step);
+    q.set_loss(t.loss);
+    q.set_step_ns(t.stepNs);
+    q.set_compute_ns(t.computeNs);
+    q.set_comm_ns(t.commNs);
+    q.set_exposed_ns(t.exposedNs);
+    q.set_digest(t.digest);
+    q.set_staleness(t.staleness);
+    q.set_spread(t.spread);
+    for (const TrainSpan& sp : t.spans) {
+      pb::TrainSpan& o = *q.add_spans();
+      o.set_kind(static_cast<uint32_t>(sp.kind));
+      o.set_index(sp.index);
+      o.set_start_ns(sp.startNs);
+      o.set_end_ns(sp.endNs);
+    }
+  }
+}
+
+Reason trainStepFromPb(const pb::TrainStep& q, int32_t rank, TrainRankStep& t) {
+  if (static_cast<size_t>(q.spans_size()) > kMaxTrainSpans) {
+    return std::to_string(q.spans_size()) + " training spans, more than " +
+           std::to_string(kMaxTrainSpans);
+  }
+  t.rank = rank;
+  t.step = q.step();
+  t.loss = q.loss();
+  t.stepNs = q.step_ns();
+  t.computeNs = q.compute_ns();
+  t.commNs = q.comm_ns();
+  t.exposedNs = q.exposed_ns();
+  t.digest = q.digest();
+  t.staleness = q.staleness();
+  t.spread = q.spread();
+  t.spans.reserve(static_cast<size_t>(q.spans_size()));
+  for (const pb::TrainSpan& o : q.spans()) {
+    if (o.kind() > static_cast<uint32_t>(TrainSpan::Kind::Pull))
+      return "unknown training span kind " + std::to_string(o.kind());
+    t.spans.push_back(
+        TrainSpan{static_cast<TrainSpan::Kind>(o.kind()), o.index(), o.start_ns(), o.end_ns()});
+  }
+  return std::nullopt;
 }
 Reason fromPb(const pb::IterationResult& p, const FrameHeader& h, IterationResult& m) {
   m.epoch = h.epoch;
@@ -793,6 +904,10 @@ Reason fromPb(const pb::IterationResult& p, const FrameHeader& h, IterationResul
   m.timeNs = p.time_ns();
   m.wrong = p.wrong();
   m.moreTimesNs.assign(p.more_time_ns().begin(), p.more_time_ns().end());
+  if (p.has_train()) {
+    m.train.emplace();
+    return trainStepFromPb(p.train(), m.rank, *m.train);
+  }
   return std::nullopt;
 }
 

@@ -28,6 +28,7 @@
 #include "base/types.h"
 #include "exec/progress.h"
 #include "exec/telemetry.h"
+#include "train/train_types.h"
 #include "transport/transport.h"
 
 namespace arl {
@@ -46,7 +47,8 @@ namespace arl {
 //    data plane.
 // 8: random data: RunConfig carries randomData, RunDone the output's digest and sample.
 // 9: RunConfig's check counts the iterations checked (-c N); it was a bool.
-inline constexpr uint16_t kProtocolVersion = 9;
+// 10: training: RunConfig carries a TrainConfig, IterationResult a rank's TrainStep.
+inline constexpr uint16_t kProtocolVersion = 10;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
@@ -61,6 +63,9 @@ inline constexpr size_t kMaxEventsPerBatch = 16384;
 inline constexpr size_t kMaxIterationsPerResult = 4096;
 inline constexpr int32_t kMaxDeviceIndex = 1023;
 inline constexpr size_t kMaxOutputSampleBytes = 64;  // RunDone::outputSample
+// Spans one TrainStep carries: a forward and a backward span per layer, the optimizer, and a
+// collective per bucket (at most one bucket per float of a layer's worth: bounded by this).
+inline constexpr size_t kMaxTrainSpans = 4096;
 inline constexpr uint32_t kMaxHeartbeatIntervalMs = 60'000;
 inline constexpr uint32_t kMaxHeartbeatLiveness = 100;
 
@@ -303,6 +308,9 @@ struct RunConfig {
   bool cudaIpc = true;
   // Seeded random inputs (RunRequest::randomData): not checked; RunDone carries a digest.
   bool randomData = false;
+  // A training run (core/train/train_types.h): `iterations` steps of it, no collective of
+  // `count` elements timed; unset for every other run.
+  std::optional<TrainConfig> train;
 
   Frames encode() const;
   static DecodeResult<RunConfig> decode(ByteView header, ByteView body);
@@ -367,6 +375,8 @@ struct IterationResult {
   // The times of iterations iteration + 1, iteration + 2, ...: at most
   // kMaxIterationsPerResult - 1, and iteration + their number stays below 2^32.
   std::vector<uint64_t> moreTimesNs;
+  // A training run's step `iteration` (moreTimesNs empty then): loss, times, spans, digest.
+  std::optional<TrainRankStep> train;
 
   // Iterations reported: 1 + moreTimesNs.size().
   size_t count() const { return 1 + moreTimesNs.size(); }

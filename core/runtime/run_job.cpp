@@ -10,6 +10,7 @@
 // instead of a schedule and a data plane (runLibraryJob). Any failure posts RunFailed first,
 // then aborts the data plane, so that the coordinator hears the cause before the consequences.
 #include "runtime/run_job.h"
+#include "runtime/run_job_steps.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -111,30 +112,12 @@ uint64_t RunJob::postResult(Message m, bool wake) {
   return out.post(std::move(m), wake);
 }
 
-namespace {
+namespace jobsteps {
 
 using std::chrono::milliseconds;
 
 // How long a failing rank waits for its RunFailed to leave before it aborts its data plane.
 constexpr milliseconds kReportFirst{200};
-
-// The run's data plane: shared memory or ZeroMQ, bound before Ready and connected on Start.
-struct RunDataPlane {
-  std::unique_ptr<ZmqDataPlane> zmq;
-  std::unique_ptr<ShmDataPlane> shm;
-  Transport* dp = nullptr;  // the one of the two that exists
-  DataPlanePeers peers;
-  // The backend's memory that ranks of this host may read in place (CUDA IPC), when the run
-  // asks for it and the backend has some; then every channel goes both ways (a lent slice
-  // comes back on the reverse channel).
-  PeerMemory* peerMemory = nullptr;
-  bool bothWays = false;  // channels both ways without lending (a rank without such memory)
-
-  void close() {
-    if (zmq) zmq->close();
-    if (shm) shm->close();
-  }
-};
 
 // Generates this run's schedule, annotated with provenance when chunk telemetry asks for it.
 // Generators are pure functions of plain data and do not look at `cancel`: with the default
@@ -229,6 +212,11 @@ ShmOptions shmOptions(const Schedule& s, int rank, const RunConfig& c) {
 
 // Phase 1 of the data plane: creates and binds it; returns the endpoint for Ready.
 std::string bindDataPlane(RunJob& j, const Schedule& s, RunDataPlane& plane) {
+  return bindDataPlaneFor(j, plane, dataPlanePeers(s, j.rank), shmOptions(s, j.rank, j.cfg));
+}
+
+std::string bindDataPlaneFor(RunJob& j, RunDataPlane& plane, DataPlanePeers peers,
+                             const ShmOptions& shm) {
   const RunConfig& c = j.cfg;
   const int rank = j.rank;
   const bool oneHost =
@@ -247,7 +235,7 @@ std::string bindDataPlane(RunJob& j, const Schedule& s, RunDataPlane& plane) {
   }
   const bool useShm = c.dataPlane == DataPlaneKind::Shm ||
                       (c.dataPlane == DataPlaneKind::Auto && oneHost && oneNamespace);
-  plane.peers = dataPlanePeers(s, rank);
+  plane.peers = std::move(peers);
   if (plane.peerMemory != nullptr || plane.bothWays) {
     std::vector<int> both = plane.peers.sendTo;
     both.insert(both.end(), plane.peers.recvFrom.begin(), plane.peers.recvFrom.end());
@@ -277,7 +265,7 @@ std::string bindDataPlane(RunJob& j, const Schedule& s, RunDataPlane& plane) {
     return plane.zmq->bind(bo);
   }
   try {
-    return plane.shm->bind(shmOptions(s, rank, c), plane.peers.recvFrom);
+    return plane.shm->bind(shm, plane.peers.recvFrom);
   } catch (const ConfigError& e) {
     throw PeerError(rank, -1, -1, e.what());
   }
@@ -617,9 +605,10 @@ void runScheduleJob(RunJob& j, RunDataPlane& plane, int64_t& iteration,
   }
 }
 
-}  // namespace
+}  // namespace jobsteps
 
 void runJobMain(RunJob& j) {
+  using namespace jobsteps;
   int64_t iteration = -1;  // for RunFailed: -1 before the first timed iteration
   RunDataPlane plane;
   j.progress.setPhase(RunPhase::SettingUp);
@@ -638,7 +627,9 @@ void runJobMain(RunJob& j) {
     if (plane.dp) plane.dp->abort();
   };
   try {
-    if (const LibraryAlgorithm* algo = findLibraryAlgorithm(j.cfg.algorithm)) {
+    if (j.cfg.train) {
+      runTrainJob(j, plane, iteration, fail);
+    } else if (const LibraryAlgorithm* algo = findLibraryAlgorithm(j.cfg.algorithm)) {
       runLibraryJob(j, *algo, iteration, fail);
     } else {
       runScheduleJob(j, plane, iteration, fail);

@@ -23,6 +23,7 @@ RunPlan planRun(const RunRequest& req, const std::vector<PlannedRank>& ranks) {
       namespaces.push_back(r.pidNamespace);
       places.push_back(r.place);
     }
+    if (req.train) checkTrainConfig(*req.train, static_cast<int>(ranks.size()));
     out.run = resolveRunRequest(req, hosts);
     checkPlaces(req.algorithm, places);
     out.cfg = runConfigOf(req, out.run, hosts);
@@ -67,7 +68,23 @@ RunConfig runConfigOf(const RunRequest& req, const ResolvedRun& run,
   c.dataPlane = req.dataPlane;
   c.cudaIpc = req.cudaIpc;
   c.shaping = req.shaping;
+  c.train = req.train;
   return c;
+}
+
+RunRequest trainingRequest(RunRequest base, const TrainConfig& t) {
+  base.train = t;
+  base.collective = Collective::AllReduce;
+  base.dtype = DataType::Float;
+  base.op = RedOp::Sum;
+  base.count = parameterCount(t.layers);
+  base.warmup = 0;
+  base.iterations = static_cast<int>(t.steps);
+  base.check = 0;
+  base.randomData = false;
+  base.inPlace = false;
+  if (t.sync == SyncMode::Ps) base.algorithm = "parameter-server";
+  return base;
 }
 
 std::shared_ptr<PlanJob> PlanJob::start(RunRequest req, std::vector<PlannedRank> ranks,

@@ -38,6 +38,12 @@ struct RunPlan {
 // `error` naming the parameter. Touches no worker.
 RunPlan planRun(const RunRequest& req, const std::vector<PlannedRank>& ranks);
 
+// The request of a training run: `base`'s algorithm, slice, shaping and data plane, `t` as
+// its training, the collective an all-reduce of the model's gradients (its count), one timed
+// iteration per step, no warm-up and no result check (the weights' digests are the check).
+// `sync` ps runs the buckets through the parameter-server schedule.
+RunRequest trainingRequest(RunRequest base, const TrainConfig& t);
+
 // The RunConfig of `req` resolved as `run` on ranks of these hosts (in rank order), with
 // runId and epoch 1: the caller sets its own.
 RunConfig runConfigOf(const RunRequest& req, const ResolvedRun& run,

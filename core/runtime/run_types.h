@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "exec/run_request.h"
+#include "train/train_types.h"
 #include "exec/sent_bytes.h"
 #include "exec/telemetry.h"
 
@@ -61,6 +62,8 @@ struct RankIteration {
   uint32_t iteration = 0;
   int64_t timeNs = 0;
   uint64_t wrong = 0;
+  // A training run's step: what the rank measured and holds after it.
+  std::optional<TrainRankStep> train;
 };
 
 // Where a run's telemetry went. produced = delivered + the three dropped counts.

@@ -94,6 +94,9 @@ struct TrainRankStep {
   int64_t exposedNs = 0;   // stepNs - computeNs: communication the compute did not hide
   uint64_t digest = 0;     // FNV-1a 64 of the rank's weights after the step
   uint32_t staleness = 0;  // ps-async: server updates between this rank's pull and its push
+  // ps-async: L2 distance of this rank's weights (those it last pulled) from the server's when
+  // it pushed; the synchronous modes leave it 0 and are judged by the digests.
+  double spread = 0;
   std::vector<TrainSpan> spans;
   bool operator==(const TrainRankStep&) const = default;
 };

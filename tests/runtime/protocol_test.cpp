@@ -1097,5 +1097,81 @@ TEST(Protocol, ChunkHeaderLayoutMatchesTheDocs) {
   EXPECT_EQ(offsetof(ChunkHeader, length), 48u);
 }
 
+// ---- Training (protocol 10) -------------------------------------------------------------------
+
+RunConfig trainingConfig() {
+  RunConfig c = sampleConfig();
+  TrainConfig t;
+  t.layers = {784, 512, 10};
+  t.steps = 7;
+  t.batch = 64;
+  t.bucketBytes = 1 << 20;
+  t.overlap = false;
+  t.sync = SyncMode::PsAsync;
+  t.optimizer = OptimizerKind::Adam;
+  t.lr = 0.001f;
+  t.momentum = 0.5f;
+  t.seed = 99;
+  t.slowComputeRank = 3;
+  t.slowComputeFactor = 2.5;
+  c.train = t;
+  c.warmup = 0;
+  c.iterations = 7;
+  c.check = 0;
+  return c;
+}
+
+IterationResult trainingStep() {
+  IterationResult r;
+  r.epoch = 7;
+  r.rank = 2;
+  r.iteration = 5;
+  r.timeNs = 12345;
+  TrainRankStep t;
+  t.rank = 2;
+  t.step = 5;
+  t.loss = 1.25;
+  t.stepNs = 12345;
+  t.computeNs = 10000;
+  t.commNs = 4000;
+  t.exposedNs = 2345;
+  t.digest = 0xFEDCBA9876543210ull;
+  t.staleness = 3;
+  t.spread = 0.5;
+  t.spans = {{TrainSpan::Kind::Forward, 0, 0, 100},
+             {TrainSpan::Kind::Reduce, 1, 50, 4050},
+             {TrainSpan::Kind::Pull, 0, 4050, 12345}};
+  r.train = t;
+  return r;
+}
+
+TEST(Protocol, TrainingConfigAndStepRoundTrip) {
+  expectRoundTrip(trainingConfig());
+  expectRoundTrip(trainingStep());
+  EXPECT_FALSE(validate(Message(trainingConfig())));
+  EXPECT_FALSE(validate(Message(trainingStep())));
+}
+
+TEST(Protocol, RefusesInconsistentTrainingMessages) {
+  RunConfig c = trainingConfig();
+  c.iterations = 8;  // one per step, or the coordinator waits for a step no rank runs
+  ASSERT_TRUE(validate(Message(c)));
+  EXPECT_TRUE(contains(*validate(Message(c)), "7 steps")) << *validate(Message(c));
+  c = trainingConfig();
+  c.train->batch = 6;  // not a multiple of 4 ranks
+  ASSERT_TRUE(validate(Message(c)));
+  EXPECT_TRUE(contains(*validate(Message(c)), "--batch 6")) << *validate(Message(c));
+  IterationResult r = trainingStep();
+  r.train->step = 4;
+  ASSERT_TRUE(validate(Message(r)));
+  EXPECT_TRUE(contains(*validate(Message(r)), "reported as iteration 5"));
+  r = trainingStep();
+  r.train->spans[1].endNs = 10;
+  ASSERT_TRUE(validate(Message(r)));
+  r = trainingStep();
+  r.moreTimesNs = {1};
+  EXPECT_TRUE(validate(Message(r)));
+}
+
 }  // namespace
 }  // namespace arl
