@@ -56,6 +56,9 @@ class Replica {
   // as bucket b's last gradient is written (may be empty), and span() for each layer's
   // forward and backward. Returns the mean loss over the shard. With cfg.slowComputeRank ==
   // rank, each span takes slowComputeFactor times as long (the rank sleeps the difference).
+  // Layer 0's Forward span includes making the shard's inputs; layer l's Backward span is its
+  // delta (from layer l+1's, or from the loss), then its weight and bias gradients, after
+  // which its bucket may complete.
   double computeGradients(uint32_t step, const std::function<void(size_t bucket)>& onBucket,
                           const SpanFn& span);
 
