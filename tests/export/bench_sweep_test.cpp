@@ -16,7 +16,7 @@ BenchConfig unusualConfig() {
   BenchConfig c;
   c.iters = 7;
   c.warmup = 2;
-  c.check = false;
+  c.check = 0;
   c.op = RedOp::Max;
   c.dtype = DataType::Int32;
   c.collective = Collective::AllGather;
@@ -67,7 +67,7 @@ TEST(BenchSweep, EveryRunSettingOfTheConfigurationReachesTheRuns) {
   EXPECT_TRUE(q.inPlace);
   EXPECT_EQ(q.warmup, 2);
   EXPECT_EQ(q.iterations, 7);
-  EXPECT_FALSE(q.check);
+  EXPECT_EQ(q.check, 0u);
   EXPECT_EQ(q.telemetry, TelemetryLevel::Steps);
   EXPECT_EQ(q.maxEvents, 1234u);
   EXPECT_EQ(q.stallTimeout, std::chrono::milliseconds(4321));
@@ -87,7 +87,7 @@ TEST(BenchSweep, TheConfigurationsDefaultsAreTheRunsDefaults) {
   EXPECT_EQ(s.base.stallTimeout, d.stallTimeout);
   EXPECT_EQ(s.base.dataPlane, DataPlaneKind::Auto);
   EXPECT_TRUE(s.base.cudaIpc);
-  EXPECT_TRUE(s.base.check);
+  EXPECT_EQ(s.base.check, 1u);
   EXPECT_EQ(s.base.telemetry, TelemetryLevel::Chunks);
 }
 
