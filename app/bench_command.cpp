@@ -323,7 +323,7 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
               std::string(toString(c_.collective)).c_str(), n, c_.workers, c_.expect,
               c_.backend.c_str());
   std::printf("# minBytes %" PRIu64 " maxBytes %" PRIu64
-              " step: %s warmup iters: %d iters: %d validation: %d\n",
+              " step: %s warmup iters: %d iters: %d validation: %u\n",
               c_.minBytes, c_.maxBytes, step.c_str(), c_.warmup, c_.iters, c_.check);
   // What the workers will choose: auto means shared memory when they share one host.
   std::string plane(toString(c_.dataPlane));
