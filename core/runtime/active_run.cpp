@@ -19,7 +19,8 @@ ActiveRun::ActiveRun(uint64_t runId, RunRequest req, RunPlan plan, std::vector<W
       n_(static_cast<int>(plan.ids.size())),
       ids_(std::move(plan.ids)),
       workers_(std::move(workers)),
-      stall_(stallTimeout) {
+      stall_(stallTimeout),
+      sent_(n_) {
   cfg_.runId = runId_;
   cfg_.epoch = epoch_;
   const auto n = static_cast<size_t>(n_);
@@ -189,7 +190,7 @@ void ActiveRun::onTelemetry(TelemetryBatch& m, int r) {
   if (stepEvent != m.events.rend()) noteStep(r, stepEvent->iteration, stepEvent->step, true);
   // The bytes each rank reports sending are counted before any bound drops an event; then the
   // batch goes to the client, moved, and nothing else of it stays here.
-  sent_.add(m.events);
+  sent_.add(r, m.events);
   TelemetryCounts& t = telemetry_;
   t.produced += m.events.size();
   const uint64_t forwarded = t.delivered + t.droppedSlowClient;
@@ -407,7 +408,7 @@ RunResult ActiveRun::result() const {
   }
   res.outputDigests = digests_;
   res.outputSamples = samples_;
-  res.sent = sent_.ranks(n_);
+  res.sent = sent_.ranks();
   res.telemetry = telemetry_;
   res.telemetry.droppedByRanks =
       std::accumulate(workerDropped_.begin(), workerDropped_.end(), uint64_t{0});
