@@ -35,11 +35,15 @@ RankRun::RankRun(const Schedule& s, int rank, Backend& backend, RankRunOptions o
                       std::to_string(s.nranks));
   }
   if (opt_.iterations < 1) throw ConfigError("iterations must be at least 1 (got 0)");
+  if (opt_.randomData && opt_.check > 0) {
+    throw ConfigError("random data has no expected result: check must be 0 (got " +
+                      std::to_string(opt_.check) + ")");
+  }
   if (RankProgress* p = opt_.exec.progress) p->setPhase(RunPhase::SettingUp);
   try {
     allocateBuffers();
     fillInput();
-    if (opt_.check && !opt_.randomData) fillExpected();
+    if (opt_.check > 0) fillExpected();
   } catch (...) {
     for (void* p : owned_) backend_.deallocate(p);
     throw;

@@ -48,7 +48,9 @@ struct RankRunOptions {
   // where the machine's speed is the same for both kinds of iteration (docs/telemetry.md,
   // "Paired within a run"). Only when run() is given a sink.
   bool recordEveryOther = false;
-  // Seeded random inputs (RunRequest::randomData) instead of checkable ones; no check.
+  // Seeded random inputs (RunRequest::randomData) instead of checkable ones. They have no
+  // expected output: `check` must be 0 with them (RunRequest::checkedIterations decides it;
+  // the constructor refuses anything else).
   bool randomData = false;
 };
 

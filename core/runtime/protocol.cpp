@@ -296,6 +296,11 @@ std::optional<std::string> check(const RunConfig& m) {
                       checkRange<uint32_t>("checked iterations", m.check, 0, kMaxIterations)})) {
     return e;
   }
+  // RunRequest::checkedIterations() made it 0: a RunConfig that says otherwise was not made so.
+  if (m.randomData && m.check > 0) {
+    return std::to_string(m.check) +
+           " checked iterations of random data, which has no expected result";
+  }
   if (!m.hosts.empty() && m.hosts.size() != n) {
     return std::to_string(m.hosts.size()) + " host names for a world of " + std::to_string(n);
   }

@@ -193,7 +193,7 @@ RankRunOptions rankRunOptions(RunJob& j) {
   ro.inPlace = c.inPlace;
   ro.warmup = c.warmup;
   ro.iterations = c.iterations;
-  ro.check = c.randomData ? 0 : c.check;
+  ro.check = c.check;  // 0 with random data (RunRequest::checkedIterations, check(RunConfig))
   ro.randomData = c.randomData;
   ro.cancel = &j.cancelled;
   return ro;

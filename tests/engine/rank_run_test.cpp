@@ -257,6 +257,25 @@ TEST(RankRun, RefusesARankOutsideTheSchedule) {
   EXPECT_THROW(RankRun(s, 0, backend, options(false, 0, 0)), ConfigError);
 }
 
+// Random data has no expected result: a check of it would count every element wrong.
+TEST(RankRun, RefusesToCheckRandomData) {
+  const Schedule s = ring(Collective::AllReduce, 2, 10);
+  CpuBackend backend;
+  RankRunOptions o = options(false, 0, 1);
+  o.randomData = true;
+  o.check = 1;
+  try {
+    RankRun run(s, 0, backend, o);
+    ADD_FAILURE() << "a check of random data was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("random data has no expected result"), std::string::npos)
+        << e.what();
+  }
+  o.check = 0;
+  RankRun unchecked(s, 0, backend, o);
+  EXPECT_FALSE(unchecked.checks());
+}
+
 // ---- Cancellation ----------------------------------------------------------------------------
 
 // The CPU backend, counting uploads and downloads and calling a hook after each.

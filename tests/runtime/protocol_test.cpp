@@ -495,6 +495,9 @@ TEST(Protocol, RejectsOutOfRangeRunConfig) {
   check([](Bytes& b) { putField(b, 16, kMaxIterations + 1); },
         "checked iterations 1000001 is outside 0..1000000");
   check([](Bytes& b) { putField(b, 17, 4); }, "unknown telemetry level 4");
+  // Random data has no expected result: a RunConfig must check none of it (sampleConfig: 1).
+  check([](Bytes& b) { putField(b, 31, 1); },
+        "1 checked iterations of random data, which has no expected result");
   check([](Bytes& b) { putSigned(b, 20, 0); }, "ring order has 5 ranks for a world of 4");
   check(
       [](Bytes& b) {
