@@ -37,6 +37,7 @@
 #include "commands.h"
 #include "exec/collective_library.h"
 #include "exec/run_request.h"
+#include "export/bench_sweep.h"
 #include "export/export.h"
 #if ARL_HAVE_GPU
 #include "gpu/cuda_device.h"
@@ -162,6 +163,8 @@ class Bench {
   bool writeOutputs();
   void onEvent(const CoordinatorEvent& ev);
   std::string label(const SweepPoint& p) const;
+  // The iterations each run checks (RunRequest::checkedIterations): none with random data.
+  uint32_t checkedIterations() const { return runRequestOf(c_).checkedIterations(); }
 
   BenchArgs a_;
   const BenchConfig& c_;
@@ -273,8 +276,8 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
               std::string(toString(c_.collective)).c_str(), n, c_.workers, c_.expect,
               c_.backend.c_str());
   std::printf("# minBytes %" PRIu64 " maxBytes %" PRIu64
-              " step: %s warmup iters: %d iters: %d validation: %d\n",
-              c_.minBytes, c_.maxBytes, step.c_str(), c_.warmup, c_.iters, c_.check);
+              " step: %s warmup iters: %d iters: %d validation: %u\n",
+              c_.minBytes, c_.maxBytes, step.c_str(), c_.warmup, c_.iters, checkedIterations());
   // What the workers will choose: auto means shared memory when they share one host.
   std::string plane(toString(c_.dataPlane));
   if (c_.dataPlane == DataPlaneKind::Auto) {
@@ -376,7 +379,7 @@ void Bench::printRow(const SweepRow& row) {
   const RunRequest& q = row.result.request;
   const bool rooted = q.collective == Collective::Reduce || q.collective == Collective::Broadcast;
   const std::string redop = collectiveReduces(q.collective) ? std::string(toString(q.op)) : "none";
-  const std::string wrong = q.check ? std::to_string(row.metrics.wrong) : "N/A";
+  const std::string wrong = q.checkedIterations() ? std::to_string(row.metrics.wrong) : "N/A";
   const std::string predicted =
       std::isfinite(row.predictedUs) ? formatTimeUs(row.predictedUs) : std::string("-");
   const std::string slice = varySlice_ ? printfString("  %9" PRIu64, q.sliceBytes) : "";
@@ -409,11 +412,12 @@ void Bench::printFooter() {
     ++pa.second;
   }
   std::string out;
-  if (c_.check) {
+  if (checkedIterations() > 0) {
     out +=
         printfString("# Wrong elements        : %" PRIu64 " %s\n", wrong, wrong ? "FAILED" : "OK");
   } else {
-    out += "# Wrong elements        : N/A (-c 0: results not checked)\n";
+    out += c_.randomData ? "# Wrong elements        : N/A (random data: results not checked)\n"
+                         : "# Wrong elements        : N/A (-c 0: results not checked)\n";
   }
   out +=
       printfString("# Avg bus bandwidth     : %g\n", done ? sum / static_cast<double>(done) : 0.0);
@@ -494,7 +498,7 @@ void Bench::onRow(const SweepRow& row) {
   iterationsDropped_ += row.result.iterationEventsDropped;
   if (row.result.state == RunState::Done) {
     printRow(row);
-    anyWrong_ |= c_.check && row.metrics.wrong > 0;
+    anyWrong_ |= row.result.request.checkedIterations() > 0 && row.metrics.wrong > 0;
   }
 }
 

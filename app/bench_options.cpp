@@ -227,9 +227,10 @@ void BenchOptions::checkOperation(BenchConfig& c) const {
     if (v->text != "checkable" && v->text != "random")
       throw refuse(*v, "must be checkable or random");
     c.randomData = v->text == "random";
-    if (c.randomData && c.check && opts_.get("--check"))
+    // A -c N that the runs would not honour (RunRequest::checkedIterations) is refused; left
+    // out, -c's default checks nothing then.
+    if (opts_.get("--check") && runRequestOf(c).checkedIterations() < c.check)
       throw refuse(*v, "random data cannot be checked: drop --check (or give --check 0)");
-    if (c.randomData) c.check = 0;
   }
 }
 

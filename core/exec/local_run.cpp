@@ -198,6 +198,7 @@ LocalRunResult runLocal(const Schedule& schedule, const LocalRunOptions& opt) {
         rankNs[t.index][ri] = t.ns;
         if (t.wrong) wrong[ri] = *t.wrong;
       };
+      hooks.afterChecks = [&](uint64_t more) { wrong[ri] += more; };
       std::unique_ptr<Transport> wrapped;
       if (opt.wrapTransport) wrapped = opt.wrapTransport(fabric.transport(r), *backends[ri], r);
       runs[ri]->run(wrapped ? *wrapped : fabric.transport(r), opt.sink, hooks);

@@ -30,20 +30,29 @@ ProgressSnapshot RankProgress::snapshot() const noexcept {
   s.peer = peer_.load(kRelaxed);
   s.step = step_.load(kRelaxed);
   s.iteration = iteration_.load(kRelaxed);
+  s.checkIteration = checkIteration_.load(kRelaxed);
+  s.checkIterations = checkIterations_.load(kRelaxed);
   return s;
+}
+
+std::string iterationText(uint32_t iteration, uint32_t checkIteration, uint32_t checkIterations) {
+  if (checkIteration == 0) return "iteration " + std::to_string(iteration);
+  std::string t = "checking iteration " + std::to_string(checkIteration);
+  if (checkIterations > 0) t += " of " + std::to_string(checkIterations);
+  return t;
 }
 
 std::string describe(const ProgressSnapshot& s) {
   if (s.phase != RunPhase::Iterating) return std::string("is ") + toString(s.phase);
-  const std::string where =
-      " for step " + std::to_string(s.step) + " (iteration " + std::to_string(s.iteration) + ")";
+  const std::string it = iterationText(s.iteration, s.checkIteration, s.checkIterations);
+  const std::string where = " for step " + std::to_string(s.step) + " (" + it + ")";
   switch (s.wait) {
     case WaitKind::Data: return "waits for data from rank " + std::to_string(s.peer) + where;
     case WaitKind::Room:
       return "waits for rank " + std::to_string(s.peer) + " to take its data" + where;
     case WaitKind::None: break;
   }
-  return "is working (iteration " + std::to_string(s.iteration) + ")";
+  return "is working (" + it + ")";
 }
 
 uint64_t threadCpuMillis(std::thread& t) {

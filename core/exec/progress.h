@@ -45,7 +45,15 @@ struct ProgressSnapshot {
   int32_t peer = -1;       // with wait != None
   uint32_t step = 0;       // with wait != None
   uint32_t iteration = 0;  // the iteration being run (warm-up ones count from 0 too)
+  // One of the check's iterations after the timed ones, when not 0: k of checkIterations
+  // (RankRunOptions::check, IterationPlace); `iteration` says nothing then.
+  uint32_t checkIteration = 0;
+  uint32_t checkIterations = 0;
 };
+
+// "iteration 2"; for one of the check's iterations after the timed ones (checkIteration k > 0),
+// "checking iteration 2 of 3" ("checking iteration 2" when checkIterations is 0, unknown).
+std::string iterationText(uint32_t iteration, uint32_t checkIteration, uint32_t checkIterations);
 
 // "waits for data from rank 1 for step 5 (iteration 2)", "is setting up", ...
 std::string describe(const ProgressSnapshot& s);
@@ -59,6 +67,11 @@ class RankProgress {
     tick();
   }
   void setIteration(uint32_t it) noexcept { iteration_.store(it, kRelaxed); }
+  // From the first of the check's iterations after the timed ones on (ProgressSnapshot).
+  void setCheckIteration(uint32_t k, uint32_t of) noexcept {
+    checkIterations_.store(of, kRelaxed);
+    checkIteration_.store(k, kRelaxed);
+  }
   void beginWait(WaitKind k, int peer, uint32_t step) noexcept {
     peer_.store(peer, kRelaxed);
     step_.store(step, kRelaxed);
@@ -78,6 +91,8 @@ class RankProgress {
   std::atomic<int32_t> peer_{-1};
   std::atomic<uint32_t> step_{0};
   std::atomic<uint32_t> iteration_{0};
+  std::atomic<uint32_t> checkIteration_{0};
+  std::atomic<uint32_t> checkIterations_{0};
 };
 
 // The clock of a run's stall timeout: progress anywhere restarts it.

@@ -23,6 +23,13 @@ uint64_t expectedPieceElems(const Schedule& s) {
 
 }  // namespace
 
+IterationPlace iterationPlace(uint32_t it, uint32_t warmup, uint32_t iterations) {
+  using Kind = IterationPlace::Kind;
+  if (it < warmup) return {Kind::Warmup, it};
+  if (it - warmup < iterations) return {Kind::Timed, it - warmup};
+  return {Kind::Checked, it - warmup - iterations + 2};
+}
+
 RankRun::RankRun(const Schedule& s, int rank, Backend& backend, RankRunOptions opt)
     : s_(s),
       rank_(rank),
@@ -35,11 +42,15 @@ RankRun::RankRun(const Schedule& s, int rank, Backend& backend, RankRunOptions o
                       std::to_string(s.nranks));
   }
   if (opt_.iterations < 1) throw ConfigError("iterations must be at least 1 (got 0)");
+  if (opt_.randomData && opt_.check > 0) {
+    throw ConfigError("random data has no expected result: check must be 0 (got " +
+                      std::to_string(opt_.check) + ")");
+  }
   if (RankProgress* p = opt_.exec.progress) p->setPhase(RunPhase::SettingUp);
   try {
     allocateBuffers();
     fillInput();
-    if (opt_.check && !opt_.randomData) fillExpected();
+    if (opt_.check > 0) fillExpected();
   } catch (...) {
     for (void* p : owned_) backend_.deallocate(p);
     throw;
@@ -168,7 +179,7 @@ bool RankRun::iterate(const std::function<void(uint32_t, bool)>& one, const Rank
     if (opt_.inPlace && it > 0) backend_.upload(bufs_.input, hostInput_.get(), inBytes_);
     if (hooks.beforeIteration && !hooks.beforeIteration(it)) return false;
     if (RankProgress* p = opt_.exec.progress) {
-      p->setIteration(it);
+      p->setIteration(iterationPlace(it, opt_.warmup, opt_.iterations).index);
       p->setPhase(RunPhase::Iterating);
     }
     const bool isTimed = it >= opt_.warmup;
@@ -185,13 +196,14 @@ bool RankRun::iterate(const std::function<void(uint32_t, bool)>& one, const Rank
       if (hooks.beforeCheck) hooks.beforeCheck();
       r.wrong = countWrong();
     }
-    if (it + 1 == total && opt_.check > 1) {
-      const std::optional<uint64_t> more = checkMore(one, hooks, total);
-      if (!more) return false;
-      if (r.wrong) *r.wrong += *more;
-    }
     if (hooks.afterTimed) hooks.afterTimed(r);
   }
+  // After the last timed result went out, so that it waits for none of these iterations and
+  // a failure in one of them loses none of the timed results.
+  if (opt_.check <= 1) return true;
+  const std::optional<uint64_t> more = checkMore(one, hooks, total);
+  if (!more) return false;
+  if (hooks.afterChecks) hooks.afterChecks(*more);
   return true;
 }
 
@@ -203,7 +215,7 @@ std::optional<uint64_t> RankRun::checkMore(const std::function<void(uint32_t, bo
     poisonOutput();
     if (hooks.beforeIteration && !hooks.beforeIteration(it)) return std::nullopt;
     if (RankProgress* p = opt_.exec.progress) {
-      p->setIteration(it);
+      p->setCheckIteration(iterationPlace(it, opt_.warmup, opt_.iterations).index, opt_.check);
       p->setPhase(RunPhase::Iterating);
     }
     one(it, false);

@@ -48,7 +48,9 @@ struct RankRunOptions {
   // where the machine's speed is the same for both kinds of iteration (docs/telemetry.md,
   // "Paired within a run"). Only when run() is given a sink.
   bool recordEveryOther = false;
-  // Seeded random inputs (RunRequest::randomData) instead of checkable ones; no check.
+  // Seeded random inputs (RunRequest::randomData) instead of checkable ones. They have no
+  // expected output: `check` must be 0 with them (RunRequest::checkedIterations decides it;
+  // the constructor refuses anything else).
   bool randomData = false;
 };
 
@@ -58,16 +60,32 @@ struct TimedIteration {
   int64_t ns = 0;      // this rank's time for the iteration, backend synchronised
   // #wrong of this rank's output (nccl-tests' "#wrong"), after the last timed iteration only
   // and only when checked: a check between iterations would delay this rank's next
-  // iteration while its peers already wait for it, and land in their measured time. With
-  // RankRunOptions::check N > 1, the sum over the N iterations checked.
+  // iteration while its peers already wait for it, and land in their measured time. The
+  // check's further iterations (RankRunOptions::check > 1) report theirs through
+  // RankRunHooks::afterChecks.
   std::optional<uint64_t> wrong;
 };
 
+// Where an iteration of a RankRun lies. RankRunHooks::beforeIteration numbers them as they
+// run: the warm-up ones, the timed ones, then the check's further ones (RankRunOptions::check).
+struct IterationPlace {
+  enum class Kind : uint8_t { Warmup, Timed, Checked };
+  Kind kind = Kind::Warmup;
+  // Warmup, Timed: 0-based among the iterations of its kind. Checked: k of
+  // RankRunOptions::check, 2..check (the first iteration checked is the last timed one).
+  uint32_t index = 0;
+};
+IterationPlace iterationPlace(uint32_t it, uint32_t warmup, uint32_t iterations);
+
 struct RankRunHooks {
-  // Before iteration `it` (0..warmup+iterations-1, warm-up first), untimed. Returning false
-  // ends the run early (the in-process run's barrier was aborted by a failing rank).
+  // Before iteration `it` (numbered as IterationPlace says), untimed. Returning false ends the
+  // run early (the in-process run's barrier was aborted by a failing rank).
   std::function<bool(uint32_t it)> beforeIteration;
   std::function<void(const TimedIteration&)> afterTimed;
+  // After the check's further iterations (RankRunOptions::check > 1), which run once
+  // afterTimed has had the last timed iteration: their #wrong summed (0 where this rank's
+  // output is not checked). Not called when one of them fails or the run ends early.
+  std::function<void(uint64_t wrong)> afterChecks;
   // Before an output is checked (only when checks()).
   std::function<void()> beforeCheck;
 };
@@ -90,10 +108,11 @@ class RankRun {
   // output (not so for Reduce on a rank other than the root).
   bool checks() const { return expected_ != nullptr; }
 
-  // Runs the warm-up and timed iterations over `transport`, reporting to `sink` (may be
-  // null). Returns false when beforeIteration ended the run early. Throws PeerError as
-  // Executor::run does; the caller aborts the transport then. Call once; `transport` must
-  // stay open until after the RankRun is destroyed (a send may still read its buffers).
+  // Runs the warm-up, timed and the check's further iterations over `transport`, reporting
+  // to `sink` (may be null). Returns false when beforeIteration ended the run early. Throws
+  // PeerError as Executor::run does; the caller aborts the transport then. Call once;
+  // `transport` must stay open until after the RankRun is destroyed (a send may still read
+  // its buffers).
   bool run(Transport& transport, TelemetrySink* sink, const RankRunHooks& hooks);
   // The same iterations, each one a single call of `collective` on the buffers (a library's
   // whole collective, exec/collective_library.h) instead of the schedule's ops. Throws what
@@ -116,7 +135,8 @@ class RankRun {
   void fillExpected();
   // Throws PeerError naming `where` ("while filling the input") when the run is cancelled.
   void throwIfCancelled(const char* where) const;
-  // The warm-up and timed iterations, each done by `one(iteration, timed)`.
+  // The warm-up, timed and the check's further iterations, each done by
+  // `one(iteration, timed)`.
   bool iterate(const std::function<void(uint32_t, bool)>& one, const RankRunHooks& hooks);
   // The check's iterations after the timed ones (RankRunOptions::check - 1 of them), numbered
   // from `first`: their #wrong summed (0 where this rank's output is not checked), nullopt

@@ -220,7 +220,7 @@ LocalRunOptions localRunOptions(const RunRequest& req) {
           .warmup = req.warmup,
           .iterations = req.iterations,
           .inflight = req.inflight,
-          .check = req.check,
+          .check = req.checkedIterations(),
           .telemetry = req.telemetry,
           .shaping = req.shaping,
           .stallTimeout = req.stallTimeout};

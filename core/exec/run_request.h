@@ -59,15 +59,20 @@ struct RunRequest {
   int mismatchRank = -1;
   // A teaching aid (bench --data random): seeded random floats as inputs, whose sums depend on
   // the order in which an algorithm adds them, instead of the checkable integers of
-  // exec/check.h. Such a result cannot be checked (check must be off); every rank reports a
-  // digest of its output instead (RunResult::outputDigests), which shows whether the ranks of a
-  // run hold the same bits and whether two algorithms do.
+  // exec/check.h. Such a result cannot be checked (checkedIterations() is 0); every rank
+  // reports a digest of its output instead (RunResult::outputDigests), which shows whether the
+  // ranks of a run hold the same bits and whether two algorithms do.
   bool randomData = false;
   // A data-parallel training run (core/train/train_types.h; allreduce-lab train): the ranks
   // train the model for train->steps steps, their gradient buckets reduced by `algorithm` in
   // slices of `sliceBytes`; count, warm-up, iterations and check are set from it when the
   // run is planned.
   std::optional<TrainConfig> train;
+
+  // The iterations whose output is checked: `check`, and none with random data, which has no
+  // expected result. The one place that decides it: the ranks' RunConfig, the in-process run,
+  // the exports and bench's table all take it from here.
+  uint32_t checkedIterations() const { return randomData ? 0 : check; }
 
   bool operator==(const RunRequest&) const = default;
 };

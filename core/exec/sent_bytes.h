@@ -6,7 +6,7 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <span>
 #include <vector>
 
 #include "exec/telemetry.h"
@@ -23,15 +23,23 @@ struct RankSent {
 };
 
 // Counts a run's events as they pass (in any order, batch by batch), keeping none of them.
+// The coordinator counts every event it receives (up to about a million a second), so an
+// event of a batch costs a compare of its kind and an add or two.
 class SentTally {
  public:
+  // For ranks 0 .. nranks - 1.
+  explicit SentTally(int nranks);
+  // An event of any rank; one of a rank outside the run is not counted.
   void add(const TelemetryEvent& e);
-  void add(const std::vector<TelemetryEvent>& events);
-  // One entry per rank 0 .. nranks - 1 (ranks without events: all 0).
-  std::vector<RankSent> ranks(int nranks) const;
+  // The events of one batch of rank `rank`, every one credited to `rank` without reading its
+  // own (the protocol's decoder refuses a batch that holds another rank's event); a rank
+  // outside the run: none counted.
+  void add(int rank, std::span<const TelemetryEvent> events);
+  // One entry per rank (ranks without events: all 0).
+  const std::vector<RankSent>& ranks() const { return ranks_; }
 
  private:
-  std::map<int, RankSent> byRank_;
+  std::vector<RankSent> ranks_;
 };
 
 // SentTally over `events` (a recorded run's).

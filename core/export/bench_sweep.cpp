@@ -3,9 +3,8 @@
 
 namespace arl {
 
-SweepSpec sweepSpecOf(const BenchConfig& c, const std::vector<uint64_t>& sizes) {
-  SweepSpec s;
-  RunRequest& q = s.base;
+RunRequest runRequestOf(const BenchConfig& c) {
+  RunRequest q;
   q.collective = c.collective;
   q.dtype = c.dtype;
   q.op = c.op;
@@ -23,7 +22,12 @@ SweepSpec sweepSpecOf(const BenchConfig& c, const std::vector<uint64_t>& sizes) 
   q.stallTimeout = c.stallTimeout;
   q.mismatchRank = c.mismatchRank;
   q.randomData = c.randomData;
-  if (c.randomData) q.check = false;
+  return q;
+}
+
+SweepSpec sweepSpecOf(const BenchConfig& c, const std::vector<uint64_t>& sizes) {
+  SweepSpec s;
+  s.base = runRequestOf(c);
   s.algorithms = c.algorithms;
   s.sizes = sizes;
   s.sliceSizes = c.sliceSizes;

@@ -12,6 +12,10 @@
 
 namespace arl {
 
+// The run request every run of `c`'s sweep starts from (the sweep sets each run's algorithm,
+// size, slice and slices in flight): every field of the run requests that `c` holds.
+RunRequest runRequestOf(const BenchConfig& c);
+
 // The sweep `c` asks for over `sizes` (nccl-tests' sizes S, in run order): every field of the
 // run requests that `c` holds, its algorithms, slice sizes, slices in flight and network. The
 // model and whether to keep telemetry are the caller's to set.

@@ -1,5 +1,7 @@
 #include "export/session_json.h"
 
+#include "export/bench_sweep.h"
+
 namespace arl {
 
 Json shapingJson(const LinkShaping& s) {
@@ -18,14 +20,15 @@ Json shapingJson(const LinkShaping& s) {
 }
 
 Json configJson(const BenchConfig& c) {
+  const uint32_t checked = runRequestOf(c).checkedIterations();
   return Json{{"minbytes", c.minBytes},
               {"maxbytes", c.maxBytes},
               {"stepfactor", c.stepFactor},
               {"stepbytes", c.stepBytes},
               {"iters", c.iters},
               {"warmup_iters", c.warmup},
-              {"check", c.check > 0},
-              {"check_iterations", c.check},
+              {"check", checked > 0},
+              {"check_iterations", checked},
               {"op", str(toString(c.op))},
               {"dtype", str(toString(c.dtype))},
               {"collective", str(toString(c.collective))},
@@ -119,8 +122,8 @@ Json requestJson(const RunRequest& q) {
               {"in_place", q.inPlace},
               {"warmup", q.warmup},
               {"iterations", q.iterations},
-              {"check", q.check > 0},
-              {"check_iterations", q.check},
+              {"check", q.checkedIterations() > 0},
+              {"check_iterations", q.checkedIterations()},
               {"telemetry", str(toString(q.telemetry))},
               {"data_plane", str(toString(q.dataPlane))},
               {"cuda_ipc", q.cudaIpc},

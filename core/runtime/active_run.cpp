@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <tuple>
 #include <utility>
 
 namespace arl {
@@ -19,7 +20,8 @@ ActiveRun::ActiveRun(uint64_t runId, RunRequest req, RunPlan plan, std::vector<W
       n_(static_cast<int>(plan.ids.size())),
       ids_(std::move(plan.ids)),
       workers_(std::move(workers)),
-      stall_(stallTimeout) {
+      stall_(stallTimeout),
+      sent_(n_) {
   cfg_.runId = runId_;
   cfg_.epoch = epoch_;
   const auto n = static_cast<size_t>(n_);
@@ -30,6 +32,7 @@ ActiveRun::ActiveRun(uint64_t runId, RunRequest req, RunPlan plan, std::vector<W
   endpoints_.assign(n, "");
   devices_.assign(n, PeerDeviceInfo{});
   workerDropped_.assign(n, 0);
+  wrongTotal_.assign(n, 0);
   nextBatchSeq_.assign(n, 0);
   iterNs_.assign(req_.iterations, std::vector<int64_t>(n, -1));
   iterWrong_.assign(req_.iterations, std::vector<uint64_t>(n, 0));
@@ -163,14 +166,17 @@ bool ActiveRun::recordIteration(int r, uint32_t iteration, uint64_t timeNs, uint
 }
 
 // The last step rank r reported: a heartbeat says where it is now; telemetry, which a worker
-// ships late (at the end of a short run), only moves that forward, never back.
-void ActiveRun::noteStep(int r, uint32_t iteration, uint32_t step, bool forwardOnly) {
+// ships late (at the end of a short run), only moves that forward, never back. The check's
+// iterations after the timed ones (checkIteration > 0) come after every timed one.
+void ActiveRun::noteStep(int r, uint32_t iteration, uint32_t checkIteration, uint32_t step,
+                         bool forwardOnly) {
   RankSeen& s = seen_[static_cast<size_t>(r)];
-  const bool older =
-      s.stepKnown && (iteration < s.iteration || (iteration == s.iteration && step <= s.step));
+  const bool older = s.stepKnown && std::tie(checkIteration, iteration, step) <=
+                                        std::tie(s.checkIteration, s.iteration, s.step);
   if (forwardOnly && older) return;
   s.stepKnown = true;
   s.iteration = iteration;
+  s.checkIteration = checkIteration;
   s.step = step;
 }
 
@@ -187,10 +193,10 @@ void ActiveRun::onTelemetry(TelemetryBatch& m, int r) {
   const auto stepEvent = std::find_if(m.events.rbegin(), m.events.rend(), [](const auto& e) {
     return e.kind != EventKind::IterationEnd && !isNcclKind(e.kind);
   });
-  if (stepEvent != m.events.rend()) noteStep(r, stepEvent->iteration, stepEvent->step, true);
+  if (stepEvent != m.events.rend()) noteStep(r, stepEvent->iteration, 0, stepEvent->step, true);
   // The bytes each rank reports sending are counted before any bound drops an event; then the
   // batch goes to the client, moved, and nothing else of it stays here.
-  sent_.add(m.events);
+  sent_.add(r, m.events);
   TelemetryCounts& t = telemetry_;
   t.produced += m.events.size();
   const uint64_t forwarded = t.delivered + t.droppedSlowClient;
@@ -222,6 +228,7 @@ void ActiveRun::onDone(const RunDone& m, int r) {
   done_[k] = true;
   acked_[k] = true;
   workerDropped_[k] = std::max(workerDropped_[k], m.eventsDropped);
+  wrongTotal_[k] = m.wrongTotal;
   if (m.outputDigest) {
     digests_.resize(static_cast<size_t>(n_));
     samples_.resize(static_cast<size_t>(n_));
@@ -296,13 +303,15 @@ std::string ActiveRun::failureWithStep() const {
     error += " at training step " + std::to_string(waitingPeer_->iteration) + " (rank " +
              std::to_string(waitingPeer_->rank) + " was waiting for its data)";
   } else if (failed != nullptr && failed->stepKnown) {
-    error += " at step " + std::to_string(failed->step) + " (iteration " +
-             std::to_string(failed->iteration) + ")";
+    error += " at step " + std::to_string(failed->step) + " (" +
+             iterationText(failed->iteration, failed->checkIteration, cfg_.check) + ")";
   } else if (waitingPeer_) {
-    error += " at step " + std::to_string(waitingPeer_->step) + " (rank " +
-             std::to_string(waitingPeer_->rank) + " was waiting for its data";
-    if (waitingPeer_->iteration >= 0) {
-      error += " in iteration " + std::to_string(waitingPeer_->iteration);
+    const RunFailed& w = *waitingPeer_;
+    error += " at step " + std::to_string(w.step) + " (rank " + std::to_string(w.rank) +
+             " was waiting for its data";
+    if (w.checkIteration > 0 || w.iteration >= 0) {
+      error += " in " + iterationText(static_cast<uint32_t>(std::max<int64_t>(w.iteration, 0)),
+                                      w.checkIteration, w.checkIterations);
     }
     error += ")";
   } else if (state_ == RunState::Configuring) {
@@ -335,7 +344,7 @@ std::string ActiveRun::stallText(SteadyClock::time_point now) const {
 void ActiveRun::onHeartbeat(const Heartbeat& hb, int r) {
   RankSeen& s = seen_[static_cast<size_t>(r)];
   const auto now = SteadyClock::now();
-  if (hb.inRun) noteStep(r, hb.iteration, hb.step, false);
+  if (hb.inRun) noteStep(r, hb.iteration, hb.checkIteration, hb.step, false);
   const bool inRun = hb.epoch == epoch_;
   if (inRun) {
     if (!s.inRun || hb.progress != s.progress.ticks || hb.phase != s.progress.phase) {
@@ -347,6 +356,8 @@ void ActiveRun::onHeartbeat(const Heartbeat& hb, int r) {
     s.progress.peer = hb.waitPeer;
     s.progress.step = hb.waitStep;
     s.progress.iteration = hb.iteration;
+    s.progress.checkIteration = hb.checkIteration;
+    s.progress.checkIterations = cfg_.check;
     s.reportedBeats = hb.phase == RunPhase::Reported ? s.reportedBeats + 1 : 0;
   }
   s.inRun = inRun;
@@ -408,13 +419,13 @@ RunResult ActiveRun::result() const {
     res.timeUs = std::accumulate(res.iterationUs.begin(), res.iterationUs.end(), 0.0) /
                  static_cast<double>(res.iterationUs.size());
   }
-  if (!iterWrong_.empty()) {
-    const auto& last = iterWrong_.back();
-    res.wrong = std::accumulate(last.begin(), last.end(), uint64_t{0});
+  // A rank's RunDone counts every iteration checked; without it, its last timed one's report.
+  for (size_t k = 0; k < static_cast<size_t>(n_); ++k) {
+    res.wrong += done_[k] ? wrongTotal_[k] : iterWrong_.empty() ? 0 : iterWrong_.back()[k];
   }
   res.outputDigests = digests_;
   res.outputSamples = samples_;
-  res.sent = sent_.ranks(n_);
+  res.sent = sent_.ranks();
   res.telemetry = telemetry_;
   res.telemetry.droppedByRanks =
       std::accumulate(workerDropped_.begin(), workerDropped_.end(), uint64_t{0});

@@ -123,6 +123,7 @@ class ActiveRun {
     ProgressSnapshot progress;
     bool stepKnown = false;  // the last step it reported (heartbeat or telemetry)
     uint32_t iteration = 0;
+    uint32_t checkIteration = 0;  // the check's iteration after the timed ones (0: none)
     uint32_t step = 0;
     int reportedBeats = 0;        // heartbeats in a row that said its result was sent
     bool missingResults = false;  // its RunDone came, some of its iteration reports did not
@@ -137,7 +138,8 @@ class ActiveRun {
   Start startMessage() const;
   Abort abortMessage() const;
   bool recordIteration(int r, uint32_t iteration, uint64_t timeNs, uint64_t wrong);
-  void noteStep(int r, uint32_t iteration, uint32_t step, bool forwardOnly);
+  void noteStep(int r, uint32_t iteration, uint32_t checkIteration, uint32_t step,
+                bool forwardOnly);
   void resendMissed(const Heartbeat& hb, int r, SteadyClock::time_point now);
   std::string stallText(SteadyClock::time_point now) const;
   std::string failureWithStep() const;
@@ -166,6 +168,7 @@ class ActiveRun {
   SentTally sent_;             // every batch received, before the bound and the client's queue
   uint64_t iterationEventsDropped_ = 0;
   std::vector<uint64_t> workerDropped_;
+  std::vector<uint64_t> wrongTotal_;  // each rank's RunDone: #wrong over every iteration checked
   // With random data: each rank's output digest and first bytes (RunDone), once reported.
   std::vector<uint64_t> digests_;
   std::vector<std::string> samples_;

@@ -256,12 +256,19 @@ std::optional<std::string> check(const Pong& m) {
   return std::nullopt;
 }
 
+// A check's iteration after the timed ones (IterationPlace): 0 (none) or 2..kMaxIterations.
+std::optional<std::string> checkCheckIteration(uint32_t k) {
+  if (k == 0 || (k >= 2 && k <= kMaxIterations)) return std::nullopt;
+  return "checking iteration " + std::to_string(k) + " outside 2.." +
+         std::to_string(kMaxIterations) + " (0: none)";
+}
+
 std::optional<std::string> check(const Heartbeat& m) {
   if (m.waitPeer < -1 || m.waitPeer >= kMaxRanks) {
     return "waited-for rank " + std::to_string(m.waitPeer) + " outside -1.." +
            std::to_string(kMaxRanks - 1);
   }
-  return std::nullopt;
+  return checkCheckIteration(m.checkIteration);
 }
 
 std::optional<std::string> checkEpoch(uint64_t epoch) {
@@ -295,6 +302,11 @@ std::optional<std::string> check(const RunConfig& m) {
                       checkRange<uint32_t>("iterations", m.iterations, 1, kMaxIterations),
                       checkRange<uint32_t>("checked iterations", m.check, 0, kMaxIterations)})) {
     return e;
+  }
+  // RunRequest::checkedIterations() made it 0: a RunConfig that says otherwise was not made so.
+  if (m.randomData && m.check > 0) {
+    return std::to_string(m.check) +
+           " checked iterations of random data, which has no expected result";
   }
   if (!m.hosts.empty() && m.hosts.size() != n) {
     return std::to_string(m.hosts.size()) + " host names for a world of " + std::to_string(n);
@@ -453,6 +465,11 @@ std::optional<std::string> check(const RunFailed& m) {
        m.iteration >= -1 ? std::nullopt
                          : std::optional<std::string>("iteration " + std::to_string(m.iteration) +
                                                       " is below -1"),
+       checkCheckIteration(m.checkIteration),
+       m.checkIteration <= m.checkIterations || m.checkIteration == 0
+           ? std::nullopt
+           : std::optional<std::string>("checking iteration " + std::to_string(m.checkIteration) +
+                                        " of " + std::to_string(m.checkIterations)),
        checkText("reason", m.reason)});
 }
 
@@ -620,6 +637,7 @@ void toPb(const Heartbeat& m, pb::Heartbeat& p) {
   p.set_wait_peer(m.waitPeer);
   p.set_wait_step(m.waitStep);
   p.set_want_report(m.wantReport);
+  p.set_check_iteration(m.checkIteration);
 }
 Reason fromPb(const pb::Heartbeat& p, const FrameHeader&, Heartbeat& m) {
   m.inRun = p.in_run();
@@ -634,6 +652,7 @@ Reason fromPb(const pb::Heartbeat& p, const FrameHeader&, Heartbeat& m) {
   m.waitPeer = p.wait_peer();
   m.waitStep = p.wait_step();
   m.wantReport = p.want_report();
+  m.checkIteration = p.check_iteration();
   return std::nullopt;
 }
 
@@ -978,6 +997,8 @@ void toPb(const RunFailed& m, pb::RunFailed& p) {
   p.set_step(m.step);
   p.set_iteration(m.iteration);
   p.set_reason(m.reason);
+  p.set_check_iteration(m.checkIteration);
+  p.set_check_iterations(m.checkIterations);
 }
 Reason fromPb(const pb::RunFailed& p, const FrameHeader& h, RunFailed& m) {
   m.epoch = h.epoch;
@@ -986,6 +1007,8 @@ Reason fromPb(const pb::RunFailed& p, const FrameHeader& h, RunFailed& m) {
   m.step = p.step();
   m.iteration = p.iteration();
   m.reason = p.reason();
+  m.checkIteration = p.check_iteration();
+  m.checkIterations = p.check_iterations();
   return std::nullopt;
 }
 
@@ -1335,7 +1358,11 @@ RunFailed RunFailed::from(const PeerError& e, uint64_t epoch, int64_t iteration)
 
 std::string RunFailed::message() const {
   std::string m = PeerError(rank, peer, step, reason).what();
-  if (iteration >= 0) m += " (iteration " + std::to_string(iteration) + ")";
+  if (checkIteration > 0) {
+    m += " (" + iterationText(0, checkIteration, checkIterations) + ")";
+  } else if (iteration >= 0) {
+    m += " (" + iterationText(static_cast<uint32_t>(iteration), 0, 0) + ")";
+  }
   return m;
 }
 
@@ -1433,6 +1460,7 @@ std::string describe(const Message& m) {
           os << " seq=" << x.seq << " t0=" << x.t0Ns << " t1=" << x.t1Ns << " t2=" << x.t2Ns;
         } else if constexpr (std::is_same_v<T, Heartbeat>) {
           if (x.inRun) os << " iteration=" << x.iteration << " step=" << x.step;
+          if (x.checkIteration > 0) os << " checking=" << x.checkIteration;
           if (x.epoch != 0) {
             os << " epoch=" << x.epoch << " phase=" << toString(x.phase)
                << " progress=" << x.progress;

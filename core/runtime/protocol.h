@@ -47,8 +47,10 @@ namespace arl {
 //    data plane.
 // 8: random data: RunConfig carries randomData, RunDone the output's digest and sample.
 // 9: RunConfig's check counts the iterations checked (-c N); it was a bool.
-// 10: training: RunConfig carries a TrainConfig, IterationResult a rank's TrainStep.
-inline constexpr uint16_t kProtocolVersion = 10;
+// 10: Heartbeat and RunFailed say which of the check's iterations after the timed ones a rank
+//     is in (checkIteration); RunDone's wrongTotal counts them, IterationResult's wrong not.
+// 11: training: RunConfig carries a TrainConfig, IterationResult a rank's TrainStep.
+inline constexpr uint16_t kProtocolVersion = 11;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
@@ -263,6 +265,9 @@ struct Heartbeat {
   uint32_t waitStep = 0;
   // coordinator -> worker: the result of run `epoch` has not arrived; send it again.
   bool wantReport = false;
+  // worker -> coordinator, when inRun: the check's iteration after the timed ones it runs (k
+  // of RunConfig.check, 2..check, IterationPlace); 0 in the others. `iteration` is 0 then.
+  uint32_t checkIteration = 0;
 
   Frames encode() const;
   static DecodeResult<Heartbeat> decode(ByteView header, ByteView body);
@@ -370,7 +375,8 @@ struct IterationResult {
   uint32_t iteration = 0;  // 0-based index among the timed iterations of the first one
   uint64_t timeNs = 0;     // the first one's time
   // Elements that differ from the expected result in the last iteration reported (0 when
-  // !check; the earlier ones are not checked).
+  // check is 0; the earlier ones are not checked). The check's further iterations after the
+  // timed ones count in RunDone's wrongTotal alone.
   uint64_t wrong = 0;
   // The times of iterations iteration + 1, iteration + 2, ...: at most
   // kMaxIterationsPerResult - 1, and iteration + their number stays below 2^32.
@@ -414,6 +420,8 @@ struct RunDone {
   static constexpr MsgType kType = MsgType::RunDone;
   uint64_t epoch = 0;  // >= 1
   int32_t rank = 0;
+  // Elements wrong over every iteration checked: the last timed one and the check's further
+  // ones (RunConfig.check).
   uint64_t wrongTotal = 0;
   uint64_t eventsDropped = 0;
   // With random data: a digest of the rank's output and the bytes of elements spread evenly
@@ -433,12 +441,17 @@ struct RunFailed {
   int32_t rank = 0;
   int32_t peer = -1;       // -1: no peer involved; else a rank
   int64_t step = -1;       // -1: not tied to a step
-  int64_t iteration = -1;  // -1: not tied to an iteration
+  int64_t iteration = -1;  // -1: not tied to a timed iteration
   std::string reason;      // UTF-8; encode() truncates beyond kMaxTextBytes
+  // Failed in the check's iteration k after the timed ones (2..checkIterations, RunConfig.check;
+  // IterationPlace), with iteration -1; 0: not in one.
+  uint32_t checkIteration = 0;
+  uint32_t checkIterations = 0;
 
   // From the PeerError a rank's executor threw.
   static RunFailed from(const PeerError& e, uint64_t epoch, int64_t iteration = -1);
-  // "rank 2: no data from rank 1 for step 5 within 3 s (iteration 3)".
+  // "rank 2: no data from rank 1 for step 5 within 3 s (iteration 3)", "... (checking
+  // iteration 2 of 3)".
   std::string message() const;
 
   Frames encode() const;

@@ -176,7 +176,7 @@ RankRunOptions rankRunOptions(RunJob& j) {
   ro.inPlace = c.inPlace;
   ro.warmup = c.warmup;
   ro.iterations = c.iterations;
-  ro.check = c.randomData ? 0 : c.check;
+  ro.check = c.check;  // 0 with random data (RunRequest::checkedIterations, check(RunConfig))
   ro.randomData = c.randomData;
   ro.cancel = &j.cancelled;
   return ro;
@@ -373,8 +373,10 @@ class ResultBatch {
   bool empty_ = true;
 };
 
-// Runs the warm-up and timed iterations, reporting the timed ones in batches (ResultBatch);
-// returns the run's #wrong. `iteration` follows the run for RunFailed: -1 while warming up.
+// Runs the warm-up, timed and further checked iterations, reporting the timed ones in batches
+// (ResultBatch), the last of them before any further checked one runs; returns the run's
+// #wrong, over every iteration checked. `iteration` follows the run for RunFailed: the timed
+// iteration, else -1 (j.checkIteration says which of the check's iterations it is in).
 // With `shm`, the rank drains it (ShmDataPlane::drain) before it checks its output: the check
 // takes milliseconds at large sizes, which peers still in their last iteration would wait out.
 uint64_t runIterations(RunJob& j, const std::function<void(const RankRunHooks&)>& iterate,
@@ -384,9 +386,12 @@ uint64_t runIterations(RunJob& j, const std::function<void(const RankRunHooks&)>
   ResultBatch batch(c, j.rank);
   RankRunHooks hooks;
   hooks.beforeIteration = [&](uint32_t it) {
-    const bool isTimed = it >= c.warmup;
-    iteration = isTimed ? static_cast<int64_t>(it - c.warmup) : -1;
-    j.iteration.store(isTimed ? it - c.warmup : 0);
+    const IterationPlace place = iterationPlace(it, c.warmup, c.iterations);
+    const bool isTimed = place.kind == IterationPlace::Kind::Timed;
+    const bool isChecked = place.kind == IterationPlace::Kind::Checked;
+    iteration = isTimed ? static_cast<int64_t>(place.index) : -1;
+    j.iteration.store(isTimed ? place.index : 0);
+    j.checkIteration.store(isChecked ? place.index : 0);
     j.step.store(0);
     return true;
   };
@@ -398,6 +403,7 @@ uint64_t runIterations(RunJob& j, const std::function<void(const RankRunHooks&)>
     wrongTotal += t.wrong.value_or(0);
     if (batch.add(t, t.index + 1 == c.iterations)) batch.post(j);
   };
+  hooks.afterChecks = [&](uint64_t wrong) { wrongTotal += wrong; };
   j.running.store(true);
   try {
     iterate(hooks);
@@ -411,15 +417,18 @@ uint64_t runIterations(RunJob& j, const std::function<void(const RankRunHooks&)>
 }
 
 RunFailed runFailed(const RunJob& j, const std::exception& e, int64_t iteration) {
-  if (const auto* pe = dynamic_cast<const PeerError*>(&e)) {
-    return RunFailed::from(*pe, j.cfg.epoch, iteration);
-  }
   RunFailed f;
-  f.epoch = j.cfg.epoch;
-  f.rank = j.rank;
-  f.step = j.running.load() ? static_cast<int64_t>(j.step.load()) : -1;
-  f.iteration = iteration;
-  f.reason = e.what();
+  if (const auto* pe = dynamic_cast<const PeerError*>(&e)) {
+    f = RunFailed::from(*pe, j.cfg.epoch, iteration);
+  } else {
+    f.epoch = j.cfg.epoch;
+    f.rank = j.rank;
+    f.step = j.running.load() ? static_cast<int64_t>(j.step.load()) : -1;
+    f.iteration = iteration;
+    f.reason = e.what();
+  }
+  f.checkIteration = j.checkIteration.load();
+  if (f.checkIteration > 0) f.checkIterations = j.cfg.check;
   return f;
 }
 

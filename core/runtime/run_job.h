@@ -119,8 +119,10 @@ struct RunJob {
   // plane and buffers.
   std::atomic<bool> reported{false};
   SteadyClock::time_point reportedAt;  // written before `reported` is set
-  std::atomic<bool> running{false};    // inside warmup/timed iterations
-  std::atomic<uint32_t> iteration{0};
+  std::atomic<bool> running{false};    // inside the warm-up, timed and the check's iterations
+  std::atomic<uint32_t> iteration{0};  // the timed iteration; 0 in the others
+  // The check's iteration after the timed ones (IterationPlace's k), 0 before them.
+  std::atomic<uint32_t> checkIteration{0};
   std::atomic<uint32_t> step{0};
   // Where the run is and what it waits for, for the heartbeats (exec/progress.h).
   RankProgress progress;

@@ -60,7 +60,7 @@ RunConfig runConfigOf(const RunRequest& req, const ResolvedRun& run,
   c.inPlace = req.inPlace;
   c.warmup = static_cast<uint32_t>(std::min<int64_t>(req.warmup, kMaxIterations + 1));
   c.iterations = static_cast<uint32_t>(std::min<int64_t>(req.iterations, kMaxIterations + 1));
-  c.check = req.randomData ? 0 : req.check;
+  c.check = req.checkedIterations();
   c.randomData = req.randomData;
   c.telemetry = req.telemetry;
   c.ringOrder.assign(run.ringOrder.begin(), run.ringOrder.end());

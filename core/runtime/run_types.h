@@ -61,7 +61,7 @@ struct RankIteration {
   int rank = -1;
   uint32_t iteration = 0;
   int64_t timeNs = 0;
-  uint64_t wrong = 0;
+  uint64_t wrong = 0;  // the last timed iteration's check (0 in the others)
   // A training run's step: what the rank measured and holds after it.
   std::optional<TrainRankStep> train;
 };
@@ -83,7 +83,9 @@ struct RunResult {
   std::vector<WorkerInfo> workers;
   std::vector<double> iterationUs;  // per timed iteration: the slowest rank's time
   double timeUs = 0;                // mean of iterationUs (the lab's time, docs/bench.md)
-  uint64_t wrong = 0;               // summed over ranks (last iteration's check)
+  // Summed over ranks and over the iterations checked (RunRequest::checkedIterations): the
+  // last timed one and the check's further ones.
+  uint64_t wrong = 0;
   // With random data (RunRequest::randomData): outputDigests[r], rank r's output digest
   // (FNV-1a 64), and outputSamples[r], the bytes of elements spread evenly over it
   // (RankRun::outputDigest); empty otherwise.

@@ -178,6 +178,7 @@ Heartbeat WorkerSession::heartbeat() {
   if (!j.finished.load() && j.running.load()) {
     hb.inRun = true;
     hb.iteration = j.iteration.load();
+    hb.checkIteration = j.checkIteration.load();
     hb.step = j.step.load();
   }
   const ProgressSnapshot p = j.progress.snapshot();

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -107,51 +109,139 @@ TEST(RankRun, WarmupThenTimedIterationsCheckedOnceAtTheEnd) {
   }
 }
 
-// -c N: the last timed iteration and N - 1 more after it, each checked, #wrong summed; one
-// rank whose "collective" copies its input (a sum over one rank) and spoils call `bad`.
+// A one-rank run of `o` whose "collective" copies its input (a sum over one rank) and spoils
+// call `bad` (warm-up 0, timed 1..3, the check's further ones 4, 5 with one warm-up and three
+// timed iterations): ten elements wrong, or none written (`skip`); call `fails` throws.
+struct SpoiledRun {
+  int bad = -1;
+  bool skip = false;
+  int fails = -1;
+  int calls = 0;
+  // What the hooks saw, in order: "before 4", "timed 2", "checks 10", ...
+  std::vector<std::string> log;
+  std::vector<TimedIteration> timed;
+  std::optional<uint64_t> further;  // afterChecks' #wrong, when it was called
+  // With RankRunOptions::exec.progress: what it said during each call (describe()).
+  std::vector<std::string> progress;
+
+  bool run(const RankRunOptions& o) {
+    const Schedule s = ring(Collective::AllReduce, 1, 1000);
+    CpuBackend backend;
+    RankRun rankRun(s, 0, backend, o);
+    const auto collective = [&](const RankBuffers& b) {
+      const int now = calls++;
+      if (o.exec.progress != nullptr) progress.push_back(describe(o.exec.progress->snapshot()));
+      if (now == fails) throw std::runtime_error("call " + std::to_string(now) + " failed");
+      if (now == bad && skip) return;
+      std::memcpy(b.output, b.input, 1000 * sizeof(float));
+      if (now == bad) std::fill_n(static_cast<float*>(b.output), 10, -7.5F);
+    };
+    RankRunHooks h;
+    h.beforeIteration = [this](uint32_t it) {
+      log.push_back("before " + std::to_string(it));
+      return true;
+    };
+    h.afterTimed = [this](const TimedIteration& t) {
+      log.push_back("timed " + std::to_string(t.index));
+      timed.push_back(t);
+    };
+    h.afterChecks = [this](uint64_t wrong) {
+      log.push_back("checks " + std::to_string(wrong));
+      further = wrong;
+    };
+    return rankRun.run(collective, h);
+  }
+};
+
+// -c N: the last timed iteration and N - 1 more after it, each checked; the last timed one's
+// #wrong comes with it, the further ones' summed after them.
 TEST(RankRun, CheckingNIterationsCatchesWhatALaterIterationWouldHide) {
-  const Schedule s = ring(Collective::AllReduce, 1, 1000);
   struct Case {
     uint32_t check;
-    int bad;        // the call spoiled: warm-up 0, timed 1..3, checked after them 4, 5
-    bool skip;      // spoiled by writing nothing instead of a wrong element
-    uint64_t want;  // #wrong reported with the last timed iteration
+    int bad;  // the call spoiled
+    bool skip;
+    std::optional<uint64_t> lastTimed;  // #wrong reported with the last timed iteration
+    std::optional<uint64_t> further;    // #wrong of the check's further iterations
   };
   const Case cases[] = {
-      {1, 2, false, 0},    // an earlier timed call, overwritten by the last: unseen
-      {3, -1, false, 0},   // nothing spoiled
-      {3, 4, false, 10},   // ten elements wrong in the first checked call after the timed ones
-      {3, 5, true, 1000},  // the last call wrote nothing: the poisoned output shows it
-      {0, 3, false, 0},    // no check at all
+      {1, 2, false, 0, std::nullopt},  // an earlier timed call, overwritten by the last: unseen
+      {3, -1, false, 0, 0},            // nothing spoiled
+      {3, 3, false, 10, 0},            // the last timed call
+      {3, 4, false, 0, 10},            // the first checked call after the timed ones
+      {3, 5, true, 0, 1000},           // the last call wrote nothing: the poisoned output shows it
+      {0, 3, false, std::nullopt, std::nullopt},  // no check at all
   };
   for (const Case& c : cases) {
     SCOPED_TRACE("check " + std::to_string(c.check) + ", call " + std::to_string(c.bad));
     RankRunOptions o = options(false, 1, 3);
     o.check = c.check;
-    CpuBackend backend;
-    RankRun run(s, 0, backend, o);
-    int call = 0;
-    const auto collective = [&](const RankBuffers& b) {
-      const int now = call++;
-      if (now == c.bad && c.skip) return;
-      std::memcpy(b.output, b.input, 1000 * sizeof(float));
-      if (now == c.bad) std::fill_n(static_cast<float*>(b.output), 10, -7.5F);
-    };
-    Seen me;
-    RankRunHooks h;
-    h.beforeIteration = [&me](uint32_t it) {
-      me.before.push_back(it);
-      return true;
-    };
-    h.afterTimed = [&me](const TimedIteration& t) { me.timed.push_back(t); };
-    ASSERT_TRUE(run.run(collective, h));
+    SpoiledRun run{.bad = c.bad, .skip = c.skip};
+    ASSERT_TRUE(run.run(o));
     const uint32_t calls = 4 + (c.check > 1 ? c.check - 1 : 0);
-    EXPECT_EQ(call, static_cast<int>(calls));
-    EXPECT_EQ(me.before.size(), calls);
-    ASSERT_EQ(me.timed.size(), 3u) << "the checked iterations are not timed";
-    EXPECT_EQ(me.timed.back().wrong.has_value(), c.check > 0);
-    EXPECT_EQ(me.timed.back().wrong.value_or(0), c.want);
+    EXPECT_EQ(run.calls, static_cast<int>(calls));
+    ASSERT_EQ(run.timed.size(), 3u) << "the checked iterations are not timed";
+    EXPECT_EQ(run.timed.back().wrong, c.lastTimed);
+    EXPECT_EQ(run.further, c.further);
   }
+}
+
+// The last timed result is handed over before the check's further iterations run, so that it
+// waits for none of them; their #wrong comes after them.
+TEST(RankRun, TheLastTimedResultComesBeforeTheFurtherCheckedIterations) {
+  RankRunOptions o = options(false, 1, 3);
+  o.check = 3;
+  SpoiledRun run;
+  ASSERT_TRUE(run.run(o));
+  EXPECT_EQ(run.log,
+            (std::vector<std::string>{"before 0", "before 1", "timed 0", "before 2", "timed 1",
+                                      "before 3", "timed 2", "before 4", "before 5", "checks 0"}));
+}
+
+// A failure in one of the check's further iterations leaves every timed result reported.
+TEST(RankRun, AFailureInAFurtherCheckedIterationLeavesEveryTimedResultReported) {
+  for (const int fails : {4, 5}) {
+    SCOPED_TRACE("call " + std::to_string(fails) + " fails");
+    RankRunOptions o = options(false, 1, 3);
+    o.check = 3;
+    SpoiledRun run{.fails = fails};
+    EXPECT_THROW(run.run(o), std::runtime_error);
+    ASSERT_EQ(run.timed.size(), 3u);
+    EXPECT_EQ(run.timed.back().wrong, 0u);
+    EXPECT_FALSE(run.further) << "afterChecks is not called for a run that failed";
+  }
+}
+
+// Progress (the stall's and the heartbeats' source) numbers the timed iterations from 0 and
+// says which of the check's further iterations a rank is in, never an iteration past the
+// timed ones.
+TEST(RankRun, ProgressSaysWhichIterationOfTheCheckRuns) {
+  RankProgress progress;
+  RankRunOptions o = options(false, 1, 3);
+  o.check = 3;
+  o.exec.progress = &progress;
+  SpoiledRun run;
+  ASSERT_TRUE(run.run(o));
+  EXPECT_EQ(run.progress,
+            (std::vector<std::string>{"is working (iteration 0)", "is working (iteration 0)",
+                                      "is working (iteration 1)", "is working (iteration 2)",
+                                      "is working (checking iteration 2 of 3)",
+                                      "is working (checking iteration 3 of 3)"}));
+}
+
+TEST(RankRun, IterationsArePlacedAmongWarmUpTimedAndCheckedOnes) {
+  using Kind = IterationPlace::Kind;
+  const auto place = [](uint32_t it) { return iterationPlace(it, 2, 3); };
+  EXPECT_EQ(place(0).kind, Kind::Warmup);
+  EXPECT_EQ(place(1).index, 1u);
+  EXPECT_EQ(place(2).kind, Kind::Timed);
+  EXPECT_EQ(place(2).index, 0u);
+  EXPECT_EQ(place(4).kind, Kind::Timed);
+  EXPECT_EQ(place(4).index, 2u);
+  // The first checked iteration is the last timed one: the further ones are 2, 3, ...
+  EXPECT_EQ(place(5).kind, Kind::Checked);
+  EXPECT_EQ(place(5).index, 2u);
+  EXPECT_EQ(place(6).index, 3u);
+  EXPECT_EQ(iterationPlace(0, 0, 1).kind, Kind::Timed);
 }
 
 // The timed iterations whose IterationEnd each rank recorded.
@@ -255,6 +345,25 @@ TEST(RankRun, RefusesARankOutsideTheSchedule) {
   CpuBackend backend;
   EXPECT_THROW(RankRun(s, 2, backend, options(false, 0, 1)), ConfigError);
   EXPECT_THROW(RankRun(s, 0, backend, options(false, 0, 0)), ConfigError);
+}
+
+// Random data has no expected result: a check of it would count every element wrong.
+TEST(RankRun, RefusesToCheckRandomData) {
+  const Schedule s = ring(Collective::AllReduce, 2, 10);
+  CpuBackend backend;
+  RankRunOptions o = options(false, 0, 1);
+  o.randomData = true;
+  o.check = 1;
+  try {
+    RankRun run(s, 0, backend, o);
+    ADD_FAILURE() << "a check of random data was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("random data has no expected result"), std::string::npos)
+        << e.what();
+  }
+  o.check = 0;
+  RankRun unchecked(s, 0, backend, o);
+  EXPECT_FALSE(unchecked.checks());
 }
 
 // ---- Cancellation ----------------------------------------------------------------------------

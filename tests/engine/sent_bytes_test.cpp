@@ -77,11 +77,11 @@ TEST(SentBytes, BatchesInAnyOrderAddUpAndADifferingIterationIsNoted) {
   send.kind = EventKind::SendEnd;
   send.rank = 1;
   send.bytes = 40;
-  SentTally t;
-  t.add(std::vector<TelemetryEvent>{send, end});
+  SentTally t(3);
+  t.add(1, std::vector<TelemetryEvent>{send, end});
   end.bytes = 120;
   t.add(end);
-  const std::vector<RankSent> r = t.ranks(3);
+  const std::vector<RankSent> r = t.ranks();
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0], RankSent{});
   EXPECT_EQ(r[1].iterations, 2u);
@@ -92,7 +92,13 @@ TEST(SentBytes, BatchesInAnyOrderAddUpAndADifferingIterationIsNoted) {
   // A rank beyond the run's is not one of its ranks.
   end.rank = 5;
   t.add(end);
-  EXPECT_EQ(t.ranks(3).size(), 3u);
+  t.add(5, std::vector<TelemetryEvent>{end});
+  EXPECT_EQ(t.ranks().size(), 3u);
+  // A batch is credited to its own rank, whatever rank its events name.
+  end.rank = 2;
+  t.add(1, std::vector<TelemetryEvent>{end});
+  EXPECT_EQ(t.ranks()[1].iterations, 3u);
+  EXPECT_EQ(t.ranks()[2], RankSent{});
 }
 
 TEST(SentBytes, TheFormulaIsGivenOnlyWhereEveryRankSendsTheSame) {

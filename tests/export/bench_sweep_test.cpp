@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "exec/run_request.h"
+#include "export/session_json.h"
+#include "runtime/run_plan.h"
+
 namespace arl {
 namespace {
 
@@ -16,7 +20,7 @@ BenchConfig unusualConfig() {
   BenchConfig c;
   c.iters = 7;
   c.warmup = 2;
-  c.check = false;
+  c.check = 0;
   c.op = RedOp::Max;
   c.dtype = DataType::Int32;
   c.collective = Collective::AllGather;
@@ -67,7 +71,7 @@ TEST(BenchSweep, EveryRunSettingOfTheConfigurationReachesTheRuns) {
   EXPECT_TRUE(q.inPlace);
   EXPECT_EQ(q.warmup, 2);
   EXPECT_EQ(q.iterations, 7);
-  EXPECT_FALSE(q.check);
+  EXPECT_EQ(q.check, 0u);
   EXPECT_EQ(q.telemetry, TelemetryLevel::Steps);
   EXPECT_EQ(q.maxEvents, 1234u);
   EXPECT_EQ(q.stallTimeout, std::chrono::milliseconds(4321));
@@ -87,8 +91,35 @@ TEST(BenchSweep, TheConfigurationsDefaultsAreTheRunsDefaults) {
   EXPECT_EQ(s.base.stallTimeout, d.stallTimeout);
   EXPECT_EQ(s.base.dataPlane, DataPlaneKind::Auto);
   EXPECT_TRUE(s.base.cudaIpc);
-  EXPECT_TRUE(s.base.check);
+  EXPECT_EQ(s.base.check, 1u);
   EXPECT_EQ(s.base.telemetry, TelemetryLevel::Chunks);
+}
+
+// Random data has no expected result: whatever -c says, nothing is checked, and every place
+// that asks takes it from the request (RunRequest::checkedIterations): the ranks' RunConfig,
+// the in-process run, the results JSON's configuration.
+TEST(BenchSweep, RandomDataChecksNothingWhereverItIsAsked) {
+  BenchConfig c;
+  c.check = 3;
+  c.randomData = true;
+  const RunRequest q = runRequestOf(c);
+  EXPECT_EQ(q.check, 3u);
+  EXPECT_EQ(q.checkedIterations(), 0u);
+  EXPECT_EQ(sweepSpecOf(c, {4096}).base.checkedIterations(), 0u);
+  ResolvedRun run;
+  run.nranks = 2;
+  run.ranksPerHost = 2;
+  run.ringOrder = {0, 1};
+  EXPECT_EQ(runConfigOf(q, run, {}).check, 0u);
+  EXPECT_EQ(localRunOptions(q).check, 0u);
+  const Json config = configJson(c);
+  EXPECT_EQ(config.at("check"), false);
+  EXPECT_EQ(config.at("check_iterations"), 0);
+  // Checkable data keeps -c's count.
+  c.randomData = false;
+  EXPECT_EQ(runRequestOf(c).checkedIterations(), 3u);
+  EXPECT_EQ(runConfigOf(runRequestOf(c), run, {}).check, 3u);
+  EXPECT_EQ(configJson(c).at("check_iterations"), 3);
 }
 
 // What the configuration says about workers, sizes' bounds and outputs is not the runs'.

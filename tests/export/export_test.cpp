@@ -165,14 +165,14 @@ TEST(Export, CsvHasAHeaderAndOneQuotedRowPerRun) {
   EXPECT_NE(lines[2].find(",\"rank 1, step 2: a reason, with \"\"quotes\"\"\""), std::string::npos)
       << lines[2];
   // Without checking, #wrong is empty rather than a misleading 0.
-  r.rows[0].result.request.check = false;
+  r.rows[0].result.request.check = 0;
   const auto unchecked = splitLines(benchResultsCsv(r));
   EXPECT_NE(unchecked[1].find(",,123.5,"), std::string::npos) << unchecked[1];
 }
 
 TEST(Export, ResultsJsonHoldsConfigAndEveryResultField) {
   BenchReport r = syntheticReport();
-  r.rows[1].result.request.check = false;
+  r.rows[1].result.request.check = 0;
   const nlohmann::json v = nlohmann::json::parse(benchResultsJson(r));
   const nlohmann::json& c = v.at("config");
   EXPECT_EQ(c.at("minbytes").get<int64_t>(), 4096);

@@ -297,6 +297,24 @@ TEST_F(BenchCli, CheckingSeveralIterationsSaysHowManyAndStaysExact) {
   expectNoWorkerLeft();
 }
 
+// --data random without --check: -c's default checks nothing, and the header, the table, the
+// footer and the JSON all say so instead of claiming a check that never ran.
+TEST_F(BenchCli, RandomDataSaysNothingWasChecked) {
+  const std::string json = file("random.json");
+  const Result r = run({"--workers", "2", "-b", "4K", "-e", "4K", "-n", "2", "-w", "1", "--data",
+                        "random", "--json", json});
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("iters: 2 validation: 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("N/A (random data: results not checked)"), std::string::npos) << r.out;
+  const nlohmann::json v = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(v.at("config").at("check").get<bool>(), false);
+  EXPECT_EQ(v.at("config").at("check_iterations").get<int64_t>(), 0);
+  ASSERT_EQ(v.at("results").size(), 1u);
+  EXPECT_TRUE(v.at("results")[0].at("wrong").is_null());
+  EXPECT_EQ(v.at("results")[0].at("data").get<std::string>(), "random");
+  expectNoWorkerLeft();
+}
+
 // Real workers pace their data planes by the shaping flags: at 50 MB/s per port, a 2-rank
 // ring all-reduce of 4 MiB (each rank sends and receives 4 MiB) takes about 84 ms on shared
 // memory and on ZeroMQ alike, and the model predicts the run under the same network.
@@ -336,6 +354,7 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
       {{"-c", "-1"}, "-c -1: must be in 0..1000000"},
       {{"-c", "1000001"}, "-c 1000001: must be in 0..1000000"},
       {{"-c", "two"}, "-c two"},
+      {{"-c", "2", "--data", "random"}, "--data random: random data cannot be checked"},
       {{"-o", "xor"}, "-o"},
       {{"-d", "complex"}, "-d"},
       {{"--algo", "nope"}, "--algo"},

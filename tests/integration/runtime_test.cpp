@@ -80,7 +80,7 @@ RunRequest smallRequest(const std::string& algo, Collective c) {
   r.sliceBytes = 256;
   r.warmup = 1;
   r.iterations = 2;
-  r.check = true;
+  r.check = 1;
   r.telemetry = TelemetryLevel::Chunks;
   return r;
 }
@@ -356,7 +356,7 @@ RunRequest longRequest() {
   r.sliceBytes = 256 << 10;
   r.warmup = 1;
   r.iterations = 100000;
-  r.check = false;
+  r.check = 0;
   r.telemetry = TelemetryLevel::Steps;
   return r;
 }

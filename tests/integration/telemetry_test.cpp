@@ -131,7 +131,7 @@ TEST(Telemetry, EveryEventBelowTheLimitReachesTheClientInOrderPerRank) {
   req.sliceBytes = 1024;
   req.warmup = 2;
   req.iterations = static_cast<int>(kIterations);
-  req.check = true;
+  req.check = 1;
   req.telemetry = TelemetryLevel::Chunks;
   GenParams gp;
   gp.nranks = kRanks;
@@ -250,7 +250,7 @@ TEST(Telemetry, ALongRunDeliversItsTelemetryWhileItRuns) {
   req.sliceBytes = 256 << 10;
   req.warmup = 1;
   req.iterations = 5;
-  req.check = false;
+  req.check = 0;
   req.telemetry = TelemetryLevel::Chunks;
   req.shaping.portBytesPerSecond = 50e6;
   const uint64_t id = coord.submit(req);

@@ -118,7 +118,7 @@ TEST(CoordinatorApi, ManyShortIterationsAreReportedOnceEachInOrder) {
   req.count = 64;
   req.iterations = 1500;
   req.telemetry = TelemetryLevel::Off;
-  req.check = true;
+  req.check = 1;
   const uint64_t id = coord.submit(req);
   const auto res = client.waitResult(id);
   ASSERT_TRUE(res.has_value());

@@ -178,7 +178,7 @@ Frames withAppended(const T& m, F&& append) {
 
 TEST(Protocol, HeaderLayoutIsLittleEndianAndSixteenBytes) {
   const Bytes h = encodeHeader({kProtocolVersion, MsgType::TelemetryBatch, 0x0102030405060708});
-  const Bytes expected = {'A',  'R',  'L',  '1',  0x09, 0x00, 0x0A, 0x00,
+  const Bytes expected = {'A',  'R',  'L',  '1',  0x0A, 0x00, 0x0A, 0x00,
                           0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01};
   EXPECT_EQ(h, expected);
   auto back = decodeHeader(h);
@@ -210,7 +210,7 @@ TEST(Protocol, RejectsOtherVersions) {
   Frames f = Heartbeat{}.encode();
   f[0][4] = 3;  // the version before packed telemetry records
   const auto e = expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 3");
-  EXPECT_TRUE(contains(e.reason, "speaks version 9"));
+  EXPECT_TRUE(contains(e.reason, "speaks version 10"));
   f[0][4] = 0;
   expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 0");
   f[0][4] = 4;
@@ -275,6 +275,9 @@ TEST(Protocol, RoundTripsEdgeValues) {
   run.waitStep = 9;
   run.wantReport = true;
   expectRoundTrip(run);
+  run.iteration = 0;
+  run.checkIteration = kMaxIterations;  // the last of -c 1000000's iterations
+  expectRoundTrip(run);
 
   RunConfig big = sampleConfig(kMaxRanks);
   big.runId = kU64Max;
@@ -323,6 +326,7 @@ TEST(Protocol, RoundTripsEdgeValues) {
   expectRoundTrip(RunDone{7, 1, 0, 0, 0, ""});  // a digest of 0 is a digest
   expectRoundTrip(RunFailed{1, 0, -1, -1, -1, ""});
   expectRoundTrip(RunFailed{kU64Max, 63, 63, kI64Max, kI64Max, std::string(kMaxTextBytes, 'r')});
+  expectRoundTrip(RunFailed{7, 1, 0, 4, -1, "x", 2, kMaxIterations});
   expectRoundTrip(Abort{1, 0, ""});
   expectRoundTrip(Shutdown{});
   for (LogLevel l : {LogLevel::Debug, LogLevel::Info, LogLevel::Warning, LogLevel::Error}) {
@@ -495,6 +499,9 @@ TEST(Protocol, RejectsOutOfRangeRunConfig) {
   check([](Bytes& b) { putField(b, 16, kMaxIterations + 1); },
         "checked iterations 1000001 is outside 0..1000000");
   check([](Bytes& b) { putField(b, 17, 4); }, "unknown telemetry level 4");
+  // Random data has no expected result: a RunConfig must check none of it (sampleConfig: 1).
+  check([](Bytes& b) { putField(b, 31, 1); },
+        "1 checked iterations of random data, which has no expected result");
   check([](Bytes& b) { putSigned(b, 20, 0); }, "ring order has 5 ranks for a world of 4");
   check(
       [](Bytes& b) {
@@ -549,6 +556,21 @@ TEST(Protocol, RejectsOutOfRangeRunMessages) {
   rejects(withAppended(failed, [](Bytes& b) { putSigned(b, 2, -2); }), "peer -2");
   rejects(withAppended(failed, [](Bytes& b) { putSigned(b, 3, -2); }), "step -2 is below -1");
   rejects(withAppended(failed, [](Bytes& b) { putSigned(b, 4, -3); }), "iteration -3");
+  // The first iteration checked is the last timed one: the check's further ones are 2, 3, ...
+  rejects(withAppended(failed,
+                       [](Bytes& b) {
+                         putField(b, 6, 1);
+                         putField(b, 7, 3);
+                       }),
+          "checking iteration 1 outside 2..1000000");
+  rejects(withAppended(failed,
+                       [](Bytes& b) {
+                         putField(b, 6, 4);
+                         putField(b, 7, 3);
+                       }),
+          "checking iteration 4 of 3");
+  rejects(withAppended(Heartbeat{}, [](Bytes& b) { putField(b, 11, 1); }),
+          "checking iteration 1 outside 2..1000000");
   rejects(withAppended(failed, [](Bytes& b) { putBytes(b, 5, "\xFF"); }),
           "reason \"\\xff\" is not valid UTF-8");
   rejects(
@@ -1059,6 +1081,10 @@ TEST(Protocol, FailuresNameRankPeerStepAndReason) {
   EXPECT_TRUE(contains(d, "rank 2: no data from rank 1")) << d;
   const RunFailed bare{1, 0, -1, -1, -1, "backend out of memory"};
   EXPECT_EQ(bare.message(), "rank 0: backend out of memory");
+  // In one of the check's iterations after the timed ones (-c 3): never an iteration past them.
+  const RunFailed checking{7, 2, 1, 5, -1, "no data from rank 1 for step 5 within 3 s", 2, 3};
+  EXPECT_EQ(checking.message(),
+            "rank 2: no data from rank 1 for step 5 within 3 s (checking iteration 2 of 3)");
   EXPECT_TRUE(contains(describe(sampleConfig()), "ring allreduce float sum count=1048576"));
 }
 

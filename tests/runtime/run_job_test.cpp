@@ -145,6 +145,36 @@ class OneRun {
   }
 
   const Posted& posted(int rank) const { return posted_[size_t(rank)]; }
+  const RunJob& job(int rank) const { return *jobs_[size_t(rank)]; }
+
+  // Until every rank has reported `iterations` timed iterations, Start given once all are
+  // Ready; false when that did not happen within kPatience.
+  bool serveUntilTimedResults(uint32_t iterations) {
+    const auto deadline = SteadyClock::now() + kPatience;
+    bool started = false;
+    while (SteadyClock::now() < deadline && !firstFailure()) {
+      drain();
+      if (!started && readyEndpoints().size() == jobs_.size()) {
+        const std::vector<std::string> endpoints = readyEndpoints();
+        for (auto& j : jobs_) j->start(endpoints, {});
+        started = true;
+      }
+      bool all = true;
+      for (size_t r = 0; r < jobs_.size(); ++r) all = all && timedReported(int(r)) >= iterations;
+      if (all) return true;
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+    return false;
+  }
+
+  // The timed iterations rank `rank` reported so far.
+  uint32_t timedReported(int rank) const {
+    uint32_t n = 0;
+    for (const auto& [pos, m] : posted_[size_t(rank)]) {
+      if (const auto* it = std::get_if<IterationResult>(&m)) n += uint32_t(it->count());
+    }
+    return n;
+  }
   const TelemetryRing& ring(int rank) const { return *rings_[size_t(rank)]; }
 
   // The rank's telemetry, as its ring holds it.
@@ -277,6 +307,44 @@ TEST(RunJob, ACorruptedHeaderFailsTheRunNamingTheRankAndTheStep) {
   EXPECT_NE(text.find("epoch"), std::string::npos) << text;
   EXPECT_NE(text.find("from rank 1"), std::string::npos) << text;
   EXPECT_NE(text.find("step 0"), std::string::npos) << text;
+}
+
+// -c N: each rank reports its last timed iteration before it runs the check's further
+// iterations, and a failure in one of them (an Abort here) is reported as that checking
+// iteration, never as an iteration past the timed ones; RunDone's #wrong is not reached.
+TEST(RunJob, AFailureWhileCheckingFollowsEveryTimedResultAndNamesTheCheckingIteration) {
+  constexpr uint32_t kIterations = 3;
+  RunConfig c = ringConfig(2, DataPlaneKind::Shm, kIterations);
+  c.check = kMaxIterations;  // far more than the test waits for
+  OneRun run(c);
+  run.launch();
+  ASSERT_TRUE(run.serveUntilTimedResults(kIterations))
+      << "the timed results did not arrive before the check's further iterations ended";
+  // Until every rank is in one of those iterations (the heartbeats' view of it).
+  const auto deadline = SteadyClock::now() + kPatience;
+  while ((run.job(0).checkIteration.load() < 2 || run.job(1).checkIteration.load() < 2) &&
+         SteadyClock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  run.abortAll();
+  run.serve(/*start=*/false);
+  ASSERT_TRUE(run.allFinished());
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(run.timedReported(r), kIterations);
+    const Posted& p = run.posted(r);
+    const auto* f = std::get_if<RunFailed>(&p.back().second);
+    ASSERT_NE(f, nullptr) << describe(p.back().second);
+    EXPECT_EQ(f->iteration, -1);
+    EXPECT_GE(f->checkIteration, 2u);
+    EXPECT_EQ(f->checkIterations, kMaxIterations);
+    const std::string text = f->message();
+    EXPECT_NE(text.find("(checking iteration " + std::to_string(f->checkIteration) + " of " +
+                        std::to_string(kMaxIterations) + ")"),
+              std::string::npos)
+        << text;
+    for (const auto& [pos, m] : p) EXPECT_FALSE(std::holds_alternative<RunDone>(m));
+  }
 }
 
 // An Abort while the ranks wait for Start: each reports RunFailed at once, tied to no step,

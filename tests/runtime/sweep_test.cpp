@@ -108,7 +108,7 @@ TEST(Sweep, StoppingMidRunAbortsItAndKeepsItsRow) {
   Coordinator coord(localOptions(2));
   SweepSpec spec = smallSpec();
   spec.base.iterations = 100000;
-  spec.base.check = false;
+  spec.base.check = 0;
   spec.base.telemetry = TelemetryLevel::Steps;
   Sweep sweep(coord, spec, joined(coord, 2));
   sweep.start();
