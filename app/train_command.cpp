@@ -300,8 +300,9 @@ bool Trainer::runOne(Coordinator& coord, const TrainConfig& cfg, const std::stri
       out.bucketFloats.size(), formatSize(cfg.bucketBytes).c_str(), out.algorithm.c_str(),
       formatSize(req.sliceBytes).c_str(), out.shaping.empty() ? "" : ", ", out.shaping.c_str());
   if (rows) {
-    std::printf("#  step   step ms compute ms    comm ms exposed ms     loss  replicas%s\n",
-                cfg.sync == SyncMode::PsAsync ? "            staleness" : "");
+    std::printf(
+        "#  step   step ms compute ms    comm ms  hidden ms exposed ms     loss  replicas%s\n",
+        cfg.sync == SyncMode::PsAsync ? "            staleness" : "");
   }
   const uint64_t id = coord.submit(req);
   std::vector<TrainRankStep> steps;
@@ -347,9 +348,9 @@ void Trainer::printRow(const TrainStepRow& r, SyncMode sync) {
   if (sync == SyncMode::PsAsync) replicas = printfString("spread %.3g", r.spread);
   std::string stale;
   if (r.staleness) stale = printfString("  mean %.1f, max %u", *r.staleness, r.maxStaleness);
-  std::printf("%7u %9.2f %10.2f %10.2f %10.2f %8.4f  %s%s\n", r.step, r.stepUs / 1e3,
-              r.computeUs / 1e3, r.commUs / 1e3, r.exposedUs / 1e3, r.loss, replicas.c_str(),
-              stale.c_str());
+  std::printf("%7u %9.2f %10.2f %10.2f %10.2f %10.2f %8.4f  %s%s\n", r.step, r.stepUs / 1e3,
+              r.computeUs / 1e3, r.commUs / 1e3, r.hiddenUs / 1e3, r.exposedUs / 1e3, r.loss,
+              replicas.c_str(), stale.c_str());
   std::fflush(stdout);
 }
 

@@ -424,7 +424,7 @@ std::optional<std::string> check(const IterationResult& m) {
       return "training step " + std::to_string(t.step) + " reported as iteration " +
              std::to_string(m.iteration);
     }
-    if (t.stepNs < 0 || t.computeNs < 0 || t.commNs < 0 || t.exposedNs < 0)
+    if (t.stepNs < 0 || t.computeNs < 0 || t.commNs < 0 || t.exposedNs < 0 || t.hiddenNs < 0)
       return std::string("a training step's time is negative");
     for (const TrainSpan& sp : t.spans)
       if (sp.endNs < sp.startNs) return std::string("a training span ends before it starts");
@@ -879,6 +879,7 @@ void toPb(const IterationResult& m, pb::IterationResult& p) {
     q.set_compute_ns(t.computeNs);
     q.set_comm_ns(t.commNs);
     q.set_exposed_ns(t.exposedNs);
+    q.set_hidden_ns(t.hiddenNs);
     q.set_digest(t.digest);
     q.set_staleness(t.staleness);
     q.set_spread(t.spread);
@@ -904,6 +905,7 @@ Reason trainStepFromPb(const pb::TrainStep& q, int32_t rank, TrainRankStep& t) {
   t.computeNs = q.compute_ns();
   t.commNs = q.comm_ns();
   t.exposedNs = q.exposed_ns();
+  t.hiddenNs = q.hidden_ns();
   t.digest = q.digest();
   t.staleness = q.staleness();
   t.spread = q.spread();

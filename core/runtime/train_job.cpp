@@ -88,6 +88,20 @@ int64_t coveredNs(const std::vector<TrainSpan>& spans, bool (*pick)(TrainSpan::K
 
 bool isCommunication(TrainSpan::Kind k) { return !isCompute(k); }
 
+// Time covered both by compute spans and by communication spans.
+int64_t overlapNs(const std::vector<TrainSpan>& spans) {
+  std::vector<TrainSpan> both;
+  for (const TrainSpan& c : spans) {
+    if (!isCompute(c.kind)) continue;
+    for (const TrainSpan& m : spans) {
+      if (isCompute(m.kind)) continue;
+      const int64_t s = std::max(c.startNs, m.startNs), e = std::min(c.endNs, m.endNs);
+      if (s < e) both.push_back(TrainSpan{TrainSpan::Kind::Forward, 0, s, e});
+    }
+  }
+  return coveredNs(both, isCompute);
+}
+
 // The schedule of one bucket's collective: the run's algorithm and slice on `count` floats.
 Schedule bucketSchedule(const RunConfig& c, uint64_t count) {
   GenParams p;
@@ -248,6 +262,7 @@ void postStep(RunJob& j, uint32_t step, double loss, int64_t stepNs, std::vector
   t.computeNs = coveredNs(spans, isCompute);
   t.commNs = coveredNs(spans, isCommunication);
   t.exposedNs = std::max<int64_t>(0, stepNs - t.computeNs);
+  t.hiddenNs = overlapNs(spans);
   t.digest = digest;
   t.staleness = staleness;
   t.spread = spread;

@@ -30,7 +30,7 @@ std::vector<TrainStepRow> trainRows(const TrainConfig& cfg, int nranks,
     std::sort(ranks.begin(), ranks.end(), [](auto* a, auto* b) { return a->rank < b->rank; });
     TrainStepRow row;
     row.step = step;
-    double loss = 0, stepNs = 0, compute = 0, comm = 0, exposed = 0, stale = 0;
+    double loss = 0, stepNs = 0, compute = 0, comm = 0, exposed = 0, hidden = 0, stale = 0;
     row.identical = true;
     for (const TrainRankStep* r : ranks) {
       loss += r->loss;
@@ -38,6 +38,7 @@ std::vector<TrainStepRow> trainRows(const TrainConfig& cfg, int nranks,
       compute += static_cast<double>(r->computeNs);
       comm += static_cast<double>(r->commNs);
       exposed += static_cast<double>(r->exposedNs);
+      hidden += static_cast<double>(r->hiddenNs);
       stale += r->staleness;
       row.maxStaleness = std::max(row.maxStaleness, r->staleness);
       row.spread = std::max(row.spread, r->spread);
@@ -55,6 +56,7 @@ std::vector<TrainStepRow> trainRows(const TrainConfig& cfg, int nranks,
     row.computeUs = mean(compute, n) / 1e3;
     row.commUs = mean(comm, n) / 1e3;
     row.exposedUs = mean(exposed, n) / 1e3;
+    row.hiddenUs = mean(hidden, n) / 1e3;
     if (cfg.sync == SyncMode::PsAsync) {
       row.staleness = mean(stale, n);
     } else if (!row.identical) {
@@ -87,7 +89,7 @@ StepSplit meanSplit(const std::vector<TrainStepRow>& rows) {
     s.computeUs += rows[i].computeUs;
     s.commUs += rows[i].commUs;
     s.exposedUs += rows[i].exposedUs;
-    s.hiddenUs += std::max(0.0, rows[i].commUs - rows[i].exposedUs);
+    s.hiddenUs += rows[i].hiddenUs;
   }
   if (n == 0) return s;
   const double k = static_cast<double>(n);

@@ -92,6 +92,7 @@ struct TrainRankStep {
   int64_t computeNs = 0;   // forward + backward + optimizer
   int64_t commNs = 0;      // time with a collective (or push/pull) in flight
   int64_t exposedNs = 0;   // stepNs - computeNs: communication the compute did not hide
+  int64_t hiddenNs = 0;    // time with communication in flight while the rank computed
   uint64_t digest = 0;     // FNV-1a 64 of the rank's weights after the step
   uint32_t staleness = 0;  // ps-async: server updates between this rank's pull and its push
   // ps-async: L2 distance of this rank's weights (those it last pulled) from the server's when
@@ -108,7 +109,8 @@ struct TrainStepRow {
   double stepUs = 0;       // mean over ranks of each rank's step
   double computeUs = 0;    // mean over ranks
   double commUs = 0;       // mean over ranks
-  double exposedUs = 0;    // mean over ranks; hidden = commUs - exposedUs (never below 0)
+  double exposedUs = 0;    // mean over ranks
+  double hiddenUs = 0;     // mean over ranks: communication in flight while the rank computed
   bool identical = false;  // every rank's weights bitwise equal to rank 0's after the step
   double spread = 0;       // max over ranks of the L2 distance of its weights from rank 0's
   std::optional<double> staleness;  // ps-async: mean over ranks
