@@ -31,6 +31,7 @@
 #include "model_choice.h"
 #include "schedule/generators.h"
 #include "topology/topology_pane.h"
+#include "window/error_banner.h"
 #include "window/main_window.h"
 #include "window/runtime_types.h"
 #include "window/setup.h"
@@ -57,6 +58,7 @@ struct GuiArgs {
   std::optional<ui::BandwidthOf> bandwidthOf;  // --bandwidth: what the bandwidth charts show
   std::string screenshot;
   std::string recording;
+  std::string trainRecord;  // --train-record: a training record to show at start
   int settleMs = 1500;
   bool autorun = false;
   bool projector = false;  // start in projector mode (View -> Projector)
@@ -100,11 +102,20 @@ ui::SessionSetup initialSetup(const GuiArgs& a) {
   return s;
 }
 
-// The charts tabs by the names --charts takes, in the panel's order.
+// The charts tabs by the names --charts takes, in the panel's order, then the Training view.
 const std::vector<std::string>& chartsTabNames() {
-  static const std::vector<std::string> names = {"busbw",    "algbw",   "slice",
-                                                 "timeline", "heatmap", "spread"};
+  static const std::vector<std::string> names = {"busbw",   "algbw",  "slice",   "timeline",
+                                                 "heatmap", "spread", "training"};
   return names;
+}
+
+// The charts tab (or the Training view) --charts names; nothing for -1.
+void showChartsTab(ui::MainWindow& w, int tab) {
+  if (tab >= 0 && chartsTabNames()[static_cast<size_t>(tab)] == "training") {
+    w.showTraining();
+  } else if (tab >= 0) {
+    w.chartsPanel()->setCurrentIndex(tab);
+  }
 }
 
 // Whether Qt has somewhere to show the window: a display, or a platform named explicitly
@@ -157,7 +168,7 @@ void autorun(ui::MainWindow& w, const GuiArgs& a) {
       // A still of one run mid-flight, rather than wherever its replay has got to.
       w.showRow(rowToShow(w.report()));
       w.topologyPane()->pauseAtBusiestMoment();
-      if (a.chartsTab >= 0) w.chartsPanel()->setCurrentIndex(a.chartsTab);
+      showChartsTab(w, a.chartsTab);
       QTimer::singleShot(100, &w, [&w, a] {
         QApplication::exit(a.screenshot.empty() ? 0 : saveScreenshot(w, a.screenshot));
       });
@@ -186,7 +197,7 @@ void replayShot(ui::MainWindow& w, const GuiArgs& a) {
   QObject::connect(&w, &ui::MainWindow::recordingShown, &w, [&w, a] {
     QTimer::singleShot(a.settleMs, &w, [&w, a] {
       w.topologyPane()->pauseAtBusiestMoment();
-      if (a.chartsTab >= 0) w.chartsPanel()->setCurrentIndex(a.chartsTab);
+      showChartsTab(w, a.chartsTab);
       QTimer::singleShot(100, &w, [&w, a] { QApplication::exit(saveScreenshot(w, a.screenshot)); });
     });
   });
@@ -195,7 +206,7 @@ void replayShot(ui::MainWindow& w, const GuiArgs& a) {
 // --screenshot alone: the window as it opens, once it has settled, then exits.
 void openShot(ui::MainWindow& w, const GuiArgs& a) {
   QTimer::singleShot(a.settleMs, &w, [&w, a] {
-    if (a.chartsTab >= 0) w.chartsPanel()->setCurrentIndex(a.chartsTab);
+    showChartsTab(w, a.chartsTab);
     QTimer::singleShot(100, &w, [&w, a] { QApplication::exit(saveScreenshot(w, a.screenshot)); });
   });
 }
@@ -341,7 +352,10 @@ class GuiCommand final : public Command {
                 "replay, a lesson or a game; alone, the window as it opens");
     opts_.value("--charts", "TAB",
                 "with --screenshot: the charts tab it shows: busbw, algbw, slice, timeline, "
-                "heatmap, spread");
+                "heatmap, spread, or training (the Training view)");
+    opts_.value("--train-record", "FILE",
+                "show this training record (the JSON allreduce-lab train writes) in the "
+                "Training view; with --screenshot, the window showing it");
     opts_.value("--settle", "MS",
                 "wait this long before the screenshot: after the run, the replay drawn, or the "
                 "window opened (default 1500)");
@@ -394,6 +408,11 @@ class GuiCommand final : public Command {
     if (a_.bandwidthOf) w.chartsPanel()->setBandwidthOf(*a_.bandwidthOf);
     w.show();
     if (a_.projector) w.setProjector(true);
+    if (!a_.trainRecord.empty() && !w.openTrainingRecord(QString::fromStdString(a_.trainRecord)) &&
+        !a_.screenshot.empty()) {
+      std::fprintf(stderr, "%s: %s\n", kProg, w.banner()->details().toUtf8().constData());
+      return 2;
+    }
     if (!a_.recording.empty()) {
       if (!a_.screenshot.empty()) replayShot(w, a_);
       w.openRecording(QString::fromStdString(a_.recording));
@@ -434,6 +453,13 @@ class GuiCommand final : public Command {
       }
       a_.recording = recording_;
     }
+    if (auto v = opts_.get("--train-record")) {
+      if (a_.autorun || !a_.recording.empty()) {
+        throw refuse(*v, "excludes --autorun and a recording");
+      }
+      if (!QFileInfo(QString::fromStdString(v->text)).isFile()) throw refuse(*v, "is not a file");
+      a_.trainRecord = v->text;
+    }
     if (auto v = opts_.get("--lesson")) {
       if (a_.autorun || !a_.recording.empty())
         throw refuse(*v, "excludes --autorun and a recording");
@@ -458,7 +484,9 @@ class GuiCommand final : public Command {
       const auto& names = chartsTabNames();
       const auto it = std::find(names.begin(), names.end(), v->text);
       if (it == names.end()) {
-        throw refuse(*v, "unknown tab (known: busbw, algbw, slice, timeline, heatmap, spread)");
+        throw refuse(*v,
+                     "unknown tab (known: busbw, algbw, slice, timeline, heatmap, spread, "
+                     "training)");
       }
       if (!scripted && !opts_.get("--screenshot")) {
         throw refuse(*v, "needs --screenshot, --autorun or a recording");

@@ -9,6 +9,7 @@
 
 #include "base/errors.h"
 #include "exec/collective_library.h"
+#include "export/fields.h"
 #include "export/session_json.h"
 
 namespace arl {
@@ -46,9 +47,7 @@ Json outputJson(const RunResult& res) {
   Json heads = Json::array();
   const size_t es = dtypeSize(res.request.dtype);
   for (size_t r = 0; r < res.outputDigests.size(); ++r) {
-    char d[17];
-    std::snprintf(d, sizeof d, "%016llx", static_cast<unsigned long long>(res.outputDigests[r]));
-    digests.push_back(std::string(d));
+    digests.push_back(hexDigest(res.outputDigests[r]));
     Json h = Json::array();
     const std::string& b = r < res.outputSamples.size() ? res.outputSamples[r] : std::string();
     for (size_t at = 0; at + es <= b.size(); at += es) {
@@ -120,25 +119,6 @@ Json resultJson(const BenchRow& row) {
               {"effective", effectiveJson(res.effective)}};
 }
 
-// Shortest text that reads back as exactly `d`; "null" when not finite, as in the JSON.
-std::string csvNumber(double d) {
-  if (!std::isfinite(d)) return "null";
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
-  ARL_ENFORCE(ec == std::errc(), "to_chars failed for " << d);
-  return std::string(buf, end);
-}
-
-std::string csvField(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"') q += '"';
-    q += c;
-  }
-  return q + "\"";
-}
-
 std::vector<std::string> csvFields(const BenchRow& row) {
   const RunResult& res = row.result;
   const RunRequest& q = res.request;
@@ -205,6 +185,30 @@ std::string benchResultsCsv(const BenchReport& r) {
     out += "\n";
   }
   return out;
+}
+
+std::string csvNumber(double d) {
+  if (!std::isfinite(d)) return "null";
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  ARL_ENFORCE(ec == std::errc(), "to_chars failed for " << d);
+  return std::string(buf, end);
+}
+
+std::string csvField(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"') q += '"';
+    q += c;
+  }
+  return q + "\"";
+}
+
+std::string hexDigest(uint64_t v) {
+  char d[17];
+  std::snprintf(d, sizeof d, "%016llx", static_cast<unsigned long long>(v));
+  return d;
 }
 
 void writeTextFile(const std::string& path, std::string_view text) {

@@ -48,12 +48,15 @@ void replaceTicks(QCategoryAxis* axis, const ChartAxis& a, bool compact) {
   axis->setTitleText(qs(compact && !a.screenTitle.empty() ? a.screenTitle : a.title));
 }
 
-// The text a point's tooltip shows: its size (x is log2 bytes) and its value.
-QString pointText(const QString& series, const QPointF& p, const QString& yTitle, bool logY) {
-  const double bytes = std::exp2(p.x());
+// The text a point's tooltip shows: its x (a size where x is log2 bytes, else the axis's
+// title and the value) and its value.
+QString pointText(const QString& series, const QPointF& p, const QString& xTitle, bool log2Bytes,
+                  const QString& yTitle, bool logY) {
+  const QString x = log2Bytes ? qs(sizeLabel(std::exp2(p.x())))
+                              : xTitle + QLatin1Char(' ') + qs(plainNumber(p.x(), 0.001));
   const QString y =
       logY ? qs(timeLabel(std::pow(10.0, p.y()))) : QStringLiteral("%1").arg(p.y(), 0, 'f', 3);
-  return QStringLiteral("%1\n%2: %3\n%4").arg(series, qs(sizeLabel(bytes)), y, yTitle);
+  return QStringLiteral("%1\n%2: %3\n%4").arg(series, x, y, yTitle);
 }
 
 }  // namespace
@@ -183,6 +186,8 @@ void XYChartAdapter::updateAxes(const XYChartData& d) {
   replaceTicks(x_, d.x, style_.compact);
   replaceTicks(y_, d.y, style_.compact);
   yTitle_ = qs(d.y.title);
+  xTitle_ = qs(d.x.screenTitle.empty() ? d.x.title : d.x.screenTitle);
+  xLog2Bytes_ = d.x.log2Bytes;
 }
 
 QXYSeries* XYChartAdapter::seriesFor(const ChartSeries& s) {
@@ -205,11 +210,13 @@ QXYSeries* XYChartAdapter::seriesFor(const ChartSeries& s) {
   }
   const QString yTitle = yTitle_;
   const bool logY = yTitle.contains(QStringLiteral("log"));
-  QObject::connect(series, &QXYSeries::hovered, series,
-                   [series, yTitle, logY](const QPointF& p, bool on) {
-                     if (!on) return QToolTip::hideText();
-                     QToolTip::showText(QCursor::pos(), pointText(series->name(), p, yTitle, logY));
-                   });
+  QObject::connect(
+      series, &QXYSeries::hovered, series,
+      [series, yTitle, logY, xTitle = xTitle_, log2Bytes = xLog2Bytes_](const QPointF& p, bool on) {
+        if (!on) return QToolTip::hideText();
+        QToolTip::showText(QCursor::pos(),
+                           pointText(series->name(), p, xTitle, log2Bytes, yTitle, logY));
+      });
   series_.emplace(s.key, e);
   return series;
 }

@@ -72,6 +72,8 @@ class XYChartAdapter {
   QCategoryAxis* x_;
   QCategoryAxis* y_;
   QString yTitle_;  // the y axis's full title (tooltips read it)
+  QString xTitle_;  // the x axis's title as shown, for an x that is not a size
+  bool xLog2Bytes_ = true;
   struct Entry {
     QXYSeries* series = nullptr;
     SeriesStyle style = SeriesStyle::Measured;

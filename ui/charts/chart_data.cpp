@@ -63,30 +63,9 @@ void sortPoints(std::vector<ChartPoint>& pts) {
                    [](const ChartPoint& a, const ChartPoint& b) { return a.x < b.x; });
 }
 
-// The x axis of log2 sizes over [lo, hi] bytes, half a power of two of margin either side.
-ChartAxis log2SizeAxis(std::string title, uint64_t lo, uint64_t hi) {
-  ChartAxis a;
-  a.title = std::move(title);
-  const double l = std::log2(static_cast<double>(std::max<uint64_t>(lo, 1)));
-  const double h = std::log2(static_cast<double>(std::max<uint64_t>(hi, 1)));
-  a.min = std::floor(l) - 0.5;
-  a.max = std::ceil(h) + 0.5;
-  a.ticks = log2SizeTicks(std::floor(l), std::ceil(h));
-  return a;
-}
-
 // A linear axis from 0 with five or six ticks at round values.
 ChartAxis bandwidthAxis(const std::string& title, double maxValue) {
-  ChartAxis a;
-  a.title = title;
-  a.min = 0;
-  const double top = maxValue > 0 ? maxValue * 1.05 : 1;
-  const double step = niceStep(top, 6);
-  a.max = step * std::ceil(top / step);
-  for (int i = 0; i * step <= a.max + step * 1e-9; ++i) {
-    a.ticks.push_back({i * step, plainNumber(i * step, step)});
-  }
-  return a;
+  return linearAxis(title, 0, maxValue > 0 ? maxValue * 1.05 : 1);
 }
 
 // A log10 time axis over [lo, hi] microseconds, ticks at 1-2-5 or decades.
@@ -261,6 +240,31 @@ std::vector<AxisTick> timeTicks(double spanUs, int n) {
     ticks.push_back({v * u.us, i == 0 ? std::string("0") : plainNumber(v, step) + " " + u.name});
   }
   return ticks;
+}
+
+ChartAxis log2SizeAxis(std::string title, uint64_t lo, uint64_t hi) {
+  ChartAxis a;
+  a.title = std::move(title);
+  const double l = std::log2(static_cast<double>(std::max<uint64_t>(lo, 1)));
+  const double h = std::log2(static_cast<double>(std::max<uint64_t>(hi, 1)));
+  a.min = std::floor(l) - 0.5;
+  a.max = std::ceil(h) + 0.5;
+  a.ticks = log2SizeTicks(std::floor(l), std::ceil(h));
+  a.log2Bytes = true;
+  return a;
+}
+
+ChartAxis linearAxis(const std::string& title, double lo, double hi) {
+  ChartAxis a;
+  a.title = title;
+  if (!(hi > lo)) hi = lo + 1;
+  const double step = niceStep(hi - lo, 6);
+  a.min = step * std::floor(lo / step + 1e-9);
+  a.max = step * std::ceil(hi / step - 1e-9);
+  for (int i = 0; a.min + i * step <= a.max + step * 1e-9; ++i) {
+    a.ticks.push_back({a.min + i * step, plainNumber(a.min + i * step, step)});
+  }
+  return a;
 }
 
 std::string sizeLabel(double bytes) {

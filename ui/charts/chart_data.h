@@ -53,6 +53,7 @@ struct ChartAxis {
   double max = 1;
   std::vector<AxisTick> ticks;  // empty: evenly spaced value ticks
   std::string tooltip;
+  bool log2Bytes = false;  // the values are log2 of a size in bytes (tooltips write "4K")
 };
 
 // How a series is drawn: a measured line with markers, the model's dashed line, the lower or
@@ -145,6 +146,14 @@ std::vector<AxisTick> timeTicks(double spanUs, int n);
 
 // "4K", "64K", "1M": a size in bytes as nccl-tests' users read it, rounded to a power of two.
 std::string sizeLabel(double bytes);
+
+// The x axis of log2 sizes over [lo, hi] bytes, half a power of two of margin either side,
+// ticked at powers of two (log2SizeTicks).
+ChartAxis log2SizeAxis(std::string title, uint64_t lo, uint64_t hi);
+
+// A linear axis over at least [lo, hi] from one round tick to another, about six ticks
+// labelled without exponent ("0", "2.5", "5").
+ChartAxis linearAxis(const std::string& title, double lo, double hi);
 
 // Size ticks at every power of two in [minLog2, maxLog2] (every second or fourth one when
 // there are many), labelled 4K, 64K, 1M.

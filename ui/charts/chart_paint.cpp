@@ -26,7 +26,10 @@ QColor laneColor(Activity a, int rank, int nranks) {
   }
 }
 
-void drawTimeAxis(QPainter& p, const QRectF& plot, double endUs, const FigureStyle& s) {
+}  // namespace
+
+void drawTimeAxis(QPainter& p, const QRectF& plot, double endUs, const FigureStyle& s,
+                  const QString& caption) {
   p.setFont(s.font);
   const QFontMetricsF fm(s.font);
   // About one tick per 90 pixels, so that labels such as "12.5 ms" never touch.
@@ -40,8 +43,10 @@ void drawTimeAxis(QPainter& p, const QRectF& plot, double endUs, const FigureSty
   }
   p.setFont(withSize(s.font, 1.05, true));
   p.drawText(QRectF(plot.left(), plot.bottom() + fm.height() + 4, plot.width(), fm.height() + 4),
-             Qt::AlignHCenter, QStringLiteral("time from the iteration's start"));
+             Qt::AlignHCenter, caption);
 }
+
+namespace {
 
 void drawTimelineLegend(QPainter& p, const QRectF& r, const FigureStyle& s, int nranks, bool nccl) {
   p.setFont(s.font);
@@ -88,7 +93,7 @@ void paintTimeline(QPainter& p, const QRectF& r, const TimelineData& d, const Fi
     p.restore();
     return;
   }
-  drawTimeAxis(p, plot, d.endUs, s);
+  drawTimeAxis(p, plot, d.endUs, s, QStringLiteral("time from the iteration's start"));
   const double laneH = plot.height() / static_cast<double>(d.lanes.size());
   const double rankH = laneH * 3;
   const int labelEvery = std::max(1, static_cast<int>(std::ceil(fm.height() / rankH)));

@@ -42,6 +42,11 @@ inline QRectF drawHeading(QPainter& p, const QRectF& r, const std::string& title
   return QRectF(r.left(), y + 8, r.width(), r.bottom() - y - 8);
 }
 
+// A time axis under `plot` over [0, endUs] (gridlines up through the plot, about one tick per
+// 90 pixels labelled "0", "2 ms", ...) with `caption` under the labels.
+void drawTimeAxis(QPainter& p, const QRectF& plot, double endUs, const FigureStyle& s,
+                  const QString& caption);
+
 // Draws the note at the bottom of `r`; returns what is left above it.
 inline QRectF drawNote(QPainter& p, const QRectF& r, const std::string& note,
                        const FigureStyle& s) {

@@ -38,6 +38,7 @@ class LabRuntime;
 class SetupPanel;
 class SizeEdit;
 class TopologyPane;
+class TrainingView;
 
 struct WindowOptions {
   std::string workerBinary;  // allreduce-worker to start; empty: next to this program
@@ -65,6 +66,12 @@ class MainWindow : public QMainWindow {
   void stop();
   // Shows a recording (read off the GUI thread); recordingShown() or a banner follows.
   void openRecording(const QString& path);
+  // Shows a training record (allreduce-lab train's JSON) in the Training view and brings the
+  // view forward; false, with the reader's error (naming the file and the field) in the banner,
+  // when it cannot be read.
+  bool openTrainingRecord(const QString& path);
+  // Brings the Training view forward (View -> Training).
+  void showTraining();
   // Replays a lesson's run (or, `bundled`, its bundled recording) with the lesson's pauses.
   void replayLesson(const QString& path, const std::vector<PlaybackPause>& pauses, bool bundled);
   // View -> Projector (F8): large type, high contrast, thicker links, fewer labels, for the
@@ -85,6 +92,7 @@ class MainWindow : public QMainWindow {
   SetupPanel* setupPanel() const { return panel_; }
   TopologyPane* topologyPane() const { return topology_; }
   ChartsPanel* chartsPanel() const { return charts_; }
+  TrainingView* trainingView() const { return training_; }
   LessonsPanel* lessonsPanel() const { return lessons_; }
   // Shows the Lessons dock (View -> Lessons) at the lesson called `name`; false when none.
   bool openLesson(const QString& name);
@@ -105,6 +113,9 @@ class MainWindow : public QMainWindow {
   void recordingShown(const QString& path);
   // A recording could not be opened: the reader's message (the line and the reason).
   void recordingRefused(const QString& error);
+  void trainingRecordShown(const QString& path);
+  // A training record could not be read: the reader's message (the file and the field).
+  void trainingRecordRefused(const QString& error);
   // The runtime has shut every worker down (after a close).
   void runtimeStopped();
 
@@ -122,6 +133,7 @@ class MainWindow : public QMainWindow {
   void rebuildRecent();
   void rememberRecent(const QString& path);
   void buildDocks();
+  void buildTrainingDock();
   void applyDefaultSizes();
   void setInitialGeometry();
   void buildStatusBar();
@@ -142,6 +154,7 @@ class MainWindow : public QMainWindow {
   void onShutDown();
   void exportSession();
   void chooseRecording();
+  void chooseTrainingRecord();
   void updateStatus();
   void setMode(const QString& text, const QString& colour);
   void restoreLayout();
@@ -155,6 +168,8 @@ class MainWindow : public QMainWindow {
   ErrorBanner* banner_ = nullptr;
   QDockWidget* setupDock_ = nullptr;
   QDockWidget* chartsDock_ = nullptr;
+  TrainingView* training_ = nullptr;
+  QDockWidget* trainingDock_ = nullptr;
   QDockWidget* lessonsDock_ = nullptr;
   LessonsPanel* lessons_ = nullptr;
   QDockWidget* playDock_ = nullptr;
@@ -166,6 +181,7 @@ class MainWindow : public QMainWindow {
   QAction* runAction_ = nullptr;
   QAction* stopAction_ = nullptr;
   QAction* openAction_ = nullptr;
+  QAction* openTrainingAction_ = nullptr;
   QMenu* recentMenu_ = nullptr;
   QAction* projectorAction_ = nullptr;
   QFont normalFont_;

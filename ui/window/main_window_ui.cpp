@@ -25,9 +25,11 @@
 
 #include "charts/charts_panel.h"
 #include "export/export_session.h"
+#include "export/train_export.h"
 #include "lessons/lessons_panel.h"
 #include "lessons/play_rank_panel.h"
 #include "topology/topology_pane.h"
+#include "training/training_view.h"
 #include "window/error_banner.h"
 #include "window/export_dialog.h"
 #include "window/frame_meter.h"
@@ -64,6 +66,8 @@ void MainWindow::buildActions() {
   openAction_ =
       new QAction(style()->standardIcon(QStyle::SP_DialogOpenButton), tr("&Open recording…"), this);
   openAction_->setShortcut(QKeySequence::Open);
+  openTrainingAction_ = new QAction(tr("Open &training record…"), this);
+  openTrainingAction_->setToolTip(tr("Show the JSON that allreduce-lab train writes"));
   exportAction_ =
       new QAction(style()->standardIcon(QStyle::SP_DialogSaveButton), tr("&Export…"), this);
   exportAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
@@ -85,6 +89,7 @@ void MainWindow::buildActions() {
   connect(runAction_, &QAction::triggered, this, [this] { run(); });
   connect(stopAction_, &QAction::triggered, this, &MainWindow::stop);
   connect(openAction_, &QAction::triggered, this, &MainWindow::chooseRecording);
+  connect(openTrainingAction_, &QAction::triggered, this, &MainWindow::chooseTrainingRecord);
   connect(exportAction_, &QAction::triggered, this, &MainWindow::exportSession);
   connect(quitAction_, &QAction::triggered, this, &QWidget::close);
   connect(resetLayoutAction_, &QAction::triggered, this, [this] {
@@ -111,6 +116,7 @@ void MainWindow::buildDocks() {
   chartsDock_->setObjectName(QStringLiteral("chartsDock"));
   chartsDock_->setWidget(charts_);
   addDockWidget(Qt::BottomDockWidgetArea, chartsDock_);
+  buildTrainingDock();
   lessons_ = new LessonsPanel(this);
   auto* lessonsScroll = new QScrollArea(this);
   lessonsScroll->setWidget(lessons_);
@@ -166,6 +172,18 @@ void MainWindow::buildDocks() {
   // across the whole width under both.
   setCorner(Qt::BottomLeftCorner, Qt::BottomDockWidgetArea);
   setCorner(Qt::BottomRightCorner, Qt::BottomDockWidgetArea);
+}
+
+// A tab beside the charts: a training record is another kind of session's measurements.
+void MainWindow::buildTrainingDock() {
+  training_ = new TrainingView(this);
+  trainingDock_ = new QDockWidget(tr("Training"), this);
+  trainingDock_->setObjectName(QStringLiteral("trainingDock"));
+  trainingDock_->setWidget(training_);
+  addDockWidget(Qt::BottomDockWidgetArea, trainingDock_);
+  tabifyDockWidget(chartsDock_, trainingDock_);
+  chartsDock_->raise();
+  trainingDock_->hide();  // File -> Open training record, or View -> Training
 }
 
 // The default split, once the window has its size: the charts a third of the height (enough
@@ -259,6 +277,7 @@ void MainWindow::mirrorToolBar() {
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   file->addAction(openAction_);
+  file->addAction(openTrainingAction_);
   recentMenu_ = file->addMenu(tr("Open &recent"));
   rebuildRecent();
   file->addAction(exportAction_);
@@ -270,6 +289,7 @@ void MainWindow::buildMenus() {
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->addAction(setupDock_->toggleViewAction());
   view->addAction(chartsDock_->toggleViewAction());
+  view->addAction(trainingDock_->toggleViewAction());
   view->addAction(lessonsDock_->toggleViewAction());
   QAction* playToggle = playDock_->toggleViewAction();
   playToggle->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_P));
@@ -390,9 +410,11 @@ void MainWindow::setProjector(bool on) {
     chartsDock_->setVisible(chartsWereShown_);
   }
   topology_->setProjector(on);
+  training_->setProjector(on);
   // The whole screen for the class, for the topology; View brings the docks back.
   if (on && screen() != nullptr) {
     setGeometry(screen()->availableGeometry());
+    if (trainingDock_->isVisible()) showTraining();
   } else if (!on && normalGeometry_.isValid()) {
     setGeometry(normalGeometry_);
     applyDefaultSizes();
@@ -423,6 +445,38 @@ void MainWindow::chooseRecording() {
   const QString path = QFileDialog::getOpenFileName(
       this, tr("Open a recording"), QString(), tr("Recordings (*.arlrec *.json);;All files (*)"));
   if (!path.isEmpty()) openRecording(path);
+}
+
+void MainWindow::chooseTrainingRecord() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open a training record"), QString(),
+                                                    tr("Training records (*.json);;All files (*)"));
+  if (!path.isEmpty()) openTrainingRecord(path);
+}
+
+bool MainWindow::openTrainingRecord(const QString& path) {
+  const QString refused = tr("Could not open the training record");
+  TrainRecord record;
+  try {
+    record = readTrainFile(path.toStdString());
+  } catch (const TrainRecordError& e) {
+    const QString error = QString::fromStdString(e.what());
+    banner_->showProblem(refused, error);
+    emit trainingRecordRefused(error);
+    return false;
+  }
+  if (banner_->headline() == refused) banner_->hide();  // a run's failure stays
+  training_->setRecord(record, path);
+  showTraining();
+  emit trainingRecordShown(path);
+  return true;
+}
+
+// The Training view in front, with most of the height: its five charts need it more than the
+// topology, which a training record does not use.
+void MainWindow::showTraining() {
+  trainingDock_->show();
+  trainingDock_->raise();
+  resizeDocks({trainingDock_}, {std::max(420, height() * 72 / 100)}, Qt::Vertical);
 }
 
 void MainWindow::exportSession() {
