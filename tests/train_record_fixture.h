@@ -72,6 +72,7 @@ inline TrainRun fixtureRun(bool psAsync) {
     row.computeUs = 6000 + (s == 0 ? 4000 : 0);
     row.commUs = psAsync ? 3200 : 2700;
     row.exposedUs = psAsync ? 1500 : 900;
+    row.hiddenUs = row.commUs - row.exposedUs;
     row.stepUs = row.computeUs + row.exposedUs;
     row.identical = !psAsync || s == 0;
     row.spread = psAsync ? 0.0078125 * s : 0;

@@ -66,16 +66,18 @@ Json rankStepJson(const TrainRankStep& r) {
               {"compute_us", usOf(r.computeNs)},
               {"comm_us", usOf(r.commNs)},
               {"exposed_us", usOf(r.exposedNs)},
+              {"hidden_us", usOf(r.hiddenNs)},
               {"digest", hexDigest(r.digest)},
               {"staleness", r.staleness},
+              {"spread", r.spread},
               {"spans", std::move(spans)}};
 }
 
 Json stepJson(const TrainStepRow& s, bool psAsync) {
-  Json j{{"step", s.step},           {"loss", s.loss},
-         {"step_us", s.stepUs},      {"compute_us", s.computeUs},
-         {"comm_us", s.commUs},      {"exposed_us", s.exposedUs},
-         {"hidden_us", hiddenUs(s)}, {"identical", s.identical},
+  Json j{{"step", s.step},          {"loss", s.loss},
+         {"step_us", s.stepUs},     {"compute_us", s.computeUs},
+         {"comm_us", s.commUs},     {"exposed_us", s.exposedUs},
+         {"hidden_us", s.hiddenUs}, {"identical", s.identical},
          {"spread", s.spread}};
   if (psAsync) {
     j["staleness"] = s.staleness ? Json(*s.staleness) : Json(nullptr);
@@ -205,8 +207,10 @@ TrainRankStep readRankStep(const In& a, int workers) {
   r.computeNs = nsOf(o["compute_us"]);
   r.commNs = nsOf(o["comm_us"]);
   r.exposedNs = nsOf(o["exposed_us"]);
+  r.hiddenNs = nsOf(o["hidden_us"]);
   r.digest = digestOf(o["digest"]);
   r.staleness = u32(o["staleness"]);
+  r.spread = nonNegativeOrNull(o["spread"]);
   r.spans = boundedList<TrainSpan>(o["spans"], kMaxSpans, readSpan);
   return r;
 }
@@ -220,7 +224,7 @@ TrainStepRow readStep(const In& a) {
   s.computeUs = timeUs(o["compute_us"]);
   s.commUs = timeUs(o["comm_us"]);
   s.exposedUs = timeUs(o["exposed_us"]);
-  timeUs(o["hidden_us"]);  // derived from comm_us and exposed_us; checked, not kept
+  s.hiddenUs = timeUs(o["hidden_us"]);
   s.identical = o["identical"].boolean();
   s.spread = nonNegativeOrNull(o["spread"]);
   if (o.has("staleness") && !o["staleness"].raw().is_null()) {
@@ -312,8 +316,6 @@ TrainRecord readTop(const In& top) {
 
 }  // namespace
 
-double hiddenUs(const TrainStepRow& s) { return std::max(0.0, s.commUs - s.exposedUs); }
-
 std::string writeTrainJson(const TrainRecord& r) {
   Json runs = Json::array();
   for (const TrainRun& run : r.runs) runs.push_back(runJson(run));
@@ -376,7 +378,7 @@ std::string writeTrainCsv(const TrainRecord& r) {
     for (const TrainStepRow& s : run.steps) {
       out += head + std::to_string(s.step) + "," + csvNumber(s.loss) + "," + csvNumber(s.stepUs) +
              "," + csvNumber(s.computeUs) + "," + csvNumber(s.commUs) + "," +
-             csvNumber(s.exposedUs) + "," + csvNumber(hiddenUs(s)) + "," +
+             csvNumber(s.exposedUs) + "," + csvNumber(s.hiddenUs) + "," +
              (s.identical ? "1" : "0") + "," + csvNumber(s.spread) + "," +
              (s.staleness ? csvNumber(*s.staleness) : "") + "\n";
     }

@@ -40,7 +40,4 @@ TrainRecord readTrainFile(const std::string& path);
 // identical,spread,staleness (run: the run's index; staleness empty where the run has none).
 std::string writeTrainCsv(const TrainRecord& r);
 
-// A step's communication that the compute hid: commUs - exposedUs, never below 0.
-double hiddenUs(const TrainStepRow& s);
-
 }  // namespace arl

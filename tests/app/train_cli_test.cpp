@@ -52,8 +52,10 @@ TEST(TrainCli, AShortRunPrintsItsStepsAndWritesJsonAndCsv) {
   const auto dir = std::filesystem::temp_directory_path() / "arl-train-cli";
   std::filesystem::create_directories(dir);
   const std::string json = (dir / "t.json").string(), csv = (dir / "t.csv").string();
-  const Result r = train("--workers 2 --model 16x8x3 --batch 8 --steps 3 --bucket 64 --slice 64 "
-                         "--overlap both --json " + json + " --csv " + csv);
+  const Result r = train(
+      "--workers 2 --model 16x8x3 --batch 8 --steps 3 --bucket 64 --slice 64 "
+      "--overlap both --json " +
+      json + " --csv " + csv);
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("replicas bitwise identical after every step"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("overlap on against off"), std::string::npos) << r.out;

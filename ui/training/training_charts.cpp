@@ -161,7 +161,7 @@ StepSplitData stepSplit(const TrainRecord& r) {
     double compute = 0, hidden = 0, exposed = 0, step = 0;
     for (size_t i = from; i < to; ++i) {
       compute += run.steps[i].computeUs;
-      hidden += hiddenUs(run.steps[i]);
+      hidden += run.steps[i].hiddenUs;
       exposed += run.steps[i].exposedUs;
       step += run.steps[i].stepUs;
     }
