@@ -275,6 +275,12 @@ bool Trainer::waitForWorkers(Coordinator& coord) {
 }
 
 std::string runLabel(const TrainConfig& c) {
+  if (c.sync == SyncMode::PsAsync) {
+    std::string s = "ps-async";
+    if (c.slowComputeRank >= 0)
+      s += printfString(", rank %d %gx slower", c.slowComputeRank, c.slowComputeFactor);
+    return s;
+  }
   return std::string(toString(c.sync)) + ", overlap " + onOff(c.overlap);
 }
 
@@ -457,6 +463,8 @@ int Trainer::run() {
   for (SyncMode s : a_.syncs) {
     for (bool overlap : a_.overlaps) {
       if (!ok || interrupted()) break;
+      // ps-async pushes the whole gradient after the backward pass: overlap changes nothing.
+      if (s == SyncMode::PsAsync && overlap != a_.overlaps.front()) continue;
       TrainConfig c = a_.cfg;
       c.sync = s;
       c.overlap = overlap;

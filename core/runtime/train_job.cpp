@@ -457,7 +457,7 @@ void serveOthers(RunJob& j, PsServer& server, Transport& tr, uint32_t steps,
   while (left > 0) {
     bool served = false;
     for (int p = 1; p < n; ++p) {
-      if (pushes[static_cast<size_t>(p)] >= steps || !tr.ready(p, 0)) continue;
+      if (pushes[static_cast<size_t>(p)] >= steps || !tr.arrived(p)) continue;
       recvFloats(j, tr, p, 0, grad.data(), grad.size());
       const PullHead head = server.push(p, grad.data());
       ChunkHeader h;

@@ -125,6 +125,10 @@ class Transport {
     (void)step;
     return false;
   }
+  // True when a message from `peer` has arrived: on a shaped data plane, recv() may still hold
+  // it back for the network's pacing, where ready() says false. For a caller that serves
+  // whichever peer has sent (training's asynchronous parameter server). Never blocks.
+  virtual bool arrived(int peer) { return ready(peer, 0); }
   // Makes every blocked and future call fail promptly (run aborted elsewhere).
   virtual void abort() = 0;
   // True when send() to `peer` takes backend memory as it is (device memory the peer reads

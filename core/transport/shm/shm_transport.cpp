@@ -829,11 +829,13 @@ std::unique_ptr<InMessage> ShmDataPlane::recv(int peer, uint32_t step,
 
 bool ShmDataPlane::ready(int peer, uint32_t step) {
   (void)step;
+  return !impl_->pacer && arrived(peer);
+}
+
+bool ShmDataPlane::arrived(int peer) {
   ARL_ENFORCE(peer >= 0 && peer < nranks_, "rank " << rank_ << " peer " << peer);
   Impl& im = *impl_;
-  if (im.pacer || !im.bound || im.closed || im.aborted.load(std::memory_order_relaxed)) {
-    return false;
-  }
+  if (!im.bound || im.closed || im.aborted.load(std::memory_order_relaxed)) return false;
   const std::shared_ptr<InChannel>& chp = im.in[static_cast<size_t>(peer)];
   if (!chp) return false;
   const InChannel& ch = *chp;

@@ -176,6 +176,7 @@ class ShmDataPlane final : public Transport {
   // A record from `peer` is published in its ring. False on a shaped data plane, whose
   // arrivals recv() paces.
   bool ready(int peer, uint32_t step) override;
+  bool arrived(int peer) override;
   // Thread-safe; blocked and later calls throw "run aborted" within one sleep slice.
   void abort() override;
 

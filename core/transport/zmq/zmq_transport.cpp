@@ -815,9 +815,15 @@ std::unique_ptr<InMessage> ZmqDataPlane::recv(int peer, uint32_t step,
   return m;
 }
 
-bool ZmqDataPlane::ready(int peer, uint32_t step) {
+bool ZmqDataPlane::ready(int peer, uint32_t step) { return !impl_->pacer && readAhead(peer, step); }
+
+bool ZmqDataPlane::arrived(int peer) { return readAhead(peer, 0); }
+
+// Moves what the socket holds into the peers' queues until `peer`'s has a message; whether it
+// has one. Pacing is recv()'s: nothing here waits.
+bool ZmqDataPlane::readAhead(int peer, uint32_t step) {
   ARL_ENFORCE(peer >= 0 && peer < nranks_, "rank " << rank_ << " peer " << peer);
-  if (impl_->pacer || !impl_->ctx || impl_->closed || impl_->shared->isAborted()) return false;
+  if (!impl_->ctx || impl_->closed || impl_->shared->isAborted()) return false;
   auto& mine = impl_->queues[static_cast<size_t>(peer)];
   std::unique_ptr<ZmqInMessage> m;
   while (mine.empty() && impl_->readOne(step, peer, m)) {

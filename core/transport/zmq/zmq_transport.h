@@ -132,6 +132,7 @@ class ZmqDataPlane final : public Transport {
   // Reads what has arrived (queueing other peers' messages, as recv() does) without waiting.
   // False on a shaped data plane, whose arrivals recv() paces.
   bool ready(int peer, uint32_t step) override;
+  bool arrived(int peer) override;
   // Thread-safe; touches no socket. Blocked and later send/recv/wait throw "run aborted".
   void abort() override;
 
@@ -139,6 +140,7 @@ class ZmqDataPlane final : public Transport {
   size_t queued(int peer) const;
 
  private:
+  bool readAhead(int peer, uint32_t step);
   std::string makeIpcDir(const std::string& baseDir, const std::string& who);
   std::unique_ptr<InMessage> take(int peer, uint32_t step, std::chrono::milliseconds timeout);
   struct Impl;  // ZeroMQ state, private to zmq_transport.cpp
