@@ -318,17 +318,23 @@ void adamStep(ArrayMap w, ArrayMap m, ArrayMap v, const ConstArrayMap& g, float 
 std::vector<Bucket> planBuckets(const std::vector<uint32_t>& widths, uint64_t bucketBytes) {
   ARL_ENFORCE(bucketBytes > 0, "a bucket of 0 bytes");
   const std::vector<Layer> layers = layout(widths);
+  const size_t cap = std::max<size_t>(1, bucketBytes / sizeof(float));
   std::vector<Bucket> buckets;
   bool open = false;  // whether the last bucket may take another layer
   for (uint32_t l = static_cast<uint32_t>(layers.size()); l-- > 0;) {
-    if (open && (buckets.back().end - layers[l].offset) * sizeof(float) <= bucketBytes) {
+    if (open && buckets.back().end - layers[l].offset <= cap) {
       buckets.back().begin = layers[l].offset;
       buckets.back().firstLayer = l;
-    } else {
-      buckets.push_back(Bucket{layers[l].offset, layers[l].end(), l, l});
-      // A layer over the cap has its bucket to itself.
-      open = layers[l].size() * sizeof(float) <= bucketBytes;
+      continue;
     }
+    // A layer over the cap is cut into buckets of the cap from its end back, all complete
+    // when its gradients are; only the last (lowest) piece, if shorter, may take more layers.
+    for (size_t hi = layers[l].end(); hi > layers[l].offset;) {
+      const size_t lo = hi - std::min(cap, hi - layers[l].offset);
+      buckets.push_back(Bucket{lo, hi, l, l});
+      hi = lo;
+    }
+    open = buckets.back().end - buckets.back().begin < cap;
   }
   return buckets;
 }
@@ -392,8 +398,9 @@ double Replica::computeGradients(uint32_t step, const std::function<void(size_t 
   size_t next = 0;
   backwardPass(s.net, s.params.data(), s.grads.data(), 1.0f / static_cast<float>(s.cfg.batch),
                timed, [&](uint32_t layer) {
-                 // Buckets are in backward order, each complete once its first layer is.
-                 if (next < s.buckets.size() && s.buckets[next].firstLayer == layer) {
+                 // Buckets are in backward order, each complete once its first layer is (the
+                 // pieces of a layer over the cap all at once).
+                 while (next < s.buckets.size() && s.buckets[next].firstLayer == layer) {
                    if (onBucket) {
                      onBucket(next);
                    }

@@ -17,7 +17,8 @@
 namespace arl {
 
 // A group of gradients reduced by one collective: the floats [begin, end) of the flat
-// gradient vector, the layers [firstLayer, lastLayer] (lastLayer first in the backward pass).
+// gradient vector, the layers [firstLayer, lastLayer] (lastLayer first in the backward pass);
+// a piece of one layer has firstLayer == lastLayer.
 struct Bucket {
   size_t begin = 0;
   size_t end = 0;
@@ -26,9 +27,10 @@ struct Bucket {
   bool operator==(const Bucket&) const = default;
 };
 
-// Buckets of at most `bucketBytes` of float gradients each, whole layers only, filled from the
-// last layer back (a layer larger than the cap gets a bucket of its own), in the order the
-// backward pass completes them.
+// Buckets of at most `bucketBytes` of float gradients each, filled with whole layers from the
+// last layer back, in the order the backward pass completes them. A layer larger than the cap
+// is cut into buckets of the cap (from its end back), all complete when its gradients are:
+// more, smaller collectives at once, which is what too small a bucket costs.
 std::vector<Bucket> planBuckets(const std::vector<uint32_t>& layers, uint64_t bucketBytes);
 
 // A compute span's report: kind, index (layer, or 0), start and end on the steady clock (ns).

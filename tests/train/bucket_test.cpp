@@ -21,12 +21,13 @@ size_t layerBegin(const std::vector<uint32_t>& w, uint32_t l) {
   return begin;
 }
 
-// Every property of a plan: reverse layer order, whole layers, contiguous ranges covering the
-// flat vector once, the cap kept (but by a single oversize layer), and each bucket full: the
-// next layer back would not have fitted.
+// Every property of a plan: reverse layer order, contiguous ranges covering the flat vector
+// once, the cap kept, whole layers except the pieces of a layer over the cap (each piece of
+// the cap but its lowest), and each bucket full: the next layer back would not have fitted.
 void expectValidPlan(const std::vector<uint32_t>& w, uint64_t cap) {
   SCOPED_TRACE(formatLayers(w) + " cap " + std::to_string(cap));
   const std::vector<Bucket> plan = planBuckets(w, cap);
+  const size_t capFloats = std::max<size_t>(1, cap / sizeof(float));
   ASSERT_FALSE(plan.empty());
   const auto lastLayer = static_cast<uint32_t>(w.size() - 2);
   EXPECT_EQ(plan.front().lastLayer, lastLayer);
@@ -36,16 +37,20 @@ void expectValidPlan(const std::vector<uint32_t>& w, uint64_t cap) {
   for (size_t b = 0; b < plan.size(); ++b) {
     const Bucket& k = plan[b];
     ASSERT_LE(k.firstLayer, k.lastLayer);
-    EXPECT_EQ(k.begin, layerBegin(w, k.firstLayer));
-    EXPECT_EQ(k.end, layerBegin(w, k.lastLayer) + layerFloats(w, k.lastLayer));
-    if (k.firstLayer != k.lastLayer) {
-      EXPECT_LE((k.end - k.begin) * sizeof(float), cap);
+    ASSERT_LT(k.begin, k.end);
+    EXPECT_LE(k.end - k.begin, capFloats) << "bucket " << b << " over the cap";
+    const bool piece = layerFloats(w, k.lastLayer) > capFloats;
+    if (k.firstLayer != k.lastLayer || !piece) {
+      EXPECT_EQ(k.begin, layerBegin(w, k.firstLayer));
     }
+    if (!piece) EXPECT_EQ(k.end, layerBegin(w, k.lastLayer) + layerFloats(w, k.lastLayer));
     if (b + 1 < plan.size()) {
-      EXPECT_EQ(plan[b + 1].lastLayer + 1, k.firstLayer);
       EXPECT_EQ(plan[b + 1].end, k.begin);
-      const size_t withNext = k.end - k.begin + layerFloats(w, k.firstLayer - 1);
-      EXPECT_GT(withNext * sizeof(float), cap) << "bucket " << b << " could take another layer";
+      EXPECT_GE(plan[b + 1].lastLayer + 1, k.firstLayer);
+      if (k.begin == layerBegin(w, k.firstLayer) && k.firstLayer > 0) {
+        const size_t withNext = k.end - k.begin + layerFloats(w, k.firstLayer - 1);
+        EXPECT_GT(withNext, capFloats) << "bucket " << b << " could take another layer";
+      }
     }
   }
 }
@@ -65,15 +70,21 @@ TEST(Buckets, FillFromTheLastLayerBack) {
   EXPECT_EQ(planBuckets(w, 600), (std::vector<Bucket>{{144, 288, 2, 3}, {0, 144, 0, 1}}));
   EXPECT_EQ(planBuckets(w, 864), (std::vector<Bucket>{{72, 288, 1, 3}, {0, 72, 0, 0}}));
   EXPECT_EQ(planBuckets(w, 288).size(), 4u);
-  EXPECT_EQ(planBuckets(w, 4).size(), 4u);  // every layer over the cap, each alone
+  EXPECT_EQ(planBuckets(w, 4).size(), 288u);  // one float a bucket
   EXPECT_EQ(planBuckets(w, 25 << 20), (std::vector<Bucket>{{0, 288, 0, 3}}));
 }
 
-TEST(Buckets, OversizeLayerHasItsBucketToItself) {
-  // 3x100x1x100x7: layers of 400, 101, 200 and 707 floats.
+TEST(Buckets, ALayerOverTheCapIsCutIntoBucketsOfTheCap) {
+  // 3x100x1x100x7: layers of 400, 101, 200 and 707 floats. 1300 bytes are 325 floats: layer 3
+  // goes in pieces of 325, 325 and 57 from its end; its last piece takes layer 2 (257 floats),
+  // not layer 1 as well; layer 0 in two pieces.
   const std::vector<uint32_t> w = {3, 100, 1, 100, 7};
-  EXPECT_EQ(planBuckets(w, 1300),
-            (std::vector<Bucket>{{701, 1408, 3, 3}, {400, 701, 1, 2}, {0, 400, 0, 0}}));
+  EXPECT_EQ(planBuckets(w, 1300), (std::vector<Bucket>{{1083, 1408, 3, 3},
+                                                       {758, 1083, 3, 3},
+                                                       {501, 758, 2, 3},
+                                                       {400, 501, 1, 1},
+                                                       {75, 400, 0, 0},
+                                                       {0, 75, 0, 0}}));
 }
 
 TEST(Buckets, DefaultModelIsOneBucketUnderPyTorchsDefaultCap) {
