@@ -434,13 +434,14 @@ class PsServer {
     for (auto& w : sent_) std::memcpy(w.data(), opt_.params(), n_ * sizeof(float));
   }
   size_t paramCount() const { return n_; }
-  // Applies rank r's gradient and records what r holds afterwards: the weights now.
-  PullHead push(int r, const float* g) {
+  // Applies rank r's gradient of its step `step` and records what r holds afterwards: the
+  // weights now. The head's spread is step `step`'s when this push completes it (every rank
+  // has done the step), else 0.
+  PullHead push(int r, uint32_t step, const float* g) {
     std::lock_guard<std::mutex> lock(mu_);
     const auto k = static_cast<size_t>(r);
     PullHead h;
     h.staleness = static_cast<uint32_t>(version_ - sentVersion_[k]);
-    h.spread = weightDistance(opt_.params(), sent_[k].data(), n_);
     // A push is one rank's shard; the update it makes is that shard's mean gradient.
     for (size_t i = 0; i < n_; ++i) scaled_[i] = g[i] * static_cast<float>(nranks_);
     opt_.applyUpdate(scaled_.data(), [](TrainSpan::Kind, uint32_t, int64_t, int64_t) {});
@@ -448,12 +449,44 @@ class PsServer {
     std::memcpy(sent_[k].data(), opt_.params(), n_ * sizeof(float));
     sentVersion_[k] = version_;
     h.version = version_;
+    h.spread = noteStep(r, step, sent_[k].data());
     return h;
   }
   // The weights rank r now holds (until its next push).
   const float* sentTo(int r) const { return sent_[static_cast<size_t>(r)].data(); }
 
  private:
+  // Step `step` of every rank, until the last rank has done it: rank 0's weights after it, or
+  // the weights of the ranks that did it before rank 0, and the largest distance so far.
+  struct StepWeights {
+    int done = 0;
+    std::vector<float> rank0;
+    std::vector<std::vector<float>> early;
+    double spread = 0;
+  };
+
+  // Rank r holds `w` after its step `step`. The spread of a step is the largest distance of a
+  // rank's weights after that step from rank 0's after the same step: a slow rank pulls
+  // weights that the fast ranks have moved on further at each step, so it grows while they
+  // run ahead. Returns it once every rank has done the step, else 0.
+  double noteStep(int r, uint32_t step, const float* w) {
+    StepWeights& s = steps_[step];
+    if (r == 0) {
+      s.rank0.assign(w, w + n_);
+      for (const auto& e : s.early) s.spread = std::max(s.spread, weightDistance(e.data(), w, n_));
+      s.early.clear();
+    } else if (!s.rank0.empty()) {
+      s.spread = std::max(s.spread, weightDistance(w, s.rank0.data(), n_));
+    } else {
+      s.early.emplace_back(w, w + n_);
+    }
+    if (++s.done < nranks_) return 0;
+    const double spread = s.spread;
+    steps_.erase(step);
+    return spread;
+  }
+
+  std::map<uint32_t, StepWeights> steps_;
   std::mutex mu_;
   Replica opt_;  // the server's weights and optimizer state
   size_t n_;
@@ -478,7 +511,7 @@ void serveOthers(RunJob& j, PsServer& server, Transport& tr, uint32_t steps,
     for (int p = 1; p < n; ++p) {
       if (pushes[static_cast<size_t>(p)] >= steps || !tr.arrived(p)) continue;
       recvFloats(j, tr, p, 0, grad.data(), grad.size());
-      const PullHead head = server.push(p, grad.data());
+      const PullHead head = server.push(p, pushes[static_cast<size_t>(p)], grad.data());
       ChunkHeader h;
       h.opSignature = kPsAsyncSignature;
       h.epoch = j.cfg.epoch;
@@ -557,7 +590,7 @@ bool trainAsync(RunJob& j, Replica& replica, Transport& tr, int64_t& iteration, 
       PullHead head;
       if (j.rank == 0) {
         const int64_t s0 = steadyNowNs();
-        head = server->push(0, replica.grads());
+        head = server->push(0, step, replica.grads());
         std::memcpy(replica.params(), server->sentTo(0), replica.paramCount() * sizeof(float));
         span(TrainSpan::Kind::Optimizer, 0, s0, steadyNowNs());
       } else {

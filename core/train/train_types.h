@@ -95,8 +95,9 @@ struct TrainRankStep {
   int64_t hiddenNs = 0;    // time with communication in flight while the rank computed
   uint64_t digest = 0;     // FNV-1a 64 of the rank's weights after the step
   uint32_t staleness = 0;  // ps-async: server updates between this rank's pull and its push
-  // ps-async: L2 distance of this rank's weights (those it last pulled) from the server's when
-  // it pushed; the synchronous modes leave it 0 and are judged by the digests.
+  // ps-async: the step's spread (the largest L2 distance of a rank's weights after the step
+  // from rank 0's after the same step), from the rank whose push completed the step; 0 from
+  // the others. The synchronous modes leave it 0 and are judged by the digests.
   double spread = 0;
   std::vector<TrainSpan> spans;
   bool operator==(const TrainRankStep&) const = default;
