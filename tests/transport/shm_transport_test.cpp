@@ -332,9 +332,12 @@ TEST(ShmDataPlane, ReadySaysWhetherARecordIsWaiting) {
   shaped.shaping.addedLatencySeconds = 1e-6;
   auto paced = oneWay(shaped);
   const auto p = pattern(0, 0, 10);
+  EXPECT_FALSE(paced[1].arrived(0));
   paced[0].send(1, headerFor(0), p.data(), p.size());
   EXPECT_FALSE(paced[1].ready(0, 0));
+  EXPECT_TRUE(paced[1].arrived(0));  // there, though recv() paces it
   EXPECT_TRUE(samePayload(*paced[1].recv(0, 0, kLong), p));
+  EXPECT_FALSE(paced[1].arrived(0));
 }
 
 // Large payloads through the default 4 MiB ring, the largest being half of it.

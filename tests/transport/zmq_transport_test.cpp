@@ -179,6 +179,23 @@ TEST_P(ZmqDataPlaneTest, ReadySaysWhetherAMessageHasArrived) {
   EXPECT_FALSE(t.ready(2, 1));
 }
 
+// arrived() is ready() that a shaped plane answers too: the message is there, recv() paces it.
+TEST_P(ZmqDataPlaneTest, ArrivedSaysAMessageIsThereOnAShapedPlane) {
+  BindOptions opt = optionsFor(GetParam());
+  opt.shaping.addedLatencySeconds = 1e-6;
+  auto dp = makeMesh(2, opt);
+  ZmqDataPlane& t = *dp[0];
+  EXPECT_FALSE(t.arrived(1));
+  const auto p = pattern(1, 0, 100);
+  dp[1]->send(0, headerFor(0, 0), p.data(), p.size())->wait();
+  const auto giveUp = SteadyClock::now() + milliseconds(10000);
+  while (!t.arrived(1) && SteadyClock::now() < giveUp) std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_TRUE(t.arrived(1));
+  EXPECT_FALSE(t.ready(1, 0));
+  EXPECT_TRUE(samePayload(*t.recv(1, 0, milliseconds(1000)), p));
+  EXPECT_FALSE(t.arrived(1));
+}
+
 // While rank 0 waits for rank 2, everything rank 1 sends is queued, then delivered in order.
 TEST_P(ZmqDataPlaneTest, MessagesFromOtherPeersAreQueuedWhileWaiting) {
   BindOptions opt = optionsFor(GetParam());
