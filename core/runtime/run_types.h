@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "exec/run_request.h"
-#include "train/train_types.h"
 #include "exec/sent_bytes.h"
 #include "exec/telemetry.h"
+#include "train/train_types.h"
 
 namespace arl {
 

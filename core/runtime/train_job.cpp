@@ -130,7 +130,6 @@ class BucketReducer {
     size_t total = 0;
     for (const Bucket& b : buckets) total = std::max(total, b.end);
     reduced_.assign(total, 0.0f);
-    ExecOptions eo = rankRunOptions(j).exec;
     for (const Bucket& b : buckets) {
       const Schedule& s = schedules.at(b.end - b.begin);
       Slot slot;
@@ -140,7 +139,7 @@ class BucketReducer {
       if (s.scratchElems > 0) slot.bufs.scratch = backend.allocate(s.scratchElems * sizeof(float));
       slots_.push_back(slot);
     }
-    eo_ = eo;
+    eo_ = rankRunOptions(j).exec;
   }
   ~BucketReducer() {
     stop();

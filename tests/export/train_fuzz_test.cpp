@@ -9,6 +9,7 @@
 
 #include "../train_record_fixture.h"
 #include "export/train_export.h"
+#include "json_fuzz.h"
 
 namespace arl {
 namespace {
@@ -44,23 +45,9 @@ TEST(TrainFuzz, EveryTruncationIsACleanError) {
 TEST(TrainFuzz, MutatedRecordsReadOrFailCleanly) {
   const std::string good = goodRecord();
   std::mt19937 rng(20261204);
-  const std::string alphabet =
-      "0123456789-+.eE\"\\{}[],: \n\x00\xff"
-      "abcdefnrtux";
-  std::uniform_int_distribution<size_t> pos(0, good.size() - 1), pick(0, alphabet.size() - 1);
   int accepted = 0;
   for (int i = 0; i < 3000; ++i) {
-    std::string t = good;
-    const int edits = 1 + i % 4;
-    for (int k = 0; k < edits; ++k) {
-      const size_t p = pos(rng) % t.size();
-      switch (rng() % 4) {
-        case 0: t[p] = alphabet[pick(rng)]; break;  // replace
-        case 1: t.insert(t.begin() + static_cast<long>(p), alphabet[pick(rng)]); break;
-        case 2: t.erase(p, 1); break;                     // delete
-        default: t[p] = static_cast<char>(rng()); break;  // any byte
-      }
-    }
+    const std::string t = test::mutatedJson(good, i, rng);
     accepted += readsCleanly(t);
   }
   // Most edits break the text or a field; some (a digit of a time) leave a readable one.
@@ -71,9 +58,8 @@ TEST(TrainFuzz, MutatedRecordsReadOrFailCleanly) {
 TEST(TrainFuzz, RandomTextIsACleanError) {
   std::mt19937 rng(11);
   for (int i = 0; i < 2000; ++i) {
-    std::string t(rng() % 300, '\0');
-    for (char& c : t) c = static_cast<char>(rng());
-    if (i % 2) t.insert(0, "{\"format\":\"allreduce-lab-train\",\"version\":1,");
+    const std::string t =
+        test::randomText(i, rng, "{\"format\":\"allreduce-lab-train\",\"version\":1,");
     EXPECT_FALSE(readsCleanly(t));
   }
 }
