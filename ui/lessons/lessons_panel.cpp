@@ -11,6 +11,8 @@
 #include <QListWidget>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QScrollArea>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -34,11 +36,34 @@ std::string stringOr(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// Whether the student's number is a time (entered in ms; the measure is in us).
+bool timeMeasure(const Lesson& l) {
+  return l.by == DecideBy::Fastest && !isFact(l) && l.measure != SpeedMeasure::BusbwGBps;
+}
+
 QString valueText(const Lesson& l, double v) {
   if (!std::isfinite(v)) return QString::fromUtf8(kNoValue);
-  if (l.by == DecideBy::Value) return QString::number(v, 'g', 4);
+  if (l.by == DecideBy::Fastest && l.measure == SpeedMeasure::IdenticalShare)
+    return QStringLiteral("%1%").arg(v * 100, 0, 'f', 0);
+  if (isFact(l)) return QString::number(v, 'g', 4);
   if (l.measure == SpeedMeasure::BusbwGBps) return QString::fromStdString(rateLabel(v * 1e9));
   return QString::fromStdString(timeLabel(v));
+}
+
+// The measured column's title: what was measured, where a training run's measure needs saying.
+QString measuredTitle(const Lesson& l) {
+  if (l.by == DecideBy::Value) return LessonsPanel::tr("measured");
+  switch (l.measure) {
+    case SpeedMeasure::ExposedUs: return LessonsPanel::tr("exposed communication per step");
+    case SpeedMeasure::StepUs: return LessonsPanel::tr("step");
+    case SpeedMeasure::IdenticalShare: return LessonsPanel::tr("steps with identical replicas");
+    default: return LessonsPanel::tr("measured");
+  }
+}
+
+// Whether the lesson's experiments have a cost model's prediction (bench's; training has none).
+bool predicted(const Lesson& l) {
+  return l.by == DecideBy::Fastest && experimentKindOf(l.measure) == ExperimentKind::Bench;
 }
 
 QString q(const std::string& s) { return QString::fromStdString(s).toHtmlEscaped(); }
@@ -150,9 +175,8 @@ void LessonsPanel::showLesson(int index) {
     optionsLay_->addWidget(b);
   }
   guess_->clear();
-  guess_->setPlaceholderText(l.by == DecideBy::Fastest && l.measure != SpeedMeasure::BusbwGBps
-                                 ? tr("optional: the winner's time you expect, in ms")
-                                 : tr("optional: the number you expect"));
+  guess_->setPlaceholderText(timeMeasure(l) ? tr("optional: the winner's time you expect, in ms")
+                                            : tr("optional: the number you expect"));
   reveal_->clear();
   status_->clear();
   run_->setEnabled(false);
@@ -200,7 +224,7 @@ bool LessonsPanel::runLesson() {
                        .arg(l->experiments.size() +
                             static_cast<size_t>(std::count_if(
                                 l->options.begin(), l->options.end(),
-                                [](const LessonOption& o) { return !o.bench.empty(); }))));
+                                [](const LessonOption& o) { return !o.experiment.empty(); }))));
   run_->setText(tr("Stop"));
   list_->setEnabled(false);
   optionsBox_->setEnabled(false);
@@ -248,6 +272,18 @@ void LessonsPanel::finished(int exitCode, QProcess::ExitStatus status) {
   reveal(out);
 }
 
+// The verdict is what the student waited for: in sight in the scroll area that holds the panel
+// (the window's dock), below a list and a text that may fill it.
+void LessonsPanel::scrollToReveal() {
+  layout()->activate();  // the reveal's place with its new text, not the old one's
+  for (QWidget* w = parentWidget(); w != nullptr; w = w->parentWidget()) {
+    if (auto* area = qobject_cast<QScrollArea*>(w)) {
+      area->ensureWidgetVisible(reveal_, 0, 0);
+      return;
+    }
+  }
+}
+
 std::vector<PlaybackPause> LessonsPanel::pausesOf(const Lesson& l) const {
   std::vector<PlaybackPause> out;
   for (const LessonPause& p : l.pauses) {
@@ -290,7 +326,7 @@ void LessonsPanel::reveal(const QString& json) {
   };
   bool guessOk = false;
   const double guess = guess_->text().trimmed().toDouble(&guessOk);
-  const bool timeGuess = l.by == DecideBy::Fastest && l.measure != SpeedMeasure::BusbwGBps;
+  const bool timeGuess = timeMeasure(l);
   QString rows;
   QString replay;
   QString anyRecording;
@@ -307,16 +343,19 @@ void LessonsPanel::reveal(const QString& json) {
       if (anyRecording.isEmpty()) anyRecording = QString::fromStdString(rec);
       if (opt == (winner.empty() ? l.answer : winner)) replay = QString::fromStdString(rec);
     }
+    // A training run's note (its step split, or its replicas) says what the number came from.
+    const bool trainNote = l.by == DecideBy::Fastest && !predicted(l) && ran;
     const QString what = opt.empty() ? q(stringOr(e, "note")) : labelOf(opt).toHtmlEscaped();
     const QString mark = (!opt.empty() && opt == chosen ? tr(" ← your answer") : QString()) +
                          (!opt.empty() && opt == winner ? QStringLiteral(" ★") : QString());
+    const QString note =
+        trainNote ? QStringLiteral("<br><small>%1</small>").arg(q(stringOr(e, "note"))) : QString();
     rows += QStringLiteral(
-                "<tr><td>%1%2</td><td align=right><b>%3</b></td><td align=right>%4</td></tr>")
-                .arg(what, mark,
+                "<tr><td>%1%2%3</td><td align=right><b>%4</b></td><td align=right>%5</td></tr>")
+                .arg(what, mark, note,
                      ran ? valueText(l, v) : tr("did not run: %1").arg(q(stringOr(e, "error"))),
-                     l.by == DecideBy::Fastest
-                         ? QString::fromStdString(timeLabel(numberOr(e, "predicted_us")))
-                         : QString());
+                     predicted(l) ? QString::fromStdString(timeLabel(numberOr(e, "predicted_us")))
+                                  : QString());
   }
   if (!anyRan) {
     fallBack(tr("no experiment ran"));
@@ -331,8 +370,7 @@ void LessonsPanel::reveal(const QString& json) {
   html +=
       QStringLiteral(
           "<table cellspacing=4><tr><th align=left>%1</th><th>%2</th><th>%3</th></tr>%4</table>")
-          .arg(tr("measured here"), tr("measured"),
-               l.by == DecideBy::Fastest ? tr("model") : QString(), rows);
+          .arg(tr("measured here"), measuredTitle(l), predicted(l) ? tr("model") : QString(), rows);
   if (guessOk) {
     const double measured = timeGuess ? winnerValue / 1000 : winnerValue;
     html += tr("<p>You expected %1%2; measured %3%4 (measured/yours %5).</p>")
@@ -358,9 +396,14 @@ void LessonsPanel::reveal(const QString& json) {
   if (!l.modelNote.empty()) html += QStringLiteral("<p><i>%1</i></p>").arg(q(l.modelNote));
   reveal_->setText(html);
   score_->setText(tr("Score this session: %1 of %2").arg(right_).arg(answered_));
-  status_->setText(tr("Done: the run of %1 replays in the topology view.")
-                       .arg(labelOf(decided).toHtmlEscaped()));
+  const std::string training = stringOr(doc, "training_record");
+  status_->setText(training.empty() ? tr("Done: the run of %1 replays in the topology view.")
+                                          .arg(labelOf(decided).toHtmlEscaped())
+                                    : tr("Done: the training runs are in the Training view."));
   emit revealed(agrees);
+  if (!training.empty()) emit trainingRecordReady(QString::fromStdString(training));
+  // Once the window has made room for what follows (a replay, the Training view).
+  QTimer::singleShot(0, this, &LessonsPanel::scrollToReveal);
   if (replay.isEmpty()) replay = anyRecording;
   if (!replay.isEmpty()) emit replayRequested(replay, pausesOf(l), false);
 }

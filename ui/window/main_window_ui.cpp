@@ -137,7 +137,15 @@ void MainWindow::buildDocks() {
   connect(lessons_, &LessonsPanel::runningChanged, this, [this](bool on) {
     runAction_->setEnabled(!on && !running_ && problems_.empty());
     openAction_->setEnabled(!on && !running_);
-    if (on) setMode(tr("◉ lesson running on real workers"), QStringLiteral("#a15c00"));
+    // Off: a replay or a training record that follows says what the window shows.
+    setMode(on ? tr("◉ lesson running on real workers") : tr("idle"),
+            on ? QStringLiteral("#a15c00") : QStringLiteral("#555555"));
+  });
+  connect(lessons_, &LessonsPanel::trainingRecordReady, this, [this](const QString& path) {
+    if (!openTrainingRecord(path)) return;
+    // Less than the view takes when opened alone: the lesson's verdict stays in sight above.
+    resizeDocks({trainingDock_}, {std::max(420, height() * 64 / 100)}, Qt::Vertical);
+    setMode(tr("✓ lesson · its training runs"), QStringLiteral("#0b5cad"));
   });
   play_ = new PlayRankPanel(this);
   playDock_ = new QDockWidget(tr("Play a rank"), this);
