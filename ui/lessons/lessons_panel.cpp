@@ -12,6 +12,7 @@
 #include <QPushButton>
 #include <QRadioButton>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -160,6 +161,7 @@ bool LessonsPanel::selectLesson(const QString& name) {
 void LessonsPanel::showLesson(int index) {
   if (running() || index < 0 || index >= lessonCount()) return;
   index_ = index;
+  stopFollowingReveal();
   const Lesson& l = lessons_[static_cast<size_t>(index)];
   text_->setText(QStringLiteral("<h3>%1</h3><p><i>%2</i></p><p>%3</p><p><b>%4</b></p>")
                      .arg(q(l.title), q(l.teaches), q(l.text), q(l.question)));
@@ -220,6 +222,7 @@ bool LessonsPanel::runLesson() {
     if (e == QProcess::FailedToStart) finished(-1, QProcess::CrashExit);
   });
   reveal_->clear();
+  stopFollowingReveal();
   status_->setText(tr("Running on real workers: %1 experiment(s)…")
                        .arg(l->experiments.size() +
                             static_cast<size_t>(std::count_if(
@@ -272,16 +275,28 @@ void LessonsPanel::finished(int exitCode, QProcess::ExitStatus status) {
   reveal(out);
 }
 
-// The verdict is what the student waited for: in sight in the scroll area that holds the panel
-// (the window's dock), below a list and a text that may fill it.
+// The verdict is what the student waited for: at the top of the scroll area that holds the
+// panel (the window's dock), below a list and a text that may fill it. It stays there while the
+// window settles around it (a dock shrinks, lines wrap anew), until the student scrolls.
 void LessonsPanel::scrollToReveal() {
-  layout()->activate();  // the reveal's place with its new text, not the old one's
-  for (QWidget* w = parentWidget(); w != nullptr; w = w->parentWidget()) {
-    if (auto* area = qobject_cast<QScrollArea*>(w)) {
-      area->ensureWidgetVisible(reveal_, 0, 0);
-      return;
-    }
-  }
+  stopFollowingReveal();
+  QScrollArea* area = nullptr;
+  for (QWidget* w = parentWidget(); w != nullptr && area == nullptr; w = w->parentWidget())
+    area = qobject_cast<QScrollArea*>(w);
+  if (area == nullptr) return;
+  QScrollBar* bar = area->verticalScrollBar();
+  auto place = [this, area, bar] {
+    bar->setValue(reveal_->mapTo(area->widget(), QPoint(0, 0)).y());
+  };
+  place();
+  followReveal_ = connect(bar, &QScrollBar::rangeChanged, this, place);
+  stopFollow_ =
+      connect(bar, &QScrollBar::actionTriggered, this, &LessonsPanel::stopFollowingReveal);
+}
+
+void LessonsPanel::stopFollowingReveal() {
+  disconnect(followReveal_);
+  disconnect(stopFollow_);
 }
 
 std::vector<PlaybackPause> LessonsPanel::pausesOf(const Lesson& l) const {

@@ -78,6 +78,7 @@ class LessonsPanel : public QWidget {
   void reveal(const QString& json);
   void fallBack(const QString& why);
   void scrollToReveal();
+  void stopFollowingReveal();
   std::vector<PlaybackPause> pausesOf(const Lesson& l) const;
   QString chosenId() const;
 
@@ -98,6 +99,9 @@ class LessonsPanel : public QWidget {
   QLabel* score_ = nullptr;
   QProcess* proc_ = nullptr;
   std::unique_ptr<QTemporaryDir> work_;
+  // The reveal kept at the top of the scroll area while the window settles (scrollToReveal).
+  QMetaObject::Connection followReveal_;
+  QMetaObject::Connection stopFollow_;
   int right_ = 0;
   int answered_ = 0;
 };
