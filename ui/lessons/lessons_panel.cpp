@@ -69,6 +69,73 @@ bool predicted(const Lesson& l) {
 
 QString q(const std::string& s) { return QString::fromStdString(s).toHtmlEscaped(); }
 
+QString optionLabel(const Lesson& l, const std::string& id) {
+  for (const LessonOption& o : l.options) {
+    if (o.id == id) return QString::fromStdString(o.label);
+  }
+  return QString::fromStdString(id);
+}
+
+// The reveal's table, and what it found among the experiments.
+struct RevealRows {
+  QString rows;              // one <tr> per experiment
+  QString replay;            // the recording to replay: the winner's, else any; "" for none
+  double winnerValue = NAN;  // the winner's measurement (a fact lesson's: its only one)
+  bool anyRan = false;
+};
+
+RevealRows revealRows(const Lesson& l, const nlohmann::json& doc, const std::string& chosen) {
+  const std::string winner = stringOr(doc, "winner");
+  RevealRows out;
+  QString anyRecording;
+  for (const nlohmann::json& e : doc.value("experiments", nlohmann::json::array())) {
+    const std::string opt = stringOr(e, "option");
+    const double v = numberOr(e, "value");
+    const bool ran = e.value("ran", false);
+    out.anyRan = out.anyRan || ran;
+    if (opt == winner || (winner.empty() && opt.empty())) out.winnerValue = v;
+    const std::string rec = stringOr(e, "recording");
+    if (!rec.empty()) {
+      if (anyRecording.isEmpty()) anyRecording = QString::fromStdString(rec);
+      if (opt == (winner.empty() ? l.answer : winner)) out.replay = QString::fromStdString(rec);
+    }
+    // A training run's note (its step split, or its replicas) says what the number came from.
+    const bool trainNote = l.by == DecideBy::Fastest && !predicted(l) && ran;
+    const QString what = opt.empty() ? q(stringOr(e, "note")) : optionLabel(l, opt).toHtmlEscaped();
+    const QString mark =
+        (!opt.empty() && opt == chosen ? LessonsPanel::tr(" ← your answer") : QString()) +
+        (!opt.empty() && opt == winner ? QStringLiteral(" ★") : QString());
+    const QString note =
+        trainNote ? QStringLiteral("<br><small>%1</small>").arg(q(stringOr(e, "note"))) : QString();
+    out.rows +=
+        QStringLiteral(
+            "<tr><td>%1%2%3</td><td align=right><b>%4</b></td><td align=right>%5</td></tr>")
+            .arg(what, mark, note,
+                 ran ? valueText(l, v)
+                     : LessonsPanel::tr("did not run: %1").arg(q(stringOr(e, "error"))),
+                 predicted(l) ? QString::fromStdString(timeLabel(numberOr(e, "predicted_us")))
+                              : QString());
+  }
+  if (out.replay.isEmpty()) out.replay = anyRecording;
+  return out;
+}
+
+// The student's number against the measured one ("" when they typed none).
+QString guessText(const Lesson& l, const QString& typed, double winnerValue) {
+  bool ok = false;
+  const double guess = typed.trimmed().toDouble(&ok);
+  if (!ok) return {};
+  const bool time = timeMeasure(l);
+  const double measured = time ? winnerValue / 1000 : winnerValue;
+  const QString unit = time ? QStringLiteral(" ms") : QString();
+  return LessonsPanel::tr("<p>You expected %1%2; measured %3%4 (measured/yours %5).</p>")
+      .arg(guess)
+      .arg(unit)
+      .arg(measured, 0, 'g', 3)
+      .arg(unit)
+      .arg(measured / guess, 0, 'f', 2);
+}
+
 }  // namespace
 
 LessonsPanel::LessonsPanel(QWidget* parent, const QString& dir)
@@ -333,46 +400,8 @@ void LessonsPanel::reveal(const QString& json) {
   const std::string chosen = chosenId().toStdString();
   const std::string winner = stringOr(doc, "winner");
   const bool agrees = doc.value("agrees", false);
-  auto labelOf = [&](const std::string& id) {
-    for (const LessonOption& o : l.options) {
-      if (o.id == id) return QString::fromStdString(o.label);
-    }
-    return QString::fromStdString(id);
-  };
-  bool guessOk = false;
-  const double guess = guess_->text().trimmed().toDouble(&guessOk);
-  const bool timeGuess = timeMeasure(l);
-  QString rows;
-  QString replay;
-  QString anyRecording;
-  double winnerValue = NAN;
-  bool anyRan = false;
-  for (const nlohmann::json& e : doc.value("experiments", nlohmann::json::array())) {
-    const std::string opt = stringOr(e, "option");
-    const double v = numberOr(e, "value");
-    const bool ran = e.value("ran", false);
-    anyRan = anyRan || ran;
-    if (opt == winner || (winner.empty() && opt.empty())) winnerValue = v;
-    const std::string rec = stringOr(e, "recording");
-    if (!rec.empty()) {
-      if (anyRecording.isEmpty()) anyRecording = QString::fromStdString(rec);
-      if (opt == (winner.empty() ? l.answer : winner)) replay = QString::fromStdString(rec);
-    }
-    // A training run's note (its step split, or its replicas) says what the number came from.
-    const bool trainNote = l.by == DecideBy::Fastest && !predicted(l) && ran;
-    const QString what = opt.empty() ? q(stringOr(e, "note")) : labelOf(opt).toHtmlEscaped();
-    const QString mark = (!opt.empty() && opt == chosen ? tr(" ← your answer") : QString()) +
-                         (!opt.empty() && opt == winner ? QStringLiteral(" ★") : QString());
-    const QString note =
-        trainNote ? QStringLiteral("<br><small>%1</small>").arg(q(stringOr(e, "note"))) : QString();
-    rows += QStringLiteral(
-                "<tr><td>%1%2%3</td><td align=right><b>%4</b></td><td align=right>%5</td></tr>")
-                .arg(what, mark, note,
-                     ran ? valueText(l, v) : tr("did not run: %1").arg(q(stringOr(e, "error"))),
-                     predicted(l) ? QString::fromStdString(timeLabel(numberOr(e, "predicted_us")))
-                                  : QString());
-  }
-  if (!anyRan) {
+  const RevealRows table = revealRows(l, doc, chosen);
+  if (!table.anyRan) {
     fallBack(tr("no experiment ran"));
     return;
   }
@@ -382,24 +411,17 @@ void LessonsPanel::reveal(const QString& json) {
   if (right) ++right_;
   QString html =
       QStringLiteral("<h3>%1</h3>").arg(right ? tr("You were right.") : tr("Not this time."));
-  html +=
-      QStringLiteral(
-          "<table cellspacing=4><tr><th align=left>%1</th><th>%2</th><th>%3</th></tr>%4</table>")
-          .arg(tr("measured here"), measuredTitle(l), predicted(l) ? tr("model") : QString(), rows);
-  if (guessOk) {
-    const double measured = timeGuess ? winnerValue / 1000 : winnerValue;
-    html += tr("<p>You expected %1%2; measured %3%4 (measured/yours %5).</p>")
-                .arg(guess)
-                .arg(timeGuess ? QStringLiteral(" ms") : QString())
-                .arg(measured, 0, 'g', 3)
-                .arg(timeGuess ? QStringLiteral(" ms") : QString())
-                .arg(measured / guess, 0, 'f', 2);
-  }
+  html += QStringLiteral(
+              "<table cellspacing=4><tr><th align=left>%1</th><th>%2</th><th>%3</th></tr>%4"
+              "</table>")
+              .arg(tr("measured here"), measuredTitle(l), predicted(l) ? tr("model") : QString(),
+                   table.rows);
+  html += guessText(l, guess_->text(), table.winnerValue);
   const double margin = numberOr(doc, "margin");
   html += tr("<p>Measured winner: <b>%1</b>%2. The article's answer: <b>%3</b>. %4</p>")
-              .arg(winner.empty() ? tr("none") : labelOf(winner).toHtmlEscaped(),
+              .arg(winner.empty() ? tr("none") : optionLabel(l, winner).toHtmlEscaped(),
                    std::isfinite(margin) ? tr(", ahead by %1×").arg(margin, 0, 'f', 2) : QString(),
-                   labelOf(l.answer).toHtmlEscaped(),
+                   optionLabel(l, l.answer).toHtmlEscaped(),
                    agrees ? tr("They agree.") : tr("They do not agree here."));
   if (!agrees && !stringOr(doc, "reason").empty())
     html += QStringLiteral("<p>%1</p>").arg(q(stringOr(doc, "reason")));
@@ -413,14 +435,13 @@ void LessonsPanel::reveal(const QString& json) {
   score_->setText(tr("Score this session: %1 of %2").arg(right_).arg(answered_));
   const std::string training = stringOr(doc, "training_record");
   status_->setText(training.empty() ? tr("Done: the run of %1 replays in the topology view.")
-                                          .arg(labelOf(decided).toHtmlEscaped())
+                                          .arg(optionLabel(l, decided).toHtmlEscaped())
                                     : tr("Done: the training runs are in the Training view."));
   emit revealed(agrees);
   if (!training.empty()) emit trainingRecordReady(QString::fromStdString(training));
   // Once the window has made room for what follows (a replay, the Training view).
   QTimer::singleShot(0, this, &LessonsPanel::scrollToReveal);
-  if (replay.isEmpty()) replay = anyRecording;
-  if (!replay.isEmpty()) emit replayRequested(replay, pausesOf(l), false);
+  if (!table.replay.isEmpty()) emit replayRequested(table.replay, pausesOf(l), false);
 }
 
 }  // namespace arl::ui
