@@ -212,8 +212,9 @@ void openShot(ui::MainWindow& w, const GuiArgs& a) {
 }
 
 // --lesson NAME [--answer ID]: opens the lesson; with an answer, runs it. With --screenshot the
-// window is saved at the replay's first pause (or once the replay has settled), or, without an
-// answer, once the question is shown. False (the reason printed) for an unknown lesson or option.
+// window is saved at the replay's first pause (or once the replay, or a training lesson's
+// record, has settled), or, without an answer, once the question is shown. False (the reason
+// printed) for an unknown lesson or option.
 bool lessonShot(ui::MainWindow& w, const GuiArgs& a) {
   if (!w.openLesson(QString::fromStdString(a.lesson))) {
     std::fprintf(stderr, "%s: no lesson '%s' (see allreduce-lab lesson list)\n", kProg,
@@ -242,6 +243,13 @@ bool lessonShot(ui::MainWindow& w, const GuiArgs& a) {
                      });
     QObject::connect(&w, &ui::MainWindow::recordingShown, &w, [&w, a, done, shoot] {
       if (w.topologyPane()->pauseCount() > 0) return;  // shot at the first pause
+      QTimer::singleShot(a.settleMs, &w, [done, shoot] {
+        if (!*done) shoot();
+        *done = true;
+      });
+    });
+    // A lesson of training runs shows their record instead of a replay.
+    QObject::connect(&w, &ui::MainWindow::trainingRecordShown, &w, [&w, a, done, shoot] {
       QTimer::singleShot(a.settleMs, &w, [done, shoot] {
         if (!*done) shoot();
         *done = true;
@@ -327,7 +335,8 @@ class GuiCommand final : public Command {
     opts_.value("--lesson", "NAME", "open the Lessons panel at this lesson (see lesson list)");
     opts_.value("--answer", "ID",
                 "with --lesson: choose this option and run the lesson (with --screenshot: saved "
-                "at the replay's first pause, or once the replay is drawn)");
+                "at the replay's first pause, or once the replay, or a training lesson's record "
+                "in the Training view, is drawn)");
     opts_.value("--play", "ALGO[:N[:RANK]]",
                 "open Play a rank: be RANK (default 1) of ALGO (ring, tree, halving-doubling) on N "
                 "ranks (default 4)");

@@ -1,9 +1,10 @@
 // allreduce-lab lesson: the lessons of resources/lessons/ (core/lesson/lesson.h) on the command
-// line. `list` names them; `check` reads every one and has bench check each experiment's
-// arguments; `run NAME` asks the question, runs the experiments on real local workers (each one
-// an `allreduce-lab bench` of its own, so that what a lesson runs is what a student can type),
-// prints each option's measurement beside the model's prediction, which option won and by how
-// much, whether that agrees with the article, and how steady the machine was.
+// line. `list` names them; `check` reads every one and has bench or train check each
+// experiment's arguments; `run NAME` asks the question, runs the experiments on real local
+// workers (each one an `allreduce-lab bench` or `allreduce-lab train` of its own, so that what a
+// lesson runs is what a student can type), prints each option's measurement beside the model's
+// prediction, which option won and by how much, whether that agrees with the article, and how
+// steady the machine was.
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
@@ -29,11 +30,14 @@
 #include "commands.h"
 #include "exec/collective_library.h"
 #include "exec/run_request.h"
+#include "export/train_export.h"
 #include "lesson/lesson.h"
+#include "lesson/train_result.h"
 #include "lesson/verdict.h"
 #include "model/model.h"
 #include "runtime/process.h"
 #include "schedule/schedule.h"
+#include "train_options.h"
 
 namespace arl::app {
 namespace {
@@ -45,13 +49,13 @@ constexpr int kSteadinessSamples = 6;
 constexpr const char* kAbout =
     "Lessons that ask before they show (docs/lessons.md). `lesson list` names them, one per "
     "line; `lesson run NAME` prints the question and its options, runs the lesson's experiments "
-    "on local worker processes (each an allreduce-lab bench run, its command line printed), "
-    "then each option's measurement beside the cost model's prediction, which option won and by "
-    "what margin, and whether that agrees with the article's answer; the machine's steadiness is "
-    "measured before and after, and a verdict on an unsteady machine is said to be untrusted. "
-    "`lesson check` reads every lesson and has bench check each experiment. Lessons are read "
-    "from --lessons DIR, else $ARL_LESSONS, else the installed or the checkout's "
-    "resources/lessons.\n"
+    "on local worker processes (each an allreduce-lab bench or train run, its command line "
+    "printed), then each option's measurement beside the cost model's prediction, which option "
+    "won and by what margin, and whether that agrees with the article's answer; the machine's "
+    "steadiness is measured before and after, and a verdict on an unsteady machine is said to "
+    "be untrusted. `lesson check` reads every lesson and has bench or train check each "
+    "experiment. Lessons are read from --lessons DIR, else $ARL_LESSONS, else the installed or "
+    "the checkout's resources/lessons.\n"
     "Exit status: 0 when the lesson ran and agrees (run) or every lesson is valid (check); 1 "
     "when it does not agree or a run failed; 2 on bad arguments or an invalid lesson.";
 
@@ -61,46 +65,71 @@ std::string joined(const std::vector<std::string>& v) {
   return s;
 }
 
-// What bench makes of `args`, checked as bench checks them (UsageError naming the flag).
-BenchArgs benchArgsOf(const std::vector<std::string>& args) {
+// What `command` (bench or train, its Options class `O`) makes of `args`, checked as the command
+// checks them (UsageError naming the flag).
+template <typename O>
+auto commandArgsOf(const char* command, const std::vector<std::string>& args) {
   CLI::App app;
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  std::vector<std::string> line = {"bench"};
+  std::vector<std::string> line = {command};
   line.insert(line.end(), args.begin(), args.end());
-  BenchOptions bench(app, line);
+  O options(app, line);
   std::vector<std::string> reversed(line.rbegin(), line.rend());
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
     throw UsageError{e.what()};
   }
-  return bench.check();
+  return options.check();
 }
 
-// Checks each experiment of `l` as bench would; throws UsageError naming the lesson.
+BenchArgs benchArgsOf(const std::vector<std::string>& args) {
+  return commandArgsOf<BenchOptions>("bench", args);
+}
+
+void checkBenchExperiment(const Lesson& l, const std::vector<std::string>& args) {
+  const BenchArgs a = benchArgsOf(args);
+  // The determinism lesson compares algorithms on the same inputs within one experiment.
+  const bool acrossAlgorithms = l.by == DecideBy::Value && l.quantity == Quantity::Determinism;
+  if (acrossAlgorithms && (a.cfg.algorithms.size() < 2 || !a.cfg.randomData)) {
+    throw UsageError{
+        "a determinism experiment runs two or more algorithms (--algo A,B) on "
+        "random data (--data random)"};
+  }
+  if (a.sizes.size() != 1 || (a.cfg.algorithms.size() != 1 && !acrossAlgorithms) ||
+      a.cfg.sliceSizes.size() > 1 || a.cfg.inflights.size() > 1) {
+    throw UsageError{"an experiment is one run: one size, one algorithm, one slice size"};
+  }
+}
+
+void checkTrainExperiment(const std::vector<std::string>& args) {
+  const TrainArgs a = commandArgsOf<TrainOptions>("train", args);
+  if (a.syncs.size() != 1 || a.overlaps.size() != 1 || !a.sweep.empty()) {
+    throw UsageError{
+        "a training experiment is one run: one --sync mode, --overlap on or off, no "
+        "--sweep-buckets"};
+  }
+  if (!a.csv.empty()) throw UsageError{"--csv: a lesson's runner keeps only the JSON record"};
+}
+
+// Checks each experiment of `l` as its command would; throws UsageError naming the lesson.
 void checkExperiments(const Lesson& l) {
-  auto one = [&](const std::vector<std::string>& args) {
+  auto one = [&](const Experiment& e) {
     try {
-      const BenchArgs a = benchArgsOf(args);
-      // The determinism lesson compares algorithms on the same inputs within one experiment.
-      const bool acrossAlgorithms = l.by == DecideBy::Value && l.quantity == Quantity::Determinism;
-      if (acrossAlgorithms && (a.cfg.algorithms.size() < 2 || !a.cfg.randomData)) {
-        throw UsageError{
-            "a determinism experiment runs two or more algorithms (--algo A,B) on "
-            "random data (--data random)"};
+      if (e.kind == ExperimentKind::Train) {
+        checkTrainExperiment(e.args);
+      } else {
+        checkBenchExperiment(l, e.args);
       }
-      if (a.sizes.size() != 1 || (a.cfg.algorithms.size() != 1 && !acrossAlgorithms) ||
-          a.cfg.sliceSizes.size() > 1 || a.cfg.inflights.size() > 1) {
-        throw UsageError{"an experiment is one run: one size, one algorithm, one slice size"};
-      }
-    } catch (const UsageError& e) {
-      throw UsageError{l.path + ": experiment 'bench " + joined(args) + "': " + e.message};
+    } catch (const UsageError& err) {
+      throw UsageError{l.path + ": experiment '" + std::string(toString(e.kind)) + " " +
+                       joined(e.args) + "': " + err.message};
     }
   };
   for (const LessonOption& o : l.options) {
-    if (!o.bench.empty()) one(o.bench);
+    if (!o.experiment.empty()) one(o.experiment);
   }
-  for (const auto& e : l.experiments) one(e);
+  for (const Experiment& e : l.experiments) one(e);
 }
 
 std::string lessonsDirOf(const CLI::Option* given, const std::string& dir) {
@@ -215,7 +244,8 @@ std::optional<uint64_t> scheduledSent(const nlohmann::json& row) {
 
 double quantityOf(Quantity q, const BenchArgs& a, const nlohmann::json& row) {
   switch (q) {
-    case Quantity::Determinism: return NAN;  // over every row (determinismOf)
+    case Quantity::Determinism: return NAN;     // over every row (determinismOf)
+    case Quantity::IdenticalShare: return NAN;  // a training run's (trainResult)
     case Quantity::WrongElements: {
       const auto& w = row.at("wrong");
       return w.is_number() ? w.get<double>() : NAN;
@@ -284,32 +314,58 @@ double numberOr(const nlohmann::json& row, const char* key) {
   return it != row.end() && it->is_number() ? it->get<double>() : NAN;
 }
 
-// Runs `allreduce-lab bench ARGS --json` as a child, its output into a log; the result's row.
-// With `recordDir`, the run is also recorded there (bench --record), for the window to replay.
-ExperimentResult runExperiment(const Lesson& l, const std::string& optionId,
-                               const std::vector<std::string>& args, const std::string& dir,
-                               int index, bool verbose, const std::string& recordDir,
-                               std::string* recording) {
-  ExperimentResult r;
-  r.optionId = optionId;
-  r.args = "allreduce-lab bench " + joined(args);
-  const std::string json = dir + "/run-" + std::to_string(index) + ".json";
-  const std::string log = dir + "/run-" + std::to_string(index) + ".log";
-  std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" >\"$ARL_LESSON_LOG\" 2>&1",
-                                   selfExeDir() + "/allreduce-lab", "bench"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  argv.insert(argv.end(), {"--json", json});
-  if (!recordDir.empty()) {
-    *recording = recordDir + "/" + l.name + "-" + std::to_string(index) +
-                 (optionId.empty() ? "" : "-" + optionId) + ".arlrec";
-    argv.insert(argv.end(), {"--record", *recording});
+// Where an experiment's child writes, and what the lesson keeps of it.
+struct ExperimentRun {
+  const Lesson& lesson;
+  std::string optionId;
+  int index = 0;
+  std::string json, log;            // the child's record and its output
+  bool verbose = false;             // print each command line as it starts
+  std::string recordDir;            // bench: record the run there too (bench --record); "" for none
+  std::string recording;            // bench: the recording written, "" for none
+  TrainRecord* training = nullptr;  // train: the run is appended there
+};
+
+// The last line a child wrote, for the error of a run that left no result.
+std::string lastLineOf(const std::string& log) {
+  std::ifstream lg(log);
+  std::string last, line;
+  while (std::getline(lg, line)) {
+    if (!line.empty()) last = line;
   }
-  setenv("ARL_LESSON_LOG", log.c_str(), 1);
-  if (verbose) std::fprintf(stderr, "  running: %s\n", r.args.c_str());
+  return last;
+}
+
+// Runs `allreduce-lab KIND ARGS` with `outputs` added as a child, its output into x.log; how
+// it ended ("did not end" when it ran past the timeout and was killed).
+std::string runChild(const Experiment& e, const std::vector<std::string>& outputs,
+                     const ExperimentRun& x, const std::string& command) {
+  std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" >\"$ARL_LESSON_LOG\" 2>&1",
+                                   selfExeDir() + "/allreduce-lab", std::string(toString(e.kind))};
+  argv.insert(argv.end(), e.args.begin(), e.args.end());
+  argv.insert(argv.end(), outputs.begin(), outputs.end());
+  setenv("ARL_LESSON_LOG", x.log.c_str(), 1);
+  if (x.verbose) std::fprintf(stderr, "  running: %s\n", command.c_str());
   const int64_t pid = spawnChild(argv);
   auto st = waitFor(pid, kExperimentTimeout);
   if (!st) st = killAndReap(pid);
-  std::ifstream in(json);
+  return st ? st->describe() : std::string("did not end");
+}
+
+// `allreduce-lab bench ARGS --json` (and --record with a record folder); the result's row.
+ExperimentResult runBench(const Experiment& e, ExperimentRun& x) {
+  const Lesson& l = x.lesson;
+  ExperimentResult r;
+  r.optionId = x.optionId;
+  r.args = "allreduce-lab bench " + joined(e.args);
+  std::vector<std::string> outputs = {"--json", x.json};
+  if (!x.recordDir.empty()) {
+    x.recording = x.recordDir + "/" + l.name + "-" + std::to_string(x.index) +
+                  (x.optionId.empty() ? "" : "-" + x.optionId) + ".arlrec";
+    outputs.insert(outputs.end(), {"--record", x.recording});
+  }
+  const std::string ended = runChild(e, outputs, x, r.args);
+  std::ifstream in(x.json);
   nlohmann::json doc;
   try {
     if (in) doc = nlohmann::json::parse(in);
@@ -318,13 +374,8 @@ ExperimentResult runExperiment(const Lesson& l, const std::string& optionId,
   }
   const bool rows = doc.is_object() && doc.contains("results") && !doc["results"].empty();
   if (!rows) {
-    std::ifstream lg(log);
-    std::string last, line;
-    while (std::getline(lg, line)) {
-      if (!line.empty()) last = line;
-    }
-    r.error = "bench " + (st ? st->describe() : std::string("did not end")) +
-              (last.empty() ? "" : ": " + last);
+    const std::string last = lastLineOf(x.log);
+    r.error = "bench " + ended + (last.empty() ? "" : ": " + last);
     return r;
   }
   const nlohmann::json& row = doc["results"][0];
@@ -338,7 +389,7 @@ ExperimentResult runExperiment(const Lesson& l, const std::string& optionId,
     r.value = measureOf(l.measure, row);
   } else {
     // A fact of the run: its time and the model's prediction are not what the lesson shows.
-    const BenchArgs a = benchArgsOf(args);
+    const BenchArgs a = benchArgsOf(e.args);
     r.value = l.quantity == Quantity::Determinism ? determinismOf(doc["results"])
                                                   : quantityOf(l.quantity, a, row);
     r.predictedUs = NAN;
@@ -349,13 +400,46 @@ ExperimentResult runExperiment(const Lesson& l, const std::string& optionId,
   return r;
 }
 
+// `allreduce-lab train ARGS --quiet --json`: the lesson's measure from its record. A run that
+// trained every step counts even when train failed it afterwards: synchronous replicas that
+// differ are what an identical_share lesson shows.
+ExperimentResult runTrain(const Experiment& e, ExperimentRun& x) {
+  std::vector<std::string> outputs = {"--json", x.json};
+  if (std::find(e.args.begin(), e.args.end(), "--quiet") == e.args.end())
+    outputs.push_back("--quiet");
+  const std::string command = "allreduce-lab train " + joined(e.args);
+  const std::string ended = runChild(e, outputs, x, command);
+  ExperimentResult r;
+  TrainRecord record;
+  try {
+    record = readTrainFile(x.json);
+    r = trainResult(x.lesson, record);
+  } catch (const TrainRecordError& err) {
+    r.error = err.what();
+  }
+  r.optionId = x.optionId;
+  r.args = command;
+  if (!r.ran) {
+    const std::string last = lastLineOf(x.log);
+    r.error = "train " + ended + (last.empty() ? "" : ": " + last) + " (" + r.error + ")";
+  }
+  if (x.training != nullptr) {
+    for (TrainRun& run : record.runs) x.training->runs.push_back(std::move(run));
+  }
+  return r;
+}
+
+ExperimentResult runExperiment(const Experiment& e, ExperimentRun& x) {
+  return e.kind == ExperimentKind::Train ? runTrain(e, x) : runBench(e, x);
+}
+
 std::string fmtNum(double x) {
   if (!std::isfinite(x)) return "-";
   return printfString(std::fabs(x) >= 100 ? "%.0f" : std::fabs(x) >= 10 ? "%.1f" : "%.3g", x);
 }
 
 const char* unitOf(const Lesson& l) {
-  if (l.by == DecideBy::Value) return "";
+  if (isFact(l)) return "";
   return l.measure == SpeedMeasure::BusbwGBps ? " GB/s" : " us";
 }
 
@@ -372,8 +456,7 @@ void printText(const Lesson& l, const std::vector<ExperimentResult>& results, co
       line += "did not run: " + r.error;
     } else {
       // A fact (a ratio such as 1.875) keeps the digits that the schedule and formula show.
-      line +=
-          (l.by == DecideBy::Value ? printfString("%.4g", r.value) : fmtNum(r.value)) + unitOf(l);
+      line += (isFact(l) ? printfString("%.4g", r.value) : fmtNum(r.value)) + unitOf(l);
       if (!r.note.empty()) line += "   (" + r.note + ")";
       const double q = predictionRatio(r);
       if (std::isfinite(q)) {
@@ -385,26 +468,38 @@ void printText(const Lesson& l, const std::vector<ExperimentResult>& results, co
   }
   if (!l.modelNote.empty()) std::printf("  about the model here: %s\n", l.modelNote.c_str());
   std::printf("\nwinner: %s", v.winner.empty() ? "none" : v.winner.c_str());
-  if (v.margin) std::printf(", ahead of %s by %.2fx", v.runnerUp.c_str(), *v.margin);
+  if (v.margin && std::isinf(*v.margin)) {
+    std::printf(", ahead of %s: it hid all its communication", v.runnerUp.c_str());
+  } else if (v.margin) {
+    std::printf(", ahead of %s by %.2fx", v.runnerUp.c_str(), *v.margin);
+  }
+  if (!v.detail.empty() && !v.winner.empty()) std::printf(" (%s)", v.detail.c_str());
   std::printf("\nthe article's answer: %s\n", l.answer.c_str());
   std::printf("agrees: %s%s\n", v.agrees ? "yes" : "no",
               v.agrees && !v.clear ? " (but not by a clear margin)" : "");
   if (!v.reason.empty()) std::printf("why: %s\n", v.reason.c_str());
   std::printf("%s\n", st.describe().c_str());
-  if (l.by == DecideBy::Value) {
+  if (isFact(l)) {
     std::printf(
         "(this lesson's answer is a fact of the run, not a speed: it holds on a busy "
         "machine too)\n");
   }
 }
 
-nlohmann::json toJson(const Lesson& l, const std::vector<ExperimentResult>& results,
-                      const std::vector<std::string>& recordings, const Verdict& v,
+// What a lesson's experiments gave: one result per experiment (options first) and what was
+// kept of them.
+struct LessonRuns {
+  std::vector<ExperimentResult> results;
+  std::vector<std::string> recordings;  // per experiment: bench's recording, or ""
+  std::string trainingRecord;           // the training runs' record (JSON), or ""
+};
+
+nlohmann::json toJson(const Lesson& l, const LessonRuns& runs, const Verdict& v,
                       const Steadiness& st) {
   nlohmann::json opts = nlohmann::json::array();
-  for (size_t i = 0; i < results.size(); ++i) {
-    const ExperimentResult& r = results[i];
-    const std::string& rec = recordings[i];
+  for (size_t i = 0; i < runs.results.size(); ++i) {
+    const ExperimentResult& r = runs.results[i];
+    const std::string& rec = runs.recordings[i];
     const bool recorded = !rec.empty() && std::filesystem::exists(rec);
     opts.push_back(
         {{"option", r.optionId.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.optionId)},
@@ -433,7 +528,10 @@ nlohmann::json toJson(const Lesson& l, const std::vector<ExperimentResult>& resu
           {"margin", v.margin ? nlohmann::json(*v.margin) : nlohmann::json(nullptr)},
           {"clear", v.clear},
           {"reason", v.reason},
+          {"detail", v.detail},
           {"model_note", l.modelNote},
+          {"training_record", runs.trainingRecord.empty() ? nlohmann::json(nullptr)
+                                                          : nlohmann::json(runs.trainingRecord)},
           {"steadiness",
            {{"spread_before", jsonOf(st.spreadBefore)},
             {"spread_after", jsonOf(st.spreadAfter)},
@@ -441,7 +539,7 @@ nlohmann::json toJson(const Lesson& l, const std::vector<ExperimentResult>& resu
             {"cores", st.cores},
             {"steady", st.steady()}}},
           // A fact (a step count, bytes, a check) does not depend on the machine's speed.
-          {"trusted", l.by == DecideBy::Value || st.steady()}};
+          {"trusted", isFact(l) || st.steady()}};
 }
 
 class LessonCommand final : public Command {
@@ -453,6 +551,7 @@ class LessonCommand final : public Command {
   int list();
   int check();
   int runLesson();
+  LessonRuns runExperiments(const Lesson& l) const;
 
   CLI::App* list_ = nullptr;
   CLI::App* check_ = nullptr;
@@ -476,11 +575,12 @@ LessonCommand::LessonCommand(CLI::App& lab, const std::vector<std::string>& /*ar
   run_ = app->add_subcommand("run", "ask a lesson's question, run it, and say what won");
   run_->add_option("NAME", name_, "the lesson (see lesson list)")->required();
   run_->add_flag("--json", json_, "print the outcome as JSON on stdout (the text goes to stderr)");
-  run_->add_flag("--verbose", verbose_, "print each bench command line as it starts");
+  run_->add_flag("--verbose", verbose_, "print each experiment's command line as it starts");
   run_->add_option(
       "--record", recordDir_,
-      "also record each experiment's run into this folder (NAME-INDEX[-OPTION].arlrec; "
-      "the JSON names each file), for a replay");
+      "also record each bench experiment's run into this folder (NAME-INDEX[-OPTION].arlrec; "
+      "the JSON names each file), for a replay, and the training runs into one training record "
+      "(NAME-training.json, the JSON's training_record)");
 }
 
 int LessonCommand::run() {
@@ -507,9 +607,54 @@ int LessonCommand::check() {
   const std::string dir = lessonsDirOf(dirOpt_, dir_);
   const std::vector<Lesson> all = loadLessons(dir);
   for (const Lesson& l : all) checkExperiments(l);
-  std::printf("%zu lessons in %s: every one reads, and bench accepts each experiment\n", all.size(),
-              dir.c_str());
+  std::printf(
+      "%zu lessons in %s: every one reads, and bench or train accepts each experiment as its "
+      "command would\n",
+      all.size(), dir.c_str());
   return 0;
+}
+
+// Runs every experiment of `l` in a folder of its own, options first. With --record, bench's
+// runs are recorded and the training runs kept together as one record (NAME-training.json),
+// for the window.
+LessonRuns LessonCommand::runExperiments(const Lesson& l) const {
+  const std::string work =
+      std::filesystem::temp_directory_path() / ("arl-lesson-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(work);
+  if (!recordDir_.empty()) {
+    std::error_code mk;
+    std::filesystem::create_directories(recordDir_, mk);
+    if (mk || !std::filesystem::is_directory(recordDir_)) {
+      throw UsageError{"--record " + recordDir_ + ": not a folder that can be made"};
+    }
+  }
+  LessonRuns runs;
+  TrainRecord training;
+  int index = 0;
+  auto runOne = [&](const std::string& id, const Experiment& e) {
+    const std::string stem = work + "/run-" + std::to_string(index);
+    ExperimentRun x{l,        id,         index++, stem + ".json", stem + ".log",
+                    verbose_, recordDir_, "",      &training};
+    runs.results.push_back(runExperiment(e, x));
+    runs.recordings.push_back(x.recording);
+  };
+  for (const LessonOption& o : l.options) {
+    if (!o.experiment.empty()) runOne(o.id, o.experiment);
+  }
+  for (const Experiment& e : l.experiments) runOne("", e);
+  std::error_code ec;
+  std::filesystem::remove_all(work, ec);
+  if (!recordDir_.empty() && !training.runs.empty()) {
+    runs.trainingRecord = recordDir_ + "/" + l.name + "-training.json";
+    std::ofstream f(runs.trainingRecord, std::ios::binary | std::ios::trunc);
+    f << writeTrainJson(training);
+    f.close();
+    if (!f) {
+      std::fprintf(stderr, "%s: cannot write %s\n", kProg, runs.trainingRecord.c_str());
+      runs.trainingRecord.clear();
+    }
+  }
+  return runs;
 }
 
 int LessonCommand::runLesson() {
@@ -531,37 +676,14 @@ int LessonCommand::runLesson() {
   st.cores = static_cast<int>(std::thread::hardware_concurrency());
   st.loadBefore = loadAverage();
   st.spreadBefore = sampleSpread(kSteadinessSamples);
-  const std::string work =
-      std::filesystem::temp_directory_path() / ("arl-lesson-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(work);
-  if (!recordDir_.empty()) {
-    std::error_code mk;
-    std::filesystem::create_directories(recordDir_, mk);
-    if (mk || !std::filesystem::is_directory(recordDir_)) {
-      throw UsageError{"--record " + recordDir_ + ": not a folder that can be made"};
-    }
-  }
-  std::vector<ExperimentResult> results;
-  std::vector<std::string> recordings;
-  int index = 0;
-  auto runOne = [&](const std::string& id, const std::vector<std::string>& args) {
-    std::string rec;
-    results.push_back(runExperiment(l, id, args, work, index++, verbose_, recordDir_, &rec));
-    recordings.push_back(rec);
-  };
-  for (const LessonOption& o : l.options) {
-    if (!o.bench.empty()) runOne(o.id, o.bench);
-  }
-  for (const auto& e : l.experiments) runOne("", e);
+  const LessonRuns runs = runExperiments(l);
   st.spreadAfter = sampleSpread(kSteadinessSamples);
-  std::error_code ec;
-  std::filesystem::remove_all(work, ec);
 
-  const Verdict v = decide(l, results);
+  const Verdict v = decide(l, runs.results);
   if (json_) {
-    std::printf("%s\n", toJson(l, results, recordings, v, st).dump(2).c_str());
+    std::printf("%s\n", toJson(l, runs, v, st).dump(2).c_str());
   } else {
-    printText(l, results, v, st);
+    printText(l, runs.results, v, st);
   }
   return v.agrees ? 0 : 1;
 }

@@ -36,6 +36,9 @@ std::optional<SpeedMeasure> measureOf(std::string_view s) {
   if (s == "time_us") return SpeedMeasure::TimeUs;
   if (s == "p50_us") return SpeedMeasure::P50Us;
   if (s == "busbw_gbps") return SpeedMeasure::BusbwGBps;
+  if (s == "exposed_us") return SpeedMeasure::ExposedUs;
+  if (s == "step_us") return SpeedMeasure::StepUs;
+  if (s == "identical_share") return SpeedMeasure::IdenticalShare;
   return std::nullopt;
 }
 
@@ -45,6 +48,7 @@ std::optional<Quantity> quantityOf(std::string_view s) {
   if (s == "sent_over_size") return Quantity::SentOverSize;
   if (s == "mismatch_caught") return Quantity::MismatchCaught;
   if (s == "determinism") return Quantity::Determinism;
+  if (s == "identical_share") return Quantity::IdenticalShare;
   return std::nullopt;
 }
 
@@ -52,27 +56,72 @@ std::string optionalText(const In& o, std::string_view key) {
   return o.has(key) ? o[key].str() : std::string();
 }
 
-// Bench arguments: strings, none of them --json (the lesson's runner adds its own).
-std::vector<std::string> benchArgs(const In& a) {
+// A command's arguments: strings, none of them --json or a command's name (the lesson's
+// runner adds them).
+std::vector<std::string> commandArgs(const In& a, ExperimentKind kind) {
   std::vector<std::string> out = readArray<std::string>(a, [](const In& x) { return x.str(); });
-  if (out.empty()) a.fail(a.path(), "no bench arguments");
+  const std::string command(toString(kind));
+  if (out.empty()) a.fail(a.path(), "no " + command + " arguments");
   if (out.size() > kMaxArgs)
     a.fail(a.path(), "more than " + std::to_string(kMaxArgs) + " arguments");
   for (const std::string& s : out) {
-    if (s == "--json" || s == "bench") {
-      a.fail(a.path(), "'" + s + "' is the runner's to add (give only bench's own options)");
+    if (s == "--json" || s == "bench" || s == "train") {
+      a.fail(a.path(),
+             "'" + s + "' is the runner's to add (give only " + command + "'s own options)");
     }
   }
   return out;
 }
 
-LessonOption optionOf(const In& o, DecideBy by) {
+// What a lesson measures its experiments by, for the refusal of one it cannot measure.
+struct Measured {
+  std::string name;  // "measure 'time_us'", "quantity 'steps'"
+  ExperimentKind kind;
+};
+
+std::string measuresOf(ExperimentKind kind) {
+  return kind == ExperimentKind::Bench
+             ? "a bench experiment is measured by time_us, p50_us or busbw_gbps, or as a fact"
+             : "a train experiment is measured by exposed_us, step_us or identical_share";
+}
+
+// {"bench": [...]} or {"train": [...]}: exactly one; refused when `by` does not measure it.
+Experiment experimentOf(const In& o, const Measured& by) {
+  const bool bench = o.has("bench");
+  const bool train = o.has("train");
+  if (bench && train) o.fail(o.path(), "give \"bench\" or \"train\", not both");
+  if (!bench && !train) o.fail(o.path() + ".bench", "missing (or \"train\": the experiment)");
+  Experiment e;
+  e.kind = train ? ExperimentKind::Train : ExperimentKind::Bench;
+  const In args = o[toString(e.kind)];
+  e.args = commandArgs(args, e.kind);
+  if (e.kind != by.kind) {
+    args.fail(args.path(), "the " + by.name + " needs a " + std::string(toString(by.kind)) +
+                               " experiment; " + measuresOf(e.kind));
+  }
+  return e;
+}
+
+// A Value lesson's experiment: an array of bench arguments, or {"bench"|"train": [...]}.
+Experiment valueExperimentOf(const In& x, const Measured& by) {
+  if (x.raw().is_object()) return experimentOf(x, by);
+  Experiment e;
+  e.args = commandArgs(x, ExperimentKind::Bench);
+  if (by.kind != ExperimentKind::Bench) {
+    x.fail(x.path(), "the " + by.name + " needs a train experiment ({\"train\": [...]}); " +
+                         measuresOf(ExperimentKind::Bench));
+  }
+  return e;
+}
+
+LessonOption optionOf(const In& o, const Lesson& l) {
   LessonOption opt;
   opt.id = o["id"].str();
   opt.label = o["label"].str();
   if (opt.id.empty()) o.fail(o.path() + ".id", "empty");
-  if (by == DecideBy::Fastest) {
-    opt.bench = benchArgs(o["bench"]);
+  if (l.by == DecideBy::Fastest) {
+    opt.experiment = experimentOf(
+        o, {"measure '" + std::string(toString(l.measure)) + "'", experimentKindOf(l.measure)});
   } else {
     const In r = o["range"];
     if (r.size() != 2) r.fail(r.path(), "expected [low, high]");
@@ -114,6 +163,10 @@ void checkOptions(const In& root, const Lesson& l) {
 
 }  // namespace
 
+std::string_view toString(ExperimentKind k) {
+  return k == ExperimentKind::Bench ? "bench" : "train";
+}
+
 std::string_view toString(DecideBy b) { return b == DecideBy::Fastest ? "fastest" : "value"; }
 
 std::string_view toString(SpeedMeasure m) {
@@ -121,6 +174,9 @@ std::string_view toString(SpeedMeasure m) {
     case SpeedMeasure::TimeUs: return "time_us";
     case SpeedMeasure::P50Us: return "p50_us";
     case SpeedMeasure::BusbwGBps: return "busbw_gbps";
+    case SpeedMeasure::ExposedUs: return "exposed_us";
+    case SpeedMeasure::StepUs: return "step_us";
+    case SpeedMeasure::IdenticalShare: return "identical_share";
   }
   return "?";
 }
@@ -132,11 +188,28 @@ std::string_view toString(Quantity q) {
     case Quantity::SentOverSize: return "sent_over_size";
     case Quantity::MismatchCaught: return "mismatch_caught";
     case Quantity::Determinism: return "determinism";
+    case Quantity::IdenticalShare: return "identical_share";
   }
   return "?";
 }
 
-bool lowerIsBetter(SpeedMeasure m) { return m != SpeedMeasure::BusbwGBps; }
+bool lowerIsBetter(SpeedMeasure m) {
+  return m != SpeedMeasure::BusbwGBps && m != SpeedMeasure::IdenticalShare;
+}
+
+ExperimentKind experimentKindOf(SpeedMeasure m) {
+  const bool train = m == SpeedMeasure::ExposedUs || m == SpeedMeasure::StepUs ||
+                     m == SpeedMeasure::IdenticalShare;
+  return train ? ExperimentKind::Train : ExperimentKind::Bench;
+}
+
+ExperimentKind experimentKindOf(Quantity q) {
+  return q == Quantity::IdenticalShare ? ExperimentKind::Train : ExperimentKind::Bench;
+}
+
+bool isFact(const Lesson& l) {
+  return l.by == DecideBy::Value || l.measure == SpeedMeasure::IdenticalShare;
+}
 
 Lesson parseLesson(const std::string& text, const std::string& name, const std::string& where) {
   const JsonFail fail = [&](const std::string& path, const std::string& what) {
@@ -165,11 +238,14 @@ Lesson parseLesson(const std::string& text, const std::string& name, const std::
     l.measure = decide["measure"].parsed<SpeedMeasure>(measureOf);
   } else {
     l.quantity = decide["quantity"].parsed<Quantity>(quantityOf);
-    l.experiments = readArray<std::vector<std::string>>(root["experiments"], benchArgs);
+    const Measured by{"quantity '" + std::string(toString(l.quantity)) + "'",
+                      experimentKindOf(l.quantity)};
+    l.experiments = readArray<Experiment>(root["experiments"],
+                                          [&](const In& x) { return valueExperimentOf(x, by); });
     if (l.experiments.empty()) root.fail("lesson.experiments", "none");
   }
   l.options = readArray<LessonOption>(root["options"],
-                                      [&](const In& o) { return optionOf(o.object(), l.by); });
+                                      [&](const In& o) { return optionOf(o.object(), l); });
   checkOptions(root, l);
   l.setupWhy = root["why_this_setup"].str();
   l.ifDisagree = root["if_it_disagrees"].str();

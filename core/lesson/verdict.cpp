@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 namespace arl {
@@ -17,11 +18,35 @@ std::string fmt(const char* f, double x) {
   return b;
 }
 
+// Whether `x` is a measurement of `m`: exposed communication may be all hidden (0) and a share
+// of identical steps may be none; a time or a bandwidth of 0 is no measurement.
+bool measured(SpeedMeasure m, double x) {
+  if (!std::isfinite(x)) return false;
+  if (m == SpeedMeasure::IdenticalShare) return x >= 0 && x <= 1;
+  return m == SpeedMeasure::ExposedUs ? x >= 0 : x > 0;
+}
+
+// A fact measure (identical_share) decides by which option holds more of it: no margin, since a
+// count of identical steps is not noisy, and a ratio against none (0 of 12) says nothing.
+void decideFact(const Lesson& l, const ExperimentResult& best, const ExperimentResult& next,
+                Verdict& v) {
+  v.detail = best.optionId + ": " + best.note + "; " + next.optionId + ": " + next.note;
+  if (best.value == next.value) {
+    v.winner.clear();
+    v.runnerUp.clear();
+    v.reason = "the options tie (" + v.detail + "). " + l.ifDisagree;
+    return;
+  }
+  v.agrees = v.winner == l.answer;
+  v.clear = v.agrees;
+  if (!v.agrees) v.reason = "'" + v.winner + "' won here, not '" + l.answer + "'. " + l.ifDisagree;
+}
+
 Verdict decideFastest(const Lesson& l, const std::vector<ExperimentResult>& results) {
   Verdict v;
   std::vector<const ExperimentResult*> ok;
   for (const ExperimentResult& r : results) {
-    if (!r.ran || !std::isfinite(r.value) || r.value <= 0) {
+    if (!r.ran || !measured(l.measure, r.value)) {
       v.reason =
           "option '" + r.optionId + "' did not run: " + (r.error.empty() ? "no result" : r.error);
       return v;
@@ -37,7 +62,14 @@ Verdict decideFastest(const Lesson& l, const std::vector<ExperimentResult>& resu
             [&](auto* a, auto* b) { return lower ? a->value < b->value : a->value > b->value; });
   v.winner = ok[0]->optionId;
   v.runnerUp = ok[1]->optionId;
-  v.margin = lower ? ok[1]->value / ok[0]->value : ok[0]->value / ok[1]->value;
+  if (isFact(l)) {
+    decideFact(l, *ok[0], *ok[1], v);
+    return v;
+  }
+  // Exposed communication all hidden (0) beats any that is not, by more than any margin.
+  const double best = ok[0]->value, next = ok[1]->value;
+  v.margin =
+      lower ? (best > 0 ? next / best : std::numeric_limits<double>::infinity()) : best / next;
   v.agrees = v.winner == l.answer;
   v.clear = v.agrees && *v.margin >= Verdict::kMinMargin;
   if (!v.agrees) {

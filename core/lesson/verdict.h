@@ -15,13 +15,15 @@ namespace arl {
 // One experiment's run, as far as a verdict needs it.
 struct ExperimentResult {
   std::string optionId;      // Fastest: the option it ran for; Value: ""
-  std::string args;          // the bench command line, for the output
+  std::string args;          // the command line (bench's or train's), for the output
   bool ran = false;          // the run ended Done
   std::string error;         // why not (refused, failed), else ""
   double value = NAN;        // Fastest: the measure; Value: the quantity
   double predictedUs = NAN;  // the cost model's prediction of bench's time (NaN: none)
-  double timeUs = NAN;       // bench's time, for the prediction's ratio
-  std::string note;          // what to compare the value with ("8 ranks; 2(N-1)/N gives 1.75")
+  double timeUs = NAN;       // bench's time, or train's mean step; for the prediction's ratio
+  // What to compare the value with ("8 ranks; 2(N-1)/N gives 1.75"; "12 of 12 steps
+  // identical, largest spread 0").
+  std::string note;
 };
 
 // The machine's speed, sampled before and after a lesson: a fixed piece of work timed again
@@ -41,12 +43,16 @@ struct Verdict {
   std::string winner;    // the option the measurement picked ("" when none: a run failed, or
                          // a quantity in no option's range)
   std::string runnerUp;  // Fastest: the second best
-  // Fastest: the winner's advantage over the runner-up as a ratio (>= 1); none for Value.
+  // Fastest: the winner's advantage over the runner-up as a ratio (>= 1; infinite when the
+  // winner's exposed communication is 0); none for a fact (isFact()).
   std::optional<double> margin;
   bool agrees = false;  // winner == the lesson's answer
   // Fastest: agrees, and by at least kMinMargin: a lesson that wins by a coin flip teaches
-  // nothing.
+  // nothing. A fact: agrees.
   bool clear = false;
+  // A fact measure (identical_share): the winner's and the runner-up's notes, which say what
+  // decided it ("allreduce: 12 of 12 steps identical, ...; ps-async: 0 of 12 ..."); else "".
+  std::string detail;
   std::string reason;  // when it does not agree or is not clear: why, in a sentence
   static constexpr double kMinMargin = 1.3;
 };

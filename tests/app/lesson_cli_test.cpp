@@ -1,5 +1,6 @@
 // Runs the built `allreduce-lab lesson` as a user would: list, check, a run of a lesson on
-// real local workers, and the refusals of a damaged lesson and of an unknown name.
+// real local workers (bench runs, and training runs), and the refusals of a damaged lesson and
+// of an unknown name.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -40,10 +41,10 @@ TEST(LessonCli, ListNamesOneLessonAtTheStartOfEachLine) {
   EXPECT_TRUE(sawRing) << r.out;
 }
 
-TEST(LessonCli, CheckHasBenchAcceptEveryExperiment) {
+TEST(LessonCli, CheckHasItsCommandAcceptEveryExperiment) {
   const Result r = lesson("check");
   EXPECT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find("bench accepts each experiment"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bench or train accepts each experiment"), std::string::npos) << r.out;
 }
 
 TEST(LessonCli, AFactLessonRunsOnRealWorkersAndAgrees) {
@@ -127,6 +128,89 @@ TEST(LessonCli, ADamagedLessonIsRefusedNamingTheFileAndTheField) {
       << c.err;
   EXPECT_NE(c.err.find("--algo"), std::string::npos) << c.err;
   std::filesystem::remove_all(dir);
+}
+
+// A lesson whose options are training runs, in a folder of its own.
+std::string trainLessonDir(const std::string& name, const std::string& a, const std::string& b,
+                           const std::string& measure) {
+  const std::string dir = ::testing::TempDir() + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/" + name + ".json") << R"({
+    "format": 1, "title": "T", "teaches": "1. x", "text": "t", "question": "q?",
+    "options": [
+      {"id": "allreduce", "label": "A", "train": [)" +
+                                                   a + R"(]},
+      {"id": "ps-async", "label": "B", "train": [)" +
+                                                   b + R"(]}],
+    "answer": "allreduce", "decide": {"by": "fastest", "measure": ")" +
+                                                   measure + R"("},
+    "why_this_setup": "w", "if_it_disagrees": "d"})";
+  return dir;
+}
+
+TEST(LessonCli, CheckRefusesABadTrainFlagNamingTheLessonAndTheFlag) {
+  std::string dir = trainLessonDir("train_bad_flag", R"("--workers", "2")",
+                                   R"("--workers", "2", "--overlap", "sometimes")", "exposed_us");
+  Result c = lesson("--lessons '" + dir + "' check");
+  EXPECT_EQ(c.rc, 2);
+  EXPECT_NE(c.err.find("train_bad_flag.json: experiment 'train --workers 2 --overlap sometimes': "
+                       "--overlap sometimes: expected on, off or both"),
+            std::string::npos)
+      << c.err;
+  std::filesystem::remove_all(dir);
+  // A training experiment is one run, as a bench experiment is.
+  dir = trainLessonDir("train_two_runs", R"("--workers", "2")",
+                       R"("--workers", "2", "--overlap", "both")", "exposed_us");
+  c = lesson("--lessons '" + dir + "' check");
+  EXPECT_EQ(c.rc, 2);
+  EXPECT_NE(c.err.find("train_two_runs.json: experiment 'train --workers 2 --overlap both': a "
+                       "training experiment is one run"),
+            std::string::npos)
+      << c.err;
+  std::filesystem::remove_all(dir);
+  dir = trainLessonDir("train_good", R"("--workers", "2")",
+                       R"("--workers", "2", "--sync", "ps-async")", "identical_share");
+  c = lesson("--lessons '" + dir + "' check");
+  EXPECT_EQ(c.rc, 0) << c.err;
+  std::filesystem::remove_all(dir);
+}
+
+// Every replica identical under all-reduce, none under ps-async with a slow rank: counted from
+// the digests of real training runs; the runs land in one training record for the window.
+TEST(LessonCli, ATrainingLessonRunsOnRealWorkersAndKeepsItsRecord) {
+  const std::string common =
+      R"("--workers", "2", "--model", "16x8x2", "--steps", "6", "--batch", "8")";
+  const std::string dir = trainLessonDir(
+      "train_replicas", common, common + R"(, "--sync", "ps-async", "--slow-compute", "1:4")",
+      "identical_share");
+  const std::string rec = ::testing::TempDir() + "train_replicas_rec";
+  std::filesystem::remove_all(rec);
+  const Result r =
+      lesson("--lessons '" + dir + "' run train_replicas --json --record '" + rec + "'");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  const nlohmann::json v = nlohmann::json::parse(r.out);
+  EXPECT_EQ(v.at("winner"), "allreduce");
+  EXPECT_EQ(v.at("agrees"), true);
+  EXPECT_TRUE(v.at("margin").is_null());  // a count, not a race
+  EXPECT_EQ(v.at("trusted"), true);       // whatever the machine's speed
+  const auto& e = v.at("experiments");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].at("command"),
+            "allreduce-lab train --workers 2 --model 16x8x2 --steps 6 --batch 8");
+  EXPECT_EQ(e[0].at("value"), 1.0);
+  EXPECT_EQ(e[0].at("note"), "6 of 6 steps identical, largest spread 0");
+  EXPECT_LT(e[1].at("value").get<double>(), 1.0);
+  EXPECT_NE(e[1].value("note", "").find("largest spread "), std::string::npos) << e[1];
+  EXPECT_NE(v.value("detail", "").find("allreduce: 6 of 6 steps identical"), std::string::npos)
+      << v.at("detail");
+  const std::string record = v.value("training_record", "");
+  EXPECT_EQ(record, rec + "/train_replicas-training.json");
+  const nlohmann::json doc = nlohmann::json::parse(testutil::slurp(record));
+  ASSERT_EQ(doc.at("runs").size(), 2u);
+  EXPECT_EQ(doc["runs"][1].at("sync"), "ps-async");
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(rec);
 }
 
 }  // namespace

@@ -1,18 +1,22 @@
 // The window's Lessons panel, offscreen: it lists the checkout's lessons in course order, runs
 // nothing before the student answers, and after a real run (allreduce-lab lesson run, on real
 // workers) reveals the measurement, scores the answer and asks for a replay with the lesson's
-// pauses. The topology pane stops at a pause's step with its question and shows the answer
-// when it goes on.
+// pauses; a lesson of training runs hands their record to the window's Training view instead. The
+// topology pane stops at a pause's step with its question and shows the answer when it goes on.
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QDockWidget>
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QSignalSpy>
 
 #include "lessons/lessons_panel.h"
 #include "topology/run_model.h"
 #include "topology/topology_pane.h"
 #include "topology_local_run.h"
+#include "training/training_view.h"
+#include "window/main_window.h"
 
 namespace arl::ui {
 namespace {
@@ -84,6 +88,44 @@ TEST(LessonsPanel, AProgramThatCannotRunFallsBackToTheBundledRecording) {
   EXPECT_TRUE(replay.at(0).at(2).toBool());  // bundled
   EXPECT_TRUE(QFileInfo::exists(replay.at(0).at(0).toString()));
   EXPECT_EQ(panel.answered(), 0);  // nothing measured, nothing scored
+}
+
+// The replicas lesson trains for real (train children of lesson run); the window shows the
+// lesson's two runs in the Training view and the reveal counts the identical steps.
+TEST(LessonsPanel, ATrainingLessonShowsItsRunsInTheTrainingView) {
+  WindowOptions o;
+  o.workerBinary = ARL_WORKER_BINARY;
+  o.persistSettings = false;
+  SessionSetup s;
+  s.localWorkers = 0;
+  s.remoteWorkers = 4;
+  o.setup = s;
+  MainWindow w(o);
+  w.show();
+  ASSERT_TRUE(w.openLesson(QStringLiteral("synchronous-keeps-replicas-identical")));
+  LessonsPanel* panel = w.lessonsPanel();
+  panel->setProgram(QStringLiteral(ARL_LAB_BINARY));
+  ASSERT_TRUE(panel->choose(QStringLiteral("allreduce")));
+  QSignalSpy ready(panel, &LessonsPanel::trainingRecordReady);
+  QSignalSpy replay(panel, &LessonsPanel::replayRequested);
+  QSignalSpy shown(&w, &MainWindow::trainingRecordShown);
+  ASSERT_TRUE(panel->runLesson());
+  QElapsedTimer t;
+  t.start();
+  while (shown.isEmpty() && t.elapsed() < 120'000) shown.wait(500);
+  ASSERT_EQ(ready.size(), 1) << panel->revealText().toStdString();
+  ASSERT_EQ(shown.size(), 1);
+  EXPECT_EQ(shown.at(0).at(0).toString(), ready.at(0).at(0).toString());
+  EXPECT_TRUE(QFileInfo::exists(ready.at(0).at(0).toString()));
+  EXPECT_TRUE(replay.isEmpty());  // no recording to replay: the charts show the runs
+  EXPECT_EQ(panel->score(), 1);
+  EXPECT_TRUE(panel->revealText().contains(QStringLiteral("20 of 20 steps identical")))
+      << panel->revealText().toStdString();
+  const TrainRecord& record = w.trainingView()->record();
+  ASSERT_EQ(record.runs.size(), 2u);
+  EXPECT_EQ(record.runs[0].cfg.sync, SyncMode::AllReduce);
+  EXPECT_EQ(record.runs[1].cfg.sync, SyncMode::PsAsync);
+  EXPECT_TRUE(w.findChild<QDockWidget*>(QStringLiteral("trainingDock"))->isVisible());
 }
 
 TEST(TopologyPane, StopsAtALessonsPauseAndShowsTheAnswerOnGoingOn) {

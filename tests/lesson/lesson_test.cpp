@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/errors.h"
+#include "lesson/train_result.h"
 #include "lesson/verdict.h"
 
 namespace arl {
@@ -36,7 +37,10 @@ TEST(Lessons, EveryLessonOfTheCheckoutReads) {
       EXPECT_TRUE(std::filesystem::is_regular_file(kDir + "/" + l.recording)) << l.recording;
     }
     if (l.by == DecideBy::Fastest) {
-      for (const LessonOption& o : l.options) EXPECT_FALSE(o.bench.empty()) << o.id;
+      for (const LessonOption& o : l.options) {
+        EXPECT_FALSE(o.experiment.empty()) << o.id;
+        EXPECT_EQ(o.experiment.kind, experimentKindOf(l.measure)) << o.id;
+      }
     } else {
       EXPECT_FALSE(l.experiments.empty());
     }
@@ -85,7 +89,8 @@ std::string refusal(const std::string& text) {
 TEST(Lessons, AMinimalLessonReads) {
   const Lesson l = parseLesson(minimal(), "x", "x.json");
   EXPECT_EQ(l.options.size(), 2u);
-  EXPECT_EQ(l.options[1].bench.back(), "tree");
+  EXPECT_EQ(l.options[1].experiment.kind, ExperimentKind::Bench);
+  EXPECT_EQ(l.options[1].experiment.args.back(), "tree");
   EXPECT_EQ(l.measure, SpeedMeasure::TimeUs);
   EXPECT_TRUE(l.pauses.empty());
 }

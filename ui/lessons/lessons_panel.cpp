@@ -11,6 +11,9 @@
 #include <QListWidget>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -34,14 +37,104 @@ std::string stringOr(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// Whether the student's number is a time (entered in ms; the measure is in us).
+bool timeMeasure(const Lesson& l) {
+  return l.by == DecideBy::Fastest && !isFact(l) && l.measure != SpeedMeasure::BusbwGBps;
+}
+
 QString valueText(const Lesson& l, double v) {
   if (!std::isfinite(v)) return QString::fromUtf8(kNoValue);
-  if (l.by == DecideBy::Value) return QString::number(v, 'g', 4);
+  if (l.by == DecideBy::Fastest && l.measure == SpeedMeasure::IdenticalShare)
+    return QStringLiteral("%1%").arg(v * 100, 0, 'f', 0);
+  if (isFact(l)) return QString::number(v, 'g', 4);
   if (l.measure == SpeedMeasure::BusbwGBps) return QString::fromStdString(rateLabel(v * 1e9));
   return QString::fromStdString(timeLabel(v));
 }
 
+// The measured column's title: what was measured, where a training run's measure needs saying.
+QString measuredTitle(const Lesson& l) {
+  if (l.by == DecideBy::Value) return LessonsPanel::tr("measured");
+  switch (l.measure) {
+    case SpeedMeasure::ExposedUs: return LessonsPanel::tr("exposed communication per step");
+    case SpeedMeasure::StepUs: return LessonsPanel::tr("step");
+    case SpeedMeasure::IdenticalShare: return LessonsPanel::tr("steps with identical replicas");
+    default: return LessonsPanel::tr("measured");
+  }
+}
+
+// Whether the lesson's experiments have a cost model's prediction (bench's; training has none).
+bool predicted(const Lesson& l) {
+  return l.by == DecideBy::Fastest && experimentKindOf(l.measure) == ExperimentKind::Bench;
+}
+
 QString q(const std::string& s) { return QString::fromStdString(s).toHtmlEscaped(); }
+
+QString optionLabel(const Lesson& l, const std::string& id) {
+  for (const LessonOption& o : l.options) {
+    if (o.id == id) return QString::fromStdString(o.label);
+  }
+  return QString::fromStdString(id);
+}
+
+// The reveal's table, and what it found among the experiments.
+struct RevealRows {
+  QString rows;              // one <tr> per experiment
+  QString replay;            // the recording to replay: the winner's, else any; "" for none
+  double winnerValue = NAN;  // the winner's measurement (a fact lesson's: its only one)
+  bool anyRan = false;
+};
+
+RevealRows revealRows(const Lesson& l, const nlohmann::json& doc, const std::string& chosen) {
+  const std::string winner = stringOr(doc, "winner");
+  RevealRows out;
+  QString anyRecording;
+  for (const nlohmann::json& e : doc.value("experiments", nlohmann::json::array())) {
+    const std::string opt = stringOr(e, "option");
+    const double v = numberOr(e, "value");
+    const bool ran = e.value("ran", false);
+    out.anyRan = out.anyRan || ran;
+    if (opt == winner || (winner.empty() && opt.empty())) out.winnerValue = v;
+    const std::string rec = stringOr(e, "recording");
+    if (!rec.empty()) {
+      if (anyRecording.isEmpty()) anyRecording = QString::fromStdString(rec);
+      if (opt == (winner.empty() ? l.answer : winner)) out.replay = QString::fromStdString(rec);
+    }
+    // A training run's note (its step split, or its replicas) says what the number came from.
+    const bool trainNote = l.by == DecideBy::Fastest && !predicted(l) && ran;
+    const QString what = opt.empty() ? q(stringOr(e, "note")) : optionLabel(l, opt).toHtmlEscaped();
+    const QString mark =
+        (!opt.empty() && opt == chosen ? LessonsPanel::tr(" ← your answer") : QString()) +
+        (!opt.empty() && opt == winner ? QStringLiteral(" ★") : QString());
+    const QString note =
+        trainNote ? QStringLiteral("<br><small>%1</small>").arg(q(stringOr(e, "note"))) : QString();
+    out.rows +=
+        QStringLiteral(
+            "<tr><td>%1%2%3</td><td align=right><b>%4</b></td><td align=right>%5</td></tr>")
+            .arg(what, mark, note,
+                 ran ? valueText(l, v)
+                     : LessonsPanel::tr("did not run: %1").arg(q(stringOr(e, "error"))),
+                 predicted(l) ? QString::fromStdString(timeLabel(numberOr(e, "predicted_us")))
+                              : QString());
+  }
+  if (out.replay.isEmpty()) out.replay = anyRecording;
+  return out;
+}
+
+// The student's number against the measured one ("" when they typed none).
+QString guessText(const Lesson& l, const QString& typed, double winnerValue) {
+  bool ok = false;
+  const double guess = typed.trimmed().toDouble(&ok);
+  if (!ok) return {};
+  const bool time = timeMeasure(l);
+  const double measured = time ? winnerValue / 1000 : winnerValue;
+  const QString unit = time ? QStringLiteral(" ms") : QString();
+  return LessonsPanel::tr("<p>You expected %1%2; measured %3%4 (measured/yours %5).</p>")
+      .arg(guess)
+      .arg(unit)
+      .arg(measured, 0, 'g', 3)
+      .arg(unit)
+      .arg(measured / guess, 0, 'f', 2);
+}
 
 }  // namespace
 
@@ -135,6 +228,7 @@ bool LessonsPanel::selectLesson(const QString& name) {
 void LessonsPanel::showLesson(int index) {
   if (running() || index < 0 || index >= lessonCount()) return;
   index_ = index;
+  stopFollowingReveal();
   const Lesson& l = lessons_[static_cast<size_t>(index)];
   text_->setText(QStringLiteral("<h3>%1</h3><p><i>%2</i></p><p>%3</p><p><b>%4</b></p>")
                      .arg(q(l.title), q(l.teaches), q(l.text), q(l.question)));
@@ -150,9 +244,8 @@ void LessonsPanel::showLesson(int index) {
     optionsLay_->addWidget(b);
   }
   guess_->clear();
-  guess_->setPlaceholderText(l.by == DecideBy::Fastest && l.measure != SpeedMeasure::BusbwGBps
-                                 ? tr("optional: the winner's time you expect, in ms")
-                                 : tr("optional: the number you expect"));
+  guess_->setPlaceholderText(timeMeasure(l) ? tr("optional: the winner's time you expect, in ms")
+                                            : tr("optional: the number you expect"));
   reveal_->clear();
   status_->clear();
   run_->setEnabled(false);
@@ -196,11 +289,12 @@ bool LessonsPanel::runLesson() {
     if (e == QProcess::FailedToStart) finished(-1, QProcess::CrashExit);
   });
   reveal_->clear();
+  stopFollowingReveal();
   status_->setText(tr("Running on real workers: %1 experiment(s)…")
                        .arg(l->experiments.size() +
                             static_cast<size_t>(std::count_if(
                                 l->options.begin(), l->options.end(),
-                                [](const LessonOption& o) { return !o.bench.empty(); }))));
+                                [](const LessonOption& o) { return !o.experiment.empty(); }))));
   run_->setText(tr("Stop"));
   list_->setEnabled(false);
   optionsBox_->setEnabled(false);
@@ -248,6 +342,30 @@ void LessonsPanel::finished(int exitCode, QProcess::ExitStatus status) {
   reveal(out);
 }
 
+// The verdict is what the student waited for: at the top of the scroll area that holds the
+// panel (the window's dock), below a list and a text that may fill it. It stays there while the
+// window settles around it (a dock shrinks, lines wrap anew), until the student scrolls.
+void LessonsPanel::scrollToReveal() {
+  stopFollowingReveal();
+  QScrollArea* area = nullptr;
+  for (QWidget* w = parentWidget(); w != nullptr && area == nullptr; w = w->parentWidget())
+    area = qobject_cast<QScrollArea*>(w);
+  if (area == nullptr) return;
+  QScrollBar* bar = area->verticalScrollBar();
+  auto place = [this, area, bar] {
+    bar->setValue(reveal_->mapTo(area->widget(), QPoint(0, 0)).y());
+  };
+  place();
+  followReveal_ = connect(bar, &QScrollBar::rangeChanged, this, place);
+  stopFollow_ =
+      connect(bar, &QScrollBar::actionTriggered, this, &LessonsPanel::stopFollowingReveal);
+}
+
+void LessonsPanel::stopFollowingReveal() {
+  disconnect(followReveal_);
+  disconnect(stopFollow_);
+}
+
 std::vector<PlaybackPause> LessonsPanel::pausesOf(const Lesson& l) const {
   std::vector<PlaybackPause> out;
   for (const LessonPause& p : l.pauses) {
@@ -282,43 +400,8 @@ void LessonsPanel::reveal(const QString& json) {
   const std::string chosen = chosenId().toStdString();
   const std::string winner = stringOr(doc, "winner");
   const bool agrees = doc.value("agrees", false);
-  auto labelOf = [&](const std::string& id) {
-    for (const LessonOption& o : l.options) {
-      if (o.id == id) return QString::fromStdString(o.label);
-    }
-    return QString::fromStdString(id);
-  };
-  bool guessOk = false;
-  const double guess = guess_->text().trimmed().toDouble(&guessOk);
-  const bool timeGuess = l.by == DecideBy::Fastest && l.measure != SpeedMeasure::BusbwGBps;
-  QString rows;
-  QString replay;
-  QString anyRecording;
-  double winnerValue = NAN;
-  bool anyRan = false;
-  for (const nlohmann::json& e : doc.value("experiments", nlohmann::json::array())) {
-    const std::string opt = stringOr(e, "option");
-    const double v = numberOr(e, "value");
-    const bool ran = e.value("ran", false);
-    anyRan = anyRan || ran;
-    if (opt == winner || (winner.empty() && opt.empty())) winnerValue = v;
-    const std::string rec = stringOr(e, "recording");
-    if (!rec.empty()) {
-      if (anyRecording.isEmpty()) anyRecording = QString::fromStdString(rec);
-      if (opt == (winner.empty() ? l.answer : winner)) replay = QString::fromStdString(rec);
-    }
-    const QString what = opt.empty() ? q(stringOr(e, "note")) : labelOf(opt).toHtmlEscaped();
-    const QString mark = (!opt.empty() && opt == chosen ? tr(" ← your answer") : QString()) +
-                         (!opt.empty() && opt == winner ? QStringLiteral(" ★") : QString());
-    rows += QStringLiteral(
-                "<tr><td>%1%2</td><td align=right><b>%3</b></td><td align=right>%4</td></tr>")
-                .arg(what, mark,
-                     ran ? valueText(l, v) : tr("did not run: %1").arg(q(stringOr(e, "error"))),
-                     l.by == DecideBy::Fastest
-                         ? QString::fromStdString(timeLabel(numberOr(e, "predicted_us")))
-                         : QString());
-  }
-  if (!anyRan) {
+  const RevealRows table = revealRows(l, doc, chosen);
+  if (!table.anyRan) {
     fallBack(tr("no experiment ran"));
     return;
   }
@@ -328,25 +411,17 @@ void LessonsPanel::reveal(const QString& json) {
   if (right) ++right_;
   QString html =
       QStringLiteral("<h3>%1</h3>").arg(right ? tr("You were right.") : tr("Not this time."));
-  html +=
-      QStringLiteral(
-          "<table cellspacing=4><tr><th align=left>%1</th><th>%2</th><th>%3</th></tr>%4</table>")
-          .arg(tr("measured here"), tr("measured"),
-               l.by == DecideBy::Fastest ? tr("model") : QString(), rows);
-  if (guessOk) {
-    const double measured = timeGuess ? winnerValue / 1000 : winnerValue;
-    html += tr("<p>You expected %1%2; measured %3%4 (measured/yours %5).</p>")
-                .arg(guess)
-                .arg(timeGuess ? QStringLiteral(" ms") : QString())
-                .arg(measured, 0, 'g', 3)
-                .arg(timeGuess ? QStringLiteral(" ms") : QString())
-                .arg(measured / guess, 0, 'f', 2);
-  }
+  html += QStringLiteral(
+              "<table cellspacing=4><tr><th align=left>%1</th><th>%2</th><th>%3</th></tr>%4"
+              "</table>")
+              .arg(tr("measured here"), measuredTitle(l), predicted(l) ? tr("model") : QString(),
+                   table.rows);
+  html += guessText(l, guess_->text(), table.winnerValue);
   const double margin = numberOr(doc, "margin");
   html += tr("<p>Measured winner: <b>%1</b>%2. The article's answer: <b>%3</b>. %4</p>")
-              .arg(winner.empty() ? tr("none") : labelOf(winner).toHtmlEscaped(),
+              .arg(winner.empty() ? tr("none") : optionLabel(l, winner).toHtmlEscaped(),
                    std::isfinite(margin) ? tr(", ahead by %1×").arg(margin, 0, 'f', 2) : QString(),
-                   labelOf(l.answer).toHtmlEscaped(),
+                   optionLabel(l, l.answer).toHtmlEscaped(),
                    agrees ? tr("They agree.") : tr("They do not agree here."));
   if (!agrees && !stringOr(doc, "reason").empty())
     html += QStringLiteral("<p>%1</p>").arg(q(stringOr(doc, "reason")));
@@ -358,11 +433,15 @@ void LessonsPanel::reveal(const QString& json) {
   if (!l.modelNote.empty()) html += QStringLiteral("<p><i>%1</i></p>").arg(q(l.modelNote));
   reveal_->setText(html);
   score_->setText(tr("Score this session: %1 of %2").arg(right_).arg(answered_));
-  status_->setText(tr("Done: the run of %1 replays in the topology view.")
-                       .arg(labelOf(decided).toHtmlEscaped()));
+  const std::string training = stringOr(doc, "training_record");
+  status_->setText(training.empty() ? tr("Done: the run of %1 replays in the topology view.")
+                                          .arg(optionLabel(l, decided).toHtmlEscaped())
+                                    : tr("Done: the training runs are in the Training view."));
   emit revealed(agrees);
-  if (replay.isEmpty()) replay = anyRecording;
-  if (!replay.isEmpty()) emit replayRequested(replay, pausesOf(l), false);
+  if (!training.empty()) emit trainingRecordReady(QString::fromStdString(training));
+  // Once the window has made room for what follows (a replay, the Training view).
+  QTimer::singleShot(0, this, &LessonsPanel::scrollToReveal);
+  if (!table.replay.isEmpty()) emit replayRequested(table.replay, pausesOf(l), false);
 }
 
 }  // namespace arl::ui

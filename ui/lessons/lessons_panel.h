@@ -6,8 +6,8 @@
 // same real workers, with the same steadiness check. The reveal shows each option's
 // measurement beside the student's prediction and the model's; the panel keeps a score for the
 // session and asks the window to replay the run of the article's answer with the lesson's
-// pauses. When workers cannot start, the lesson's bundled recording is replayed instead, and
-// said to be one.
+// pauses, or, for a lesson of training runs, to show their record in the Training view. When
+// workers cannot start, the lesson's bundled recording is replayed instead, and said to be one.
 #pragma once
 
 #include <QProcess>
@@ -64,6 +64,9 @@ class LessonsPanel : public QWidget {
  signals:
   // Replay `path` with `pauses`; `bundled`: a bundled recording, not a run made now.
   void replayRequested(const QString& path, const std::vector<PlaybackPause>& pauses, bool bundled);
+  // A lesson of training runs ran: show their record (allreduce-lab train's JSON, every run
+  // of the lesson) at `path`.
+  void trainingRecordReady(const QString& path);
   // A reveal is shown (its verdict agreed with the article or not).
   void revealed(bool agrees);
   // A lesson started or ended running.
@@ -74,6 +77,8 @@ class LessonsPanel : public QWidget {
   void finished(int exitCode, QProcess::ExitStatus status);
   void reveal(const QString& json);
   void fallBack(const QString& why);
+  void scrollToReveal();
+  void stopFollowingReveal();
   std::vector<PlaybackPause> pausesOf(const Lesson& l) const;
   QString chosenId() const;
 
@@ -94,6 +99,9 @@ class LessonsPanel : public QWidget {
   QLabel* score_ = nullptr;
   QProcess* proc_ = nullptr;
   std::unique_ptr<QTemporaryDir> work_;
+  // The reveal kept at the top of the scroll area while the window settles (scrollToReveal).
+  QMetaObject::Connection followReveal_;
+  QMetaObject::Connection stopFollow_;
   int right_ = 0;
   int answered_ = 0;
 };

@@ -134,6 +134,7 @@ class MainWindow : public QMainWindow {
   void rememberRecent(const QString& path);
   void buildDocks();
   void buildTrainingDock();
+  void buildLessonsDock();
   void applyDefaultSizes();
   void setInitialGeometry();
   void buildStatusBar();

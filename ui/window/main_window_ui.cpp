@@ -117,28 +117,7 @@ void MainWindow::buildDocks() {
   chartsDock_->setWidget(charts_);
   addDockWidget(Qt::BottomDockWidgetArea, chartsDock_);
   buildTrainingDock();
-  lessons_ = new LessonsPanel(this);
-  auto* lessonsScroll = new QScrollArea(this);
-  lessonsScroll->setWidget(lessons_);
-  lessonsScroll->setWidgetResizable(true);
-  lessonsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  lessonsScroll->setFrameShape(QFrame::NoFrame);
-  lessonsDock_ = new QDockWidget(tr("Lessons"), this);
-  lessonsDock_->setObjectName(QStringLiteral("lessonsDock"));
-  lessonsDock_->setWidget(lessonsScroll);
-  lessonsDock_->setMinimumWidth(360);
-  // In the setup's place, as a tab beside it: a lesson sets up its own runs, and the topology
-  // keeps its width.
-  addDockWidget(Qt::LeftDockWidgetArea, lessonsDock_);
-  tabifyDockWidget(setupDock_, lessonsDock_);
-  setupDock_->raise();
-  lessonsDock_->hide();  // View -> Lessons, or the toolbar's button
-  connect(lessons_, &LessonsPanel::replayRequested, this, &MainWindow::replayLesson);
-  connect(lessons_, &LessonsPanel::runningChanged, this, [this](bool on) {
-    runAction_->setEnabled(!on && !running_ && problems_.empty());
-    openAction_->setEnabled(!on && !running_);
-    if (on) setMode(tr("◉ lesson running on real workers"), QStringLiteral("#a15c00"));
-  });
+  buildLessonsDock();
   play_ = new PlayRankPanel(this);
   playDock_ = new QDockWidget(tr("Play a rank"), this);
   playDock_->setObjectName(QStringLiteral("playDock"));
@@ -172,6 +151,39 @@ void MainWindow::buildDocks() {
   // across the whole width under both.
   setCorner(Qt::BottomLeftCorner, Qt::BottomDockWidgetArea);
   setCorner(Qt::BottomRightCorner, Qt::BottomDockWidgetArea);
+}
+
+// In the setup's place, as a tab beside it: a lesson sets up its own runs, and the topology
+// keeps its width.
+void MainWindow::buildLessonsDock() {
+  lessons_ = new LessonsPanel(this);
+  auto* lessonsScroll = new QScrollArea(this);
+  lessonsScroll->setWidget(lessons_);
+  lessonsScroll->setWidgetResizable(true);
+  lessonsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  lessonsScroll->setFrameShape(QFrame::NoFrame);
+  lessonsDock_ = new QDockWidget(tr("Lessons"), this);
+  lessonsDock_->setObjectName(QStringLiteral("lessonsDock"));
+  lessonsDock_->setWidget(lessonsScroll);
+  lessonsDock_->setMinimumWidth(360);
+  addDockWidget(Qt::LeftDockWidgetArea, lessonsDock_);
+  tabifyDockWidget(setupDock_, lessonsDock_);
+  setupDock_->raise();
+  lessonsDock_->hide();  // View -> Lessons, or the toolbar's button
+  connect(lessons_, &LessonsPanel::replayRequested, this, &MainWindow::replayLesson);
+  connect(lessons_, &LessonsPanel::runningChanged, this, [this](bool on) {
+    runAction_->setEnabled(!on && !running_ && problems_.empty());
+    openAction_->setEnabled(!on && !running_);
+    // Off: a replay or a training record that follows says what the window shows.
+    setMode(on ? tr("◉ lesson running on real workers") : tr("idle"),
+            on ? QStringLiteral("#a15c00") : QStringLiteral("#555555"));
+  });
+  connect(lessons_, &LessonsPanel::trainingRecordReady, this, [this](const QString& path) {
+    if (!openTrainingRecord(path)) return;
+    // Less than the view takes when opened alone: the lesson's verdict stays in sight above.
+    resizeDocks({trainingDock_}, {std::max(420, height() * 64 / 100)}, Qt::Vertical);
+    setMode(tr("✓ lesson · its training runs"), QStringLiteral("#0b5cad"));
+  });
 }
 
 // A tab beside the charts: a training record is another kind of session's measurements.
