@@ -319,12 +319,17 @@ std::vector<Bucket> planBuckets(const std::vector<uint32_t>& widths, uint64_t bu
   ARL_ENFORCE(bucketBytes > 0, "a bucket of 0 bytes");
   const std::vector<Layer> layers = layout(widths);
   const size_t cap = std::max<size_t>(1, bucketBytes / sizeof(float));
+  const size_t firstCap = std::min<size_t>(cap, kFirstBucketBytes / sizeof(float));
   std::vector<Bucket> buckets;
   bool open = false;  // whether the last bucket may take another layer
   for (uint32_t l = static_cast<uint32_t>(layers.size()); l-- > 0;) {
     if (open && buckets.back().end - layers[l].offset <= cap) {
       buckets.back().begin = layers[l].offset;
       buckets.back().firstLayer = l;
+      // The first bucket closes once it holds firstCap, as DDP's does.
+      if (buckets.size() == 1 && buckets.back().end - buckets.back().begin >= firstCap) {
+        open = false;
+      }
       continue;
     }
     // A layer over the cap is cut into buckets of the cap from its end back, all complete
@@ -334,7 +339,8 @@ std::vector<Bucket> planBuckets(const std::vector<uint32_t>& widths, uint64_t bu
       buckets.push_back(Bucket{lo, hi, l, l});
       hi = lo;
     }
-    open = buckets.back().end - buckets.back().begin < cap;
+    const size_t last = buckets.back().end - buckets.back().begin;
+    open = last < (buckets.size() == 1 ? firstCap : cap);
   }
   return buckets;
 }

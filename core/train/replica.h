@@ -28,9 +28,15 @@ struct Bucket {
 };
 
 // Buckets of at most `bucketBytes` of float gradients each, filled with whole layers from the
-// last layer back, in the order the backward pass completes them. A layer larger than the cap
+// last layer back, in the order the backward pass completes them. The first bucket closes
+// once it holds kFirstBucketBytes (its last layer may take it over, up to the cap), as
+// PyTorch DDP's first bucket does, so that the first all-reduce starts early in the backward
+// pass. A layer larger than the cap
 // is cut into buckets of the cap (from its end back), all complete when its gradients are:
 // more, smaller collectives at once, which is what too small a bucket costs.
+// DDP's first bucket size (torch.distributed's _DEFAULT_FIRST_BUCKET_BYTES, 1 MiB).
+inline constexpr uint64_t kFirstBucketBytes = uint64_t{1} << 20;
+
 std::vector<Bucket> planBuckets(const std::vector<uint32_t>& layers, uint64_t bucketBytes);
 
 // A compute span's report: kind, index (layer, or 0), start and end on the steady clock (ns).
