@@ -13,7 +13,7 @@ ARL_PACKAGES=(
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libxkbcommon-dev
   xvfb xauth fonts-dejavu-core poppler-utils
-  openmpi-bin libopenmpi-dev
+  openmpi-bin libopenmpi-dev libgloo-dev
   clang-format clang-tidy
   libcli11-dev nlohmann-json3-dev libeigen3-dev
   desktop-file-utils appstream
