@@ -109,7 +109,9 @@ std::string Options::spelling(const CLI::Option& o) const {
 
 std::optional<Arg> Options::get(const std::string& longName) const {
   const auto it = values_.find(longName);
-  if (it == values_.end() || it->second->count() == 0) return std::nullopt;
+  // A name never declared is the code's mistake, and would ignore what the user typed.
+  ARL_ENFORCE(it != values_.end(), "Options::get(" << longName << "): no such option declared");
+  if (it->second->count() == 0) return std::nullopt;
   return Arg{spelling(*it->second), it->second->results().back()};
 }
 

@@ -30,6 +30,7 @@
 #include "commands.h"
 #include "exec/collective_library.h"
 #include "exec/run_request.h"
+#include "export/export.h"
 #include "export/train_export.h"
 #include "lesson/lesson.h"
 #include "lesson/train_result.h"
@@ -646,11 +647,10 @@ LessonRuns LessonCommand::runExperiments(const Lesson& l) const {
   std::filesystem::remove_all(work, ec);
   if (!recordDir_.empty() && !training.runs.empty()) {
     runs.trainingRecord = recordDir_ + "/" + l.name + "-training.json";
-    std::ofstream f(runs.trainingRecord, std::ios::binary | std::ios::trunc);
-    f << writeTrainJson(training);
-    f.close();
-    if (!f) {
-      std::fprintf(stderr, "%s: cannot write %s\n", kProg, runs.trainingRecord.c_str());
+    try {
+      writeTextFile(runs.trainingRecord, writeTrainJson(training));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: %s\n", kProg, e.what());
       runs.trainingRecord.clear();
     }
   }

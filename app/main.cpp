@@ -63,11 +63,10 @@ int main(int argc, char** argv) {
     return !args.empty() && c->app->get_name() == args.front();
   });
   if (!args.empty() && args.front().rfind('-', 0) != 0 && !known) {
-    std::fprintf(
-        stderr,
-        "%s: unknown command '%s' (known: plan, bench, calibrate, export, gui, lesson, replay; "
-        "see --help)\n",
-        prog.c_str(), args.front().c_str());
+    std::string names;
+    for (const auto& c : commands) names += (names.empty() ? "" : ", ") + c->app->get_name();
+    std::fprintf(stderr, "%s: unknown command '%s' (known: %s; see --help)\n", prog.c_str(),
+                 args.front().c_str(), names.c_str());
     return 2;
   }
   try {
@@ -75,6 +74,17 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp&) {
     std::fputs(lab.help().c_str(), stdout);
     return 0;
+  } catch (const CLI::ExtrasError&) {
+    // CLI11's own message lists the extras last first; name them as they were typed.
+    std::string extras;
+    for (const CLI::App* sub : lab.get_subcommands()) {
+      prog += " " + sub->get_name();
+      for (const std::string& x : sub->remaining()) extras += (extras.empty() ? "" : " ") + x;
+    }
+    for (const std::string& x : lab.remaining()) extras += (extras.empty() ? "" : " ") + x;
+    std::fprintf(stderr, "%s: unexpected argument%s: %s (see --help)\n", prog.c_str(),
+                 extras.find(' ') == std::string::npos ? "" : "s", extras.c_str());
+    return 2;
   } catch (const CLI::ParseError& e) {
     // CLI11 exits with its own codes (105 and up); bad arguments exit with 2 here.
     for (const CLI::App* sub : lab.get_subcommands()) prog += " " + sub->get_name();

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "base/input_file.h"
+
 namespace arl::app {
 
 namespace {
@@ -46,6 +48,12 @@ ModelChoice chooseModel(const std::optional<Arg>& model) {
     }
   }
   const std::string path = calibrationPath();
+  if (const std::string kind = path.empty() ? "" : nonRegularKind(path);
+      !kind.empty() && kind != "missing") {
+    throw UsageError{"the calibration path " + path + " is " + kind +
+                     ", not a calibration file (set $ARL_CALIBRATION to a file, or use --model "
+                     "default)"};
+  }
   if (!isFile(path)) {
     return ModelChoice{ModelParams{},
                        path.empty() ? std::string("default parameters (no calibration: neither "

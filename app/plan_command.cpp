@@ -98,9 +98,9 @@ PlanCommand::PlanCommand(CLI::App& lab, const std::vector<std::string>& args)
   opts_.value("--slice,--chunk", "SIZE",
               "pipeline slice in bytes, a whole number of elements (default 64K); --chunk is its "
               "older name");
-  opts_.value("--dtype", "NAME",
+  opts_.value("-d,--datatype,--dtype", "NAME",
               "float, double, half, bfloat16, int32, int64, uint8 (default float)");
-  opts_.value("--op", "NAME", "sum, prod, min, max, avg (default sum)");
+  opts_.value("-o,--op", "NAME", "sum, prod, min, max, avg (default sum)");
   opts_.value("--root", "R", "root of reduce and broadcast, 0..ranks-1 (default 0)");
   opts_.value("--ranks-per-host", "K",
               "ranks per host for hierarchical, 0..ranks (default 0: one host)");
@@ -126,10 +126,13 @@ PlanArgs PlanCommand::parse() const {
   a.req.inPlace = inPlace_;
   if (auto v = opts_.get("--algo")) a.req.algorithm = v->text;
   if (auto v = opts_.get("--collective")) a.req.collective = parseCollective(*v);
-  if (auto v = opts_.get("--dtype")) a.req.dtype = parseDataType(*v);
+  if (auto v = opts_.get("--datatype")) a.req.dtype = parseDataType(*v);
   if (auto v = opts_.get("--op")) a.req.op = parseRedOp(*v);
   if (auto v = opts_.get("--ranks")) a.ranks = parseInt(*v, 1, kMaxRanks);
-  if (auto v = opts_.get("--count")) a.req.count = parseSize(*v);
+  if (auto v = opts_.get("--count")) {
+    a.req.count = parseSize(*v);
+    if (a.req.count == 0) throw refuse(*v, "must be at least 1");
+  }
   if (auto v = opts_.get("--slice")) a.req.sliceBytes = parseSize(*v);
   if (auto v = opts_.get("--root")) a.req.root = parseInteger(*v);
   if (auto v = opts_.get("--ranks-per-host")) a.req.ranksPerHost = parseInteger(*v);

@@ -9,7 +9,6 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -21,6 +20,7 @@
 #include "base/shaping.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "export/export.h"
 #include "export/train_export.h"
 #include "runtime/coordinator.h"
 #include "runtime/run_plan.h"
@@ -235,11 +235,10 @@ void Trainer::printSweep() {
 }
 
 bool writeFile(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-  f.close();
-  if (!f) {
-    std::fprintf(stderr, "%s: cannot write %s\n", kProg, path.c_str());
+  try {
+    writeTextFile(path, text);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", kProg, e.what());
     return false;
   }
   return true;

@@ -10,9 +10,11 @@
 #include <sstream>
 
 #include "base/errors.h"
+#include "base/input_file.h"
 #include "export/export.h"
 #include "export/json.h"
 #include "export/json_in.h"
+#include "transport/transport.h"
 
 namespace arl {
 
@@ -31,6 +33,20 @@ double positive(const In& v) {
   if (!(x > 0) || !std::isfinite(x)) bad(v, "must be a positive finite number");
   return x;
 }
+
+// A parameter a real machine can have: within [lo, hi], so that a hand-edited 1e300 or a
+// denormal is refused instead of steering every prediction.
+double plausible(const In& v, double lo, double hi, const char* range) {
+  const double x = positive(v);
+  if (x < lo || x > hi) bad(v, std::string("is outside what a machine measures (") + range + ")");
+  return x;
+}
+
+// Time per message: 1 ns to 1 s.
+double messageCost(const In& v) { return plausible(v, 1e-9, 1.0, "1 ns to 1 s per message"); }
+
+// Time per byte: 1 PB/s (1e-15 s/B) to 1 KB/s (1e-3 s/B).
+double byteCost(const In& v) { return plausible(v, 1e-15, 1e-3, "1e-15 to 1e-3 s per byte"); }
 
 double nonNegative(const In& v) {
   const double x = v.num();
@@ -138,27 +154,30 @@ Calibration readTop(const In& top) {
   readHeader(top);
   Calibration c;
   const In p = top["params"].object();
-  c.params.alpha = positive(p["alpha_s"]);
-  c.params.beta = positive(p["beta_s_per_byte"]);
-  c.params.gamma = positive(p["gamma_s_per_byte"]);
-  if (p.has("shm_copy_s_per_byte")) c.params.shmCopy = positive(p["shm_copy_s_per_byte"]);
+  c.params.alpha = messageCost(p["alpha_s"]);
+  c.params.beta = byteCost(p["beta_s_per_byte"]);
+  c.params.gamma = byteCost(p["gamma_s_per_byte"]);
+  if (p.has("shm_copy_s_per_byte")) c.params.shmCopy = byteCost(p["shm_copy_s_per_byte"]);
   if (p.has("cores")) c.params.cores = p["cores"].i32(1, 1 << 16);
   if (p.has("shm_work_scale")) c.params.shmWorkScale = positive(p["shm_work_scale"]);
-  if (p.has("shm_alpha_s")) c.params.shmAlpha = positive(p["shm_alpha_s"]);
-  if (p.has("shm_send_s_per_byte")) c.params.shmSend = positive(p["shm_send_s_per_byte"]);
+  if (p.has("shm_alpha_s")) c.params.shmAlpha = messageCost(p["shm_alpha_s"]);
+  if (p.has("shm_send_s_per_byte")) c.params.shmSend = byteCost(p["shm_send_s_per_byte"]);
   if (p.has("shm_send_fresh_s_per_byte")) {
-    c.params.shmSendFresh = positive(p["shm_send_fresh_s_per_byte"]);
+    c.params.shmSendFresh = byteCost(p["shm_send_fresh_s_per_byte"]);
   }
   if (p.has("shm_copy_cached_s_per_byte")) {
-    c.params.shmCopyCached = positive(p["shm_copy_cached_s_per_byte"]);
+    c.params.shmCopyCached = byteCost(p["shm_copy_cached_s_per_byte"]);
   }
   if (p.has("gamma_cached_s_per_byte")) {
-    c.params.gammaCached = positive(p["gamma_cached_s_per_byte"]);
+    c.params.gammaCached = byteCost(p["gamma_cached_s_per_byte"]);
   }
   if (p.has("llc_bytes")) c.params.llcBytes = p["llc_bytes"].u64();
   c.machine = top["machine"].str();
   c.date = top["date"].str();
   c.dataPlane = top["data_plane"].str();
+  if (const auto plane = parseDataPlaneKind(c.dataPlane); !plane || *plane == DataPlaneKind::Auto) {
+    bad(top["data_plane"], "'" + c.dataPlane + "' is not a data plane (shm or zmq)");
+  }
   c.workers = top["workers"].i32(1);
   const In m = top["measurements"].object();
   c.collective = m["collective"].str();
@@ -263,11 +282,13 @@ Calibration parseCalibration(std::string_view text, const std::string& origin) {
 }
 
 Calibration readCalibration(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw CalibrationError("calibration file " + path + ": cannot be read");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parseCalibration(ss.str(), path);
+  std::string text;
+  try {
+    text = readInputFile(path, kCalibrationLimits.maxBytes);
+  } catch (const InputFileError& e) {
+    throw CalibrationError(std::string("calibration file ") + e.what());
+  }
+  return parseCalibration(text, path);
 }
 
 void writeCalibration(const std::string& path, const Calibration& c) {

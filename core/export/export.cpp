@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "base/errors.h"
+#include "base/input_file.h"
 #include "exec/collective_library.h"
 #include "export/fields.h"
 #include "export/session_json.h"
@@ -212,11 +213,11 @@ std::string hexDigest(uint64_t v) {
 }
 
 void writeTextFile(const std::string& path, std::string_view text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw ConfigError("cannot write '" + path + "'");
-  f.write(text.data(), static_cast<std::streamsize>(text.size()));
-  f.flush();
-  if (!f) throw ConfigError("writing '" + path + "' failed (disk full?)");
+  try {
+    writeFileAtomically(path, text);
+  } catch (const std::runtime_error& e) {
+    throw ConfigError(e.what());
+  }
 }
 
 }  // namespace arl

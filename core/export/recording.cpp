@@ -15,6 +15,7 @@
 #include <optional>
 #include <sstream>
 
+#include "base/input_file.h"
 #include "base/limits.h"
 #include "export/export.h"
 #include "export/json_in.h"
@@ -560,18 +561,14 @@ BenchReport parseRecording(std::string_view text) {
 }
 
 BenchReport readRecording(const std::string& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (!ec && size > kRecordingLimits.maxBytes) {
-    throw RecordingError(path + ": recording of " + std::to_string(size) + " bytes is over the " +
-                         std::to_string(kRecordingLimits.maxBytes) + "-byte limit");
-  }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw RecordingError("cannot read recording '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
+  std::string text;
   try {
-    return parseRecording(ss.str());
+    text = readInputFile(path, kRecordingLimits.maxBytes);
+  } catch (const InputFileError& e) {
+    throw RecordingError(e.what());
+  }
+  try {
+    return parseRecording(text);
   } catch (const RecordingError& e) {
     throw RecordingError(path + ": " + e.what());
   }

@@ -11,6 +11,7 @@
 #include <limits>
 #include <sstream>
 
+#include "base/input_file.h"
 #include "base/limits.h"
 #include "export/fields.h"
 #include "export/json.h"
@@ -347,20 +348,14 @@ TrainRecord readTrainJson(std::string_view text) {
 
 TrainRecord readTrainFile(const std::string& path) {
   const std::string origin = "training record " + path;
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (!ec && size > kTrainLimits.maxBytes) {
-    throw TrainRecordError(origin + ": " + std::to_string(size) + " bytes, over the " +
-                           std::to_string(kTrainLimits.maxBytes) + "-byte limit");
-  }
-  std::ifstream f(path, std::ios::binary);
-  if (!f || std::filesystem::is_directory(path, ec)) {
-    throw TrainRecordError(origin + ": cannot be read");
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
+  std::string text;
   try {
-    return readTrainJson(ss.str());
+    text = readInputFile(path, kTrainLimits.maxBytes);
+  } catch (const InputFileError& e) {
+    throw TrainRecordError(std::string("training record ") + e.what());
+  }
+  try {
+    return readTrainJson(text);
   } catch (const TrainRecordError& e) {
     throw TrainRecordError(origin + ": " + e.what());
   }

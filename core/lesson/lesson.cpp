@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "base/errors.h"
+#include "base/input_file.h"
 #include "export/json_in.h"
 
 namespace arl {
@@ -265,14 +264,13 @@ std::vector<Lesson> loadLessons(const std::string& dir) {
   std::sort(files.begin(), files.end());
   std::vector<Lesson> out;
   for (const fs::path& f : files) {
-    if (fs::file_size(f, ec) > kMaxLessonBytes || ec) {
-      throw ConfigError(f.string() + ": not a lesson (larger than 1 MiB, or unreadable)");
+    std::string text;
+    try {
+      text = readInputFile(f.string(), kMaxLessonBytes);
+    } catch (const InputFileError& e) {
+      throw ConfigError(std::string(e.what()) + " (not a lesson)");
     }
-    std::ifstream in(f);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (!in) throw ConfigError(f.string() + ": cannot be read");
-    out.push_back(parseLesson(text.str(), f.stem().string(), f.string()));
+    out.push_back(parseLesson(text, f.stem().string(), f.string()));
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const Lesson& a, const Lesson& b) { return a.order < b.order; });

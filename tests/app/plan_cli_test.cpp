@@ -284,3 +284,42 @@ TEST(PlanCli, BadInputIsOneLineNamingTheArgument) {
 
 }  // namespace
 }  // namespace arl
+
+namespace arl {
+namespace {
+
+TEST(PlanCli, TakesBenchsShortTypeAndOpFlagsAndRefusesNoElements) {
+  const testutil::Result r =
+      testutil::runBinary(ARL_LAB_BINARY, "plan -d int32 -o max --ranks 3 --count 1K --run --json");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  const nlohmann::json v = nlohmann::json::parse(r.out);
+  EXPECT_EQ(v.at("dtype").get<std::string>(), "int32");
+  EXPECT_EQ(v.at("op").get<std::string>(), "max");
+  const testutil::Result zero = testutil::runBinary(ARL_LAB_BINARY, "plan --count 0");
+  EXPECT_EQ(zero.rc, 2);
+  EXPECT_EQ(zero.err, "allreduce-lab plan: --count 0: must be at least 1\n");
+}
+
+TEST(PlanCli, NamesUnexpectedArgumentsInTheOrderTyped) {
+  const testutil::Result r = testutil::runBinary(ARL_LAB_BINARY, "plan --bogus x y");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.err, "allreduce-lab plan: unexpected arguments: --bogus x y (see --help)\n");
+  const testutil::Result cmd = testutil::runBinary(ARL_LAB_BINARY, "frobnicate");
+  EXPECT_EQ(cmd.rc, 2);
+  EXPECT_NE(cmd.err.find("unknown command 'frobnicate' (known: plan, bench,"), std::string::npos)
+      << cmd.err;
+  EXPECT_NE(cmd.err.find("train"), std::string::npos) << cmd.err;
+}
+
+TEST(PlanCli, RefusesACalibrationPathThatIsNotAFile) {
+  ::setenv("ARL_CALIBRATION", "/tmp", 1);
+  const testutil::Result r = testutil::runBinary(ARL_LAB_BINARY, "plan");
+  ::unsetenv("ARL_CALIBRATION");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("the calibration path /tmp is a folder, not a calibration file"),
+            std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace arl

@@ -356,6 +356,37 @@ TEST(Calibration, RefusesMalformedFilesNamingFileAndField) {
             std::string::npos);
 }
 
+// Values no machine has, and a data plane the lab has not, are refused rather than steering
+// every prediction.
+TEST(Calibration, RefusesImplausibleValues) {
+  EXPECT_EQ(refusal(edited([](auto& j) { j["data_plane"] = "carrier-pigeon"; })),
+            "calibration file /cal/test.json: calibration.data_plane: 'carrier-pigeon' is not a "
+            "data plane (shm or zmq)");
+  EXPECT_NE(refusal(edited([](auto& j) { j["data_plane"] = "auto"; })).find("not a data plane"),
+            std::string::npos);
+  EXPECT_EQ(refusal(edited([](auto& j) { j["params"]["alpha_s"] = 1e300; })),
+            "calibration file /cal/test.json: calibration.params.alpha_s: is outside what a "
+            "machine measures (1 ns to 1 s per message)");
+  EXPECT_NE(refusal(edited([](auto& j) {
+              j["params"]["beta_s_per_byte"] = 1e-310;
+            })).find("calibration.params.beta_s_per_byte: is outside what a machine measures"),
+            std::string::npos);
+  EXPECT_NE(refusal(edited([](auto& j) {
+              j["params"]["gamma_s_per_byte"] = 5.0;
+            })).find("calibration.params.gamma_s_per_byte"),
+            std::string::npos);
+}
+
+TEST(Calibration, ReadsOnlyRegularFiles) {
+  try {
+    readCalibration("/dev/zero");
+    ADD_FAILURE() << "read /dev/zero";
+  } catch (const CalibrationError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "calibration file /dev/zero is a character device, not a regular file");
+  }
+}
+
 TEST(Calibration, PathFollowsTheEnvironment) {
   const char* keep[] = {"ARL_CALIBRATION", "XDG_CONFIG_HOME", "HOME"};
   std::string saved[3];

@@ -191,7 +191,8 @@ TEST(TrainExport, FileErrorsNameTheFile) {
     readTrainFile(missing);
     ADD_FAILURE() << "accepted " << missing;
   } catch (const TrainRecordError& e) {
-    EXPECT_EQ(std::string(e.what()), "training record " + missing + ": cannot be read");
+    EXPECT_EQ(std::string(e.what()),
+              "training record " + missing + ": cannot be opened: No such file or directory");
   }
   std::filesystem::remove_all(dir);
 }

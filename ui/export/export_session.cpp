@@ -6,6 +6,7 @@
 #include <QPageSize>
 #include <QPainter>
 #include <QPdfWriter>
+#include <QSaveFile>
 #include <QSvgGenerator>
 #include <cmath>
 
@@ -34,6 +35,23 @@ void checkImage(const ImageOptions& o) {
   }
 }
 
+// Opens `path` for writing through a temporary file that commit() renames over it, so that a
+// failed export (a full disk) leaves any earlier file whole and no truncated one.
+void openSaveFile(QSaveFile& f, const std::string& path, const char* kind) {
+  f.setFileName(qs(path));
+  if (!f.open(QIODevice::WriteOnly)) {
+    throw ExportError(path + ": cannot write the " + kind + " (" + f.errorString().toStdString() +
+                      ")");
+  }
+}
+
+void commitSaveFile(QSaveFile& f, const std::string& path, const char* kind) {
+  if (!f.commit()) {
+    throw ExportError(path + ": writing the " + kind + " failed (" + f.errorString().toStdString() +
+                      "); the file is unchanged");
+  }
+}
+
 const std::string& chartTitle(const SessionCharts& c, ChartKind k) {
   if (const XYChartData* d = c.xy(k)) return d->title;
   return k == ChartKind::StepTimeline ? c.timeline.title : c.heatMap.title;
@@ -49,12 +67,20 @@ void writePng(const SessionCharts& c, ChartKind k, const std::string& path, cons
     QPainter p(&img);
     renderChart(c, k, p, QRectF(0, 0, o.width, o.height));
   }
-  if (!img.save(qs(path), "PNG")) throw ExportError(path + ": cannot write the PNG");
+  QSaveFile f;
+  openSaveFile(f, path, "PNG");
+  if (!img.save(&f, "PNG")) {
+    f.cancelWriting();
+    throw ExportError(path + ": cannot write the PNG");
+  }
+  commitSaveFile(f, path, "PNG");
 }
 
 void writeSvg(const SessionCharts& c, ChartKind k, const std::string& path, const ImageOptions& o) {
+  QSaveFile f;
+  openSaveFile(f, path, "SVG");
   QSvgGenerator gen;
-  gen.setFileName(qs(path));
+  gen.setOutputDevice(&f);
   gen.setSize(QSize(o.width, o.height));
   gen.setViewBox(QRect(0, 0, o.width, o.height));
   gen.setResolution(kDpi);
@@ -64,10 +90,13 @@ void writeSvg(const SessionCharts& c, ChartKind k, const std::string& path, cons
   if (!p.begin(&gen)) throw ExportError(path + ": cannot write the SVG");
   renderChart(c, k, p, QRectF(0, 0, o.width, o.height));
   p.end();
+  commitSaveFile(f, path, "SVG");
 }
 
 void writePdf(const SessionCharts& c, ChartKind k, const std::string& path, const ImageOptions& o) {
-  QPdfWriter pdf(qs(path));
+  QSaveFile f;
+  openSaveFile(f, path, "PDF");
+  QPdfWriter pdf(&f);
   pdf.setResolution(kDpi);
   pdf.setPageSize(QPageSize(QSizeF(o.width * 72.0 / kDpi, o.height * 72.0 / kDpi), QPageSize::Point,
                             QString(), QPageSize::ExactMatch));
@@ -78,6 +107,7 @@ void writePdf(const SessionCharts& c, ChartKind k, const std::string& path, cons
   if (!p.begin(&pdf)) throw ExportError(path + ": cannot write the PDF");
   renderChart(c, k, p, QRectF(0, 0, pdf.width(), pdf.height()));
   p.end();
+  commitSaveFile(f, path, "PDF");
 }
 
 void writeText(const std::string& path, const std::string& text) {
