@@ -13,12 +13,29 @@ std::string jsonText(const Json& j) {
 namespace {
 
 // nlohmann's messages start with an id ("[json.exception.parse_error.101] "); the rest names
-// the line, the column and what was expected.
+// the line, the column and what was expected, and echoes what it last read, which may be a
+// whole megabyte of a damaged file or raw binary: that echo is cut to a few printable
+// characters so that the message stays one short line in a terminal or a banner.
 std::string withoutId(const char* what) {
-  const std::string s = what;
+  std::string s = what;
   const size_t close = s.find("] ");
-  return s.rfind("[json.exception.", 0) == 0 && close != std::string::npos ? s.substr(close + 2)
-                                                                           : s;
+  if (s.rfind("[json.exception.", 0) == 0 && close != std::string::npos) s = s.substr(close + 2);
+  constexpr size_t kEcho = 40;
+  const std::string lastRead = "last read: '";
+  const size_t at = s.find(lastRead);
+  if (at != std::string::npos) {
+    const size_t from = at + lastRead.size();
+    const size_t end = s.rfind('\'');
+    std::string echo = s.substr(from, end > from ? end - from : std::string::npos);
+    const bool cut = echo.size() > kEcho;
+    if (cut) echo = echo.substr(0, kEcho);
+    for (char& c : echo) {
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+    }
+    s = s.substr(0, from) + echo + (cut ? "...'" : "'") +
+        (end != std::string::npos && end >= from ? s.substr(end + 1) : "");
+  }
+  return s;
 }
 
 }  // namespace

@@ -267,8 +267,8 @@ RunRequest readRequest(const In& a) {
   if (o.has("ring_order")) q.ringOrder = ints(o["ring_order"], 0, kMaxRanks - 1);
   q.inflight = o["inflight"].i32(1, static_cast<int>(kMaxInflight));
   q.inPlace = o["in_place"].boolean();
-  q.warmup = o["warmup"].i32();
-  q.iterations = o["iterations"].i32();
+  q.warmup = o["warmup"].i32(0, static_cast<int>(kMaxIterations));
+  q.iterations = o["iterations"].i32(1, static_cast<int>(kMaxIterations));
   q.check = checkIterations(o);
   q.telemetry = o["telemetry"].parsed<TelemetryLevel>(parseTelemetryLevel);
   if (o.has("data_plane")) q.dataPlane = o["data_plane"].parsed<DataPlaneKind>(parseDataPlaneKind);
@@ -439,6 +439,55 @@ Metrics readMetrics(const In& a, const std::vector<double>& iterationUs) {
   return x;
 }
 
+// A time or a rate: never negative (null, a run that has none, reads as NaN).
+void notNegative(const In& o, double x) {
+  if (x < 0) bad(o.path(), std::to_string(x) + " is negative");
+}
+
+// What one field of a run says must agree with the others: a recording that contradicts
+// itself (times below zero, events of ranks the run did not have, more ranks than workers)
+// would draw a chart or a heat map of things that never happened.
+void checkRunAgrees(const In& o, const BenchRow& row) {
+  const RunResult& res = row.result;
+  notNegative(o["time_us"], res.timeUs);
+  const In m = o["metrics"];
+  notNegative(m["time_us"], row.metrics.timeUs);
+  notNegative(m["algbw_gbps"], row.metrics.algbwGBps);
+  notNegative(m["busbw_gbps"], row.metrics.busbwGBps);
+  for (size_t i = 0; i < res.iterationUs.size(); ++i) {
+    notNegative(o["iteration_us"][i], res.iterationUs[i]);
+  }
+  const int n = res.nranks;
+  if (n == 0) {
+    if (res.state == RunState::Done) bad(o["nranks"].path(), "0 ranks in a run that completed");
+    return;
+  }
+  int ranked = 0;
+  for (size_t i = 0; i < res.workers.size(); ++i) {
+    if (res.workers[i].rank >= n) {
+      bad(o["workers"][i]["rank"].path(),
+          "rank " + std::to_string(res.workers[i].rank) + " in a run of " + std::to_string(n));
+    }
+    ranked += res.workers[i].rank >= 0 ? 1 : 0;
+  }
+  if (!res.workers.empty() && ranked != n) {
+    bad(o["nranks"].path(),
+        std::to_string(n) + " ranks, but the run's workers hold " + std::to_string(ranked));
+  }
+  if (res.failedRank >= n) bad(o["failed_rank"].path(), "is not a rank of the run");
+  for (size_t i = 0; i < res.perRank.size(); ++i) {
+    if (res.perRank[i].rank >= n) bad(o["per_rank"][i].path(), "names a rank the run had not");
+  }
+  for (size_t i = 0; i < res.events.size(); ++i) {
+    const TelemetryEvent& e = res.events[i];
+    if (e.rank >= n || e.peer >= n) {
+      bad(o["events"].path() + " line " + std::to_string(i + 1),
+          "rank " + std::to_string(std::max(e.rank, e.peer)) + " in a run of " + std::to_string(n) +
+              " ranks");
+    }
+  }
+}
+
 // `columns`: event columns of the recording's version.
 BenchRow readRun(const In& a, size_t columns) {
   const In o = a.object();
@@ -475,6 +524,7 @@ BenchRow readRun(const In& a, size_t columns) {
     bad(events.path(), "holds " + std::to_string(res.events.size()) + " events, event_count says " +
                            std::to_string(expected));
   }
+  checkRunAgrees(o, row);
   // Not stored: the events say it (those the recording kept; the live count saw every one).
   res.sent = sentOf(res.events, res.nranks);
   return row;

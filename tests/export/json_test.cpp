@@ -69,6 +69,16 @@ TEST(Json, RefusesMalformedTextNamingWhere) {
       << errorOf("{\n  \"a\": tru}");
 }
 
+// A damaged file's error stays one short printable line: what the parser last read is cut.
+TEST(Json, ErrorsEchoOnlyAFewPrintableCharactersOfWhatWasRead) {
+  const std::string e = errorOf("{\"format\":\"" + std::string(30'000, 'a') + "\n");
+  EXPECT_LT(e.size(), 300u) << e.size();
+  EXPECT_NE(e.find("last read: '\"aaaa"), std::string::npos) << e;
+  EXPECT_NE(e.find("...'"), std::string::npos) << e;
+  const std::string binary = errorOf(std::string("[\"\x01\x02\xfe"));
+  for (char c : binary) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << binary;
+}
+
 TEST(Json, RefusesTextBeyondItsLimits) {
   JsonLimits small;
   small.maxBytes = 10;

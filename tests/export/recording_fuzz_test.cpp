@@ -173,6 +173,35 @@ TEST(RecordingFuzz, ValuesOutOfRangeNameTheirPath) {
   EXPECT_NE(errorOf(far).find("t_ns: bad number"), std::string::npos) << errorOf(far);
 }
 
+// Fields that are each in range but contradict one another are refused, naming the field.
+TEST(RecordingFuzz, FieldsThatContradictEachOtherAreRefused) {
+  const std::string good = goodRecording();
+  struct Case {
+    std::string from, to, error;
+  };
+  const Case cases[] = {
+      {"\"nranks\":2", "\"nranks\":64",
+       "recording.runs[0].nranks: 64 ranks, but the run's workers hold 2"},
+      {"\"nranks\":2", "\"nranks\":0", "recording.runs[0].nranks: 0 ranks in a run that completed"},
+      {"\"nranks\":2", "\"nranks\":1", "recording.runs[0].workers[1].rank: rank 1 in a run of 1"},
+      {"\"time_us\":", "\"time_us\":-5,\"x\":", "recording.runs[0].time_us: -5.000000 is negative"},
+      {"\"iteration_us\":[5", "\"iteration_us\":[-5",
+       "recording.runs[0].iteration_us[0]: -5.000000 is negative"},
+      {"\"iterations\":", "\"iterations\":-1,\"x\":",
+       "recording.runs[0].request.iterations: -1 is out of range"},
+      {"0 0 0 send_start 0 1 ", "0 9 0 send_start 0 1 ",
+       "recording.runs[0].events line 1: rank 9 in a run of 2 ranks"},
+      {"\"per_rank\":[[0,0,5000,0]", "\"per_rank\":[[7,0,5000,0]",
+       "recording.runs[0].per_rank[0]: names a rank the run had not"},
+  };
+  EXPECT_TRUE(readsCleanly(good));
+  for (const Case& c : cases) {
+    ASSERT_NE(good.find(c.from), std::string::npos) << c.from;
+    const std::string e = errorOf(replaced(good, c.from, c.to));
+    EXPECT_NE(e.find(c.error), std::string::npos) << c.to << " gave: " << e;
+  }
+}
+
 TEST(RecordingFuzz, NestingAndSizeAreBoundedBeforeAnythingIsBuilt) {
   const std::string deep = std::string(200'000, '[') + std::string(200'000, ']');
   EXPECT_NE(errorOf(deep).find("nested deeper than"), std::string::npos) << errorOf(deep);
