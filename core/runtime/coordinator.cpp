@@ -520,6 +520,7 @@ Coordinator::Coordinator(CoordinatorOptions opt) : impl_(std::make_unique<Impl>(
   // this side has seen the old connection die: the new connection takes the identity over.
   impl.router.set(zmq::sockopt::router_handover, 1);
   impl.router.set(zmq::sockopt::linger, 0);
+  impl.router.set(zmq::sockopt::maxmsgsize, kMaxControlMessageBytes);
   impl.router.set(zmq::sockopt::rcvhwm, 0);  // telemetry is lossless: never drop incoming
   try {
     impl.router.bind(listen);

@@ -61,6 +61,11 @@ inline constexpr size_t kMaxEndpointBytes = 255;  // "tcp://host:port", "ipc:///
 inline constexpr size_t kMaxTextBytes = 4096;     // failure reasons, log lines
 // Records in one TelemetryBatch: 16384 x 48 bytes = 768 KiB, within kMaxBodyBytes.
 inline constexpr size_t kMaxEventsPerBatch = 16384;
+// The largest control frame either side accepts (ZMQ_MAXMSGSIZE): a header and the largest
+// body. libzmq drops a peer as soon as its frame header claims more, before holding any of it,
+// so a stranger's frame claiming 4 GiB costs nothing.
+inline constexpr int64_t kMaxControlMessageBytes =
+    static_cast<int64_t>(kHeaderBytes + kMaxBodyBytes);
 // Iterations one IterationResult reports: 4096 x 10 bytes at most, within kMaxBodyBytes.
 inline constexpr size_t kMaxIterationsPerResult = 4096;
 inline constexpr int32_t kMaxDeviceIndex = 1023;

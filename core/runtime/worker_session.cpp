@@ -76,6 +76,7 @@ int WorkerSession::run() {
       (opt_.parentPid > 0 ? ":p" + std::to_string(opt_.parentPid) : std::string());
   sock_.set(zmq::sockopt::routing_id, identity);
   sock_.set(zmq::sockopt::linger, 0);
+  sock_.set(zmq::sockopt::maxmsgsize, kMaxControlMessageBytes);
   // Telemetry is lossless on the control connection: never drop at a high-water mark.
   sock_.set(zmq::sockopt::sndhwm, 0);
   sock_.set(zmq::sockopt::rcvhwm, 0);

@@ -2,8 +2,11 @@
 // real ZeroMQ sockets on loopback. Covers every algorithm and collective on 2-4 ranks, failure
 // of a worker (killed, stopped) mid-run, a worker started by hand, garbage on the control port
 // and a corrupted data-plane header.
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -773,6 +776,60 @@ TEST(Runtime, GarbageAndTruncatedFramesAreLoggedAndIgnored) {
   EXPECT_EQ(coord.workers().size(), 3u);
   EXPECT_GE(client.logsContaining("malformed"), 4) << client.allLogs();
   EXPECT_GE(client.logsContaining("has not said Hello"), 1) << client.allLogs();
+}
+
+// The resident memory of this process (which holds the coordinator), in bytes.
+int64_t residentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+// A stranger speaking raw ZMTP 3.0 (rfc.zeromq.org/spec/23: greeting, READY, then a frame whose
+// 8-byte size claims 4 GiB) is dropped when the header arrives: the coordinator never holds
+// what follows, and goes on serving its workers.
+TEST(Runtime, AFrameClaimingGigabytesIsDroppedBeforeItIsHeld) {
+  Coordinator coord(localOptions(2));
+  EventClient client(coord);
+  ASSERT_TRUE(client.waitJoined(2));
+  const std::string ep = coord.endpoint();  // tcp://127.0.0.1:PORT
+  const int port = std::stoi(ep.substr(ep.rfind(':') + 1));
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  std::string greeting(64, '\0');
+  greeting[0] = '\xff';
+  greeting[9] = '\x7f';
+  greeting[10] = 3;  // version 3.0
+  greeting.replace(12, 4, "NULL");
+  std::string ready =
+      std::string("\x05READY") + "\x0bSocket-Type" + std::string("\0\0\0\x06", 4) + "DEALER";
+  const std::string readyCommand = std::string("\x04") + static_cast<char>(ready.size()) + ready;
+  std::string frame = "\x02";                     // a message frame with a long (8-byte) size
+  frame += std::string("\0\0\0\x01\0\0\0\0", 8);  // 4 GiB
+  const std::string handshake = greeting + readyCommand + frame;
+  ASSERT_EQ(::send(fd, handshake.data(), handshake.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(handshake.size()));
+  const int64_t before = residentBytes();
+  const std::string block(1 << 20, 'x');
+  int64_t sent = 0;
+  for (int i = 0; i < 256; ++i) {  // up to 256 MiB of the claimed frame
+    const ssize_t n = ::send(fd, block.data(), block.size(), MSG_NOSIGNAL);
+    if (n <= 0) break;  // the coordinator closed the connection
+    sent += n;
+  }
+  ::close(fd);
+  const int64_t grown = residentBytes() - before;
+  EXPECT_LT(grown, int64_t{32} << 20) << "sent " << sent << " bytes of the frame";
+  const uint64_t id = coord.submit(smallRequest("ring", Collective::AllReduce));
+  const RunResult res = *client.waitResult(id);
+  EXPECT_EQ(res.state, RunState::Done) << res.error;
+  EXPECT_EQ(res.wrong, 0u);
 }
 
 // ---- A corrupted data-plane header -----------------------------------------------------------
