@@ -412,7 +412,9 @@ void Bench::printFooter() {
     ++pa.second;
   }
   std::string out;
-  if (checkedIterations() > 0) {
+  if (done == 0) {
+    out += "# Wrong elements        : N/A (no run completed)\n";
+  } else if (checkedIterations() > 0) {
     out +=
         printfString("# Wrong elements        : %" PRIu64 " %s\n", wrong, wrong ? "FAILED" : "OK");
   } else {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <set>
 
 #include "backend/registry.h"
@@ -19,6 +20,7 @@
 #include "runtime/run_types.h"
 #include "schedule/generators.h"
 #include "transport/shm/shm_transport.h"
+#include "transport/transport.h"
 
 namespace arl::app {
 
@@ -409,7 +411,45 @@ void BenchOptions::checkOutputs(BenchConfig& c) const {
 // Resolves every run of the sweep on a world of its ranks (one host: the coordinator checks
 // again with the real hosts): each algorithm with each slice size at the smallest and the
 // largest size, and each number of slices in flight. Local workers must also fit in memory.
+// A port or link paced so slowly that even the smallest message takes longer than the stall
+// timeout would be reported as a stall ("no rank made progress"): refused here, naming the
+// flag and the time one message would take.
+void BenchOptions::checkShapedProgress(const BenchArgs& a) const {
+  const BenchConfig& c = a.cfg;
+  double slowest = c.shaping.portBytesPerSecond;
+  std::string flag = "--nic-bw";
+  auto consider = [&](double rate, const char* from) {
+    if (rate > 0 && (slowest == 0 || rate < slowest)) {
+      slowest = rate;
+      flag = from;
+    }
+  };
+  for (const auto& [rank, rate] : c.shaping.rankPortBytesPerSecond) consider(rate, "--slow-rank");
+  for (const auto& [link, rate] : c.shaping.linkBytesPerSecond) consider(rate, "--slow-link");
+  if (slowest == 0) return;
+  const uint64_t slice = *std::min_element(c.sliceSizes.begin(), c.sliceSizes.end());
+  const uint64_t message = std::min(slice, a.sizes.front());
+  const double seconds = static_cast<double>(message) / slowest;
+  if (seconds * 1000 <= static_cast<double>(c.stallTimeout.count())) return;
+  const std::optional<Arg> given =
+      flag == "--nic-bw" ? opts_.get(flag) : std::optional<Arg>(opts_.getAll(flag).front());
+  char took[64];
+  if (seconds < 120) {
+    std::snprintf(took, sizeof took, "%.1f s", seconds);
+  } else if (seconds < 7200) {
+    std::snprintf(took, sizeof took, "%.0f min", seconds / 60);
+  } else {
+    std::snprintf(took, sizeof took, "%.1f h", seconds / 3600);
+  }
+  throw refuse(given.value_or(Arg{flag, ""}),
+               "one " + formatSize(message) + " message takes " + took +
+                   " at that rate, longer than the stall timeout (" +
+                   formatDuration(c.stallTimeout) +
+                   "): every run would stop as stalled; raise the rate, or --stall-timeout");
+}
+
 void BenchOptions::checkRuns(const BenchArgs& a) const {
+  checkShapedProgress(a);
   const BenchConfig& c = a.cfg;
   const std::vector<std::string> hosts(static_cast<size_t>(nranksOf(c)), "localhost");
   auto resolve = [&](const std::string& algo, uint64_t bytes, uint64_t slice, int inflight,

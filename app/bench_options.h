@@ -45,6 +45,7 @@ class BenchOptions {
   void checkDevicesUsable(const BenchConfig& c) const;
   std::vector<uint64_t> checkSizes(BenchConfig& c) const;
   void checkOutputs(BenchConfig& c) const;
+  void checkShapedProgress(const BenchArgs& a) const;
   void checkRuns(const BenchArgs& a) const;
 
   CLI::App* app_;

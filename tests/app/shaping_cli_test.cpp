@@ -63,6 +63,25 @@ TEST(ShapingCli, BenchRefusesBadShapingBeforeAnyWorker) {
   }
 }
 
+// A rate so low that one message outlasts the stall timeout is refused with what it would take,
+// rather than every run being reported as a stall.
+TEST(ShapingCli, BenchRefusesARateThatCouldOnlyStall) {
+  const Result r = lab("bench --workers 2 -b 4K -e 4K -n 1 -w 0 --nic-bw 1");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "allreduce-lab bench: --nic-bw 1: one 4K message takes 68 min at that rate, longer "
+            "than the stall timeout (20 s): every run would stop as stalled; raise the rate, or "
+            "--stall-timeout\n");
+  const Result link = lab("bench --workers 2 -b 1M -e 1M -n 1 -w 0 --slow-link 0-1:10K");
+  EXPECT_EQ(link.rc, 2) << link.err;
+  EXPECT_NE(link.err.find("--slow-link 0-1:10K: one 1M message takes 104.9 s"), std::string::npos)
+      << link.err;
+  // Long enough a timeout makes the same rate acceptable.
+  const Result ok = lab("bench --workers 2 -b 4K -e 4K -n 1 -w 0 --nic-bw 1M --stall-timeout 30s");
+  EXPECT_EQ(ok.rc, 0) << ok.err;
+}
+
 // The world is the local and the remote workers together: a slow rank is checked against it
 // before any worker is started or awaited, and the refusal names the occurrence of the flag
 // that is wrong.
