@@ -7,6 +7,7 @@
 
 #include "base/limits.h"
 #include "runtime/coordinator_impl.h"
+#include "transport/shm/shm_transport.h"
 
 namespace arl {
 
@@ -231,6 +232,8 @@ void Coordinator::Impl::reapChildren() {
     // Already reaped: removePeer finds no child left to kill.
     removePeer(id, leaveReason(st), true);
   }
+  // A worker killed before every sender attached left its segment named in /dev/shm.
+  if (!ended.empty()) sweepStaleShmSegments();
 }
 
 void Coordinator::Impl::checkLiveness() {

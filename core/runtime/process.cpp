@@ -64,7 +64,9 @@ int64_t spawnChild(const std::vector<std::string>& argv) {
   const pid_t pid = ::fork();
   if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
   if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // SIGTERM, not SIGKILL: a worker's handler first takes its shared-memory segments' names
+    // out of /dev/shm (worker_runtime.cpp), then ends the process as SIGTERM does.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     // The parent may have died before prctl took effect: then nobody would kill us.
     if (::getppid() != parent) ::_exit(127);
     const int devnull = ::open("/dev/null", O_RDONLY);

@@ -20,8 +20,10 @@ struct ExitStatus {
 };
 
 // Starts `argv[0]` (a path) with arguments argv[1..]. The child gets PR_SET_PDEATHSIG =
-// SIGKILL, so it dies when the spawning *thread* exits: spawn from the thread that owns the
-// children for their whole life. The child's stdin is /dev/null; stdout and stderr are
+// SIGTERM, so it ends when the spawning *thread* exits: spawn from the thread that owns the
+// children for their whole life. SIGTERM rather than SIGKILL lets a worker take its
+// shared-memory segments' names out of /dev/shm first; a child stopped (SIGSTOP) at that
+// moment ends when it is continued. The child's stdin is /dev/null; stdout and stderr are
 // inherited; file descriptors above 2 are closed. Returns the pid; throws std::system_error
 // when fork fails. A failed exec shows up later as exit code 127.
 int64_t spawnChild(const std::vector<std::string>& argv);

@@ -12,15 +12,39 @@
 // The faults tests inject are in fault_injection.h.
 #include "runtime/worker_runtime.h"
 
+#include <csignal>
 #include <exception>
 #include <string>
 
 #include "runtime/worker_log.h"
 #include "runtime/worker_session.h"
+#include "transport/shm/shm_transport.h"
 
 namespace arl {
 
+namespace {
+
+// SIGTERM (also what a local worker gets when its coordinator dies: process.h), SIGINT and
+// SIGHUP end the worker as before, but first take its data-plane segments' names out of
+// /dev/shm, which nothing else would until a later run swept them.
+void leaveNothingBehind(int sig) {
+  unlinkOwnShmSegmentsFromSignal();
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void installSignalCleanup() {
+  struct sigaction sa {};
+  sa.sa_handler = leaveNothingBehind;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
+
+}  // namespace
+
 int runWorker(const WorkerOptions& opt) {
+  installSignalCleanup();
   try {
     WorkerSession session(opt);
     return session.run();

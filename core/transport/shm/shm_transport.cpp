@@ -350,6 +350,48 @@ bool staleInThisNamespace(std::string_view name, uint64_t ns) {
   return nameNs == ns && pid <= INT32_MAX && processGone(static_cast<int32_t>(pid));
 }
 
+// The paths (/dev/shm/NAME) of the segments this process holds named, for
+// unlinkOwnShmSegmentsFromSignal(): fixed slots that a handler can read without locks. A slot
+// is claimed by its `used` flag, then filled, then published by `ready`.
+struct NamedSlot {
+  std::atomic<bool> used{false};
+  std::atomic<bool> ready{false};
+  char path[128] = {};
+};
+constexpr size_t kNamedSlots = 256;
+NamedSlot gNamed[kNamedSlots];
+
+// The slot now holding `shmName` ("/arl-dp-..."), or -1 when every slot is taken (the name is
+// then only swept later, as before).
+int rememberName(const std::string& shmName) {
+  const std::string path = "/dev/shm" + shmName;
+  if (path.size() >= sizeof(NamedSlot::path)) return -1;
+  for (size_t i = 0; i < kNamedSlots; ++i) {
+    bool expected = false;
+    if (!gNamed[i].used.compare_exchange_strong(expected, true)) continue;
+    std::memcpy(gNamed[i].path, path.c_str(), path.size() + 1);
+    gNamed[i].ready.store(true, std::memory_order_release);
+    return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void forgetName(int slot) {
+  if (slot < 0) return;
+  gNamed[slot].ready.store(false, std::memory_order_release);
+  gNamed[slot].used.store(false, std::memory_order_release);
+}
+
+}  // namespace
+
+void unlinkOwnShmSegmentsFromSignal() {
+  for (NamedSlot& s : gNamed) {
+    if (s.ready.load(std::memory_order_acquire)) ::unlink(s.path);
+  }
+}
+
+namespace {
+
 // Removes the names of this pid namespace's segments whose creating process no longer exists
 // (killed, or exited before every sender attached).
 void sweepStaleSegments() {
@@ -364,6 +406,8 @@ void sweepStaleSegments() {
 }
 
 }  // namespace
+
+void sweepStaleShmSegments() { sweepStaleSegments(); }
 
 namespace {
 
@@ -408,6 +452,7 @@ struct ShmDataPlane::Impl {
   bool bound = false;
   bool closed = false;
   std::string shmName;  // "/arl-dp-..." while the name exists
+  int nameSlot = -1;    // its slot for unlinkOwnShmSegmentsFromSignal()
   uint32_t expectedSenders = 0;
   std::shared_ptr<Mapping> own;
   std::vector<std::shared_ptr<InChannel>> in;    // by sender rank
@@ -422,6 +467,8 @@ struct ShmDataPlane::Impl {
     if (!shmName.empty()) {
       ::shm_unlink(shmName.c_str());
       shmName.clear();
+      forgetName(nameSlot);
+      nameSlot = -1;
     }
   }
 };
@@ -494,6 +541,7 @@ std::string ShmDataPlane::bind(const ShmOptions& opt, const std::vector<int>& re
                       " in /dev/shm: " + errnoText(errno));
   }
   im.shmName = name;
+  im.nameSlot = rememberName(name);
   // Reserving the pages now turns a full /dev/shm into this error instead of a SIGBUS on the
   // first write.
   const int fe = ::posix_fallocate(fd, 0, static_cast<off_t>(total));

@@ -111,6 +111,17 @@ struct ShmOptions {
   LinkShaping shaping;
 };
 
+// Removes the names of this pid namespace's data-plane segments whose creating process no
+// longer exists (a worker killed before every sender attached). Bind calls it; so does the
+// coordinator when it reaps a dead local worker, so that nothing waits for the next run.
+void sweepStaleShmSegments();
+
+// Unlinks the names of the segments this process created and still holds named, with
+// async-signal-safe calls only: for a signal handler that is about to end the process (a
+// worker told to stop by SIGTERM, or by its parent's death), so that it leaves nothing in
+// /dev/shm.
+void unlinkOwnShmSegmentsFromSignal();
+
 // `base` with spin, yieldFor and yieldCostLimit taken from ARL_SHM_SPIN_US, ARL_SHM_YIELD_US
 // and ARL_SHM_YIELD_COST_US where set (whole microseconds, 0 to 1e9). Throws ConfigError naming
 // the variable on anything else.
