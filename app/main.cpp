@@ -57,17 +57,17 @@ int main(int argc, char** argv) {
   commands.push_back(arl::app::addCalibrateCommand(lab, args));
   commands.push_back(arl::app::addLessonCommand(lab, args));
   commands.push_back(arl::app::addTrainCommand(lab, args));
+  commands.push_back(arl::app::addImportCommand(lab, args));
 
   std::string prog = "allreduce-lab";
   const bool known = std::any_of(commands.begin(), commands.end(), [&](const auto& c) {
     return !args.empty() && c->app->get_name() == args.front();
   });
   if (!args.empty() && args.front().rfind('-', 0) != 0 && !known) {
-    std::fprintf(
-        stderr,
-        "%s: unknown command '%s' (known: plan, bench, calibrate, export, gui, lesson, replay; "
-        "see --help)\n",
-        prog.c_str(), args.front().c_str());
+    std::fprintf(stderr,
+                 "%s: unknown command '%s' (known: plan, bench, calibrate, export, gui, import, "
+                 "lesson, replay, train; see --help)\n",
+                 prog.c_str(), args.front().c_str());
     return 2;
   }
   try {
