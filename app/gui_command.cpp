@@ -451,6 +451,22 @@ class GuiCommand final : public Command {
   }
 
  private:
+  // The recording (or file to import) to open at start, and --beside.
+  void checkFiles() {
+    if (!recording_.empty()) {
+      if (a_.autorun) throw UsageError{"a recording to replay and --autorun exclude each other"};
+      if (!QFileInfo(QString::fromStdString(recording_)).isFile()) {
+        throw UsageError{"recording '" + recording_ + "' is not a file"};
+      }
+      a_.recording = recording_;
+    }
+    if (auto v = opts_.get("--beside")) {
+      if (recording_.empty()) throw refuse(*v, "needs a recording (or file) to open first");
+      if (!QFileInfo(QString::fromStdString(v->text)).isFile()) throw refuse(*v, "is not a file");
+      a_.beside = v->text;
+    }
+  }
+
   void check() {
     if (auto v = opts_.get("--workers")) a_.workers = parseInt(*v, 1, kMaxRanks);
     if (auto v = opts_.get("--algo")) {
@@ -472,18 +488,7 @@ class GuiCommand final : public Command {
       a_.bandwidthOf = ui::parseBandwidthOf(v->text);
       if (!a_.bandwidthOf) throw refuse(*v, "expected mean or median");
     }
-    if (!recording_.empty()) {
-      if (a_.autorun) throw UsageError{"a recording to replay and --autorun exclude each other"};
-      if (!QFileInfo(QString::fromStdString(recording_)).isFile()) {
-        throw UsageError{"recording '" + recording_ + "' is not a file"};
-      }
-      a_.recording = recording_;
-    }
-    if (auto v = opts_.get("--beside")) {
-      if (recording_.empty()) throw refuse(*v, "needs a recording (or file) to open first");
-      if (!QFileInfo(QString::fromStdString(v->text)).isFile()) throw refuse(*v, "is not a file");
-      a_.beside = v->text;
-    }
+    checkFiles();
     if (auto v = opts_.get("--train-record")) {
       if (a_.autorun || !a_.recording.empty()) {
         throw refuse(*v, "excludes --autorun and a recording");
