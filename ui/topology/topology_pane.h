@@ -170,9 +170,9 @@ class TopologyPane : public QWidget {
   int64_t shownStripTime_ = INT64_MIN;
   QString caption_;
   QString detail_;
-  QString planNote_;      // under a plan's caption
-  QString setupProblem_;  // the setup's problem, shown instead of a plan
-  QString problemTitle_;  // the caption over it
+  QString planNote_;            // under a plan's caption
+  QString setupProblem_;        // the setup's problem, shown instead of a plan
+  QString problemTitle_;        // the caption over it
   bool nothingToDraw_ = false;  // showNothingToDraw's message is shown: it is no plan
   std::vector<PlaybackPause> pauses_;
   int nextPause_ = 0;
