@@ -18,6 +18,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <functional>
 #include <limits>
 #include <map>
@@ -39,6 +40,7 @@
 #include "exec/run_request.h"
 #include "export/bench_sweep.h"
 #include "export/export.h"
+#include "export/nccl_tests.h"
 #if ARL_HAVE_GPU
 #include "gpu/cuda_device.h"
 #endif
@@ -125,6 +127,15 @@ std::string joinWith(const std::vector<T>& v, F&& f) {
   return s;
 }
 
+// Now as nccl-tests writes it in its JSON (util.cu, TIME_STRING_FORMAT), in local time.
+std::string localTimeText() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[32];
+  return std::string(buf, std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm));
+}
+
 // The bench session: starts the coordinator, waits for the workers, then drives a Sweep with
 // the coordinator's events on this thread, printing each row as it completes.
 class Bench {
@@ -183,6 +194,7 @@ class Bench {
   std::string joinFailure_;  // a local worker that ended before joining
   bool anyWrong_ = false;
   uint64_t eventsKept_ = 0, eventsDropped_ = 0, slowDropped_ = 0, iterationsDropped_ = 0;
+  std::string startTime_;  // local time, for nccl-tests' JSON
 };
 
 void Bench::onEvent(const CoordinatorEvent& ev) {
@@ -318,14 +330,19 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
   const int aw = static_cast<int>(algoWidth_);
   const std::string sw = varySlice_ ? printfString("  %9s", "slice") : "";
   const std::string iw = varyInflight_ ? printfString("  %8s", "inflight") : "";
-  std::printf("#\n#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s  %7s  %7s  %7s\n",
+  const std::string pi =
+      c_.perIterTiming ? printfString("  %7s  %7s  %7s  %7s", "i_min", "i_max", "i_p99", "i_cv%")
+                       : "";
+  std::printf("#\n#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s  %7s  %7s  %7s%s\n",
               "size", "count", "type", "redop", "root", aw, "algorithm", sw.c_str(), iw.c_str(),
-              "time", "algbw", "busbw", "#wrong", "predicted", "p50", "p99", "max");
+              "time", "algbw", "busbw", "#wrong", "predicted", "p50", "p99", "max", pi.c_str());
   const std::string su = varySlice_ ? printfString("  %9s", "(B)") : "";
   const std::string iu = varyInflight_ ? printfString("  %8s", "") : "";
-  std::printf("#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s  %7s  %7s  %7s\n",
+  const std::string pu =
+      c_.perIterTiming ? printfString("  %7s  %7s  %7s  %7s", "(us)", "(us)", "(us)", "(%)") : "";
+  std::printf("#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s  %7s  %7s  %7s%s\n",
               "(B)", "(elements)", "", "", "", aw, "", su.c_str(), iu.c_str(), "(us)", "(GB/s)",
-              "(GB/s)", "", "(us,model)", "(us)", "(us)", "(us)");
+              "(GB/s)", "", "(us,model)", "(us)", "(us)", "(us)", pu.c_str());
   std::fflush(stdout);
 }
 
@@ -385,16 +402,24 @@ void Bench::printRow(const SweepRow& row) {
   const std::string slice = varySlice_ ? printfString("  %9" PRIu64, q.sliceBytes) : "";
   const std::string inflight = varyInflight_ ? printfString("  %8d", q.inflight) : "";
   const IterationSpread& sp = row.metrics.spread;
+  std::string perIter;
+  if (c_.perIterTiming) {
+    // nccl-tests' i_* columns: over each iteration's slowest rank (export/nccl_tests.h).
+    const NcclIterStats st = ncclIterStats(ncclIterTimes(row.result).timesUs);
+    perIter =
+        printfString("  %7s  %7s  %7s  %7.2f", formatTimeUs(st.minUs).c_str(),
+                     formatTimeUs(st.maxUs).c_str(), formatTimeUs(st.p99Us).c_str(), st.cvPct);
+  }
   progress_.line(
       stdout,
       printfString("%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i  %-*s%s%s  %7s  %6.2f  "
-                   "%6.2f  %6s  %9s  %7s  %7s  %7s",
+                   "%6.2f  %6s  %9s  %7s  %7s  %7s%s",
                    row.sizeBytes, row.count, std::string(toString(q.dtype)).c_str(), redop.c_str(),
                    rooted ? q.root : -1, static_cast<int>(algoWidth_), q.algorithm.c_str(),
                    slice.c_str(), inflight.c_str(), formatTimeUs(row.metrics.timeUs).c_str(),
                    row.metrics.algbwGBps, row.metrics.busbwGBps, wrong.c_str(), predicted.c_str(),
                    formatTimeUs(sp.p50Us).c_str(), formatTimeUs(sp.p99Us).c_str(),
-                   formatTimeUs(sp.maxUs).c_str()));
+                   formatTimeUs(sp.maxUs).c_str(), perIter.c_str()));
 }
 
 void Bench::printFooter() {
@@ -463,6 +488,15 @@ bool Bench::writeOutputs() {
     }
   };
   write(c_.jsonPath, [&] { return benchResultsJson(report_); });
+  write(c_.ncclTestsJsonPath, [&] {
+    NcclTestsJsonInfo info;
+    info.args = a_.commandLine;
+    info.env = ncclTestsEnv(environ);
+    info.startTime = startTime_;
+    info.endTime = localTimeText();
+    info.perIterTiming = c_.perIterTiming;
+    return ncclTestsJson(report_, info);
+  });
   write(c_.csvPath, [&] { return benchResultsCsv(report_); });
   write(c_.tracePath, [&] {
     TraceStats st;
@@ -544,6 +578,7 @@ int Bench::runSweep(Coordinator& coord) {
 }
 
 int Bench::run() {
+  startTime_ = localTimeText();
   std::unique_ptr<Coordinator> coord = startCoordinator();
   if (!coord) return 2;
   // Shuts the workers down: the destructor waits for them, killing stragglers.
@@ -598,7 +633,7 @@ int Bench::run() {
 class BenchCommand final : public Command {
  public:
   BenchCommand(CLI::App& lab, const std::vector<std::string>& args)
-      : options_(lab, args), model_(options_.app(), args) {
+      : options_(lab, args), model_(options_.app(), args), args_(args) {
     app = options_.app();
     model_.group("Model");
     declareModelOption(model_);
@@ -615,6 +650,8 @@ class BenchCommand final : public Command {
       return 0;
     });
     if (rc != 0) return rc;
+    a.commandLine = {"allreduce-lab"};
+    a.commandLine.insert(a.commandLine.end(), args_.begin(), args_.end());
     Bench bench(std::move(a), m, fit_);
     return bench.run();
   }
@@ -622,6 +659,7 @@ class BenchCommand final : public Command {
  private:
   BenchOptions options_;
   Options model_;  // --model and --fit
+  const std::vector<std::string>& args_;
   bool fit_ = false;
 };
 

@@ -161,6 +161,11 @@ void BenchOptions::declare() {
           "telemetry events kept per run, all ranks together (default 1000000; the rest are "
           "dropped and counted)");
   o.value("--json", "FILE", "results as JSON ({\"config\": ..., \"results\": [...]})");
+  o.value("-J,--nccl-tests-json", "FILE",
+          "results in nccl-tests' -J JSON (2.19.6), which its tools/analyze_perf_json.py reads");
+  o.value("-I,--per_iter_timing", "0|1",
+          "1: nccl-tests' per-iteration summary (i_min, i_max, i_p99, i_cv% columns; with -J, "
+          "each result's per-iteration block)");
   o.value("--csv", "FILE", "results as CSV");
   o.value("--trace", "FILE", "Chrome trace-event JSON for ui.perfetto.dev");
   o.value("--record", "FILE", "a recording of everything, for replay and export (FILE.arlrec)");
@@ -394,10 +399,12 @@ std::vector<uint64_t> BenchOptions::checkSizes(BenchConfig& c) const {
 }
 
 void BenchOptions::checkOutputs(BenchConfig& c) const {
-  const std::pair<const char*, std::string*> outputs[] = {{"--json", &c.jsonPath},
-                                                          {"--csv", &c.csvPath},
-                                                          {"--trace", &c.tracePath},
-                                                          {"--record", &c.recordPath}};
+  const std::pair<const char*, std::string*> outputs[] = {
+      {"--json", &c.jsonPath},
+      {"--nccl-tests-json", &c.ncclTestsJsonPath},
+      {"--csv", &c.csvPath},
+      {"--trace", &c.tracePath},
+      {"--record", &c.recordPath}};
   std::set<std::string> used;
   for (const auto& [flag, path] : outputs) {
     const auto v = opts_.get(flag);
@@ -406,6 +413,7 @@ void BenchOptions::checkOutputs(BenchConfig& c) const {
     if (!used.insert(v->text).second) throw refuse(*v, "names the same file as another output");
     *path = v->text;
   }
+  if (const auto v = opts_.get("--per_iter_timing")) c.perIterTiming = parseInt(*v, 0, 1) == 1;
 }
 
 // Resolves every run of the sweep on a world of its ranks (one host: the coordinator checks

@@ -19,6 +19,8 @@ inline constexpr const char* kBenchProg = "allreduce-lab bench";
 struct BenchArgs {
   BenchConfig cfg;
   std::vector<uint64_t> sizes;  // as asked (-b, -e, -f / -i)
+  // The command line, "allreduce-lab bench ..." (nccl-tests' JSON "args").
+  std::vector<std::string> commandLine;
 };
 
 // Ranks of the run: local workers plus remote ones.

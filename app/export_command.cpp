@@ -13,6 +13,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "export/export_session.h"
+#include "export/nccl_tests.h"
 
 namespace arl::app {
 namespace {
@@ -132,8 +133,10 @@ int ExportCommand::run() {
   const int refused = runChecked(kProg, [&] {
     options = parse();
     try {
-      report = readRecording(file_);
+      report = readSessionFile(file_);
     } catch (const RecordingError& e) {
+      throw UsageError{e.what()};
+    } catch (const ImportError& e) {
       throw UsageError{e.what()};
     }
     return 0;

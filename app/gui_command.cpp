@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "base/limits.h"
 #include "charts/chart_data.h"
@@ -58,6 +59,7 @@ struct GuiArgs {
   std::optional<ui::BandwidthOf> bandwidthOf;  // --bandwidth: what the bandwidth charts show
   std::string screenshot;
   std::string recording;
+  std::string beside;       // --beside: a file charted beside the recording
   std::string trainRecord;  // --train-record: a training record to show at start
   int settleMs = 1500;
   bool autorun = false;
@@ -194,7 +196,10 @@ void replayShot(ui::MainWindow& w, const GuiArgs& a) {
     std::fprintf(stderr, "%s: %s\n", kProg, e.toStdString().c_str());
     QApplication::exit(2);
   });
-  QObject::connect(&w, &ui::MainWindow::recordingShown, &w, [&w, a] {
+  auto shown = std::make_shared<int>(0);
+  QObject::connect(&w, &ui::MainWindow::recordingShown, &w, [&w, a, shown] {
+    // With --beside, the picture waits for the second file.
+    if (++*shown < (a.beside.empty() ? 1 : 2)) return;
     QTimer::singleShot(a.settleMs, &w, [&w, a] {
       w.topologyPane()->pauseAtBusiestMoment();
       showChartsTab(w, a.chartsTab);
@@ -330,7 +335,12 @@ class GuiCommand final : public Command {
              "before any run) and exits.",
              92) +
         "\n");
-    app->add_option("recording", recording_, "a recording (.arlrec) to replay at start");
+    app->add_option("recording", recording_,
+                    "a recording (.arlrec) to replay at start, or nccl-tests' output (-J JSON or "
+                    "its table) or NCCL Inspector's JSON lines to chart (docs/import.md)");
+    opts_.value("--beside", "FILE",
+                "with a recording: a second file (nccl-tests, Inspector or a recording) opened "
+                "after it and charted beside its runs");
     opts_.flag("--autorun", &a_.autorun, "run the setup once, then exit");
     opts_.value("--lesson", "NAME", "open the Lessons panel at this lesson (see lesson list)");
     opts_.value("--answer", "ID",
@@ -424,6 +434,13 @@ class GuiCommand final : public Command {
     }
     if (!a_.recording.empty()) {
       if (!a_.screenshot.empty()) replayShot(w, a_);
+      if (!a_.beside.empty()) {
+        auto opened = std::make_shared<bool>(false);
+        QObject::connect(&w, &ui::MainWindow::recordingShown, &w, [&w, b = a_.beside, opened] {
+          if (std::exchange(*opened, true)) return;
+          w.openRecording(QString::fromStdString(b));
+        });
+      }
       w.openRecording(QString::fromStdString(a_.recording));
     }
     if (a_.autorun) autorun(w, a_);
@@ -434,6 +451,22 @@ class GuiCommand final : public Command {
   }
 
  private:
+  // The recording (or file to import) to open at start, and --beside.
+  void checkFiles() {
+    if (!recording_.empty()) {
+      if (a_.autorun) throw UsageError{"a recording to replay and --autorun exclude each other"};
+      if (!QFileInfo(QString::fromStdString(recording_)).isFile()) {
+        throw UsageError{"recording '" + recording_ + "' is not a file"};
+      }
+      a_.recording = recording_;
+    }
+    if (auto v = opts_.get("--beside")) {
+      if (recording_.empty()) throw refuse(*v, "needs a recording (or file) to open first");
+      if (!QFileInfo(QString::fromStdString(v->text)).isFile()) throw refuse(*v, "is not a file");
+      a_.beside = v->text;
+    }
+  }
+
   void check() {
     if (auto v = opts_.get("--workers")) a_.workers = parseInt(*v, 1, kMaxRanks);
     if (auto v = opts_.get("--algo")) {
@@ -455,13 +488,7 @@ class GuiCommand final : public Command {
       a_.bandwidthOf = ui::parseBandwidthOf(v->text);
       if (!a_.bandwidthOf) throw refuse(*v, "expected mean or median");
     }
-    if (!recording_.empty()) {
-      if (a_.autorun) throw UsageError{"a recording to replay and --autorun exclude each other"};
-      if (!QFileInfo(QString::fromStdString(recording_)).isFile()) {
-        throw UsageError{"recording '" + recording_ + "' is not a file"};
-      }
-      a_.recording = recording_;
-    }
+    checkFiles();
     if (auto v = opts_.get("--train-record")) {
       if (a_.autorun || !a_.recording.empty()) {
         throw refuse(*v, "excludes --autorun and a recording");

@@ -58,6 +58,8 @@ struct BenchConfig {
   int mismatchRank = -1;    // --mismatch-rank (RunRequest::mismatchRank)
   bool randomData = false;  // --data random (RunRequest::randomData)
   std::string jsonPath, csvPath, tracePath, recordPath;
+  std::string ncclTestsJsonPath;  // -J: nccl-tests' JSON (export/nccl_tests.h)
+  bool perIterTiming = false;     // -I 1: nccl-tests' per-iteration summary
 };
 
 // One run of the sweep: one size with one algorithm.
@@ -90,6 +92,9 @@ struct BenchReport {
   std::optional<SessionFit> fit;  // with --fit
   std::vector<BenchRow> rows;
   std::string error;  // why the session stopped early ("" when it ran to the end)
+  // Where an imported session came from (file, format, hosts, GPU, NCCL version; "" for the
+  // lab's own runs, export/nccl_tests.h). Its rows hold no telemetry.
+  std::string source;
 };
 
 // Results as one JSON object: {"config": {...}, "workers": [...], "model": {...},

@@ -565,6 +565,7 @@ std::string recordingJson(const BenchReport& r) {
                {"workers", workersJson(r.workers)},
                {"model", modelJson(r)},
                {"error", r.error},
+               {"source", r.source},
                {"event_columns", kEventColumns},
                {"runs", std::move(runs)}};
   std::string text = jsonText(j);
@@ -606,6 +607,8 @@ BenchReport parseRecording(std::string_view text) {
     r.model.llcBytes = model["llc_bytes"].u64();
   }
   r.error = top["error"].str();
+  // Absent from recordings written before sessions could be imported.
+  if (top.has("source")) r.source = top["source"].str();
   r.rows = readArray<BenchRow>(top["runs"], [columns](const In& a) { return readRun(a, columns); });
   return r;
 }

@@ -27,6 +27,7 @@
 #include "backend/registry.h"
 #include "base/clock.h"
 #include "export/export.h"
+#include "export/nccl_tests.h"
 #include "runtime/process.h"
 #include "schedule/generators.h"
 
@@ -227,6 +228,40 @@ class BenchCli : public ::testing::Test {
 };
 
 fs::path BenchCli::dir_;
+
+// -I 1 -J: nccl-tests' JSON with the per-iteration block of the ranks' own times, and the table's
+// i_* columns; the lab's import reads the file back to the same figures.
+TEST_F(BenchCli, NcclTestsJsonWithPerIterationTimes) {
+  const std::string json = file("nccl-tests.json");
+  const Result r = run({"--workers", "2", "-b", "4K", "-e", "16K", "-f", "4", "-n", "5", "-I", "1",
+                        "-J", json, "--telemetry", "off"});
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("i_min    i_max    i_p99    i_cv%"), std::string::npos) << r.out;
+  const nlohmann::json v = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(v.at("version"), 3);
+  EXPECT_EQ(v.at("config").at("per_iter_timing"), "true");
+  ASSERT_EQ(v.at("results").size(), 2u);
+  for (const auto& res : v.at("results")) {
+    const auto& pi = res.at("out_of_place_per_iter");
+    const auto& times = pi.at("times_us");
+    const auto& ranks = pi.at("per_process_max_times_us");
+    ASSERT_EQ(times.size(), 5u);
+    ASSERT_EQ(ranks.size(), 2u);
+    double sum = 0;
+    for (size_t i = 0; i < 5; ++i) {
+      // nccl-tests' rule, which its analyze_perf_json.py checks: the max over process rows.
+      EXPECT_DOUBLE_EQ(times[i].get<double>(),
+                       std::max(ranks[0][i].get<double>(), ranks[1][i].get<double>()));
+      sum += times[i].get<double>();
+    }
+    EXPECT_NEAR(pi.at("avg_us").get<double>(), sum / 5, 1e-9);
+    EXPECT_NEAR(res.at("out_of_place").at("time").get<double>(), sum / 5, 1e-6 * sum);
+  }
+  const BenchReport back = importFile(json);
+  ASSERT_EQ(back.rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(back.rows[1].metrics.busbwGBps,
+                   v.at("results")[1].at("out_of_place").at("bus_bw").get<double>());
+}
 
 TEST_F(BenchCli, EveryAlgorithmSweepsExactlyAndWritesJson) {
   const std::string json = file("out.json");

@@ -25,6 +25,9 @@ Variety varietyOf(const std::vector<ChartRow>& rows) {
   std::set<uint64_t> slices;
   std::set<int> inflights;
   for (const ChartRow& r : rows) {
+    // A row without a slice (imported from nccl-tests or Inspector) has no pipeline of the
+    // lab's to tell apart.
+    if (r.sliceBytes == 0) continue;
     slices.insert(r.sliceBytes);
     inflights.insert(r.inflight);
   }
@@ -53,6 +56,7 @@ SeriesColor variantColor(const ChartRow& r,
 
 std::string seriesKey(const ChartRow& r, const Variety& v) {
   std::string k = r.algorithm;
+  if (r.sliceBytes == 0) return k;
   if (v.slices) k += " slice " + formatSize(r.sliceBytes);
   if (v.inflights) k += " \u00D7" + std::to_string(r.inflight);
   return k;

@@ -117,6 +117,7 @@ bool TopologyPane::projector() const { return view_->projector(); }
 int TopologyPane::captionPx(bool title) const { return view_->captionPx(title); }
 
 void TopologyPane::beginRun(const TopologyRun& run) {
+  nothingToDraw_ = false;
   rebuildTimer_->stop();
   setPauses({});
   model_->begin(run);
@@ -134,6 +135,7 @@ void TopologyPane::beginRun(const TopologyRun& run) {
 }
 
 void TopologyPane::showPlan(const TopologyRun& run, const QString& note) {
+  nothingToDraw_ = false;
   planNote_ = note;
   setupProblem_.clear();
   explainScroll_->show();
@@ -141,8 +143,15 @@ void TopologyPane::showPlan(const TopologyRun& run, const QString& note) {
 }
 
 void TopologyPane::showSetupProblem(const QString& problem) {
+  showNothingToDraw(QStringLiteral("No plan: the setup cannot run"), problem);
+  nothingToDraw_ = false;
+}
+
+void TopologyPane::showNothingToDraw(const QString& title, const QString& detail) {
+  nothingToDraw_ = true;
   planNote_.clear();
-  setupProblem_ = problem;
+  setupProblem_ = detail;
+  problemTitle_ = title;
   // An explanation of no run would only say so: the caption carries the problem.
   explainScroll_->hide();
   enterPlan(TopologyRun{});
@@ -163,7 +172,7 @@ void TopologyPane::enterPlan(const TopologyRun& run) {
   rebuildNow();
 }
 
-bool TopologyPane::showsPlan() const { return model_->planned(); }
+bool TopologyPane::showsPlan() const { return model_->planned() && !nothingToDraw_; }
 
 void TopologyPane::appendEvents(int, const std::vector<TelemetryEvent>& events) {
   if (!active_) return;
@@ -414,7 +423,7 @@ void TopologyPane::captionRun(const StepMark* mark, int64_t t) {
 // steps, its messages, and that nothing has been measured yet.
 void TopologyPane::captionPlan(const StepMark* mark) {
   if (!setupProblem_.isEmpty()) {
-    caption_ = QStringLiteral("No plan: the setup cannot run");
+    caption_ = problemTitle_;
     detail_ = setupProblem_;
     return;
   }

@@ -54,6 +54,9 @@ class TopologyPane : public QWidget {
   // Before a run, a setup that cannot run: nothing drawn, no explanation, and the caption says
   // `problem` (the setup's own rule, one line).
   void showSetupProblem(const QString& problem);
+  // Nothing to draw or animate, and why: `title` as the caption, `detail` under it (a
+  // session imported from nccl-tests holds no chunk telemetry).
+  void showNothingToDraw(const QString& title, const QString& detail);
   // Whether the pane shows a plan or a setup's problem (not a run).
   bool showsPlan() const;
   // Projector mode for a classroom (large type, high contrast, thicker links, fewer labels):
@@ -167,8 +170,10 @@ class TopologyPane : public QWidget {
   int64_t shownStripTime_ = INT64_MIN;
   QString caption_;
   QString detail_;
-  QString planNote_;      // under a plan's caption
-  QString setupProblem_;  // the setup's problem, shown instead of a plan
+  QString planNote_;            // under a plan's caption
+  QString setupProblem_;        // the setup's problem, shown instead of a plan
+  QString problemTitle_;        // the caption over it
+  bool nothingToDraw_ = false;  // showNothingToDraw's message is shown: it is no plan
   std::vector<PlaybackPause> pauses_;
   int nextPause_ = 0;
   bool atQuestion_ = false;

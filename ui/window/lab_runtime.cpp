@@ -9,6 +9,7 @@
 #include "backend/registry.h"
 #include "base/errors.h"
 #include "export/export.h"
+#include "export/nccl_tests.h"
 
 Q_LOGGING_CATEGORY(lcRuntime, "arl.window.runtime")
 
@@ -155,7 +156,7 @@ void LabRuntime::shutdown() {
 
 void LabRuntime::loadRecording(const QString& path) {
   try {
-    emit recordingLoaded(readRecording(path.toStdString()), path);
+    emit recordingLoaded(readSessionFile(path.toStdString()), path);
   } catch (const std::exception& e) {
     emit recordingFailed(QString::fromStdString(e.what()));
   }

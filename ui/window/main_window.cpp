@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "charts/charts_panel.h"
+#include "export/nccl_tests.h"
 #include "runtime/sweep.h"
 #include "topology/explain_panel.h"
 #include "topology/run_explanation.h"
@@ -365,17 +366,17 @@ void MainWindow::onSessionFinished(const SessionEnd& end) {
 }
 
 void MainWindow::onRecording(const BenchReport& report, const QString& path) {
+  if (!report.source.empty() && !pendingPauses_) {
+    onImported(report, path);
+    return;
+  }
   report_ = report;
   charts_->setReport(report_);
   const SweepRow* shown = nullptr;
   for (const SweepRow& r : report_.rows) {
     if (r.result.state == RunState::Done) shown = &r;
   }
-  if (shown) {
-    topology_->showRun(topologyRunOf(report_, *shown), shown->result.events);
-    topology_->explanation()->setResult(*shown, modelContextOf(report_));
-    charts_->showRun(*shown);
-  }
+  if (shown) showInPane(*shown);
   frames_->watch(topology_);
   if (pendingPauses_) {
     // A lesson's run (made just now, in a temporary folder) or its bundled recording.
@@ -393,11 +394,46 @@ bool MainWindow::showRow(size_t index) {
   if (running_ || index >= report_.rows.size()) return false;
   const SweepRow& row = report_.rows[index];
   if (row.result.state != RunState::Done) return false;
-  topology_->showRun(topologyRunOf(report_, row), row.result.events);
-  topology_->explanation()->setResult(row, modelContextOf(report_));
-  charts_->showRun(row);
+  showInPane(row);
   frames_->watch(topology_);
   return true;
+}
+
+void MainWindow::showInPane(const SweepRow& row) {
+  charts_->showRun(row);
+  const RunResult& r = row.result;
+  if (!r.events.empty() || r.request.telemetry != TelemetryLevel::Off) {
+    topology_->showRun(topologyRunOf(report_, row), r.events);
+    topology_->explanation()->setResult(row, modelContextOf(report_));
+    return;
+  }
+  const bool imported = isImportedLabel(r.request.algorithm);
+  topology_->showNothingToDraw(
+      tr("%1: no chunk telemetry").arg(QString::fromStdString(r.request.algorithm)),
+      imported ? tr("The file holds each size's time and bandwidth, not the chunks that moved, "
+                    "so nothing is animated: its results are in the charts.")
+               : tr("The run was made with telemetry off: its results are in the charts."));
+}
+
+void MainWindow::onImported(const BenchReport& imported, const QString& path) {
+  // Beside the session shown (the lab's runs or an earlier file), or alone.
+  const bool beside = !running_ && !report_.rows.empty();
+  if (beside) {
+    uint64_t nextId = 0;
+    for (const SweepRow& r : report_.rows) nextId = std::max(nextId, r.result.runId);
+    for (SweepRow r : imported.rows) {
+      r.result.runId = ++nextId;
+      report_.rows.push_back(std::move(r));
+    }
+  } else {
+    report_ = imported;
+  }
+  charts_->setReport(report_);
+  showInPane(imported.rows.back());
+  setMode(tr("IMPORTED · %1").arg(QFileInfo(path).fileName()), QStringLiteral("#6a3d9a"));
+  statusBar()->showMessage(QString::fromStdString(imported.source), 30000);
+  rememberRecent(path);
+  emit recordingShown(path);
 }
 
 void MainWindow::onRuntimeMessage(const QString& text, int level) {

@@ -151,6 +151,10 @@ class MainWindow : public QMainWindow {
   void onRow(const SweepRow& row);
   void onSessionFinished(const SessionEnd& end);
   void onRecording(const BenchReport& report, const QString& path);
+  // An imported file's results (nccl-tests, NCCL Inspector): charted beside the runs shown.
+  void onImported(const BenchReport& imported, const QString& path);
+  // The row in the topology pane, or, without telemetry, the pane says so.
+  void showInPane(const SweepRow& row);
   void onRuntimeMessage(const QString& text, int level);
   void onShutDown();
   void exportSession();

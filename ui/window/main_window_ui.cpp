@@ -361,8 +361,14 @@ namespace {
 constexpr int kRecentFiles = 8;
 const QString kRecentKey = QStringLiteral("recent/files");
 
+// Recordings, and the nccl-tests and Inspector files the window imports.
 bool isRecordingUrl(const QUrl& u) {
-  return u.isLocalFile() && u.toLocalFile().endsWith(QLatin1String(".arlrec"), Qt::CaseInsensitive);
+  if (!u.isLocalFile()) return false;
+  const QString f = u.toLocalFile();
+  for (const char* ext : {".arlrec", ".json", ".jsonl", ".txt", ".log"}) {
+    if (f.endsWith(QLatin1String(ext), Qt::CaseInsensitive)) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -454,8 +460,10 @@ bool MainWindow::openLesson(const QString& name) {
 bool MainWindow::projector() const { return projectorAction_->isChecked(); }
 
 void MainWindow::chooseRecording() {
-  const QString path = QFileDialog::getOpenFileName(
-      this, tr("Open a recording"), QString(), tr("Recordings (*.arlrec *.json);;All files (*)"));
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Open a recording"), QString(),
+                                   tr("Recordings and nccl-tests or NCCL Inspector output "
+                                      "(*.arlrec *.json *.jsonl *.txt *.log);;All files (*)"));
   if (!path.isEmpty()) openRecording(path);
 }
 
