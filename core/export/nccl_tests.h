@@ -79,10 +79,6 @@ bool isImportedLabel(std::string_view algorithm);
 // The most an imported file may hold; more is refused before it is parsed.
 inline constexpr uint64_t kMaxImportBytes = uint64_t{256} << 20;
 
-// Reads a regular file of at most `maxBytes` (what is read is counted, not what the file
-// system says). Throws ImportError naming the path.
-std::string readBoundedFile(const std::string& path, uint64_t maxBytes);
-
 // importText() of a file (bounded by kMaxImportBytes).
 BenchReport importFile(const std::string& path);
 

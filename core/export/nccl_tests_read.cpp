@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 
+#include "base/input_file.h"
 #include "base/limits.h"
 #include "export/json.h"
 #include "export/json_in.h"
@@ -135,27 +136,6 @@ BenchReport importNcclTestsJson(std::string_view text, const std::string& name) 
   return sessionReport(s);
 }
 
-std::string readBoundedFile(const std::string& path, uint64_t maxBytes) {
-  std::error_code ec;
-  const auto st = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(st)) throw ImportError(path + ": no such file");
-  if (!std::filesystem::is_regular_file(st)) throw ImportError(path + ": not a regular file");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw ImportError(path + ": cannot be read");
-  std::string out;
-  char buf[1 << 16];
-  while (f) {
-    f.read(buf, sizeof buf);
-    out.append(buf, static_cast<size_t>(f.gcount()));
-    if (out.size() > maxBytes) {
-      throw ImportError(path + ": more than " + std::to_string(maxBytes) +
-                        " bytes; files this large are not read");
-    }
-  }
-  if (f.bad()) throw ImportError(path + ": read failed");
-  return out;
-}
-
 std::string_view toString(ImportFormat f) {
   switch (f) {
     case ImportFormat::NcclTestsJson: return "nccl-tests JSON";
@@ -185,11 +165,19 @@ BenchReport importText(std::string_view text, const std::string& name) {
 }
 
 BenchReport importFile(const std::string& path) {
-  const std::string text = readBoundedFile(path, kMaxImportBytes);
+  std::string text;
+  try {
+    text = readInputFile(path, kMaxImportBytes);
+  } catch (const InputFileError& e) {
+    throw ImportError(e.what());
+  }
   return importText(text, std::filesystem::path(path).filename().string());
 }
 
 bool isRecordingFile(const std::string& path) {
+  // A FIFO or a device is no recording; readRecording() refuses it without opening it here,
+  // where a FIFO would block.
+  if (!nonRegularKind(path).empty()) return true;
   std::ifstream f(path, std::ios::binary);
   char head[64] = {};
   f.read(head, sizeof head);
