@@ -661,7 +661,7 @@ TEST(Protocol, RejectsBadTelemetryBatches) {
     EXPECT_EQ(batch.events[0].peer, 63);
     EXPECT_EQ(batch.events[0].kind, EventKind::IterationEnd);
   }
-  rejects(withRecord(15, 0, 1), "telemetry record 0: unknown event kind 15");
+  rejects(withRecord(18, 0, 1), "telemetry record 0: unknown event kind 18");
   rejects(withRecord(0, 5, 1), "telemetry record 0: unknown phase 5");
   rejects(withRecord(0, 0, 64), "telemetry record 0: peer 64");
   rejects(withRecord(0, 0, -2), "telemetry record 0: peer -2");
