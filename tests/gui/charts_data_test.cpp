@@ -483,12 +483,18 @@ TEST(TimeAxis, PlainNumbersNeverUseAnExponent) {
   EXPECT_EQ(plainNumber(0.0004, 0.0002), "0.0004");
 }
 
-TEST(TimeAxis, TheUnitFollowsTheSpan) {
+TEST(TimeAxis, TheUnitFollowsTheSpanAsTimeLabelsDo) {
   EXPECT_EQ(timeUnitFor(800).name, "\u00B5s");
-  EXPECT_EQ(timeUnitFor(9'999).name, "\u00B5s");
-  EXPECT_EQ(timeUnitFor(10'000).name, "ms");
-  EXPECT_EQ(timeUnitFor(9'000'000).name, "ms");
+  EXPECT_EQ(timeUnitFor(999).name, "\u00B5s");
+  EXPECT_EQ(timeUnitFor(1'000).name, "ms");
+  EXPECT_EQ(timeUnitFor(999'000).name, "ms");
   EXPECT_EQ(timeUnitFor(20'000'000).name, "s");
+  // A step of 6.46 ms stands on an axis in ms, not on one that reads "6000 µs".
+  const std::string bar = timeLabel(6'460);
+  EXPECT_EQ(bar, "6.46 ms");
+  for (const AxisTick& t : timeTicks(6'460 * 1.08, 5)) {
+    if (t.value > 0) EXPECT_NE(t.label.find(" ms"), std::string::npos) << t.label;
+  }
 }
 
 std::vector<std::string> labels(const std::vector<AxisTick>& ticks) {
@@ -500,8 +506,9 @@ std::vector<std::string> labels(const std::vector<AxisTick>& ticks) {
 TEST(TimeAxis, TicksOfATimelineReadInMicrosecondsMillisecondsOrSeconds) {
   // A 4M ring's iteration: about 8 ms.
   EXPECT_EQ(labels(timeTicks(8'000, 4)),
-            (std::vector<std::string>{"0", "2000 \u00B5s", "4000 \u00B5s", "6000 \u00B5s",
-                                      "8000 \u00B5s"}));
+            (std::vector<std::string>{"0", "2 ms", "4 ms", "6 ms", "8 ms"}));
+  EXPECT_EQ(labels(timeTicks(800, 4)), (std::vector<std::string>{"0", "200 \u00B5s", "400 \u00B5s",
+                                                                 "600 \u00B5s", "800 \u00B5s"}));
   // A 64M ring on 500 MB/s ports: about 50 ms, where the old axis read 1e+04 and 5e+04.
   const std::vector<AxisTick> ms = timeTicks(52'000, 5);
   EXPECT_EQ(labels(ms), (std::vector<std::string>{"0", "20 ms", "40 ms"}));
