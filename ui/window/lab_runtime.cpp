@@ -9,6 +9,7 @@
 #include "backend/registry.h"
 #include "base/errors.h"
 #include "export/export.h"
+#include "export/train_export.h"
 
 Q_LOGGING_CATEGORY(lcRuntime, "arl.window.runtime")
 
@@ -33,6 +34,7 @@ void registerRuntimeTypes() {
   qRegisterMetaType<TopologyRun>("arl::ui::TopologyRun");
   qRegisterMetaType<SweepRow>("arl::SweepRow");
   qRegisterMetaType<BenchReport>("arl::BenchReport");
+  qRegisterMetaType<TrainRecord>("arl::TrainRecord");
 }
 
 LabRuntime::LabRuntime(std::string workerBinary, QObject* parent)
@@ -158,6 +160,14 @@ void LabRuntime::loadRecording(const QString& path) {
     emit recordingLoaded(readRecording(path.toStdString()), path);
   } catch (const std::exception& e) {
     emit recordingFailed(QString::fromStdString(e.what()));
+  }
+}
+
+void LabRuntime::loadTrainRecord(const QString& path) {
+  try {
+    emit trainRecordLoaded(readTrainFile(path.toStdString()), path);
+  } catch (const TrainRecordError& e) {
+    emit trainRecordFailed(QString::fromStdString(e.what()));
   }
 }
 
