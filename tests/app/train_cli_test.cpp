@@ -110,7 +110,7 @@ TEST(TrainCli, ARecordHoldsEachRanksComputeAndCommunicationAndTracesToPerfetto) 
       "--record " +
       rec);
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("bucket(s) of up to 64 B"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bucket(s) of up to 64,"), std::string::npos) << r.out;
   const BenchReport back = readRecording(rec);
   ASSERT_EQ(back.rows.size(), 1u);
   const RunResult& run = back.rows[0].result;
