@@ -120,7 +120,9 @@ TEST(Training, ComputeSpansAreTelemetryBesideTheBucketsChunkEvents) {
         EXPECT_EQ(c.back().kind, EventKind::ComputeOptimizer);
         for (size_t i = 0; i < c.size(); ++i) {
           EXPECT_EQ(c[i].peer, -1);
-          if (i > 0) EXPECT_GE(computeSpanStartNs(c[i]), c[i - 1].tNs) << "span " << i;
+          if (i > 0) {
+            EXPECT_GE(computeSpanStartNs(c[i]), c[i - 1].tNs) << "span " << i;
+          }
         }
         const size_t sends = eventsOf(r, rank, step, isChunkSend).size();
         const size_t recvs = eventsOf(r, rank, step, isChunkRecv).size();
