@@ -493,7 +493,9 @@ TEST(TimeAxis, TheUnitFollowsTheSpanAsTimeLabelsDo) {
   const std::string bar = timeLabel(6'460);
   EXPECT_EQ(bar, "6.46 ms");
   for (const AxisTick& t : timeTicks(6'460 * 1.08, 5)) {
-    if (t.value > 0) EXPECT_NE(t.label.find(" ms"), std::string::npos) << t.label;
+    if (t.value > 0) {
+      EXPECT_NE(t.label.find(" ms"), std::string::npos) << t.label;
+    }
   }
 }
 
