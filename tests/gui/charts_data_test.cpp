@@ -209,6 +209,52 @@ TEST(ChartsData, TimelineOfTheSampleHasEveryRanksLanes) {
 
 // A run of NCCL's: its lanes are NCCL's, from what NCCL's profiler plugin reported, and the
 // note says that no per-chunk events came where NCCL had no network steps.
+// A training step: a compute lane above each rank's send, recv and reduce, the compute
+// spans on it, and where the rank computed with a message in flight, the overlap.
+TEST(ChartsData, TimelineOfATrainingStepHasAComputeLaneAndItsOverlap) {
+  SweepRow row;
+  row.result.request.algorithm = "ring";
+  row.result.request.train = TrainConfig{};
+  row.result.nranks = 2;
+  const auto add = [&](EventKind k, int rank, int64_t endNs, uint64_t lengthNs) {
+    TelemetryEvent e;
+    e.rank = rank;
+    e.kind = k;
+    e.peer = k == EventKind::SendStart || k == EventKind::SendEnd ? 1 - rank : -1;
+    e.tNs = endNs;
+    e.offset = lengthNs;
+    row.result.events.push_back(e);
+  };
+  add(EventKind::ComputeForward, 0, 10'000, 10'000);   // 0 .. 10 us
+  add(EventKind::ComputeBackward, 0, 30'000, 20'000);  // 10 .. 30 us
+  add(EventKind::SendStart, 0, 20'000, 0);             // a bucket's send, 20 .. 40 us
+  add(EventKind::SendEnd, 0, 40'000, 0);
+  add(EventKind::ComputeOptimizer, 0, 45'000, 5'000);  // 40 .. 45 us
+  add(EventKind::ComputeForward, 1, 12'000, 12'000);
+  const TimelineData t = stepTimeline(row);
+  EXPECT_TRUE(t.training);
+  EXPECT_FALSE(t.nccl);
+  EXPECT_EQ(t.laneNames, (std::vector<std::string>{"compute", "send", "recv", "reduce"}));
+  ASSERT_EQ(t.lanes.size(), 8U);
+  EXPECT_EQ(t.lanes[4], "rank 1 compute");
+  EXPECT_NE(t.title.find("Training step 0"), std::string::npos) << t.title;
+  std::map<Activity, int> bars;
+  for (const TimelineBar& b : t.bars) {
+    ++bars[b.activity];
+    EXPECT_EQ(b.lane % 4 == 0, isComputeActivity(b.activity)) << b.lane;
+  }
+  EXPECT_EQ(bars[Activity::Forward], 2);
+  EXPECT_EQ(bars[Activity::Backward], 1);
+  EXPECT_EQ(bars[Activity::Optimizer], 1);
+  EXPECT_EQ(bars[Activity::Send], 1);
+  // The backward pass overlapped the send; the optimizer began as it ended.
+  ASSERT_EQ(t.overlaps.size(), 1U);
+  EXPECT_EQ(t.overlaps[0].rank, 0);
+  EXPECT_DOUBLE_EQ(t.overlaps[0].startUs, 20);
+  EXPECT_DOUBLE_EQ(t.overlaps[0].endUs, 30);
+  EXPECT_TRUE(t.stepEnds.empty());
+}
+
 TEST(ChartsData, TimelineOfAnNcclRunShowsNcclsLanesLabelledAsNccls) {
   SweepRow row;
   row.sizeBytes = 4096;
