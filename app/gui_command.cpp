@@ -210,10 +210,18 @@ void replayShot(ui::MainWindow& w, const GuiArgs& a) {
 
 // --screenshot alone: the window as it opens, once it has settled, then exits.
 void openShot(ui::MainWindow& w, const GuiArgs& a) {
-  QTimer::singleShot(a.settleMs, &w, [&w, a] {
-    showChartsTab(w, a.chartsTab);
-    QTimer::singleShot(100, &w, [&w, a] { QApplication::exit(saveScreenshot(w, a.screenshot)); });
-  });
+  const auto shoot = [&w, a] {
+    QTimer::singleShot(a.settleMs, &w, [&w, a] {
+      showChartsTab(w, a.chartsTab);
+      QTimer::singleShot(100, &w, [&w, a] { QApplication::exit(saveScreenshot(w, a.screenshot)); });
+    });
+  };
+  if (a.trainRecord.empty()) {
+    shoot();
+    return;
+  }
+  // The record is read off the GUI thread: the settling starts once it is shown.
+  QObject::connect(&w, &ui::MainWindow::trainingRecordShown, &w, shoot);
 }
 
 // --lesson NAME [--answer ID]: opens the lesson; with an answer, runs it. With --screenshot the
@@ -427,10 +435,14 @@ class GuiCommand final : public Command {
     if (a_.bandwidthOf) w.chartsPanel()->setBandwidthOf(*a_.bandwidthOf);
     w.show();
     if (a_.projector) w.setProjector(true);
-    if (!a_.trainRecord.empty() && !w.openTrainingRecord(QString::fromStdString(a_.trainRecord)) &&
-        !a_.screenshot.empty()) {
-      std::fprintf(stderr, "%s: %s\n", kProg, w.banner()->details().toUtf8().constData());
-      return 2;
+    if (!a_.trainRecord.empty()) {
+      if (!a_.screenshot.empty()) {
+        QObject::connect(&w, &ui::MainWindow::trainingRecordRefused, &w, [](const QString& e) {
+          std::fprintf(stderr, "%s: %s\n", kProg, e.toUtf8().constData());
+          QApplication::exit(2);
+        });
+      }
+      w.openTrainingRecord(QString::fromStdString(a_.trainRecord));
     }
     if (!a_.recording.empty()) {
       if (!a_.screenshot.empty()) replayShot(w, a_);

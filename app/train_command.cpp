@@ -3,12 +3,15 @@
 // the command prints a row per step (step time split into compute and communication, the
 // loss, how far the replicas are apart), a summary per run, the comparison of the runs when
 // it made several (overlap on against off, one sync mode against another), and a bucket-size
-// sweep when asked. --json writes the record the window's Training view opens.
+// sweep when asked. --json writes the record the window's Training view opens; --record a
+// recording of the runs' telemetry (compute spans and the buckets' chunk events per rank) that
+// the window replays and export --trace draws.
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/clock.h"
 #include "base/errors.h"
 #include "base/shaping.h"
 #include "cli_util.h"
@@ -24,6 +28,7 @@
 #include "export/train_export.h"
 #include "runtime/coordinator.h"
 #include "runtime/run_plan.h"
+#include "runtime/telemetry_collector.h"
 #include "signal_watch.h"
 #include "train/replica.h"
 #include "train/train_summary.h"
@@ -38,6 +43,15 @@ constexpr std::chrono::seconds kJoinTimeout{20};
 
 std::string onOff(bool b) { return b ? "on" : "off"; }
 
+// One training run on its way: what the coordinator has reported of it so far.
+struct RunWatch {
+  uint64_t id = 0;
+  int64_t startNs = 0;
+  std::vector<TrainRankStep> steps;
+  std::map<uint32_t, int> reported;  // step -> ranks that reported it
+  TelemetryCollector telemetry;      // kept for --record only
+};
+
 class Trainer {
  public:
   explicit Trainer(TrainArgs a) : a_(std::move(a)) {}
@@ -45,9 +59,17 @@ class Trainer {
 
  private:
   bool waitForWorkers(Coordinator& coord);
-  // Runs one training run; false when it did not complete (error_ says why).
+  // Runs one training run; false when it did not complete (error_ says why). `record`: keep
+  // its telemetry for --record.
   bool runOne(Coordinator& coord, const TrainConfig& cfg, const std::string& label, bool rows,
-              TrainRun& out);
+              bool record, TrainRun& out);
+  TrainRun describeRun(const TrainConfig& cfg, const std::string& label,
+                       const RunRequest& req) const;
+  void printHeader(const TrainRun& run, bool rows) const;
+  void noteStep(RunWatch& w, const TrainRankStep& step, const TrainConfig& cfg, bool rows);
+  // The run's end: its rows and sampled step into `out`; true when it completed.
+  bool finish(RunWatch& w, RunResult& result, bool record, TrainRun& out);
+  void keepRecording(RunWatch& w, RunResult& result);
   void printRow(const TrainStepRow& r, SyncMode sync);
   void printSummary(const TrainRun& run);
   void compareOverlap();
@@ -58,6 +80,7 @@ class Trainer {
   TrainArgs a_;
   SignalWatch signals_{kProg};
   TrainRecord record_;
+  BenchReport recording_;  // --record: every run but the sweep's, with its telemetry
   std::string error_;
   bool diverged_ = false;
 };
@@ -94,10 +117,9 @@ std::string runLabel(const TrainConfig& c) {
   return std::string(toString(c.sync)) + ", overlap " + onOff(c.overlap);
 }
 
-bool Trainer::runOne(Coordinator& coord, const TrainConfig& cfg, const std::string& label,
-                     bool rows, TrainRun& out) {
-  const RunRequest req = trainingRequest(a_.base, cfg);
-  out = TrainRun{};
+TrainRun Trainer::describeRun(const TrainConfig& cfg, const std::string& label,
+                              const RunRequest& req) const {
+  TrainRun out;
   out.label = label;
   out.cfg = cfg;
   out.workers = a_.workers;
@@ -105,51 +127,97 @@ bool Trainer::runOne(Coordinator& coord, const TrainConfig& cfg, const std::stri
   out.sliceBytes = req.sliceBytes;
   out.shaping = req.shaping.empty() ? "" : describeShaping(req.shaping);
   out.backend = "cpu";
-  for (const Bucket& b : planBuckets(cfg.layers, cfg.bucketBytes))
-    out.bucketFloats.push_back(static_cast<uint32_t>(b.end - b.begin));
-  std::printf(
-      "\n# %s: %d workers, model %s (%" PRIu64
-      " parameters), batch %u, %s lr %g, %zu "
-      "bucket(s) of up to %s, %s, slice %s%s%s\n",
-      label.c_str(), a_.workers, formatLayers(cfg.layers).c_str(), parameterCount(cfg.layers),
-      cfg.batch, std::string(toString(cfg.optimizer)).c_str(), static_cast<double>(cfg.lr),
-      out.bucketFloats.size(), formatSize(cfg.bucketBytes).c_str(), out.algorithm.c_str(),
-      formatSize(req.sliceBytes).c_str(), out.shaping.empty() ? "" : ", ", out.shaping.c_str());
+  // ps-async pushes the whole gradient at once: it has no buckets.
+  if (cfg.sync != SyncMode::PsAsync) {
+    for (const Bucket& b : planBuckets(cfg.layers, cfg.bucketBytes))
+      out.bucketFloats.push_back(static_cast<uint32_t>(b.end - b.begin));
+  }
+  return out;
+}
+
+void Trainer::printHeader(const TrainRun& run, bool rows) const {
+  const TrainConfig& cfg = run.cfg;
+  const std::string buckets =
+      cfg.sync == SyncMode::PsAsync
+          ? "the whole gradient per push"
+          : printfString("%zu bucket(s) of up to %s", run.bucketFloats.size(),
+                         formatSize(cfg.bucketBytes).c_str());
+  std::printf("\n# %s: %d workers, model %s (%" PRIu64
+              " parameters), batch %u, %s lr %g, %s, %s, slice %s%s%s\n",
+              run.label.c_str(), a_.workers, formatLayers(cfg.layers).c_str(),
+              parameterCount(cfg.layers), cfg.batch, std::string(toString(cfg.optimizer)).c_str(),
+              static_cast<double>(cfg.lr), buckets.c_str(), run.algorithm.c_str(),
+              formatSize(run.sliceBytes).c_str(), run.shaping.empty() ? "" : ", ",
+              run.shaping.c_str());
   if (rows) {
     std::printf(
         "#  step   step ms compute ms    comm ms  hidden ms exposed ms     loss  replicas%s\n",
         cfg.sync == SyncMode::PsAsync ? "            staleness" : "");
   }
-  const uint64_t id = coord.submit(req);
-  std::vector<TrainRankStep> steps;
-  std::map<uint32_t, int> reported;
+}
+
+void Trainer::noteStep(RunWatch& w, const TrainRankStep& step, const TrainConfig& cfg, bool rows) {
+  w.steps.push_back(step);
+  if (++w.reported[step.step] == a_.workers && rows) {
+    const auto one = trainRows(cfg, a_.workers, stepOfEveryRank(w.steps, step.step));
+    if (!one.empty()) printRow(one.front(), cfg.sync);
+  }
+}
+
+bool Trainer::finish(RunWatch& w, RunResult& result, bool record, TrainRun& out) {
+  const TrainConfig& cfg = out.cfg;
+  std::string divergence;
+  out.steps = trainRows(cfg, a_.workers, w.steps, &divergence);
+  out.sampleStep = stepOfEveryRank(w.steps, sampleStepIndex(cfg.steps));
+  if (!divergence.empty() && cfg.sync != SyncMode::PsAsync) {
+    diverged_ = true;
+    std::fprintf(stderr, "%s: %s: %s, though %s keeps every replica identical\n", kProg,
+                 out.label.c_str(), divergence.c_str(), std::string(toString(cfg.sync)).c_str());
+  }
+  if (record) keepRecording(w, result);
+  if (result.state == RunState::Done) return true;
+  error_ = out.label + " " + std::string(toString(result.state)) + ": " + result.error;
+  return false;
+}
+
+// The run as a recording's row: its result with its telemetry. A training run has no
+// collective's bandwidth: the row's metrics stay empty and it has no prediction.
+void Trainer::keepRecording(RunWatch& w, RunResult& result) {
+  BenchRow row;
+  row.count = result.request.count;
+  row.sizeBytes = row.count * sizeof(float);
+  row.predictedUs = std::numeric_limits<double>::quiet_NaN();
+  row.startNs = w.startNs;
+  row.endNs = steadyNowNs();
+  row.result = std::move(result);
+  row.result.events = w.telemetry.take();
+  row.eventsKept = row.result.events.size();
+  recording_.rows.push_back(std::move(row));
+}
+
+bool Trainer::runOne(Coordinator& coord, const TrainConfig& cfg, const std::string& label,
+                     bool rows, bool record, TrainRun& out) {
+  const RunRequest req = trainingRequest(a_.base, cfg);
+  out = describeRun(cfg, label, req);
+  printHeader(out, rows);
+  RunWatch w;
+  w.startNs = steadyNowNs();
+  w.id = coord.submit(req);
   std::vector<CoordinatorEvent> evs;
   bool stopSent = false;
   for (;;) {
     evs.clear();
     coord.takeEvents(evs, std::chrono::milliseconds(20));
     for (auto& ev : evs) {
-      if (auto* it = std::get_if<IterationEvent>(&ev); it && it->runId == id && it->result.train) {
-        steps.push_back(*it->result.train);
-        if (++reported[it->result.train->step] == a_.workers && rows) {
-          const auto one =
-              trainRows(cfg, a_.workers, stepOfEveryRank(steps, it->result.train->step));
-          if (!one.empty()) printRow(one.front(), cfg.sync);
-        }
+      if (auto* it = std::get_if<IterationEvent>(&ev);
+          it && it->runId == w.id && it->result.train) {
+        noteStep(w, *it->result.train, cfg, rows);
+      } else if (auto* t = std::get_if<TelemetryBatchEvent>(&ev); t && t->runId == w.id) {
+        if (record) w.telemetry.add(*t);
       } else if (auto* l = std::get_if<LogEvent>(&ev); l && l->level >= 1) {
         std::fprintf(stderr, "%s: %s\n", kProg, l->text.c_str());
-      } else if (auto* f = std::get_if<RunFinished>(&ev); f && f->result.runId == id) {
-        std::string divergence;
-        out.steps = trainRows(cfg, a_.workers, steps, &divergence);
-        out.sampleStep = stepOfEveryRank(steps, sampleStepIndex(cfg.steps));
-        if (!divergence.empty() && cfg.sync != SyncMode::PsAsync) {
-          diverged_ = true;
-          std::fprintf(stderr, "%s: %s: %s, though %s keeps every replica identical\n", kProg,
-                       label.c_str(), divergence.c_str(), std::string(toString(cfg.sync)).c_str());
-        }
-        if (f->result.state == RunState::Done) return true;
-        error_ = label + " " + std::string(toString(f->result.state)) + ": " + f->result.error;
-        return false;
+      } else if (auto* f = std::get_if<RunFinished>(&ev); f && f->result.runId == w.id) {
+        return finish(w, f->result, record, out);
       }
     }
     if (interrupted() && !stopSent) {
@@ -234,6 +302,31 @@ void Trainer::printSweep() {
               best->stepUs / 1e3);
 }
 
+// The recording's session: what bench would have been asked for the runs' collective.
+BenchReport recordingOf(const TrainArgs& a) {
+  const RunRequest r = trainingRequest(a.base, a.cfg);
+  BenchReport rep;
+  BenchConfig& c = rep.config;
+  c.minBytes = c.maxBytes = r.count * sizeof(float);
+  c.stepBytes = 0;
+  c.iters = static_cast<int>(a.cfg.steps);
+  c.warmup = 0;
+  c.check = 0;
+  c.algorithms = {r.algorithm};
+  c.workers = a.workers;
+  c.sliceSizes = {r.sliceBytes};
+  c.inflights = {r.inflight};
+  c.telemetry = r.telemetry;
+  c.maxEvents = r.maxEvents;
+  c.dataPlane = r.dataPlane;
+  c.stallTimeout = r.stallTimeout;
+  c.shaping = r.shaping;
+  c.recordPath = a.record;
+  c.jsonPath = a.json;
+  c.csvPath = a.csv;
+  return rep;
+}
+
 bool writeFile(const std::string& path, const std::string& text) {
   try {
     writeTextFile(path, text);
@@ -248,6 +341,7 @@ bool Trainer::writeOutputs() {
   bool ok = true;
   if (!a_.json.empty()) ok = writeFile(a_.json, writeTrainJson(record_)) && ok;
   if (!a_.csv.empty()) ok = writeFile(a_.csv, writeTrainCsv(record_)) && ok;
+  if (!a_.record.empty()) ok = writeFile(a_.record, recordingJson(recording_)) && ok;
   return ok;
 }
 
@@ -262,12 +356,14 @@ int Trainer::run() {
     std::fprintf(stderr, "%s: %s\n", kProg, e.what());
     return 2;
   }
+  recording_ = recordingOf(a_);
   if (!waitForWorkers(*coord)) {
     coord.reset();
     if (interrupted()) return 128 + signals_.signal();
     std::fprintf(stderr, "%s: %s\n", kProg, error_.c_str());
     return 1;
   }
+  recording_.workers = coord->workers();
   bool ok = true;
   for (SyncMode s : a_.syncs) {
     for (bool overlap : a_.overlaps) {
@@ -278,7 +374,7 @@ int Trainer::run() {
       c.sync = s;
       c.overlap = overlap;
       TrainRun run;
-      ok = runOne(*coord, c, runLabel(c), !a_.quiet, run);
+      ok = runOne(*coord, c, runLabel(c), !a_.quiet, !a_.record.empty(), run);
       if (!run.steps.empty()) {
         printSummary(run);
         record_.runs.push_back(std::move(run));
@@ -293,7 +389,7 @@ int Trainer::run() {
     c.overlap = a_.overlaps.front();
     c.bucketBytes = bucket;
     TrainRun run;
-    ok = runOne(*coord, c, "sweep: bucket " + formatSize(bucket), false, run);
+    ok = runOne(*coord, c, "sweep: bucket " + formatSize(bucket), false, false, run);
     if (!run.steps.empty()) record_.sweep.push_back(sweepPoint(run));
   }
   printSweep();

@@ -58,6 +58,13 @@ TrainOptions::TrainOptions(CLI::App& lab, const std::vector<std::string>& args)
   o.value("--stall-timeout", "TIME",
           "fail a run when no rank makes progress for TIME (default 60s)");
   o.group("Outputs");
+  o.value("--telemetry", "LEVEL",
+          "off, steps or chunks (default chunks): what each rank records of its steps, the "
+          "compute spans at steps and chunks, the buckets' chunk events at chunks "
+          "(docs/training.md, \"Telemetry\")");
+  o.value("--record", "FILE",
+          "a recording of the runs (FILE.arlrec) with every rank's compute and communication, "
+          "which the window replays and export --trace turns into a Perfetto trace");
   o.value("--json", "FILE", "the record as JSON, which the window's Training view opens");
   o.value("--csv", "FILE", "one row per run and step");
   o.flag("--quiet", &quiet_, "no row per step, only each run's summary");
@@ -81,6 +88,7 @@ TrainArgs TrainOptions::check() const {
     }
   }
   if (auto v = o_.get("--json")) a.json = v->text;
+  if (auto v = o_.get("--record")) a.record = v->text;
   if (auto v = o_.get("--csv")) a.csv = v->text;
   return a;
 }
@@ -156,7 +164,12 @@ void TrainOptions::checkModes(TrainArgs& a) const {
 
 void TrainOptions::checkRun(TrainArgs& a) const {
   RunRequest& r = a.base;
-  r.telemetry = TelemetryLevel::Off;
+  r.telemetry = TelemetryLevel::Chunks;
+  if (auto v = o_.get("--telemetry")) {
+    const auto t = parseTelemetryLevel(v->text);
+    if (!t) throw refuse(*v, "unknown level (known: off, steps, chunks)");
+    r.telemetry = *t;
+  }
   r.stallTimeout = std::chrono::milliseconds(60000);
   if (auto v = o_.get("--algo")) {
     const auto& known = algorithmNames();

@@ -17,12 +17,13 @@ inline constexpr const char* kTrainProg = "allreduce-lab train";
 // What the train command runs: every --sync mode with every --overlap, then the sweep.
 struct TrainArgs {
   int workers = 4;
-  RunRequest base;  // algorithm, slice, inflight, shaping, data plane, stall timeout
+  RunRequest base;  // algorithm, slice, inflight, shaping, data plane, stall timeout, telemetry
   TrainConfig cfg;
   std::vector<bool> overlaps = {true};
   std::vector<SyncMode> syncs = {SyncMode::AllReduce};
   std::vector<uint64_t> sweep;  // bucket sizes; empty: no sweep
   std::string json, csv;
+  std::string record;  // --record: the runs' recording (export/export.h)
   bool quiet = false;  // no per-step rows
 };
 

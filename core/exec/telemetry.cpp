@@ -19,6 +19,9 @@ std::string_view toString(EventKind k) {
     case EventKind::NcclSendStepEnd: return "nccl_send_step_end";
     case EventKind::NcclRecvStepStart: return "nccl_recv_step_start";
     case EventKind::NcclRecvStepEnd: return "nccl_recv_step_end";
+    case EventKind::ComputeForward: return "compute_forward";
+    case EventKind::ComputeBackward: return "compute_backward";
+    case EventKind::ComputeOptimizer: return "compute_optimizer";
   }
   return "?";
 }

@@ -3,6 +3,7 @@
 // that cannot keep up counts what it dropped.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -13,7 +14,8 @@
 namespace arl {
 
 // The lab's own events (SendStart .. IterationEnd), then NCCL's: what NCCL's profiler plugin
-// reported about its own collectives (exec/nccl_events.h says what their fields hold).
+// reported about its own collectives (exec/nccl_events.h says what their fields hold), then a
+// training step's compute spans (one event per span, at its end; fields below).
 enum class EventKind : uint8_t {
   SendStart,
   SendEnd,
@@ -30,10 +32,19 @@ enum class EventKind : uint8_t {
   NcclSendStepEnd,    // ... and it completed, `bytes` sent
   NcclRecvStepStart,  // NCCL's proxy posted a network receive step from `peer`
   NcclRecvStepEnd,    // ... and it completed, `bytes` received
+  ComputeForward,     // a training step's forward pass through one layer ended
+  ComputeBackward,    // ... the backward pass through one layer
+  ComputeOptimizer,   // ... the optimizer's update of every weight
 };
-inline constexpr EventKind kLastEventKind = EventKind::NcclRecvStepEnd;
+inline constexpr EventKind kLastEventKind = EventKind::ComputeOptimizer;
 // Whether `k` is one of NCCL's events rather than the lab's.
-constexpr bool isNcclKind(EventKind k) { return k >= EventKind::NcclGroupStart; }
+constexpr bool isNcclKind(EventKind k) {
+  return k >= EventKind::NcclGroupStart && k <= EventKind::NcclRecvStepEnd;
+}
+// Whether `k` is a training step's compute span. Its fields: `iteration` the training step,
+// `chunk` the layer (0 for the optimizer), `tNs` the span's end, `offset` its length in ns
+// (computeSpanStartNs), `step` 0, `peer` -1, `bytes` and `provenance` 0.
+constexpr bool isComputeKind(EventKind k) { return k >= EventKind::ComputeForward; }
 enum class TelemetryLevel : uint8_t { Off, Steps, Chunks };
 // Which clock timed an event. Host: the worker's steady clock when the executor observed it.
 // Device: the device's own timer when the device finished the work (a CUDA event), mapped to
@@ -64,6 +75,14 @@ struct TelemetryEvent {
 
   bool operator==(const TelemetryEvent&) const = default;
 };
+
+// When a compute span (isComputeKind) began: its end less its length, saturated (events come
+// from files).
+inline int64_t computeSpanStartNs(const TelemetryEvent& e) {
+  const auto len = static_cast<int64_t>(std::min<uint64_t>(e.offset, uint64_t{1} << 62));
+  int64_t start = 0;
+  return __builtin_sub_overflow(e.tNs, len, &start) ? INT64_MIN : start;
+}
 
 class TelemetrySink {
  public:

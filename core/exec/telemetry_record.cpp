@@ -40,8 +40,10 @@ T loadLe(const uint8_t* p) noexcept {
   }
 }
 
-// The last kind of each record layout version (version 1: the lab's kinds only).
+// The last kind of each record layout version (version 1: the lab's kinds only; versions 2
+// and 3: NCCL's too).
 constexpr uint8_t kLastKindV1 = static_cast<uint8_t>(EventKind::IterationEnd);
+constexpr uint8_t kLastKindV3 = static_cast<uint8_t>(EventKind::NcclRecvStepEnd);
 constexpr uint8_t kLastKind = static_cast<uint8_t>(kLastEventKind);
 constexpr uint8_t kLastPhaseValue = static_cast<uint8_t>(Phase::Local);
 constexpr uint8_t kLastClock = static_cast<uint8_t>(ClockSource::Device);
@@ -116,7 +118,7 @@ std::optional<std::string> unpackTelemetryRecords(std::span<const uint8_t> bytes
   }
   if (auto err = wholeRecordsError(bytes.size())) return err;
   const size_t n = bytes.size() / kTelemetryRecordBytes;
-  const unsigned lastKind = version == 1 ? kLastKindV1 : kLastKind;
+  const unsigned lastKind = version == 1 ? kLastKindV1 : version < 4 ? kLastKindV3 : kLastKind;
   const size_t first = out.size();
   out.reserve(first + n);  // each event is written once, not zeroed first
   for (size_t i = 0; i < n; ++i) {

@@ -19,8 +19,10 @@
 // A new layout gets a new kTelemetryRecordVersion; decoders refuse versions and record sizes
 // they do not know. Version 2 is version 1's layout with NCCL's event kinds added
 // (NcclGroupStart .. NcclRecvStepEnd, exec/nccl_events.h says what their fields hold); version
-// 3 put the clock in byte 47's high bits. Records of versions 1 (the lab's kinds only) and 2
-// (byte 47 holding the phase alone) are still read, their events timed by the host's clock.
+// 3 put the clock in byte 47's high bits; version 4 added a training step's compute kinds
+// (ComputeForward .. ComputeOptimizer, exec/telemetry.h) in the same layout. Records of versions
+// 1 (the lab's kinds only) and 2 (byte 47 holding the phase alone) are still read, their events
+// timed by the host's clock; versions 1 to 3 know no compute kind.
 #pragma once
 
 #include <cstddef>
@@ -34,7 +36,7 @@
 
 namespace arl {
 
-inline constexpr uint32_t kTelemetryRecordVersion = 3;
+inline constexpr uint32_t kTelemetryRecordVersion = 4;
 inline constexpr size_t kTelemetryRecordBytes = 48;
 
 // Writes `e` (all but runId and rank) into out[0, kTelemetryRecordBytes). A peer outside
@@ -48,10 +50,10 @@ std::optional<std::string> telemetryEventError(const TelemetryEvent& e);
 // range (naming the first bad record), or nullopt.
 std::optional<std::string> telemetryRecordsError(std::span<const uint8_t> bytes);
 
-// Reads records packed with layout `version` (1 or 2) and `recordBytes` per record, appending one
-// event per record to `out` with `runId` and `rank` filled in. Refuses (and appends nothing)
-// an unknown version or record size, a byte count that is not a whole number of records, or
-// a record whose kind, phase or peer is out of range; the error names the record.
+// Reads records packed with layout `version` (1 to kTelemetryRecordVersion) and `recordBytes` per
+// record, appending one event per record to `out` with `runId` and `rank` filled in. Refuses (and
+// appends nothing) an unknown version or record size, a byte count that is not a whole number of
+// records, or a record whose kind, phase or peer is out of range; the error names the record.
 std::optional<std::string> unpackTelemetryRecords(std::span<const uint8_t> bytes, uint32_t version,
                                                   uint32_t recordBytes, uint64_t runId,
                                                   int32_t rank, std::vector<TelemetryEvent>& out);

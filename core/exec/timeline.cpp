@@ -179,6 +179,9 @@ class IntervalBuilder {
         case EventKind::NcclKernelEnd:
         case EventKind::NcclSendStepEnd:
         case EventKind::NcclRecvStepEnd: ncclEnd(i); break;
+        case EventKind::ComputeForward: compute(Activity::Forward, i); break;
+        case EventKind::ComputeBackward: compute(Activity::Backward, i); break;
+        case EventKind::ComputeOptimizer: compute(Activity::Optimizer, i); break;
       }
     }
     ncclColls();
@@ -204,13 +207,20 @@ class IntervalBuilder {
     out_.push_back(x);
   }
 
-  // Iterations are back-dated from their IterationEnd by the time the rank measured.
+  // Iterations are back-dated from their IterationEnd by the time the rank measured. A
+  // training step runs a collective per bucket, each ending in an IterationEnd of the step,
+  // and ends with its optimizer: the last of those ends it.
   void iterations(const Indices& byTime, const std::vector<IterationTime>& its) {
     std::map<std::pair<int, uint32_t>, int64_t> timeOf;
     for (const IterationTime& t : its) timeOf[{t.rank, t.iteration}] = t.timeNs;
+    std::map<IterKey, size_t> lastEnd;
     for (size_t i : byTime) {
       const TelemetryEvent& e = ev_[i];
-      if (e.kind != EventKind::IterationEnd) continue;
+      if (e.kind == EventKind::IterationEnd || e.kind == EventKind::ComputeOptimizer)
+        lastEnd[{e.runId, e.rank, e.iteration}] = i;
+    }
+    for (const auto& [key, i] : lastEnd) {
+      const TelemetryEvent& e = ev_[i];
       auto it = timeOf.find({e.rank, e.iteration});
       if (it == timeOf.end()) continue;
       const int64_t start = minus(e.tNs, std::max<int64_t>(it->second, 0));
@@ -261,6 +271,11 @@ class IntervalBuilder {
     }
     lastStepEnd_[key] = e.tNs;
     add(Activity::Step, i, -1, start, e.tNs);
+  }
+
+  void compute(Activity a, size_t i) {
+    const TelemetryEvent& e = ev_[i];
+    add(a, i, -1, computeSpanStartNs(e), e.tNs);
   }
 
   // An NCCL start and its end share this key: the kind's pair (the start's kind), run, rank,

@@ -46,7 +46,8 @@ struct Transfer {
   size_t recvEvent = 0;   // index of the RecvEnd
 };
 
-// The lab's activities, then NCCL's (from the Nccl* events, exec/nccl_events.h).
+// The lab's activities, then NCCL's (from the Nccl* events, exec/nccl_events.h), then a
+// training step's compute (from the Compute* events).
 enum class Activity : uint8_t {
   Iteration,
   Step,
@@ -57,9 +58,15 @@ enum class Activity : uint8_t {
   NcclColl,
   NcclKernel,
   NcclSend,
-  NcclRecv
+  NcclRecv,
+  Forward,
+  Backward,
+  Optimizer
 };
-constexpr bool isNcclActivity(Activity a) { return a >= Activity::NcclGroup; }
+constexpr bool isNcclActivity(Activity a) {
+  return a >= Activity::NcclGroup && a <= Activity::NcclRecv;
+}
+constexpr bool isComputeActivity(Activity a) { return a >= Activity::Forward; }
 
 // What one rank did from startNs to endNs (endNs >= startNs).
 //   Send: SendStart to SendEnd (zero-length when the end was lost).
@@ -77,6 +84,8 @@ constexpr bool isNcclActivity(Activity a) { return a >= Activity::NcclGroup; }
 //   NcclKernel: a channel's NcclKernelStart to its NcclKernelEnd (GPU times).
 //   NcclSend, NcclRecv: a proxy step's start to its end (peer: the remote rank).
 // An NCCL end without its start (lost) makes no interval.
+// A training step's compute, from its Compute* event (which holds both ends):
+//   Forward, Backward: one layer's pass (the layer: the event's chunk); Optimizer: the update.
 struct Interval {
   Activity activity = Activity::Step;
   int rank = -1;

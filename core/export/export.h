@@ -116,10 +116,12 @@ struct TraceStats {
   uint64_t counterSamples = 0;  // "C" events
   uint64_t ncclSlices = 0;      // NCCL's (group, collective, kernel channel, proxy step)
   uint64_t ncclProxySteps = 0;  // of which NCCL's proxy steps (network transfers only)
+  uint64_t computeSlices = 0;   // a training step's forward, backward and optimizer spans
 };
 
 // Chrome trace-event JSON (opens in ui.perfetto.dev and chrome://tracing): one process per
-// rank, lanes send/recv/reduce/steps/iterations, one complete event per slice, a flow arrow
+// rank, lanes iterations/steps/compute/send/recv/reduce (compute: a training run's forward,
+// backward and optimizer spans), one complete event per slice, a flow arrow
 // (flow v2: bind_id with flow_out/flow_in) from every send to its receive, and a per-rank
 // counter of bytes sent per millisecond. A shaped session names its network in the bench
 // process's name, each shaped rank's port rate in its process name, the network of each run in

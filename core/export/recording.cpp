@@ -280,6 +280,8 @@ RunRequest readRequest(const In& a) {
   }
   // Absent from files written before the network could be shaped: the run was not.
   if (o.has("shaping")) q.shaping = readShaping(o["shaping"]);
+  // Only a training run's request has it; files written before training was recorded, none.
+  if (o.has("train")) q.train = readTrainConfig(o["train"].object());
   return q;
 }
 

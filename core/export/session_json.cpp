@@ -109,27 +109,30 @@ Json modelJson(const BenchReport& r) {
 }
 
 Json requestJson(const RunRequest& q) {
-  return Json{{"algorithm", q.algorithm},
-              {"collective", str(toString(q.collective))},
-              {"dtype", str(toString(q.dtype))},
-              {"op", str(toString(q.op))},
-              {"count", q.count},
-              {"slice_bytes", q.sliceBytes},
-              {"root", q.root},
-              {"ranks_per_host", q.ranksPerHost},
-              {"ring_order", q.ringOrder},
-              {"inflight", q.inflight},
-              {"in_place", q.inPlace},
-              {"warmup", q.warmup},
-              {"iterations", q.iterations},
-              {"check", q.checkedIterations() > 0},
-              {"check_iterations", q.checkedIterations()},
-              {"telemetry", str(toString(q.telemetry))},
-              {"data_plane", str(toString(q.dataPlane))},
-              {"cuda_ipc", q.cudaIpc},
-              {"max_events", q.maxEvents},
-              {"stall_timeout_ms", static_cast<int64_t>(q.stallTimeout.count())},
-              {"shaping", shapingJson(q.shaping)}};
+  Json j{{"algorithm", q.algorithm},
+         {"collective", str(toString(q.collective))},
+         {"dtype", str(toString(q.dtype))},
+         {"op", str(toString(q.op))},
+         {"count", q.count},
+         {"slice_bytes", q.sliceBytes},
+         {"root", q.root},
+         {"ranks_per_host", q.ranksPerHost},
+         {"ring_order", q.ringOrder},
+         {"inflight", q.inflight},
+         {"in_place", q.inPlace},
+         {"warmup", q.warmup},
+         {"iterations", q.iterations},
+         {"check", q.checkedIterations() > 0},
+         {"check_iterations", q.checkedIterations()},
+         {"telemetry", str(toString(q.telemetry))},
+         {"data_plane", str(toString(q.dataPlane))},
+         {"cuda_ipc", q.cudaIpc},
+         {"max_events", q.maxEvents},
+         {"stall_timeout_ms", static_cast<int64_t>(q.stallTimeout.count())},
+         {"shaping", shapingJson(q.shaping)}};
+  // Only a training run has it: what marks a recording's run as training.
+  if (q.train) j["train"] = trainConfigJson(*q.train);
+  return j;
 }
 
 uint64_t totalDropped(const BenchReport& r) {

@@ -7,6 +7,7 @@
 
 #include "export/export.h"
 #include "export/json.h"
+#include "export/json_in.h"
 
 namespace arl {
 
@@ -21,6 +22,12 @@ Json requestJson(const RunRequest& q);
 // What the run resolved to (RunResult::effective): ranks per host, ring order, the schedule's
 // steps and the bytes each rank sends in one collective.
 Json effectiveJson(const ResolvedRun& e);
+
+// A training run's configuration, as a training record's run and a recording's training run
+// hold it (model, steps_asked, batch, bucket_bytes, overlap, sync, ...), and its checked
+// reader, which fails through `o`'s JsonFail naming the field (train_export.cpp).
+Json trainConfigJson(const TrainConfig& c);
+TrainConfig readTrainConfig(const In& o);
 
 // Telemetry events dropped over all runs of the session.
 uint64_t totalDropped(const BenchReport& r);

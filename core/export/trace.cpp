@@ -24,6 +24,7 @@ namespace {
 enum Lane : int {
   kIterations,
   kSteps,
+  kCompute,
   kSend,
   kRecv,
   kReduce,
@@ -35,17 +36,10 @@ enum Lane : int {
   kRuns,
   kLaneCount
 };
-constexpr const char* kLaneNames[kLaneCount] = {"iterations",
-                                                "steps",
-                                                "send",
-                                                "recv",
-                                                "reduce",
-                                                "NCCL group",
-                                                "NCCL collective",
-                                                "NCCL kernel",
-                                                "NCCL proxy send",
-                                                "NCCL proxy recv",
-                                                "runs"};
+constexpr const char* kLaneNames[kLaneCount] = {
+    "iterations",  "steps",           "compute",         "send",
+    "recv",        "reduce",          "NCCL group",      "NCCL collective",
+    "NCCL kernel", "NCCL proxy send", "NCCL proxy recv", "runs"};
 constexpr bool isNcclLane(int lane) { return lane >= kNcclGroup && lane <= kNcclRecv; }
 // Overlapping slices of one lane are spread over sub-lanes ("send", "send #2", ...), because
 // a lane ("thread") in the trace-event format must hold properly nested slices; pipelined
@@ -87,6 +81,9 @@ Lane laneOf(Activity a) {
     case Activity::NcclKernel: return kNcclKernel;
     case Activity::NcclSend: return kNcclSend;
     case Activity::NcclRecv: return kNcclRecv;
+    case Activity::Forward:
+    case Activity::Backward:
+    case Activity::Optimizer: return kCompute;
   }
   return kSteps;
 }
@@ -130,6 +127,7 @@ class TraceBuilder {
         ++stats.slices;
       }
       if (isNcclActivity(x.activity)) ++stats.ncclSlices;
+      if (isComputeActivity(x.activity)) ++stats.computeSlices;
       if (x.activity == Activity::NcclSend || x.activity == Activity::NcclRecv) {
         ++stats.ncclProxySteps;
       }
@@ -290,13 +288,44 @@ std::pair<std::string, Json> describeNccl(int lane, const TelemetryEvent& e) {
   }
 }
 
+// A training step's compute span: which pass of which layer, or the optimizer.
+std::pair<std::string, Json> describeCompute(const TelemetryEvent& e) {
+  Json args{{"rank", e.rank},
+            {"training_step", e.iteration},
+            {"time_us", static_cast<double>(e.offset) / 1e3},
+            {"run", e.runId},
+            {"clock", str(toString(e.clock))}};
+  if (e.kind == EventKind::ComputeOptimizer) return {"optimizer", std::move(args)};
+  args["layer"] = e.chunk;
+  const char* pass = e.kind == EventKind::ComputeForward ? "forward" : "backward";
+  return {std::string(pass) + " layer " + std::to_string(e.chunk), std::move(args)};
+}
+
 std::string phaseName(const TelemetryEvent& e) {
   return std::string(toString(static_cast<Phase>(e.phase)));
+}
+
+// A training run's slice in the "runs" lane: what it trained, not a collective's bandwidth.
+std::pair<std::string, Json> describeTrainingRun(const BenchRow& row) {
+  const RunResult& res = row.result;
+  const TrainConfig& t = *res.request.train;
+  const std::string sync(toString(t.sync));
+  return {"training: " + sync + ", " + res.request.algorithm + ", " + std::to_string(t.steps) +
+              " steps",
+          Json{{"run", res.runId},
+               {"training", true},
+               {"model", formatLayers(t.layers)},
+               {"sync", sync},
+               {"overlap", t.overlap},
+               {"algorithm", res.request.algorithm},
+               {"network", describeShaping(res.request.shaping)},
+               {"state", str(toString(res.state))}}};
 }
 
 // The slice's name and arguments, from what it stands for.
 std::pair<std::string, Json> describe(const Slice& s) {
   const RunResult& res = s.row->result;
+  if (s.lane == kRuns && res.request.train) return describeTrainingRun(*s.row);
   if (s.lane == kRuns) {
     return {res.request.algorithm + " " + std::string(toString(res.request.collective)) + " " +
                 formatSize(s.row->sizeBytes),
@@ -310,6 +339,7 @@ std::pair<std::string, Json> describe(const Slice& s) {
   }
   const TelemetryEvent& e = res.events[s.event];
   if (isNcclLane(s.lane)) return describeNccl(s.lane, e);
+  if (s.lane == kCompute) return describeCompute(e);
   const std::string chunk = std::to_string(e.chunk), peer = std::to_string(e.peer);
   switch (s.lane) {
     case kIterations:
@@ -434,7 +464,9 @@ void writeNames(EventWriter& write, const BenchReport& r, const std::vector<Slic
   }
   const std::optional<LinkShaping> shaping = sessionShaping(r);
   if (subLanes.count({kBenchPid, kRuns})) {
-    std::string bench = "allreduce-lab bench";
+    const bool training = std::any_of(r.rows.begin(), r.rows.end(),
+                                      [](const BenchRow& x) { return x.result.request.train; });
+    std::string bench = training ? "allreduce-lab train" : "allreduce-lab bench";
     if (!shaping || !shaping->empty()) bench += " (network: " + networkText(shaping) + ")";
     write(metadata("process_name", kBenchPid, 0, "name", bench));
     write(metadata("process_sort_index", kBenchPid, 0, "sort_index", -1));
@@ -509,6 +541,7 @@ std::string chromeTraceJson(const BenchReport& r, TraceStats* statsOut) {
       {"unmatched_sends", b.stats.unmatchedSends},
       {"unmatched_recvs", b.stats.unmatchedRecvs},
       {"events_dropped", totalDropped(r)}};
+  if (b.stats.computeSlices > 0) otherData["compute_slices"] = b.stats.computeSlices;
   if (b.stats.ncclSlices > 0) {
     otherData["nccl_slices"] = b.stats.ncclSlices;
     otherData["nccl_proxy_steps"] = b.stats.ncclProxySteps;

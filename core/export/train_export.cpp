@@ -16,6 +16,7 @@
 #include "export/fields.h"
 #include "export/json.h"
 #include "export/json_in.h"
+#include "export/session_json.h"
 
 namespace arl {
 
@@ -87,14 +88,10 @@ Json stepJson(const TrainStepRow& s, bool psAsync) {
   return j;
 }
 
-Json runJson(const TrainRun& run) {
-  const TrainConfig& c = run.cfg;
-  Json steps = Json::array();
-  for (const TrainStepRow& s : run.steps) steps.push_back(stepJson(s, c.sync == SyncMode::PsAsync));
-  Json sample = Json::array();
-  for (const TrainRankStep& r : run.sampleStep) sample.push_back(rankStepJson(r));
-  return Json{{"label", run.label},
-              {"model", formatLayers(c.layers)},
+}  // namespace
+
+Json trainConfigJson(const TrainConfig& c) {
+  return Json{{"model", formatLayers(c.layers)},
               {"steps_asked", c.steps},
               {"batch", c.batch},
               {"bucket_bytes", c.bucketBytes},
@@ -105,15 +102,28 @@ Json runJson(const TrainRun& run) {
               {"momentum", floatJson(c.momentum)},
               {"seed", c.seed},
               {"slow_compute_rank", c.slowComputeRank},
-              {"slow_compute_factor", c.slowComputeFactor},
-              {"workers", run.workers},
-              {"algorithm", run.algorithm},
-              {"slice_bytes", run.sliceBytes},
-              {"shaping", run.shaping},
-              {"backend", run.backend},
-              {"bucket_floats", run.bucketFloats},
-              {"steps", std::move(steps)},
-              {"sample_step", std::move(sample)}};
+              {"slow_compute_factor", c.slowComputeFactor}};
+}
+
+namespace {
+
+Json runJson(const TrainRun& run) {
+  const TrainConfig& c = run.cfg;
+  Json steps = Json::array();
+  for (const TrainStepRow& s : run.steps) steps.push_back(stepJson(s, c.sync == SyncMode::PsAsync));
+  Json sample = Json::array();
+  for (const TrainRankStep& r : run.sampleStep) sample.push_back(rankStepJson(r));
+  Json j = trainConfigJson(c);
+  j["label"] = run.label;
+  j["workers"] = run.workers;
+  j["algorithm"] = run.algorithm;
+  j["slice_bytes"] = run.sliceBytes;
+  j["shaping"] = run.shaping;
+  j["backend"] = run.backend;
+  j["bucket_floats"] = run.bucketFloats;
+  j["steps"] = std::move(steps);
+  j["sample_step"] = std::move(sample);
+  return j;
 }
 
 Json sweepJson(const BucketSweepPoint& p) {
@@ -237,7 +247,10 @@ TrainStepRow readStep(const In& a) {
   return s;
 }
 
-void readConfig(const In& o, TrainConfig& c) {
+}  // namespace
+
+TrainConfig readTrainConfig(const In& o) {
+  TrainConfig c;
   const std::string& model = o["model"].str();
   const auto layers = parseLayers(model);
   if (!layers) {
@@ -262,13 +275,16 @@ void readConfig(const In& o, TrainConfig& c) {
   if (!(c.slowComputeFactor >= 1) || !(c.slowComputeFactor <= 100)) {
     bad(factor, "must be 1..100, not " + factor.raw().dump());
   }
+  return c;
 }
+
+namespace {
 
 TrainRun readRun(const In& a) {
   const In o = a.object();
   TrainRun run;
   run.label = o["label"].str();
-  readConfig(o, run.cfg);
+  run.cfg = readTrainConfig(o);
   run.workers = o["workers"].i32(1, kMaxRanks);
   run.algorithm = o["algorithm"].str();
   run.sliceBytes = o["slice_bytes"].u64();

@@ -189,9 +189,9 @@ void ActiveRun::onTelemetry(TelemetryBatch& m, int r) {
   nextBatchSeq_[k] = m.seq + 1;
   workerDropped_[k] = std::max(workerDropped_[k], m.dropped);
   // Progress: the newest event that belongs to a step (IterationEnd carries no real step,
-  // NCCL's events none of the lab's).
+  // NCCL's events none of the lab's, compute spans none of a schedule's).
   const auto stepEvent = std::find_if(m.events.rbegin(), m.events.rend(), [](const auto& e) {
-    return e.kind != EventKind::IterationEnd && !isNcclKind(e.kind);
+    return e.kind != EventKind::IterationEnd && !isNcclKind(e.kind) && !isComputeKind(e.kind);
   });
   if (stepEvent != m.events.rend()) noteStep(r, stepEvent->iteration, 0, stepEvent->step, true);
   // The bytes each rank reports sending are counted before any bound drops an event; then the

@@ -3,6 +3,7 @@
 // to core/runtime.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -35,6 +36,9 @@ struct RunDataPlane {
   }
 };
 
+// The run's schedule: `c`'s collective, algorithm and count, annotated with provenance when
+// chunk telemetry asks for it. Throws PeerError naming `rank` when refused or aborted.
+Schedule runSchedule(const RunConfig& c, int rank, const std::atomic<bool>& cancel);
 // The executor's options for the run (telemetry on the coordinator's clock, progress, the
 // test's stall), with the rank's buffers' options.
 RankRunOptions rankRunOptions(RunJob& j);

@@ -15,6 +15,11 @@
 // for the other workers (Dean et al., "Large Scale Distributed Deep Networks", NIPS 2012:
 // Downpour SGD). The server measures, at each push, how many updates happened since the
 // worker pulled (staleness) and how far the worker's weights are from its own (spread).
+//
+// Telemetry (at any level but off): every compute span (a layer's forward or backward pass,
+// the optimizer) is an event of its own kind in the rank's ring, and the buckets' executors
+// record their chunk events there at the run's level, so that one timeline per rank holds the
+// compute and the collectives it overlapped. ps-async's push and pull record no events.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -26,6 +31,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "backend/registry.h"
@@ -35,7 +41,6 @@
 #include "exec/telemetry_ring.h"
 #include "runtime/run_job_steps.h"
 #include "runtime/worker_log.h"
-#include "schedule/generators.h"
 #include "train/replica.h"
 
 namespace arl::jobsteps {
@@ -108,25 +113,71 @@ int64_t overlapNs(const std::vector<TrainSpan>& spans) {
   return coveredNs(both, isCompute);
 }
 
-// The schedule of one bucket's collective: the run's algorithm and slice on `count` floats.
-Schedule bucketSchedule(const RunConfig& c, uint64_t count) {
-  GenParams p;
-  p.collective = Collective::AllReduce;
-  p.nranks = c.worldSize;
-  p.count = count;
-  p.sliceElems = std::max<uint64_t>(1, c.sliceBytes / sizeof(float));
-  p.root = c.root;
-  p.ranksPerHost = static_cast<int>(c.ranksPerHost);
-  p.ring.assign(c.ringOrder.begin(), c.ringOrder.end());
-  return generate(c.algorithm, p);
+// The schedule of one bucket's collective: the run's algorithm and slice on `count` floats,
+// annotated as any run's for chunk telemetry.
+Schedule bucketSchedule(const RunJob& j, uint64_t count) {
+  RunConfig b = j.cfg;
+  b.count = count;
+  return runSchedule(b, j.rank, j.cancelled);
+}
+
+// The rank's ring, shared by the compute thread (compute spans) and the reducer thread (the
+// buckets' chunk events). The ring takes one producer, so the two take turns under a lock: a
+// record is tens of nanoseconds and a step records a few dozen compute spans, so the reducer
+// thread seldom waits on it.
+class SharedSink final : public TelemetrySink {
+ public:
+  explicit SharedSink(TelemetryRing& ring) : ring_(ring) {}
+  void record(const TelemetryEvent& e) noexcept override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ring_.record(e);
+  }
+
+ private:
+  std::mutex mu_;
+  TelemetryRing& ring_;
+};
+
+// The rank's telemetry of a training run: none at level Off.
+struct TrainTelemetry {
+  explicit TrainTelemetry(RunJob& j) {
+    if (j.ring != nullptr && j.cfg.telemetry != TelemetryLevel::Off) shared.emplace(*j.ring);
+  }
+  TelemetrySink* sink() { return shared ? &*shared : nullptr; }
+  std::optional<SharedSink> shared;
+};
+
+EventKind computeKind(TrainSpan::Kind k) {
+  switch (k) {
+    case TrainSpan::Kind::Forward: return EventKind::ComputeForward;
+    case TrainSpan::Kind::Backward: return EventKind::ComputeBackward;
+    default: return EventKind::ComputeOptimizer;
+  }
+}
+
+// Records a compute span of training step `step` (steady clock times) as its event, on the
+// coordinator's clock.
+void recordCompute(const RunJob& j, TelemetrySink* sink, uint32_t step, TrainSpan::Kind k,
+                   uint32_t index, int64_t start, int64_t end) {
+  if (sink == nullptr || !isCompute(k)) return;
+  TelemetryEvent e;
+  e.runId = j.cfg.runId;
+  e.rank = j.rank;
+  e.iteration = step;
+  e.kind = computeKind(k);
+  e.chunk = index;
+  e.tNs = end + j.offsetNs;
+  e.offset = static_cast<uint64_t>(std::max<int64_t>(0, end - start));
+  sink->record(e);
 }
 
 // Runs the buckets' collectives, in the order they are handed over, on a thread of its own.
 class BucketReducer {
  public:
+  // `sink`: where the buckets' executors record (may be null).
   BucketReducer(RunJob& j, Backend& backend, const std::vector<Bucket>& buckets,
-                const std::map<uint64_t, Schedule>& schedules)
-      : j_(j), backend_(backend), buckets_(buckets) {
+                const std::map<uint64_t, Schedule>& schedules, TelemetrySink* sink)
+      : j_(j), backend_(backend), buckets_(buckets), sink_(sink) {
     size_t total = 0;
     for (const Bucket& b : buckets) total = std::max(total, b.end);
     reduced_.assign(total, 0.0f);
@@ -216,8 +267,7 @@ class BucketReducer {
         Slot& slot = slots_[b];
         auto& ex = executors[slot.schedule];
         if (!ex) {
-          ex = std::make_unique<Executor>(*slot.schedule, j_.rank, transport, backend_, j_.ring,
-                                          eo_);
+          ex = std::make_unique<Executor>(*slot.schedule, j_.rank, transport, backend_, sink_, eo_);
         }
         const int64_t t0 = steadyNowNs();
         ex->run(slot.bufs, step, uint64_t{step} * buckets_.size() + b);
@@ -242,6 +292,7 @@ class BucketReducer {
   RunJob& j_;
   Backend& backend_;
   const std::vector<Bucket>& buckets_;
+  TelemetrySink* sink_;
   std::vector<float> reduced_;
   std::vector<Slot> slots_;
   ExecOptions eo_;
@@ -295,19 +346,24 @@ void enterStep(RunJob& j, uint32_t step, int64_t& iteration) {
   j.progress.tick();
 }
 
-SpanFn spanRecorder(RunJob& j, StepSpans& spans) {
-  return [&j, &spans](TrainSpan::Kind k, uint32_t index, int64_t s, int64_t e) {
+// Keeps each span for the step's report and records each compute span as telemetry;
+// `step`: the step under way, read at each span.
+SpanFn spanRecorder(RunJob& j, StepSpans& spans, TelemetrySink* sink, const uint32_t& step) {
+  return [&j, &spans, sink, &step](TrainSpan::Kind k, uint32_t index, int64_t s, int64_t e) {
     j.progress.tick();
     spans.add(k, index, s, e);
+    recordCompute(j, sink, step, k, index, s, e);
   };
 }
 
-void trainSteps(RunJob& j, Replica& replica, BucketReducer& reducer, int64_t& iteration) {
+void trainSteps(RunJob& j, Replica& replica, BucketReducer& reducer, TelemetrySink* sink,
+                int64_t& iteration) {
   const TrainConfig& t = *j.cfg.train;
   StepSpans spans;
-  const SpanFn span = spanRecorder(j, spans);
+  uint32_t step = 0;
+  const SpanFn span = spanRecorder(j, spans, sink, step);
   std::vector<size_t> held;
-  for (uint32_t step = 0; step < t.steps; ++step) {
+  for (; step < t.steps; ++step) {
     throwIfCancelled(j, step);
     enterStep(j, step, iteration);
     const int64_t t0 = steadyNowNs();
@@ -352,11 +408,12 @@ void yieldToCommunication() {
 bool trainSynchronous(RunJob& j, Replica& replica, Backend& backend, Transport& transport,
                       const std::map<uint64_t, Schedule>& schedules, int64_t& iteration,
                       const Fail& fail) {
-  BucketReducer reducer(j, backend, replica.buckets(), schedules);
+  TrainTelemetry telemetry(j);
+  BucketReducer reducer(j, backend, replica.buckets(), schedules, telemetry.sink());
   reducer.start(transport);
   yieldToCommunication();
   try {
-    trainSteps(j, replica, reducer, iteration);
+    trainSteps(j, replica, reducer, telemetry.sink(), iteration);
   } catch (const std::exception& e) {
     fail(e);
     return false;
@@ -573,10 +630,12 @@ bool trainAsync(RunJob& j, Replica& replica, Transport& tr, int64_t& iteration, 
       }
     });
   }
+  TrainTelemetry telemetry(j);
   StepSpans spans;
-  const SpanFn span = spanRecorder(j, spans);
+  uint32_t step = 0;
+  const SpanFn span = spanRecorder(j, spans, telemetry.sink(), step);
   try {
-    for (uint32_t step = 0; step < t.steps; ++step) {
+    for (; step < t.steps; ++step) {
       throwIfCancelled(j, step);
       if (serveFailed.load()) {
         serving.join();
@@ -663,13 +722,7 @@ void runTrainJob(RunJob& j, RunDataPlane& plane, int64_t& iteration,
   if (c.train->sync != SyncMode::PsAsync) {
     for (const Bucket& b : replica.buckets()) {
       const uint64_t count = b.end - b.begin;
-      if (schedules.count(count) == 0) {
-        try {
-          schedules.emplace(count, bucketSchedule(c, count));
-        } catch (const GenError& e) {
-          throw PeerError(j.rank, -1, -1, std::string("bucket schedule refused: ") + e.what());
-        }
-      }
+      if (schedules.count(count) == 0) schedules.emplace(count, bucketSchedule(j, count));
     }
   }
   if (j.verbose) {

@@ -145,7 +145,7 @@ TEST(TelemetryRecord, TruncatedRecordsAreRefusedAndNothingIsAppended) {
 TEST(TelemetryRecord, UnknownLayoutsAreRefused) {
   const std::vector<uint8_t> bytes = pack({event(1)});
   std::vector<TelemetryEvent> out;
-  EXPECT_TRUE(contains(unpack(bytes, out, 4), "layout version 4 is not supported"));
+  EXPECT_TRUE(contains(unpack(bytes, out, 5), "layout version 5 is not supported"));
   EXPECT_TRUE(contains(unpack(bytes, out, 0), "layout version 0 is not supported"));
   EXPECT_TRUE(contains(unpack(bytes, out, 1, 40), "records of 40 bytes, expected 48"));
   EXPECT_TRUE(contains(unpack(bytes, out, 1, 0), "records of 0 bytes, expected 48"));
@@ -157,7 +157,7 @@ TEST(TelemetryRecord, UnknownLayoutsAreRefused) {
 TEST(TelemetryRecord, NcclsKindsTravelInVersionTwoOnly) {
   std::vector<TelemetryEvent> in;
   for (unsigned k = static_cast<unsigned>(EventKind::NcclGroupStart);
-       k <= static_cast<unsigned>(kLastEventKind); ++k) {
+       k <= static_cast<unsigned>(EventKind::NcclRecvStepEnd); ++k) {
     TelemetryEvent e = event(k);
     e.kind = static_cast<EventKind>(k);
     e.phase = 0;
@@ -178,6 +178,34 @@ TEST(TelemetryRecord, NcclsKindsTravelInVersionTwoOnly) {
   EXPECT_FALSE(unpack(lab, out, 1));
   EXPECT_EQ(out.size(), 2u);
   EXPECT_FALSE(isNcclKind(EventKind::IterationEnd));
+}
+
+// Version 4 added a training step's compute kinds: they travel in the same 48 bytes, with the
+// span's length in `offset`; a record of an older version holding one is refused.
+TEST(TelemetryRecord, ComputeKindsTravelInVersionFourOnly) {
+  std::vector<TelemetryEvent> in;
+  for (EventKind k :
+       {EventKind::ComputeForward, EventKind::ComputeBackward, EventKind::ComputeOptimizer}) {
+    TelemetryEvent e = event(static_cast<unsigned>(in.size()));
+    e.kind = k;
+    e.phase = 0;
+    e.peer = -1;
+    e.offset = 125'000 + in.size();  // the span's length, ns
+    EXPECT_TRUE(isComputeKind(k));
+    EXPECT_FALSE(isNcclKind(k));
+    EXPECT_FALSE(telemetryEventError(e)) << toString(k);
+    in.push_back(e);
+  }
+  const std::vector<uint8_t> bytes = pack(in);
+  std::vector<TelemetryEvent> out;
+  ASSERT_FALSE(unpack(bytes, out, 4));
+  EXPECT_EQ(out, in);
+  EXPECT_EQ(computeSpanStartNs(out[1]), in[1].tNs - 125'001);
+  out.clear();
+  EXPECT_TRUE(contains(unpack(bytes, out, 3), "telemetry record 0: unknown event kind 15"));
+  EXPECT_TRUE(out.empty());
+  EXPECT_FALSE(isComputeKind(EventKind::NcclRecvStepEnd));
+  EXPECT_EQ(toString(EventKind::ComputeBackward), "compute_backward");
 }
 
 TEST(TelemetryRecord, TheClockSourceRoundTrips) {
@@ -224,8 +252,8 @@ TEST(TelemetryRecord, GarbageRecordsAreRefusedNamingTheRecord) {
     EXPECT_TRUE(out.empty());
   };
   uint8_t* second = bytes.data() + kTelemetryRecordBytes;
-  second[46] = 15;
-  expectRefused("telemetry record 1: unknown event kind 15");
+  second[46] = 18;
+  expectRefused("telemetry record 1: unknown event kind 18");
   second[46] = 0;
   second[47] = 5;
   expectRefused("telemetry record 1: unknown phase 5");
@@ -244,8 +272,8 @@ TEST(TelemetryRecord, GarbageRecordsAreRefusedNamingTheRecord) {
 TEST(TelemetryRecord, EventErrorsAreTheDecodersRules) {
   EXPECT_FALSE(telemetryEventError(event(1)));
   TelemetryEvent e = event(1);
-  e.kind = static_cast<EventKind>(15);
-  EXPECT_TRUE(contains(telemetryEventError(e), "unknown event kind 15"));
+  e.kind = static_cast<EventKind>(18);
+  EXPECT_TRUE(contains(telemetryEventError(e), "unknown event kind 18"));
   e = event(1);
   e.phase = 200;
   EXPECT_TRUE(contains(telemetryEventError(e), "unknown phase 200"));

@@ -318,5 +318,43 @@ TEST(Timeline, ExtremeTimestampsDoNotOverflow) {
   EXPECT_DOUBLE_EQ(Timeline::progress(tl.transfers()[0], 0), 0.5);
 }
 
+// A training step's compute events become compute intervals from their start (end less
+// length) to their end, beside the chunk events' intervals, and pair with no message.
+TEST(Timeline, ComputeEventsAreIntervalsOfTheirOwnKind) {
+  std::vector<TelemetryEvent> ev = realRun("ring", Collective::AllReduce, 3, 96).events;
+  const size_t chunkEvents = ev.size();
+  const Timeline plain(ev);
+  const EventKind kinds[] = {EventKind::ComputeForward, EventKind::ComputeBackward,
+                             EventKind::ComputeOptimizer};
+  for (int k = 0; k < 3; ++k) {
+    TelemetryEvent e;
+    e.runId = 9;
+    e.rank = 1;
+    e.kind = kinds[k];
+    e.chunk = static_cast<uint32_t>(2 - k);
+    e.tNs = 5'000 + 1'000 * k;
+    e.offset = 400;
+    ev.push_back(e);
+  }
+  const Timeline tl(ev);
+  EXPECT_EQ(tl.transfers().size(), plain.transfers().size());
+  EXPECT_EQ(tl.intervals().size(), plain.intervals().size() + 3);
+  const Activity want[] = {Activity::Forward, Activity::Backward, Activity::Optimizer};
+  int seen = 0;
+  for (const Interval& x : tl.intervals()) {
+    if (!isComputeActivity(x.activity)) continue;
+    ASSERT_LT(seen, 3);
+    EXPECT_EQ(x.activity, want[seen]);
+    EXPECT_EQ(x.rank, 1);
+    EXPECT_EQ(x.peer, -1);
+    EXPECT_EQ(x.startNs, 4'600 + 1'000 * seen);
+    EXPECT_EQ(x.endNs, 5'000 + 1'000 * seen);
+    EXPECT_EQ(x.event, chunkEvents + static_cast<size_t>(seen));
+    EXPECT_FALSE(isNcclActivity(x.activity));
+    ++seen;
+  }
+  EXPECT_EQ(seen, 3);
+}
+
 }  // namespace
 }  // namespace arl

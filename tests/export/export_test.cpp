@@ -549,6 +549,96 @@ TEST(Export, RecordingRoundTripsEverything) {
   EXPECT_EQ(recordingJson(back), recordingJson(r));
 }
 
+// A training run's recording: the first run trained, each rank's compute spans of its first
+// iteration (a training step) beside its chunk events: forward layers 0 and 1, backward 1
+// and 0, the optimizer.
+BenchReport trainingReport() {
+  BenchReport r = syntheticReport();
+  TrainConfig t;
+  t.layers = {16, 8, 3};
+  t.steps = 2;
+  t.batch = 8;
+  t.bucketBytes = 64;
+  t.overlap = false;
+  t.lr = 0.125f;
+  RunResult& res = r.rows[0].result;
+  res.request.train = t;
+  const EventKind kinds[] = {EventKind::ComputeForward, EventKind::ComputeForward,
+                             EventKind::ComputeBackward, EventKind::ComputeBackward,
+                             EventKind::ComputeOptimizer};
+  const uint32_t layer[] = {0, 1, 1, 0, 0};
+  for (int rank = 0; rank < kRanks; ++rank) {
+    for (int i = 0; i < 5; ++i) {
+      TelemetryEvent e;
+      e.runId = res.runId;
+      e.rank = rank;
+      e.kind = kinds[i];
+      e.chunk = layer[i];
+      e.offset = 7'000 + static_cast<uint64_t>(i);
+      e.tNs = res.events.front().tNs + 10'000 * (i + 1) + rank;
+      res.events.push_back(e);
+    }
+  }
+  std::stable_sort(res.events.begin(), res.events.end(),
+                   [](const TelemetryEvent& a, const TelemetryEvent& b) { return a.tNs < b.tNs; });
+  return r;
+}
+
+TEST(Export, ATrainingRecordingRoundTripsItsComputeEventsAndItsTraining) {
+  const BenchReport r = trainingReport();
+  const std::string text = recordingJson(r);
+  const BenchReport back = parseRecording(text);
+  ASSERT_EQ(back.rows.size(), 2u);
+  ASSERT_TRUE(back.rows[0].result.request.train.has_value());
+  EXPECT_EQ(*back.rows[0].result.request.train, *r.rows[0].result.request.train);
+  EXPECT_FALSE(back.rows[1].result.request.train.has_value()) << "a bench run stays one";
+  for (size_t i = 0; i < r.rows.size(); ++i) expectSameRow(back.rows[i], r.rows[i]);
+  EXPECT_EQ(recordingJson(back), text);
+  // A bad training field is named by its path.
+  std::string bad = text;
+  bad.replace(bad.find("\"sync\":\"allreduce\""), 18, "\"sync\":\"gossip\"");
+  try {
+    parseRecording(bad);
+    ADD_FAILURE() << "a bad sync mode was read";
+  } catch (const RecordingError& e) {
+    EXPECT_NE(std::string(e.what()).find("recording.runs[0].request.train.sync"), std::string::npos)
+        << e.what();
+  }
+}
+
+// Recordings written before training was recorded hold no "train" and read as bench runs.
+TEST(Export, RecordingsWithoutTrainingReadAsBenchRuns) {
+  const std::string text = recordingJson(syntheticReport());
+  EXPECT_EQ(text.find("\"train\""), std::string::npos);
+  for (const BenchRow& row : parseRecording(text).rows)
+    EXPECT_FALSE(row.result.request.train.has_value());
+}
+
+TEST(Export, TraceOfATrainingRecordingHasAComputeLanePerRank) {
+  TraceStats stats;
+  const ParsedTrace t = parseTrace(chromeTraceJson(trainingReport(), &stats));
+  EXPECT_EQ(stats.computeSlices, 5u * kRanks);
+  std::map<int64_t, std::vector<std::string>> compute;  // pid -> slice names
+  for (const nlohmann::json* e : t.slices) {
+    if (laneOf(t, *e) == "compute") compute[e->at("pid").get<int64_t>()].push_back(e->at("name"));
+    if (laneOf(t, *e) == "compute") {
+      EXPECT_EQ(e->at("cat"), "compute");
+      EXPECT_NEAR(e->at("dur").get<double>(), 7.0, 0.01);
+    }
+  }
+  ASSERT_EQ(compute.size(), static_cast<size_t>(kRanks));
+  for (const auto& [pid, names] : compute) {
+    EXPECT_EQ(names,
+              (std::vector<std::string>{"forward layer 0", "forward layer 1", "backward layer 1",
+                                        "backward layer 0", "optimizer"}))
+        << "pid " << pid;
+  }
+  bool named = false;
+  for (const auto& [pid, name] : t.processNames) named |= name == "allreduce-lab train";
+  EXPECT_TRUE(named);
+  EXPECT_EQ(t.root["otherData"]["compute_slices"], 5 * kRanks);
+}
+
 TEST(Export, VersionOneRecordingsReadWithEveryEventOnTheHostClock) {
   BenchReport r = syntheticReport();
   for (auto& row : r.rows) {

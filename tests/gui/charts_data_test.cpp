@@ -209,6 +209,52 @@ TEST(ChartsData, TimelineOfTheSampleHasEveryRanksLanes) {
 
 // A run of NCCL's: its lanes are NCCL's, from what NCCL's profiler plugin reported, and the
 // note says that no per-chunk events came where NCCL had no network steps.
+// A training step: a compute lane above each rank's send, recv and reduce, the compute
+// spans on it, and where the rank computed with a message in flight, the overlap.
+TEST(ChartsData, TimelineOfATrainingStepHasAComputeLaneAndItsOverlap) {
+  SweepRow row;
+  row.result.request.algorithm = "ring";
+  row.result.request.train = TrainConfig{};
+  row.result.nranks = 2;
+  const auto add = [&](EventKind k, int rank, int64_t endNs, uint64_t lengthNs) {
+    TelemetryEvent e;
+    e.rank = rank;
+    e.kind = k;
+    e.peer = k == EventKind::SendStart || k == EventKind::SendEnd ? 1 - rank : -1;
+    e.tNs = endNs;
+    e.offset = lengthNs;
+    row.result.events.push_back(e);
+  };
+  add(EventKind::ComputeForward, 0, 10'000, 10'000);   // 0 .. 10 us
+  add(EventKind::ComputeBackward, 0, 30'000, 20'000);  // 10 .. 30 us
+  add(EventKind::SendStart, 0, 20'000, 0);             // a bucket's send, 20 .. 40 us
+  add(EventKind::SendEnd, 0, 40'000, 0);
+  add(EventKind::ComputeOptimizer, 0, 45'000, 5'000);  // 40 .. 45 us
+  add(EventKind::ComputeForward, 1, 12'000, 12'000);
+  const TimelineData t = stepTimeline(row);
+  EXPECT_TRUE(t.training);
+  EXPECT_FALSE(t.nccl);
+  EXPECT_EQ(t.laneNames, (std::vector<std::string>{"compute", "send", "recv", "reduce"}));
+  ASSERT_EQ(t.lanes.size(), 8U);
+  EXPECT_EQ(t.lanes[4], "rank 1 compute");
+  EXPECT_NE(t.title.find("Training step 0"), std::string::npos) << t.title;
+  std::map<Activity, int> bars;
+  for (const TimelineBar& b : t.bars) {
+    ++bars[b.activity];
+    EXPECT_EQ(b.lane % 4 == 0, isComputeActivity(b.activity)) << b.lane;
+  }
+  EXPECT_EQ(bars[Activity::Forward], 2);
+  EXPECT_EQ(bars[Activity::Backward], 1);
+  EXPECT_EQ(bars[Activity::Optimizer], 1);
+  EXPECT_EQ(bars[Activity::Send], 1);
+  // The backward pass overlapped the send; the optimizer began as it ended.
+  ASSERT_EQ(t.overlaps.size(), 1U);
+  EXPECT_EQ(t.overlaps[0].rank, 0);
+  EXPECT_DOUBLE_EQ(t.overlaps[0].startUs, 20);
+  EXPECT_DOUBLE_EQ(t.overlaps[0].endUs, 30);
+  EXPECT_TRUE(t.stepEnds.empty());
+}
+
 TEST(ChartsData, TimelineOfAnNcclRunShowsNcclsLanesLabelledAsNccls) {
   SweepRow row;
   row.sizeBytes = 4096;
@@ -483,12 +529,20 @@ TEST(TimeAxis, PlainNumbersNeverUseAnExponent) {
   EXPECT_EQ(plainNumber(0.0004, 0.0002), "0.0004");
 }
 
-TEST(TimeAxis, TheUnitFollowsTheSpan) {
+TEST(TimeAxis, TheUnitFollowsTheSpanAsTimeLabelsDo) {
   EXPECT_EQ(timeUnitFor(800).name, "\u00B5s");
-  EXPECT_EQ(timeUnitFor(9'999).name, "\u00B5s");
-  EXPECT_EQ(timeUnitFor(10'000).name, "ms");
-  EXPECT_EQ(timeUnitFor(9'000'000).name, "ms");
+  EXPECT_EQ(timeUnitFor(999).name, "\u00B5s");
+  EXPECT_EQ(timeUnitFor(1'000).name, "ms");
+  EXPECT_EQ(timeUnitFor(999'000).name, "ms");
   EXPECT_EQ(timeUnitFor(20'000'000).name, "s");
+  // A step of 6.46 ms stands on an axis in ms, not on one that reads "6000 µs".
+  const std::string bar = timeLabel(6'460);
+  EXPECT_EQ(bar, "6.46 ms");
+  for (const AxisTick& t : timeTicks(6'460 * 1.08, 5)) {
+    if (t.value > 0) {
+      EXPECT_NE(t.label.find(" ms"), std::string::npos) << t.label;
+    }
+  }
 }
 
 std::vector<std::string> labels(const std::vector<AxisTick>& ticks) {
@@ -500,8 +554,9 @@ std::vector<std::string> labels(const std::vector<AxisTick>& ticks) {
 TEST(TimeAxis, TicksOfATimelineReadInMicrosecondsMillisecondsOrSeconds) {
   // A 4M ring's iteration: about 8 ms.
   EXPECT_EQ(labels(timeTicks(8'000, 4)),
-            (std::vector<std::string>{"0", "2000 \u00B5s", "4000 \u00B5s", "6000 \u00B5s",
-                                      "8000 \u00B5s"}));
+            (std::vector<std::string>{"0", "2 ms", "4 ms", "6 ms", "8 ms"}));
+  EXPECT_EQ(labels(timeTicks(800, 4)), (std::vector<std::string>{"0", "200 \u00B5s", "400 \u00B5s",
+                                                                 "600 \u00B5s", "800 \u00B5s"}));
   // A 64M ring on 500 MB/s ports: about 50 ms, where the old axis read 1e+04 and 5e+04.
   const std::vector<AxisTick> ms = timeTicks(52'000, 5);
   EXPECT_EQ(labels(ms), (std::vector<std::string>{"0", "20 ms", "40 ms"}));

@@ -8,6 +8,7 @@
 #include <QImage>
 #include <QProcess>
 #include <QSet>
+#include <QSignalSpy>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <algorithm>
@@ -224,7 +225,12 @@ TEST_F(TrainingFiles, TheWindowShowsARecordAndRefusesABadOneInTheBanner) {
   auto* dock = w->findChild<QDockWidget*>(QStringLiteral("trainingDock"));
   ASSERT_NE(dock, nullptr);
   EXPECT_FALSE(dock->isVisible()) << "hidden until a record is opened";
-  EXPECT_FALSE(w->openTrainingRecord(bad_));
+  // The record is read off the GUI thread: a signal says how it went.
+  QSignalSpy refused(w.get(), &MainWindow::trainingRecordRefused);
+  QSignalSpy shown(w.get(), &MainWindow::trainingRecordShown);
+  w->openTrainingRecord(bad_);
+  ASSERT_TRUE(refused.wait(10'000));
+  EXPECT_TRUE(shown.isEmpty());
   ASSERT_FALSE(w->banner()->isHidden());
   EXPECT_EQ(w->banner()->headline(), QStringLiteral("Could not open the training record"));
   EXPECT_EQ(w->banner()->details(),
@@ -232,7 +238,10 @@ TEST_F(TrainingFiles, TheWindowShowsARecordAndRefusesABadOneInTheBanner) {
                            "a string")
                 .arg(bad_));
   EXPECT_FALSE(w->trainingView()->hasRecord());
-  EXPECT_TRUE(w->openTrainingRecord(good_));
+  w->openTrainingRecord(good_);
+  ASSERT_TRUE(shown.wait(10'000));
+  EXPECT_EQ(refused.size(), 1);
+  EXPECT_EQ(shown.at(0).at(0).toString(), good_);
   EXPECT_TRUE(w->banner()->isHidden());
   EXPECT_TRUE(dock->isVisible());
   EXPECT_TRUE(w->trainingView()->hasRecord());

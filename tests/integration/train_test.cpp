@@ -79,6 +79,64 @@ TEST(Training, ReplicasStayBitwiseIdenticalUnderEveryAlgorithm) {
   for (const TrainStepRow& row : trainRows(ps, 4, stepsOf(r))) EXPECT_TRUE(row.identical);
 }
 
+// The events of `rank` in training step `step` whose kind `pick` accepts, in time order.
+std::vector<TelemetryEvent> eventsOf(const RunResult& r, int rank, uint32_t step,
+                                     bool (*pick)(EventKind)) {
+  std::vector<TelemetryEvent> out;
+  for (const TelemetryEvent& e : r.events)
+    if (e.rank == rank && e.iteration == step && pick(e.kind)) out.push_back(e);
+  return out;
+}
+
+bool isChunkSend(EventKind k) { return k == EventKind::SendStart; }
+bool isChunkRecv(EventKind k) { return k == EventKind::RecvEnd; }
+
+// Every rank's compute spans travel as telemetry beside its buckets' chunk events: per step,
+// a forward event per layer in layer order, a backward event per layer from the last, then
+// the optimizer's, each beginning after the one before ended; and the buckets' sends and
+// receives. At level steps the compute spans remain and the chunk events go.
+TEST(Training, ComputeSpansAreTelemetryBesideTheBucketsChunkEvents) {
+  Coordinator coord(localOptions(4));
+  EventClient client(coord);
+  ASSERT_TRUE(client.waitJoined(4));
+  const TrainConfig t = tinyTraining(SyncMode::AllReduce, 3);
+  const uint32_t layers = static_cast<uint32_t>(t.layers.size() - 1);
+  for (TelemetryLevel level : {TelemetryLevel::Chunks, TelemetryLevel::Steps}) {
+    RunRequest base = smallSlices("ring");
+    base.telemetry = level;
+    const RunResult r = client.run(trainingRequest(base, t));
+    ASSERT_EQ(r.state, RunState::Done) << r.error;
+    EXPECT_EQ(r.eventsDropped, 0u);
+    for (int rank = 0; rank < 4; ++rank) {
+      for (uint32_t step = 0; step < t.steps; ++step) {
+        const auto c = eventsOf(r, rank, step, isComputeKind);
+        ASSERT_EQ(c.size(), 2 * layers + 1) << "rank " << rank << " step " << step;
+        for (uint32_t l = 0; l < layers; ++l) {
+          EXPECT_EQ(c[l].kind, EventKind::ComputeForward);
+          EXPECT_EQ(c[l].chunk, l);
+          EXPECT_EQ(c[layers + l].kind, EventKind::ComputeBackward);
+          EXPECT_EQ(c[layers + l].chunk, layers - 1 - l);
+        }
+        EXPECT_EQ(c.back().kind, EventKind::ComputeOptimizer);
+        for (size_t i = 0; i < c.size(); ++i) {
+          EXPECT_EQ(c[i].peer, -1);
+          if (i > 0) {
+            EXPECT_GE(computeSpanStartNs(c[i]), c[i - 1].tNs) << "span " << i;
+          }
+        }
+        const size_t sends = eventsOf(r, rank, step, isChunkSend).size();
+        const size_t recvs = eventsOf(r, rank, step, isChunkRecv).size();
+        if (level == TelemetryLevel::Chunks) {
+          EXPECT_GT(sends, 0u) << "rank " << rank << " step " << step;
+          EXPECT_GT(recvs, 0u) << "rank " << rank << " step " << step;
+        } else {
+          EXPECT_EQ(sends + recvs, 0u);
+        }
+      }
+    }
+  }
+}
+
 TEST(Training, TheLossFallsWithOverlapOnAndOff) {
   Coordinator coord(localOptions(4));
   EventClient client(coord);

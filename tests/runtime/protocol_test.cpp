@@ -661,15 +661,15 @@ TEST(Protocol, RejectsBadTelemetryBatches) {
     EXPECT_EQ(batch.events[0].peer, 63);
     EXPECT_EQ(batch.events[0].kind, EventKind::IterationEnd);
   }
-  rejects(withRecord(15, 0, 1), "telemetry record 0: unknown event kind 15");
+  rejects(withRecord(18, 0, 1), "telemetry record 0: unknown event kind 18");
   rejects(withRecord(0, 5, 1), "telemetry record 0: unknown phase 5");
   rejects(withRecord(0, 0, 64), "telemetry record 0: peer 64");
   rejects(withRecord(0, 0, -2), "telemetry record 0: peer -2");
   // Truncated: a record cut short, and records whose size says nothing of the layout.
   rejects(withAppended(empty, [](Bytes& b) { putBytes(b, 17, sampleRecords(3).substr(0, 143)); }),
           "143 bytes, not a whole number of 48-byte records (truncated?)");
-  rejects(withAppended(sampleBatch(2), [](Bytes& b) { putField(b, 15, 4); }),
-          "layout version 4 is not supported");
+  rejects(withAppended(sampleBatch(2), [](Bytes& b) { putField(b, 15, 5); }),
+          "layout version 5 is not supported");
   rejects(withAppended(sampleBatch(2), [](Bytes& b) { putField(b, 16, 32); }),
           "records of 32 bytes, expected 48");
   rejects(withAppended(sampleBatch(2), [](Bytes& b) { putField(b, 16, 0); }),
@@ -1035,7 +1035,7 @@ TEST(Protocol, EncodeRecordsIsEncodeOfTheSameEvents) {
   // out of range, too many records, a head out of range; and events beside records.
   EXPECT_THROW((void)head.encodeRecords({bytes, 47}), EnforceError);
   std::string bad = records;
-  bad[46] = 15;  // an unknown kind in record 0
+  bad[46] = 18;  // an unknown kind in record 0
   EXPECT_THROW((void)head.encodeRecords({reinterpret_cast<const uint8_t*>(bad.data()), 48}),
                EnforceError);
   const std::string many = sampleRecords(kMaxEventsPerBatch + 1);

@@ -228,12 +228,6 @@ double niceStep(double span, int n) {
   return 10 * p;
 }
 
-TimeUnit timeUnitFor(double spanUs) {
-  if (spanUs < 1e4) return {"\u00B5s", 1};
-  if (spanUs < 1e7) return {"ms", 1e3};
-  return {"s", 1e6};
-}
-
 std::vector<AxisTick> timeTicks(double spanUs, int n) {
   std::vector<AxisTick> ticks;
   if (!(spanUs > 0) || !std::isfinite(spanUs)) return ticks;

@@ -132,16 +132,8 @@ std::string noRunSubtitle(const BenchConfig* setup = nullptr);
 // about n ticks over [0, span] (1 for a span that is not positive).
 double niceStep(double span, int n);
 
-// The unit a time axis over [0, spanUs] reads in: µs below 10 ms of span, ms below 10 s, s
-// from there on.
-struct TimeUnit {
-  std::string name;  // "µs", "ms", "s"
-  double us = 1;     // microseconds in one unit
-};
-TimeUnit timeUnitFor(double spanUs);
-
-// Ticks over [0, spanUs] at a round step (about `n` of them) in the span's unit, labelled "0",
-// "2 ms", "4 ms", ...
+// Ticks over [0, spanUs] at a round step (about `n` of them) in the span's unit
+// (timeUnitFor, the unit timeLabel writes a time of that size in), labelled "0", "2 ms", ...
 std::vector<AxisTick> timeTicks(double spanUs, int n);
 
 // "4K", "64K", "1M": a size in bytes as nccl-tests' users read it, rounded to a power of two.
@@ -192,24 +184,37 @@ struct StepEndMark {
   double tUs = 0;
 };
 
+// Where a rank computed while its communication was in flight (a training step's overlap).
+struct OverlapSpan {
+  int rank = 0;
+  double startUs = 0;
+  double endUs = 0;
+};
+
 struct TimelineData {
   std::string title;
   std::string subtitle;
   int nranks = 0;
   uint32_t iteration = 0;
-  std::vector<std::string> lanes;  // "rank 0 send", "rank 0 recv", "rank 0 reduce", ...
+  std::vector<std::string> lanes;      // "rank 0 send", "rank 0 recv", "rank 0 reduce", ...
+  std::vector<std::string> laneNames;  // each rank's lanes: "send", "recv", "reduce"
   std::vector<int> laneRank;
   std::vector<TimelineBar> bars;
   std::vector<StepEndMark> stepEnds;  // every rank's step ends
   // NCCL's run: the lanes are NCCL's (collective, kernel channels, proxy steps), from what
   // NCCL's profiler plugin reported, not the lab's send, recv and reduce.
   bool nccl = false;
+  // A training step: a compute lane (forward, backward, optimizer) above the buckets'
+  // send, recv and reduce lanes, and where compute and communication overlapped.
+  bool training = false;
+  std::vector<OverlapSpan> overlaps;
   double endUs = 0;
   std::string note;
 };
 
 // The per-step timeline of one iteration of a run: three lanes per rank (send, recv,
-// reduce; for a run of NCCL's: NCCL collective, NCCL kernel, NCCL proxy), times in microseconds
+// reduce; for a run of NCCL's: NCCL collective, NCCL kernel, NCCL proxy; for a training run,
+// whose iteration is a training step, compute above the three), times in microseconds
 // from the iteration's first event. `iteration` < 0 picks the timed iteration whose slowest-rank
 // time is the median.
 TimelineData stepTimeline(const SweepRow& row, int iteration = -1);

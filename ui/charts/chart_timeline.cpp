@@ -25,18 +25,73 @@ int medianIteration(const RunResult& res) {
   return static_cast<int>(byTime[(byTime.size() - 1) / 2].second);
 }
 
-int laneOf(Activity a) {
+// The lane of an activity within its rank's lanes; a training run's compute lane comes first.
+int laneOf(Activity a, bool training) {
+  const int below = training ? 1 : 0;
   switch (a) {
+    case Activity::Forward:
+    case Activity::Backward:
+    case Activity::Optimizer: return training ? 0 : -1;
     case Activity::Send:
-    case Activity::NcclColl: return 0;
+    case Activity::NcclColl: return below;
     case Activity::Recv:
-    case Activity::NcclKernel: return 1;
+    case Activity::NcclKernel: return below + 1;
     case Activity::Reduce:
     case Activity::NcclSend:
-    case Activity::NcclRecv: return 2;
+    case Activity::NcclRecv: return below + 2;
     default: return -1;
   }
 }
+
+bool isTraining(const RunResult& res) {
+  return res.request.train.has_value() ||
+         std::any_of(res.events.begin(), res.events.end(),
+                     [](const TelemetryEvent& e) { return isComputeKind(e.kind); });
+}
+
+std::vector<std::pair<double, double>> merged(std::vector<std::pair<double, double>> iv) {
+  std::sort(iv.begin(), iv.end());
+  std::vector<std::pair<double, double>> out;
+  for (const auto& x : iv) {
+    if (!out.empty() && x.first <= out.back().second) {
+      out.back().second = std::max(out.back().second, x.second);
+    } else {
+      out.push_back(x);
+    }
+  }
+  return out;
+}
+
+// Per rank, where a compute bar and a communication bar (send, recv, reduce) share time.
+std::vector<OverlapSpan> overlapsOf(const std::vector<TimelineBar>& bars, int nranks) {
+  std::vector<OverlapSpan> out;
+  for (int r = 0; r < nranks; ++r) {
+    std::vector<std::pair<double, double>> compute, comm;
+    for (const TimelineBar& b : bars) {
+      if (b.rank != r) continue;
+      (isComputeActivity(b.activity) ? compute : comm).emplace_back(b.startUs, b.endUs);
+    }
+    const auto a = merged(std::move(compute)), c = merged(std::move(comm));
+    for (size_t i = 0, j = 0; i < a.size() && j < c.size();) {
+      const double lo = std::max(a[i].first, c[j].first), hi = std::min(a[i].second, c[j].second);
+      if (lo < hi) out.push_back({r, lo, hi});
+      (a[i].second < c[j].second ? i : j) += 1;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> laneNamesOf(bool nccl, bool training) {
+  if (nccl) return {"NCCL collective", "NCCL kernel", "NCCL proxy"};
+  if (training) return {"compute", "send", "recv", "reduce"};
+  return {"send", "recv", "reduce"};
+}
+
+constexpr const char* kTrainingNote =
+    "Measured telemetry of one training step (the median by its slowest rank): each rank's "
+    "forward and backward pass per layer and its optimizer on the compute lane, its buckets' "
+    "all-reduces as chunk events below. Shaded: the rank computed while its communication was "
+    "in flight, the overlap that hides the all-reduce.";
 
 bool hasNcclEvents(const RunResult& res) {
   return std::any_of(res.events.begin(), res.events.end(),
@@ -108,38 +163,27 @@ std::string bottleneckHeadline(const LinkLoads& l) {
          ", the median link " + percentLabel(l.medianBusy);
 }
 
-}  // namespace
-
-TimelineData stepTimeline(const SweepRow& row, int iteration) {
-  TimelineData d;
+// The run's events of the iteration shown, and its title.
+std::vector<TelemetryEvent> iterationEvents(const SweepRow& row, int iteration, TimelineData& d) {
   const RunResult& res = row.result;
-  d.nranks = res.nranks;
-  for (const TelemetryEvent& e : res.events) d.nranks = std::max(d.nranks, e.rank + 1);
   if (iteration < 0) iteration = medianIteration(res);
   if (iteration < 0 && !res.events.empty())
     iteration = static_cast<int>(res.events.back().iteration);
   d.iteration = static_cast<uint32_t>(std::max(iteration, 0));
-  d.title = "Per-step timeline: " + res.request.algorithm + " " + formatSize(row.sizeBytes) +
-            ", iteration " + std::to_string(d.iteration);
-  d.nccl = hasNcclEvents(res);
-  const auto laneNames =
-      d.nccl ? std::vector<const char*>{"NCCL collective", "NCCL kernel", "NCCL proxy"}
-             : std::vector<const char*>{"send", "recv", "reduce"};
-  for (int r = 0; r < d.nranks; ++r) {
-    for (const char* lane : laneNames) {
-      d.lanes.push_back("rank " + std::to_string(r) + " " + lane);
-      d.laneRank.push_back(r);
-    }
-  }
+  d.title = d.training
+                ? "Training step " + std::to_string(d.iteration) + ": compute and the " +
+                      "buckets' " + res.request.algorithm + " all-reduces"
+                : "Per-step timeline: " + res.request.algorithm + " " + formatSize(row.sizeBytes) +
+                      ", iteration " + std::to_string(d.iteration);
   std::vector<TelemetryEvent> events;
   for (const TelemetryEvent& e : res.events) {
     if (e.iteration == d.iteration) events.push_back(e);
   }
-  if (events.empty()) {
-    d.note = "No telemetry for this run (telemetry off, or not kept).";
-    return d;
-  }
-  const Timeline tl(events);
+  return events;
+}
+
+// The bars and step ends of `tl`, in microseconds from its first interval or event.
+void placeBars(const Timeline& tl, const std::vector<TelemetryEvent>& events, TimelineData& d) {
   int64_t t0 = INT64_MAX, t1 = INT64_MIN;
   for (const Interval& iv : tl.intervals()) {
     t0 = std::min(t0, iv.startNs);
@@ -149,21 +193,50 @@ TimelineData stepTimeline(const SweepRow& row, int iteration) {
     t0 = std::min(t0, e.tNs);
     t1 = std::max(t1, e.tNs);
   }
+  const int perRank = static_cast<int>(d.laneNames.size());
   for (const Interval& iv : tl.intervals()) {
     const double s = static_cast<double>(iv.startNs - t0) / 1e3;
     const double e = static_cast<double>(iv.endNs - t0) / 1e3;
+    // A training step's buckets each end steps of their own: no one step to tick.
     if (iv.activity == Activity::Step) {
-      d.stepEnds.push_back({iv.rank, events[iv.event].step, e});
+      if (!d.training) d.stepEnds.push_back({iv.rank, events[iv.event].step, e});
       continue;
     }
-    const int lane = laneOf(iv.activity);
+    const int lane = laneOf(iv.activity, d.training);
     if (lane < 0 || iv.rank < 0 || iv.rank >= d.nranks) continue;
-    d.bars.push_back({iv.rank * 3 + lane, iv.rank, iv.activity, iv.peer, s, e});
+    d.bars.push_back({iv.rank * perRank + lane, iv.rank, iv.activity, iv.peer, s, e});
   }
   d.endUs = static_cast<double>(t1 - t0) / 1e3;
-  d.note = d.nccl ? ncclNote(tl)
-                  : "Measured telemetry of one timed iteration (the median one by its slowest "
-                    "rank). Ticks: each rank's step ends.";
+}
+
+}  // namespace
+
+TimelineData stepTimeline(const SweepRow& row, int iteration) {
+  TimelineData d;
+  const RunResult& res = row.result;
+  d.nranks = res.nranks;
+  for (const TelemetryEvent& e : res.events) d.nranks = std::max(d.nranks, e.rank + 1);
+  d.nccl = hasNcclEvents(res);
+  d.training = !d.nccl && isTraining(res);
+  d.laneNames = laneNamesOf(d.nccl, d.training);
+  for (int r = 0; r < d.nranks; ++r) {
+    for (const std::string& lane : d.laneNames) {
+      d.lanes.push_back("rank " + std::to_string(r) + " " + lane);
+      d.laneRank.push_back(r);
+    }
+  }
+  const std::vector<TelemetryEvent> events = iterationEvents(row, iteration, d);
+  if (events.empty()) {
+    d.note = "No telemetry for this run (telemetry off, or not kept).";
+    return d;
+  }
+  const Timeline tl(events);
+  placeBars(tl, events, d);
+  if (d.training) d.overlaps = overlapsOf(d.bars, d.nranks);
+  d.note = d.nccl       ? ncclNote(tl)
+           : d.training ? kTrainingNote
+                        : "Measured telemetry of one timed iteration (the median one by its "
+                          "slowest rank). Ticks: each rank's step ends.";
   return d;
 }
 

@@ -29,15 +29,21 @@ std::string plainNumber(double v, double step) {
   return out;
 }
 
+TimeUnit timeUnitFor(double us) {
+  const double a = std::abs(us);
+  if (a < 1e3) return {"\u00B5s", 1};
+  if (a < 1e6) return {"ms", 1e3};
+  return {"s", 1e6};
+}
+
 std::string timeLabel(double us) {
   if (!std::isfinite(us)) return kNoValue;
-  const double a = std::abs(us);
-  const char* unit = a < 1e3 ? "\u00B5s" : a < 1e6 ? "ms" : "s";
-  const double v = us / (a < 1e3 ? 1 : a < 1e6 ? 1e3 : 1e6);
+  const TimeUnit unit = timeUnitFor(us);
+  const double v = us / unit.us;
   if (v == 0) return "0";
   // Three significant digits, trailing zeros dropped: 1, 2.5, 0.125, 1000.
   const int decimals = std::clamp(2 - static_cast<int>(std::floor(std::log10(std::abs(v)))), 0, 9);
-  return plainNumber(v, std::pow(10.0, -decimals)) + " " + unit;
+  return plainNumber(v, std::pow(10.0, -decimals)) + " " + unit.name;
 }
 
 std::string rateLabel(double bytesPerSecond) {

@@ -446,6 +446,7 @@ QString sizeText(uint64_t bytes) {
 }
 
 QString modelHtml(const RunExplanation& x, bool projector) {
+  if (x.trainingBuckets > 0) return {};  // no model of a training step
   if (projector) {
     return QStringLiteral("<b>Model</b> %1 · <b>measured</b> %2")
         .arg(timeText(modelUs(x)), timeText(x.measuredUs));
@@ -467,6 +468,7 @@ QString modelHtml(const RunExplanation& x, bool projector) {
 }
 
 QString busbwHtml(const RunExplanation& x, bool projector) {
+  if (x.trainingBuckets > 0) return {};  // a step is no one collective of the whole gradient
   const double ratio = x.wireGBps > 0 ? x.busbwGBps / x.wireGBps : 0;
   if (projector) {
     return QStringLiteral("<b>busbw</b> %1 · <b>wire</b> %2")
@@ -490,6 +492,14 @@ QString busbwHtml(const RunExplanation& x, bool projector) {
 }
 
 QString sentHtml(const RunExplanation& x, bool projector) {
+  if (x.trainingBuckets > 0) {
+    return QStringLiteral(
+               "<b>A training step</b> reduces its gradient in %1 bucket(s), an all-reduce "
+               "each, while the backward pass goes on: the bytes, busbw and model of one "
+               "all-reduce of the whole gradient do not describe it. The per-step timeline "
+               "shows each rank's compute and its buckets' messages.")
+        .arg(x.trainingBuckets);
+  }
   const SentSummary m = summarize(x.sent);
   if (projector) {
     if (m.measuredRanks == 0 && !x.library.empty()) {

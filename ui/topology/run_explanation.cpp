@@ -6,6 +6,7 @@
 #include "exec/collective_library.h"
 #include "export/export.h"
 #include "runtime/sweep.h"
+#include "train/replica.h"
 
 namespace arl::ui {
 
@@ -117,6 +118,7 @@ RunExplanation explainRun(const SweepRow& row, const ModelContext& model) {
   if (const LibraryAlgorithm* lib = findLibraryAlgorithm(req.algorithm)) {
     x.library = std::string(lib->library);
   }
+  if (req.train) x.trainingBuckets = planBuckets(req.train->layers, req.train->bucketBytes).size();
   x.defaults = model.params == ModelParams{};
   x.source = model.source;
   CostQuery q = costQueryOf(row, req.shaping);

@@ -73,6 +73,9 @@ struct RunExplanation {
   // The collective library that ran the algorithm ("nccl": findLibraryAlgorithm()); empty for
   // the lab's own, whose executor reports the bytes each rank sent.
   std::string library;
+  // A training run (allreduce-lab train --record): each step reduces its gradient in buckets,
+  // a collective each, so one all-reduce's bytes, busbw and model do not describe it.
+  size_t trainingBuckets = 0;  // 0: not a training run
 
   // The model.
   bool defaults = true;  // the parameters are the built-in ones (nothing calibrated)

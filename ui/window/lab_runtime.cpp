@@ -10,6 +10,7 @@
 #include "base/errors.h"
 #include "export/export.h"
 #include "export/nccl_tests.h"
+#include "export/train_export.h"
 
 Q_LOGGING_CATEGORY(lcRuntime, "arl.window.runtime")
 
@@ -34,6 +35,7 @@ void registerRuntimeTypes() {
   qRegisterMetaType<TopologyRun>("arl::ui::TopologyRun");
   qRegisterMetaType<SweepRow>("arl::SweepRow");
   qRegisterMetaType<BenchReport>("arl::BenchReport");
+  qRegisterMetaType<TrainRecord>("arl::TrainRecord");
 }
 
 LabRuntime::LabRuntime(std::string workerBinary, QObject* parent)
@@ -159,6 +161,14 @@ void LabRuntime::loadRecording(const QString& path) {
     emit recordingLoaded(readSessionFile(path.toStdString()), path);
   } catch (const std::exception& e) {
     emit recordingFailed(QString::fromStdString(e.what()));
+  }
+}
+
+void LabRuntime::loadTrainRecord(const QString& path) {
+  try {
+    emit trainRecordLoaded(readTrainFile(path.toStdString()), path);
+  } catch (const TrainRecordError& e) {
+    emit trainRecordFailed(QString::fromStdString(e.what()));
   }
 }
 

@@ -44,6 +44,8 @@ class LabRuntime : public QObject {
   void shutdown();
   // Reads a recording (.arlrec) off the GUI thread.
   void loadRecording(const QString& path);
+  // Reads a training record (allreduce-lab train --json) off the GUI thread.
+  void loadTrainRecord(const QString& path);
 
  signals:
   void workersChanged(const arl::ui::WorkerList& workers, const QString& joinCommand);
@@ -57,6 +59,8 @@ class LabRuntime : public QObject {
   void message(const QString& text, int level);
   void recordingLoaded(const arl::BenchReport& report, const QString& path);
   void recordingFailed(const QString& error);
+  void trainRecordLoaded(const arl::TrainRecord& record, const QString& path);
+  void trainRecordFailed(const QString& error);
   void shutDown();
 
  private:

@@ -13,6 +13,7 @@
 #include <QStringList>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <utility>
 
 #include "charts/charts_panel.h"
@@ -150,6 +151,8 @@ void MainWindow::connectRuntime() {
     setMode(tr("no recording"), QStringLiteral("#555555"));
     emit recordingRefused(e);
   });
+  connect(runtime_, &LabRuntime::trainRecordLoaded, this, &MainWindow::onTrainRecord);
+  connect(runtime_, &LabRuntime::trainRecordFailed, this, &MainWindow::onTrainRecordFailed);
   connect(runtime_, &LabRuntime::shutDown, this, &MainWindow::onShutDown);
 }
 
@@ -293,6 +296,11 @@ void MainWindow::openRecording(const QString& path) {
       runtime_, [r = runtime_, path] { r->loadRecording(path); }, Qt::QueuedConnection);
 }
 
+void MainWindow::openTrainingRecord(const QString& path) {
+  QMetaObject::invokeMethod(
+      runtime_, [r = runtime_, path] { r->loadTrainRecord(path); }, Qt::QueuedConnection);
+}
+
 void MainWindow::setRunning(bool running) {
   running_ = running;
   runAction_->setEnabled(!running && problems_.empty() && !closing_);
@@ -384,7 +392,12 @@ void MainWindow::onRecording(const BenchReport& report, const QString& path) {
     topology_->setPauses(std::move(*pendingPauses_));
     pendingPauses_.reset();
   } else {
-    setMode(tr("⟲ REPLAY · %1").arg(QFileInfo(path).fileName()), QStringLiteral("#0b5cad"));
+    // A training run's recording says so: its iterations are training steps.
+    const bool training = std::any_of(report_.rows.begin(), report_.rows.end(),
+                                      [](const SweepRow& r) { return r.result.request.train; });
+    setMode((training ? tr("⟲ REPLAY · TRAINING · %1") : tr("⟲ REPLAY · %1"))
+                .arg(QFileInfo(path).fileName()),
+            QStringLiteral("#0b5cad"));
     rememberRecent(path);
   }
   emit recordingShown(path);

@@ -66,10 +66,11 @@ class MainWindow : public QMainWindow {
   void stop();
   // Shows a recording (read off the GUI thread); recordingShown() or a banner follows.
   void openRecording(const QString& path);
-  // Shows a training record (allreduce-lab train's JSON) in the Training view and brings the
-  // view forward; false, with the reader's error (naming the file and the field) in the banner,
-  // when it cannot be read.
-  bool openTrainingRecord(const QString& path);
+  // Shows a training record (allreduce-lab train's JSON, read off the GUI thread) in the
+  // Training view and brings the view forward: trainingRecordShown() follows, or
+  // trainingRecordRefused() with the reader's error (naming the file and the field) in the
+  // banner.
+  void openTrainingRecord(const QString& path);
   // Brings the Training view forward (View -> Training).
   void showTraining();
   // Replays a lesson's run (or, `bundled`, its bundled recording) with the lesson's pauses.
@@ -155,6 +156,8 @@ class MainWindow : public QMainWindow {
   void onImported(const BenchReport& imported, const QString& path);
   // The row in the topology pane, or, without telemetry, the pane says so.
   void showInPane(const SweepRow& row);
+  void onTrainRecord(const TrainRecord& record, const QString& path);
+  void onTrainRecordFailed(const QString& error);
   void onRuntimeMessage(const QString& text, int level);
   void onShutDown();
   void exportSession();
@@ -182,6 +185,8 @@ class MainWindow : public QMainWindow {
   bool chartsStepAside_ = false;  // the charts were hidden for the game
   // A lesson's pauses for the recording being opened (set on recordingShown).
   std::optional<std::vector<PlaybackPause>> pendingPauses_;
+  // The training record being read is a lesson's: the mode it shows once read.
+  std::optional<QString> pendingTrainingMode_;
   QString lessonReplayLabel_;
   QAction* runAction_ = nullptr;
   QAction* stopAction_ = nullptr;

@@ -179,10 +179,8 @@ void MainWindow::buildLessonsDock() {
             on ? QStringLiteral("#a15c00") : QStringLiteral("#555555"));
   });
   connect(lessons_, &LessonsPanel::trainingRecordReady, this, [this](const QString& path) {
-    if (!openTrainingRecord(path)) return;
-    // Less than the view takes when opened alone: the lesson's verdict stays in sight above.
-    resizeDocks({trainingDock_}, {std::max(420, height() * 64 / 100)}, Qt::Vertical);
-    setMode(tr("✓ lesson · its training runs"), QStringLiteral("#0b5cad"));
+    pendingTrainingMode_ = tr("✓ lesson · its training runs");
+    openTrainingRecord(path);
   });
 }
 
@@ -473,22 +471,28 @@ void MainWindow::chooseTrainingRecord() {
   if (!path.isEmpty()) openTrainingRecord(path);
 }
 
-bool MainWindow::openTrainingRecord(const QString& path) {
-  const QString refused = tr("Could not open the training record");
-  TrainRecord record;
-  try {
-    record = readTrainFile(path.toStdString());
-  } catch (const TrainRecordError& e) {
-    const QString error = QString::fromStdString(e.what());
-    banner_->showProblem(refused, error);
-    emit trainingRecordRefused(error);
-    return false;
-  }
-  if (banner_->headline() == refused) banner_->hide();  // a run's failure stays
+namespace {
+const char* const kTrainingRefused =
+    QT_TRANSLATE_NOOP("MainWindow", "Could not open the training record");
+}  // namespace
+
+void MainWindow::onTrainRecord(const TrainRecord& record, const QString& path) {
+  if (banner_->headline() == tr(kTrainingRefused)) banner_->hide();  // a run's failure stays
   training_->setRecord(record, path);
   showTraining();
+  if (pendingTrainingMode_) {
+    // Less than the view takes when opened alone: the lesson's verdict stays in sight above.
+    resizeDocks({trainingDock_}, {std::max(420, height() * 64 / 100)}, Qt::Vertical);
+    setMode(*pendingTrainingMode_, QStringLiteral("#0b5cad"));
+    pendingTrainingMode_.reset();
+  }
   emit trainingRecordShown(path);
-  return true;
+}
+
+void MainWindow::onTrainRecordFailed(const QString& error) {
+  pendingTrainingMode_.reset();
+  banner_->showProblem(tr(kTrainingRefused), error);
+  emit trainingRecordRefused(error);
 }
 
 // The Training view in front, with most of the height: its five charts need it more than the

@@ -10,6 +10,7 @@
 #include "runtime/run_types.h"
 #include "runtime/sweep.h"
 #include "topology/topology_run.h"
+#include "train/train_types.h"
 #include "window/setup.h"
 
 namespace arl::ui {
@@ -66,3 +67,4 @@ Q_DECLARE_METATYPE(arl::ui::RunProgress)
 Q_DECLARE_METATYPE(arl::ui::TopologyRun)
 Q_DECLARE_METATYPE(arl::SweepRow)
 Q_DECLARE_METATYPE(arl::BenchReport)
+Q_DECLARE_METATYPE(arl::TrainRecord)
