@@ -231,6 +231,9 @@ std::unique_ptr<Coordinator> Bench::startCoordinator() {
   opt.expectRemote = c_.expect;
   opt.listen = c_.listen;
   opt.backend = c_.backend;
+  for (size_t i = 0; i + 1 < c_.mpiMca.size(); i += 2) {
+    opt.mpirunArgs.insert(opt.mpirunArgs.end(), {"--mca", c_.mpiMca[i], c_.mpiMca[i + 1]});
+  }
   opt.localDevices = c_.devices;
   opt.joinTimeout = std::chrono::milliseconds(kLocalJoinTimeout);
   try {
@@ -378,6 +381,12 @@ void Bench::printLibraryNote(std::string_view library) const {
   }
   if (names.empty()) return;
   if (library == "mpi") {
+    std::string mca;
+    for (size_t i = 0; i + 1 < c_.mpiMca.size(); i += 2) {
+      mca += (mca.empty() ? "" : ", ") + c_.mpiMca[i] + " " + c_.mpiMca[i + 1];
+    }
+    std::printf("#\n# Open MPI's parameters (--mca): %s\n",
+                mca.empty() ? "its defaults (btl: its own choice of transport)" : mca.c_str());
     std::printf(
         "#\n# %s: Open MPI's own collectives (MPI_Allreduce and its kin, coll_tuned's algorithm "
         "forced\n#   per run through MPI_T) on the same host buffers, inputs and check, on workers "

@@ -136,6 +136,10 @@ void BenchOptions::declare() {
   o.value("--nccl-algo", "NAME[,NAME...]",
           "NCCL's own collectives to run beside --algo (ring, tree: NCCL_ALGO), shown as "
           "nccl-ring, nccl-tree and timed whole; with --backend nccl the default is ring");
+  o.repeated("--mca", "NAME VALUE",
+             "an Open MPI parameter for the workers' mpirun, e.g. --mca btl self,vader (the "
+             "transport); repeatable; needs mpi in --backend");
+  app_->get_option("--mca")->expected(2);
   o.value("--mpi-algo", "NAME[,NAME...]",
           "Open MPI's own algorithms to run (default, linear, nonoverlapping, "
           "recursive-doubling, ring, segmented-ring, rabenseifner: coll_tuned's forced "
@@ -328,6 +332,10 @@ std::vector<std::string> BenchOptions::checkEngines(BenchConfig& c) const {
   const bool mpi = std::find(c.backends.begin(), c.backends.end(), "mpi") != c.backends.end();
   if (mpiAlgo && !mpi)
     throw refuse(*mpiAlgo, "Open MPI runs on workers of mpirun: add mpi to --backend");
+  const std::vector<Arg> mca = opts_.getAll("--mca");
+  if (!mca.empty() && !mpi)
+    throw refuse(mca.front(), "passes Open MPI's parameters: add mpi to --backend");
+  for (const Arg& m : mca) c.mpiMca.push_back(m.text);
   if (c.backends.empty()) return {};
   std::vector<std::string> notes;
   if (!mpiAlgo || opts_.get("--algo") || c.backends.size() > 1) {

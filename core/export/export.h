@@ -47,6 +47,9 @@ struct BenchConfig {
   // --backend's list when it names engines beside cpu (cpu,mpi): each row says which ran it
   // (rowBackend); empty when it names one backend.
   std::vector<std::string> backends;
+  // --mca NAME VALUE pairs for the mpirun of the workers, flattened (btl, self,vader, ...):
+  // Open MPI's own parameters, e.g. its transport (btl).
+  std::vector<std::string> mpiMca;
   std::vector<int> devices;  // --device: local workers' GPUs (runtime/coordinator.h's rule)
   std::string listen;
   int expect = 0;  // remote workers
