@@ -7,16 +7,20 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include "../run_binary.h"
 #include "../runtime/event_client.h"
 #include "backend/registry.h"
 #include "base/errors.h"
@@ -192,6 +196,35 @@ TEST(MpiEngine, KilledWorkerFailsTheRunNamingTheRankAndLeavesNothing) {
   EXPECT_TRUE(ourMpiruns().empty()) << "mpirun left behind";
   EXPECT_TRUE(processesNamed("orted").empty()) << "orted left behind";
   for (int64_t pid : pids) EXPECT_FALSE(processAlive(pid)) << "worker " << pid << " left behind";
+}
+
+// bench --backend cpu,mpi: one table from one set of workers, each lab algorithm beside its
+// Open MPI counterpart, a line for the one Open MPI has not, every row naming its backend.
+TEST(MpiEngine, BenchBackendListGivesOneTableWithTheBackendOfEachRow) {
+  SKIP_WITHOUT_MPI();
+  const std::string json =
+      ::testing::TempDir() + "mpi_bench_" + std::to_string(::getpid()) + ".json";
+  const testutil::Result r =
+      testutil::runBinary(ARL_LAB_BINARY,
+                          "bench --workers 3 --backend cpu,mpi --algo ring,tree "
+                          "-b 64K -e 256K -f 4 -n 3 -w 1 --mca btl self,vader "
+                          "--json '" +
+                              json + "'");
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("mpi has no tree"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("btl self,vader"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Wrong elements        : 0 OK"), std::string::npos) << r.out;
+  const nlohmann::json v = nlohmann::json::parse(testutil::slurp(json));
+  std::remove(json.c_str());
+  std::map<std::string, std::string> backendOf;
+  for (const auto& row : v.at("results")) {
+    backendOf[row.at("algorithm").get<std::string>()] = row.at("backend").get<std::string>();
+    EXPECT_EQ(row.at("wrong").get<int64_t>(), 0);
+  }
+  EXPECT_EQ(backendOf, (std::map<std::string, std::string>{
+                           {"ring", "cpu"}, {"tree", "cpu"}, {"mpi-ring", "mpi"}}));
+  // Neither mpirun nor a worker of this build is left (both name the worker's path).
+  EXPECT_TRUE(processesNamed(ARL_WORKER_BINARY).empty()) << "mpirun or a worker left behind";
 }
 
 TEST(MpiEngine, MissingMpirunIsAClearConfigError) {
