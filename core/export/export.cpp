@@ -130,7 +130,6 @@ std::vector<std::string> csvFields(const BenchRow& row, const std::string& worke
           collectiveReduces(q.collective) ? std::string(toString(q.op)) : "none",
           std::to_string(q.root),
           q.algorithm,
-          rowBackend(q.algorithm, workers),
           std::string(toString(q.collective)),
           std::to_string(res.nranks),
           q.inPlace ? "1" : "0",
@@ -151,7 +150,8 @@ std::vector<std::string> csvFields(const BenchRow& row, const std::string& worke
           std::to_string(res.eventsDropped),
           std::string(toString(res.state)),
           res.error,
-          row.predictedBy ? std::string(toString(*row.predictedBy)) : ""};
+          row.predictedBy ? std::string(toString(*row.predictedBy)) : "",
+          rowBackend(q.algorithm, workers)};
 }
 
 }  // namespace
@@ -179,10 +179,10 @@ std::string benchResultsJson(const BenchReport& r) {
 
 std::string benchResultsCsv(const BenchReport& r) {
   std::string out =
-      "size_bytes,count,dtype,op,root,algorithm,backend,collective,ranks,in_place,slice_bytes,"
+      "size_bytes,count,dtype,op,root,algorithm,collective,ranks,in_place,slice_bytes,"
       "inflight,"
       "time_us,time_nccl_us,p50_us,p90_us,p99_us,max_us,algbw_gbps,busbw_gbps,wrong,predicted_us,"
-      "iterations,events,events_dropped,state,error,predicted_method\n";
+      "iterations,events,events_dropped,state,error,predicted_method,backend\n";
   for (const BenchRow& row : r.rows) {
     const std::vector<std::string> f = csvFields(row, r.config.backend);
     for (size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + csvField(f[i]);

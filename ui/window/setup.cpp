@@ -183,11 +183,12 @@ std::vector<std::string> SessionSetup::algorithms() const {
       if (algorithmSupports(a, collective)) out.push_back(a);
     }
   }
+  // NCCL's algorithms run on device backends, Open MPI's on workers of backend mpi.
   const BackendInfo* b = findBackend(backend);
-  if (b != nullptr && b->memory == MemoryKind::Device) {
-    for (const LibraryAlgorithm& a : libraryAlgorithms()) {
-      if (a.supports(collective)) out.emplace_back(a.name);
-    }
+  const bool device = b != nullptr && b->memory == MemoryKind::Device;
+  for (const LibraryAlgorithm& a : libraryAlgorithms()) {
+    const bool runsHere = a.library == "mpi" ? backend == "mpi" : device;
+    if (runsHere && a.supports(collective)) out.emplace_back(a.name);
   }
   return out;
 }
