@@ -147,6 +147,7 @@ class Bench {
     calibration_ = model.calibration;
     for (const std::string& n : c_.algorithms) algoWidth_ = std::max(algoWidth_, n.size());
     varySlice_ = c_.sliceSizes.size() > 1;
+    showBackend_ = !c_.backends.empty();
     varyInflight_ = c_.inflights.size() > 1;
   }
 
@@ -168,6 +169,7 @@ class Bench {
   void onRow(const SweepRow& row);
   void printHeader(const std::vector<WorkerInfo>& ws);
   void printLibraryNote() const;
+  void printLibraryNote(std::string_view library) const;
   static void printDeviceSharingNote(const std::vector<WorkerInfo>& ws);
   void printRow(const SweepRow& row);
   void printFooter();
@@ -185,7 +187,7 @@ class Bench {
   SignalWatch signals_{kProg};
   Progress progress_;
   size_t algoWidth_ = 9;
-  bool varySlice_ = false, varyInflight_ = false;
+  bool varySlice_ = false, varyInflight_ = false, showBackend_ = false;
   // Progress, on this thread only.
   std::string runLabel_;
   size_t runIndex_ = 0, runTotal_ = 0;
@@ -241,6 +243,9 @@ std::unique_ptr<Coordinator> Bench::startCoordinator() {
   opt.expectRemote = c_.expect;
   opt.listen = c_.listen;
   opt.backend = c_.backend;
+  for (size_t i = 0; i + 1 < c_.mpiMca.size(); i += 2) {
+    opt.mpirunArgs.insert(opt.mpirunArgs.end(), {"--mca", c_.mpiMca[i], c_.mpiMca[i + 1]});
+  }
   opt.localDevices = c_.devices;
   opt.joinTimeout = std::chrono::milliseconds(kLocalJoinTimeout);
   try {
@@ -328,7 +333,8 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
                 calibration_->workers, calibration_->dataPlane.c_str(), n, plane.c_str());
   }
   const int aw = static_cast<int>(algoWidth_);
-  const std::string sw = varySlice_ ? printfString("  %9s", "slice") : "";
+  const std::string bw = showBackend_ ? printfString("  %-7s", "backend") : "";
+  const std::string sw = bw + (varySlice_ ? printfString("  %9s", "slice") : "");
   const std::string iw = varyInflight_ ? printfString("  %8s", "inflight") : "";
   const std::string pi =
       c_.perIterTiming ? printfString("  %7s  %7s  %7s  %7s", "i_min", "i_max", "i_p99", "i_cv%")
@@ -336,7 +342,8 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
   std::printf("#\n#%11s  %12s  %8s  %6s  %6s  %-*s%s%s  %7s  %6s  %6s  %6s  %9s  %7s  %7s  %7s%s\n",
               "size", "count", "type", "redop", "root", aw, "algorithm", sw.c_str(), iw.c_str(),
               "time", "algbw", "busbw", "#wrong", "predicted", "p50", "p99", "max", pi.c_str());
-  const std::string su = varySlice_ ? printfString("  %9s", "(B)") : "";
+  const std::string su = (showBackend_ ? printfString("  %-7s", "") : std::string()) +
+                         (varySlice_ ? printfString("  %9s", "(B)") : "");
   const std::string iu = varyInflight_ ? printfString("  %8s", "") : "";
   const std::string pu =
       c_.perIterTiming ? printfString("  %7s  %7s  %7s  %7s", "(us)", "(us)", "(us)", "(%)") : "";
@@ -376,13 +383,35 @@ void Bench::printDeviceSharingNote(const std::vector<WorkerInfo>& ws) {
   }
 }
 
-// What the rows of NCCL's own collectives are, once, when the sweep has any.
+// What the rows of the libraries' own collectives are, once, when the sweep has any.
 void Bench::printLibraryNote() const {
+  for (const std::string& note : a_.notes) std::printf("# %s\n", note.c_str());
+  printLibraryNote("nccl");
+  printLibraryNote("mpi");
+}
+
+void Bench::printLibraryNote(std::string_view library) const {
   std::string names;
   for (const std::string& a : c_.algorithms) {
-    if (findLibraryAlgorithm(a) != nullptr) names += (names.empty() ? "" : ", ") + a;
+    const LibraryAlgorithm* lib = findLibraryAlgorithm(a);
+    if (lib != nullptr && lib->library == library) names += (names.empty() ? "" : ", ") + a;
   }
   if (names.empty()) return;
+  if (library == "mpi") {
+    std::string mca;
+    for (size_t i = 0; i + 1 < c_.mpiMca.size(); i += 2) {
+      mca += (mca.empty() ? "" : ", ") + c_.mpiMca[i] + " " + c_.mpiMca[i + 1];
+    }
+    std::printf("#\n# Open MPI's parameters (--mca): %s\n",
+                mca.empty() ? "its defaults (btl: its own choice of transport)" : mca.c_str());
+    std::printf(
+        "#\n# %s: Open MPI's own collectives (MPI_Allreduce and its kin, coll_tuned's algorithm "
+        "forced\n#   per run through MPI_T) on the same host buffers, inputs and check, on workers "
+        "that\n#   mpirun started; each iteration timed whole (the blocking call). No chunk "
+        "telemetry:\n#   Open MPI reports none. The cost model predicts no Open MPI time.\n",
+        names.c_str());
+    return;
+  }
   std::printf(
       "#\n# %s: NCCL's own collectives (ncclAllReduce and its kin, NCCL_ALGO set per run) on "
       "the\n#   same buffers, inputs and check; each iteration timed whole (the call and a "
@@ -399,7 +428,10 @@ void Bench::printRow(const SweepRow& row) {
   const std::string wrong = q.checkedIterations() ? std::to_string(row.metrics.wrong) : "N/A";
   const std::string predicted =
       std::isfinite(row.predictedUs) ? formatTimeUs(row.predictedUs) : std::string("-");
-  const std::string slice = varySlice_ ? printfString("  %9" PRIu64, q.sliceBytes) : "";
+  const std::string slice =
+      (showBackend_ ? printfString("  %-7s", rowBackend(q.algorithm, c_.backend).c_str())
+                    : std::string()) +
+      (varySlice_ ? printfString("  %9" PRIu64, q.sliceBytes) : "");
   const std::string inflight = varyInflight_ ? printfString("  %8d", q.inflight) : "";
   const IterationSpread& sp = row.metrics.spread;
   std::string perIter;

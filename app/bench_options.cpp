@@ -128,13 +128,24 @@ void BenchOptions::declare() {
   o.value("--listen", "tcp://ADDR:PORT",
           "control endpoint for remote workers; the command that joins one is printed on stderr");
   o.value("--ranks-per-host", "K", "ranks per host for hierarchical (default: from host names)");
-  o.value("--backend", "NAME", "cpu (cuda and nccl need a CUDA build; default cpu)");
+  o.value("--backend", "NAME[,NAME...]",
+          "cpu, mpi (Open MPI under mpirun; cuda and nccl need a CUDA build; default cpu); a "
+          "list such as cpu,mpi runs each --algo on the lab's code and on each engine's "
+          "counterpart (ring: mpi-ring), one row each");
   o.value("--device", "N[,N...]",
           "GPU of the local workers (cuda, nccl): one index for all, or one per local worker; "
           "nccl's default: 0,1,...");
   o.value("--nccl-algo", "NAME[,NAME...]",
           "NCCL's own collectives to run beside --algo (ring, tree: NCCL_ALGO), shown as "
           "nccl-ring, nccl-tree and timed whole; with --backend nccl the default is ring");
+  o.repeated("--mca", "NAME VALUE",
+             "an Open MPI parameter for the workers' mpirun, e.g. --mca btl self,vader (the "
+             "transport); repeatable; needs mpi in --backend");
+  app_->get_option("--mca")->expected(2);
+  o.value("--mpi-algo", "NAME[,NAME...]",
+          "Open MPI's own algorithms to run (default, linear, nonoverlapping, "
+          "recursive-doubling, ring, segmented-ring, rabenseifner: coll_tuned's forced "
+          "algorithm, set per run), shown as mpi-NAME and timed whole; needs mpi in --backend");
   o.value("--data-plane", "NAME",
           "auto, shm or zmq: shared memory or ZeroMQ between workers (default auto: shm when "
           "every worker is on one host)");
@@ -180,6 +191,7 @@ BenchArgs BenchOptions::check() const {
   checkTelemetry(c);
   checkPipeline(c);
   checkAlgorithms(c);
+  a.notes = checkEngines(c);
   checkDevices(c);
   a.sizes = checkSizes(c);
   checkOutputs(c);
@@ -189,12 +201,25 @@ BenchArgs BenchOptions::check() const {
   return a;
 }
 
+// --backend NAME, or a list of host-memory backends whose engines run beside the lab's
+// algorithms (cpu,mpi): the local workers take mpi when the list has it (mpi's workers run
+// the lab's schedules on the CPU too), else the first.
+void checkBackends(const Arg& v, BenchConfig& c) {
+  const std::vector<std::string> list = parseNameList(v);
+  for (const std::string& b : list) {
+    if (auto why = backendUnavailable(b)) throw refuse(Arg{v.flag, b}, *why);
+    if (list.size() > 1 && findBackend(b)->memory != MemoryKind::Host) {
+      throw refuse(v, "a list of backends names cpu and engines on host memory (mpi); " + b +
+                          " holds device memory: run it alone");
+    }
+  }
+  c.backend = std::find(list.begin(), list.end(), "mpi") != list.end() ? "mpi" : list.front();
+  if (list.size() > 1) c.backends = list;
+}
+
 // The backend first (a build without CUDA says so before anything else), then the world.
 void BenchOptions::checkWorkers(BenchConfig& c) const {
-  if (auto v = opts_.get("--backend")) {
-    if (auto why = backendUnavailable(v->text)) throw refuse(*v, *why);
-    c.backend = v->text;
-  }
+  if (auto v = opts_.get("--backend")) checkBackends(*v, c);
   const auto workers = opts_.get("--workers"), expect = opts_.get("--expect");
   if (workers) c.workers = parseInt(*workers, 0, kMaxRanks);
   if (expect) c.expect = parseInt(*expect, 0, kMaxRanks);
@@ -289,6 +314,7 @@ void BenchOptions::checkAlgorithms(BenchConfig& c) const {
       if (algorithmSupports(name, c.collective)) c.algorithms.push_back(name);
     }
   }
+  if (c.backend == "mpi" && c.backends.empty()) c.backends = {"mpi"};
   std::optional<Arg> nccl = opts_.get("--nccl-algo");
   if (!nccl && ncclOnly) nccl = Arg{"--nccl-algo", "ring"};
   if (!nccl) return;
@@ -304,6 +330,53 @@ void BenchOptions::checkAlgorithms(BenchConfig& c) const {
       c.algorithms.push_back(algo);
     }
   }
+}
+
+// The engines' algorithms for the lab's (expandBackends), and Open MPI's own by name
+// (--mpi-algo). Returns a line for each lab algorithm an engine has not.
+std::vector<std::string> BenchOptions::checkEngines(BenchConfig& c) const {
+  const auto mpiAlgo = opts_.get("--mpi-algo");
+  const bool mpi = std::find(c.backends.begin(), c.backends.end(), "mpi") != c.backends.end();
+  if (mpiAlgo && !mpi)
+    throw refuse(*mpiAlgo, "Open MPI runs on workers of mpirun: add mpi to --backend");
+  const std::vector<Arg> mca = opts_.getAll("--mca");
+  if (!mca.empty() && !mpi)
+    throw refuse(mca.front(), "passes Open MPI's parameters: add mpi to --backend");
+  for (const Arg& m : mca) c.mpiMca.push_back(m.text);
+  if (c.backends.empty()) return {};
+  std::vector<std::string> notes;
+  if (!mpiAlgo || opts_.get("--algo") || c.backends.size() > 1) {
+    BackendExpansion x = expandBackends(c.backends, c.algorithms, c.collective);
+    c.algorithms = std::move(x.algorithms);
+    notes = std::move(x.notes);
+  } else {
+    c.algorithms.clear();  // --backend mpi --mpi-algo NAME: Open MPI's alone
+  }
+  if (mpiAlgo) {
+    for (const std::string& name : parseNameList(*mpiAlgo)) {
+      const std::string algo = "mpi-" + name;
+      if (findLibraryAlgorithm(algo) == nullptr) {
+        throw refuse(*mpiAlgo, "unknown Open MPI algorithm '" + name +
+                                   "' (known: default, linear, nonoverlapping, "
+                                   "recursive-doubling, ring, segmented-ring, rabenseifner)");
+      }
+      if (std::find(c.algorithms.begin(), c.algorithms.end(), algo) == c.algorithms.end()) {
+        c.algorithms.push_back(algo);
+      }
+    }
+  }
+  for (const std::string& algo : c.algorithms) {
+    const LibraryAlgorithm* lib = findLibraryAlgorithm(algo);
+    if (lib != nullptr && lib->library == "mpi" && !lib->supports(c.collective)) {
+      throw refuse(mpiAlgo.value_or(Arg{"--backend", "mpi"}),
+                   algo + " has no " + std::string(toString(c.collective)));
+    }
+  }
+  if (c.algorithms.empty()) {
+    throw refuse(opts_.getOr("--algo", "ring"),
+                 "leaves no algorithm to run on --backend " + c.backends.front());
+  }
+  return notes;
 }
 
 // The local workers' devices, and NCCL's rule of one rank per GPU among them.

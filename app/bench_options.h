@@ -21,6 +21,8 @@ struct BenchArgs {
   std::vector<uint64_t> sizes;  // as asked (-b, -e, -f / -i)
   // The command line, "allreduce-lab bench ..." (nccl-tests' JSON "args").
   std::vector<std::string> commandLine;
+  // Lab algorithms an engine of --backend's list has not (expandBackends), one line each.
+  std::vector<std::string> notes;
 };
 
 // Ranks of the run: local workers plus remote ones.
@@ -43,6 +45,7 @@ class BenchOptions {
   void checkTelemetry(BenchConfig& c) const;
   void checkPipeline(BenchConfig& c) const;
   void checkAlgorithms(BenchConfig& c) const;
+  std::vector<std::string> checkEngines(BenchConfig& c) const;
   void checkDevices(BenchConfig& c) const;
   void checkDevicesUsable(const BenchConfig& c) const;
   std::vector<uint64_t> checkSizes(BenchConfig& c) const;

@@ -10,6 +10,14 @@
 #include "gpu/nccl_loader.h"
 #include "gpu/nccl_register.h"
 #endif
+#if ARL_WITH_MPI
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include "engines/mpi/mpi_engine.h"
+#endif
 
 namespace {
 
@@ -23,6 +31,39 @@ void reportNccl([[maybe_unused]] const arl::WorkerOptions& opt) {
     std::fprintf(stderr, "allreduce-worker: %s\n", arl::gpu::describeNccl(*nccl).c_str());
   }
 #endif
+}
+
+// A worker that mpirun started joins MPI's world before anything else (MPI_Init wants to be
+// early, on the main thread), and any worker of backend mpi must be such a one.
+void startMpiIfLaunched() {
+#if ARL_WITH_MPI
+  if (arl::mpi::launchedByMpirun()) arl::mpi::startMpi();
+#endif
+}
+
+// Under mpirun, the worker watches mpirun, not the lab: mpirun is its parent, and it dies with
+// it (the lab starts mpirun as a child that dies with the lab).
+void checkMpiLaunch([[maybe_unused]] arl::WorkerOptions& opt) {
+#if ARL_WITH_MPI
+  if (arl::mpi::launchedByMpirun()) {
+    opt.watchPid = static_cast<int64_t>(::getppid());
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    return;
+  }
+#endif
+  if (opt.backend == "mpi") {
+    throw arl::ConfigError(
+        "--backend mpi: start the worker with mpirun (allreduce-lab does so itself for its "
+        "local workers)");
+  }
+}
+
+int finish(int rc) {
+#if ARL_WITH_MPI
+  // A worker that leaves with an error leaves alone: MPI_Finalize could wait for the others.
+  arl::mpi::stopMpi(rc == 0);
+#endif
+  return rc;
 }
 
 }  // namespace
@@ -41,20 +82,22 @@ int main(int argc, char** argv) {
   arl::worker::declareOptions(app, args);
   arl::WorkerOptions opt;
   try {
+    startMpiIfLaunched();
     app.parse(argc, argv);
     arl::worker::registerGpuBackends(args);
     opt = arl::worker::toOptions(args);
+    checkMpiLaunch(opt);
   } catch (const CLI::CallForHelp&) {
     std::fputs(app.help().c_str(), stdout);
-    return 0;
+    return finish(0);
   } catch (const CLI::ParseError& e) {
     // CLI11 exits with its own codes (105 and up); bad arguments exit with 2 here.
     std::fprintf(stderr, "allreduce-worker: %s (see --help)\n", e.what());
-    return 2;
+    return finish(2);
   } catch (const arl::ConfigError& e) {
     std::fprintf(stderr, "allreduce-worker: %s (see --help)\n", e.what());
-    return 2;
+    return finish(2);
   }
   reportNccl(opt);
-  return arl::runWorker(opt);
+  return finish(arl::runWorker(opt));
 }

@@ -25,6 +25,11 @@ std::vector<BackendInfo> makeRegistry() {
   r.push_back({"nccl", "NCCL's own collectives on device memory (the reference)",
                MemoryKind::Device, "CUDA and NCCL", "ARL_WITH_CUDA", allDataTypes(), allRedOps(),
                nullptr});
+  r.push_back({"mpi",
+               "host memory under mpirun: the lab's algorithms on the CPU, and Open MPI's "
+               "collectives (mpi-*)",
+               MemoryKind::Host, "Open MPI", "install libopenmpi-dev and rebuild", allDataTypes(),
+               allRedOps(), nullptr});
   return r;
 }
 
@@ -33,9 +38,12 @@ std::vector<BackendInfo> makeRegistry() {
 #ifndef ARL_GPU_BACKENDS
 #define ARL_GPU_BACKENDS ""
 #endif
+// Likewise the CPU engines' backends (core/engines/*/CMakeLists.txt), e.g. "mpi".
+#ifndef ARL_ENGINE_BACKENDS
+#define ARL_ENGINE_BACKENDS ""
+#endif
 
-bool inWorkerBuild(std::string_view name) {
-  std::string_view list = ARL_GPU_BACKENDS;
+bool inList(std::string_view list, std::string_view name) {
   while (!list.empty()) {
     const size_t comma = list.find(',');
     if (list.substr(0, comma) == name) return true;
@@ -43,6 +51,10 @@ bool inWorkerBuild(std::string_view name) {
     list.remove_prefix(comma + 1);
   }
   return false;
+}
+
+bool inWorkerBuild(std::string_view name) {
+  return inList(ARL_GPU_BACKENDS, name) || inList(ARL_ENGINE_BACKENDS, name);
 }
 
 // Written by registerBackend() at start-up, before any run; read-only afterwards.

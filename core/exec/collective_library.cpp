@@ -12,11 +12,51 @@ namespace arl {
 
 namespace {
 
+// Open MPI's algorithms, each forced through coll_tuned's control variables for the
+// collectives it has there (engines/mpi/mpi_engine.cpp holds the numbers). Thakur,
+// Rabenseifner and Gropp, "Optimization of collective communication operations in MPICH"
+// (2005), describe the recursive-doubling, ring and Rabenseifner (reduce-scatter then
+// all-gather) algorithms that Open MPI's coll/base implements.
+std::vector<LibraryAlgorithm> mpiAlgorithms() {
+  const std::vector<Collective> all(std::begin(kAllCollectives), std::end(kAllCollectives));
+  using C = Collective;
+  return {
+      {"mpi-default", "mpi", "ignore", "Open MPI's own choice (coll_tuned's fixed rules)", all},
+      {"mpi-linear", "mpi", "basic_linear", "Open MPI's linear algorithms (to and from rank 0)",
+       all},
+      {"mpi-nonoverlapping",
+       "mpi",
+       "nonoverlapping",
+       "Open MPI's reduce then broadcast, all-reduce only",
+       {C::AllReduce}},
+      {"mpi-recursive-doubling",
+       "mpi",
+       "recursive_doubling",
+       "Open MPI's recursive doubling (all-reduce, reduce-scatter, all-gather)",
+       {C::AllReduce, C::ReduceScatter, C::AllGather}},
+      {"mpi-ring",
+       "mpi",
+       "ring",
+       "Open MPI's ring (all-reduce, all-gather)",
+       {C::AllReduce, C::AllGather}},
+      {"mpi-segmented-ring",
+       "mpi",
+       "segmented_ring",
+       "Open MPI's segmented ring, all-reduce only",
+       {C::AllReduce}},
+      {"mpi-rabenseifner",
+       "mpi",
+       "rabenseifner",
+       "Open MPI's Rabenseifner: reduce-scatter then all-gather (all-reduce, reduce)",
+       {C::AllReduce, C::Reduce}},
+  };
+}
+
 std::vector<LibraryAlgorithm> makeAlgorithms() {
   // NCCL runs every collective as a ring; its tree (a double binary tree, Sanders et al.,
   // "Two-tree algorithms for full bandwidth broadcast, reduction and scan", 2009) serves
   // all-reduce only (NCCL's tuning table, src/graph/tuning.cc, has no tree for the others).
-  return {
+  std::vector<LibraryAlgorithm> list = {
       {"nccl-ring",
        "nccl",
        "Ring",
@@ -28,6 +68,8 @@ std::vector<LibraryAlgorithm> makeAlgorithms() {
        "NCCL's double binary tree (NCCL_ALGO=Tree), all-reduce only",
        {Collective::AllReduce}},
   };
+  for (LibraryAlgorithm& a : mpiAlgorithms()) list.push_back(std::move(a));
+  return list;
 }
 
 const std::vector<LibraryAlgorithm>& algorithms() {
@@ -49,8 +91,21 @@ std::string rankAt(int r, const RankPlace& p) {
   return "rank " + std::to_string(r) + " (host " + p.host + ", backend " + p.backend + ")";
 }
 
+// Open MPI's ranks: workers mpirun started, which say so with their backend.
+void checkMpiPlaces(const LibraryAlgorithm& a, const std::vector<RankPlace>& places) {
+  for (size_t i = 0; i < places.size(); ++i) {
+    if (places[i].backend == "mpi") continue;
+    throw ConfigError(std::string(a.name) + " needs every rank on a worker started by mpirun (" +
+                      "--backend mpi); " + rankAt(static_cast<int>(i), places[i]) + " is not");
+  }
+}
+
 // The library algorithm's ranks: device memory, one device each.
 void checkLibraryPlaces(const LibraryAlgorithm& a, const std::vector<RankPlace>& places) {
+  if (a.library == "mpi") {
+    checkMpiPlaces(a, places);
+    return;
+  }
   std::map<std::pair<std::string, int>, int> owner;  // (host, device) -> first rank there
   for (size_t i = 0; i < places.size(); ++i) {
     const RankPlace& p = places[i];
@@ -76,7 +131,67 @@ void checkLibraryPlaces(const LibraryAlgorithm& a, const std::vector<RankPlace>&
   }
 }
 
+struct EngineChoice {
+  std::string_view backend;
+  std::string_view lab;     // the lab's algorithm
+  std::string_view engine;  // the engine's that does the same job
+};
+
+// Open MPI's counterparts of the lab's algorithms: its Rabenseifner is reduce-scatter by
+// recursive halving then all-gather by recursive doubling, the lab's halving-doubling; its
+// nonoverlapping all-reduce is a reduce then a broadcast, the lab's reduce-broadcast.
+constexpr EngineChoice kEngineChoices[] = {
+    {"mpi", "ring", "mpi-ring"},
+    {"mpi", "halving-doubling", "mpi-rabenseifner"},
+    {"mpi", "recursive-doubling", "mpi-recursive-doubling"},
+    {"mpi", "reduce-broadcast", "mpi-nonoverlapping"},
+};
+
 }  // namespace
+
+std::string_view engineAlgorithm(std::string_view backend, std::string_view lab) {
+  for (const EngineChoice& e : kEngineChoices) {
+    if (e.backend == backend && e.lab == lab) return e.engine;
+  }
+  return {};
+}
+
+bool isEngineBackend(std::string_view backend) {
+  return std::any_of(std::begin(kEngineChoices), std::end(kEngineChoices),
+                     [&](const EngineChoice& e) { return e.backend == backend; });
+}
+
+BackendExpansion expandBackends(const std::vector<std::string>& backends,
+                                const std::vector<std::string>& lab, Collective c) {
+  BackendExpansion x;
+  const auto add = [&](const std::string& a) {
+    if (std::find(x.algorithms.begin(), x.algorithms.end(), a) == x.algorithms.end()) {
+      x.algorithms.push_back(a);
+    }
+  };
+  for (const std::string& b : backends) {
+    for (const std::string& a : lab) {
+      if (!isEngineBackend(b) || findLibraryAlgorithm(a) != nullptr) {
+        add(a);
+        continue;
+      }
+      const std::string_view e = engineAlgorithm(b, a);
+      const LibraryAlgorithm* lib = findLibraryAlgorithm(e);
+      if (lib != nullptr && lib->supports(c)) {
+        add(std::string(e));
+      } else {
+        x.notes.push_back(b + " has no " + a + " for " + std::string(toString(c)) +
+                          ": left out of its rows");
+      }
+    }
+  }
+  return x;
+}
+
+std::string rowBackend(std::string_view algorithm, std::string_view workerBackend) {
+  if (const LibraryAlgorithm* a = findLibraryAlgorithm(algorithm)) return std::string(a->library);
+  return workerBackend == "mpi" ? "cpu" : std::string(workerBackend);
+}
 
 bool LibraryAlgorithm::supports(Collective c) const {
   return std::find(collectives.begin(), collectives.end(), c) != collectives.end();
@@ -91,9 +206,12 @@ const LibraryAlgorithm* findLibraryAlgorithm(std::string_view name) {
   return nullptr;
 }
 
-std::string libraryAlgorithmList() {
+std::string libraryAlgorithmList(std::string_view library) {
   std::string s;
-  for (const LibraryAlgorithm& a : algorithms()) s += (s.empty() ? "" : ", ") + std::string(a.name);
+  for (const LibraryAlgorithm& a : algorithms()) {
+    if (!library.empty() && a.library != library) continue;
+    s += (s.empty() ? "" : ", ") + std::string(a.name);
+  }
   return s;
 }
 
@@ -116,13 +234,16 @@ void checkPlaces(std::string_view algorithm, const std::vector<RankPlace>& place
     checkLibraryPlaces(*a, places);
     return;
   }
-  // A backend named after a library runs that library's collectives and nothing else.
+  // A device backend named after a library (nccl) runs that library's collectives and nothing
+  // else; mpi's workers hold host memory and run the lab's schedules on the CPU as well.
   for (size_t i = 0; i < places.size(); ++i) {
+    const BackendInfo* b = findBackend(places[i].backend);
+    if (b == nullptr || b->memory != MemoryKind::Device) continue;
     for (const LibraryAlgorithm& a : algorithms()) {
       if (places[i].backend != a.library) continue;
       throw ConfigError("algorithm " + std::string(algorithm) + ": " +
                         rankAt(static_cast<int>(i), places[i]) + " runs " + std::string(a.library) +
-                        "'s own collectives only (" + libraryAlgorithmList() + ")");
+                        "'s own collectives only (" + libraryAlgorithmList(a.library) + ")");
     }
   }
 }
@@ -158,9 +279,11 @@ std::unique_ptr<CollectiveLibrary> makeCollectiveLibrary(const LibraryRunSpec& s
     if (it != f.byName.end()) make = it->second;
   }
   if (!make) {
+    const BackendInfo* b = findBackend(spec.algorithm->library);
+    const std::string what =
+        b != nullptr ? " (" + std::string(b->needs) + ", " + std::string(b->buildFlag) + ")" : "";
     throw ConfigError(std::string(spec.algorithm->name) + " needs a build with " +
-                      std::string(spec.algorithm->library) +
-                      " (CUDA and NCCL, ARL_WITH_CUDA); this program has none");
+                      std::string(spec.algorithm->library) + what + "; this program has none");
   }
   return make(spec);
 }

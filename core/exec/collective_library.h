@@ -7,7 +7,8 @@
 // reports about itself (NCCL's profiler events, exec/nccl_events.h) it records through
 // collectEvents(), labelled as its own.
 //
-// The library itself comes with the GPU library (gpu/), which registers it at start-up, as it
+// The library itself comes with the GPU library (gpu/) for NCCL, or with an engine of host
+// memory (engines/mpi for Open MPI), which registers it at start-up in the worker, as it
 // registers its backends (backend/registry.h); core knows only the names, which collectives
 // each algorithm implements, and where its ranks may run (checkPlaces).
 #pragma once
@@ -37,12 +38,34 @@ struct LibraryAlgorithm {
   bool supports(Collective c) const;
 };
 
-// Every library algorithm, in display order (nccl-ring, nccl-tree).
+// Every library algorithm, in display order (nccl-ring, nccl-tree, mpi-default, mpi-linear, ...).
 std::span<const LibraryAlgorithm> libraryAlgorithms();
 // The library algorithm called `name`, or null (the lab's own algorithms are not).
 const LibraryAlgorithm* findLibraryAlgorithm(std::string_view name);
-// "nccl-ring, nccl-tree".
-std::string libraryAlgorithmList();
+// "nccl-ring, nccl-tree, mpi-default, ...": those of `library` alone when it is given.
+std::string libraryAlgorithmList(std::string_view library = {});
+
+// bench's --backend list (cpu,mpi,...): each engine backend stands in for the lab's algorithms
+// it has one of. The engine's algorithm for lab algorithm `lab` on backend `backend` ("mpi",
+// "ring": "mpi-ring"), or "" when the engine has none.
+std::string_view engineAlgorithm(std::string_view backend, std::string_view lab);
+// Whether `backend` is an engine of the list (it has an entry in engineAlgorithm's table).
+bool isEngineBackend(std::string_view backend);
+
+// The algorithms a sweep over backends `backends` runs for the lab's algorithms `lab`: cpu
+// (or any backend that is no engine) runs them as they are, each engine its own for each;
+// one note per lab algorithm an engine has not for collective `c` ("mpi has no tree: left
+// out of its rows").
+struct BackendExpansion {
+  std::vector<std::string> algorithms;  // in the order of the backends, then of `lab`
+  std::vector<std::string> notes;
+};
+BackendExpansion expandBackends(const std::vector<std::string>& backends,
+                                const std::vector<std::string>& lab, Collective c);
+
+// What a row's backend column says: the library that ran `algorithm` ("mpi", "nccl"), or
+// else the workers' backend, where workers of backend mpi run the lab's schedules on cpu.
+std::string rowBackend(std::string_view algorithm, std::string_view workerBackend);
 
 // The buffers a library collective needs on each rank, as a schedule without ops: the
 // collective, ranks, count, root and the per-rank Input and Output sizes (NCCL's
@@ -59,12 +82,13 @@ struct RankPlace {
 
 // Throws ConfigError, naming the ranks, when `algorithm` cannot run on ranks placed at
 // `places` (rank order):
-//  - a library algorithm needs every rank on a backend with device memory (cuda, nccl), each
+//  - NCCL's algorithms need every rank on a backend with device memory (cuda, nccl), each
 //    on a device of its own: NCCL refuses two ranks on one GPU (ncclInvalidUsage, "Duplicate
 //    GPU detected"), so two ranks of one host on one device index are refused here, before
 //    any worker is touched;
+//  - Open MPI's (mpi-*) need every rank on backend mpi: a worker mpirun started, host memory;
 //  - the lab's own algorithms need a backend that runs schedules: the nccl backend runs
-//    NCCL's collectives only.
+//    NCCL's collectives only (the mpi backend runs both).
 void checkPlaces(std::string_view algorithm, const std::vector<RankPlace>& places);
 
 // What one rank's library needs to know about its run.

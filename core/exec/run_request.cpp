@@ -40,9 +40,10 @@ void checkAlgorithm(const RunRequest& req) {
   }
   const auto& names = algorithmNames();
   if (std::find(names.begin(), names.end(), req.algorithm) == names.end()) {
-    throw RunRequestError(
-        RunField::Algorithm, req.algorithm,
-        "unknown (known: " + joined(names) + "; NCCL's: " + libraryAlgorithmList() + ")");
+    throw RunRequestError(RunField::Algorithm, req.algorithm,
+                          "unknown (known: " + joined(names) +
+                              "; NCCL's: " + libraryAlgorithmList("nccl") +
+                              "; Open MPI's: " + libraryAlgorithmList("mpi") + ")");
   }
   if (!algorithmSupports(req.algorithm, req.collective)) {
     std::vector<std::string> supported;

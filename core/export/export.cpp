@@ -78,7 +78,8 @@ Json sentJson(const std::vector<RankSent>& sent) {
   return a;
 }
 
-Json resultJson(const BenchRow& row) {
+// `workers`: the local workers' backend (BenchConfig::backend), for the row's backend field.
+Json resultJson(const BenchRow& row, const std::string& workers) {
   const RunResult& res = row.result;
   const RunRequest& q = res.request;
   const Json method = row.predictedBy ? Json(str(toString(*row.predictedBy))) : Json(nullptr);
@@ -89,6 +90,7 @@ Json resultJson(const BenchRow& row) {
               {"root", q.root},
               {"algorithm", q.algorithm},
               {"library", library(q.algorithm)},
+              {"backend", rowBackend(q.algorithm, workers)},
               {"collective", str(toString(q.collective))},
               {"ranks", res.nranks},
               {"in_place", q.inPlace},
@@ -120,7 +122,7 @@ Json resultJson(const BenchRow& row) {
               {"effective", effectiveJson(res.effective)}};
 }
 
-std::vector<std::string> csvFields(const BenchRow& row) {
+std::vector<std::string> csvFields(const BenchRow& row, const std::string& workers) {
   const RunResult& res = row.result;
   const RunRequest& q = res.request;
   return {std::to_string(row.sizeBytes),
@@ -149,7 +151,8 @@ std::vector<std::string> csvFields(const BenchRow& row) {
           std::to_string(res.eventsDropped),
           std::string(toString(res.state)),
           res.error,
-          row.predictedBy ? std::string(toString(*row.predictedBy)) : ""};
+          row.predictedBy ? std::string(toString(*row.predictedBy)) : "",
+          rowBackend(q.algorithm, workers)};
 }
 
 }  // namespace
@@ -161,7 +164,7 @@ uint64_t eventCount(const BenchRow& row) {
 std::string benchResultsJson(const BenchReport& r) {
   Json results = Json::array();
   for (size_t i = 0; i < r.rows.size(); ++i) {
-    results.push_back(resultJson(r.rows[i]));
+    results.push_back(resultJson(r.rows[i], r.config.backend));
     if (r.fit && i < r.fit->fittedUs.size()) results.back()["fitted_us"] = r.fit->fittedUs[i];
   }
   const Json j{{"config", configJson(r.config)},
@@ -177,11 +180,12 @@ std::string benchResultsJson(const BenchReport& r) {
 
 std::string benchResultsCsv(const BenchReport& r) {
   std::string out =
-      "size_bytes,count,dtype,op,root,algorithm,collective,ranks,in_place,slice_bytes,inflight,"
+      "size_bytes,count,dtype,op,root,algorithm,collective,ranks,in_place,slice_bytes,"
+      "inflight,"
       "time_us,time_nccl_us,p50_us,p90_us,p99_us,max_us,algbw_gbps,busbw_gbps,wrong,predicted_us,"
-      "iterations,events,events_dropped,state,error,predicted_method\n";
+      "iterations,events,events_dropped,state,error,predicted_method,backend\n";
   for (const BenchRow& row : r.rows) {
-    const std::vector<std::string> f = csvFields(row);
+    const std::vector<std::string> f = csvFields(row, r.config.backend);
     for (size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + csvField(f[i]);
     out += "\n";
   }

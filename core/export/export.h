@@ -42,8 +42,14 @@ struct BenchConfig {
   // 30 us of CPU a message) more so than on shared memory (docs/performance.md).
   std::vector<uint64_t> sliceSizes = {uint64_t{1} << 20};
   std::vector<int> inflights = {4};
-  std::vector<int> ringOrder;  // empty = 0, 1, ..., n-1
-  std::string backend = "cpu";
+  std::vector<int> ringOrder;   // empty = 0, 1, ..., n-1
+  std::string backend = "cpu";  // the local workers' (mpi when the list has it)
+  // --backend's list when it names engines beside cpu (cpu,mpi): each row says which ran it
+  // (rowBackend); empty when it names one backend.
+  std::vector<std::string> backends;
+  // --mca NAME VALUE pairs for the mpirun of the workers, flattened (btl, self,vader, ...):
+  // Open MPI's own parameters, e.g. its transport (btl).
+  std::vector<std::string> mpiMca;
   std::vector<int> devices;  // --device: local workers' GPUs (runtime/coordinator.h's rule)
   std::string listen;
   int expect = 0;  // remote workers

@@ -213,6 +213,10 @@ BenchConfig readConfig(const In& o) {
   c.ranksPerHost = o["ranks_per_host"].i32();
   readSweepLists(o, c);
   c.backend = o["backend"].str();
+  // Absent from files written before the backend list and Open MPI.
+  const auto text = [](const In& x) { return x.str(); };
+  if (o.has("backends")) c.backends = readArray<std::string>(o["backends"], text);
+  if (o.has("mpi_mca")) c.mpiMca = readArray<std::string>(o["mpi_mca"], text);
   c.listen = o["listen"].str();
   c.expect = o["expect"].i32();
   c.telemetry = o["telemetry"].parsed<TelemetryLevel>(parseTelemetryLevel);

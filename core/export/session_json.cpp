@@ -39,6 +39,8 @@ Json configJson(const BenchConfig& c) {
               {"inflights", c.inflights},
               {"ring_order", c.ringOrder},
               {"backend", c.backend},
+              {"backends", c.backends},
+              {"mpi_mca", c.mpiMca},
               {"listen", c.listen},
               {"expect", c.expect},
               {"telemetry", str(toString(c.telemetry))},

@@ -29,6 +29,7 @@
 #include "base/limits.h"
 #include "control_poll.h"
 #include "runtime/coordinator_impl.h"
+#include "runtime/mpi_launch.h"
 #include "runtime/telemetry_collector.h"
 
 namespace arl {
@@ -410,7 +411,11 @@ void Coordinator::Impl::finishLateCommands() {
 }
 
 void Coordinator::Impl::loop() {
-  for (int k = 0; k < opt.localWorkers; ++k) spawnLocal(localDevice(opt.localDevices, k));
+  if (opt.backend == "mpi" && opt.localWorkers > 0) {
+    spawnMpiSet();
+  } else {
+    for (int k = 0; k < opt.localWorkers; ++k) spawnLocal(localDevice(opt.localDevices, k));
+  }
   nextHeartbeat = Clock::now() + opt.heartbeat;
   while (!stopping.load()) {
     pollAndDrain(router, *wake, kTick, 1000, [&](std::vector<zmq::message_t>& frames) {
@@ -470,6 +475,7 @@ void Coordinator::Impl::shutdownAll() {
     }
   }
   children.clear();
+  shutdownMpiSet();
   for (const auto& p : peers) {
     emit(WorkerLeft{p.info, {LeaveKind::Shutdown, 0, "the lab is closing"}, true});
   }
@@ -510,6 +516,14 @@ Coordinator::Coordinator(CoordinatorOptions opt) : impl_(std::make_unique<Impl>(
                             : "worker binary '" + opt.workerBinary + "' is not an executable file");
     }
   }
+  if (opt.backend == "mpi" && opt.localWorkers > 0) {
+    impl.mpirun = findMpirun();
+    if (impl.mpirun.empty()) {
+      throw ConfigError(
+          "backend mpi: mpirun is not on PATH; local workers of backend mpi run under Open "
+          "MPI's mpirun (install openmpi-bin)");
+    }
+  }
   impl.opt = std::move(opt);
   impl.events = std::make_unique<EventQueue>(impl.opt.eventQueueCapacity, impl.opt.onEventsReady);
 
@@ -540,6 +554,12 @@ Coordinator::Coordinator(CoordinatorOptions opt) : impl_(std::make_unique<Impl>(
   } else {
     impl.localEndpoint = impl.boundEndpoint;
     impl.joinCmd = "allreduce-worker --connect " + impl.boundEndpoint;
+  }
+  // Workers of backend mpi share one MPI world: one mpirun starts them all, on the hosts the
+  // user names (Open MPI's --host list).
+  if (impl.opt.backend == "mpi") {
+    impl.joinCmd = "mpirun -np " + std::to_string(std::max(impl.opt.expectRemote, 1)) +
+                   " --host HOST1,HOST2,... " + impl.joinCmd + " --backend mpi";
   }
   // The thread owns the socket from here on (a thread start is a full memory barrier).
   impl.thread = std::thread([&impl] {

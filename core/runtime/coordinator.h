@@ -36,6 +36,9 @@ struct CoordinatorOptions {
   // ones, or replacements of lost ones) before it starts with those that are there.
   std::chrono::milliseconds joinTimeout{20000};
   std::vector<std::string> workerExtraArgs;  // appended to every local worker's command line
+  // Backend mpi: the local workers run under one mpirun (runtime/mpi_launch.h), given these
+  // arguments before the worker's (--mca btl LIST ...).
+  std::vector<std::string> mpirunArgs;
   // Room in the client's event queue, in telemetry events (a batch weighs its size) plus
   // iteration reports (one each). What does not fit is dropped and counted in the run's
   // result; control events (joins, leaves, states, run finished, logs) always fit.

@@ -79,6 +79,15 @@ struct Child {
   bool joined = false;
 };
 
+// The local workers of backend mpi: one mpirun child, which starts them all in one MPI world.
+// They are not the lab's children: the lab watches their pids (from their Hello) and ends and
+// restarts the whole set when one of them goes, since MPI's world cannot lose a member.
+struct MpiSet {
+  int64_t pid = 0;            // mpirun's
+  int size = 0;               // workers it starts
+  std::set<int64_t> workers;  // pids of those that joined
+};
+
 // The world held by holdWorld(): fixed by the hold's own list, or by the first run planned
 // after it. Its members keep their ranks (their index in `ids`) while it is held.
 struct HeldWorld {
@@ -123,6 +132,8 @@ struct Coordinator::Impl final : RunLink {
   // Coordinator thread only.
   std::vector<Peer> peers;  // in rank order
   std::map<int64_t, Child> children;
+  std::optional<coord::MpiSet> mpiSet;
+  std::string mpirun;    // path of mpirun, for local workers of backend mpi
   int pendingLocal = 0;  // local children spawned that have not joined (or ended) yet
   // Removed workers by identity; true when the process is known to be gone (a local one,
   // killed and reaped), whose late messages are dropped without a word.
@@ -205,6 +216,20 @@ struct Coordinator::Impl final : RunLink {
 
   // waitpid(WNOHANG) on every child: a killed local worker is noticed within a tick.
   void reapChildren();
+
+  // Starts the local workers of backend mpi under one mpirun (runtime/mpi_launch.h).
+  void spawnMpiSet();
+  // Whether `info` is one of the mpirun's workers.
+  bool inMpiSet(const WorkerInfo& info) const;
+  // A worker of the set gone, or mpirun ended: fails the run naming the rank, ends the set.
+  void watchMpiSet();
+  // Ends mpirun and every worker of it (SIGTERM to mpirun, which passes it on; SIGKILL to
+  // what is left after kShutdownWait), removes its workers, and starts a new set when
+  // `respawn`.
+  void endMpiSet(const LeaveReason& why, bool respawn);
+  // At shutdown: waits up to kShutdownWait for mpirun to end once its workers have left (they
+  // were told to), then ends what is left.
+  void shutdownMpiSet();
 
   // ---- Liveness ------------------------------------------------------------------------------
 

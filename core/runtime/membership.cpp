@@ -182,7 +182,13 @@ void Coordinator::Impl::removePeer(const std::string& id, LeaveReason why, bool 
   assignRanks();
   publish();
   emit(WorkerLeft{info, std::move(why), true});
-  if (info.local && respawn && !stopping.load()) spawnLocal(info.device);
+  if (info.local && respawn && !stopping.load()) {
+    if (inMpiSet(info)) {
+      endMpiSet(why, true);  // an MPI world that lost a member is started again whole
+    } else {
+      spawnLocal(info.device);
+    }
+  }
 }
 
 // A held world that lost a member cannot run again: the first loss is what later runs report.
@@ -234,6 +240,7 @@ void Coordinator::Impl::reapChildren() {
   }
   // A worker killed before every sender attached left its segment named in /dev/shm.
   if (!ended.empty()) sweepStaleShmSegments();
+  watchMpiSet();
 }
 
 void Coordinator::Impl::checkLiveness() {
@@ -367,6 +374,11 @@ void Coordinator::Impl::onHello(const std::string& id, const Hello& h) {
   // By the spawn record, not the host name: a child started with another --host is ours.
   p.info.local = c != children.end() && !c->second.joined && spawnedHere(id);
   if (p.info.local) c->second.joined = true;
+  // mpirun's workers are its children, not ours: ours by their identity and backend.
+  if (!p.info.local && mpiSet && spawnedHere(id) && h.backend == "mpi" &&
+      static_cast<int>(mpiSet->workers.size()) < mpiSet->size) {
+    p.info.local = mpiSet->workers.insert(h.pid).second;
+  }
   peers.push_back(p);
   removedIds.erase(id);
   assignRanks();

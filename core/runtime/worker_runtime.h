@@ -47,6 +47,9 @@ struct WorkerOptions {
   // Pid of the lab that spawned this worker (0: started by hand). The worker leaves when its
   // parent changes: a second guard besides PR_SET_PDEATHSIG, which the spawner sets.
   int64_t parentPid = 0;
+  // The process whose end makes the worker leave, when it is not the lab (0: parentPid): the
+  // mpirun that started a worker of backend mpi for the lab.
+  int64_t watchPid = 0;
   bool verbose = false;  // log every control message
 };
 

@@ -131,8 +131,9 @@ int WorkerSession::run() {
       workerLog(buf);
       return leave(3);
     }
-    if (opt_.parentPid > 0 && static_cast<int64_t>(::getppid()) != opt_.parentPid) {
-      workerLog("parent process " + std::to_string(opt_.parentPid) + " is gone; leaving");
+    const int64_t watched = opt_.watchPid > 0 ? opt_.watchPid : opt_.parentPid;
+    if (watched > 0 && static_cast<int64_t>(::getppid()) != watched) {
+      workerLog("parent process " + std::to_string(watched) + " is gone; leaving");
       return leave(4);
     }
     reapJob();

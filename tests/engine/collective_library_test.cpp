@@ -28,7 +28,8 @@ std::string refusal(std::string_view algo, const std::vector<RankPlace>& places)
 }
 
 TEST(CollectiveLibrary, NamesNcclsRingAndTree) {
-  EXPECT_EQ(libraryAlgorithmList(), "nccl-ring, nccl-tree");
+  EXPECT_EQ(libraryAlgorithmList().rfind("nccl-ring, nccl-tree, ", 0), 0u)
+      << libraryAlgorithmList();
   const LibraryAlgorithm* ring = findLibraryAlgorithm("nccl-ring");
   ASSERT_NE(ring, nullptr);
   EXPECT_EQ(ring->library, "nccl");
@@ -134,6 +135,62 @@ TEST(CollectiveLibrary, ToleranceAcceptsCloseValuesOnly) {
   EXPECT_EQ(countWrongWithin(got, expected, DataType::Float, 4, 1e-6), 1u);
   got[0] = std::numeric_limits<float>::infinity();  // an infinity is never close
   EXPECT_EQ(countWrongWithin(got, expected, DataType::Float, 4, 1e-6), 2u);
+}
+
+TEST(CollectiveLibrary, NamesOpenMpisAlgorithms) {
+  for (const char* name :
+       {"mpi-default", "mpi-linear", "mpi-nonoverlapping", "mpi-recursive-doubling", "mpi-ring",
+        "mpi-segmented-ring", "mpi-rabenseifner"}) {
+    const LibraryAlgorithm* a = findLibraryAlgorithm(name);
+    ASSERT_NE(a, nullptr) << name;
+    EXPECT_EQ(a->library, "mpi");
+    EXPECT_TRUE(a->supports(Collective::AllReduce)) << name;
+  }
+  EXPECT_TRUE(findLibraryAlgorithm("mpi-default")->supports(Collective::Broadcast));
+  EXPECT_FALSE(findLibraryAlgorithm("mpi-ring")->supports(Collective::ReduceScatter));
+}
+
+// Open MPI's ranks are workers mpirun started (backend mpi); those workers run the lab's own
+// schedules too, unlike nccl's.
+TEST(CollectiveLibrary, MpiRanksAreOnWorkersOfMpirun) {
+  const std::vector<RankPlace> mpi = {{"h", "mpi", -1}, {"h", "mpi", -1}, {"h", "mpi", -1}};
+  EXPECT_EQ(refusal("mpi-ring", mpi), "");
+  EXPECT_EQ(refusal("ring", mpi), "");
+  const std::vector<RankPlace> mixed = {{"h", "mpi", -1}, {"h", "cpu", -1}};
+  const std::string why = refusal("mpi-ring", mixed);
+  EXPECT_NE(why.find("rank 1"), std::string::npos) << why;
+  EXPECT_NE(why.find("mpirun"), std::string::npos) << why;
+  EXPECT_NE(refusal("ring", {{"h", "nccl", 0}}), "");
+}
+
+TEST(CollectiveLibrary, BackendListExpandsEachLabAlgorithmToTheEngines) {
+  const BackendExpansion x =
+      expandBackends({"cpu", "mpi"}, {"ring", "tree", "halving-doubling"}, Collective::AllReduce);
+  EXPECT_EQ(x.algorithms, (std::vector<std::string>{"ring", "tree", "halving-doubling", "mpi-ring",
+                                                    "mpi-rabenseifner"}));
+  ASSERT_EQ(x.notes.size(), 1u);
+  EXPECT_NE(x.notes[0].find("mpi has no tree"), std::string::npos) << x.notes[0];
+  EXPECT_EQ(engineAlgorithm("mpi", "recursive-doubling"), "mpi-recursive-doubling");
+  EXPECT_EQ(engineAlgorithm("mpi", "reduce-broadcast"), "mpi-nonoverlapping");
+  EXPECT_EQ(engineAlgorithm("cpu", "ring"), "");
+  EXPECT_TRUE(isEngineBackend("mpi"));
+  EXPECT_FALSE(isEngineBackend("cpu"));
+  // An engine's counterpart that lacks the collective is left out with a line.
+  const BackendExpansion rs = expandBackends({"mpi"}, {"ring"}, Collective::ReduceScatter);
+  EXPECT_TRUE(rs.algorithms.empty());
+  ASSERT_EQ(rs.notes.size(), 1u);
+  EXPECT_NE(rs.notes[0].find("reducescatter"), std::string::npos) << rs.notes[0];
+  // A library algorithm named outright stays, once.
+  EXPECT_EQ(expandBackends({"cpu", "mpi"}, {"mpi-linear"}, Collective::AllReduce).algorithms,
+            (std::vector<std::string>{"mpi-linear"}));
+}
+
+TEST(CollectiveLibrary, RowBackendNamesTheEngineThatRan) {
+  EXPECT_EQ(rowBackend("mpi-ring", "mpi"), "mpi");
+  EXPECT_EQ(rowBackend("ring", "mpi"), "cpu");
+  EXPECT_EQ(rowBackend("ring", "cpu"), "cpu");
+  EXPECT_EQ(rowBackend("nccl-ring", "nccl"), "nccl");
+  EXPECT_EQ(rowBackend("ring", "cuda"), "cuda");
 }
 
 }  // namespace

@@ -150,10 +150,13 @@ TEST(Export, CsvHasAHeaderAndOneQuotedRowPerRun) {
   const auto lines = splitLines(benchResultsCsv(r));
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0].rfind("size_bytes,count,dtype,op,root,algorithm,collective,ranks,", 0), 0u);
+  // Added last, so that columns read by position keep their places.
+  EXPECT_TRUE(lines[0].ends_with(",predicted_method,backend")) << lines[0];
   EXPECT_NE(lines[0].find(",time_us,time_nccl_us,p50_us,p90_us,p99_us,max_us,algbw_gbps,busbw_"
                           "gbps,wrong,predicted_us,"),
             std::string::npos);
   EXPECT_EQ(lines[1].rfind("4096,1024,float,sum,0,ring,allreduce,3,", 0), 0u) << lines[1];
+  EXPECT_TRUE(lines[1].ends_with(",cpu")) << lines[1];
   EXPECT_NE(lines[1].find(",1.5,2.25,3.125,4.0625,"), std::string::npos) << lines[1];
   EXPECT_NE(lines[2].find(",2.5,3.25,4.125,5.0625,"), std::string::npos) << lines[2];
   // The header and every row have as many fields (no field of this report holds a comma
@@ -199,6 +202,7 @@ TEST(Export, ResultsJsonHoldsConfigAndEveryResultField) {
   EXPECT_EQ(a.at("dtype").get<std::string>(), "float");
   EXPECT_EQ(a.at("op").get<std::string>(), "sum");
   EXPECT_EQ(a.at("algorithm").get<std::string>(), "ring");
+  EXPECT_EQ(a.at("backend").get<std::string>(), "cpu");
   EXPECT_EQ(a.at("collective").get<std::string>(), "allreduce");
   EXPECT_EQ(a.at("ranks").get<int64_t>(), 3);
   EXPECT_DOUBLE_EQ(a.at("time_us").get<double>(), r.rows[0].metrics.timeUs);

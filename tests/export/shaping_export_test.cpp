@@ -94,7 +94,7 @@ TEST(ShapingExport, ResultsJsonConfigHoldsTheShapingFieldByField) {
   EXPECT_TRUE(none.at("slow_links").empty());
 }
 
-TEST(ShapingExport, CsvEndsWithThePredictionsMethod) {
+TEST(ShapingExport, CsvEndsWithThePredictionsMethodThenTheBackend) {
   const std::string csv = benchResultsCsv(shapedReport({}));
   std::vector<std::string> lines;
   for (size_t p = 0, e; p < csv.size(); p = e + 1) {
@@ -102,9 +102,17 @@ TEST(ShapingExport, CsvEndsWithThePredictionsMethod) {
     lines.push_back(csv.substr(p, e - p));
   }
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0].substr(lines[0].rfind(',') + 1), "predicted_method") << lines[0];
-  EXPECT_EQ(lines[1].substr(lines[1].rfind(',') + 1), "closed form") << lines[1];
-  EXPECT_EQ(lines[2].substr(lines[2].rfind(',') + 1), "") << lines[2];
+  // The field before the last one (the backend, added after it).
+  const auto method = [](const std::string& l) {
+    const size_t last = l.rfind(',');
+    const size_t before = l.rfind(',', last - 1);
+    return l.substr(before + 1, last - before - 1);
+  };
+  EXPECT_EQ(method(lines[0]), "predicted_method") << lines[0];
+  EXPECT_EQ(method(lines[1]), "closed form") << lines[1];
+  EXPECT_EQ(method(lines[2]), "") << lines[2];
+  EXPECT_TRUE(lines[0].ends_with(",backend")) << lines[0];
+  EXPECT_TRUE(lines[1].ends_with(",cpu")) << lines[1];
   const auto commas = [](const std::string& l) { return std::count(l.begin(), l.end(), ','); };
   EXPECT_EQ(commas(lines[0]), commas(lines[1]));
   EXPECT_EQ(commas(lines[0]), commas(lines[2]));

@@ -183,11 +183,12 @@ std::vector<std::string> SessionSetup::algorithms() const {
       if (algorithmSupports(a, collective)) out.push_back(a);
     }
   }
+  // NCCL's algorithms run on device backends, Open MPI's on workers of backend mpi.
   const BackendInfo* b = findBackend(backend);
-  if (b != nullptr && b->memory == MemoryKind::Device) {
-    for (const LibraryAlgorithm& a : libraryAlgorithms()) {
-      if (a.supports(collective)) out.emplace_back(a.name);
-    }
+  const bool device = b != nullptr && b->memory == MemoryKind::Device;
+  for (const LibraryAlgorithm& a : libraryAlgorithms()) {
+    const bool runsHere = a.library == "mpi" ? backend == "mpi" : device;
+    if (runsHere && a.supports(collective)) out.emplace_back(a.name);
   }
   return out;
 }
@@ -247,7 +248,7 @@ void checkBackend(const SessionSetup& s, Problems& out) {
     const bool library = findLibraryAlgorithm(algo) != nullptr;
     if (s.backend == "nccl" && !library) {
       out.add(SetupField::Algorithm, algo + ": the nccl backend runs NCCL's own collectives (" +
-                                         libraryAlgorithmList() + ")");
+                                         libraryAlgorithmList("nccl") + ")");
       return;
     }
     if (!library) continue;
