@@ -42,7 +42,7 @@ void checkAlgorithm(const RunRequest& req) {
   if (std::find(names.begin(), names.end(), req.algorithm) == names.end()) {
     throw RunRequestError(
         RunField::Algorithm, req.algorithm,
-        "unknown (known: " + joined(names) + "; NCCL's: " + libraryAlgorithmList() + ")");
+        "unknown (known: " + joined(names) + "; the libraries': " + libraryAlgorithmList() + ")");
   }
   if (!algorithmSupports(req.algorithm, req.collective)) {
     std::vector<std::string> supported;
