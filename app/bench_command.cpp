@@ -359,20 +359,34 @@ void Bench::printDeviceSharingNote(const std::vector<WorkerInfo>& ws) {
   }
 }
 
-// What the rows of NCCL's own collectives are, once, when the sweep has any.
+// What the rows of a library's own collectives are, once per library the sweep has.
 void Bench::printLibraryNote() const {
-  std::string names;
-  for (const std::string& a : c_.algorithms) {
-    if (findLibraryAlgorithm(a) != nullptr) names += (names.empty() ? "" : ", ") + a;
+  const auto namesOf = [&](std::string_view library) {
+    std::string names;
+    for (const std::string& a : c_.algorithms) {
+      const LibraryAlgorithm* lib = findLibraryAlgorithm(a);
+      if (lib != nullptr && lib->library == library) names += (names.empty() ? "" : ", ") + a;
+    }
+    return names;
+  };
+  if (const std::string nccl = namesOf("nccl"); !nccl.empty()) {
+    std::printf(
+        "#\n# %s: NCCL's own collectives (ncclAllReduce and its kin, NCCL_ALGO set per run) on "
+        "the\n#   same buffers, inputs and check; each iteration timed whole (the call and a "
+        "stream\n#   synchronisation). No chunk telemetry of the lab's: the telemetry holds what "
+        "NCCL's\n#   profiler plugin reported (collective, kernel channels, network steps), "
+        "labelled NCCL's.\n#   The cost model predicts no NCCL time.\n",
+        nccl.c_str());
   }
-  if (names.empty()) return;
-  std::printf(
-      "#\n# %s: NCCL's own collectives (ncclAllReduce and its kin, NCCL_ALGO set per run) on "
-      "the\n#   same buffers, inputs and check; each iteration timed whole (the call and a "
-      "stream\n#   synchronisation). No chunk telemetry of the lab's: the telemetry holds what "
-      "NCCL's\n#   profiler plugin reported (collective, kernel channels, network steps), "
-      "labelled NCCL's.\n#   The cost model predicts no NCCL time.\n",
-      names.c_str());
+  if (const std::string gloo = namesOf("gloo"); !gloo.empty()) {
+    std::printf(
+        "#\n# %s: Gloo's own collectives (AllreduceRing and its kin) on the cpu workers' "
+        "buffers,\n#   same inputs and check, over Gloo's TCP pairs; each iteration timed whole "
+        "(an\n#   out-of-place all-reduce includes copying the input into the output, as Gloo "
+        "reduces\n#   in place). No chunk telemetry: Gloo reports none. The cost model predicts "
+        "no Gloo time.\n",
+        gloo.c_str());
+  }
 }
 
 void Bench::printRow(const SweepRow& row) {

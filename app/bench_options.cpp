@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <iterator>
 #include <set>
 
 #include "backend/registry.h"
@@ -126,7 +128,10 @@ void BenchOptions::declare() {
   o.value("--listen", "tcp://ADDR:PORT",
           "control endpoint for remote workers; the command that joins one is printed on stderr");
   o.value("--ranks-per-host", "K", "ranks per host for hierarchical (default: from host names)");
-  o.value("--backend", "NAME", "cpu (cuda and nccl need a CUDA build; default cpu)");
+  o.value("--backend", "NAME",
+          "cpu (cuda and nccl need a CUDA build; default cpu), or gloo: cpu workers that run "
+          "Gloo's collective of each --algo (ring: gloo-ring, halving-doubling: "
+          "gloo-halving-doubling), timed whole");
   o.value("--device", "N[,N...]",
           "GPU of the local workers (cuda, nccl): one index for all, or one per local worker; "
           "nccl's default: 0,1,...");
@@ -184,7 +189,11 @@ BenchArgs BenchOptions::check() const {
 
 // The backend first (a build without CUDA says so before anything else), then the world.
 void BenchOptions::checkWorkers(BenchConfig& c) const {
-  if (auto v = opts_.get("--backend")) {
+  if (auto v = opts_.get("--backend"); v && v->text == "gloo") {
+    // Gloo is an engine, not a worker backend: its ranks are cpu workers (checkAlgorithms).
+    if (auto why = libraryMissing("gloo")) throw refuse(*v, *why);
+    c.backend = "cpu";
+  } else if (v) {
     if (auto why = backendUnavailable(v->text)) throw refuse(*v, *why);
     c.backend = v->text;
   }
@@ -266,6 +275,35 @@ void BenchOptions::checkPipeline(BenchConfig& c) const {
   if (auto v = opts_.get("--ring-order")) c.ringOrder = parseIntegerList(*v);
 }
 
+// --backend gloo: each lab algorithm becomes Gloo's of the same idea; one Gloo has not is left
+// out with a line that says so, and a list left empty is refused.
+std::vector<std::string> BenchOptions::glooAlgorithms(const std::vector<std::string>& lab,
+                                                      const Arg& algo) const {
+  static constexpr std::pair<std::string_view, std::string_view> kGloo[] = {
+      {"ring", "gloo-ring"}, {"halving-doubling", "gloo-halving-doubling"}};
+  std::vector<std::string> out;
+  for (const std::string& name : lab) {
+    if (findLibraryAlgorithm(name) != nullptr) {
+      out.push_back(name);  // already one of a library's
+      continue;
+    }
+    const auto* it = std::find_if(std::begin(kGloo), std::end(kGloo),
+                                  [&](const auto& m) { return m.first == name; });
+    if (it != std::end(kGloo)) {
+      out.emplace_back(it->second);
+    } else {
+      std::fprintf(stderr, "%s: --backend gloo: Gloo has no %s; left out\n", kBenchProg,
+                   name.c_str());
+    }
+  }
+  if (out.empty()) {
+    throw refuse(algo,
+                 "names no algorithm Gloo has (ring: gloo-ring, halving-doubling: "
+                 "gloo-halving-doubling, or a gloo-* name)");
+  }
+  return out;
+}
+
 void BenchOptions::checkAlgorithms(BenchConfig& c) const {
   const auto v = opts_.get("--algo");
   const bool ncclOnly = c.backend == "nccl";
@@ -280,6 +318,16 @@ void BenchOptions::checkAlgorithms(BenchConfig& c) const {
     c.algorithms.clear();
     for (const std::string& name : algorithmNames()) {
       if (algorithmSupports(name, c.collective)) c.algorithms.push_back(name);
+    }
+  }
+  if (const auto b = opts_.get("--backend"); b && b->text == "gloo") {
+    c.algorithms = glooAlgorithms(c.algorithms, v.value_or(Arg{"--algo", "ring"}));
+  }
+  for (const std::string& name : c.algorithms) {
+    const LibraryAlgorithm* lib = findLibraryAlgorithm(name);
+    if (lib == nullptr) continue;
+    if (auto why = libraryMissing(lib->library)) {
+      throw refuse(v.value_or(Arg{"--backend", "gloo"}), name + ": " + *why);
     }
   }
   std::optional<Arg> nccl = opts_.get("--nccl-algo");

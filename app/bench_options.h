@@ -41,6 +41,8 @@ class BenchOptions {
   void checkTelemetry(BenchConfig& c) const;
   void checkPipeline(BenchConfig& c) const;
   void checkAlgorithms(BenchConfig& c) const;
+  std::vector<std::string> glooAlgorithms(const std::vector<std::string>& lab,
+                                          const Arg& algo) const;
   void checkDevices(BenchConfig& c) const;
   void checkDevicesUsable(const BenchConfig& c) const;
   std::vector<uint64_t> checkSizes(BenchConfig& c) const;
