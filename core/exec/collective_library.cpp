@@ -158,9 +158,11 @@ const LibraryAlgorithm* findLibraryAlgorithm(std::string_view name) {
   return nullptr;
 }
 
-std::string libraryAlgorithmList() {
+std::string libraryAlgorithmList(std::string_view library) {
   std::string s;
-  for (const LibraryAlgorithm& a : algorithms()) s += (s.empty() ? "" : ", ") + std::string(a.name);
+  for (const LibraryAlgorithm& a : algorithms()) {
+    if (library.empty() || a.library == library) s += (s.empty() ? "" : ", ") + std::string(a.name);
+  }
   return s;
 }
 
@@ -193,7 +195,7 @@ void checkPlaces(std::string_view algorithm, const std::vector<RankPlace>& place
       if (places[i].backend != a.library) continue;
       throw ConfigError("algorithm " + std::string(algorithm) + ": " +
                         rankAt(static_cast<int>(i), places[i]) + " runs " + std::string(a.library) +
-                        "'s own collectives only (" + libraryAlgorithmList() + ")");
+                        "'s own collectives only (" + libraryAlgorithmList(a.library) + ")");
     }
   }
 }

@@ -47,8 +47,8 @@ struct LibraryAlgorithm {
 std::span<const LibraryAlgorithm> libraryAlgorithms();
 // The library algorithm called `name`, or null (the lab's own algorithms are not).
 const LibraryAlgorithm* findLibraryAlgorithm(std::string_view name);
-// "nccl-ring, nccl-tree".
-std::string libraryAlgorithmList();
+// "nccl-ring, nccl-tree, gloo-ring, ...", or library `library`'s alone ("nccl-ring, nccl-tree").
+std::string libraryAlgorithmList(std::string_view library = {});
 
 // The buffers a library collective needs on each rank, as a schedule without ops: the
 // collective, ranks, count, root and the per-rank Input and Output sizes (NCCL's

@@ -247,7 +247,7 @@ void checkBackend(const SessionSetup& s, Problems& out) {
     const bool library = findLibraryAlgorithm(algo) != nullptr;
     if (s.backend == "nccl" && !library) {
       out.add(SetupField::Algorithm, algo + ": the nccl backend runs NCCL's own collectives (" +
-                                         libraryAlgorithmList() + ")");
+                                         libraryAlgorithmList("nccl") + ")");
       return;
     }
     if (!library) continue;

@@ -6,6 +6,7 @@
 #include <gloo/allreduce_halving_doubling.h>
 #include <gloo/allreduce_ring.h>
 #include <gloo/allreduce_ring_chunked.h>
+#include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/math.h>
 #include <gloo/reduce.h>
@@ -18,6 +19,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "base/errors.h"
@@ -145,8 +147,19 @@ struct GlooLibrary::State {
   void* boundTo = nullptr;
   std::vector<char> work;  // reduce-scatter: Gloo reduces the whole input in place
   uint32_t tag = 0;        // the collectives of gloo/*.h: one tag per call
+  bool failed = false;     // a collective or the rendezvous failed: no goodbye
+  const std::atomic<bool>* cancel = nullptr;  // the run's abort, from join()
 
-  [[noreturn]] void fail(const std::string& what) const {
+  // Gloo's error as this rank's failure. A pair that breaks is most often a peer that died,
+  // which the coordinator sees itself and names: the rank waits for the run's abort up to the
+  // liveness bound, so that the cause is reported before this consequence of it.
+  [[noreturn]] void fail(const std::string& what, const std::atomic<bool>& cancel) {
+    failed = true;
+    const auto until = std::chrono::steady_clock::now() + spec.timeout;
+    while (!cancel.load() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (cancel.load()) throw PeerError(spec.rank, -1, -1, "run aborted (Gloo: " + what + ")");
     throw PeerError(spec.rank, -1, -1, "Gloo: " + what);
   }
   template <class T>
@@ -175,8 +188,9 @@ void GlooLibrary::State::allreduce(const RankBuffers& b) {
   algorithm->run();
 }
 
-// ReduceScatterHalvingDoubling reduces n x count elements in place and leaves rank r's
-// `count` at offset r x count; the lab's input stays as it was, so Gloo works on a copy.
+// ReduceScatterHalvingDoubling reduces n x count elements in place and leaves the rank's
+// `count` at the front of the buffer (its distribution phase copies each received piece to
+// offset 0 on, gloo/reduce_scatter.h); the lab's input stays as it was, so Gloo works on a copy.
 template <class T>
 void GlooLibrary::State::reduceScatter(const RankBuffers& b) {
   const size_t n = static_cast<size_t>(spec.nranks);
@@ -191,7 +205,7 @@ void GlooLibrary::State::reduceScatter(const RankBuffers& b) {
     boundTo = work.data();
   }
   algorithm->run();
-  std::memcpy(b.output, work.data() + static_cast<size_t>(spec.rank) * bytes, bytes);
+  std::memcpy(b.output, work.data(), bytes);
 }
 
 // In place (NCCL's convention: the input is the rank's piece of the output) Gloo's allgather
@@ -250,13 +264,28 @@ GlooLibrary::GlooLibrary(const LibraryRunSpec& spec) : st_(std::make_unique<Stat
   st_->spec = spec;
 }
 
-GlooLibrary::~GlooLibrary() = default;
+// After a run that went well, a barrier before the pairs close: a rank that closed a socket
+// with a peer's bytes still unread in it would reset the connection (TCP's RST), and the
+// peer, still finishing its last collective, would fail with "Connection closed by peer".
+GlooLibrary::~GlooLibrary() {
+  State& s = *st_;
+  if (!s.ctx || s.failed || (s.cancel != nullptr && s.cancel->load())) return;
+  try {
+    ::gloo::BarrierOptions o(s.ctx);
+    o.setTag(s.tag++);
+    o.setTimeout(s.spec.timeout);
+    ::gloo::barrier(o);
+  } catch (const std::exception&) {
+    // A peer gone at the very end: the run's result is already decided.
+  }
+}
 
 std::string GlooLibrary::newBootstrap() { return std::string(kStoreEndpoint); }
 std::string GlooLibrary::memberEndpoint() { return std::string(kStoreEndpoint); }
 
 void GlooLibrary::join(const std::string& /*bootstrap*/, const std::atomic<bool>& cancel) {
   State& s = *st_;
+  s.cancel = &cancel;
   try {
     ::gloo::transport::tcp::attr attr;
     attr.hostname = s.spec.hostAddress;
@@ -266,15 +295,19 @@ void GlooLibrary::join(const std::string& /*bootstrap*/, const std::atomic<bool>
     StoreAdapter store(*s.spec.store, s.spec.timeout, cancel);
     s.ctx->connectFullMesh(store, s.device);
   } catch (const PeerError&) {
+    s.failed = true;
     throw;
   } catch (const std::exception& e) {
-    s.fail(std::string("joining the full mesh on ") + s.spec.hostAddress + ": " + e.what());
+    s.fail(std::string("joining the full mesh on ") + s.spec.hostAddress + ": " + e.what(), cancel);
   }
 }
 
 void GlooLibrary::run(const RankBuffers& b, const std::atomic<bool>& cancel) {
   State& s = *st_;
-  if (cancel.load()) throw PeerError(s.spec.rank, -1, -1, "run aborted");
+  if (cancel.load()) {
+    s.failed = true;
+    throw PeerError(s.spec.rank, -1, -1, "run aborted");
+  }
   ARL_ENFORCE(s.ctx != nullptr, "a Gloo collective before join()");
   if (s.spec.count == 0) return;
   try {
@@ -289,9 +322,10 @@ void GlooLibrary::run(const RankBuffers& b, const std::atomic<bool>& cancel) {
       }
     });
   } catch (const PeerError&) {
+    s.failed = true;
     throw;
   } catch (const std::exception& e) {
-    s.fail(e.what());
+    s.fail(e.what(), cancel);
   }
 }
 
