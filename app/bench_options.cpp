@@ -377,7 +377,12 @@ void BenchOptions::checkDevices(BenchConfig& c) const {
     try {
       checkPlaces(algo, places);
     } catch (const ConfigError& e) {
-      throw refuse(v.value_or(Arg{"--backend", c.backend}), e.what());
+      // A host-memory library's refusal is about the algorithm (gloo-bcube's rank count).
+      const LibraryAlgorithm* lib = findLibraryAlgorithm(algo);
+      const bool onHost = lib != nullptr && lib->memory == MemoryKind::Host;
+      const std::optional<Arg> algoArg = opts_.get("--algo");
+      throw refuse(onHost && algoArg ? *algoArg : v.value_or(Arg{"--backend", c.backend}),
+                   e.what());
     }
   }
 }
