@@ -186,7 +186,7 @@ std::vector<std::string> SessionSetup::algorithms() const {
   const BackendInfo* b = findBackend(backend);
   if (b != nullptr && b->memory == MemoryKind::Device) {
     for (const LibraryAlgorithm& a : libraryAlgorithms()) {
-      if (a.supports(collective)) out.emplace_back(a.name);
+      if (a.supports(collective) && a.memory == MemoryKind::Device) out.emplace_back(a.name);
     }
   }
   return out;
