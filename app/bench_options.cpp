@@ -281,7 +281,7 @@ std::vector<std::string> BenchOptions::glooAlgorithms(const std::vector<std::str
                                                       const Arg& algo) const {
   static constexpr std::pair<std::string_view, std::string_view> kGloo[] = {
       {"ring", "gloo-ring"}, {"halving-doubling", "gloo-halving-doubling"}};
-  std::vector<std::string> out;
+  std::vector<std::string> out, leftOut;
   for (const std::string& name : lab) {
     if (findLibraryAlgorithm(name) != nullptr) {
       out.push_back(name);  // already one of a library's
@@ -292,14 +292,18 @@ std::vector<std::string> BenchOptions::glooAlgorithms(const std::vector<std::str
     if (it != std::end(kGloo)) {
       out.emplace_back(it->second);
     } else {
-      std::fprintf(stderr, "%s: --backend gloo: Gloo has no %s; left out\n", kBenchProg,
-                   name.c_str());
+      leftOut.push_back(name);
     }
   }
+  // A refusal is one line: the left-out ones are said only when the sweep goes on.
   if (out.empty()) {
     throw refuse(algo,
                  "names no algorithm Gloo has (ring: gloo-ring, halving-doubling: "
                  "gloo-halving-doubling, or a gloo-* name)");
+  }
+  for (const std::string& name : leftOut) {
+    std::fprintf(stderr, "%s: --backend gloo: Gloo has no %s; left out\n", kBenchProg,
+                 name.c_str());
   }
   return out;
 }
