@@ -388,6 +388,7 @@ void Bench::printLibraryNote() const {
   for (const std::string& note : a_.notes) std::printf("# %s\n", note.c_str());
   printLibraryNote("nccl");
   printLibraryNote("mpi");
+  printLibraryNote("gloo");
 }
 
 void Bench::printLibraryNote(std::string_view library) const {
@@ -409,6 +410,16 @@ void Bench::printLibraryNote(std::string_view library) const {
         "forced\n#   per run through MPI_T) on the same host buffers, inputs and check, on workers "
         "that\n#   mpirun started; each iteration timed whole (the blocking call). No chunk "
         "telemetry:\n#   Open MPI reports none. The cost model predicts no Open MPI time.\n",
+        names.c_str());
+    return;
+  }
+  if (library == "gloo") {
+    std::printf(
+        "#\n# %s: Gloo's own collectives (AllreduceRing and its kin) on the cpu workers' "
+        "buffers,\n#   same inputs and check, over Gloo's TCP pairs; each iteration timed whole "
+        "(an\n#   out-of-place all-reduce includes copying the input into the output, as Gloo "
+        "reduces\n#   in place). No chunk telemetry: Gloo reports none. The cost model predicts "
+        "no Gloo time.\n",
         names.c_str());
     return;
   }

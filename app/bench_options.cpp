@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <iterator>
 #include <set>
 
 #include "backend/registry.h"
@@ -129,9 +130,10 @@ void BenchOptions::declare() {
           "control endpoint for remote workers; the command that joins one is printed on stderr");
   o.value("--ranks-per-host", "K", "ranks per host for hierarchical (default: from host names)");
   o.value("--backend", "NAME[,NAME...]",
-          "cpu, mpi (Open MPI under mpirun; cuda and nccl need a CUDA build; default cpu); a "
-          "list such as cpu,mpi runs each --algo on the lab's code and on each engine's "
-          "counterpart (ring: mpi-ring), one row each");
+          "cpu, mpi (Open MPI under mpirun), gloo (Gloo's collectives on cpu workers); cuda and "
+          "nccl need a CUDA build; default cpu. A list such as cpu,mpi,gloo runs each --algo on "
+          "the lab's code and on each engine's counterpart (ring: mpi-ring, gloo-ring), one row "
+          "each, the engines' timed whole");
   o.value("--device", "N[,N...]",
           "GPU of the local workers (cuda, nccl): one index for all, or one per local worker; "
           "nccl's default: 0,1,...");
@@ -207,14 +209,20 @@ BenchArgs BenchOptions::check() const {
 void checkBackends(const Arg& v, BenchConfig& c) {
   const std::vector<std::string> list = parseNameList(v);
   for (const std::string& b : list) {
+    // Gloo is an engine, not a worker backend: its ranks are the host-memory workers.
+    if (b == "gloo") {
+      if (auto why = libraryMissing("gloo")) throw refuse(Arg{v.flag, b}, *why);
+      continue;
+    }
     if (auto why = backendUnavailable(b)) throw refuse(Arg{v.flag, b}, *why);
     if (list.size() > 1 && findBackend(b)->memory != MemoryKind::Host) {
       throw refuse(v, "a list of backends names cpu and engines on host memory (mpi); " + b +
                           " holds device memory: run it alone");
     }
   }
-  c.backend = std::find(list.begin(), list.end(), "mpi") != list.end() ? "mpi" : list.front();
-  if (list.size() > 1) c.backends = list;
+  const auto has = [&](const char* b) { return std::find(list.begin(), list.end(), b) != list.end(); };
+  c.backend = has("mpi") ? "mpi" : list.front() == "gloo" ? "cpu" : list.front();
+  if (list.size() > 1 || has("gloo")) c.backends = list;
 }
 
 // The backend first (a build without CUDA says so before anything else), then the world.
@@ -315,6 +323,13 @@ void BenchOptions::checkAlgorithms(BenchConfig& c) const {
     }
   }
   if (c.backend == "mpi" && c.backends.empty()) c.backends = {"mpi"};
+  for (const std::string& name : c.algorithms) {
+    const LibraryAlgorithm* lib = findLibraryAlgorithm(name);
+    if (lib == nullptr) continue;
+    if (auto why = libraryMissing(lib->library)) {
+      throw refuse(v.value_or(Arg{"--backend", "gloo"}), name + ": " + *why);
+    }
+  }
   std::optional<Arg> nccl = opts_.get("--nccl-algo");
   if (!nccl && ncclOnly) nccl = Arg{"--nccl-algo", "ring"};
   if (!nccl) return;
@@ -347,6 +362,12 @@ std::vector<std::string> BenchOptions::checkEngines(BenchConfig& c) const {
   std::vector<std::string> notes;
   if (!mpiAlgo || opts_.get("--algo") || c.backends.size() > 1) {
     BackendExpansion x = expandBackends(c.backends, c.algorithms, c.collective);
+    if (x.algorithms.empty()) {
+      throw refuse(opts_.getOr("--algo", "ring"),
+                   "names no algorithm the engines of --backend have (ring: mpi-ring, gloo-ring; "
+                   "halving-doubling: mpi-rabenseifner, gloo-halving-doubling; or an engine's "
+                   "name such as gloo-bcube)");
+    }
     c.algorithms = std::move(x.algorithms);
     notes = std::move(x.notes);
   } else {
@@ -409,7 +430,12 @@ void BenchOptions::checkDevices(BenchConfig& c) const {
     try {
       checkPlaces(algo, places);
     } catch (const ConfigError& e) {
-      throw refuse(v.value_or(Arg{"--backend", c.backend}), e.what());
+      // A host-memory library's refusal is about the algorithm (gloo-bcube's rank count).
+      const LibraryAlgorithm* lib = findLibraryAlgorithm(algo);
+      const bool onHost = lib != nullptr && lib->memory == MemoryKind::Host;
+      const std::optional<Arg> algoArg = opts_.get("--algo");
+      throw refuse(onHost && algoArg ? *algoArg : v.value_or(Arg{"--backend", c.backend}),
+                   e.what());
     }
   }
 }

@@ -26,6 +26,7 @@
 #include "charts/charts_panel.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "exec/collective_library.h"
 #include "export/export.h"
 #include "lessons/lessons_panel.h"
 #include "lessons/play_rank_panel.h"
@@ -365,7 +366,9 @@ class GuiCommand final : public Command {
                "start in projector mode: large type, high contrast, thicker links (View -> "
                "Projector, F8)");
     opts_.value("--workers", "N", "local worker processes (default 4)");
-    opts_.value("--algo", "NAME", "algorithm, or 'all'. Known: " + algorithmList());
+    opts_.value("--algo", "NAME",
+                "algorithm, or 'all'. Known: " + algorithmList() +
+                    "; the libraries' (timed whole, no animation): " + libraryAlgorithmList());
     opts_.value("--size", "SIZE", "one message size, e.g. 1M (default: a sweep 4K..16M)");
     opts_.value("-b,--minbytes", "SIZE", "or sweep sizes from SIZE (with -e)");
     opts_.value("-e,--maxbytes", "SIZE", "... to SIZE");
@@ -483,8 +486,10 @@ class GuiCommand final : public Command {
     if (auto v = opts_.get("--workers")) a_.workers = parseInt(*v, 1, kMaxRanks);
     if (auto v = opts_.get("--algo")) {
       const auto& names = algorithmNames();
-      if (v->text != "all" && std::find(names.begin(), names.end(), v->text) == names.end()) {
-        throw refuse(*v, "unknown algorithm (known: " + algorithmList() + ", all)");
+      if (v->text != "all" && std::find(names.begin(), names.end(), v->text) == names.end() &&
+          findLibraryAlgorithm(v->text) == nullptr) {
+        throw refuse(*v, "unknown algorithm (known: " + algorithmList() +
+                             ", all; the libraries': " + libraryAlgorithmList() + ")");
       }
       a_.algorithm = v->text;
     }

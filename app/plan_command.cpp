@@ -148,11 +148,16 @@ PlanArgs PlanCommand::parse() const {
 
 // Checks the request as every client does (run_request.h) and returns its schedule.
 Schedule PlanCommand::resolve(const PlanArgs& a) const {
-  if (findLibraryAlgorithm(a.req.algorithm) != nullptr) {
+  if (const LibraryAlgorithm* lib = findLibraryAlgorithm(a.req.algorithm)) {
     // A library's collective has no schedule to show, simulate or run in process.
     throw refuse(Arg{"--algo", a.req.algorithm},
-                 "is NCCL's own collective, which has no schedule to plan; it runs on GPU "
-                 "workers: allreduce-lab bench --backend nccl --nccl-algo ...");
+                 lib->memory == MemoryKind::Device
+                     ? "is NCCL's own collective, which has no schedule to plan; it runs on GPU "
+                       "workers: allreduce-lab bench --backend nccl --nccl-algo ..."
+                     : "is " + std::string(lib->library) +
+                           "'s own collective, which has no schedule to plan; it runs on cpu "
+                           "workers: allreduce-lab bench --algo " +
+                           a.req.algorithm);
   }
   Schedule s;
   try {

@@ -6,6 +6,9 @@
 
 #include "base/errors.h"
 #include "worker_options.h"
+#if ARL_WITH_GLOO
+#include "engines/gloo/gloo_library.h"
+#endif
 #if ARL_WITH_NCCL
 #include "gpu/nccl_loader.h"
 #include "gpu/nccl_register.h"
@@ -76,6 +79,9 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
 #if ARL_WITH_NCCL
   arl::gpu::registerNccl();
+#endif
+#if ARL_WITH_GLOO
+  arl::gloo_engine::registerGloo();
 #endif
   CLI::App app("", "allreduce-worker");
   arl::worker::WorkerArgs args;

@@ -61,11 +61,38 @@ std::vector<LibraryAlgorithm> makeAlgorithms() {
        "nccl",
        "Ring",
        "NCCL's ring (NCCL_ALGO=Ring), timed whole",
-       {std::begin(kAllCollectives), std::end(kAllCollectives)}},
+       {std::begin(kAllCollectives), std::end(kAllCollectives)},
+       MemoryKind::Device},
       {"nccl-tree",
        "nccl",
        "Tree",
        "NCCL's double binary tree (NCCL_ALGO=Tree), all-reduce only",
+       {Collective::AllReduce},
+       MemoryKind::Device},
+      // Gloo's classes (gloo/allreduce_*.h, reduce_scatter.h) and its one allgather, reduce
+      // and broadcast (gloo/allgather.h, reduce.h, broadcast.h), shown under gloo-ring.
+      {"gloo-ring",
+       "gloo",
+       "AllreduceRing",
+       "Gloo's AllreduceRing on cpu workers, timed whole; also Gloo's allgather, reduce and "
+       "broadcast",
+       {Collective::AllReduce, Collective::AllGather, Collective::Reduce, Collective::Broadcast}},
+      {"gloo-ring-chunked",
+       "gloo",
+       "AllreduceRingChunked",
+       "Gloo's AllreduceRingChunked on cpu workers, timed whole; all-reduce only",
+       {Collective::AllReduce}},
+      {"gloo-halving-doubling",
+       "gloo",
+       "AllreduceHalvingDoubling",
+       "Gloo's AllreduceHalvingDoubling on cpu workers, timed whole; reduce-scatter with "
+       "ReduceScatterHalvingDoubling",
+       {Collective::AllReduce, Collective::ReduceScatter}},
+      {"gloo-bcube",
+       "gloo",
+       "AllreduceBcube",
+       "Gloo's AllreduceBcube (base 2) on cpu workers, timed whole; all-reduce only, a "
+       "power-of-two rank count",
        {Collective::AllReduce}},
   };
   for (LibraryAlgorithm& a : mpiAlgorithms()) list.push_back(std::move(a));
@@ -97,6 +124,28 @@ void checkMpiPlaces(const LibraryAlgorithm& a, const std::vector<RankPlace>& pla
     if (places[i].backend == "mpi") continue;
     throw ConfigError(std::string(a.name) + " needs every rank on a worker started by mpirun (" +
                       "--backend mpi); " + rankAt(static_cast<int>(i), places[i]) + " is not");
+  }
+}
+
+// A host-memory library's ranks (Gloo): cpu workers; and for AllreduceBcube with base 2 a
+// power-of-two count: its exchange pairs ranks base^k apart (gloo/allreduce_bcube.h,
+// computeSteps) and has no step for a rank count in between.
+void checkHostLibraryPlaces(const LibraryAlgorithm& a, const std::vector<RankPlace>& places) {
+  for (size_t i = 0; i < places.size(); ++i) {
+    const BackendInfo* b = findBackend(places[i].backend);
+    if (b == nullptr || b->memory != MemoryKind::Host) {
+      throw ConfigError(std::string(a.name) + " needs every rank on a cpu worker (" +
+                        std::string(a.library) + " works on host memory); " +
+                        rankAt(static_cast<int>(i), places[i]) +
+                        " is not: start the workers with --backend cpu");
+    }
+  }
+  const size_t n = places.size();
+  if (a.name == "gloo-bcube" && (n == 0 || (n & (n - 1)) != 0)) {
+    throw ConfigError(
+        "gloo-bcube runs on a power-of-two number of ranks (Gloo's AllreduceBcube "
+        "with base 2); this run has " +
+        std::to_string(n));
   }
 }
 
@@ -145,6 +194,8 @@ constexpr EngineChoice kEngineChoices[] = {
     {"mpi", "halving-doubling", "mpi-rabenseifner"},
     {"mpi", "recursive-doubling", "mpi-recursive-doubling"},
     {"mpi", "reduce-broadcast", "mpi-nonoverlapping"},
+    {"gloo", "ring", "gloo-ring"},
+    {"gloo", "halving-doubling", "gloo-halving-doubling"},
 };
 
 }  // namespace
@@ -193,6 +244,26 @@ std::string rowBackend(std::string_view algorithm, std::string_view workerBacken
   return workerBackend == "mpi" ? "cpu" : std::string(workerBackend);
 }
 
+constexpr std::string_view kNoGloo = "this build has no Gloo (install libgloo-dev and rebuild)";
+
+std::optional<std::string> libraryMissing(std::string_view library) {
+#if ARL_HAVE_GLOO
+  constexpr bool kGloo = true;
+#else
+  constexpr bool kGloo = false;
+#endif
+  if (library == "gloo" && !kGloo) return std::string(kNoGloo);
+  return std::nullopt;
+}
+
+std::string libraryBuildHint(std::string_view library) {
+  if (library == "gloo") return "a build with Gloo; " + std::string(kNoGloo);
+  const BackendInfo* b = findBackend(library);
+  const std::string what =
+      b != nullptr ? " (" + std::string(b->needs) + ", " + std::string(b->buildFlag) + ")" : "";
+  return "a build with " + std::string(library) + what + "; this program has none";
+}
+
 bool LibraryAlgorithm::supports(Collective c) const {
   return std::find(collectives.begin(), collectives.end(), c) != collectives.end();
 }
@@ -231,7 +302,11 @@ Schedule libraryShape(std::string_view algorithm, Collective c, int nranks, uint
 
 void checkPlaces(std::string_view algorithm, const std::vector<RankPlace>& places) {
   if (const LibraryAlgorithm* a = findLibraryAlgorithm(algorithm)) {
-    checkLibraryPlaces(*a, places);
+    if (a->memory == MemoryKind::Host && a->library != "mpi") {
+      checkHostLibraryPlaces(*a, places);
+    } else {
+      checkLibraryPlaces(*a, places);
+    }
     return;
   }
   // A device backend named after a library (nccl) runs that library's collectives and nothing
@@ -279,11 +354,8 @@ std::unique_ptr<CollectiveLibrary> makeCollectiveLibrary(const LibraryRunSpec& s
     if (it != f.byName.end()) make = it->second;
   }
   if (!make) {
-    const BackendInfo* b = findBackend(spec.algorithm->library);
-    const std::string what =
-        b != nullptr ? " (" + std::string(b->needs) + ", " + std::string(b->buildFlag) + ")" : "";
-    throw ConfigError(std::string(spec.algorithm->name) + " needs a build with " +
-                      std::string(spec.algorithm->library) + what + "; this program has none");
+    throw ConfigError(std::string(spec.algorithm->name) + " needs " +
+                      libraryBuildHint(spec.algorithm->library));
   }
   return make(spec);
 }

@@ -14,14 +14,17 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "backend/backend.h"
 #include "base/types.h"
 #include "exec/executor.h"
 #include "exec/telemetry.h"
@@ -35,10 +38,13 @@ struct LibraryAlgorithm {
   std::string_view variant;             // the library's own name for it: "Ring" (NCCL_ALGO)
   std::string_view summary;             // one line for --help
   std::vector<Collective> collectives;  // what it implements
+  // Where its buffers live: device memory (NCCL: cuda or nccl workers) or host memory (Gloo:
+  // cpu workers).
+  MemoryKind memory = MemoryKind::Host;
   bool supports(Collective c) const;
 };
 
-// Every library algorithm, in display order (nccl-ring, nccl-tree, mpi-default, mpi-linear, ...).
+// Every library algorithm, in display order (nccl-ring, nccl-tree, mpi-default, ..., gloo-ring, ...).
 std::span<const LibraryAlgorithm> libraryAlgorithms();
 // The library algorithm called `name`, or null (the lab's own algorithms are not).
 const LibraryAlgorithm* findLibraryAlgorithm(std::string_view name);
@@ -73,6 +79,14 @@ std::string rowBackend(std::string_view algorithm, std::string_view workerBacken
 Schedule libraryShape(std::string_view algorithm, Collective c, int nranks, uint64_t count,
                       int root);
 
+// Why this build cannot run library `library`'s algorithms ("this build has no Gloo (install
+// libgloo-dev and rebuild)"), or nullopt. NCCL's are asked with their backend instead
+// (backendUnavailable).
+std::optional<std::string> libraryMissing(std::string_view library);
+// What a program needs to run library `library`'s algorithms, for a refusal: "a build with
+// Gloo; this build has no Gloo (install libgloo-dev and rebuild)".
+std::string libraryBuildHint(std::string_view library);
+
 // Where a rank runs, as the coordinator knows it from the rank's Hello.
 struct RankPlace {
   std::string host;
@@ -82,7 +96,9 @@ struct RankPlace {
 
 // Throws ConfigError, naming the ranks, when `algorithm` cannot run on ranks placed at
 // `places` (rank order):
-//  - NCCL's algorithms need every rank on a backend with device memory (cuda, nccl), each
+//  - a Gloo algorithm needs every rank on a backend with host memory (cpu, or mpi's workers),
+//    and gloo-bcube a power-of-two rank count;
+//  - an NCCL algorithm needs every rank on a backend with device memory (cuda, nccl), each
 //    on a device of its own: NCCL refuses two ranks on one GPU (ncclInvalidUsage, "Duplicate
 //    GPU detected"), so two ranks of one host on one device index are refused here, before
 //    any worker is touched;
@@ -90,6 +106,22 @@ struct RankPlace {
 //  - the lab's own algorithms need a backend that runs schedules: the nccl backend runs
 //    NCCL's collectives only (the mpi backend runs both).
 void checkPlaces(std::string_view algorithm, const std::vector<RankPlace>& places);
+
+// The key-value store of one run that a library's ranks rendezvous through (Gloo's
+// gloo::rendezvous::Store), shared by every rank of the run and gone when the run ends. On a
+// worker it lives on the coordinator (runtime/control_store.h). Called from the rank's run
+// thread only.
+class RendezvousStore {
+ public:
+  virtual ~RendezvousStore() = default;
+  // Sets `key` (an identifier: printable ASCII without spaces) for every rank. Throws
+  // PeerError naming the rank when the store refuses it (too many keys, a value too large).
+  virtual void set(const std::string& key, const std::string& value) = 0;
+  // The value of `key`, waiting until a rank has set it. Throws PeerError naming the rank and
+  // the key after `timeout`, or once `cancel` is true.
+  virtual std::string get(const std::string& key, std::chrono::milliseconds timeout,
+                          const std::atomic<bool>& cancel) = 0;
+};
 
 // What one rank's library needs to know about its run.
 struct LibraryRunSpec {
@@ -107,6 +139,13 @@ struct LibraryRunSpec {
   // The timed calls after the warm-up ones; the calls after them are the check's further
   // iterations (RankRunOptions::check), whose events are not recorded.
   uint32_t timed = UINT32_MAX;
+  // For a library that rendezvous through a store and connects its ranks itself (Gloo): the
+  // run's store, the address its transport binds and advertises (the one the lab's data
+  // plane would use: loopback when every rank is on this host), and how long it waits for a
+  // peer before it gives up (the run's liveness bound, heartbeat interval x liveness).
+  RendezvousStore* store = nullptr;
+  std::string hostAddress = "127.0.0.1";
+  std::chrono::milliseconds timeout{1000};
 };
 
 // What one collectEvents() call did with the library's own events.
@@ -124,6 +163,9 @@ struct LibraryEventCounts {
   }
 };
 
+// The endpoint a rank other than 0 reports in Ready for a library run: it binds nothing.
+inline constexpr std::string_view kLibraryMemberEndpoint = "nccl://member";
+
 // One rank's library for one run. Made, used and destroyed on the rank's run thread; every
 // call that waits for other ranks looks at `cancel` every few milliseconds and throws
 // PeerError(rank, -1, -1, "run aborted ...") once it is true.
@@ -133,6 +175,9 @@ class CollectiveLibrary {
   // Rank 0, before Ready: a new bootstrap token (NCCL's unique id) as an endpoint the control
   // protocol carries ("nccl://id/..."). Throws PeerError when the library cannot make one.
   virtual std::string newBootstrap() = 0;
+  // Every rank but 0, before Ready: what it reports as its endpoint (it binds nothing the
+  // control protocol carries).
+  virtual std::string memberEndpoint() { return std::string(kLibraryMemberEndpoint); }
   // Every rank, after Start: joins the communicator that rank 0's token names, with every
   // other rank. Throws PeerError naming what the library said.
   virtual void join(const std::string& bootstrap, const std::atomic<bool>& cancel) = 0;
@@ -162,8 +207,5 @@ void registerCollectiveLibrary(std::string_view library, CollectiveLibraryFactor
 bool collectiveLibraryRegistered(std::string_view library);
 // A new library for `spec`. Throws ConfigError when this program has none registered.
 std::unique_ptr<CollectiveLibrary> makeCollectiveLibrary(const LibraryRunSpec& spec);
-
-// The endpoint a rank other than 0 reports in Ready for a library run: it binds nothing.
-inline constexpr std::string_view kLibraryMemberEndpoint = "nccl://member";
 
 }  // namespace arl

@@ -43,7 +43,8 @@ void checkAlgorithm(const RunRequest& req) {
     throw RunRequestError(RunField::Algorithm, req.algorithm,
                           "unknown (known: " + joined(names) +
                               "; NCCL's: " + libraryAlgorithmList("nccl") +
-                              "; Open MPI's: " + libraryAlgorithmList("mpi") + ")");
+                              "; Open MPI's: " + libraryAlgorithmList("mpi") +
+                              "; Gloo's: " + libraryAlgorithmList("gloo") + ")");
   }
   if (!algorithmSupports(req.algorithm, req.collective)) {
     std::vector<std::string> supported;

@@ -393,6 +393,33 @@ Heartbeat ActiveRun::heartbeatFor(int r) const {
   return hb;
 }
 
+void ActiveRun::onStoreSet(const StoreSet& m, int r) {
+  if (failing()) return;
+  const auto it = store_.find(m.key);
+  if (it == store_.end() && store_.size() >= kMaxStoreKeys) {
+    fail(FailKind::Protocol, r,
+         "rank " + std::to_string(r) + " set store key '" + m.key + "' beyond the run's " +
+             std::to_string(kMaxStoreKeys) + " keys");
+    return;
+  }
+  if (it != store_.end()) {
+    it->second = m.value;
+  } else {
+    store_.emplace(m.key, m.value);
+  }
+}
+
+StoreValue ActiveRun::onStoreGet(const StoreGet& m) const {
+  StoreValue v;
+  v.epoch = epoch_;
+  v.seq = m.seq;
+  if (const auto it = store_.find(m.key); it != store_.end()) {
+    v.found = true;
+    v.value = it->second;
+  }
+  return v;
+}
+
 bool ActiveRun::awaitingReady(int r) const {
   return !failing() && state_ == RunState::Configuring && !ready_[static_cast<size_t>(r)];
 }

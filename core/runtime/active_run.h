@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,6 +85,10 @@ class ActiveRun {
   void onTelemetry(TelemetryBatch& m, int r);
   void onDone(const RunDone& m, int r);
   void onFailed(const RunFailed& m, int r);
+  // The run's rendezvous store (runtime/control_store.h): kept as long as the run, at most
+  // kMaxStoreKeys keys; a set beyond them fails the run, naming the rank.
+  void onStoreSet(const StoreSet& m, int r);
+  StoreValue onStoreGet(const StoreGet& m) const;
   // A heartbeat from rank r: its progress restarts the stall clock, and what it shows it
   // missed (a RunConfig, an Abort) is said again.
   void onHeartbeat(const Heartbeat& hb, int r);
@@ -173,6 +178,7 @@ class ActiveRun {
   std::vector<uint64_t> digests_;
   std::vector<std::string> samples_;
   std::vector<uint64_t> nextBatchSeq_;
+  std::map<std::string, std::string, std::less<>> store_;  // StoreSet's keys and values
 
   // A failure being wound down (kind_ != None): acknowledgements until ackDeadline_.
   FailKind kind_ = FailKind::None;

@@ -479,6 +479,27 @@ std::optional<std::string> check(const Abort& m) {
 
 std::optional<std::string> check(const Shutdown& m) { return checkText("reason", m.reason); }
 
+std::optional<std::string> checkStoreValue(const std::string& value) {
+  if (value.size() <= kMaxStoreValueBytes) return std::nullopt;
+  return "store value of " + std::to_string(value.size()) + " bytes, more than " +
+         std::to_string(kMaxStoreValueBytes);
+}
+
+std::optional<std::string> check(const StoreSet& m) {
+  return firstError({checkEpoch(m.epoch), checkRank("rank", m.rank), checkIdent("key", m.key),
+                     checkStoreValue(m.value)});
+}
+
+std::optional<std::string> check(const StoreGet& m) {
+  return firstError({checkEpoch(m.epoch), checkRank("rank", m.rank), checkIdent("key", m.key)});
+}
+
+std::optional<std::string> check(const StoreValue& m) {
+  if (auto e = checkEpoch(m.epoch)) return e;
+  if (!m.found && !m.value.empty()) return std::string("a value for a key not found");
+  return checkStoreValue(m.value);
+}
+
 std::optional<std::string> check(const Log& m) {
   if (m.level > kLastLogLevel) {
     return "unknown log level " + std::to_string(static_cast<int>(m.level));
@@ -561,6 +582,18 @@ struct PbOf<Shutdown> {
 template <>
 struct PbOf<Log> {
   using type = pb::Log;
+};
+template <>
+struct PbOf<StoreSet> {
+  using type = pb::StoreSet;
+};
+template <>
+struct PbOf<StoreGet> {
+  using type = pb::StoreGet;
+};
+template <>
+struct PbOf<StoreValue> {
+  using type = pb::StoreValue;
 };
 
 using Reason = std::optional<std::string>;
@@ -1043,6 +1076,45 @@ Reason fromPb(const pb::Log& p, const FrameHeader&, Log& m) {
   return std::nullopt;
 }
 
+void toPb(const StoreSet& m, pb::StoreSet& p) {
+  p.set_rank(m.rank);
+  p.set_key(m.key);
+  p.set_value(m.value);
+}
+Reason fromPb(const pb::StoreSet& p, const FrameHeader& h, StoreSet& m) {
+  m.epoch = h.epoch;
+  m.rank = p.rank();
+  m.key = p.key();
+  m.value = p.value();
+  return std::nullopt;
+}
+
+void toPb(const StoreGet& m, pb::StoreGet& p) {
+  p.set_rank(m.rank);
+  p.set_seq(m.seq);
+  p.set_key(m.key);
+}
+Reason fromPb(const pb::StoreGet& p, const FrameHeader& h, StoreGet& m) {
+  m.epoch = h.epoch;
+  m.rank = p.rank();
+  m.seq = p.seq();
+  m.key = p.key();
+  return std::nullopt;
+}
+
+void toPb(const StoreValue& m, pb::StoreValue& p) {
+  p.set_seq(m.seq);
+  p.set_found(m.found);
+  p.set_value(m.value);
+}
+Reason fromPb(const pb::StoreValue& p, const FrameHeader& h, StoreValue& m) {
+  m.epoch = h.epoch;
+  m.seq = p.seq();
+  m.found = p.found();
+  m.value = p.value();
+  return std::nullopt;
+}
+
 // ---- Generic encode / decode ----------------------------------------------------------------
 
 template <class T>
@@ -1162,6 +1234,9 @@ std::string_view typeName(MsgType t) {
     case MsgType::Abort: return "Abort";
     case MsgType::Shutdown: return "Shutdown";
     case MsgType::Log: return "Log";
+    case MsgType::StoreSet: return "StoreSet";
+    case MsgType::StoreGet: return "StoreGet";
+    case MsgType::StoreValue: return "StoreValue";
   }
   return "?";
 }
@@ -1176,6 +1251,8 @@ bool sentByWorker(MsgType t) {
     case MsgType::TelemetryBatch:
     case MsgType::RunDone:
     case MsgType::RunFailed:
+    case MsgType::StoreSet:
+    case MsgType::StoreGet:
     case MsgType::Log: return true;
     default: return false;
   }
@@ -1190,6 +1267,7 @@ bool sentByCoordinator(MsgType t) {
     case MsgType::Start:
     case MsgType::Abort:
     case MsgType::Shutdown:
+    case MsgType::StoreValue:
     case MsgType::Log: return true;
     default: return false;
   }
@@ -1204,7 +1282,10 @@ bool isRunScoped(MsgType t) {
     case MsgType::TelemetryBatch:
     case MsgType::RunDone:
     case MsgType::RunFailed:
-    case MsgType::Abort: return true;
+    case MsgType::Abort:
+    case MsgType::StoreSet:
+    case MsgType::StoreGet:
+    case MsgType::StoreValue: return true;
     default: return false;
   }
 }
@@ -1340,6 +1421,9 @@ ARL_PROTOCOL_MEMBERS(RunFailed)
 ARL_PROTOCOL_MEMBERS(Abort)
 ARL_PROTOCOL_MEMBERS(Shutdown)
 ARL_PROTOCOL_MEMBERS(Log)
+ARL_PROTOCOL_MEMBERS(StoreSet)
+ARL_PROTOCOL_MEMBERS(StoreGet)
+ARL_PROTOCOL_MEMBERS(StoreValue)
 
 #undef ARL_PROTOCOL_MEMBERS
 
@@ -1393,6 +1477,8 @@ bool validEndpoint(std::string_view s) {
              c == '-' || c == '_';
     });
   }
+  // A Gloo rank's mark (protocol 12): its rendezvous goes through the run's store.
+  if (auto r = rest("gloo://")) return *r == "store";
   if (auto r = rest("tcp://")) {
     // HOST:PORT with HOST non-empty ("[::1]" for IPv6) and PORT 1..5 digits or '*'.
     const size_t colon = r->rfind(':');
@@ -1496,6 +1582,13 @@ std::string describe(const Message& m) {
           if (!x.reason.empty()) os << ": " << x.reason;
         } else if constexpr (std::is_same_v<T, Log>) {
           os << " " << toString(x.level) << ": " << x.text;
+        } else if constexpr (std::is_same_v<T, StoreSet>) {
+          os << " rank=" << x.rank << " key=" << x.key << " bytes=" << x.value.size();
+        } else if constexpr (std::is_same_v<T, StoreGet>) {
+          os << " rank=" << x.rank << " seq=" << x.seq << " key=" << x.key;
+        } else if constexpr (std::is_same_v<T, StoreValue>) {
+          os << " seq=" << x.seq
+             << (x.found ? " bytes=" + std::to_string(x.value.size()) : std::string(" not found"));
         }
       },
       m);

@@ -50,7 +50,9 @@ namespace arl {
 // 10: Heartbeat and RunFailed say which of the check's iterations after the timed ones a rank
 //     is in (checkIteration); RunDone's wrongTotal counts them, IterationResult's wrong not.
 // 11: training: RunConfig carries a TrainConfig, IterationResult a rank's TrainStep.
-inline constexpr uint16_t kProtocolVersion = 11;
+// 12: a library that rendezvous through a key-value store (Gloo) keeps it on the coordinator:
+//     StoreSet, StoreGet and StoreValue; its ranks report "gloo://store" in Ready.
+inline constexpr uint16_t kProtocolVersion = 12;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
@@ -73,6 +75,11 @@ inline constexpr size_t kMaxOutputSampleBytes = 64;  // RunDone::outputSample
 // Spans one TrainStep carries: a forward and a backward span per layer, the optimizer, and a
 // collective per bucket (at most one bucket per float of a layer's worth: bounded by this).
 inline constexpr size_t kMaxTrainSpans = 4096;
+// A run's store (StoreSet): keys are identifiers (printable ASCII without spaces) of at most
+// kMaxNameBytes; values at most kMaxStoreValueBytes (Gloo's full mesh sets one key per rank
+// holding an address per peer, about 150 bytes each); at most kMaxStoreKeys keys per run.
+inline constexpr size_t kMaxStoreValueBytes = size_t{64} << 10;
+inline constexpr size_t kMaxStoreKeys = 4 * static_cast<size_t>(kMaxRanks);
 inline constexpr uint32_t kMaxHeartbeatIntervalMs = 60'000;
 inline constexpr uint32_t kMaxHeartbeatLiveness = 100;
 
@@ -106,8 +113,11 @@ enum class MsgType : uint16_t {
   Abort = 13,
   Shutdown = 14,
   Log = 15,
+  StoreSet = 16,
+  StoreGet = 17,
+  StoreValue = 18,
 };
-inline constexpr uint16_t kMaxMsgType = 15;
+inline constexpr uint16_t kMaxMsgType = 18;
 
 // "Hello", "RunFailed", ...; "?" for a value outside the enum.
 std::string_view typeName(MsgType t);
@@ -500,10 +510,52 @@ struct Log {
   bool operator==(const Log&) const = default;
 };
 
+// worker -> coordinator: sets `key` in the current run's store (a library's rendezvous, e.g.
+// Gloo's). The coordinator keeps the run's keys until the run ends; a set beyond
+// kMaxStoreKeys fails the run, naming the rank.
+struct StoreSet {
+  static constexpr MsgType kType = MsgType::StoreSet;
+  uint64_t epoch = 0;  // >= 1
+  int32_t rank = 0;
+  std::string key;    // an identifier, 1..kMaxNameBytes
+  std::string value;  // bytes, at most kMaxStoreValueBytes
+
+  Frames encode() const;
+  static DecodeResult<StoreSet> decode(ByteView header, ByteView body);
+  bool operator==(const StoreSet&) const = default;
+};
+
+// worker -> coordinator: asks for `key` of the current run's store; the coordinator answers
+// at once with a StoreValue (found or not: a rank that waits for a key asks again).
+struct StoreGet {
+  static constexpr MsgType kType = MsgType::StoreGet;
+  uint64_t epoch = 0;  // >= 1
+  int32_t rank = 0;
+  uint32_t seq = 0;  // echoed in the answer
+  std::string key;   // an identifier, 1..kMaxNameBytes
+
+  Frames encode() const;
+  static DecodeResult<StoreGet> decode(ByteView header, ByteView body);
+  bool operator==(const StoreGet&) const = default;
+};
+
+// coordinator -> worker: the answer to StoreGet `seq`.
+struct StoreValue {
+  static constexpr MsgType kType = MsgType::StoreValue;
+  uint64_t epoch = 0;  // >= 1
+  uint32_t seq = 0;
+  bool found = false;
+  std::string value;  // bytes, at most kMaxStoreValueBytes; empty when not found
+
+  Frames encode() const;
+  static DecodeResult<StoreValue> decode(ByteView header, ByteView body);
+  bool operator==(const StoreValue&) const = default;
+};
+
 // Any message. The index order is MsgType's order: index i holds type i+1.
-using Message =
-    std::variant<Hello, Welcome, Ping, Pong, Heartbeat, RunConfig, Ready, Start, IterationResult,
-                 TelemetryBatch, RunDone, RunFailed, Abort, Shutdown, Log>;
+using Message = std::variant<Hello, Welcome, Ping, Pong, Heartbeat, RunConfig, Ready, Start,
+                             IterationResult, TelemetryBatch, RunDone, RunFailed, Abort, Shutdown,
+                             Log, StoreSet, StoreGet, StoreValue>;
 
 struct Envelope {
   FrameHeader header;
@@ -540,7 +592,8 @@ std::optional<std::string> validate(const Message& m);
 // An endpoint a peer can connect to: "tcp://HOST:PORT", "ipc://PATH", "inproc://NAME" or
 // "shm://NAME" (a shared-memory segment, NAME without '/'), printable ASCII without spaces,
 // at most kMaxEndpointBytes; or, for a library run (exec/collective_library.h), rank 0's
-// bootstrap token "nccl://id/TOKEN" (TOKEN base64url) or another rank's "nccl://member".
+// bootstrap token "nccl://id/TOKEN" (TOKEN base64url) or another rank's "nccl://member", or
+// a Gloo rank's "gloo://store" (it rendezvous through the run's store).
 bool validEndpoint(std::string_view endpoint);
 
 // ---- Clock alignment ------------------------------------------------------------------------

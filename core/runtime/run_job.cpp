@@ -23,6 +23,7 @@
 #include "exec/collective_library.h"
 #include "exec/rank_run.h"
 #include "exec/telemetry_ring.h"
+#include "runtime/control_store.h"
 #include "runtime/process.h"
 #include "runtime/worker_log.h"
 #include "schedule/generators.h"
@@ -101,6 +102,12 @@ void RunJob::abort() {
   aborted = true;
   cancelled.store(true);
   if (dp != nullptr) dp->abort();
+  cv.notify_all();
+}
+
+void RunJob::answerStore(StoreValue v) {
+  std::lock_guard<std::mutex> lock(mu);
+  storeAnswer = std::move(v);
   cv.notify_all();
 }
 
@@ -210,6 +217,13 @@ ShmOptions shmOptions(const Schedule& s, int rank, const RunConfig& c) {
   return so;
 }
 
+// Whether the run's hosts (RunConfig::hosts) are all this worker's.
+bool everyRankOnThisHost(const RunJob& j) {
+  const std::vector<std::string>& hosts = j.cfg.hosts;
+  return hosts.empty() || std::all_of(hosts.begin(), hosts.end(),
+                                      [&](const std::string& h) { return h == j.myHost; });
+}
+
 // Phase 1 of the data plane: creates and binds it; returns the endpoint for Ready.
 std::string bindDataPlane(RunJob& j, const Schedule& s, RunDataPlane& plane) {
   return bindDataPlaneFor(j, plane, dataPlanePeers(s, j.rank), shmOptions(s, j.rank, j.cfg));
@@ -219,9 +233,7 @@ std::string bindDataPlaneFor(RunJob& j, RunDataPlane& plane, DataPlanePeers peer
                              const ShmOptions& shm) {
   const RunConfig& c = j.cfg;
   const int rank = j.rank;
-  const bool oneHost =
-      c.hosts.empty() || std::all_of(c.hosts.begin(), c.hosts.end(),
-                                     [&](const std::string& h) { return h == j.myHost; });
+  const bool oneHost = everyRankOnThisHost(j);
   // Shared memory also needs one pid namespace: a rank cannot tell whether a peer in another
   // one is alive, nor clean up after it (transport/shm/shm_transport.h).
   const uint64_t myNs = pidNamespaceId();
@@ -538,6 +550,10 @@ void runLibraryJob(RunJob& j, const LibraryAlgorithm& algo, int64_t& iteration,
   spec.device = j.device;
   spec.telemetry = j.ring != nullptr ? c.telemetry : TelemetryLevel::Off;
   spec.timed = c.iterations;
+  ControlStore store(j);
+  spec.store = &store;
+  spec.hostAddress = everyRankOnThisHost(j) ? "127.0.0.1" : tcpBindOptions(j).tcpAdvertiseHost;
+  spec.timeout = j.livenessBound;
   // Declared in this order so that, on every path, the library leaves its communicator (an
   // abort after a failure: no kernel of it is left reading the buffers) before RankRun frees
   // the buffers, and the backend goes last.
@@ -555,7 +571,7 @@ void runLibraryJob(RunJob& j, const LibraryAlgorithm& algo, int64_t& iteration,
     RankRunOptions ro = rankRunOptions(j);
     ro.tolerance = lib->tolerance();
     run = std::make_unique<RankRun>(s, j.rank, *backend, ro);
-    postReady(j, j.rank == 0 ? lib->newBootstrap() : std::string(kLibraryMemberEndpoint));
+    postReady(j, j.rank == 0 ? lib->newBootstrap() : lib->memberEndpoint());
     const std::vector<std::string> endpoints = awaitStart(j);
     lib->join(endpoints.front(), j.cancelled);
     wrong = runIterations(

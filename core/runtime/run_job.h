@@ -92,6 +92,9 @@ struct RunJob {
   bool recordEveryOther = false;
   RunFaults faults;      // test-only; the stall is the run thread's once launched
   bool verbose = false;  // log the run's phases (--verbose)
+  // How long the coordinator goes without a word from a worker before it counts it dead
+  // (heartbeat interval x liveness): a library that waits for peers itself (Gloo) waits so long.
+  std::chrono::milliseconds livenessBound{kDefaultHeartbeatIntervalMs * kDefaultHeartbeatLiveness};
 
   Outbox out;
   // The rank's telemetry (the session's ring, emptied for this run); null at level Off.
@@ -134,6 +137,8 @@ struct RunJob {
   std::optional<Ready> ready;
   SteadyClock::time_point readySentAt;
   std::vector<Message> results;  // IterationResults, then RunDone or RunFailed
+  // The coordinator's latest answer to a StoreGet of this run (runtime/control_store.h).
+  std::optional<StoreValue> storeAnswer;
 
   RunJob() = default;
   RunJob(const RunJob&) = delete;
@@ -155,6 +160,8 @@ struct RunJob {
   void start(std::vector<std::string> rankEndpoints, std::vector<PeerDeviceInfo> rankDevices);
   // Stops the run wherever it is, within milliseconds; the run thread reports RunFailed.
   void abort();
+  // A StoreValue arrived for this run: kept for the run thread, which waits for it.
+  void answerStore(StoreValue v);
 
   // Posts a result message and keeps it for a re-send.
   uint64_t postResult(Message m, bool wake = true);

@@ -444,6 +444,7 @@ void WorkerSession::startJob(const RunConfig& c, uint64_t epoch) {
   j.faults.corruption = corruption_;
   j.faults.stall = std::exchange(stall_, std::nullopt);
   j.verbose = opt_.verbose;
+  j.livenessBound = hbInterval_ * liveness_;
   j.out.setWakeup(&wake_);
   j.reserveResults(c.iterations);
   std::string refused;
@@ -494,6 +495,12 @@ std::optional<int> WorkerSession::on(const Shutdown& s, uint64_t) {
 
 std::optional<int> WorkerSession::on(const Log& l, uint64_t) {
   workerLog(std::string("coordinator ") + std::string(toString(l.level)) + ": " + l.text);
+  return std::nullopt;
+}
+
+std::optional<int> WorkerSession::on(const StoreValue& v, uint64_t epoch) {
+  // An answer for an aborted run's thread, or for none, is dropped: that thread asks no more.
+  if (job_ && job_->cfg.epoch == epoch) job_->answerStore(v);
   return std::nullopt;
 }
 

@@ -114,6 +114,7 @@ class WorkerSession {
   std::optional<int> on(const Abort& a, uint64_t epoch);
   std::optional<int> on(const Shutdown& s, uint64_t);
   std::optional<int> on(const Log& l, uint64_t);
+  std::optional<int> on(const StoreValue& v, uint64_t epoch);
   // Types only a worker sends.
   template <class M>
   std::optional<int> on(const M& m, uint64_t);

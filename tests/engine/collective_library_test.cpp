@@ -1,6 +1,7 @@
-// Library algorithms (NCCL's own collectives): their names, the runs the request check accepts
-// for them, where their ranks may run, and the check's tolerance. No GPU and no NCCL needed:
-// this is what the coordinator and bench decide before any worker is touched.
+// Library algorithms (NCCL's and Gloo's own collectives): their names, the runs the request check
+// accepts for them, where their ranks may run, and the check's tolerance. No GPU and no NCCL
+// needed: this is what the coordinator and bench decide before any worker is touched. This program
+// registers no library, as a worker of a build without them.
 #include "exec/collective_library.h"
 
 #include <gtest/gtest.h>
@@ -30,6 +31,10 @@ std::string refusal(std::string_view algo, const std::vector<RankPlace>& places)
 TEST(CollectiveLibrary, NamesNcclsRingAndTree) {
   EXPECT_EQ(libraryAlgorithmList().rfind("nccl-ring, nccl-tree, ", 0), 0u)
       << libraryAlgorithmList();
+  EXPECT_NE(libraryAlgorithmList().find("gloo-ring, gloo-ring-chunked, gloo-halving-doubling, "
+                                         "gloo-bcube"),
+            std::string::npos)
+      << libraryAlgorithmList();
   const LibraryAlgorithm* ring = findLibraryAlgorithm("nccl-ring");
   ASSERT_NE(ring, nullptr);
   EXPECT_EQ(ring->library, "nccl");
@@ -41,6 +46,48 @@ TEST(CollectiveLibrary, NamesNcclsRingAndTree) {
   EXPECT_TRUE(tree->supports(Collective::AllReduce));
   EXPECT_FALSE(tree->supports(Collective::Broadcast));
   EXPECT_EQ(findLibraryAlgorithm("ring"), nullptr);
+}
+
+// Each Gloo algorithm claims the collectives Gloo has for it, and no more.
+TEST(CollectiveLibrary, NamesGloosAlgorithmsAndTheirCollectives) {
+  const auto collectivesOf = [](std::string_view name) {
+    const LibraryAlgorithm* a = findLibraryAlgorithm(name);
+    std::string s;
+    if (a == nullptr) return std::string("(none)");
+    EXPECT_EQ(a->library, "gloo");
+    EXPECT_EQ(a->memory, MemoryKind::Host);
+    for (Collective c : kAllCollectives) {
+      if (a->supports(c)) s += (s.empty() ? "" : ",") + std::string(toString(c));
+    }
+    return std::string(a->variant) + ": " + s;
+  };
+  EXPECT_EQ(collectivesOf("gloo-ring"), "AllreduceRing: allreduce,allgather,reduce,broadcast");
+  EXPECT_EQ(collectivesOf("gloo-ring-chunked"), "AllreduceRingChunked: allreduce");
+  EXPECT_EQ(collectivesOf("gloo-halving-doubling"),
+            "AllreduceHalvingDoubling: allreduce,reducescatter");
+  EXPECT_EQ(collectivesOf("gloo-bcube"), "AllreduceBcube: allreduce");
+  EXPECT_EQ(findLibraryAlgorithm("nccl-ring")->memory, MemoryKind::Device);
+}
+
+TEST(CollectiveLibrary, GloosRanksAreCpuWorkersAndBcubesAPowerOfTwo) {
+  const RankPlace cpu{"h1", "cpu", -1};
+  EXPECT_EQ(refusal("gloo-ring", {cpu, cpu, cpu}), "");
+  EXPECT_EQ(refusal("gloo-halving-doubling", {cpu, cpu, cpu, cpu, cpu}), "");
+  EXPECT_EQ(refusal("gloo-bcube", {cpu, cpu, cpu, cpu}), "");
+  EXPECT_EQ(refusal("gloo-bcube", {cpu, cpu, cpu}),
+            "gloo-bcube runs on a power-of-two number of ranks (Gloo's AllreduceBcube with base "
+            "2); this run has 3");
+  EXPECT_EQ(refusal("gloo-ring", {cpu, {"h1", "cuda", 0}}),
+            "gloo-ring needs every rank on a cpu worker (gloo works on host memory); rank 1 "
+            "(host h1, backend cuda) is not: start the workers with --backend cpu");
+}
+
+// A build with Gloo has nothing to say; one without says how to get it.
+TEST(CollectiveLibrary, SaysWhetherThisBuildHasGloo) {
+  if (const auto why = libraryMissing("gloo")) {
+    EXPECT_EQ(*why, "this build has no Gloo (install libgloo-dev and rebuild)");
+  }
+  EXPECT_EQ(libraryMissing("nccl"), std::nullopt);  // asked with its backend
 }
 
 TEST(CollectiveLibrary, RequestsResolveWithoutASchedule) {
@@ -74,7 +121,8 @@ TEST(CollectiveLibrary, RequestsResolveWithoutASchedule) {
     (void)resolveRunRequest(q, {"a"});
     FAIL() << "an unknown algorithm was accepted";
   } catch (const RunRequestError& e) {
-    EXPECT_NE(std::string(e.what()).find("NCCL's: nccl-ring, nccl-tree"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("the libraries': nccl-ring, nccl-tree, gloo-ring"),
+              std::string::npos)
         << e.what();
   }
 }
@@ -119,8 +167,23 @@ TEST(CollectiveLibrary, AProgramWithoutNcclSaysSo) {
   }
   EXPECT_THROW(
       registerCollectiveLibrary(
-          "gloo", [](const LibraryRunSpec&) { return std::unique_ptr<CollectiveLibrary>(); }),
+          "mesh", [](const LibraryRunSpec&) { return std::unique_ptr<CollectiveLibrary>(); }),
       ConfigError);
+}
+
+// A worker without Gloo's factory refuses a gloo-* run with the line that says how to get it.
+TEST(CollectiveLibrary, AProgramWithoutGlooSaysSo) {
+  if (collectiveLibraryRegistered("gloo")) GTEST_SKIP() << "this program registered Gloo";
+  LibraryRunSpec spec;
+  spec.algorithm = findLibraryAlgorithm("gloo-ring");
+  try {
+    (void)makeCollectiveLibrary(spec);
+    FAIL() << "made a library this program does not have";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "gloo-ring needs a build with Gloo; this build has no Gloo (install libgloo-dev "
+              "and rebuild)");
+  }
 }
 
 TEST(CollectiveLibrary, ToleranceAcceptsCloseValuesOnly) {

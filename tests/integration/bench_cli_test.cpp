@@ -26,6 +26,7 @@
 
 #include "backend/registry.h"
 #include "base/clock.h"
+#include "exec/collective_library.h"
 #include "export/export.h"
 #include "export/nccl_tests.h"
 #include "runtime/process.h"
@@ -441,6 +442,17 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
       {{"--nccl-algo", "ring"}, "--nccl-algo ring: NCCL runs on GPU workers"},
       {{"--device", "0"}, "--device 0: backend cpu uses no device"},
   };
+  if (libraryMissing("gloo")) {
+    cases.push_back({{"--backend", "gloo"},
+                     "--backend gloo: this build has no Gloo (install libgloo-dev and rebuild)"});
+    cases.push_back(
+        {{"--algo", "gloo-ring"}, "--algo gloo-ring: gloo-ring: this build has no Gloo"});
+  } else {
+    cases.push_back({{"--backend", "gloo", "--algo", "tree"},
+                     "--algo tree: names no algorithm Gloo has (ring: gloo-ring"});
+    cases.push_back({{"--workers", "3", "--algo", "gloo-bcube"},
+                     "--algo gloo-bcube: gloo-bcube runs on a power-of-two number of ranks"});
+  }
   if (findBackend("nccl")->inWorker) {
     // tests/gpu has the refusals of a build with NCCL.
     cases.push_back({{"--backend", "nccl", "--algo", "ring"},

@@ -133,3 +133,34 @@ TEST(ActiveRun, ADeathInTheChecksIterationsSaysWhichOne) {
 
 }  // namespace
 }  // namespace arl
+
+namespace arl {
+namespace {
+
+// The run's store: a key set by one rank is the value another gets, a later set replaces it,
+// a key no rank set is not found, and a set beyond kMaxStoreKeys fails the run naming the rank.
+TEST(ActiveRun, TheStoreKeepsTheRunsKeysWithinItsBound) {
+  StartedRun s;
+  EXPECT_FALSE(s.run.onStoreGet(StoreGet{kRunId, 1, 1, "0"}).found);
+  s.run.onStoreSet(StoreSet{kRunId, 0, "0", "first"}, 0);
+  s.run.onStoreSet(StoreSet{kRunId, 0, "0", "address of rank 0"}, 0);
+  const StoreValue v = s.run.onStoreGet(StoreGet{kRunId, 1, 2, "0"});
+  EXPECT_EQ(v.epoch, kRunId);
+  EXPECT_EQ(v.seq, 2u);
+  EXPECT_TRUE(v.found);
+  EXPECT_EQ(v.value, "address of rank 0");
+  for (size_t k = 1; k < kMaxStoreKeys; ++k) {
+    s.run.onStoreSet(StoreSet{kRunId, 1, "k" + std::to_string(k), "v"}, 1);
+  }
+  EXPECT_FALSE(s.run.failing());
+  s.run.onStoreSet(StoreSet{kRunId, 0, "0", "replaced within the bound"}, 0);
+  EXPECT_FALSE(s.run.failing());
+  s.run.onStoreSet(StoreSet{kRunId, 1, "one-too-many", "v"}, 1);
+  ASSERT_TRUE(s.run.failing());
+  EXPECT_NE(s.run.failText().find("rank 1 set store key 'one-too-many' beyond the run's 256 keys"),
+            std::string::npos)
+      << s.run.failText();
+}
+
+}  // namespace
+}  // namespace arl

@@ -116,6 +116,15 @@ std::vector<Message> sampleMessages() {
       Abort{7, 42, "rank 2 failed"},
       Shutdown{"session closed"},
       Log{LogLevel::Warning, "slow link between rank 0 and rank 1"},
+      StoreSet{7, 1, "1",
+               std::string("\0\x01"
+                           "addr",
+                           6)},
+      StoreGet{7, 2, 5, "1"},
+      StoreValue{7, 5, true,
+                 std::string("\0\x01"
+                             "addr",
+                             6)},
   };
 }
 
@@ -178,7 +187,7 @@ Frames withAppended(const T& m, F&& append) {
 
 TEST(Protocol, HeaderLayoutIsLittleEndianAndSixteenBytes) {
   const Bytes h = encodeHeader({kProtocolVersion, MsgType::TelemetryBatch, 0x0102030405060708});
-  const Bytes expected = {'A',  'R',  'L',  '1',  0x0B, 0x00, 0x0A, 0x00,
+  const Bytes expected = {'A',  'R',  'L',  '1',  0x0C, 0x00, 0x0A, 0x00,
                           0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01};
   EXPECT_EQ(h, expected);
   auto back = decodeHeader(h);
@@ -210,7 +219,7 @@ TEST(Protocol, RejectsOtherVersions) {
   Frames f = Heartbeat{}.encode();
   f[0][4] = 3;  // the version before packed telemetry records
   const auto e = expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 3");
-  EXPECT_TRUE(contains(e.reason, "speaks version 11"));
+  EXPECT_TRUE(contains(e.reason, "speaks version 12"));
   f[0][4] = 0;
   expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 0");
   f[0][4] = 4;
@@ -220,7 +229,7 @@ TEST(Protocol, RejectsOtherVersions) {
 
 TEST(Protocol, RejectsUnknownTypes) {
   const Bytes body;
-  for (uint16_t t : {uint16_t{0}, uint16_t{16}, uint16_t{0xFFFF}}) {
+  for (uint16_t t : {uint16_t{0}, uint16_t{kMaxMsgType + 1}, uint16_t{0xFFFF}}) {
     Bytes h = encodeHeader({kProtocolVersion, MsgType::Heartbeat, 0});
     h[6] = static_cast<uint8_t>(t);
     h[7] = static_cast<uint8_t>(t >> 8);

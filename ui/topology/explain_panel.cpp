@@ -8,6 +8,7 @@
 #include <QVBoxLayout>
 #include <map>
 
+#include "exec/collective_library.h"
 #include "runtime/sweep.h"
 #include "style/palette.h"
 #include "topology/arithmetic.h"
@@ -209,7 +210,11 @@ void ExplainPanel::setRun(const RunModel& model) {
   arithmetic_ = std::make_unique<Arithmetic>(run);
   messagesKey_ = {UINT32_MAX, UINT32_MAX, 0};
   QString bytes;
-  if (const Schedule* s = model.schedule()) {
+  if (const LibraryAlgorithm* lib = findLibraryAlgorithm(req.algorithm)) {
+    // A library's collective has an empty schedule: what it sends is its own.
+    bytes = QStringLiteral("%1 moves the bytes its own way: what each rank sends is not known.")
+                .arg(QString::fromStdString(std::string(lib->library)));
+  } else if (const Schedule* s = model.schedule()) {
     uint64_t lo = UINT64_MAX;
     uint64_t hi = 0;
     for (int r = 0; r < run.nranks; ++r) {

@@ -186,8 +186,12 @@ std::vector<std::string> SessionSetup::algorithms() const {
   // NCCL's algorithms run on device backends, Open MPI's on workers of backend mpi.
   const BackendInfo* b = findBackend(backend);
   const bool device = b != nullptr && b->memory == MemoryKind::Device;
+  const bool host = b != nullptr && b->memory == MemoryKind::Host;
   for (const LibraryAlgorithm& a : libraryAlgorithms()) {
-    const bool runsHere = a.library == "mpi" ? backend == "mpi" : device;
+    // Gloo's run on any host-memory workers (cpu, mpi's).
+    const bool runsHere = a.library == "mpi"                 ? backend == "mpi"
+                          : a.memory == MemoryKind::Device ? device
+                                                           : host;
     if (runsHere && a.supports(collective)) out.emplace_back(a.name);
   }
   return out;

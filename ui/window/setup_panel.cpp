@@ -380,10 +380,11 @@ void SetupPanel::updateDependentFields() {
   fieldSections_[SetupField::Root]->form()->setRowVisible(
       root_, rooted || !problemLabels_[SetupField::Root]->text().isEmpty());
   // Algorithms that do not implement the collective, or cannot run on the backend, cannot be
-  // chosen: the lab's own need a backend with its data planes, NCCL's a device backend.
+  // chosen: the lab's own need a backend with its data planes, NCCL's a device backend,
+  // Gloo's the cpu backend (and a build with Gloo).
   const std::string backend = backend_->currentData().toString().toStdString();
   const BackendInfo* info = findBackend(backend);
-  const bool onDevice = info != nullptr && info->memory == MemoryKind::Device;
+  const MemoryKind memory = info != nullptr ? info->memory : MemoryKind::Host;
   for (int i = 0; i < algorithm_->count(); ++i) {
     const std::string a = algorithm_->itemData(i).toString().toStdString();
     const LibraryAlgorithm* lib = findLibraryAlgorithm(a);
@@ -392,15 +393,20 @@ void SetupPanel::updateDependentFields() {
       why.clear();
     } else if (lib != nullptr ? !lib->supports(c) : !algorithmSupports(a, c)) {
       why = tr("does not implement %1").arg(collective_->currentText());
-    } else if (lib != nullptr && !onDevice) {
-      why = tr("NCCL's own collective: needs the cuda or nccl backend");
+    } else if (lib != nullptr && lib->memory != memory) {
+      why = lib->memory == MemoryKind::Device
+                ? tr("NCCL's own collective: needs the cuda or nccl backend")
+                : tr("%1's own collective: needs the cpu backend")
+                      .arg(QString::fromStdString(std::string(lib->library)));
+    } else if (lib != nullptr && libraryMissing(lib->library)) {
+      why = QString::fromStdString(*libraryMissing(lib->library));
     } else if (lib == nullptr && backend == "nccl") {
       why = tr("the nccl backend runs NCCL's own collectives only");
     }
     algorithm_->setItemData(i, why.isEmpty() ? QVariant() : QVariant(0), Qt::UserRole - 1);
     algorithm_->setItemData(i, why.isEmpty() ? QVariant() : QVariant(why), Qt::ToolTipRole);
   }
-  devices_->setEnabled(onDevice);
+  devices_->setEnabled(memory == MemoryKind::Device);
   devices_->setPlaceholderText(backend == "nccl"   ? tr("default: 0, 1, ... (one per worker)")
                                : backend == "cuda" ? tr("default: 0")
                                                    : tr("no GPU with this backend"));
