@@ -220,7 +220,9 @@ void checkBackends(const Arg& v, BenchConfig& c) {
                           " holds device memory: run it alone");
     }
   }
-  const auto has = [&](const char* b) { return std::find(list.begin(), list.end(), b) != list.end(); };
+  const auto has = [&](const char* b) {
+    return std::find(list.begin(), list.end(), b) != list.end();
+  };
   c.backend = has("mpi") ? "mpi" : list.front() == "gloo" ? "cpu" : list.front();
   if (list.size() > 1 || has("gloo")) c.backends = list;
 }

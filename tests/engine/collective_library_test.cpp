@@ -32,7 +32,7 @@ TEST(CollectiveLibrary, NamesNcclsRingAndTree) {
   EXPECT_EQ(libraryAlgorithmList().rfind("nccl-ring, nccl-tree, ", 0), 0u)
       << libraryAlgorithmList();
   EXPECT_NE(libraryAlgorithmList().find("gloo-ring, gloo-ring-chunked, gloo-halving-doubling, "
-                                         "gloo-bcube"),
+                                        "gloo-bcube"),
             std::string::npos)
       << libraryAlgorithmList();
   const LibraryAlgorithm* ring = findLibraryAlgorithm("nccl-ring");

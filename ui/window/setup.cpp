@@ -189,7 +189,7 @@ std::vector<std::string> SessionSetup::algorithms() const {
   const bool host = b != nullptr && b->memory == MemoryKind::Host;
   for (const LibraryAlgorithm& a : libraryAlgorithms()) {
     // Gloo's run on any host-memory workers (cpu, mpi's).
-    const bool runsHere = a.library == "mpi"                 ? backend == "mpi"
+    const bool runsHere = a.library == "mpi"               ? backend == "mpi"
                           : a.memory == MemoryKind::Device ? device
                                                            : host;
     if (runsHere && a.supports(collective)) out.emplace_back(a.name);
