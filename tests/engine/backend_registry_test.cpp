@@ -17,7 +17,7 @@ namespace {
 TEST(BackendRegistry, ListsCpuBuiltAndTheGpuBackendsKnown) {
   std::vector<std::string_view> names;
   for (const BackendInfo& b : backends()) names.push_back(b.name);
-  EXPECT_EQ(names, (std::vector<std::string_view>{"cpu", "cuda", "nccl"}));
+  EXPECT_EQ(names, (std::vector<std::string_view>{"cpu", "cuda", "nccl", "mpi"}));
   ASSERT_NE(findBackend("cpu"), nullptr);
   EXPECT_TRUE(findBackend("cpu")->built());
   EXPECT_EQ(findBackend("cpu")->memory, MemoryKind::Host);
@@ -28,8 +28,8 @@ TEST(BackendRegistry, ListsCpuBuiltAndTheGpuBackendsKnown) {
   EXPECT_FALSE(findBackend("cuda")->built());
   EXPECT_FALSE(findBackend("nccl")->built());
   std::vector<std::string_view> available = {"cpu"};
-  for (std::string_view gpu : {"cuda", "nccl"}) {
-    if (findBackend(gpu)->inWorker) available.push_back(gpu);
+  for (std::string_view other : {"cuda", "nccl", "mpi"}) {
+    if (findBackend(other)->inWorker) available.push_back(other);
   }
   EXPECT_EQ(builtBackendNames(), available);
 }
@@ -82,11 +82,11 @@ TEST(BackendRegistry, OneMessageForABackendNotBuilt) {
 
 TEST(BackendRegistry, NamesTheKnownBackendsForAnUnknownOne) {
   std::string has = "cpu";
-  for (std::string_view gpu : {"cuda", "nccl"}) {
-    if (findBackend(gpu)->inWorker) has += ", " + std::string(gpu);
+  for (std::string_view other : {"cuda", "nccl", "mpi"}) {
+    if (findBackend(other)->inWorker) has += ", " + std::string(other);
   }
   EXPECT_EQ(backendUnavailable("opencl").value_or(""),
-            "unknown backend 'opencl' (known: cpu, cuda, nccl; this build has: " + has + ")");
+            "unknown backend 'opencl' (known: cpu, cuda, nccl, mpi; this build has: " + has + ")");
   EXPECT_THROW(registerBackend("opencl", [] { return makeBackend("cpu"); }), ConfigError);
 }
 

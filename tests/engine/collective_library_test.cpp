@@ -121,7 +121,10 @@ TEST(CollectiveLibrary, RequestsResolveWithoutASchedule) {
     (void)resolveRunRequest(q, {"a"});
     FAIL() << "an unknown algorithm was accepted";
   } catch (const RunRequestError& e) {
-    EXPECT_NE(std::string(e.what()).find("the libraries': nccl-ring, nccl-tree, gloo-ring"),
+    EXPECT_NE(std::string(e.what()).find("NCCL's: nccl-ring, nccl-tree; Open MPI's: mpi-default"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("; Gloo's: gloo-ring, gloo-ring-chunked"),
               std::string::npos)
         << e.what();
   }

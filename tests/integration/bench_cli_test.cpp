@@ -448,8 +448,10 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
     cases.push_back(
         {{"--algo", "gloo-ring"}, "--algo gloo-ring: gloo-ring: this build has no Gloo"});
   } else {
-    cases.push_back({{"--backend", "gloo", "--algo", "tree"},
-                     "--algo tree: names no algorithm Gloo has (ring: gloo-ring"});
+    cases.push_back(
+        {{"--backend", "gloo", "--algo", "tree"},
+         "--algo tree: names no algorithm the engines of --backend have (ring: mpi-ring, "
+         "gloo-ring"});
     cases.push_back({{"--workers", "3", "--algo", "gloo-bcube"},
                      "--algo gloo-bcube: gloo-bcube runs on a power-of-two number of ranks"});
   }
