@@ -44,7 +44,8 @@ struct LibraryAlgorithm {
   bool supports(Collective c) const;
 };
 
-// Every library algorithm, in display order (nccl-ring, nccl-tree, mpi-default, ..., gloo-ring, ...).
+// Every library algorithm, in display order (nccl-ring, nccl-tree, mpi-default, ..., gloo-ring,
+// ...).
 std::span<const LibraryAlgorithm> libraryAlgorithms();
 // The library algorithm called `name`, or null (the lab's own algorithms are not).
 const LibraryAlgorithm* findLibraryAlgorithm(std::string_view name);

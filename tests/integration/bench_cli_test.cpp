@@ -373,11 +373,40 @@ TEST_F(BenchCli, NicBwPacesEveryDataPlane) {
   expectNoWorkerLeft();
 }
 
+// One bad command line and what its refusal must name.
+struct Case {
+  std::vector<std::string> args;
+  const char* names;
+};
+
+// The refusals that depend on what this build has: Gloo, NCCL.
+std::vector<Case> engineBadFlags() {
+  std::vector<Case> cases;
+  if (libraryMissing("gloo")) {
+    cases.push_back({{"--backend", "gloo"},
+                     "--backend gloo: this build has no Gloo (install libgloo-dev and rebuild)"});
+    cases.push_back(
+        {{"--algo", "gloo-ring"}, "--algo gloo-ring: gloo-ring: this build has no Gloo"});
+  } else {
+    cases.push_back(
+        {{"--backend", "gloo", "--algo", "tree"},
+         "--algo tree: names no algorithm the engines of --backend have (ring: mpi-ring, "
+         "gloo-ring"});
+    cases.push_back({{"--workers", "3", "--algo", "gloo-bcube"},
+                     "--algo gloo-bcube: gloo-bcube runs on a power-of-two number of ranks"});
+  }
+  if (findBackend("nccl")->inWorker) {
+    // tests/gpu has the refusals of a build with NCCL.
+    cases.push_back({{"--backend", "nccl", "--algo", "ring"},
+                     "--algo ring: the nccl backend runs NCCL's own collectives only"});
+  } else {
+    cases.push_back(
+        {{"--backend", "nccl"}, "--backend nccl: backend 'nccl' needs a build with CUDA and NCCL"});
+  }
+  return cases;
+}
+
 TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
-  struct Case {
-    std::vector<std::string> args;
-    const char* names;
-  };
   std::vector<Case> cases = {
       {{"-b", "0"}, "-b"},
       {{"-b", "8K", "-e", "4K"}, "-e"},
@@ -442,27 +471,7 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
       {{"--nccl-algo", "ring"}, "--nccl-algo ring: NCCL runs on GPU workers"},
       {{"--device", "0"}, "--device 0: backend cpu uses no device"},
   };
-  if (libraryMissing("gloo")) {
-    cases.push_back({{"--backend", "gloo"},
-                     "--backend gloo: this build has no Gloo (install libgloo-dev and rebuild)"});
-    cases.push_back(
-        {{"--algo", "gloo-ring"}, "--algo gloo-ring: gloo-ring: this build has no Gloo"});
-  } else {
-    cases.push_back(
-        {{"--backend", "gloo", "--algo", "tree"},
-         "--algo tree: names no algorithm the engines of --backend have (ring: mpi-ring, "
-         "gloo-ring"});
-    cases.push_back({{"--workers", "3", "--algo", "gloo-bcube"},
-                     "--algo gloo-bcube: gloo-bcube runs on a power-of-two number of ranks"});
-  }
-  if (findBackend("nccl")->inWorker) {
-    // tests/gpu has the refusals of a build with NCCL.
-    cases.push_back({{"--backend", "nccl", "--algo", "ring"},
-                     "--algo ring: the nccl backend runs NCCL's own collectives only"});
-  } else {
-    cases.push_back(
-        {{"--backend", "nccl"}, "--backend nccl: backend 'nccl' needs a build with CUDA and NCCL"});
-  }
+  for (const Case& c : engineBadFlags()) cases.push_back(c);
   for (const Case& c : cases) {
     std::string shown;
     for (const auto& a : c.args) shown += a + " ";
