@@ -279,6 +279,19 @@ DecodeResult<Envelope> Coordinator::Impl::decodeFrames(const std::vector<zmq::me
   return decode(std::span<const Bytes>(parts));  // the frame count error
 }
 
+// A worker of another protocol version is told so in its own version (protocol.h says what
+// never changes between versions), once, and never admitted: it reads the reason and exits
+// instead of waiting for a Welcome it could not read.
+void Coordinator::Impl::refuseOtherVersion(const std::string& id, const zmq::message_t& header) {
+  if (unknownLogged.size() >= 10000 || !unknownLogged.insert(id).second) return;
+  const auto version =
+      headerVersion(ByteView(static_cast<const uint8_t*>(header.data()), header.size()));
+  if (!version) return;
+  const std::string line = versionMismatch(*version, "this worker");
+  sendFrames(id, shutdownInVersion(*version, line));
+  log(1, "refused worker " + printableId(id) + ": " + versionMismatch(*version, "it"));
+}
+
 void Coordinator::Impl::onMessage(std::vector<zmq::message_t>& frames) {
   if (frames.empty()) return;
   const std::string id(static_cast<const char*>(frames[0].data()), frames[0].size());
@@ -291,6 +304,10 @@ void Coordinator::Impl::onMessage(std::vector<zmq::message_t>& frames) {
                 : "unknown sender " + printableId(id);
   };
   if (!env) {
+    if (env.error().code == DecodeErrc::UnsupportedVersion && !peer && frames.size() == 3) {
+      refuseOtherVersion(id, frames[1]);
+      return;
+    }
     logLimited(1,
                "ignored a malformed control message from " + who() + ": " + env.error().message());
     return;

@@ -168,6 +168,7 @@ struct Coordinator::Impl final : RunLink {
   // removed for that: a reset connection comes back by itself (the DEALER reconnects with its
   // identity), and liveness removes a worker that stays silent.
   Delivery sendFrames(const std::string& id, const Frames& f) override;
+  void refuseOtherVersion(const std::string& id, const zmq::message_t& header);
 
   template <class M>
   Delivery sendMsg(const std::string& id, const M& m) {

@@ -1389,6 +1389,40 @@ DecodeResult<Envelope> decode(std::span<const Bytes> frames) {
   return decode(ByteView(frames[0]), ByteView(frames[1]));
 }
 
+std::optional<uint16_t> headerVersion(ByteView frame) {
+  if (frame.size() != kHeaderBytes ||
+      !std::equal(std::begin(kHeaderMagic), std::end(kHeaderMagic), frame.begin(),
+                  [](char a, uint8_t b) { return static_cast<uint8_t>(a) == b; })) {
+    return std::nullopt;
+  }
+  return static_cast<uint16_t>(getLe(frame.data() + 4, 2));
+}
+
+Frames shutdownInVersion(uint16_t version, const std::string& reason) {
+  Frames frames = encode(Shutdown{reason});
+  frames[0] = encodeHeader(FrameHeader{version, MsgType::Shutdown, 0});
+  return frames;
+}
+
+std::optional<std::string> shutdownReasonAnyVersion(ByteView header, ByteView body) {
+  if (!headerVersion(header) ||
+      getLe(header.data() + 6, 2) != static_cast<uint64_t>(MsgType::Shutdown) ||
+      body.size() > kMaxBodyBytes) {
+    return std::nullopt;
+  }
+  pb::Shutdown p;
+  if (!p.ParseFromArray(body.data(), static_cast<int>(body.size()))) return std::nullopt;
+  Shutdown m;
+  if (fromPb(p, FrameHeader{}, m) || check(m)) return std::nullopt;
+  return m.reason;
+}
+
+std::string versionMismatch(uint16_t theirs, std::string_view peer) {
+  return std::string(peer) + " speaks protocol version " + std::to_string(theirs) +
+         ", this build speaks version " + std::to_string(kProtocolVersion) +
+         ": run the coordinator and its workers from the same release";
+}
+
 Frames encode(const Message& m) {
   return std::visit([](const auto& x) { return encodeImpl(x); }, m);
 }

@@ -578,6 +578,23 @@ Bytes encodeHeader(const FrameHeader& h);
 // Reads and checks a header frame (size, magic, version, type).
 DecodeResult<FrameHeader> decodeHeader(ByteView frame);
 
+// ---- Between protocol versions ---------------------------------------------------------------
+// Three things never change from one protocol version to the next, so that two builds of
+// different versions can tell each other so instead of ignoring each other: the header's layout
+// (magic, version, type, epoch), the type numbers of Hello (1) and Shutdown (14), and
+// Shutdown's body (field 1, the reason).
+
+// The version a header frame of the right size and magic carries, whatever it is; nullopt for
+// anything else.
+std::optional<uint16_t> headerVersion(ByteView frame);
+// A Shutdown written in protocol version `version`, so that a peer speaking it reads `reason`.
+Frames shutdownInVersion(uint16_t version, const std::string& reason);
+// The reason of a Shutdown of any protocol version; nullopt when the frames are not one.
+std::optional<std::string> shutdownReasonAnyVersion(ByteView header, ByteView body);
+// The line both sides print when they meet a peer of protocol version `theirs`: it names both
+// versions and what to do.
+std::string versionMismatch(uint16_t theirs, std::string_view peer);
+
 // Decodes a header frame and its body frame. Never throws for any input bytes.
 DecodeResult<Envelope> decode(ByteView header, ByteView body);
 // The same for a whole multipart message: exactly two frames, else FrameCount.

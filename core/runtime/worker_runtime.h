@@ -53,9 +53,10 @@ struct WorkerOptions {
   bool verbose = false;  // log every control message
 };
 
-// Runs one worker session. Returns the process exit code: 0 after a Shutdown, non-zero when
-// the coordinator went silent, the parent died, or the configuration was refused (the reason
-// is logged as one line on stderr).
+// Runs one worker session. Returns the process exit code: 0 after a Shutdown, 3 when the
+// coordinator speaks another protocol version, other non-zero codes when the coordinator went
+// silent, the parent died, or the configuration was refused (the reason is logged as one line
+// on stderr).
 int runWorker(const WorkerOptions& opt);
 
 // Benchmarks only: ARL_TELEMETRY_EVERY_OTHER=1 makes the worker's ranks record telemetry in

@@ -346,6 +346,7 @@ std::optional<int> WorkerSession::handle(const std::vector<zmq::message_t>& fram
   auto env = decode(ByteView(static_cast<const uint8_t*>(frames[0].data()), frames[0].size()),
                     ByteView(static_cast<const uint8_t*>(frames[1].data()), frames[1].size()));
   if (!env) {
+    if (env.error().code == DecodeErrc::UnsupportedVersion) return onOtherVersion(frames);
     workerLog("ignored a malformed control message: " + env.error().message());
     return std::nullopt;
   }
@@ -353,6 +354,20 @@ std::optional<int> WorkerSession::handle(const std::vector<zmq::message_t>& fram
   if (losses_.lose(typeOf(env->message))) return std::nullopt;
   const uint64_t epoch = env->epoch();
   return std::visit([&](const auto& m) { return on(m, epoch); }, env->message);
+}
+
+// A coordinator of another protocol version: its refusal is read in its own version (protocol.h
+// says what never changes between versions) and printed; anything else it says is unreadable,
+// so the worker leaves naming both versions rather than wait for what it cannot read.
+std::optional<int> WorkerSession::onOtherVersion(const std::vector<zmq::message_t>& frames) {
+  const ByteView header(static_cast<const uint8_t*>(frames[0].data()), frames[0].size());
+  const ByteView body(static_cast<const uint8_t*>(frames[1].data()), frames[1].size());
+  if (auto reason = shutdownReasonAnyVersion(header, body)) {
+    workerLog("refused by the coordinator: " + *reason);
+  } else {
+    workerLog("refused: " + versionMismatch(headerVersion(header).value_or(0), "the coordinator"));
+  }
+  return 3;
 }
 
 std::optional<int> WorkerSession::on(const Welcome& w, uint64_t) {

@@ -105,6 +105,8 @@ class WorkerSession {
   // Whether to say where this worker joined and why it leaves (a worker started by hand).
   bool announces() const { return opt_.verbose || opt_.parentPid == 0; }
 
+  // A message in another protocol version (exit code 3, the reason logged).
+  std::optional<int> onOtherVersion(const std::vector<zmq::message_t>& frames);
   // One handler per message type, given the header's epoch.
   std::optional<int> on(const Welcome& w, uint64_t);
   std::optional<int> on(const Pong& p, uint64_t);
