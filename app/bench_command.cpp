@@ -206,7 +206,7 @@ void Bench::onEvent(const CoordinatorEvent& ev) {
   }
   if (const auto* w = std::get_if<WorkerLeft>(&ev)) {
     if (!w->joined && joinFailure_.empty()) {
-      joinFailure_ = "local worker (pid " + std::to_string(w->worker.pid) + ") " + w->reason.text;
+      joinFailure_ = w->beforeJoining();
     }
     return;
   }
@@ -262,7 +262,12 @@ void Bench::waitForWorkers(Coordinator& coord) {
   const auto timeout = c_.expect > 0 ? kRemoteJoinTimeout : kLocalJoinTimeout;
   const auto deadline = Clock::now() + timeout;
   std::vector<CoordinatorEvent> evs;
-  while (!interrupted() && coord.workers().size() < need) {
+  const auto ready = [&] {
+    const auto ws = coord.workers();
+    return ws.size() >= need &&
+           std::all_of(ws.begin(), ws.end(), [](const WorkerInfo& w) { return w.proven; });
+  };
+  while (!interrupted() && !ready()) {
     evs.clear();
     coord.takeEvents(evs, std::chrono::milliseconds(20));
     for (const auto& ev : evs) onEvent(ev);

@@ -288,8 +288,7 @@ void waitForWorkers(Coordinator& coord, size_t need) {
     coord.takeEvents(evs, std::chrono::milliseconds(20));
     for (const auto& ev : evs) {
       if (const auto* w = std::get_if<WorkerLeft>(&ev); w && !w->joined) {
-        throw std::runtime_error("local worker (pid " + std::to_string(w->worker.pid) + ") " +
-                                 w->reason.text);
+        throw std::runtime_error(w->beforeJoining());
       }
     }
     if (SteadyClock::now() > deadline) {

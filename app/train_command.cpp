@@ -94,7 +94,7 @@ bool Trainer::waitForWorkers(Coordinator& coord) {
     coord.takeEvents(evs, std::chrono::milliseconds(20));
     for (const auto& ev : evs) {
       if (const auto* w = std::get_if<WorkerLeft>(&ev); w != nullptr && !w->joined) {
-        error_ = "local worker (pid " + std::to_string(w->worker.pid) + ") " + w->reason.text;
+        error_ = w->beforeJoining();
         return false;
       }
     }

@@ -296,7 +296,14 @@ void Coordinator::Impl::onMessage(std::vector<zmq::message_t>& frames) {
   if (frames.empty()) return;
   const std::string id(static_cast<const char*>(frames[0].data()), frames[0].size());
   Peer* peer = findPeer(id);
-  if (peer) peer->lastSeen = Clock::now();
+  if (peer) {
+    peer->lastSeen = Clock::now();
+    if (!peer->info.proven &&
+        peer->lastSeen - peer->joinedAt >= opt.heartbeat * opt.missedHeartbeats) {
+      peer->info.proven = true;
+      publish();
+    }
+  }
   auto env = decodeFrames(frames);
   // Named only when a line is logged: most messages are decoded and handled without one.
   const auto who = [&] {

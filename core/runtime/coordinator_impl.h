@@ -70,6 +70,7 @@ struct Peer {
   std::string id;
   WorkerInfo info;  // info.serial orders the ranks within a host
   Clock::time_point lastSeen;
+  Clock::time_point joinedAt;
   int welcomedRank = -1;
   int welcomedWorld = 0;
 };

@@ -379,6 +379,8 @@ void Coordinator::Impl::onHello(const std::string& id, const Hello& h) {
       static_cast<int>(mpiSet->workers.size()) < mpiSet->size) {
     p.info.local = mpiSet->workers.insert(h.pid).second;
   }
+  p.joinedAt = p.lastSeen;
+  p.info.proven = p.info.local;
   peers.push_back(p);
   removedIds.erase(id);
   assignRanks();

@@ -65,6 +65,15 @@ void Coordinator::Impl::watchMpiSet() {
     if (ActiveRun* a = healthyRun(); a && !stopping.load()) a->fail(FailKind::Died, -1, what);
     mpiSet->pid = 0;  // reaped
     endMpiSet(leaveReason(*st), joined);
+    if (!joined && !stopping.load()) {
+      // Nobody waits out the join timeout for workers that will never come: mpirun's own
+      // lines (above, on stderr) say why.
+      WorkerLeft left;
+      left.worker.local = true;
+      left.joined = false;
+      left.reason = {LeaveKind::Exited, -1, what + " (mpirun's output above says why)"};
+      emit(std::move(left));
+    }
   }
 }
 

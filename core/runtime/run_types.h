@@ -37,6 +37,11 @@ struct WorkerInfo {
   // runtime/protocol.h); telemetry timestamps already have it added.
   int64_t clockOffsetNs = 0;
   std::string dataEndpoint;  // the data-plane endpoint of the worker's latest run (from Ready)
+  // Known to be alive: a local worker at once (its process is watched), a remote one once it
+  // has been heard from a full liveness window after joining. A remote worker that joins and
+  // dies within that window is never proven: it is removed for silence instead of counting
+  // toward the workers a sweep waits for (Bench's --expect).
+  bool proven = false;
 };
 
 // The device of local worker `k` (0-based, in start order) under `localDevices`
@@ -139,6 +144,14 @@ struct WorkerLeft {
   WorkerInfo worker;
   LeaveReason reason;
   bool joined = true;  // false: it ended before joining
+
+  // For a local worker that ended before joining: "local worker (pid 12) exited with status
+  // 2"; the reason alone when no worker process was ever known (pid 0: mpirun could not start
+  // its workers).
+  std::string beforeJoining() const {
+    if (worker.pid <= 0) return reason.text;
+    return "local worker (pid " + std::to_string(worker.pid) + ") " + reason.text;
+  }
 };
 struct TelemetryBatchEvent {
   uint64_t runId;

@@ -626,6 +626,31 @@ TEST_F(BenchCli, ListenPrintsTheJoinCommandAndRemoteWorkersTakePart) {
   killAndReap(remote);
 }
 
+// A remote worker that joins and dies within the liveness window does not count toward
+// --expect: the sweep waits, the dead one is removed for silence, and a live worker that
+// joins two seconds later takes part.
+TEST_F(BenchCli, ARemoteWorkerThatDiesRightAfterJoiningDoesNotStartTheSweep) {
+  const Proc p = start({"--workers", "1", "--expect", "2", "--listen", "tcp://127.0.0.1:*", "-b",
+                        "4K", "-e", "4K", "-n", "2", "-w", "0"},
+                       "shortlived");
+  const std::string endpoint = joinEndpoint(p);
+  ASSERT_FALSE(endpoint.empty());
+  const int64_t doomed = spawnChild({ARL_WORKER_BINARY, "--connect", endpoint});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // joined, not yet proven
+  killAndReap(doomed);
+  const int64_t first = spawnChild({ARL_WORKER_BINARY, "--connect", endpoint});
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const int64_t second = spawnChild({ARL_WORKER_BINARY, "--connect", endpoint});
+  const int rc = finish(p);
+  const std::string out = slurp(p.out);
+  EXPECT_EQ(rc, 0) << slurp(p.err) << out;
+  EXPECT_NE(out.find("nranks 3 (1 local, 2 remote)"), std::string::npos) << out;
+  for (int64_t w : {first, second}) {
+    EXPECT_TRUE(waitFor(w, std::chrono::seconds(10)).has_value());
+    killAndReap(w);
+  }
+}
+
 TEST_F(BenchCli, SigintAbortsTheRunAndLeavesNoWorker) {
   const std::string json = file("sigint.json"), csv = file("sigint.csv");
   const Proc p = start({"--workers", "2", "-b", "8M", "-e", "8M", "-n", "100000", "-w", "0",

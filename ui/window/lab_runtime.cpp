@@ -196,7 +196,7 @@ void LabRuntime::handle(CoordinatorEvent& ev) {
     return;
   }
   if (const auto* w = std::get_if<WorkerLeft>(&ev); w && !w->joined && pending_) {
-    end_.error = "a local worker (pid " + std::to_string(w->worker.pid) + ") " + w->reason.text;
+    end_.error = w->beforeJoining();
     return;
   }
   if (!sweep_) return;
