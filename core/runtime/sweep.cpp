@@ -56,6 +56,12 @@ DataPlaneUse dataPlaneUse(DataPlaneKind plane, const std::vector<WorkerInfo>& wo
         });
       });
   u.insideHosts = hostsShareNamespaces ? "shm" : "zmq";
+  // No two ranks share a host: every pair crosses.
+  if (u.hosts > 1 && u.hosts == static_cast<int>(world.size())) {
+    u.insideHosts.clear();
+    u.text = "zmq across (" + std::to_string(u.hosts) + " hosts, one rank each)";
+    return u;
+  }
   if (u.hosts <= 1) {
     u.text = hostsShareNamespaces ? "shm (auto)" : "zmq (auto: several pid namespaces)";
   } else if (hostsShareNamespaces) {
