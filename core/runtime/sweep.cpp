@@ -56,7 +56,7 @@ DataPlaneUse dataPlaneUse(DataPlaneKind plane, const std::vector<WorkerInfo>& wo
         });
       });
   u.insideHosts = hostsShareNamespaces ? "shm" : "zmq";
-  // No two ranks share a host: every pair crosses.
+  // No two ranks share a host: every pair crosses, and insideHosts stays empty.
   if (u.hosts > 1 && u.hosts == static_cast<int>(world.size())) {
     u.insideHosts.clear();
     u.text = "zmq across (" + std::to_string(u.hosts) + " hosts, one rank each)";

@@ -135,11 +135,11 @@ bool runsOverSharedMemory(DataPlaneKind plane, const std::vector<WorkerInfo>& wo
 // Which data plane the pairs of a world use, as the workers choose it (runtime/run_job.cpp's
 // bindDataPlaneFor): inside a host, across hosts.
 struct DataPlaneUse {
-  std::string insideHosts;  // "shm" or "zmq"; "" when no two ranks share a host
+  std::string insideHosts;  // "shm" or "zmq"
   std::string acrossHosts;  // "zmq", or "" with one host
   int hosts = 0;            // distinct host names
   // For a header line: "shm (auto)", "zmq (auto: several pid namespaces)",
-  // "shm inside hosts, zmq across (2 hosts)", "zmq across (2 hosts, one rank each)", "zmq".
+  // "shm inside hosts, zmq across (2 hosts)", "zmq".
   std::string text;
 };
 DataPlaneUse dataPlaneUse(DataPlaneKind plane, const std::vector<WorkerInfo>& world);
