@@ -301,12 +301,7 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
               " step: %s warmup iters: %d iters: %d validation: %u\n",
               c_.minBytes, c_.maxBytes, step.c_str(), c_.warmup, c_.iters, checkedIterations());
   // What the workers will choose: auto means shared memory when they share one host.
-  std::string plane(toString(c_.dataPlane));
-  if (c_.dataPlane == DataPlaneKind::Auto) {
-    const bool oneHost = std::all_of(
-        ws.begin(), ws.end(), [&](const WorkerInfo& w) { return w.host == ws.front().host; });
-    plane = oneHost ? "shm (auto)" : "zmq (auto: several hosts)";
-  }
+  std::string plane = dataPlaneUse(c_.dataPlane, ws).text;
   // cuda workers of one host lend each other slices in place unless told not to.
   if (c_.backend == "cuda") plane += c_.cudaIpc ? ", CUDA IPC on one host" : ", CUDA IPC off";
   const std::string slices = joinWith(c_.sliceSizes, [](uint64_t b) { return std::to_string(b); });

@@ -55,19 +55,6 @@ void checkOutputPath(const Arg& a) {
   if (::access(dir.c_str(), W_OK) != 0) throw refuse(a, "directory '" + dir + "' is not writable");
 }
 
-// "tcp://HOST:PORT" with a numeric port (or '*': any free port).
-void checkListen(const Arg& a) {
-  const std::string expected = "expected tcp://ADDR:PORT, PORT in 1..65535 or *";
-  const auto ep = splitTcp(a.text);
-  if (!ep) throw refuse(a, expected);
-  const std::string& port = ep->port;
-  if (port == "*") return;
-  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) ||
-      std::stoi(port) < 1 || std::stoi(port) > 65535) {
-    throw refuse(a, expected);
-  }
-}
-
 // bench's flags for the fields of its run requests that commands name differently.
 constexpr RunFieldFlags kRunFlags{"--workers", "--maxbytes", "--warmup_iters"};
 

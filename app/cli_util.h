@@ -77,6 +77,9 @@ class Options {
   std::map<std::string, CLI::Option*> values_;  // by long name
 };
 
+// A control endpoint to listen on: "tcp://HOST:PORT" with a numeric port (or '*': any free
+// port); refuses anything else.
+void checkListen(const Arg& a);
 // An integer in [lo, hi].
 int parseInt(const Arg& a, int lo, int hi);
 // A count with an optional K, M or G suffix (binary multiples) that fits in 64 bits.

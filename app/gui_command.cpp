@@ -48,6 +48,8 @@ constexpr int kAutorunTimeoutMs = 300'000;
 
 struct GuiArgs {
   std::optional<int> workers;
+  std::optional<int> expect;          // remote workers to wait for
+  std::optional<std::string> listen;  // the control endpoint they join
   std::optional<std::string> algorithm;
   std::optional<uint64_t> size;
   std::optional<ui::SweepRange> sizes;  // -b, -e, -f
@@ -75,6 +77,8 @@ struct GuiArgs {
 ui::SessionSetup initialSetup(const GuiArgs& a) {
   ui::SessionSetup s;
   if (a.workers) s.localWorkers = *a.workers;
+  if (a.expect) s.remoteWorkers = *a.expect;
+  if (a.listen) s.listen = *a.listen;
   if (a.algorithm) s.algorithm = *a.algorithm;
   if (a.size) {
     s.size.on = false;
@@ -365,7 +369,10 @@ class GuiCommand final : public Command {
     opts_.flag("--projector", &a_.projector,
                "start in projector mode: large type, high contrast, thicker links (View -> "
                "Projector, F8)");
-    opts_.value("--workers", "N", "local worker processes (default 4)");
+    opts_.value("--workers", "N", "local worker processes (default 4; 0 with --expect)");
+    opts_.value("--expect", "N", "remote workers to wait for (default 0)");
+    opts_.value("--listen", "tcp://ADDR:PORT",
+                "control endpoint the remote workers join (default tcp://127.0.0.1, a free port)");
     opts_.value("--algo", "NAME",
                 "algorithm, or 'all'. Known: " + algorithmList() +
                     "; the libraries' (timed whole, no animation): " + libraryAlgorithmList());
@@ -423,8 +430,9 @@ class GuiCommand final : public Command {
     QApplication::setWindowIcon(
         QIcon::fromTheme(QStringLiteral("org.allreducelab.AllreduceLab"),
                          QIcon(QStringLiteral(":/icons/org.allreducelab.AllreduceLab.svg"))));
-    const bool scripted = a_.autorun || a_.workers || a_.algorithm || a_.size || a_.sizes ||
-                          a_.slice || a_.inflight || a_.iterations || a_.warmup || a_.shaping;
+    const bool scripted = a_.autorun || a_.workers || a_.expect || a_.listen || a_.algorithm ||
+                          a_.size || a_.sizes || a_.slice || a_.inflight || a_.iterations ||
+                          a_.warmup || a_.shaping;
     // A picture of the window as it opens: as a first start opens it (the saved setup and
     // layout neither read nor written), so that it shows the same on every machine.
     const bool openingShot = !a_.screenshot.empty() && !a_.autorun && a_.recording.empty() &&
@@ -483,7 +491,16 @@ class GuiCommand final : public Command {
   }
 
   void check() {
-    if (auto v = opts_.get("--workers")) a_.workers = parseInt(*v, 1, kMaxRanks);
+    if (auto v = opts_.get("--workers")) a_.workers = parseInt(*v, 0, kMaxRanks);
+    if (auto v = opts_.get("--expect")) a_.expect = parseInt(*v, 0, kMaxRanks);
+    if (a_.workers.value_or(1) + a_.expect.value_or(0) < 1) {
+      throw refuse(*opts_.get("--workers"),
+                   "leaves no rank to run on; start some or --expect some");
+    }
+    if (auto v = opts_.get("--listen")) {
+      checkListen(*v);
+      a_.listen = v->text;
+    }
     if (auto v = opts_.get("--algo")) {
       const auto& names = algorithmNames();
       if (v->text != "all" && std::find(names.begin(), names.end(), v->text) == names.end() &&
@@ -572,7 +589,7 @@ class GuiCommand final : public Command {
 
   // The shaping flags, as the setup panel holds them: one slow rank and one slow link at most.
   void checkShaping() {
-    const int n = a_.workers.value_or(ui::SessionSetup{}.localWorkers);
+    const int n = a_.workers.value_or(ui::SessionSetup{}.localWorkers) + a_.expect.value_or(0);
     const LinkShaping sh = parseShaping(opts_, n);
     if (sh.rankPortBytesPerSecond.size() > 1) {
       throw refuse(opts_.getAll("--slow-rank")[1], "the window slows one rank at most");

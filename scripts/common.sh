@@ -17,6 +17,7 @@ ARL_PACKAGES=(
   clang-format clang-tidy
   libcli11-dev nlohmann-json3-dev libeigen3-dev
   desktop-file-utils appstream
+  iproute2
 )
 
 # Installed when the archive has them; the build goes on without them. libgloo-dev: Gloo's

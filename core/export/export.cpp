@@ -155,6 +155,15 @@ std::vector<std::string> csvFields(const BenchRow& row, const std::string& worke
           rowBackend(q.algorithm, workers)};
 }
 
+// Which plane the pairs used: inside a host, across hosts (each worker names its host).
+Json dataPlaneJson(const BenchReport& r) {
+  const DataPlaneUse u = dataPlaneUse(r.config.dataPlane, r.workers);
+  return Json{{"inside_hosts", u.insideHosts},
+              {"across_hosts", u.acrossHosts},
+              {"hosts", u.hosts},
+              {"text", u.text}};
+}
+
 }  // namespace
 
 uint64_t eventCount(const BenchRow& row) {
@@ -167,11 +176,9 @@ std::string benchResultsJson(const BenchReport& r) {
     results.push_back(resultJson(r.rows[i], r.config.backend));
     if (r.fit && i < r.fit->fittedUs.size()) results.back()["fitted_us"] = r.fit->fittedUs[i];
   }
-  const Json j{{"config", configJson(r.config)},
-               {"workers", workersJson(r.workers)},
-               {"model", modelJson(r)},
-               {"telemetry", telemetryJson(r)},
-               {"error", r.error},
+  const Json j{{"config", configJson(r.config)}, {"workers", workersJson(r.workers)},
+               {"data_plane", dataPlaneJson(r)}, {"model", modelJson(r)},
+               {"telemetry", telemetryJson(r)},  {"error", r.error},
                {"results", std::move(results)}};
   std::string text = jsonText(j);
   text += '\n';  // appended, not concatenated: a recording is tens of megabytes

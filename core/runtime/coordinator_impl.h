@@ -236,6 +236,7 @@ struct Coordinator::Impl final : RunLink {
   // ---- Liveness ------------------------------------------------------------------------------
 
   void checkLiveness();
+  std::string hostNote(const std::string& host, int rank) const;
 
   // ---- Queued runs ---------------------------------------------------------------------------
 

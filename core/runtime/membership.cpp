@@ -243,6 +243,21 @@ void Coordinator::Impl::reapChildren() {
   watchMpiSet();
 }
 
+// "; host H also runs ranks 2, 3" when other ranks share rank `r`'s host `host`: a host
+// that leaves the network silences them all, and the first one found fails the run.
+std::string Coordinator::Impl::hostNote(const std::string& host, int r) const {
+  std::vector<int> others;
+  for (const auto& p : peers) {
+    const int pr = rankOf(p.id);
+    if (pr >= 0 && pr != r && p.info.host == host) others.push_back(pr);
+  }
+  if (others.empty()) return {};
+  std::sort(others.begin(), others.end());
+  std::string out = "; host " + host + " also runs rank" + (others.size() > 1 ? "s " : " ");
+  for (size_t i = 0; i < others.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(others[i]);
+  return out;
+}
+
 void Coordinator::Impl::checkLiveness() {
   const auto now = Clock::now();
   const auto limit = opt.heartbeat * opt.missedHeartbeats;
@@ -256,7 +271,8 @@ void Coordinator::Impl::checkLiveness() {
     if (ActiveRun* a = healthyRun(); a && r >= 0) {
       a->fail(FailKind::Silent, r,
               "rank " + std::to_string(r) + " (pid " + std::to_string(p->info.pid) +
-                  ") stopped responding (no heartbeat for " + silence + ")");
+                  ") stopped responding (no heartbeat for " + silence + ")" +
+                  hostNote(p->info.host, r));
     }
     removePeer(id, {LeaveKind::MissedHeartbeats, 0, "no heartbeat for " + silence}, true);
   }

@@ -161,8 +161,8 @@ std::optional<std::string> checkText(std::string_view field, std::string_view s)
 std::optional<std::string> checkEndpoint(std::string_view field, std::string_view s) {
   if (validEndpoint(s)) return std::nullopt;
   return std::string(field) + " " + quoted(s) +
-         " is not an endpoint (tcp://HOST:PORT, ipc://PATH, inproc://NAME, shm://NAME or "
-         "nccl://id/TOKEN, at most " +
+         " is not an endpoint (tcp://HOST:PORT, ipc://PATH, inproc://NAME, shm://NAME, "
+         "shm://NAME,tcp://HOST:PORT or nccl://id/TOKEN, at most " +
          std::to_string(kMaxEndpointBytes) + " bytes)";
 }
 
@@ -1490,6 +1490,13 @@ std::string RunFailed::message() const {
 
 bool validEndpoint(std::string_view s) {
   if (s.size() > kMaxEndpointBytes) return false;
+  // A rank on both data planes (protocol 13, transport/split_transport.h): shared memory
+  // inside its host, then tcp:// across.
+  if (const size_t comma = s.find(','); comma != std::string_view::npos) {
+    const std::string_view shm = s.substr(0, comma), tcp = s.substr(comma + 1);
+    return shm.substr(0, 6) == "shm://" && tcp.substr(0, 6) == "tcp://" && validEndpoint(shm) &&
+           validEndpoint(tcp);
+  }
   for (char c : s) {
     const auto u = static_cast<unsigned char>(c);
     if (u <= 0x20 || u >= 0x7F) return false;

@@ -31,6 +31,7 @@
 #include "transport/peer_pairing.h"
 #include "transport/peer_transport.h"
 #include "transport/shm/shm_transport.h"
+#include "transport/split_transport.h"
 #include "transport/stale_owner.h"
 #include "transport/zmq/zmq_transport.h"
 
@@ -229,6 +230,65 @@ std::string bindDataPlane(RunJob& j, const Schedule& s, RunDataPlane& plane) {
   return bindDataPlaneFor(j, plane, dataPlanePeers(s, j.rank), shmOptions(s, j.rank, j.cfg));
 }
 
+// Which ranks this one reaches over shared memory in a run on several hosts, with the
+// automatic choice: the ranks of its own host (sameHostPeers). Empty when one plane carries
+// every pair: one host (shared memory), another pid namespace or an explicit choice.
+std::vector<bool> shmPeersAcrossHosts(const RunJob& j, bool oneHost) {
+  const RunConfig& c = j.cfg;
+  if (oneHost || c.dataPlane != DataPlaneKind::Auto) return {};
+  if (c.hosts.size() != static_cast<size_t>(c.worldSize)) return {};
+  std::vector<uint64_t> namespaces = c.pidNamespaces;
+  if (namespaces.size() != c.hosts.size()) namespaces.clear();
+  return sameHostPeers(c.hosts, namespaces, j.rank);
+}
+
+// `ranks` split by `viaShm`: those it marks, then the others.
+std::pair<std::vector<int>, std::vector<int>> splitRanks(const std::vector<int>& ranks,
+                                                         const std::vector<bool>& viaShm) {
+  std::pair<std::vector<int>, std::vector<int>> out;
+  for (int r : ranks) (viaShm[static_cast<size_t>(r)] ? out.first : out.second).push_back(r);
+  return out;
+}
+
+// Binds both planes of a run on several hosts: shared memory for the peers of this host,
+// ZeroMQ tcp:// for the others, each only when some peer needs it; returns the joined
+// endpoint.
+std::string bindSplitDataPlane(RunJob& j, RunDataPlane& plane, const ShmOptions& shm) {
+  const RunConfig& c = j.cfg;
+  const auto [nearSend, farSend] = splitRanks(plane.peers.sendTo, plane.viaShm);
+  const auto [nearRecv, farRecv] = splitRanks(plane.peers.recvFrom, plane.viaShm);
+  const bool needShm = !nearSend.empty() || !nearRecv.empty();
+  const bool needZmq = !farSend.empty() || !farRecv.empty() || !needShm;
+  if (needShm) plane.shm = std::make_unique<ShmDataPlane>(j.rank, c.worldSize);
+  if (needZmq) plane.zmq = std::make_unique<ZmqDataPlane>(j.rank, c.worldSize);
+  if (needShm && needZmq) {
+    plane.split = std::make_unique<SplitTransport>(*plane.shm, *plane.zmq, plane.viaShm);
+    plane.dp = plane.split.get();
+  } else {
+    plane.dp = needShm ? static_cast<Transport*>(plane.shm.get()) : plane.zmq.get();
+  }
+  {
+    std::lock_guard<std::mutex> lock(j.mu);
+    if (j.aborted) throw PeerError(j.rank, -1, -1, "run aborted before it started");
+    j.dp = plane.dp;
+  }
+  std::string shmEndpoint, zmqEndpoint;
+  if (needZmq) {
+    BindOptions bo = tcpBindOptions(j);
+    bo.shaping = c.shaping;
+    bo.clockOffsetNs = j.offsetNs;
+    zmqEndpoint = plane.zmq->bind(bo);
+  }
+  if (needShm) {
+    try {
+      shmEndpoint = plane.shm->bind(shm, nearRecv);
+    } catch (const ConfigError& e) {
+      throw PeerError(j.rank, -1, -1, e.what());
+    }
+  }
+  return joinEndpoints(shmEndpoint, zmqEndpoint);
+}
+
 std::string bindDataPlaneFor(RunJob& j, RunDataPlane& plane, DataPlanePeers peers,
                              const ShmOptions& shm) {
   const RunConfig& c = j.cfg;
@@ -256,6 +316,8 @@ std::string bindDataPlaneFor(RunJob& j, RunDataPlane& plane, DataPlanePeers peer
     plane.peers.sendTo = both;
     plane.peers.recvFrom = both;
   }
+  plane.viaShm = shmPeersAcrossHosts(j, oneHost);
+  if (!plane.viaShm.empty()) return bindSplitDataPlane(j, plane, shm);
   if (useShm) {
     plane.shm = std::make_unique<ShmDataPlane>(rank, c.worldSize);
     plane.dp = plane.shm.get();
@@ -323,6 +385,19 @@ std::vector<std::string> awaitStart(RunJob& j) {
   return endpoints;
 }
 
+// Connects each plane of a run on several hosts to its peers, at their endpoints of its
+// scheme.
+void connectSplitDataPlane(RunDataPlane& plane, const std::vector<std::string>& endpoints) {
+  const auto [nearSend, farSend] = splitRanks(plane.peers.sendTo, plane.viaShm);
+  auto ofScheme = [&](std::string_view scheme) {
+    std::vector<std::string> out;
+    for (const std::string& e : endpoints) out.push_back(endpointOfScheme(e, scheme));
+    return out;
+  };
+  if (plane.shm) plane.shm->connect(ofScheme("shm://"), nearSend);
+  if (plane.zmq) plane.zmq->connect(ofScheme("tcp://"), farSend);
+}
+
 // Phase 2: waits for Start, which carries every rank's endpoint, and connects.
 void connectDataPlane(RunJob& j, RunDataPlane& plane) {
   const int rank = j.rank;
@@ -331,8 +406,12 @@ void connectDataPlane(RunJob& j, RunDataPlane& plane) {
   // rank's rings there: set-up work alone, whose CPU time the stall watch counts as progress.
   j.progress.setPhase(RunPhase::SettingUp);
   try {
-    if (plane.shm) plane.shm->connect(endpoints, plane.peers.sendTo);
-    if (plane.zmq) plane.zmq->connect(endpoints, plane.peers.sendTo);
+    if (plane.viaShm.empty()) {
+      if (plane.shm) plane.shm->connect(endpoints, plane.peers.sendTo);
+      if (plane.zmq) plane.zmq->connect(endpoints, plane.peers.sendTo);
+    } else {
+      connectSplitDataPlane(plane, endpoints);
+    }
   } catch (const ConfigError& e) {
     throw PeerError(rank, -1, -1, e.what());
   }

@@ -9,11 +9,13 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/peer_memory.h"
 #include "exec/rank_run.h"
 #include "runtime/run_job.h"
 #include "transport/shm/shm_transport.h"
+#include "transport/split_transport.h"
 #include "transport/zmq/zmq_transport.h"
 
 namespace arl::jobsteps {
@@ -22,7 +24,10 @@ namespace arl::jobsteps {
 struct RunDataPlane {
   std::unique_ptr<ZmqDataPlane> zmq;
   std::unique_ptr<ShmDataPlane> shm;
-  Transport* dp = nullptr;  // the one of the two that exists
+  // Both, chosen per peer, in a run on several hosts (shared memory inside this host).
+  std::unique_ptr<SplitTransport> split;
+  Transport* dp = nullptr;   // split, or the one of the two that exists
+  std::vector<bool> viaShm;  // by rank, with split planes: the peers over shared memory
   DataPlanePeers peers;
   // The backend's memory that ranks of this host may read in place (CUDA IPC), when the run
   // asks for it and the backend has some; then every channel goes both ways (a lent slice

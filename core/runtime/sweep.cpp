@@ -36,6 +36,42 @@ bool runsOverSharedMemory(DataPlaneKind plane, const std::vector<WorkerInfo>& wo
   });
 }
 
+DataPlaneUse dataPlaneUse(DataPlaneKind plane, const std::vector<WorkerInfo>& world) {
+  DataPlaneUse u;
+  std::vector<std::string> hosts;
+  for (const WorkerInfo& w : world) hosts.push_back(w.host);
+  std::sort(hosts.begin(), hosts.end());
+  u.hosts = static_cast<int>(std::unique(hosts.begin(), hosts.end()) - hosts.begin());
+  if (u.hosts > 1) u.acrossHosts = "zmq";
+  if (plane != DataPlaneKind::Auto) {
+    u.insideHosts = std::string(toString(plane));
+    u.text = u.insideHosts;
+    return u;
+  }
+  // Shared memory inside a host needs its ranks in one pid namespace.
+  const bool hostsShareNamespaces =
+      std::all_of(world.begin(), world.end(), [&](const WorkerInfo& a) {
+        return std::all_of(world.begin(), world.end(), [&](const WorkerInfo& b) {
+          return a.host != b.host || a.pidNamespace == b.pidNamespace;
+        });
+      });
+  u.insideHosts = hostsShareNamespaces ? "shm" : "zmq";
+  // No two ranks share a host: every pair crosses, and insideHosts stays empty.
+  if (u.hosts > 1 && u.hosts == static_cast<int>(world.size())) {
+    u.insideHosts.clear();
+    u.text = "zmq across (" + std::to_string(u.hosts) + " hosts, one rank each)";
+    return u;
+  }
+  if (u.hosts <= 1) {
+    u.text = hostsShareNamespaces ? "shm (auto)" : "zmq (auto: several pid namespaces)";
+  } else if (hostsShareNamespaces) {
+    u.text = "shm inside hosts, zmq across (" + std::to_string(u.hosts) + " hosts)";
+  } else {
+    u.text = "zmq (auto: " + std::to_string(u.hosts) + " hosts, several pid namespaces)";
+  }
+  return u;
+}
+
 std::vector<SweepPoint> sweepPoints(const SweepSpec& s) {
   const std::vector<uint64_t> slices =
       s.sliceSizes.empty() ? std::vector<uint64_t>{s.base.sliceBytes} : s.sliceSizes;

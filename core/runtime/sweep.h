@@ -132,6 +132,18 @@ CostQuery costQueryOf(const SweepRow& row, const LinkShaping& shaping);
 // workers choose for Auto: every rank on one host, in one pid namespace).
 bool runsOverSharedMemory(DataPlaneKind plane, const std::vector<WorkerInfo>& world);
 
+// Which data plane the pairs of a world use, as the workers choose it (runtime/run_job.cpp's
+// bindDataPlaneFor): inside a host, across hosts.
+struct DataPlaneUse {
+  std::string insideHosts;  // "shm" or "zmq"
+  std::string acrossHosts;  // "zmq", or "" with one host
+  int hosts = 0;            // distinct host names
+  // For a header line: "shm (auto)", "zmq (auto: several pid namespaces)",
+  // "shm inside hosts, zmq across (2 hosts)", "zmq".
+  std::string text;
+};
+DataPlaneUse dataPlaneUse(DataPlaneKind plane, const std::vector<WorkerInfo>& world);
+
 // The points of a sweep, in run order.
 std::vector<SweepPoint> sweepPoints(const SweepSpec& spec);
 

@@ -10,7 +10,7 @@ namespace arl {
 namespace {
 
 TEST(LibraryEndpoint, NcclTokensAndMembersAreEndpoints) {
-  EXPECT_EQ(kProtocolVersion, 12);
+  EXPECT_EQ(kProtocolVersion, 13);
   EXPECT_TRUE(validEndpoint("nccl://id/AAECAwQF-_z9"));
   EXPECT_TRUE(validEndpoint(kLibraryMemberEndpoint));
   EXPECT_TRUE(validEndpoint("nccl://id/" + std::string(171, 'A')));  // a 128-byte id
@@ -41,6 +41,14 @@ TEST(LibraryEndpoint, ReadyAndStartCarryThemThroughTheCodec) {
   auto sb = Start::decode(g[0], g[1]);
   ASSERT_TRUE(sb.ok()) << sb.error().message();
   EXPECT_EQ(*sb, s);
+}
+
+TEST(SplitEndpoint, ShmThenTcpIsOneEndpoint) {
+  EXPECT_TRUE(validEndpoint("shm://arl-dp-1-ns2-r0,tcp://10.77.0.10:4000"));
+  EXPECT_FALSE(validEndpoint("tcp://10.77.0.10:4000,shm://arl-dp-1"));
+  EXPECT_FALSE(validEndpoint("shm://a,tcp://h:1,tcp://h:2"));
+  EXPECT_FALSE(validEndpoint("shm://a/b,tcp://h:1"));
+  EXPECT_FALSE(validEndpoint("shm://a,"));
 }
 
 }  // namespace

@@ -479,6 +479,8 @@ QString busbwHtml(const RunExplanation& x, bool projector) {
               .arg(nb(rateText(x.busbwGBps)), nb(rateText(x.algbwGBps)), factorText(x.collective));
   html += QStringLiteral("<br/>wire <b>%1</b>: %2").arg(nb(rateText(x.wireGBps)), wireName(x));
   html += QStringLiteral("<br/>busbw / wire <b>%1</b>").arg(ratio, 0, 'f', 2);
+  // On several hosts the pairs cross two kinds of wire: say which plane carried which.
+  if (!x.dataPlane.empty()) html += QStringLiteral("<br/>data plane: %1").arg(escaped(x.dataPlane));
   if (x.slowestGBps > 0 && x.slowestGBps < x.wireGBps * 0.999) {
     const double slow = x.busbwGBps / x.slowestGBps;
     html += QStringLiteral("<br/>slowest link %1→%2 <b>%3</b>: busbw / slowest <b>%4</b>")

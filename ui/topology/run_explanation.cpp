@@ -115,6 +115,7 @@ RunExplanation explainRun(const SweepRow& row, const ModelContext& model) {
   x.sliceBytes = req.sliceBytes;
   x.ranksPerHost = res.effective.ranksPerHost > 0 ? res.effective.ranksPerHost : x.nranks;
   x.shaping = req.shaping;
+  x.dataPlane = model.dataPlane;
   if (const LibraryAlgorithm* lib = findLibraryAlgorithm(req.algorithm)) {
     x.library = std::string(lib->library);
   }

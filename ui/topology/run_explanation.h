@@ -49,6 +49,8 @@ struct ModelContext {
   ModelParams params;
   ModelSource source;
   bool sharedMemory = false;  // runsOverSharedMemory() of the session's plane and workers
+  // On several hosts, which plane the pairs used (DataPlaneUse::text); empty on one host.
+  std::string dataPlane;
 };
 
 // What sets the rate busbw is held against.
@@ -69,6 +71,7 @@ struct RunExplanation {
   uint64_t sliceBytes = 0;
   int ranksPerHost = 0;  // ranks per host the run resolved to (n: one host)
   LinkShaping shaping;
+  std::string dataPlane;  // ModelContext::dataPlane
 
   // The collective library that ran the algorithm ("nccl": findLibraryAlgorithm()); empty for
   // the lab's own, whose executor reports the bytes each rank sent.

@@ -39,8 +39,10 @@ namespace {
 
 // The model the session's runs were predicted with, for the explanation beside them.
 ModelContext modelContextOf(const BenchReport& r) {
+  const DataPlaneUse plane = dataPlaneUse(r.config.dataPlane, r.workers);
   return {r.model, readModelSource(r.modelSource),
-          runsOverSharedMemory(r.config.dataPlane, r.workers)};
+          runsOverSharedMemory(r.config.dataPlane, r.workers),
+          plane.hosts > 1 ? plane.text : std::string()};
 }
 
 }  // namespace
