@@ -9,16 +9,15 @@
 // - swing (bandwidth-optimal): reduce-scatter then all-gather, log2 n steps each. Let
 //   reach(r, s) be the ranks r reaches in steps s .. log2 n - 1 (itself included):
 //   reach(r, log2 n) = {r}, reach(r, s) = reach(r, s+1) u reach(peer(r, s), s+1), disjoint for a
-//   power of two (the paper's Section 3). At reduce-scatter step s rank r sends its partial sums
+//   power of two. At reduce-scatter step s rank r sends its partial sums
 //   of the blocks of reach(peer, s+1) and adds the peer's partial sums of reach(r, s+1): the blocks
 //   halve every step, n/2, n/4, ..., 1. The all-gather is its transpose. 2 log2 n steps; each rank
 //   sends 2(n-1)/n of the vector when n divides count, as ring and halving-doubling.
 // - swing-latency (latency-optimal): log2 n steps, each an exchange of the whole partial sum
 //   with peer(r, s) and a reduction; each rank sends log2 n x count elements.
-// Both need a power-of-two number of ranks here: the paper's extension to other counts (extra
-// steps for the ranks left without a peer) is not implemented, and the generators refuse such
-// counts. Step kinds: Send and RecvReduceCopy (reduce-scatter, latency-optimal), Send and Recv
-// (all-gather).
+// Both need a power-of-two number of ranks here: the paper's extension to other counts is not
+// implemented, and the generators refuse such counts (rankCountRefusal()). Step kinds: Send and
+// RecvReduceCopy (reduce-scatter, latency-optimal), Send and Recv (all-gather).
 #include <bit>
 #include <string>
 
@@ -39,11 +38,7 @@ int swingPeer(int r, int s, int n) {
 }
 
 int stepsOf(std::string_view algo, const GenParams& p) {
-  if (!std::has_single_bit(static_cast<unsigned>(p.nranks))) {
-    throw GenError(std::string(algo) + " needs a power-of-two number of ranks (got " +
-                   std::to_string(p.nranks) +
-                   "); its extension to other counts is not implemented");
-  }
+  if (std::string why = rankCountRefusal(algo, p.nranks); !why.empty()) throw GenError(why);
   return std::countr_zero(static_cast<unsigned>(p.nranks));
 }
 

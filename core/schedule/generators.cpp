@@ -62,6 +62,15 @@ bool algorithmSupports(std::string_view algo, Collective c) {
   return c == Collective::AllReduce || supportsBeyondAllReduce(algo, c);
 }
 
+std::string rankCountRefusal(std::string_view algo, int nranks) {
+  const bool pow2 = nranks > 0 && (nranks & (nranks - 1)) == 0;
+  if ((algo == "swing" || algo == "swing-latency") && !pow2) {
+    return std::string(algo) + " needs a power-of-two number of ranks (got " +
+           std::to_string(nranks) + "); its extension to other counts is not implemented";
+  }
+  return {};
+}
+
 Schedule generate(std::string_view algo, const GenParams& p) {
   for (const Entry& e : kGenerators) {
     if (e.name == algo) return e.gen(p);

@@ -36,6 +36,10 @@ const std::vector<std::string>& algorithmNames();
 // Broadcast).
 bool algorithmSupports(std::string_view algo, Collective c);
 
+// Why `algo` cannot run on `nranks` ranks, or empty when it can: swing and swing-latency need a
+// power of two; every other algorithm takes any count the generators take (1..kMaxRanks).
+std::string rankCountRefusal(std::string_view algo, int nranks);
+
 // Generates the schedule. Throws GenError on bad parameters.
 Schedule generate(std::string_view algo, const GenParams& p);
 
