@@ -89,17 +89,17 @@ std::vector<BlockPlan::Message> BlockPlan::messages(const BlockStep& step, Phase
 // rank's i-th message out is its receiver's i-th message in, so one message per channel
 // suffices and the ranks advance in lockstep.
 void BlockPlan::emitRank(int rank, const std::vector<Message>& msgs, Phase phase, uint32_t step) {
-  struct Piece {
+  struct SliceOf {
     const Message* msg;
     Range slice;
     uint32_t index;
   };
-  std::vector<Piece> sends;
-  std::vector<Piece> recvs;
+  std::vector<SliceOf> sends;
+  std::vector<SliceOf> recvs;
   for (const Message& m : msgs) {
     if (m.from != rank && m.to != rank) continue;
     for (uint64_t j = 0; j < sliceCount(m.len, sliceElems_); ++j) {
-      const Piece pc{&m, slice({0, m.len}, sliceElems_, j), static_cast<uint32_t>(j)};
+      const SliceOf pc{&m, slice({0, m.len}, sliceElems_, j), static_cast<uint32_t>(j)};
       (m.from == rank ? sends : recvs).push_back(pc);
     }
   }
@@ -108,12 +108,12 @@ void BlockPlan::emitRank(int rank, const std::vector<Message>& msgs, Phase phase
   const bool reduce = phase == Phase::ReduceScatter;
   for (size_t i = 0; i < std::max(sends.size(), recvs.size()); ++i) {
     if (i < sends.size()) {
-      const Piece& p = sends[i];
+      const SliceOf& p = sends[i];
       prog.push_back(makeOp(OpKind::Send, phase, p.msg->to, -1, at(p.msg->src, p.slice), {},
                             p.slice.len, step, static_cast<uint32_t>(p.msg->chunk), p.index));
     }
     if (i < recvs.size()) {
-      const Piece& p = recvs[i];
+      const SliceOf& p = recvs[i];
       const OpKind kind = reduce ? OpKind::RecvReduceCopy : OpKind::Recv;
       prog.push_back(makeOp(kind, phase, -1, p.msg->from,
                             reduce ? at(p.msg->own, p.slice) : BufRef{}, at(p.msg->dst, p.slice),
