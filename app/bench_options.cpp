@@ -308,7 +308,9 @@ void BenchOptions::checkAlgorithms(BenchConfig& c) const {
   if (v && v->text == "all") {
     c.algorithms.clear();
     for (const std::string& name : algorithmNames()) {
-      if (algorithmSupports(name, c.collective)) c.algorithms.push_back(name);
+      // "all" means all that can run here: swing's refusal of other rank counts is no error.
+      const bool runs = rankCountRefusal(name, nranksOf(c)).empty();
+      if (algorithmSupports(name, c.collective) && runs) c.algorithms.push_back(name);
     }
   }
   if (c.backend == "mpi" && c.backends.empty()) c.backends = {"mpi"};

@@ -361,8 +361,8 @@ class GuiCommand final : public Command {
                 "at the replay's first pause, or once the replay, or a training lesson's record "
                 "in the Training view, is drawn)");
     opts_.value("--play", "ALGO[:N[:RANK]]",
-                "open Play a rank: be RANK (default 1) of ALGO (ring, tree, halving-doubling) on N "
-                "ranks (default 4)");
+                "open Play a rank: be RANK (default 1) of ALGO (ring, tree, halving-doubling, "
+                "bruck, pat, swing, knomial, or any other all-reduce) on N ranks (default 4)");
     opts_.value("--keys", "KEYS",
                 "with --play: type these keys (0-9 chunk, [ ] rank, s send, a add, c copy, e end "
                 "the step, r the real run)");

@@ -233,6 +233,9 @@ ResolvedRun resolveRunRequest(const RunRequest& req, const std::vector<std::stri
   const int n = static_cast<int>(hosts.size());
   checkInt(RunField::Ranks, n, 1, kMaxRanks);
   checkAlgorithm(req);
+  if (std::string why = rankCountRefusal(req.algorithm, n); !why.empty()) {
+    throw RunRequestError(RunField::Ranks, std::to_string(n), why);
+  }
   checkSlice(req);
   checkSize(req, n);
   checkScalars(req, n);

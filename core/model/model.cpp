@@ -213,31 +213,98 @@ CostTerms recursiveDoublingCost(int n, double S, double s) {
   return c;
 }
 
-// Binomial-tree reduce to rank 0 then binomial-tree broadcast (MPICH's reduce and bcast;
-// Thakur et al. 2005), each half pipelined by slice, one after the other on every rank. Rank 0
-// has L = ceil(log2 n) children and is the bottleneck: in the reduce their L vectors come in
-// through its ingress, in the broadcast it sends S to each out of its egress: 2 L S beta.
-// Nothing else is on its path. It takes its children in increasing level, and the child at
-// level k has the sum of its subtree's slice after its own k children's, k slice times in,
-// just when rank 0 is done with the k children before it: the deeper subtrees fill their
-// pipelines while rank 0 takes the nearer ones. In the broadcast it serves the farthest child
-// first, and a child at level k, which has k children of its own to feed, has the last slice
-// k slice times before rank 0's last send: every rank is done when rank 0 is. Back-to-back
-// iterations do not overlap: rank 0's next reduce starts with rank 1, which has its last slice
-// with rank 0's last send. A message climbs as many hops as its rank has set bits, so the tree
-// is H = max popcount(r), r < n, hops deep: 2 H alpha. Rank 0's reductions run while its
-// ingress takes the next slices; the last slice's reductions on its way up, H of them, do not.
-CostTerms reduceBroadcastCost(int n, double S, double s) {
+// k-nomial tree reduce to rank 0 then broadcast from it (gen_knomial.cpp; k = 2 is MPICH's
+// binomial reduce and bcast, Thakur et al. 2005, which reduce-broadcast runs), each half
+// pipelined by slice, one after the other on every rank. Rank 0 has C children (C = L =
+// ceil(log2 n) for k = 2, up to (k-1) ceil(log_k n)) and is the bottleneck: in the reduce their C
+// vectors come in through its ingress, in the broadcast it sends S to each out of its egress:
+// 2 C S beta. Nothing else is on its path. It takes its children in increasing round, and a
+// child of round i has the sum of its subtree's slice after its own children's, just when rank
+// 0 is done with the children before it: the deeper subtrees fill their pipelines while rank 0
+// takes the nearer ones. In the broadcast it serves the farthest child first, and every rank is
+// done when rank 0 is. Back-to-back iterations do not overlap: rank 0's next reduce starts with
+// rank 1, which has its last slice with rank 0's last send. A message climbs as many hops as
+// its rank has nonzero base-k digits, so the tree is H hops deep (the most nonzero digits
+// below n): 2 H alpha. Rank 0's reductions run while its ingress takes the next slices; the
+// last slice's reductions on its way up, H of them, do not. The binomial case is exact against
+// the simulation; for k > 2 a parent takes k-1 children per round back to back, which this
+// form prices by the same argument (rank 0's ports carry C S).
+struct KnomialShape {
+  int children = 0;  // C: rank 0's children
+  int depth = 0;     // H: hops from the deepest rank to rank 0
+};
+
+KnomialShape knomialShape(int n, int k) {
+  KnomialShape t;
+  for (long d = 1; d < n; d *= k) {
+    for (int j = 1; j < k && j * d < n; ++j) ++t.children;
+  }
+  for (int r = 1; r < n; ++r) {
+    int digits = 0;
+    for (int v = r; v > 0; v /= k) digits += v % k != 0 ? 1 : 0;
+    t.depth = std::max(t.depth, digits);
+  }
+  return t;
+}
+
+// One tree pass (reduce or broadcast alone): H alpha, rank 0's port C S, and on a reduce the
+// last slice's H reductions.
+CostTerms knomialPass(int n, int k, double S, double s, bool reduce) {
   CostTerms c;
   if (n <= 1 || S <= 0) return c;
-  const double L = ceilLog2(n);
-  int depth = 0;
-  for (int r = 1; r < n; ++r) depth = std::max(depth, __builtin_popcount(static_cast<unsigned>(r)));
-  const double H = depth;
-  const double slice = S / slices(S, s);
-  c.alphaCount = 2 * H;
-  c.betaBytes = 2 * L * S;
-  c.gammaBytes = H * slice;
+  const KnomialShape t = knomialShape(n, k);
+  c.alphaCount = t.depth;
+  c.betaBytes = t.children * S;
+  if (reduce) c.gammaBytes = t.depth * (S / slices(S, s));
+  return c;
+}
+
+CostTerms knomialCost(Collective coll, int n, int k, double S, double s) {
+  switch (coll) {
+    case Collective::Reduce: return knomialPass(n, k, S, s, true);
+    case Collective::Broadcast: return knomialPass(n, k, S, s, false);
+    default: return knomialPass(n, k, S, s, true) + knomialPass(n, k, S, s, false);
+  }
+}
+
+CostTerms reduceBroadcastCost(int n, double S, double s) {
+  return knomialCost(Collective::AllReduce, n, 2, S, s);
+}
+
+// Bruck (ascending distances) and PAT (descending), gen_bruck.cpp and gen_pat.cpp: a half is
+// L = ceil(log2 n) steps, the step at distance d moving m(d) blocks of S/n, m(d) = min(d, n-d)
+// for Bruck and ceil((n-d)/2d) for PAT, n-1 blocks in all: (n-1)/n S per half through every
+// port, as ring, and (n-1)/n S reduced in a reduce-scatter (Bruck et al. 1997; Thakur et al.
+// 2005 for Bruck's all-gather). A step's blocks go as one message of k(m S/n)
+// slices where they are neighbours: Bruck's wrap past block n-1 splits a step in two (one alpha
+// more; off a power of two its reduce-scatter splits one message more, where a rank's blocks
+// are partly summed already, which this form leaves out), PAT's strided blocks are neighbours only
+// in the all-reduce's bit-reversed layout on a power of two, and elsewhere this form counts each of
+// PAT's blocks as a message of its own (k(S/n) alphas each; an upper bound where the bit-reversed
+// layout joins some of them).
+double shiftAlphas(bool pat, int n, bool oneMessagePerStep, double S, double s) {
+  double alphas = 0;
+  for (int d = 1; d < n; d *= 2) {
+    const int m = pat ? (n - d + 2 * d - 1) / (2 * d) : std::min(d, n - d);
+    if (pat && !oneMessagePerStep) {
+      alphas += m * slices(S / n, s);
+    } else {
+      alphas += slices(m * S / n, s) + (!pat && m > 1 ? 1 : 0);
+    }
+  }
+  return alphas;
+}
+
+CostTerms shiftCost(bool pat, Collective coll, int n, double S, double s) {
+  CostTerms c;
+  if (n <= 1 || S <= 0) return c;
+  const bool pow2 = (n & (n - 1)) == 0;
+  const double half = static_cast<double>(n - 1) / n * S;
+  const double alphas = shiftAlphas(pat, n, coll == Collective::AllReduce && pow2, S, s);
+  const double halves = coll == Collective::AllReduce ? 2 : 1;
+  c.alphaCount = halves * alphas;
+  c.betaBytes = halves * half;
+  if (coll != Collective::AllGather) c.gammaBytes = half;
   return c;
 }
 
@@ -312,6 +379,14 @@ CostTerms closedForm(const CostQuery& q) {
   if (a == "reduce-broadcast") return reduceBroadcastCost(n, S, s);
   if (a == "parameter-server") return parameterServerCost(n, S, s);
   if (a == "hierarchical") return hierarchicalCost(n, q.ranksPerHost, S, s);
+  // Swing's steps move what halving-doubling's and recursive doubling's do on a power of two
+  // (De Sensi et al., NSDI 2024): only the peers differ, which a uniform network
+  // does not see.
+  if (a == "swing") return halvingDoublingCost(n, S, s);
+  if (a == "swing-latency") return recursiveDoublingCost(n, S, s);
+  if (a == "bruck") return shiftCost(false, q.collective, n, S, s);
+  if (a == "pat") return shiftCost(true, q.collective, n, S, s);
+  if (a == "knomial") return knomialCost(q.collective, n, q.radix, S, s);
   throw GenError("the cost model has no closed form for algorithm '" + std::string(a) + "'");
 }
 
@@ -342,6 +417,31 @@ std::string treeFormText(Collective c) {
 
 bool isPowerOfTwo(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
+std::string shiftFormText(bool pat, Collective c) {
+  const std::string m = pat ? "m(d) = ⌈(n−d)/2d⌉" : "m(d) = min(d, n−d)";
+  const std::string steps = pat ? "Σ_d k(m(d)·S/n)·α" : "Σ_d (k(m(d)·S/n) + [m(d) > 1])·α";
+  switch (c) {
+    case Collective::AllReduce:
+      return "2·" + steps + " + 2(n−1)/n·S·β + (n−1)/n·S·γ; d = 1, 2, 4, … < n, " + m +
+             (pat ? "; one alpha per block, k(S/n) each, unless n is a power of two" : "");
+    case Collective::ReduceScatter:
+    case Collective::AllGather:
+      return (pat ? std::string("(n−1)·k(S/n)·α") : steps) + " + (n−1)/n·S·β" +
+             (c == Collective::ReduceScatter ? " + (n−1)/n·S·γ" : "") + "; d = 1, 2, 4, … < n, " +
+             m;
+    default: return {};
+  }
+}
+
+std::string knomialFormText(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return "2H·α + 2C·S·β + H·σ·γ; C root's children, H tree depth";
+    case Collective::Reduce: return "H·α + C·S·β + H·σ·γ; C root's children, H tree depth";
+    case Collective::Broadcast: return "H·α + C·S·β; C root's children, H tree depth";
+    default: return {};
+  }
+}
+
 }  // namespace
 
 std::string closedFormText(std::string_view a, Collective c) {
@@ -356,6 +456,11 @@ std::string closedFormText(std::string_view a, Collective c) {
     return "log₂p·k(S)·α + log₂p·S·β + log₂p·S·γ; plus 2α + 2S·β + S·γ when n ≠ p";
   }
   if (a == "reduce-broadcast") return "2H·α + 2D·S·β + H·σ·γ";
+  if (a == "swing")
+    return "2·Σ_{d=2,4,…,n} k(S/d)·α + 2(n−1)/n·S·β + (n−1)/n·S·γ; n a power of two";
+  if (a == "swing-latency") return "log₂n·k(S)·α + log₂n·S·β + log₂n·S·γ; n a power of two";
+  if (a == "bruck" || a == "pat") return shiftFormText(a == "pat", c);
+  if (a == "knomial") return knomialFormText(c);
   if (a == "parameter-server") return "2α + ((n−1)·S + σ)·β + (n−1)·σ·γ";
   if (a == "hierarchical") {
     return "ring-reducescatter(K, S) at α_h, β_h + ring-allreduce(H, S/K) at α, β + "
@@ -375,8 +480,13 @@ std::optional<SentFormula> sentFormula(std::string_view a, Collective c, int n, 
     }
     return std::nullopt;
   }
+  if (a == "bruck" || a == "pat") {
+    if (c == Collective::AllReduce) return SentFormula{"2(n−1)/n·S", 2 * part};
+    return SentFormula{"(n−1)/n·S", part};
+  }
   if (!isPowerOfTwo(n)) return std::nullopt;
-  if (a == "halving-doubling") return SentFormula{"2(n−1)/n·S", 2 * part};
+  if (a == "halving-doubling" || a == "swing") return SentFormula{"2(n−1)/n·S", 2 * part};
+  if (a == "swing-latency") return SentFormula{"log₂n·S", ceilLog2(n) * S};
   if (a == "recursive-doubling") return SentFormula{"log₂n·S", ceilLog2(n) * S};
   return std::nullopt;
 }
@@ -414,7 +524,8 @@ bool closedFormIsPerIteration(const CostQuery& q) {
   switch (q.collective) {
     case Collective::AllReduce: return true;
     case Collective::ReduceScatter:
-    case Collective::AllGather: return q.algorithm == "ring";
+    case Collective::AllGather:
+      return q.algorithm == "ring" || q.algorithm == "bruck" || q.algorithm == "pat";
     case Collective::Reduce:
     case Collective::Broadcast: return false;
   }
@@ -466,6 +577,7 @@ Schedule scheduleOf(const CostQuery& q) {
   g.root = q.root;
   g.ranksPerHost = q.ranksPerHost;
   g.ring = q.ringOrder;
+  g.radix = q.radix;
   return generate(q.algorithm, g);
 }
 

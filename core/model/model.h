@@ -115,6 +115,7 @@ struct CostQuery {
   DataType dtype = DataType::Float;
   int root = 0;                // reduce and broadcast
   std::vector<int> ringOrder;  // empty = 0, 1, ..., n-1
+  int radix = 4;               // knomial's k (GenParams::radix)
   int inflight = 4;            // as SimOptions::inflight
   LinkShaping shaping;         // the network the run is shaped to (empty: the machine's own)
   bool sharedMemory = false;   // the data plane is shared memory (every rank on one host)
@@ -133,8 +134,9 @@ std::string closedFormText(std::string_view algorithm, Collective c);
 
 // What every rank sends in one collective by the algorithm's formula, where every rank sends
 // the same: the ring's 2(n−1)/n·S for all-reduce, (n−1)/n·S for reduce-scatter and all-gather;
-// on a power of two, halving-doubling's 2(n−1)/n·S and recursive doubling's log₂n·S (the bytes
-// the generators' opening comments give). `text` in docs/algorithms.md's notation, `bytes` for
+// bruck's and pat's the same as ring's; on a power of two, halving-doubling's and swing's
+// 2(n−1)/n·S, recursive doubling's and swing-latency's log₂n·S (the bytes the generators'
+// opening comments give). `text` in docs/algorithms.md's notation, `bytes` for
 // S = `bytes`. None elsewhere (ranks that send different amounts: a tree's, a server's, a
 // fold's).
 struct SentFormula {
@@ -145,7 +147,8 @@ std::optional<SentFormula> sentFormula(std::string_view algorithm, Collective c,
                                        uint64_t bytes);
 
 // Whether closedForm(q) is the time of one iteration among back-to-back ones: every
-// all-reduce, and the ring's reduce-scatter and all-gather. The rooted collectives (reduce,
+// all-reduce, and the reduce-scatter and all-gather of ring, bruck and pat (every rank busy
+// in every step). The rooted collectives (reduce,
 // broadcast) and the tree's reduce-scatter and all-gather give one collective alone: back to
 // back, their upstream ranks run ahead into the next iteration while the downstream ones
 // finish (a chain's head is never held by its root), which the simulation says.

@@ -60,6 +60,11 @@ std::vector<int> ringOrder(const GenParams& p) {
   return p.ring;
 }
 
+void singleRankCopy(Schedule& s) {
+  if (s.count == 0) return;
+  s.ranks[0].push_back(makeOp(OpKind::Copy, Phase::Local, -1, -1, in(0), out(0), s.count, 0, 0, 0));
+}
+
 void finishSteps(Schedule& s) {
   uint32_t n = 0;
   for (const auto& ops : s.ranks) {

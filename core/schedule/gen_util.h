@@ -46,6 +46,10 @@ Schedule makeSkeleton(std::string_view algo, const GenParams& p);
 // Ring order: p.ring if given (validated as a permutation), else the identity.
 std::vector<int> ringOrder(const GenParams& p);
 
+// One local copy of Input to Output for a single rank (nothing to exchange): `count` elements,
+// the whole result of every collective when n = 1.
+void singleRankCopy(Schedule& s);
+
 // Sets s.nsteps to max(op.step) + 1 over all ops (0 when there are none).
 void finishSteps(Schedule& s);
 

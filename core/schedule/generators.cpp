@@ -11,16 +11,46 @@ namespace {
 
 bool allCollectives(std::string_view algo) { return algo == "ring" || algo == "tree"; }
 
+bool supportsBeyondAllReduce(std::string_view algo, Collective c) {
+  if (allCollectives(algo)) return true;
+  if (algo == "bruck" || algo == "pat") {
+    return c == Collective::AllGather || c == Collective::ReduceScatter;
+  }
+  if (algo == "knomial") return c == Collective::Reduce || c == Collective::Broadcast;
+  return false;
+}
+
+using Generator = Schedule (*)(const GenParams&);
+
+struct Entry {
+  std::string_view name;
+  Generator gen;
+};
+
+// Display order.
+constexpr Entry kGenerators[] = {
+    {"ring", ringSchedule},
+    {"tree", treeSchedule},
+    {"halving-doubling", halvingDoublingAllReduce},
+    {"recursive-doubling", recursiveDoublingAllReduce},
+    {"reduce-broadcast", reduceBroadcastAllReduce},
+    {"parameter-server", parameterServerAllReduce},
+    {"hierarchical", hierarchicalAllReduce},
+    {"bruck", bruckSchedule},
+    {"pat", patSchedule},
+    {"swing", swingAllReduce},
+    {"swing-latency", swingLatencyAllReduce},
+    {"knomial", knomialSchedule},
+};
+
 }  // namespace
 
 const std::vector<std::string>& algorithmNames() {
-  static const std::vector<std::string> names{"ring",
-                                              "tree",
-                                              "halving-doubling",
-                                              "recursive-doubling",
-                                              "reduce-broadcast",
-                                              "parameter-server",
-                                              "hierarchical"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const Entry& e : kGenerators) v.emplace_back(e.name);
+    return v;
+  }();
   return names;
 }
 
@@ -29,30 +59,21 @@ bool algorithmSupports(std::string_view algo, Collective c) {
   if (std::find(names.begin(), names.end(), algo) == names.end()) {
     return false;
   }
-  return c == Collective::AllReduce || allCollectives(algo);
+  return c == Collective::AllReduce || supportsBeyondAllReduce(algo, c);
+}
+
+std::string rankCountRefusal(std::string_view algo, int nranks) {
+  const bool pow2 = nranks > 0 && (nranks & (nranks - 1)) == 0;
+  if ((algo == "swing" || algo == "swing-latency") && !pow2) {
+    return std::string(algo) + " needs a power-of-two number of ranks (got " +
+           std::to_string(nranks) + "); its extension to other counts is not implemented";
+  }
+  return {};
 }
 
 Schedule generate(std::string_view algo, const GenParams& p) {
-  if (algo == "ring") {
-    return ringSchedule(p);
-  }
-  if (algo == "tree") {
-    return treeSchedule(p);
-  }
-  if (algo == "halving-doubling") {
-    return halvingDoublingAllReduce(p);
-  }
-  if (algo == "recursive-doubling") {
-    return recursiveDoublingAllReduce(p);
-  }
-  if (algo == "reduce-broadcast") {
-    return reduceBroadcastAllReduce(p);
-  }
-  if (algo == "parameter-server") {
-    return parameterServerAllReduce(p);
-  }
-  if (algo == "hierarchical") {
-    return hierarchicalAllReduce(p);
+  for (const Entry& e : kGenerators) {
+    if (e.name == algo) return e.gen(p);
   }
   std::string known;
   for (const std::string& n : algorithmNames()) {

@@ -19,6 +19,7 @@ struct GenParams {
   int root = 0;             // Reduce / Broadcast root
   int ranksPerHost = 0;     // hierarchical grouping; 0 = all ranks on one host
   std::vector<int> ring;    // ring order (a permutation of 0..n-1); empty = identity
+  int radix = 4;            // knomial: children per parent and round (k >= 2; 2 = binomial)
 };
 
 // Thrown for parameters a generator refuses (unknown algorithm, unsupported collective,
@@ -31,8 +32,13 @@ struct GenError : std::invalid_argument {
 const std::vector<std::string>& algorithmNames();
 
 // Whether `algo` supports collective `c` (all algorithms support AllReduce; ring and tree
-// support every collective).
+// support every collective, bruck and pat AllGather and ReduceScatter, knomial Reduce and
+// Broadcast).
 bool algorithmSupports(std::string_view algo, Collective c);
+
+// Why `algo` cannot run on `nranks` ranks, or empty when it can: swing and swing-latency need a
+// power of two; every other algorithm takes any count the generators take (1..kMaxRanks).
+std::string rankCountRefusal(std::string_view algo, int nranks);
 
 // Generates the schedule. Throws GenError on bad parameters.
 Schedule generate(std::string_view algo, const GenParams& p);
@@ -45,5 +51,10 @@ Schedule recursiveDoublingAllReduce(const GenParams& p);
 Schedule reduceBroadcastAllReduce(const GenParams& p);
 Schedule parameterServerAllReduce(const GenParams& p);
 Schedule hierarchicalAllReduce(const GenParams& p);
+Schedule bruckSchedule(const GenParams& p);          // AllReduce, AllGather, ReduceScatter
+Schedule patSchedule(const GenParams& p);            // AllReduce, AllGather, ReduceScatter
+Schedule swingAllReduce(const GenParams& p);         // power-of-two ranks
+Schedule swingLatencyAllReduce(const GenParams& p);  // power-of-two ranks
+Schedule knomialSchedule(const GenParams& p);        // AllReduce, Reduce, Broadcast
 
 }  // namespace arl

@@ -33,7 +33,9 @@ std::vector<SweepCase> sweepCases() {
   for (const std::string& algo : algorithmNames()) {
     for (Collective c : kAllCollectives) {
       if (!algorithmSupports(algo, c)) continue;
-      for (int n : ranks) cases.push_back({algo, c, n});
+      for (int n : ranks) {
+        if (rankCountRefusal(algo, n).empty()) cases.push_back({algo, c, n});
+      }
     }
   }
   return cases;
@@ -243,12 +245,21 @@ TEST(GeneratorDispatch, NamesAndSupport) {
                                       "recursive-doubling",
                                       "reduce-broadcast",
                                       "parameter-server",
-                                      "hierarchical"};
+                                      "hierarchical",
+                                      "bruck",
+                                      "pat",
+                                      "swing",
+                                      "swing-latency",
+                                      "knomial"};
   EXPECT_EQ(algorithmNames(), want);
   for (const std::string& a : want) {
     for (Collective c : kAllCollectives) {
       const bool all = a == "ring" || a == "tree";
-      EXPECT_EQ(algorithmSupports(a, c), all || c == Collective::AllReduce) << a;
+      const bool gathers = (a == "bruck" || a == "pat") &&
+                           (c == Collective::AllGather || c == Collective::ReduceScatter);
+      const bool rooted = a == "knomial" && (c == Collective::Reduce || c == Collective::Broadcast);
+      EXPECT_EQ(algorithmSupports(a, c), all || gathers || rooted || c == Collective::AllReduce)
+          << a;
     }
   }
   EXPECT_FALSE(algorithmSupports("butterfly", Collective::AllReduce));

@@ -210,6 +210,7 @@ std::vector<CostQuery> everyQuery(uint64_t bytes) {
     for (Collective c : kAllCollectives) {
       if (!algorithmSupports(a, c)) continue;
       for (int n : {2, 3, 4, 5, 7, 8, 16}) {
+        if (!rankCountRefusal(a, n).empty()) continue;
         const bool split = c == Collective::ReduceScatter || c == Collective::AllGather;
         CostQuery q = query(a, n, split ? bytes / (4 * n) * (4 * n) : bytes, c);
         if (a == "hierarchical" && n >= 4) q.ranksPerHost = (n + 1) / 2;

@@ -55,8 +55,9 @@ PlayRankPanel::PlayRankPanel(QWidget* parent)
   lay->addWidget(intro);
   auto* setup = new QHBoxLayout;
   algo_ = new QComboBox(this);
-  algo_->addItems(
-      {QStringLiteral("ring"), QStringLiteral("tree"), QStringLiteral("halving-doubling")});
+  algo_->addItems({QStringLiteral("ring"), QStringLiteral("tree"),
+                   QStringLiteral("halving-doubling"), QStringLiteral("bruck"),
+                   QStringLiteral("pat"), QStringLiteral("swing"), QStringLiteral("knomial")});
   algo_->setFocusPolicy(Qt::ClickFocus);
   nranks_ = new QSpinBox(this);
   nranks_->setRange(2, 8);

@@ -1,8 +1,8 @@
-// Play a rank: the student is one rank of a ring, a tree or halving-doubling and makes its
-// moves step by step; the other ranks follow the verified schedule (core/schedule/
-// play_rank.h checks every move). A wrong move is refused with the reason, and the right one
-// is drawn moving and made in its place. When a step ends, every rank's messages of the step
-// move on the canvas. At the end, a real run of the same setup (allreduce-lab bench --record,
+// Play a rank: the student is one rank of a ring, a tree, halving-doubling, bruck, pat, swing
+// or knomial and makes its moves step by step; the other ranks follow the verified schedule
+// (core/schedule/play_rank.h checks every move). A wrong move is refused with the reason, and the
+// right one is drawn moving and made in its place. When a step ends, every rank's messages of the
+// step move on the canvas. At the end, a real run of the same setup (allreduce-lab bench --record,
 // on real workers) replays every rank's moves in the topology view.
 //
 // Keyboard alone: 0-9 choose the chunk, Left/Right (or [ and ]) the rank to send it to,

@@ -35,6 +35,11 @@ QColor algorithmColor(const QString& algorithm) {
       {QStringLiteral("parameter-server"), 0xFF7F0E},
       {QStringLiteral("reduce-broadcast"), 0x8C564B},
       {QStringLiteral("recursive-doubling"), 0xE377C2},
+      {QStringLiteral("bruck"), 0x17BECF},
+      {QStringLiteral("pat"), 0xBCBD22},
+      {QStringLiteral("swing"), 0x7F7F7F},
+      {QStringLiteral("swing-latency"), 0x393B79},
+      {QStringLiteral("knomial"), 0xAD494A},
       {QStringLiteral("nccl"), 0x76B900},
   };
   const auto it = known.find(algorithm);

@@ -74,6 +74,82 @@ QString treeRule(Phase p) {
       "its parent sends and forwards it to its children.");
 }
 
+// ceil(log2 n): the steps of one half of bruck, pat and swing.
+int halfSteps(int n) {
+  int l = 0;
+  while ((1 << l) < n) ++l;
+  return std::max(l, 1);
+}
+
+// Bruck's all-gather doubles the distance (1, 2, 4, …), PAT's halves it; each one's
+// reduce-scatter is its all-gather backwards. `s` counts the all-reduce's steps, its
+// all-gather after the reduce-scatter's L.
+QString shiftRule(bool pat, Phase p, int s, int n) {
+  const int L = halfSteps(n);
+  const int k = s % L;
+  const bool gather = p == Phase::AllGather;
+  const int d = 1 << ((gather != pat) ? k : L - 1 - k);
+  if (gather) {
+    return QStringLiteral(
+               "%1 all-gather, distance %2: rank i sends the blocks it holds to rank i − %2 and "
+               "receives as many from rank i + %2. %3")
+        .arg(pat ? QStringLiteral("PAT") : QStringLiteral("Bruck"))
+        .arg(d)
+        .arg(pat ? QStringLiteral("Long hops first, with one block; the largest transfers go "
+                                  "to the nearest neighbours last.")
+                 : QStringLiteral("What each rank holds doubles every step: ⌈log₂ n⌉ steps "
+                                  "for any n, the largest transfers over the longest hop last."));
+  }
+  return QStringLiteral(
+             "%1 reduce-scatter, distance %2: rank i sends its partial sums of the blocks rank "
+             "i + %2 gathers for to rank i + %2, which adds them to its own. The all-gather "
+             "backwards: each block's sums meet at its owner.")
+      .arg(pat ? QStringLiteral("PAT") : QStringLiteral("Bruck"))
+      .arg(d);
+}
+
+// rho(t) = 1, −1, 3, −5, 11, … (De Sensi et al., NSDI 2024).
+int swingRho(int t) {
+  int rho = 0;
+  for (int i = 0, term = 1; i <= t; ++i, term *= -2) rho += term;
+  return rho;
+}
+
+QString swingRule(bool latency, Phase p, int s, int n) {
+  const int L = halfSteps(n);
+  const int t = p == Phase::AllGather ? L - 1 - s % L : s % L;
+  const QString pair =
+      QStringLiteral(
+          "An even rank i talks to i + ρ, an odd one to i − ρ, ρ = %1: the peers swing "
+          "from side to side and stay nearer than recursive doubling's. ")
+          .arg(swingRho(t));
+  if (latency) {
+    return pair + QStringLiteral(
+                      "Each pair swaps its whole partial sum and adds: log₂ n steps, the whole "
+                      "vector every step.");
+  }
+  if (p == Phase::ReduceScatter) {
+    return pair + QStringLiteral(
+                      "Each sends the partial sums its peer's side needs and keeps its own half: "
+                      "the blocks halve every step.");
+  }
+  return pair + QStringLiteral(
+                    "The reduce-scatter backwards: each sends every finished block it holds; "
+                    "the blocks double every step.");
+}
+
+QString knomialRule(Phase p) {
+  if (p == Phase::Reduce) {
+    return QStringLiteral(
+        "Up a k-nomial tree: in each round a parent takes the partial sums of up to k − 1 "
+        "children, one after the other, and adds them; ⌈log_k n⌉ rounds. A larger k means "
+        "fewer rounds but more messages into one parent per round.");
+  }
+  return QStringLiteral(
+      "Down the k-nomial tree: the root's sum goes to its children, the farthest subtree "
+      "first; each rank forwards it to its own children.");
+}
+
 }  // namespace
 
 QString ruleFor(const std::string& algorithm, uint8_t phase, int s, int n) {
@@ -117,6 +193,11 @@ QString ruleFor(const std::string& algorithm, uint8_t phase, int s, int n) {
                ? QStringLiteral("Reduce: every rank sends its vector to the root, which sums them.")
                : QStringLiteral("Broadcast: the root sends the sum to every rank.");
   }
+  if (algorithm == "bruck" || algorithm == "pat") return shiftRule(algorithm == "pat", p, s, n);
+  if (algorithm == "swing" || algorithm == "swing-latency") {
+    return swingRule(algorithm == "swing-latency", p, s, n);
+  }
+  if (algorithm == "knomial") return knomialRule(p);
   if (algorithm == "hierarchical") {
     if (p == Phase::ReduceScatter) {
       return QStringLiteral(

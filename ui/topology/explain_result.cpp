@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/types.h"
+#include "model/metrics.h"
 #include "style/units.h"
 
 namespace arl::ui {
@@ -285,6 +286,17 @@ QString flatFabricNote(const RunExplanation& x, double ratio) {
                       " A parameter server's busbw overstates nothing, but its port is the "
                       "bottleneck: it carries (n−1)·S each way, where the ring puts 2(n−1)/n·S on "
                       "every port.");
+  }
+  // Where the algorithm's own bytes are not busbw's factor (swing-latency and recursive
+  // doubling send log₂n·S, a tree's root more), busbw undercounts what crossed the ports.
+  const double assumed = busBwFactor(x.collective, x.nranks) * static_cast<double>(x.bytes);
+  if (x.formula && assumed > 0 && x.formula->bytes > assumed * 1.05) {
+    note += QStringLiteral(
+                " Each rank of %1 sends %2 = %3, %4× what busbw's factor assumes: the ports "
+                "carried more than busbw says.")
+                .arg(QString::fromStdString(x.algorithm), QString::fromStdString(x.formula->text),
+                     sizeText(static_cast<uint64_t>(std::llround(x.formula->bytes))))
+                .arg(x.formula->bytes / assumed, 0, 'f', 2);
   }
   if (x.algorithm == "hierarchical" && x.ranksPerHost < x.nranks) {
     note += QStringLiteral(

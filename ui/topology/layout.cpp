@@ -247,6 +247,57 @@ void starLayout(Layout& l, const TopologyRun& run, const Schedule* s) {
   }
 }
 
+// Each rank's parent in a rooted tree schedule: the rank it sends to in the reduce, else the
+// rank it receives from in the broadcast (-1 for the root).
+std::vector<int> treeParents(const Schedule& s) {
+  std::vector<int> parent(s.ranks.size(), -1);
+  for (size_t r = 0; r < s.ranks.size(); ++r) {
+    for (const Op& op : s.ranks[r]) {
+      if (op.phase == Phase::Reduce && op.sendPeer >= 0) {
+        parent[r] = op.sendPeer;
+        break;
+      }
+      if (op.phase == Phase::Broadcast && op.recvPeer >= 0) {
+        parent[r] = op.recvPeer;
+        break;
+      }
+    }
+  }
+  return parent;
+}
+
+// A k-nomial tree drawn top-down: a rank's row is its number of hops to the root, read from
+// the schedule's parents, so the drawing follows whatever radix the schedule was made with.
+void knomialLayout(Layout& l, const TopologyRun& run, const Schedule& s) {
+  const int n = run.nranks;
+  const std::vector<int> parent = treeParents(s);
+  std::vector<int> level(static_cast<size_t>(n), 0);
+  int depth = 0;
+  for (int r = 0; r < n; ++r) {
+    for (int p = parent[static_cast<size_t>(r)]; p >= 0 && level[static_cast<size_t>(r)] < n;
+         p = parent[static_cast<size_t>(p)]) {
+      ++level[static_cast<size_t>(r)];
+    }
+    depth = std::max(depth, level[static_cast<size_t>(r)]);
+  }
+  const int root = s.collective == Collective::AllReduce ? 0 : s.root;
+  const double rowGap = depth > 0 ? 2 * kHalfHeight / depth : 0;
+  for (int lv = 0; lv <= depth; ++lv) {
+    std::vector<int> row;  // ordered by distance from the root around the ring of ranks
+    for (int k = 0; k < n; ++k) {
+      const int r = (root + k) % n;
+      if (level[static_cast<size_t>(r)] == lv) row.push_back(r);
+    }
+    const double gap = 2 * kHalfWidth / static_cast<double>(row.size());
+    for (size_t i = 0; i < row.size(); ++i) {
+      const QPointF pos(-kHalfWidth + gap * (static_cast<double>(i) + 0.5),
+                        -kHalfHeight + rowGap * lv);
+      addNode(l, row[i], pos, QPointF(0, 1));
+    }
+  }
+  linkScheduleEdges(l, &s);
+}
+
 void hostsLayout(Layout& l, const TopologyRun& run, const Schedule* s) {
   const int n = run.nranks;
   int k = n;
@@ -342,6 +393,9 @@ Layout makeLayout(const TopologyRun& run, const Schedule* schedule) {
   } else if (algo == "parameter-server" || algo == "reduce-broadcast") {
     l.kind = QStringLiteral("star");
     starLayout(l, run, schedule);
+  } else if (algo == "knomial" && schedule != nullptr) {
+    l.kind = QStringLiteral("knomial");
+    knomialLayout(l, run, *schedule);
   } else if (algo == "hierarchical") {
     l.kind = QStringLiteral("hosts");
     hostsLayout(l, run, schedule);

@@ -1,7 +1,9 @@
 // Where the topology view puts ranks and links, to suit the algorithm: the ring on a circle in
 // ring order, the tree algorithm's two trees as trees (each rank drawn once per tree), the
 // hypercube of halving- and recursive-doubling, the star of the parameter server and of
-// reduce-broadcast, hosts containing their ranks for hierarchical. Links are the rank pairs the
+// reduce-broadcast, the k-nomial tree top-down, hosts containing their ranks for hierarchical;
+// any other algorithm (bruck, pat, swing) on a circle in rank order, its chords the distances
+// its steps span. Links are the rank pairs the
 // schedule connects, with their shaping. Scene units: the layout fits a 1000 x 800 box
 // centred on the origin.
 #pragma once
@@ -45,7 +47,7 @@ struct LayoutBox {
 };
 
 struct Layout {
-  QString kind;  // "ring", "tree", "hypercube", "star", "hosts", "circle"
+  QString kind;  // "ring", "tree", "hypercube", "star", "knomial", "hosts", "circle"
   std::vector<LayoutNode> nodes;
   std::vector<LayoutLink> links;
   std::vector<LayoutBox> boxes;

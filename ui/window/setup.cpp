@@ -180,7 +180,9 @@ std::vector<std::string> SessionSetup::algorithms() const {
   std::vector<std::string> out;
   if (backend != "nccl") {
     for (const std::string& a : algorithmNames()) {
-      if (algorithmSupports(a, collective)) out.push_back(a);
+      if (algorithmSupports(a, collective) && rankCountRefusal(a, nranks()).empty()) {
+        out.push_back(a);
+      }
     }
   }
   // NCCL's algorithms run on device backends, Open MPI's on workers of backend mpi.

@@ -402,6 +402,9 @@ void SetupPanel::updateDependentFields() {
       why = QString::fromStdString(*libraryMissing(lib->library));
     } else if (lib == nullptr && backend == "nccl") {
       why = tr("the nccl backend runs NCCL's own collectives only");
+    } else if (lib == nullptr) {
+      why = QString::fromStdString(
+          rankCountRefusal(a, std::max(1, local_->value() + remote_->value())));
     }
     algorithm_->setItemData(i, why.isEmpty() ? QVariant() : QVariant(0), Qt::UserRole - 1);
     algorithm_->setItemData(i, why.isEmpty() ? QVariant() : QVariant(why), Qt::ToolTipRole);
