@@ -52,7 +52,8 @@ namespace arl {
 // 11: training: RunConfig carries a TrainConfig, IterationResult a rank's TrainStep.
 // 12: a library that rendezvous through a key-value store (Gloo) keeps it on the coordinator:
 //     StoreSet, StoreGet and StoreValue; its ranks report "gloo://store" in Ready.
-inline constexpr uint16_t kProtocolVersion = 12;
+// 13: RunConfig carries an MSCCL algorithm file's text (scheduleXml) that every rank imports.
+inline constexpr uint16_t kProtocolVersion = 13;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
@@ -331,6 +332,9 @@ struct RunConfig {
   // A training run (core/train/train_types.h): `iterations` steps of it, no collective of
   // `count` elements timed; unset for every other run.
   std::optional<TrainConfig> train;
+  // An MSCCL algorithm file's text (RunRequest::scheduleXml; protocol 13): every rank imports
+  // its schedule instead of generating `algorithm`'s. Empty for every other run.
+  std::string scheduleXml;
 
   Frames encode() const;
   static DecodeResult<RunConfig> decode(ByteView header, ByteView body);
