@@ -14,12 +14,14 @@
 #include "backend/registry.h"
 #include "base/endpoint.h"
 #include "base/errors.h"
+#include "base/input_file.h"
 #include "base/limits.h"
 #include "exec/collective_library.h"
 #include "exec/run_request.h"
 #include "runtime/protocol.h"
 #include "runtime/run_types.h"
 #include "schedule/generators.h"
+#include "schedule/msccl_import.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/transport.h"
 
@@ -85,6 +87,9 @@ void BenchOptions::declare() {
   o.group("Operation");
   o.value("--collective", "NAME",
           "allreduce, reducescatter, allgather, reduce, broadcast (default allreduce)");
+  o.value("--schedule", "FILE.xml",
+          "an MSCCL algorithm file to run instead of --algo (docs/msccl.md): its collective, "
+          "its ranks (the default --workers) and rows labelled msccl:NAME");
   o.value("--algo", "NAME[,NAME...]",
           "algorithms to compare, or 'all' (every one that implements the collective); default "
           "ring. Known: " +
@@ -295,7 +300,40 @@ void BenchOptions::checkPipeline(BenchConfig& c) const {
   if (auto v = opts_.get("--ring-order")) c.ringOrder = parseIntegerList(*v);
 }
 
+// --schedule FILE.xml: the file's one algorithm, collective and ranks.
+void BenchOptions::checkSchedule(BenchConfig& c, const Arg& file) const {
+  for (const char* flag : {"--algo", "--nccl-algo", "--mpi-algo"}) {
+    if (auto v = opts_.get(flag))
+      throw refuse(*v, "cannot be given with --schedule (the file is the algorithm)");
+  }
+  MscclProgram p;
+  try {
+    c.scheduleXml = readInputFile(file.text, kMscclMaxFileBytes);
+    p = parseMscclProgram(c.scheduleXml, file.text);
+  } catch (const InputFileError& e) {
+    throw refuse(file, e.what());
+  } catch (const MscclImportError& e) {
+    throw UsageError{e.what()};
+  }
+  if (auto v = opts_.get("--collective"); v && c.collective != p.collective) {
+    throw refuse(*v,
+                 "the file " + file.text + " implements " + std::string(toString(p.collective)));
+  }
+  c.collective = p.collective;
+  const auto workers = opts_.get("--workers");
+  if (!workers && c.expect == 0) c.workers = p.ngpus;
+  if (nranksOf(c) != p.ngpus) {
+    throw refuse(workers.value_or(Arg{"--expect", std::to_string(c.expect)}),
+                 "the file " + file.text + " is for " + std::to_string(p.ngpus) + " ranks");
+  }
+  c.algorithms = {mscclAlgorithmName(p)};
+}
+
 void BenchOptions::checkAlgorithms(BenchConfig& c) const {
+  if (auto file = opts_.get("--schedule")) {
+    checkSchedule(c, *file);
+    return;
+  }
   const auto v = opts_.get("--algo");
   const bool ncclOnly = c.backend == "nccl";
   if (v && ncclOnly) {

@@ -45,6 +45,7 @@ class BenchOptions {
   void checkTelemetry(BenchConfig& c) const;
   void checkPipeline(BenchConfig& c) const;
   void checkAlgorithms(BenchConfig& c) const;
+  void checkSchedule(BenchConfig& c, const Arg& file) const;
   std::vector<std::string> checkEngines(BenchConfig& c) const;
   void checkDevices(BenchConfig& c) const;
   void checkDevicesUsable(const BenchConfig& c) const;

@@ -21,6 +21,7 @@
 #include <string>
 #include <utility>
 
+#include "base/input_file.h"
 #include "base/limits.h"
 #include "charts/chart_data.h"
 #include "charts/charts_panel.h"
@@ -32,6 +33,7 @@
 #include "lessons/play_rank_panel.h"
 #include "model_choice.h"
 #include "schedule/generators.h"
+#include "schedule/msccl_import.h"
 #include "topology/topology_pane.h"
 #include "window/error_banner.h"
 #include "window/main_window.h"
@@ -51,6 +53,10 @@ struct GuiArgs {
   std::optional<int> expect;          // remote workers to wait for
   std::optional<std::string> listen;  // the control endpoint they join
   std::optional<std::string> algorithm;
+  // --schedule FILE.xml: an MSCCL file's text, its algorithm name, collective and ranks.
+  std::string scheduleXml;
+  Collective scheduleCollective = Collective::AllReduce;
+  int scheduleRanks = 0;
   std::optional<uint64_t> size;
   std::optional<ui::SweepRange> sizes;  // -b, -e, -f
   std::optional<uint64_t> slice;
@@ -80,6 +86,11 @@ ui::SessionSetup initialSetup(const GuiArgs& a) {
   if (a.expect) s.remoteWorkers = *a.expect;
   if (a.listen) s.listen = *a.listen;
   if (a.algorithm) s.algorithm = *a.algorithm;
+  if (!a.scheduleXml.empty()) {
+    s.scheduleXml = a.scheduleXml;
+    s.collective = a.scheduleCollective;
+    if (!a.workers) s.localWorkers = a.scheduleRanks;
+  }
   if (a.size) {
     s.size.on = false;
     s.size.single = *a.size;
@@ -376,6 +387,9 @@ class GuiCommand final : public Command {
     opts_.value("--algo", "NAME",
                 "algorithm, or 'all'. Known: " + algorithmList() +
                     "; the libraries' (timed whole, no animation): " + libraryAlgorithmList());
+    opts_.value("--schedule", "FILE.xml",
+                "an MSCCL algorithm file to run and animate instead of --algo (docs/msccl.md); "
+                "its ranks are the default --workers");
     opts_.value("--size", "SIZE", "one message size, e.g. 1M (default: a sweep 4K..16M)");
     opts_.value("-b,--minbytes", "SIZE", "or sweep sizes from SIZE (with -e)");
     opts_.value("-e,--maxbytes", "SIZE", "... to SIZE");
@@ -431,7 +445,8 @@ class GuiCommand final : public Command {
         QIcon::fromTheme(QStringLiteral("org.allreducelab.AllreduceLab"),
                          QIcon(QStringLiteral(":/icons/org.allreducelab.AllreduceLab.svg"))));
     const bool scripted = a_.autorun || a_.workers || a_.expect || a_.listen || a_.algorithm ||
-                          a_.size || a_.sizes || a_.slice || a_.inflight || a_.iterations ||
+                          !a_.scheduleXml.empty() || a_.size || a_.sizes || a_.slice ||
+                          a_.inflight || a_.iterations ||
                           a_.warmup || a_.shaping;
     // A picture of the window as it opens: as a first start opens it (the saved setup and
     // layout neither read nor written), so that it shows the same on every machine.
@@ -490,6 +505,21 @@ class GuiCommand final : public Command {
     }
   }
 
+  void checkSchedule(const Arg& v) {
+    if (auto algo = opts_.get("--algo")) throw refuse(*algo, "cannot be given with --schedule");
+    try {
+      a_.scheduleXml = readInputFile(v.text, kMscclMaxFileBytes);
+      const MscclProgram p = parseMscclProgram(a_.scheduleXml, v.text);
+      a_.algorithm = mscclAlgorithmName(p);
+      a_.scheduleCollective = p.collective;
+      a_.scheduleRanks = p.ngpus;
+    } catch (const InputFileError& e) {
+      throw refuse(v, e.what());
+    } catch (const MscclImportError& e) {
+      throw UsageError{e.what()};
+    }
+  }
+
   void check() {
     if (auto v = opts_.get("--workers")) a_.workers = parseInt(*v, 0, kMaxRanks);
     if (auto v = opts_.get("--expect")) a_.expect = parseInt(*v, 0, kMaxRanks);
@@ -510,6 +540,7 @@ class GuiCommand final : public Command {
       }
       a_.algorithm = v->text;
     }
+    if (auto v = opts_.get("--schedule")) checkSchedule(*v);
     if (auto v = opts_.get("--size")) a_.size = parseSize(*v);
     checkSweep();
     if (auto v = opts_.get("--slice")) a_.slice = parseSize(*v);

@@ -28,6 +28,7 @@
 #include "model/model.h"
 #include "model_choice.h"
 #include "schedule/generators.h"
+#include "schedule/msccl_import.h"
 #include "schedule/verifier.h"
 
 namespace arl::app {
@@ -45,7 +46,8 @@ constexpr const char* kAbout =
     "verifier's verdict and the cost model's prediction; with --run, runs it in process on "
     "real buffers (one thread per rank, CPU backend, loopback transport) and reports "
     "nccl-tests' time, algbw, busbw and #wrong. A slice is the pipeline unit: the most bytes "
-    "one message carries.\n"
+    "one message carries. --import FILE.xml takes the schedule from an MSCCL algorithm file "
+    "instead of --algo (docs/msccl.md): its algorithm, collective and ranks are the file's.\n"
     "Exit status: 0 when the schedule verifies (and, with --run, no element is wrong), 1 "
     "when it does not, 2 on bad arguments.";
 
@@ -65,6 +67,7 @@ struct PlanArgs {
   int ranks = 4;
   bool run = false;
   bool json = false;
+  std::string importFile;  // an MSCCL algorithm file instead of an algorithm
 };
 
 // plan's flags for the fields of its run request that commands name differently.
@@ -78,6 +81,7 @@ class PlanCommand final : public Command {
  private:
   PlanArgs parse() const;
   Schedule resolve(const PlanArgs& a) const;
+  Schedule resolveImport(PlanArgs& a, std::vector<std::vector<MscclOrigin>>& origins) const;
 
   Options opts_;
   bool run_ = false, json_ = false, inPlace_ = false;
@@ -90,6 +94,9 @@ PlanCommand::PlanCommand(CLI::App& lab, const std::vector<std::string>& args)
   app->footer(wrap(kAbout, 92) + "\n");
   // On one line: scripts/plan-sweep reads the algorithms from it.
   opts_.value("--algo", "NAME", "algorithm: " + algorithmList() + " (default ring)", false);
+  opts_.value("--import", "FILE.xml",
+              "an MSCCL algorithm file (allreduce, allgather, reduce_scatter) to import, verify "
+              "and run instead of --algo; the file sets the collective and the ranks");
   opts_.value("--collective", "NAME",
               "allreduce, reducescatter, allgather, reduce, broadcast (default allreduce)");
   opts_.value("--ranks", "N", "ranks, 1.." + std::to_string(kMaxRanks) + " (default 4)");
@@ -124,6 +131,7 @@ PlanArgs PlanCommand::parse() const {
   a.run = run_;
   a.json = json_;
   a.req.inPlace = inPlace_;
+  if (auto v = opts_.get("--import")) a.importFile = v->text;
   if (auto v = opts_.get("--algo")) a.req.algorithm = v->text;
   if (auto v = opts_.get("--collective")) a.req.collective = parseCollective(*v);
   if (auto v = opts_.get("--datatype")) a.req.dtype = parseDataType(*v);
@@ -168,6 +176,34 @@ Schedule PlanCommand::resolve(const PlanArgs& a) const {
     throw refuse(Arg{"--algo", a.req.algorithm}, e.what());
   }
   return s;
+}
+
+// The schedule of an MSCCL file: its algorithm, collective and ranks replace the request's.
+Schedule PlanCommand::resolveImport(PlanArgs& a,
+                                    std::vector<std::vector<MscclOrigin>>& origins) const {
+  for (const char* flag :
+       {"--algo", "--collective", "--root", "--ring-order", "--ranks-per-host"}) {
+    if (auto v = opts_.get(flag)) throw refuse(*v, "cannot be given with --import (the file says)");
+  }
+  try {
+    const MscclProgram p = readMscclProgram(a.importFile);
+    if (auto v = opts_.get("--ranks"); v && a.ranks != p.ngpus) {
+      throw refuse(*v,
+                   "the file " + a.importFile + " is for " + std::to_string(p.ngpus) + " ranks");
+    }
+    a.ranks = p.ngpus;
+    a.req.algorithm = mscclAlgorithmName(p);
+    a.req.collective = p.collective;
+    const size_t es = dtypeSize(a.req.dtype);
+    if (a.req.sliceBytes == 0 || a.req.sliceBytes % es != 0) {
+      throw refuse(opts_.get("--slice").value_or(Arg{"--slice", std::to_string(a.req.sliceBytes)}),
+                   "must be a whole number, at least 1, of " + std::string(toString(a.req.dtype)) +
+                       " elements (" + std::to_string(es) + " bytes each)");
+    }
+    return mscclSchedule(p, a.req.count, a.req.sliceBytes / es, &origins);
+  } catch (const MscclImportError& e) {
+    throw UsageError{e.what()};
+  }
 }
 
 // "0,2,1,3".
@@ -364,7 +400,11 @@ void printSummary(const PlanArgs& a, const Schedule& s, const VerifyResult& vr,
   std::printf(", slice %s (%" PRIu64 " elements)\n", formatSize(a.req.sliceBytes).c_str(),
               s.sliceElems);
   printTable(s);
-  if (vr.ok) {
+  if (vr.ok && !a.importFile.empty()) {
+    std::printf(
+        "verifier: OK (every rank ends with the collective's result, no deadlock, in the order "
+        "the import runs the file's thread blocks)\n");
+  } else if (vr.ok) {
     std::printf("verifier: OK (every rank ends with the collective's result, no deadlock)\n");
   } else {
     std::printf("verifier: FAILED: %s\n", vr.message.c_str());
@@ -373,6 +413,10 @@ void printSummary(const PlanArgs& a, const Schedule& s, const VerifyResult& vr,
               paramsText(model.params).c_str());
   if (predictedUs) {
     std::printf("  alpha-beta-gamma closed form  %12s us\n", formatTimeUs(*predictedUs).c_str());
+  } else if (!a.importFile.empty()) {
+    std::printf(
+        "  alpha-beta-gamma closed form  none for an imported schedule (the simulation is the "
+        "authority)\n");
   } else {
     std::printf(
         "  alpha-beta-gamma closed form  none for this shaping (the simulation is the "
@@ -465,22 +509,26 @@ int PlanCommand::run() {
   PlanArgs a;
   Schedule s;
   ModelChoice model;
+  std::vector<std::vector<MscclOrigin>> origins;
   const int refused = runChecked(kProg, [&] {
     a = parse();
     model = chooseModel(opts_.get("--model"));
-    s = resolve(a);
+    s = a.importFile.empty() ? resolve(a) : resolveImport(a, origins);
     if (a.run) checkRunMemory(s, a.req.dtype);
     return 0;
   });
   if (refused != 0) return refused;
 
-  const VerifyResult vr = annotate(s);
+  VerifyResult vr = annotate(s);
+  const bool imported = !a.importFile.empty();
+  if (imported) vr.message = withMscclOrigins(vr.message, origins);
 
   const ModelParams& params = model.params;
   const CostQuery q = costQuery(a, s);
   // The closed form where it can say the network's shaping; the simulation beside it always.
   std::optional<double> predictedUs;
-  if (closedFormCovers(q)) predictedUs = closedForm(q).seconds(shapedParams(q, params)) * 1e6;
+  if (!imported && closedFormCovers(q))
+    predictedUs = closedForm(q).seconds(shapedParams(q, params)) * 1e6;
   std::string simError;
   const std::optional<double> simulatedUs =
       vr.ok ? simulateUs(q, s, params, &simError) : std::nullopt;
@@ -492,7 +540,8 @@ int PlanCommand::run() {
   std::optional<SharedMemoryCost> sharedMemory;
   CostQuery shm = q;
   shm.sharedMemory = true;
-  if (vr.ok && sharedMemoryCovers(shm, params)) sharedMemory = costSharedMemory(shm, params);
+  if (vr.ok && !imported && sharedMemoryCovers(shm, params))
+    sharedMemory = costSharedMemory(shm, params);
 
   if (!a.json) {
     printSummary(a, s, vr, model, predictedUs, simulatedUs, simError, sharedMemory);

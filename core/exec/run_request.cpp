@@ -7,6 +7,7 @@
 #include "base/errors.h"
 #include "base/limits.h"
 #include "exec/collective_library.h"
+#include "schedule/msccl_import.h"
 
 namespace arl {
 
@@ -30,6 +31,7 @@ std::string joined(const std::vector<std::string>& items) {
 }
 
 void checkAlgorithm(const RunRequest& req) {
+  if (!req.scheduleXml.empty()) return;  // the file is the algorithm (importedSchedule)
   if (const LibraryAlgorithm* a = findLibraryAlgorithm(req.algorithm)) {
     if (!a->supports(req.collective)) {
       throw RunRequestError(RunField::Collective, std::string(toString(req.collective)),
@@ -153,6 +155,31 @@ void checkEvenHosts(const RunRequest& req, const std::vector<std::string>& hosts
                         "hierarchical needs the same number of ranks on every host; set it");
 }
 
+// The schedule of the request's MSCCL file on `n` ranks: the file is checked again here, as on
+// every worker, since the request may come from anywhere.
+Schedule importedSchedule(const RunRequest& req, const ResolvedRun& run) {
+  try {
+    const MscclProgram p = parseMscclProgram(req.scheduleXml, req.algorithm);
+    if (mscclAlgorithmName(p) != req.algorithm) {
+      throw ConfigError("algorithm " + req.algorithm + " is not the file's (" +
+                        mscclAlgorithmName(p) + ")");
+    }
+    if (p.ngpus != run.nranks) {
+      throw RunRequestError(
+          RunField::Ranks, std::to_string(run.nranks),
+          "the MSCCL file " + req.algorithm + " is for " + std::to_string(p.ngpus) + " ranks");
+    }
+    if (p.collective != req.collective) {
+      throw RunRequestError(
+          RunField::Collective, std::string(toString(req.collective)),
+          "the MSCCL file " + req.algorithm + " implements " + std::string(toString(p.collective)));
+    }
+    return mscclSchedule(p, req.count, run.sliceElems);
+  } catch (const MscclImportError& e) {
+    throw ConfigError(e.what());
+  }
+}
+
 }  // namespace
 
 std::string_view describe(RunField f) {
@@ -256,7 +283,8 @@ ResolvedRun resolveRunRequest(const RunRequest& req, const std::vector<std::stri
   }
   Schedule s;
   try {
-    s = generate(req.algorithm, genParams(req, run));
+    s = req.scheduleXml.empty() ? generate(req.algorithm, genParams(req, run))
+                                : importedSchedule(req, run);
   } catch (const GenError& e) {
     throw ConfigError(e.what());
   }

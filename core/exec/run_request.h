@@ -68,6 +68,11 @@ struct RunRequest {
   // slices of `sliceBytes`; count, warm-up, iterations and check are set from it when the
   // run is planned.
   std::optional<TrainConfig> train;
+  // An MSCCL algorithm file's text (schedule/msccl_import.h), whose schedule the ranks run
+  // instead of a generator's; `algorithm` is then its name, "msccl:NAME". The text, not the
+  // schedule, travels to the workers: it is small where the schedule grows with the count,
+  // and every worker derives the same schedule from it. Empty: the generator of `algorithm`.
+  std::string scheduleXml;
 
   // The iterations whose output is checked: `check`, and none with random data, which has no
   // expected result. The one place that decides it: the ranks' RunConfig, the in-process run,

@@ -22,6 +22,7 @@ RunRequest runRequestOf(const BenchConfig& c) {
   q.stallTimeout = c.stallTimeout;
   q.mismatchRank = c.mismatchRank;
   q.randomData = c.randomData;
+  q.scheduleXml = c.scheduleXml;
   return q;
 }
 

@@ -35,6 +35,9 @@ struct BenchConfig {
   DataType dtype = DataType::Float;        // -d
   Collective collective = Collective::AllReduce;
   std::vector<std::string> algorithms = {"ring"};
+  // --schedule FILE.xml: an MSCCL algorithm file's text (RunRequest::scheduleXml), run as the
+  // one algorithm "msccl:NAME"; empty otherwise.
+  std::string scheduleXml;
   int workers = 4;  // local workers
   int ranksPerHost = 0;
   // Slice sizes and slices in flight to sweep (every combination is a run). 1 MiB: fewer,

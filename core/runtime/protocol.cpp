@@ -14,6 +14,7 @@
 
 #include "arl.pb.h"
 #include "exec/telemetry_record.h"
+#include "schedule/msccl_import.h"
 #include "schedule/schedule.h"
 
 namespace arl {
@@ -307,6 +308,13 @@ std::optional<std::string> check(const RunConfig& m) {
   if (m.randomData && m.check > 0) {
     return std::to_string(m.check) +
            " checked iterations of random data, which has no expected result";
+  }
+  if (!m.scheduleXml.empty() && m.algorithm.rfind("msccl:", 0) != 0) {
+    return "an MSCCL file for algorithm " + m.algorithm + ", which is not named msccl:NAME";
+  }
+  if (m.scheduleXml.size() > kMscclMaxFileBytes) {
+    return "an MSCCL file of " + std::to_string(m.scheduleXml.size()) + " bytes, over " +
+           std::to_string(kMscclMaxFileBytes);
   }
   if (!m.hosts.empty() && m.hosts.size() != n) {
     return std::to_string(m.hosts.size()) + " host names for a world of " + std::to_string(n);
@@ -750,6 +758,7 @@ void toPb(const RunConfig& m, pb::RunConfig& p) {
   p.set_cuda_ipc(m.cudaIpc);
   p.set_random_data(m.randomData);
   if (m.train) trainToPb(*m.train, *p.mutable_train());
+  p.set_schedule_xml(m.scheduleXml);
   p.set_port_bytes_per_second(m.shaping.portBytesPerSecond);
   p.set_added_latency_seconds(m.shaping.addedLatencySeconds);
   for (const auto& [rank, rate] : m.shaping.rankPortBytesPerSecond) {
@@ -833,6 +842,7 @@ Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
   m.dataPlane = *plane;
   m.cudaIpc = p.cuda_ipc();
   m.randomData = p.random_data();
+  m.scheduleXml = p.schedule_xml();
   if (p.has_train()) {
     m.train.emplace();
     if (auto e = trainFromPb(p.train(), *m.train)) return "training: " + *e;

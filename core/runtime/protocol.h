@@ -53,7 +53,8 @@ namespace arl {
 // 12: a library that rendezvous through a key-value store (Gloo) keeps it on the coordinator:
 //     StoreSet, StoreGet and StoreValue; its ranks report "gloo://store" in Ready.
 // 13: a rank on several hosts' run uses shared memory inside its host and ZeroMQ across: its
-//     Ready names both endpoints, "shm://NAME,tcp://HOST:PORT".
+//     Ready names both endpoints, "shm://NAME,tcp://HOST:PORT". RunConfig carries an MSCCL
+//     algorithm file's text (scheduleXml) that every rank imports.
 inline constexpr uint16_t kProtocolVersion = 13;
 
 inline constexpr size_t kHeaderBytes = 16;
@@ -333,6 +334,9 @@ struct RunConfig {
   // A training run (core/train/train_types.h): `iterations` steps of it, no collective of
   // `count` elements timed; unset for every other run.
   std::optional<TrainConfig> train;
+  // An MSCCL algorithm file's text (RunRequest::scheduleXml; protocol 13): every rank imports
+  // its schedule instead of generating `algorithm`'s. Empty for every other run.
+  std::string scheduleXml;
 
   Frames encode() const;
   static DecodeResult<RunConfig> decode(ByteView header, ByteView body);

@@ -27,6 +27,7 @@
 #include "runtime/process.h"
 #include "runtime/worker_log.h"
 #include "schedule/generators.h"
+#include "schedule/msccl_import.h"
 #include "schedule/verifier.h"
 #include "transport/peer_pairing.h"
 #include "transport/peer_transport.h"
@@ -143,8 +144,12 @@ Schedule runSchedule(const RunConfig& c, int rank, const std::atomic<bool>& canc
   p.ring.assign(c.ringOrder.begin(), c.ringOrder.end());
   Schedule s;
   try {
-    s = generate(c.algorithm, p);
+    s = c.scheduleXml.empty()
+            ? generate(c.algorithm, p)
+            : mscclSchedule(parseMscclProgram(c.scheduleXml, c.algorithm), p.count, p.sliceElems);
   } catch (const GenError& e) {
+    throw PeerError(rank, -1, -1, std::string("schedule refused: ") + e.what());
+  } catch (const MscclImportError& e) {
     throw PeerError(rank, -1, -1, std::string("schedule refused: ") + e.what());
   }
   if (cancel.load()) throw PeerError(rank, -1, -1, "run aborted while generating its schedule");

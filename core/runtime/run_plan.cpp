@@ -69,6 +69,7 @@ RunConfig runConfigOf(const RunRequest& req, const ResolvedRun& run,
   c.cudaIpc = req.cudaIpc;
   c.shaping = req.shaping;
   c.train = req.train;
+  c.scheduleXml = req.scheduleXml;
   return c;
 }
 

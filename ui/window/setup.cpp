@@ -333,6 +333,7 @@ BenchConfig benchConfigOf(const SessionSetup& s) {
   c.dtype = s.dtype;
   c.collective = s.collective;
   c.algorithms = s.algorithms();
+  c.scheduleXml = s.scheduleXml;
   c.workers = s.localWorkers;
   c.expect = s.remoteWorkers;
   c.ranksPerHost = s.ranksPerHost;

@@ -37,6 +37,9 @@ struct SessionSetup {
   // The collective. algorithm "all": every algorithm that implements the collective and runs
   // on the backend (the lab's own, and NCCL's beside them on a device backend).
   std::string algorithm = "ring";
+  // An MSCCL algorithm file's text when `algorithm` is its "msccl:NAME" (gui --schedule;
+  // RunRequest::scheduleXml), else empty.
+  std::string scheduleXml;
   Collective collective = Collective::AllReduce;
   DataType dtype = DataType::Float;
   RedOp op = RedOp::Sum;

@@ -391,6 +391,8 @@ void SetupPanel::updateDependentFields() {
     QString why;
     if (a == "all") {
       why.clear();
+    } else if (a.rfind("msccl:", 0) == 0) {
+      if (c != scheduleCollective_) why = tr("the MSCCL file implements another collective");
     } else if (lib != nullptr ? !lib->supports(c) : !algorithmSupports(a, c)) {
       why = tr("does not implement %1").arg(collective_->currentText());
     } else if (lib != nullptr && lib->memory != memory) {
@@ -435,6 +437,7 @@ SessionSetup SetupPanel::setup(std::vector<SetupProblem>* problems) const {
     if (problems) problems->push_back({SetupField::Devices, e.what()});
   }
   s.algorithm = algorithm_->currentData().toString().toStdString();
+  if (s.algorithm.rfind("msccl:", 0) == 0) s.scheduleXml = scheduleXml_;
   s.collective = enumOf<Collective>(collective_);
   s.dtype = enumOf<DataType>(dtype_);
   s.op = enumOf<RedOp>(op_);
@@ -478,6 +481,13 @@ void SetupPanel::setSetup(const SessionSetup& s) {
   QStringList devices;
   for (int d : s.devices) devices << QString::number(d);
   devices_->setText(devices.join(QLatin1Char(',')));
+  if (!s.scheduleXml.empty() && algorithm_->findData(QString::fromStdString(s.algorithm)) < 0) {
+    // An imported file is one more algorithm, first in the list.
+    scheduleXml_ = s.scheduleXml;
+    scheduleCollective_ = s.collective;
+    const QString name = QString::fromStdString(s.algorithm);
+    algorithm_->insertItem(0, name, name);
+  }
   const int ai = algorithm_->findData(QString::fromStdString(s.algorithm));
   if (ai >= 0) algorithm_->setCurrentIndex(ai);
   selectData(collective_, static_cast<int>(s.collective));

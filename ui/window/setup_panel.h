@@ -106,6 +106,9 @@ class SetupPanel : public QWidget {
   QTableView* workerTable_;
   WorkerListModel* workers_;
   QComboBox* algorithm_;
+  // The MSCCL file of the "msccl:NAME" entry that setSetup added, and its collective.
+  std::string scheduleXml_;
+  Collective scheduleCollective_ = Collective::AllReduce;
   QComboBox* collective_;
   QComboBox* dtype_;
   QComboBox* op_;
