@@ -12,7 +12,6 @@
 #include <set>
 
 #include "backend/registry.h"
-#include "base/endpoint.h"
 #include "base/errors.h"
 #include "base/limits.h"
 #include "exec/collective_library.h"
@@ -53,19 +52,6 @@ void checkOutputPath(const Arg& a) {
     throw refuse(a, "directory '" + dir + "' does not exist");
   }
   if (::access(dir.c_str(), W_OK) != 0) throw refuse(a, "directory '" + dir + "' is not writable");
-}
-
-// "tcp://HOST:PORT" with a numeric port (or '*': any free port).
-void checkListen(const Arg& a) {
-  const std::string expected = "expected tcp://ADDR:PORT, PORT in 1..65535 or *";
-  const auto ep = splitTcp(a.text);
-  if (!ep) throw refuse(a, expected);
-  const std::string& port = ep->port;
-  if (port == "*") return;
-  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) ||
-      std::stoi(port) < 1 || std::stoi(port) > 65535) {
-    throw refuse(a, expected);
-  }
 }
 
 // bench's flags for the fields of its run requests that commands name differently.
@@ -158,6 +144,8 @@ void BenchOptions::declare() {
           "fail a run when no rank makes progress for TIME, e.g. 500ms, 30s (default 20s); a "
           "rank that waits while others work is not failing");
   declareShaping(o);
+  o.group("Keys (docs/security.md)");
+  declareSecurity(o, &insecure_);
   o.group("Teaching");
   o.value("--mismatch-rank", "R",
           "rank R runs the collective on twice the count, as a rank that disagrees with the "
@@ -248,6 +236,7 @@ void BenchOptions::checkWorkers(BenchConfig& c) const {
     c.listen = v->text;
   }
   c.shaping = parseShaping(opts_, nranksOf(c));
+  c.security = parseSecurity(opts_, insecure_);
 }
 
 void BenchOptions::checkOperation(BenchConfig& c) const {

@@ -96,7 +96,8 @@ MainWindow::MainWindow(WindowOptions options, QWidget* parent)
   runtimeThread_.setObjectName(QStringLiteral("arl-runtime"));
   connectRuntime();
   runtimeThread_.start();
-  const WorkerSetup ws{setup.localWorkers, setup.listen, setup.backend, setup.localDevices()};
+  const WorkerSetup ws{setup.localWorkers, setup.listen, setup.backend, setup.localDevices(),
+                       options_.security};
   QMetaObject::invokeMethod(
       runtime_, [r = runtime_, ws] { r->configure(ws); }, Qt::QueuedConnection);
   validateNow();
@@ -162,7 +163,7 @@ void MainWindow::setupEdited() {
   validate_->start();
   if (!running_) {
     const SessionSetup s = panel_->setup();
-    const WorkerSetup ws{s.localWorkers, s.listen, s.backend, s.localDevices()};
+    const WorkerSetup ws{s.localWorkers, s.listen, s.backend, s.localDevices(), options_.security};
     QMetaObject::invokeMethod(
         runtime_, [r = runtime_, ws] { r->configure(ws); }, Qt::QueuedConnection);
   }
@@ -311,9 +312,11 @@ void MainWindow::setRunning(bool running) {
   panel_->setRunning(running);
 }
 
-void MainWindow::onWorkers(const WorkerList& workers, const QString& joinCommand) {
+void MainWindow::onWorkers(const WorkerList& workers, const QString& joinCommand,
+                           const QString& control, bool insecure) {
   workers_ = workers;
   panel_->setWorkers(workers, joinCommand);
+  panel_->setControlSecurity(control, insecure);
   validate_->start();
   emit workersUpdated(workers);
 }
