@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using testutil::runBinary;
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
+std::string shellWord(const std::string& s) { return "'" + s + "'"; }
 
 std::string freshDir(const std::string& name) {
   const fs::path p =
@@ -107,7 +107,7 @@ TEST_F(Curve, KeysCommandWritesThePairAndKeepsItUnlessForced) {
   EXPECT_EQ(loadKeyPair(dir)->publicKey, pair->publicKey);
 
   const std::string other = freshDir("other");
-  const auto forced = runBinary(ARL_LAB_BINARY, "keys --force --dir " + quoted(other));
+  const auto forced = runBinary(ARL_LAB_BINARY, "keys --force --dir " + shellWord(other));
   ASSERT_EQ(forced.rc, 0) << forced.err;
   EXPECT_NE(loadKeyPair(other)->publicKey, pair->publicKey);
 }
@@ -145,10 +145,11 @@ TEST_F(Curve, AnAllowedWorkerJoinsAndRunsExactlyOverCurve) {
 TEST_F(Curve, WorkersAreRefusedWithALineThatSaysWhy) {
   Coordinator coord(secureOptions());
   test::EventClient client(coord);
-  const std::string at = "--connect " + quoted(coord.endpoint());
+  const std::string at = "--connect " + shellWord(coord.endpoint());
 
-  const auto unknown = runBinary(ARL_WORKER_BINARY, at + " --keys " + quoted(strangerDir) +
-                                                        " --server-key " + quoted(lab.publicKey));
+  const auto unknown =
+      runBinary(ARL_WORKER_BINARY, at + " --keys " + shellWord(strangerDir) + " --server-key " +
+                                       shellWord(lab.publicKey));
   EXPECT_EQ(unknown.rc, 6) << unknown.err;
   EXPECT_NE(unknown.err.find("refused this worker's key " + keyFingerprint(stranger.publicKey) +
                              ": it is not in the lab's allow-list"),
@@ -156,8 +157,8 @@ TEST_F(Curve, WorkersAreRefusedWithALineThatSaysWhy) {
       << unknown.err;
 
   const auto wrongServer =
-      runBinary(ARL_WORKER_BINARY, at + " --keys " + quoted(workerDir) + " --server-key " +
-                                       quoted(stranger.publicKey));
+      runBinary(ARL_WORKER_BINARY, at + " --keys " + shellWord(workerDir) + " --server-key " +
+                                       shellWord(stranger.publicKey));
   EXPECT_EQ(wrongServer.rc, 6) << wrongServer.err;
   EXPECT_NE(wrongServer.err.find("is not the lab's"), std::string::npos) << wrongServer.err;
 
@@ -212,8 +213,8 @@ TEST_F(Curve, BenchSaysHowItListens) {
   EXPECT_EQ(clear.out.find("\033["), std::string::npos);  // not a terminal: no colour codes
   EXPECT_NE(clear.err.find("IN THE CLEAR (--insecure)"), std::string::npos) << clear.err;
 
-  const auto keyed = runBinary(
-      ARL_LAB_BINARY, "bench --keys " + quoted(labDir) + " --allow " + quoted(allowFile) + sweep);
+  const auto keyed = runBinary(ARL_LAB_BINARY, "bench --keys " + shellWord(labDir) + " --allow " +
+                                                   shellWord(allowFile) + sweep);
   ASSERT_EQ(keyed.rc, 0) << keyed.err;
   EXPECT_NE(keyed.out.find("# control: encrypted and authenticated (CURVE), lab key " +
                            keyFingerprint(lab.publicKey) + ", 1 worker key(s) allowed"),

@@ -14,6 +14,7 @@
 #include "exec/telemetry_record.h"
 #include "schedule/schedule.h"
 #include "transport/transport.h"
+#include "transport/zmq/curve_keys.h"
 
 namespace arl {
 namespace {
@@ -187,7 +188,7 @@ Frames withAppended(const T& m, F&& append) {
 
 TEST(Protocol, HeaderLayoutIsLittleEndianAndSixteenBytes) {
   const Bytes h = encodeHeader({kProtocolVersion, MsgType::TelemetryBatch, 0x0102030405060708});
-  const Bytes expected = {'A',  'R',  'L',  '1',  0x0C, 0x00, 0x0A, 0x00,
+  const Bytes expected = {'A',  'R',  'L',  '1',  0x0D, 0x00, 0x0A, 0x00,
                           0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01};
   EXPECT_EQ(h, expected);
   auto back = decodeHeader(h);
@@ -219,7 +220,7 @@ TEST(Protocol, RejectsOtherVersions) {
   Frames f = Heartbeat{}.encode();
   f[0][4] = 3;  // the version before packed telemetry records
   const auto e = expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 3");
-  EXPECT_TRUE(contains(e.reason, "speaks version 12"));
+  EXPECT_TRUE(contains(e.reason, "speaks version 13"));
   f[0][4] = 0;
   expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 0");
   f[0][4] = 4;
@@ -548,6 +549,18 @@ TEST(Protocol, SkipsRemovedFields) {
   const auto hb = Hello::decode(hf[0], hf[1]);
   ASSERT_TRUE(hb) << hb.error().message();
   EXPECT_EQ(*hb, h);
+}
+
+// Protocol 13: the data-plane keys (docs/security.md) travel and are checked.
+TEST(Protocol, HelloAndRunConfigCarryDataPlaneKeys) {
+  Hello h{"w", "h", 1, "cpu", -1, kProtocolVersion};
+  h.dataKey = makeCurveKeyPair().publicKey;
+  const Frames f = h.encode();
+  const auto back = Hello::decode(f[0], f[1]);
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->dataKey, h.dataKey);
+  const Frames bad = withAppended(h, [](Bytes& b) { putBytes(b, 9, "not a key"); });
+  expectRejected(bad[0], bad[1], DecodeErrc::InvalidField, "data key is not a Z85 CURVE key");
 }
 
 TEST(Protocol, RejectsOutOfRangeRunMessages) {
