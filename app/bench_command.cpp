@@ -53,6 +53,7 @@
 #include "schedule/generators.h"
 #include "signal_watch.h"
 #include "transport/shm/shm_transport.h"
+#include "transport/zmq/curve_keys.h"
 
 namespace arl::app {
 
@@ -65,6 +66,33 @@ constexpr const char* kProg = kBenchProg;
 // ones are started by hand once the join command is printed.
 constexpr std::chrono::seconds kLocalJoinTimeout{20};
 constexpr std::chrono::seconds kRemoteJoinTimeout{300};
+
+// ---- Keys ------------------------------------------------------------------------------------
+
+// How the control socket listens, for the line that says where: " (encrypted, ...)".
+std::string listenSecurityText(const ControlSecurityState& s) {
+  if (s.curve) return " (encrypted with CURVE, lab key " + keyFingerprint(s.serverKey) + ")";
+  if (s.clearOnNetwork) return " IN THE CLEAR (--insecure)";
+  return " (this machine only)";
+}
+
+// The header's "# control:" line; an insecure listen in red (ANSI) on a terminal.
+void printControlLine(const ControlSecurityState& s, const std::string& listen) {
+  if (s.curve) {
+    std::printf(
+        "# control: encrypted and authenticated (CURVE), lab key %s, %zu worker key(s) "
+        "allowed by %s\n",
+        keyFingerprint(s.serverKey).c_str(), s.allowed, s.allowFile.c_str());
+  } else if (s.clearOnNetwork) {
+    const bool tty = ::isatty(1) == 1;
+    std::printf(
+        "%s# control: INSECURE: listening on %s in the clear (--insecure): anyone who "
+        "reaches it may join, read and change the data%s\n",
+        tty ? "\033[31m" : "", listen.c_str(), tty ? "\033[0m" : "");
+  } else {
+    std::printf("# control: this machine only (loopback), in the clear\n");
+  }
+}
 
 // ---- Signals ---------------------------------------------------------------------------------
 
@@ -181,6 +209,7 @@ class Bench {
 
   BenchArgs a_;
   const BenchConfig& c_;
+  ControlSecurityState security_;           // the coordinator's, once it listens
   bool fit_ = false;                        // --fit
   std::optional<Calibration> calibration_;  // where the parameters came from one
   BenchReport report_;
@@ -242,6 +271,7 @@ std::unique_ptr<Coordinator> Bench::startCoordinator() {
   opt.localWorkers = c_.workers;
   opt.expectRemote = c_.expect;
   opt.listen = c_.listen;
+  opt.security = c_.security;
   opt.backend = c_.backend;
   for (size_t i = 0; i + 1 < c_.mpiMca.size(); i += 2) {
     opt.mpirunArgs.insert(opt.mpirunArgs.end(), {"--mca", c_.mpiMca[i], c_.mpiMca[i + 1]});
@@ -315,11 +345,15 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
               c_.inPlace ? "in-place" : "out-of-place", std::string(toString(c_.telemetry)).c_str(),
               c_.maxEvents, plane.c_str());
   std::printf("# network: %s\n", describeShaping(c_.shaping).c_str());
+  if (!c_.listen.empty() || c_.expect > 0 || c_.security.keysAsked) {
+    printControlLine(security_, c_.listen);
+  }
   std::printf("#\n# Using workers\n");
   for (const WorkerInfo& w : ws) {
     const std::string device = w.device >= 0 ? " device " + std::to_string(w.device) : "";
-    std::printf("#  Rank %2d Pid %7" PRId64 " on %s%s (%s, %s)\n", w.rank, w.pid, w.host.c_str(),
-                device.c_str(), w.backend.c_str(), w.local ? "local" : "remote");
+    const std::string key = w.keyFingerprint.empty() ? "" : ", key " + w.keyFingerprint;
+    std::printf("#  Rank %2d Pid %7" PRId64 " on %s%s (%s, %s%s)\n", w.rank, w.pid, w.host.c_str(),
+                device.c_str(), w.backend.c_str(), w.local ? "local" : "remote", key.c_str());
   }
   printLibraryNote();
   printDeviceSharingNote(ws);
@@ -633,9 +667,10 @@ int Bench::run() {
     progress_.line(stderr, std::string(kProg) + ": " + signalName(s) +
                                ": aborting (a second signal quits at once)");
   });
+  security_ = coord->security();
   if (!c_.listen.empty() || c_.expect > 0) {
     progress_.line(stderr, std::string(kProg) + ": listening on " + coord->endpoint() +
-                               "; a remote worker joins with:");
+                               listenSecurityText(security_) + "; a remote worker joins with:");
     progress_.line(stderr, coord->joinCommand());
   }
   try {

@@ -12,7 +12,6 @@
 #include <set>
 
 #include "backend/registry.h"
-#include "base/endpoint.h"
 #include "base/errors.h"
 #include "base/input_file.h"
 #include "base/limits.h"
@@ -150,6 +149,8 @@ void BenchOptions::declare() {
           "fail a run when no rank makes progress for TIME, e.g. 500ms, 30s (default 20s); a "
           "rank that waits while others work is not failing");
   declareShaping(o);
+  o.group("Keys (docs/security.md)");
+  declareSecurity(o, &insecure_);
   o.group("Teaching");
   o.value("--mismatch-rank", "R",
           "rank R runs the collective on twice the count, as a rank that disagrees with the "
@@ -240,6 +241,7 @@ void BenchOptions::checkWorkers(BenchConfig& c) const {
     c.listen = v->text;
   }
   c.shaping = parseShaping(opts_, nranksOf(c));
+  c.security = parseSecurity(opts_, insecure_);
 }
 
 void BenchOptions::checkOperation(BenchConfig& c) const {

@@ -57,6 +57,7 @@ class BenchOptions {
   CLI::App* app_;
   Options opts_;
   bool inPlace_ = false;
+  bool insecure_ = false;
 };
 
 }  // namespace arl::app

@@ -1,5 +1,6 @@
 #include "cli_util.h"
 
+#include <sys/stat.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -271,6 +272,54 @@ double parseRate(const Arg& a) {
     throw refuse(a, kRateRule);
   }
   return x * scale;
+}
+
+// "tcp://HOST:PORT" with a numeric port (or '*': any free port).
+void checkListen(const Arg& a) {
+  const std::string expected = "expected tcp://ADDR:PORT, PORT in 1..65535 or *";
+  const auto ep = splitTcp(a.text);
+  if (!ep) throw refuse(a, expected);
+  const std::string& port = ep->port;
+  if (port == "*") return;
+  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) ||
+      std::stoi(port) < 1 || std::stoi(port) > 65535) {
+    throw refuse(a, expected);
+  }
+}
+
+void declareSecurity(Options& o, bool* insecure) {
+  o.value("--keys", "DIR",
+          "the lab's key pair (allreduce-lab keys; default $XDG_CONFIG_HOME/allreduce-lab or "
+          "~/.config/allreduce-lab): a listen on a non-loopback address serves with it, "
+          "encrypted, and admits the workers of --allow; given, a loopback listen uses it too");
+  o.value("--allow", "FILE",
+          "public keys of the workers admitted, one a line (default allowed_workers in the "
+          "keys folder)");
+  o.flag("--insecure", insecure,
+         "listen on a non-loopback address in the clear, without keys: anyone who reaches the "
+         "port may join and read the data (a trusted network only)");
+}
+
+ControlSecurity parseSecurity(const Options& o, bool insecure) {
+  ControlSecurity s;
+  s.insecure = insecure;
+  if (auto v = o.get("--keys")) {
+    struct stat st {};
+    if (::stat(v->text.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      throw refuse(*v, "is not a folder (make a key pair there with: allreduce-lab keys --dir " +
+                           v->text + ")");
+    }
+    s.keysDir = v->text;
+    s.keysAsked = true;
+  }
+  if (auto v = o.get("--allow")) {
+    if (v->text.empty()) throw refuse(*v, "needs a file name");
+    s.allowFile = v->text;
+  }
+  if (insecure && s.keysAsked) {
+    throw refuse(*o.get("--keys"), "and --insecure contradict each other; give one");
+  }
+  return s;
 }
 
 void declareShaping(Options& o) {

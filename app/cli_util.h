@@ -16,6 +16,7 @@
 #include "base/shaping.h"
 #include "base/types.h"
 #include "exec/run_request.h"
+#include "runtime/run_types.h"
 
 namespace CLI {
 class App;
@@ -101,6 +102,16 @@ double parseRate(const Arg& a);
 // The network shaping flags that `bench` and `plan --run` share (base/shaping.h):
 // --nic-bw RATE, --link-latency TIME, --slow-rank R:RATE, --slow-link A-B:RATE.
 void declareShaping(Options& o);
+
+// A control endpoint to listen on: "tcp://HOST:PORT" with a numeric port (or '*': any free
+// port).
+void checkListen(const Arg& a);
+
+// The control socket's keys when the lab listens (docs/security.md), as bench and gui take
+// them: --keys DIR, --allow FILE, --insecure (into *insecure).
+void declareSecurity(Options& o, bool* insecure);
+// Checks them: --keys must be a folder. Giving --keys asks for keys on a loopback listen too.
+ControlSecurity parseSecurity(const Options& o, bool insecure);
 // Their values for a world of `nranks` ranks, checked: a refusal names the flag and value
 // ("--slow-rank 7:50M: rank 7 is out of range for 4 ranks (0..3)").
 LinkShaping parseShaping(const Options& o, int nranks);

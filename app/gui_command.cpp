@@ -64,6 +64,8 @@ struct GuiArgs {
   std::optional<int> iterations;
   std::optional<int> warmup;
   std::optional<LinkShaping> shaping;
+  ControlSecurity security;  // --keys, --allow, --insecure
+  bool insecure = false;
   int chartsTab = -1;  // the charts tab the screenshot shows; -1: the window's default
   std::optional<ui::BandwidthOf> bandwidthOf;  // --bandwidth: what the bandwidth charts show
   std::string screenshot;
@@ -76,7 +78,7 @@ struct GuiArgs {
   std::string lesson;      // open the Lessons dock at this lesson
   std::string answer;      // ... answer it with this option and run it
   std::string play;        // --play ALGO[:N[:RANK]]: open Play a rank with this game
-  std::string keys;        // ... and type these keys into it
+  std::string playKeys;    // ... and type these keys into it
 };
 
 // The setup of a window started with options: the defaults, with what they say on top.
@@ -294,7 +296,7 @@ bool lessonShot(ui::MainWindow& w, const GuiArgs& a) {
   return true;
 }
 
-// --play ALGO[:N[:RANK]] [--keys KEYS]: opens Play a rank with that game and types the keys
+// --play ALGO[:N[:RANK]] [--play-keys KEYS]: opens Play a rank with that game and types the keys
 // into it (0-9 a c s e n r as the panel reads them, [ and ] for Left and Right). With
 // --screenshot the window is saved while the last move is drawn moving, or, when the keys end
 // with r (the real run), once its replay has settled.
@@ -310,9 +312,10 @@ bool playShot(ui::MainWindow& w, const GuiArgs& a) {
         QTextDocumentFragment::fromHtml(panel->feedback()).toPlainText().toUtf8().constData());
     return false;
   }
-  const bool realRun = !a.keys.empty() && (a.keys.back() == 'r' || a.keys.back() == 'R');
+  const bool realRun =
+      !a.playKeys.empty() && (a.playKeys.back() == 'r' || a.playKeys.back() == 'R');
   QTimer::singleShot(500, &w, [&w, panel, a, realRun] {
-    for (const char c : a.keys) {
+    for (const char c : a.playKeys) {
       int key = 0;
       if (c >= '0' && c <= '9')
         key = Qt::Key_0 + (c - '0');
@@ -374,7 +377,7 @@ class GuiCommand final : public Command {
     opts_.value("--play", "ALGO[:N[:RANK]]",
                 "open Play a rank: be RANK (default 1) of ALGO (ring, tree, halving-doubling, "
                 "bruck, pat, swing, knomial, or any other all-reduce) on N ranks (default 4)");
-    opts_.value("--keys", "KEYS",
+    opts_.value("--play-keys", "KEYS",
                 "with --play: type these keys (0-9 chunk, [ ] rank, s send, a add, c copy, e end "
                 "the step, r the real run)");
     opts_.flag("--projector", &a_.projector,
@@ -411,6 +414,9 @@ class GuiCommand final : public Command {
                 "wait this long before the screenshot: after the run, the replay drawn, or the "
                 "window opened (default 1500)");
     declareShaping(opts_);
+    opts_.group("Keys (docs/security.md)");
+    declareSecurity(opts_, &a_.insecure);
+    opts_.group("Options");
     declareModelOption(opts_);
     opts_.value("--bandwidth", "mean|median",
                 "what the bandwidth charts measure a run by: the mean over its timed iterations "
@@ -446,8 +452,7 @@ class GuiCommand final : public Command {
                          QIcon(QStringLiteral(":/icons/org.allreducelab.AllreduceLab.svg"))));
     const bool scripted = a_.autorun || a_.workers || a_.expect || a_.listen || a_.algorithm ||
                           !a_.scheduleXml.empty() || a_.size || a_.sizes || a_.slice ||
-                          a_.inflight || a_.iterations ||
-                          a_.warmup || a_.shaping;
+                          a_.inflight || a_.iterations || a_.warmup || a_.shaping;
     // A picture of the window as it opens: as a first start opens it (the saved setup and
     // layout neither read nor written), so that it shows the same on every machine.
     const bool openingShot = !a_.screenshot.empty() && !a_.autorun && a_.recording.empty() &&
@@ -457,6 +462,7 @@ class GuiCommand final : public Command {
     if (scripted) wo.setup = initialSetup(a_);
     wo.model = model_.params;
     wo.modelSource = model_.source;
+    wo.security = a_.security;
     ui::MainWindow w(wo);
     if (a_.bandwidthOf) w.chartsPanel()->setBandwidthOf(*a_.bandwidthOf);
     w.show();
@@ -575,9 +581,10 @@ class GuiCommand final : public Command {
         throw refuse(*v, "excludes --autorun, --lesson and a recording");
       a_.play = v->text;
     }
-    if (auto v = opts_.get("--keys")) {
+    a_.security = parseSecurity(opts_, a_.insecure);
+    if (auto v = opts_.get("--play-keys")) {
       if (a_.play.empty()) throw refuse(*v, "needs --play");
-      a_.keys = v->text;
+      a_.playKeys = v->text;
     }
     const bool scripted =
         a_.autorun || !a_.recording.empty() || !a_.lesson.empty() || !a_.play.empty();

@@ -10,7 +10,7 @@ ARL_JOBS="${ARL_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 ARL_PACKAGES=(
   build-essential cmake pkg-config ninja-build
   libgtest-dev libgmock-dev libbenchmark-dev
-  libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler
+  libzmq3-dev cppzmq-dev libsodium-dev libprotobuf-dev protobuf-compiler
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libxkbcommon-dev
   xvfb xauth fonts-dejavu-core poppler-utils
   openmpi-bin libopenmpi-dev

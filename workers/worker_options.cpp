@@ -4,6 +4,7 @@
 
 #include "backend/registry.h"
 #include "base/errors.h"
+#include "runtime/key_store.h"
 #include "runtime/protocol.h"
 
 #if ARL_HAVE_GPU
@@ -55,6 +56,30 @@ void registerGpuBackends([[maybe_unused]] const WorkerArgs& a) {
 #endif
 }
 
+namespace {
+
+// --server-key makes the worker a CURVE client with its own key pair from --keys.
+void checkKeys(const WorkerArgs& a, WorkerOptions& o) {
+  if (a.serverKey.empty()) {
+    if (!a.keys.empty()) {
+      refuse("--keys", a.keys, "needs --server-key KEY|FILE, the lab's public key");
+    }
+    return;
+  }
+  o.serverKey = readServerKey(a.serverKey);
+  const std::string dir = keysFolder(a.keys);
+  auto pair = loadKeyPair(dir);
+  if (!pair) {
+    refuse("--server-key", a.serverKey,
+           "needs this worker's own key pair, and " + dir +
+               " has none: run 'allreduce-lab keys' and have the lab's owner add the public "
+               "key it prints to the lab's allowed_workers");
+  }
+  o.keys = std::move(*pair);
+}
+
+}  // namespace
+
 void declareOptions(CLI::App& app, WorkerArgs& a) {
   app.description(
       "Joins the allreduce-lab coordinator at the given control endpoint and runs the\n"
@@ -74,6 +99,14 @@ void declareOptions(CLI::App& app, WorkerArgs& a) {
                  "host name to report (default: this machine's); ranks on\n"
                  "different hosts exchange data over tcp://")
       ->type_name("NAME");
+  app.add_option("--server-key", a.serverKey,
+                 "the lab's public key (Z85, or its curve.pub file): join over CURVE,\n"
+                 "encrypted, as the key pair in --keys; the lab's join command shows it")
+      ->type_name("KEY|FILE");
+  app.add_option("--keys", a.keys,
+                 "folder of this worker's key pair (allreduce-lab keys); default\n"
+                 "$XDG_CONFIG_HOME/allreduce-lab or ~/.config/allreduce-lab")
+      ->type_name("DIR");
   // Set by the lab when it spawns a local worker; not for users.
   app.add_option("--parent-pid", a.parentPid)->group("");
   app.add_flag("-v,--verbose", a.verbose, "log every control message");
@@ -103,6 +136,7 @@ WorkerOptions toOptions(const WorkerArgs& a) {
   o.hostName = a.host;
   if (!a.parentPid.empty()) o.parentPid = parseInt("--parent-pid", a.parentPid, 1, 1 << 30);
   o.verbose = a.verbose;
+  checkKeys(a, o);
   return o;
 }
 

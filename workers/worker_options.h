@@ -12,7 +12,7 @@ namespace arl::worker {
 
 // The text of each valued option, as given; checked into WorkerOptions by toOptions().
 struct WorkerArgs {
-  std::string connect, backend = "cpu", name, host, device, parentPid;
+  std::string connect, backend = "cpu", name, host, device, parentPid, keys, serverKey;
   bool verbose = false;
 };
 

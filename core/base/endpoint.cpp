@@ -27,4 +27,8 @@ bool isWildcardHost(std::string_view host) {
   return host == "*" || host == "0.0.0.0" || host == "::" || host == "[::]";
 }
 
+bool isLoopbackHost(std::string_view host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.starts_with("127.");
+}
+
 }  // namespace arl

@@ -27,4 +27,9 @@ std::string tcpHostOf(std::string_view endpoint);
 // never one a peer can connect to.
 bool isWildcardHost(std::string_view host);
 
+// Whether `host` reaches this machine alone ("localhost", 127.0.0.0/8, "::1", "[::1]"): a
+// listen there needs no keys (docs/security.md). Any other name or address counts as one
+// other machines may reach, a wildcard included.
+bool isLoopbackHost(std::string_view host);
+
 }  // namespace arl

@@ -55,7 +55,8 @@ struct BenchConfig {
   std::vector<std::string> mpiMca;
   std::vector<int> devices;  // --device: local workers' GPUs (runtime/coordinator.h's rule)
   std::string listen;
-  int expect = 0;  // remote workers
+  ControlSecurity security;  // --keys, --allow, --insecure; not recorded
+  int expect = 0;            // remote workers
   TelemetryLevel telemetry = TelemetryLevel::Chunks;
   uint64_t maxEvents = 1'000'000;
   DataPlaneKind dataPlane = DataPlaneKind::Auto;  // --data-plane

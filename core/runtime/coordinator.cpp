@@ -158,7 +158,7 @@ void Coordinator::Impl::advanceQueue() {
     if (held && !fixed && !peers.empty()) fixHeldWorld();
     std::vector<PlannedRank> ranks;
     const auto place = [&](const std::string& id, const WorkerInfo& w) {
-      ranks.push_back({id, w.host, w.pidNamespace, {w.host, w.backend, w.device}});
+      ranks.push_back({id, w.host, w.pidNamespace, w.dataKey, {w.host, w.backend, w.device}});
     };
     if (held && held->fixed) {
       for (size_t k = 0; k < held->ids.size(); ++k) place(held->ids[k], held->workers[k]);
@@ -292,6 +292,12 @@ void Coordinator::Impl::refuseOtherVersion(const std::string& id, const zmq::mes
   log(1, "refused worker " + printableId(id) + ": " + versionMismatch(*version, "it"));
 }
 
+// The fingerprint the ZAP handler gave the sender's key (its "User-Id"); "" in the clear.
+std::string Coordinator::Impl::userId(zmq::message_t& frame) {
+  const char* v = zmq_msg_gets(frame.handle(), "User-Id");
+  return v != nullptr ? std::string(v) : std::string();
+}
+
 void Coordinator::Impl::onMessage(std::vector<zmq::message_t>& frames) {
   if (frames.empty()) return;
   const std::string id(static_cast<const char*>(frames[0].data()), frames[0].size());
@@ -325,7 +331,7 @@ void Coordinator::Impl::onMessage(std::vector<zmq::message_t>& frames) {
     return;
   }
   if (auto* h = std::get_if<Hello>(&env->message)) {
-    onHello(id, *h);
+    onHello(id, *h, userId(frames[1]));
     return;
   }
   if (!peer) {
@@ -449,6 +455,7 @@ void Coordinator::Impl::loop() {
       return true;
     });
     processCommands();
+    logRefusals();
     reapChildren();
     checkLiveness();
     if (run) run->poll();
@@ -562,6 +569,7 @@ Coordinator::Coordinator(CoordinatorOptions opt) : impl_(std::make_unique<Impl>(
   impl.router.set(zmq::sockopt::linger, 0);
   impl.router.set(zmq::sockopt::maxmsgsize, kMaxControlMessageBytes);
   impl.router.set(zmq::sockopt::rcvhwm, 0);  // telemetry is lossless: never drop incoming
+  impl.secure(listen);
   try {
     impl.router.bind(listen);
   } catch (const zmq::error_t& e) {
@@ -581,6 +589,8 @@ Coordinator::Coordinator(CoordinatorOptions opt) : impl_(std::make_unique<Impl>(
     impl.localEndpoint = impl.boundEndpoint;
     impl.joinCmd = "allreduce-worker --connect " + impl.boundEndpoint;
   }
+  // Quoted: Z85 has characters a shell reads (& < > $ ...), but no single quote.
+  if (impl.security.curve) impl.joinCmd += " --server-key '" + impl.security.serverKey + "'";
   // Workers of backend mpi share one MPI world: one mpirun starts them all, on the hosts the
   // user names (Open MPI's --host list).
   if (impl.opt.backend == "mpi") {
@@ -608,6 +618,7 @@ Coordinator::~Coordinator() {
 
 std::string Coordinator::endpoint() const { return impl_->boundEndpoint; }
 std::string Coordinator::joinCommand() const { return impl_->joinCmd; }
+ControlSecurityState Coordinator::security() const { return impl_->security; }
 
 std::vector<WorkerInfo> Coordinator::workers() const {
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -20,10 +20,21 @@
 
 namespace arl {
 
+// How the control socket turned out.
+struct ControlSecurityState {
+  bool curve = false;           // CURVE server, workers admitted by the allow-list
+  bool clearOnNetwork = false;  // --insecure: a non-loopback listen in the clear
+  std::string serverKey;        // Z85 public key a worker gives as --server-key
+  std::string keysDir;          // where the lab's key pair was read
+  std::string allowFile;        // the allow-list read
+  size_t allowed = 0;           // keys in it
+};
+
 struct CoordinatorOptions {
-  int localWorkers = 4;         // allreduce-worker child processes to start
-  std::string workerBinary;     // path of allreduce-worker; empty = next to the caller
-  std::string listen;           // control endpoint to bind; empty = tcp://127.0.0.1:<free>
+  int localWorkers = 4;      // allreduce-worker child processes to start
+  std::string workerBinary;  // path of allreduce-worker; empty = next to the caller
+  std::string listen;        // control endpoint to bind; empty = tcp://127.0.0.1:<free>
+  ControlSecurity security;
   int expectRemote = 0;         // remote workers expected (they connect themselves)
   std::string backend = "cpu";  // backend the local workers use
   // Device of each local worker (allreduce-worker --device), in start order: empty = none,
@@ -55,7 +66,8 @@ struct CoordinatorOptions {
 class Coordinator {
  public:
   // Binds the control socket and starts the local workers (on the coordinator's thread).
-  // Throws ConfigError on bad options (an endpoint that cannot be bound, a missing binary).
+  // Throws ConfigError on bad options (an endpoint that cannot be bound, a missing binary, a
+  // non-loopback listen without keys and without ControlSecurity::insecure).
   explicit Coordinator(CoordinatorOptions opt);
   // Shuts every worker down; local workers that do not exit are killed. No orphans. A run
   // still queued or running ends Aborted.
@@ -66,6 +78,8 @@ class Coordinator {
   // The bound control endpoint, and the command line a remote worker runs to join.
   std::string endpoint() const;
   std::string joinCommand() const;
+  // Whether the control socket uses keys, and which.
+  ControlSecurityState security() const;
 
   // The workers now in the session, in rank order.
   std::vector<WorkerInfo> workers() const;

@@ -25,6 +25,8 @@
 #include "runtime/process.h"
 #include "runtime/protocol.h"
 #include "runtime/run_plan.h"
+#include "transport/zmq/curve_keys.h"
+#include "transport/zmq/zap_handler.h"
 
 namespace arl {
 namespace coord {
@@ -115,6 +117,12 @@ struct Coordinator::Impl final : RunLink {
   std::string boundEndpoint;  // as ZeroMQ reports it
   std::string localEndpoint;  // what local children connect to
   std::string joinCmd;
+  ControlSecurityState security;
+  std::optional<CurveKeyPair> keys;  // the lab's, when security.curve
+  // Refusals the ZAP handler's thread reports, logged (rate-limited) by the loop.
+  std::mutex refusedMu;
+  std::vector<std::string> refused;
+  std::unique_ptr<ZapHandler> zap;  // before the socket: it admits the socket's peers
   std::thread thread;
   std::atomic<bool> stopping{false};
   // Raised by API threads when they queue a command or stop the loop, and by planning
@@ -287,7 +295,20 @@ struct Coordinator::Impl final : RunLink {
   // A Ready names the worker's data-plane endpoint and clock offset for workers() too.
   void onReady(const Ready& m, int r, Peer& peer);
 
-  void onHello(const std::string& id, const Hello& h);
+  // `fingerprint`: of the key the worker joined with ("" in the clear).
+  void onHello(const std::string& id, const Hello& h, const std::string& fingerprint);
+
+  static std::string userId(zmq::message_t& frame);
+
+  // Sets up CURVE on the control socket before it binds `listen`, or refuses a listen that
+  // needs keys it does not have (ConfigError).
+  void secure(const std::string& listen);
+
+  // The arguments that give a local worker the lab's keys (none in the clear).
+  std::vector<std::string> keyArgs() const;
+
+  // Logs what the ZAP handler refused since the last look.
+  void logRefusals();
 
   // A local child's routing identity ends with ":p<our pid>" (from its --parent-pid), which a
   // worker on another machine with the same pid as a child does not carry.

@@ -138,6 +138,8 @@ void Coordinator::Impl::spawnLocal(int device) {
     argv.push_back("--device");
     argv.push_back(std::to_string(device));
   }
+  const auto keyed = keyArgs();
+  argv.insert(argv.end(), keyed.begin(), keyed.end());
   argv.insert(argv.end(), opt.workerExtraArgs.begin(), opt.workerExtraArgs.end());
   try {
     const int64_t pid = spawnChild(argv);
@@ -359,7 +361,8 @@ std::string Coordinator::Impl::heldWorldBroken() const {
   return held->lost + "; the world is held, so no run starts until it is released";
 }
 
-void Coordinator::Impl::onHello(const std::string& id, const Hello& h) {
+void Coordinator::Impl::onHello(const std::string& id, const Hello& h,
+                                const std::string& fingerprint) {
   if (findPeer(id)) {
     logLimited(1, "ignored a second Hello from " + printableId(id));
     return;
@@ -386,6 +389,9 @@ void Coordinator::Impl::onHello(const std::string& id, const Hello& h) {
   p.info.backend = h.backend;
   p.info.device = h.deviceIndex;
   p.info.pidNamespace = h.pidNamespace;
+  p.info.keyFingerprint = fingerprint;
+  // A data key offered in the clear would be no one's proof: only a CURVE peer's counts.
+  if (!fingerprint.empty()) p.info.dataKey = h.dataKey;
   auto c = children.find(h.pid);
   // By the spawn record, not the host name: a child started with another --host is ours.
   p.info.local = c != children.end() && !c->second.joined && spawnedHere(id);
@@ -408,7 +414,8 @@ void Coordinator::Impl::onHello(const std::string& id, const Hello& h) {
             " ranks is held: it gets a rank when that is released";
   }
   log(0, "worker " + h.name + " joined from " + h.hostName + " (pid " + std::to_string(h.pid) +
-             (added->info.local ? ", local" : ", remote") + ")" +
+             (added->info.local ? ", local" : ", remote") +
+             (fingerprint.empty() ? "" : ", key " + fingerprint) + ")" +
              (added->info.rank >= 0 ? " as rank " + std::to_string(added->info.rank) : waits));
   if (added->info.local) --pendingLocal;
   // Published first: a client that sees the event finds the worker in workers().

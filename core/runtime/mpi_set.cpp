@@ -21,6 +21,8 @@ void Coordinator::Impl::spawnMpiSet() {
                                      "mpi",
                                      "--parent-pid",
                                      std::to_string(::getpid())};
+  const auto keyed = keyArgs();
+  worker.insert(worker.end(), keyed.begin(), keyed.end());
   worker.insert(worker.end(), opt.workerExtraArgs.begin(), opt.workerExtraArgs.end());
   const std::vector<std::string> argv =
       mpirunCommand(mpirun, opt.localWorkers, ::geteuid() == 0, opt.mpirunArgs, worker);

@@ -16,6 +16,7 @@
 #include "exec/telemetry_record.h"
 #include "schedule/msccl_import.h"
 #include "schedule/schedule.h"
+#include "transport/zmq/curve_keys.h"
 
 namespace arl {
 
@@ -223,7 +224,10 @@ std::optional<std::string> check(const Hello& m) {
        m.deviceIndex == -1 ? std::nullopt
                            : checkRange<int32_t>("device index", m.deviceIndex, 0, kMaxDeviceIndex),
        m.protocolVersion >= 1 ? std::nullopt
-                              : std::optional<std::string>("protocol version 0 is not a version")});
+                              : std::optional<std::string>("protocol version 0 is not a version"),
+       m.dataKey.empty() || isZ85Key(m.dataKey)
+           ? std::nullopt
+           : std::optional<std::string>("data key is not a Z85 CURVE key")});
 }
 
 std::optional<std::string> check(const Welcome& m) {
@@ -322,6 +326,15 @@ std::optional<std::string> check(const RunConfig& m) {
   if (!m.pidNamespaces.empty() && m.pidNamespaces.size() != n) {
     return std::to_string(m.pidNamespaces.size()) + " pid namespaces for a world of " +
            std::to_string(n);
+  }
+  if (!m.dataKeys.empty() && m.dataKeys.size() != n) {
+    return std::to_string(m.dataKeys.size()) + " data-plane keys for a world of " +
+           std::to_string(n);
+  }
+  for (size_t r = 0; r < m.dataKeys.size(); ++r) {
+    if (!isZ85Key(m.dataKeys[r])) {
+      return "the data-plane key of rank " + std::to_string(r) + " is not a Z85 CURVE key";
+    }
   }
   for (size_t r = 0; r < m.pidNamespaces.size(); ++r) {
     if (m.dataPlane == DataPlaneKind::Shm && m.pidNamespaces[r] != m.pidNamespaces[0]) {
@@ -614,6 +627,7 @@ void toPb(const Hello& m, pb::Hello& p) {
   p.set_device_index(m.deviceIndex);
   p.set_protocol_version(m.protocolVersion);
   p.set_pid_namespace(m.pidNamespace);
+  p.set_data_key(m.dataKey);
 }
 Reason fromPb(const pb::Hello& p, const FrameHeader&, Hello& m) {
   if (p.protocol_version() > std::numeric_limits<uint16_t>::max()) {
@@ -626,6 +640,7 @@ Reason fromPb(const pb::Hello& p, const FrameHeader&, Hello& m) {
   m.deviceIndex = p.device_index();
   m.protocolVersion = static_cast<uint16_t>(p.protocol_version());
   m.pidNamespace = p.pid_namespace();
+  m.dataKey = p.data_key();
   return std::nullopt;
 }
 
@@ -754,6 +769,7 @@ void toPb(const RunConfig& m, pb::RunConfig& p) {
   for (int32_t r : m.ringOrder) p.add_ring_order(r);
   for (const auto& host : m.hosts) p.add_hosts(host);
   for (const uint64_t ns : m.pidNamespaces) p.add_pid_namespaces(ns);
+  for (const auto& key : m.dataKeys) p.add_data_keys(key);
   p.set_data_plane(static_cast<pb::DataPlane>(enumToWire(m.dataPlane)));
   p.set_cuda_ipc(m.cudaIpc);
   p.set_random_data(m.randomData);
@@ -839,6 +855,7 @@ Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
   m.ringOrder.assign(p.ring_order().begin(), p.ring_order().end());
   m.hosts.assign(p.hosts().begin(), p.hosts().end());
   m.pidNamespaces.assign(p.pid_namespaces().begin(), p.pid_namespaces().end());
+  m.dataKeys.assign(p.data_keys().begin(), p.data_keys().end());
   m.dataPlane = *plane;
   m.cudaIpc = p.cuda_ipc();
   m.randomData = p.random_data();

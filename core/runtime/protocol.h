@@ -55,6 +55,8 @@ namespace arl {
 // 13: a rank on several hosts' run uses shared memory inside its host and ZeroMQ across: its
 //     Ready names both endpoints, "shm://NAME,tcp://HOST:PORT". RunConfig carries an MSCCL
 //     algorithm file's text (scheduleXml) that every rank imports.
+//     CURVE on the data plane: Hello carries the worker's data-plane public key (dataKey),
+//     RunConfig every rank's (dataKeys).
 inline constexpr uint16_t kProtocolVersion = 13;
 
 inline constexpr size_t kHeaderBytes = 16;
@@ -218,6 +220,9 @@ struct Hello {
   int32_t deviceIndex = -1;                     // -1: not tied to a device; else 0..kMaxDeviceIndex
   uint16_t protocolVersion = kProtocolVersion;  // what the worker speaks; >= 1
   uint64_t pidNamespace = 0;                    // its pid namespace's id; 0: unknown
+  // Public key (Z85) of the key pair the worker made for its data planes this session; "":
+  // in the clear. Sent over the control connection, encrypted when it is (CURVE).
+  std::string dataKey;
 
   Frames encode() const;
   static DecodeResult<Hello> decode(ByteView header, ByteView body);
@@ -320,6 +325,9 @@ struct RunConfig {
   std::vector<std::string> hosts;
   // pidNamespaces[r]: rank r's pid namespace (Hello::pidNamespace), or empty (not given).
   std::vector<uint64_t> pidNamespaces;
+  // dataKeys[r]: rank r's data-plane public key (Hello::dataKey, Z85), or empty (in the clear):
+  // a tcp:// data plane admits these keys alone (BindOptions::curvePeerKeys).
+  std::vector<std::string> dataKeys;
   // Auto: shared memory when every rank is on one host (see hosts) and in one pid namespace,
   // ZeroMQ otherwise. Shm with ranks on several hosts or namespaces is refused.
   DataPlaneKind dataPlane = DataPlaneKind::Auto;

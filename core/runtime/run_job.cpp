@@ -339,6 +339,12 @@ std::string bindDataPlaneFor(RunJob& j, RunDataPlane& plane, DataPlanePeers peer
   // container with a /tmp of its own.
   if (!useShm) {
     BindOptions bo = oneHost && oneNamespace ? BindOptions{} : tcpBindOptions(j);
+    // tcp:// is open to every machine that reaches the port: CURVE keeps it to the run's
+    // members. ipc:// sits in a directory only this user can open (ZmqDataPlane::bind).
+    if (bo.kind == BindOptions::Kind::Tcp && !c.dataKeys.empty()) {
+      bo.curveSecretKey = j.dataSecretKey;
+      bo.curvePeerKeys = c.dataKeys;
+    }
     bo.shaping = c.shaping;
     bo.clockOffsetNs = j.offsetNs;
     return plane.zmq->bind(bo);

@@ -87,6 +87,9 @@ struct RunJob {
   std::string backend;          // a name in the backend registry
   int device = -1;              // the worker's device (--device; -1: none)
   int64_t offsetNs = 0;         // coordinator clock - worker clock (ClockSample::offsetNs)
+  // The session's data-plane secret key (Z85) when cfg.dataKeys is set: a tcp:// data plane
+  // is then CURVE between the run's members alone.
+  std::string dataSecretKey;
   // Telemetry in every other timed iteration only (ARL_TELEMETRY_EVERY_OTHER,
   // worker_runtime.h; RankRunOptions::recordEveryOther).
   bool recordEveryOther = false;

@@ -28,6 +28,11 @@ RunPlan planRun(const RunRequest& req, const std::vector<PlannedRank>& ranks) {
     checkPlaces(req.algorithm, places);
     out.cfg = runConfigOf(req, out.run, hosts);
     out.cfg.pidNamespaces = std::move(namespaces);
+    // CURVE between the data planes when every rank has a key: all of them joined over CURVE.
+    if (std::all_of(ranks.begin(), ranks.end(),
+                    [](const PlannedRank& r) { return !r.dataKey.empty(); })) {
+      for (const PlannedRank& r : ranks) out.cfg.dataKeys.push_back(r.dataKey);
+    }
     // Lending needs two ranks with device memory to share (the cuda backend's): without
     // them every rank keeps the data plane's one-way channels.
     const auto lenders = std::count_if(places.begin(), places.end(),

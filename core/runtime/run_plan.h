@@ -24,6 +24,7 @@ struct PlannedRank {
   std::string id;             // its routing identity
   std::string host;           // its host name (ranks of one host are contiguous)
   uint64_t pidNamespace = 0;  // 0: unknown
+  std::string dataKey;        // its data-plane public key (WorkerInfo::dataKey); "": none
   RankPlace place;            // host, backend and device, for the algorithm's placement rules
 };
 

@@ -42,6 +42,22 @@ struct WorkerInfo {
   // dies within that window is never proven: it is removed for silence instead of counting
   // toward the workers a sweep waits for (Bench's --expect).
   bool proven = false;
+  // Fingerprint of the CURVE key it joined with (transport/zmq/curve_keys.h); "" when the
+  // control socket runs in the clear.
+  std::string keyFingerprint;
+  // Public key (Z85) of its data planes this session (Hello::dataKey); "": in the clear.
+  std::string dataKey;
+};
+
+// Keys of the control socket (docs/security.md, runtime/key_store.h).
+struct ControlSecurity {
+  std::string keysDir;     // the lab's key pair; "" = the config folder
+  bool keysAsked = false;  // use keys even on a loopback listen
+  std::string allowFile;   // public keys of the workers admitted; "" = allowed_workers in keysDir
+  // Listen on a non-loopback address in the clear: anyone who reaches the port may join and
+  // read or change what the workers exchange. Without it such a listen needs keys.
+  bool insecure = false;
+  bool operator==(const ControlSecurity&) const = default;
 };
 
 // The device of local worker `k` (0-based, in start order) under `localDevices`

@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "transport/zmq/curve_keys.h"
+
 namespace arl {
 
 struct WorkerOptions {
@@ -51,12 +53,18 @@ struct WorkerOptions {
   // mpirun that started a worker of backend mpi for the lab.
   int64_t watchPid = 0;
   bool verbose = false;  // log every control message
+  // The lab's public key (Z85): join as a CURVE client with `keys` (docs/security.md). Empty:
+  // in the clear.
+  std::string serverKey;
+  CurveKeyPair keys;
+  // How long a CURVE handshake may take before the worker gives up on it (ZMQ_HANDSHAKE_IVL).
+  std::chrono::milliseconds handshakeTimeout{5000};
 };
 
-// Runs one worker session. Returns the process exit code: 0 after a Shutdown, 3 when the
-// coordinator speaks another protocol version, other non-zero codes when the coordinator went
-// silent, the parent died, or the configuration was refused (the reason is logged as one line
-// on stderr).
+// Runs one worker session. Returns the process exit code: 0 after a Shutdown, non-zero when
+// the coordinator went silent (3), the parent died (4), the coordinator refused the worker's
+// keys or the handshake failed (6), the coordinator speaks another protocol version (7), or
+// the configuration was refused (the reason is logged as one line on stderr).
 int runWorker(const WorkerOptions& opt);
 
 // Benchmarks only: ARL_TELEMETRY_EVERY_OTHER=1 makes the worker's ranks record telemetry in

@@ -45,6 +45,64 @@ std::string tcpHostOf(const std::string& endpoint) {
 
 }  // namespace
 
+// The control socket's handshakes, read from its monitor (zmq_socket_monitor): a coordinator
+// that refuses this worker does not answer its Hello, it fails the handshake, and the worker
+// says why in one line instead of waiting out the join timeout. A CURVE server that cannot
+// open the client's HELLO (the client used another server key) closes the connection, which
+// the client sees as ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL, as it sees a handshake that timed
+// out (ZMQ_HANDSHAKE_IVL); a ZAP refusal arrives as ZMQ_EVENT_HANDSHAKE_FAILED_AUTH with the
+// handler's status code (RFC 27); mismatched mechanisms (keys on one side only) as
+// ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL, ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH.
+class HandshakeWatch final : public zmq::monitor_t {
+ public:
+  HandshakeWatch(zmq::socket_t& s, const WorkerOptions& opt) : opt_(opt) {
+    init(s, "inproc://arl-control-monitor",
+         ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+             ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+  }
+  // Why the coordinator refused this worker; nullopt while nothing failed.
+  std::optional<std::string> refusal() {
+    while (!refusal_ && check_event(0)) {
+    }
+    return refusal_;
+  }
+
+ private:
+  bool curve() const { return !opt_.serverKey.empty(); }
+  std::string at() const { return "the coordinator at " + opt_.connect; }
+
+  void on_event_handshake_succeeded(const zmq_event_t&, const char*) override {}
+  void on_event_handshake_failed_auth(const zmq_event_t& e, const char*) override {
+    refusal_ = at() + " refused this worker's key " + keyFingerprint(opt_.keys.publicKey) +
+               (e.value == 400 ? std::string(": it is not in the lab's allow-list (ask for ") +
+                                     opt_.keys.publicKey + " to be added to its allowed_workers)"
+                               : " (ZAP status " + std::to_string(e.value) + ")");
+  }
+  void on_event_handshake_failed_protocol(const zmq_event_t& e, const char*) override {
+    if (e.value != ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) {
+      refusal_ = "the handshake with " + at() + " failed (ZeroMQ protocol error " +
+                 std::to_string(e.value) + ")" + (curve() ? serverKeyHint() : std::string());
+    } else if (curve()) {
+      refusal_ = at() + " does not use keys (it listens in the clear): join without --server-key";
+    } else {
+      refusal_ = at() +
+                 " requires keys: run 'allreduce-lab keys', have the lab's owner add your public "
+                 "key to its allowed_workers, and join with --server-key KEY (its join command "
+                 "shows the key)";
+    }
+  }
+  void on_event_handshake_failed_no_detail(const zmq_event_t&, const char*) override {
+    if (curve()) refusal_ = "the CURVE handshake with " + at() + " failed" + serverKeyHint();
+  }
+  std::string serverKeyHint() const {
+    return ": the server key " + keyFingerprint(opt_.serverKey) +
+           " is not the lab's (compare --server-key with the key its join command shows)";
+  }
+
+  const WorkerOptions& opt_;
+  std::optional<std::string> refusal_;
+};
+
 WorkerSession::WorkerSession(const WorkerOptions& opt)
     : opt_(opt),
       host_(opt.hostName.empty() ? hostName() : opt.hostName),
@@ -64,6 +122,25 @@ WorkerSession::~WorkerSession() {
   if (job_ && job_->th.joinable()) job_->th.join();
 }
 
+bool WorkerSession::refused() {
+  if (!handshake_ || welcomed_) return false;
+  const auto why = handshake_->refusal();
+  if (why) workerLog(*why);
+  return why.has_value();
+}
+
+void WorkerSession::secureControl() {
+  if (!opt_.serverKey.empty()) {
+    // Made per session and never written down: a data plane admits the run's members by it.
+    dataKeys_ = makeCurveKeyPair();
+    sock_.set(zmq::sockopt::curve_serverkey, opt_.serverKey);
+    sock_.set(zmq::sockopt::curve_publickey, opt_.keys.publicKey);
+    sock_.set(zmq::sockopt::curve_secretkey, opt_.keys.secretKey);
+    sock_.set(zmq::sockopt::handshake_ivl, static_cast<int>(opt_.handshakeTimeout.count()));
+  }
+  handshake_ = std::make_unique<HandshakeWatch>(sock_, opt_);
+}
+
 int WorkerSession::run() {
   sock_ = zmq::socket_t(ctx_, zmq::socket_type::dealer);
   std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(steadyNowNs()));
@@ -81,6 +158,7 @@ int WorkerSession::run() {
   sock_.set(zmq::sockopt::sndhwm, 0);
   sock_.set(zmq::sockopt::rcvhwm, 0);
   try {
+    secureControl();
     sock_.connect(opt_.connect);
   } catch (const zmq::error_t& e) {
     workerLog("cannot connect to " + opt_.connect + ": " + e.what());
@@ -93,6 +171,7 @@ int WorkerSession::run() {
   h.backend = opt_.backend;
   h.deviceIndex = opt_.device;
   h.pidNamespace = pidNamespaceId();
+  h.dataKey = dataKeys_.publicKey;
   send(h);
   sendPing();
   const auto started = SteadyClock::now();
@@ -108,6 +187,7 @@ int WorkerSession::run() {
       return !exitCode;
     });
     if (exitCode) return leave(*exitCode);
+    if (refused()) return leave(6);
     flushOutbox(false);
     const auto now = SteadyClock::now();
     if (now >= nextHeartbeat_) {
@@ -367,7 +447,7 @@ std::optional<int> WorkerSession::onOtherVersion(const std::vector<zmq::message_
   } else {
     workerLog("refused: " + versionMismatch(headerVersion(header).value_or(0), "the coordinator"));
   }
-  return 3;
+  return 7;
 }
 
 std::optional<int> WorkerSession::on(const Welcome& w, uint64_t) {
@@ -379,6 +459,7 @@ std::optional<int> WorkerSession::on(const Welcome& w, uint64_t) {
     workerLog("now rank " + std::to_string(w.rank) + " of " + std::to_string(w.worldSize));
   }
   welcomed_ = true;
+  handshake_.reset();  // the handshake is done: a later reconnect is not a refusal
   rank_ = w.rank;
   world_ = w.worldSize;
   hbInterval_ = milliseconds(w.heartbeatIntervalMs);
@@ -455,6 +536,7 @@ void WorkerSession::startJob(const RunConfig& c, uint64_t epoch) {
   j.backend = opt_.backend;
   j.device = opt_.device;
   j.offsetNs = offsetNs_;
+  j.dataSecretKey = dataKeys_.secretKey;
   j.recordEveryOther = recordEveryOther_;
   j.faults.corruption = corruption_;
   j.faults.stall = std::exchange(stall_, std::nullopt);
@@ -528,6 +610,7 @@ std::optional<int> WorkerSession::on(const M& m, uint64_t) {
 int WorkerSession::leave(int code) {
   stopJobNow();
   retireJob();
+  handshake_.reset();
   sock_.close();
   if (opt_.verbose) workerLog("leaving with exit code " + std::to_string(code));
   return code;

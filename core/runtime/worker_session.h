@@ -28,6 +28,7 @@
 namespace arl {
 
 class TelemetryRing;
+class HandshakeWatch;
 
 class WorkerSession {
  public:
@@ -105,7 +106,7 @@ class WorkerSession {
   // Whether to say where this worker joined and why it leaves (a worker started by hand).
   bool announces() const { return opt_.verbose || opt_.parentPid == 0; }
 
-  // A message in another protocol version (exit code 3, the reason logged).
+  // A message in another protocol version (exit code 7, the reason logged).
   std::optional<int> onOtherVersion(const std::vector<zmq::message_t>& frames);
   // One handler per message type, given the header's epoch.
   std::optional<int> on(const Welcome& w, uint64_t);
@@ -129,6 +130,12 @@ class WorkerSession {
   // Starts the run thread for a RunConfig; no other run thread may be running.
   void startJob(const RunConfig& c, uint64_t epoch);
 
+  // Makes the control socket a CURVE client when the options give a server key, and watches
+  // its handshakes until the Welcome (HandshakeWatch).
+  void secureControl();
+  // Whether the coordinator refused this worker's handshake (said in one log line).
+  bool refused();
+
   // Stops the run and closes the socket; returns `code`.
   int leave(int code);
 
@@ -149,8 +156,10 @@ class WorkerSession {
   std::string name_;
   zmq::context_t ctx_{1};
   zmq::socket_t sock_;
-  Wakeup wake_;                    // raised by the run thread when it queues a message
-  bool recordEveryOther_ = false;  // ARL_TELEMETRY_EVERY_OTHER (worker_runtime.h)
+  std::unique_ptr<HandshakeWatch> handshake_;  // until the Welcome
+  CurveKeyPair dataKeys_;                      // the data planes' this session; none in the clear
+  Wakeup wake_;                                // raised by the run thread when it queues a message
+  bool recordEveryOther_ = false;              // ARL_TELEMETRY_EVERY_OTHER (worker_runtime.h)
   // Test-only faults from the environment (runtime/fault_injection.h).
   std::optional<HeaderCorruption> corruption_;  // every run's
   ControlLosses losses_;                        // ARL_TEST_LOSE_CONTROL

@@ -62,5 +62,15 @@ TEST(Endpoint, WildcardHostsAreEveryInterface) {
   }
 }
 
+// What a listen needs no keys for (docs/security.md): this machine alone.
+TEST(Endpoint, LoopbackHostsAreThisMachineAlone) {
+  for (const char* h : {"127.0.0.1", "127.1.2.3", "[::1]", "::1", "localhost"}) {
+    EXPECT_TRUE(isLoopbackHost(h)) << h;
+  }
+  for (const char* h : {"*", "0.0.0.0", "10.0.0.5", "::", "[::]", "example.org", ""}) {
+    EXPECT_FALSE(isLoopbackHost(h)) << h;
+  }
+}
+
 }  // namespace
 }  // namespace arl

@@ -95,7 +95,7 @@ TEST(VersionSkew, AWorkerLeavesNamingBothVersionsWhenTheCoordinatorSpeaksAnother
   const auto start = std::chrono::steady_clock::now();
   const testutil::Result r = workerAgainst(welcome);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 8s);
-  EXPECT_EQ(r.rc, 3) << r.err;
+  EXPECT_EQ(r.rc, 7) << r.err;
   EXPECT_NE(r.err.find("version " + std::to_string(newer)), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("version " + std::to_string(kProtocolVersion)), std::string::npos) << r.err;
 }
@@ -103,7 +103,7 @@ TEST(VersionSkew, AWorkerLeavesNamingBothVersionsWhenTheCoordinatorSpeaksAnother
 TEST(VersionSkew, AWorkerPrintsTheRefusalOfACoordinatorOfAnotherVersion) {
   const testutil::Result r =
       workerAgainst(shutdownInVersion(kProtocolVersion + 1, "the lab speaks something newer"));
-  EXPECT_EQ(r.rc, 3) << r.err;
+  EXPECT_EQ(r.rc, 7) << r.err;
   EXPECT_NE(r.err.find("refused by the coordinator: the lab speaks something newer"),
             std::string::npos)
       << r.err;

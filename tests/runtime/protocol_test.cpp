@@ -14,6 +14,7 @@
 #include "exec/telemetry_record.h"
 #include "schedule/schedule.h"
 #include "transport/transport.h"
+#include "transport/zmq/curve_keys.h"
 
 namespace arl {
 namespace {
@@ -548,6 +549,18 @@ TEST(Protocol, SkipsRemovedFields) {
   const auto hb = Hello::decode(hf[0], hf[1]);
   ASSERT_TRUE(hb) << hb.error().message();
   EXPECT_EQ(*hb, h);
+}
+
+// Protocol 13: the data-plane keys (docs/security.md) travel and are checked.
+TEST(Protocol, HelloAndRunConfigCarryDataPlaneKeys) {
+  Hello h{"w", "h", 1, "cpu", -1, kProtocolVersion};
+  h.dataKey = makeCurveKeyPair().publicKey;
+  const Frames f = h.encode();
+  const auto back = Hello::decode(f[0], f[1]);
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->dataKey, h.dataKey);
+  const Frames bad = withAppended(h, [](Bytes& b) { putBytes(b, 9, "not a key"); });
+  expectRejected(bad[0], bad[1], DecodeErrc::InvalidField, "data key is not a Z85 CURVE key");
 }
 
 TEST(Protocol, RejectsOutOfRangeRunMessages) {

@@ -11,6 +11,7 @@
 #include "export/export.h"
 #include "export/nccl_tests.h"
 #include "export/train_export.h"
+#include "transport/zmq/curve_keys.h"
 
 Q_LOGGING_CATEGORY(lcRuntime, "arl.window.runtime")
 
@@ -24,6 +25,22 @@ constexpr std::chrono::seconds kLocalJoinTimeout{20};
 constexpr std::chrono::seconds kRemoteJoinTimeout{300};
 // Events taken per drain, so that a flood of telemetry cannot starve the hand-over timer.
 constexpr size_t kEventsPerDrain = 4096;
+
+// How the control socket listens, for the setup panel.
+QString controlText(const ControlSecurityState& s) {
+  if (s.curve) {
+    return QStringLiteral("encrypted (CURVE), lab key %1; %2 worker key(s) allowed by %3")
+        .arg(QString::fromStdString(keyFingerprint(s.serverKey)))
+        .arg(s.allowed)
+        .arg(QString::fromStdString(s.allowFile));
+  }
+  if (s.clearOnNetwork) {
+    return QStringLiteral(
+        "INSECURE: in the clear on the network (--insecure): anyone who "
+        "reaches the port may join and read the data");
+  }
+  return QStringLiteral("this machine only, in the clear");
+}
 
 }  // namespace
 
@@ -81,12 +98,13 @@ void LabRuntime::ensureCoordinator() {
     poll_->stop();
     emit message(
         QStringLiteral("Could not start the workers: %1").arg(QString::fromStdString(*why)), 2);
-    emit workersChanged({}, {});
+    emit workersChanged({}, {}, {}, false);
     return;
   }
   CoordinatorOptions opt;
   opt.localWorkers = want_.localWorkers;
   opt.listen = want_.listen;
+  opt.security = want_.security;
   opt.backend = want_.backend;
   opt.localDevices = want_.devices;
   opt.workerBinary = workerBinary_;
@@ -104,13 +122,15 @@ void LabRuntime::ensureCoordinator() {
     poll_->stop();
     emit message(
         QStringLiteral("Could not start the workers: %1").arg(QString::fromStdString(e.what())), 2);
-    emit workersChanged({}, {});
+    emit workersChanged({}, {}, {}, false);
   }
 }
 
 void LabRuntime::emitWorkers() {
   if (!coord_) return;
-  emit workersChanged(coord_->workers(), QString::fromStdString(coord_->joinCommand()));
+  const ControlSecurityState sec = coord_->security();
+  emit workersChanged(coord_->workers(), QString::fromStdString(coord_->joinCommand()),
+                      controlText(sec), sec.clearOnNetwork);
 }
 
 void LabRuntime::startSession(const SessionRequest& req) {

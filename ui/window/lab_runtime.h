@@ -48,7 +48,10 @@ class LabRuntime : public QObject {
   void loadTrainRecord(const QString& path);
 
  signals:
-  void workersChanged(const arl::ui::WorkerList& workers, const QString& joinCommand);
+  // `control`: how the control socket listens, one line; `insecure`: in the clear where other
+  // machines reach it (--insecure), which the window shows in red.
+  void workersChanged(const arl::ui::WorkerList& workers, const QString& joinCommand,
+                      const QString& control, bool insecure);
   void sessionStarted(const arl::ui::WorkerList& world);
   void runStarted(const arl::ui::TopologyRun& run);
   void telemetry(const arl::ui::TelemetryBatches& batches);

@@ -98,7 +98,8 @@ MainWindow::MainWindow(WindowOptions options, QWidget* parent)
   runtimeThread_.setObjectName(QStringLiteral("arl-runtime"));
   connectRuntime();
   runtimeThread_.start();
-  const WorkerSetup ws{setup.localWorkers, setup.listen, setup.backend, setup.localDevices()};
+  const WorkerSetup ws{setup.localWorkers, setup.listen, setup.backend, setup.localDevices(),
+                       options_.security};
   QMetaObject::invokeMethod(
       runtime_, [r = runtime_, ws] { r->configure(ws); }, Qt::QueuedConnection);
   validateNow();
@@ -164,7 +165,7 @@ void MainWindow::setupEdited() {
   validate_->start();
   if (!running_) {
     const SessionSetup s = panel_->setup();
-    const WorkerSetup ws{s.localWorkers, s.listen, s.backend, s.localDevices()};
+    const WorkerSetup ws{s.localWorkers, s.listen, s.backend, s.localDevices(), options_.security};
     QMetaObject::invokeMethod(
         runtime_, [r = runtime_, ws] { r->configure(ws); }, Qt::QueuedConnection);
   }
@@ -313,9 +314,11 @@ void MainWindow::setRunning(bool running) {
   panel_->setRunning(running);
 }
 
-void MainWindow::onWorkers(const WorkerList& workers, const QString& joinCommand) {
+void MainWindow::onWorkers(const WorkerList& workers, const QString& joinCommand,
+                           const QString& control, bool insecure) {
   workers_ = workers;
   panel_->setWorkers(workers, joinCommand);
+  panel_->setControlSecurity(control, insecure);
   validate_->start();
   emit workersUpdated(workers);
 }

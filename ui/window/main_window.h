@@ -50,6 +50,8 @@ struct WindowOptions {
   // calibration `allreduce-lab calibrate` saved, as bench and plan take it: app/model_choice.h).
   ModelParams model;
   std::string modelSource = kDefaultModelSource;
+  // The control socket's keys when the window listens (docs/security.md).
+  ControlSecurity security;
 };
 
 class MainWindow : public QMainWindow {
@@ -145,7 +147,8 @@ class MainWindow : public QMainWindow {
   void validateNow();
   void updatePlan(const SessionSetup& s);
   void setRunning(bool running);
-  void onWorkers(const WorkerList& workers, const QString& joinCommand);
+  void onWorkers(const WorkerList& workers, const QString& joinCommand, const QString& control,
+                 bool insecure);
   void onSessionStarted(const WorkerList& world);
   void onRunStarted(const TopologyRun& run);
   void onTelemetry(const TelemetryBatches& batches);

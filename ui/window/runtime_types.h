@@ -35,6 +35,7 @@ struct WorkerSetup {
   std::string listen;
   std::string backend = "cpu";
   std::vector<int> devices;  // CoordinatorOptions::localDevices
+  ControlSecurity security;  // CoordinatorOptions::security
   bool operator==(const WorkerSetup&) const = default;
 };
 

@@ -161,6 +161,12 @@ void SetupPanel::buildWorkers() {
   remoteSection_->form()->addRow(tr("Listen on"), listen_);
   listen_->setToolTip(tr("Control endpoint, e.g. tcp://0.0.0.0:5555 to accept other machines"));
   remoteSection_->form()->addRow(tr("Join with"), buildJoinRow(in));
+  control_ = new QLabel(in);
+  control_->setWordWrap(true);
+  control_->setToolTip(
+      tr("Whether the control connection is encrypted and its workers "
+         "authenticated (docs/security.md)"));
+  remoteSection_->form()->addRow(tr("Control"), control_);
   addField(remoteSection_, SetupField::Devices, tr("GPUs"), devices_,
            tr("The local workers' GPUs: one index for all, or one per worker (0,1,2,3)"));
 
@@ -554,7 +560,10 @@ QString SetupPanel::fieldName(SetupField f) const {
 }
 
 void SetupPanel::setWorkers(const std::vector<WorkerInfo>& workers, const QString& joinCommand) {
+  const int remoteBefore = workers_->remoteCount();
   workers_->setWorkers(workers);
+  // A worker from another machine joining is news: its key's fingerprint is there to check.
+  if (remoteBefore == 0 && workers_->remoteCount() > 0) presentSection_->setOpen(true);
   joinCommand_->setText(joinCommand);
   joinCommand_->setCursorPosition(0);
   workerTable_->resizeColumnsToContents();
@@ -564,6 +573,15 @@ void SetupPanel::setWorkers(const std::vector<WorkerInfo>& workers, const QStrin
                 rows * workerTable_->verticalHeader()->defaultSectionSize() + 4;
   workerTable_->setFixedHeight(h);
   updateSummaries();
+}
+
+void SetupPanel::setControlSecurity(const QString& text, bool insecure) {
+  control_->setText(text);
+  // A network listen in the clear is a warning, not a detail to fold away.
+  if (insecure) remoteSection_->setOpen(true);
+  // The red of a refused field: in the clear on a network is a warning.
+  control_->setStyleSheet(insecure ? QStringLiteral("color: #c62828; font-weight: 600;")
+                                   : QString());
 }
 
 void SetupPanel::setRunning(bool running) {

@@ -50,6 +50,8 @@ class SetupPanel : public QWidget {
   QString fieldName(SetupField f) const;
 
   void setWorkers(const std::vector<WorkerInfo>& workers, const QString& joinCommand);
+  // How the control socket listens (LabRuntime::workersChanged); red when `insecure`.
+  void setControlSecurity(const QString& text, bool insecure);
   // Fields that cannot change while a session runs are disabled.
   void setRunning(bool running);
 
@@ -103,6 +105,7 @@ class SetupPanel : public QWidget {
   QComboBox* backend_;
   QLineEdit* devices_;
   QLineEdit* joinCommand_;
+  QLabel* control_;
   QTableView* workerTable_;
   WorkerListModel* workers_;
   QComboBox* algorithm_;

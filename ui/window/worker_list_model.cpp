@@ -49,6 +49,9 @@ QVariant WorkerListModel::data(const QModelIndex& index, int role) const {
     case Backend: return QString::fromStdString(w.backend);
     case Device: return w.device < 0 ? QStringLiteral("host") : QString::number(w.device);
     case Origin: return w.local ? QStringLiteral("local") : QStringLiteral("remote");
+    case Key:
+      return w.keyFingerprint.empty() ? QStringLiteral("none (clear)")
+                                      : QString::fromStdString(w.keyFingerprint);
     default: return {};
   }
 }
@@ -62,6 +65,7 @@ QVariant WorkerListModel::headerData(int section, Qt::Orientation o, int role) c
     case Backend: return tr("Backend");
     case Device: return tr("Device");
     case Origin: return tr("Started");
+    case Key: return tr("Key fingerprint");
     default: return {};
   }
 }

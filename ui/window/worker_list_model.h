@@ -14,7 +14,7 @@ class WorkerListModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum Column { Rank, Name, Host, Backend, Device, Origin, ColumnCount };
+  enum Column { Rank, Name, Host, Backend, Device, Origin, Key, ColumnCount };
 
   explicit WorkerListModel(QObject* parent = nullptr);
 

@@ -16,6 +16,7 @@
 #include <exception>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <string_view>
 #include <system_error>
 #include <thread>
@@ -26,6 +27,8 @@
 #include "base/errors.h"
 #include "transport/pacing.h"
 #include "transport/stale_owner.h"
+#include "transport/zmq/curve_keys.h"
+#include "transport/zmq/zap_handler.h"
 
 namespace arl {
 
@@ -38,6 +41,22 @@ using std::chrono::milliseconds;
 constexpr milliseconds kAbortCheck{50};
 // Poll interval while an acknowledgement waits for its connection to come up.
 constexpr milliseconds kAckRetry{5};
+
+// CURVE keys given: every rank's, each a Z85 key, and this rank's secret among them.
+void checkCurve(const BindOptions& opt, int nranks, const std::string& who) {
+  if (opt.curvePeerKeys.empty() && opt.curveSecretKey.empty()) return;
+  if (!curveAvailable()) throw ConfigError(who + "this libzmq was built without CURVE");
+  if (opt.curvePeerKeys.size() != static_cast<size_t>(nranks)) {
+    throw ConfigError(who + std::to_string(opt.curvePeerKeys.size()) + " CURVE keys for " +
+                      std::to_string(nranks) + " ranks");
+  }
+  if (!isZ85Key(opt.curveSecretKey)) throw ConfigError(who + "the CURVE secret key is not Z85");
+  for (size_t r = 0; r < opt.curvePeerKeys.size(); ++r) {
+    if (!isZ85Key(opt.curvePeerKeys[r])) {
+      throw ConfigError(who + "the CURVE key of rank " + std::to_string(r) + " is not Z85");
+    }
+  }
+}
 // How long a failing rank still tries to acknowledge goodbyes it owes.
 constexpr milliseconds kAckGrace{300};
 
@@ -243,6 +262,8 @@ struct ZmqDataPlane::Impl {
   int nranks = 0;
   BindOptions opt;
   std::unique_ptr<zmq::context_t> ctx;
+  std::unique_ptr<ZapHandler> zap;  // with CURVE: admits the run's members to `pull`
+  std::string curvePublicKey;       // this rank's, with CURVE
   zmq::socket_t pull;
   std::vector<zmq::socket_t> push;  // by rank; no handle until connected
   std::vector<std::string> endpoints;
@@ -291,6 +312,11 @@ struct ZmqDataPlane::Impl {
       // Queue only on a live connection: a send before the peer's connection is up blocks
       // (bounded by sendTimeout) instead of filling a pipe that a reconnect may discard.
       sock.set(zmq::sockopt::immediate, true);
+      if (!opt.curvePeerKeys.empty()) {
+        sock.set(zmq::sockopt::curve_serverkey, opt.curvePeerKeys[static_cast<size_t>(peer)]);
+        sock.set(zmq::sockopt::curve_publickey, curvePublicKey);
+        sock.set(zmq::sockopt::curve_secretkey, opt.curveSecretKey);
+      }
       if (opt.kind == BindOptions::Kind::Tcp && opt.tcpBufferBytes > 0) {
         sock.set(zmq::sockopt::sndbuf, opt.tcpBufferBytes);
       }
@@ -596,6 +622,7 @@ std::string ZmqDataPlane::bind(const BindOptions& opt) {
                       "' is a wildcard; set an address peers can reach (tcpAdvertiseHost)");
   }
   checkShaping(opt.shaping, nranks_);
+  checkCurve(opt, nranks_, who);
   impl_->opt = opt;
   impl_->pacer = Pacer::make(opt.shaping, rank_, nranks_, opt.clockOffsetNs);
 
@@ -612,6 +639,14 @@ std::string ZmqDataPlane::bind(const BindOptions& opt) {
     impl_->pull.set(zmq::sockopt::linger, 0);
     impl_->pull.set(zmq::sockopt::rcvhwm, opt.rcvHwm);
     impl_->pull.set(zmq::sockopt::maxmsgsize, opt.maxMessageBytes);
+    if (!opt.curvePeerKeys.empty()) {
+      impl_->curvePublicKey = curvePublicOf(opt.curveSecretKey);
+      const std::set<std::string> members(opt.curvePeerKeys.begin(), opt.curvePeerKeys.end());
+      impl_->zap = std::make_unique<ZapHandler>(*impl_->ctx, members);
+      impl_->pull.set(zmq::sockopt::curve_server, true);
+      impl_->pull.set(zmq::sockopt::curve_secretkey, opt.curveSecretKey);
+      impl_->pull.set(zmq::sockopt::zap_domain, "allreduce-lab-data");
+    }
     if (tcp && opt.tcpBufferBytes > 0) {
       impl_->pull.set(zmq::sockopt::rcvbuf, opt.tcpBufferBytes);
     }
@@ -687,6 +722,7 @@ bool ZmqDataPlane::close() {
     s.close();
   }
   impl_->pull.close();
+  impl_->zap.reset();  // its socket is the context's too
   // Termination drops what is left and releases every zero-copy payload (their completions
   // turn done) before it returns: afterwards ZeroMQ reads no caller memory.
   if (impl_->ctx) {

@@ -83,6 +83,14 @@ struct BindOptions {
   // read each other's times.
   LinkShaping shaping;
   int64_t clockOffsetNs = 0;
+  // CurveZMQ between the ranks (RFC 26; docs/security.md): this rank's secret key and every
+  // rank's public key, by rank (Z85). Set, the PULL socket is a CURVE server that admits the
+  // keys of curvePeerKeys alone (a ZAP handler, transport/zmq/zap_handler.h, in this rank's
+  // context), and each PUSH socket authenticates with this rank's pair and checks the
+  // peer's key: a process that is not a member of the run can neither connect nor read.
+  // Empty: in the clear.
+  std::string curveSecretKey;
+  std::vector<std::string> curvePeerKeys;
 };
 
 // The peers a rank exchanges data with in a schedule (sorted, without duplicates).

@@ -1,0 +1,77 @@
+// The control socket's keys (coordinator.h's ControlSecurity, docs/security.md). A listen
+// that other machines may reach is a CURVE server (RFC 26): the traffic is encrypted, the lab
+// proves it holds the secret of the key workers were given, and a ZAP handler (RFC 27) admits
+// only the workers whose public keys the allow-list names, plus the lab's own key, which its
+// local workers use. A loopback listen stays in the clear unless keys are asked for: only
+// this machine's users reach it, as for MPI's and NCCL's bootstrap sockets, which assume a
+// trusted network everywhere.
+#include <algorithm>
+
+#include "base/endpoint.h"
+#include "base/errors.h"
+#include "runtime/coordinator_impl.h"
+#include "runtime/key_store.h"
+
+namespace arl {
+
+void Coordinator::Impl::secure(const std::string& listen) {
+  const ControlSecurity& want = opt.security;
+  const auto tcp = splitTcp(listen);
+  const bool loopback = !tcp || isLoopbackHost(tcp->host);
+  if (loopback && !want.keysAsked) return;
+  if (!loopback && want.insecure && !want.keysAsked) {
+    security.clearOnNetwork = true;
+    return;
+  }
+  if (!curveAvailable()) {
+    throw ConfigError("listening on " + listen +
+                      " needs CURVE keys, but this libzmq was built without CURVE; pass "
+                      "--insecure to listen in the clear on a trusted network");
+  }
+  const std::string dir = keysFolder(want.keysDir);
+  keys = loadKeyPair(dir);
+  if (!keys) {
+    throw ConfigError("listening on " + listen + " needs keys, and " + dir +
+                      " has none: run 'allreduce-lab keys' (and list the workers' public keys "
+                      "in " +
+                      dir + "/" + kAllowListFile +
+                      "), or pass --insecure to listen in the clear on a trusted network");
+  }
+  security.curve = true;
+  security.serverKey = keys->publicKey;
+  security.keysDir = dir;
+  security.allowFile = want.allowFile.empty() ? dir + "/" + kAllowListFile : want.allowFile;
+  std::set<std::string> allowed =
+      loadAllowList(security.allowFile).value_or(std::set<std::string>{});
+  security.allowed = allowed.size();
+  allowed.insert(keys->publicKey);  // the local workers'
+  zap = std::make_unique<ZapHandler>(
+      ctx, allowed,
+      [this, file = security.allowFile](const std::string& fp, const std::string& address) {
+        std::lock_guard<std::mutex> lock(refusedMu);
+        if (refused.size() < 1000) {
+          refused.push_back("refused a worker from " + address + ": its key " +
+                            (fp.empty() ? std::string("(none)") : fp) +
+                            " is not in the allow-list " + file);
+        }
+      });
+  router.set(zmq::sockopt::curve_server, true);
+  router.set(zmq::sockopt::curve_secretkey, keys->secretKey);
+  router.set(zmq::sockopt::zap_domain, "allreduce-lab");
+}
+
+std::vector<std::string> Coordinator::Impl::keyArgs() const {
+  if (!security.curve) return {};
+  return {"--keys", security.keysDir, "--server-key", security.serverKey};
+}
+
+void Coordinator::Impl::logRefusals() {
+  std::vector<std::string> lines;
+  {
+    std::lock_guard<std::mutex> lock(refusedMu);
+    lines.swap(refused);
+  }
+  for (const auto& l : lines) logLimited(1, l);
+}
+
+}  // namespace arl
