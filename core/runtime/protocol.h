@@ -52,7 +52,8 @@ namespace arl {
 // 11: training: RunConfig carries a TrainConfig, IterationResult a rank's TrainStep.
 // 12: a library that rendezvous through a key-value store (Gloo) keeps it on the coordinator:
 //     StoreSet, StoreGet and StoreValue; its ranks report "gloo://store" in Ready.
-inline constexpr uint16_t kProtocolVersion = 12;
+// 13: RunConfig carries each link's own latency (link_latencies: a named topology's hops).
+inline constexpr uint16_t kProtocolVersion = 13;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
