@@ -157,12 +157,15 @@ MapQuery ModelCommand::parse(ModelChoice& model) const {
 void ModelCommand::printTable(const CrossoverMap& m, const MapQuery& q,
                               const ModelChoice& model) const {
   std::printf("# crossover map of all-reduce: %s\n", kLabel);
-  std::printf("# model: %s (%s)\n", paramsText(q.params).c_str(), model.source.c_str());
+  std::printf("# model: %s (%s)\n", alphaBetaGammaText(q.params).c_str(), model.source.c_str());
   if (q.topology) {
     std::printf("# topology: %s (%s)\n", topologyName(*q.topology).c_str(),
                 describeTopology(*q.topology, topologyLinkRate(*q.topology, q.network)).c_str());
   }
   std::printf("# network: %s\n", describeShaping(q.network).c_str());
+  if (q.topology && q.hopLatencySeconds > 0) {
+    std::printf("# per hop: +%.3g us\n", q.hopLatencySeconds * 1e6);
+  }
   std::printf(
       "# cell: the fastest algorithm by the model and how much longer the runner-up takes; "
       "a * marks a simulated cell, none a closed form\n");
