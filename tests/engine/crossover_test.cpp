@@ -87,7 +87,9 @@ TEST(CrossoverMap, TopologyCellsAreSimulatedWhereTheTopologyFits) {
   const MapCell& c = m.at(1, 1);
   ASSERT_GE(c.ranked.size(), 2u);
   for (const MapEntry& e : c.ranked) {
-    if (e.algorithm != "ring") EXPECT_EQ(e.method, MapMethod::Simulation) << e.algorithm;
+    if (e.algorithm != "ring") {
+      EXPECT_EQ(e.method, MapMethod::Simulation) << e.algorithm;
+    }
   }
   // A topology's map agrees with a direct simulation of the winner on the expanded network.
   CostQuery w;
