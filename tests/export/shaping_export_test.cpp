@@ -168,7 +168,8 @@ TEST(ShapingExport, RecordingKeepsEachRunsShapingAndPredictionMethod) {
 TEST(ShapingExport, RecordingsWrittenBeforeShapingStillRead) {
   std::string old = recordingJson(shapedReport({}));
   const std::string unshaped =
-      R"(,"shaping":{"port_bytes_per_s":0.0,"added_latency_s":0.0,"slow_ranks":[],"slow_links":[]})";
+      R"(,"shaping":{"port_bytes_per_s":0.0,"added_latency_s":0.0,"slow_ranks":[],"slow_links":[],)"
+      R"("link_latencies":[]})";
   for (int i = 0; i < 3; ++i) replaceOnce(old, unshaped, "");  // the config and two runs
   replaceOnce(old, R"(,"predicted_method":"closed form")", "");
   replaceOnce(old, R"(,"predicted_method":null)", "");
