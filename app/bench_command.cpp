@@ -32,6 +32,7 @@
 
 #include "base/clock.h"
 #include "base/errors.h"
+#include "base/topology.h"
 #include "bench_fit.h"
 #include "bench_options.h"
 #include "cli_util.h"
@@ -344,6 +345,11 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
               slices.c_str(), inflights.c_str(), ring.c_str(),
               c_.inPlace ? "in-place" : "out-of-place", std::string(toString(c_.telemetry)).c_str(),
               c_.maxEvents, plane.c_str());
+  if (!c_.topology.empty()) {
+    const Topology t = parseTopology(c_.topology);
+    std::printf("# topology: %s (%s)\n", c_.topology.c_str(),
+                describeTopology(t, topologyLinkRate(t, c_.shaping)).c_str());
+  }
   std::printf("# network: %s\n", describeShaping(c_.shaping).c_str());
   if (!c_.listen.empty() || c_.expect > 0 || c_.security.keysAsked) {
     printControlLine(security_, c_.listen);

@@ -242,6 +242,7 @@ void BenchOptions::checkWorkers(BenchConfig& c) const {
   }
   c.shaping = parseShaping(opts_, nranksOf(c));
   c.security = parseSecurity(opts_, insecure_);
+  if (const auto t = parseTopologyFlag(opts_, nranksOf(c))) c.topology = topologyName(*t);
 }
 
 void BenchOptions::checkOperation(BenchConfig& c) const {
@@ -563,14 +564,16 @@ void BenchOptions::checkShapedProgress(const BenchArgs& a) const {
     }
   };
   for (const auto& [rank, rate] : c.shaping.rankPortBytesPerSecond) consider(rate, "--slow-rank");
-  for (const auto& [link, rate] : c.shaping.linkBytesPerSecond) consider(rate, "--slow-link");
+  const char* linkFlag = c.topology.empty() ? "--slow-link" : "--topology";
+  for (const auto& [link, rate] : c.shaping.linkBytesPerSecond) consider(rate, linkFlag);
   if (slowest == 0) return;
   const uint64_t slice = *std::min_element(c.sliceSizes.begin(), c.sliceSizes.end());
   const uint64_t message = std::min(slice, a.sizes.front());
   const double seconds = static_cast<double>(message) / slowest;
   if (seconds * 1000 <= static_cast<double>(c.stallTimeout.count())) return;
-  const std::optional<Arg> given =
-      flag == "--nic-bw" ? opts_.get(flag) : std::optional<Arg>(opts_.getAll(flag).front());
+  const std::optional<Arg> given = flag == "--nic-bw" || flag == "--topology"
+                                       ? opts_.get(flag)
+                                       : std::optional<Arg>(opts_.getAll(flag).front());
   char took[64];
   if (seconds < 120) {
     std::snprintf(took, sizeof took, "%.1f s", seconds);

@@ -220,13 +220,6 @@ namespace {
 constexpr const char* kRateRule =
     "must be a rate in bytes per second above 0, e.g. 500M (K, M, G = 1e3, 1e6, 1e9)";
 
-// The whole text of `t` as a number; false when it is not one.
-bool wholeNumber(std::string_view t, double& out) {
-  if (t.empty() || t.front() == '+' || t.front() == '-') return false;
-  const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
-  return ec == std::errc() && p == t.data() + t.size();
-}
-
 int rankOf(const Arg& whole, std::string_view t, int nranks) {
   const std::string range =
       " for " + std::to_string(nranks) + " ranks (0.." + std::to_string(nranks - 1) + ")";
@@ -255,23 +248,9 @@ std::pair<std::string, double> withRate(const Arg& a, const std::string& form) {
 }  // namespace
 
 double parseRate(const Arg& a) {
-  std::string_view t = a.text;
-  double scale = 1;
-  if (!t.empty()) {
-    switch (t.back()) {
-      case 'K':
-      case 'k': scale = 1e3; break;
-      case 'M': scale = 1e6; break;
-      case 'G': scale = 1e9; break;
-      default: break;
-    }
-    if (scale != 1) t.remove_suffix(1);
-  }
-  double x = 0;
-  if (!wholeNumber(t, x) || !std::isfinite(x * scale) || x * scale <= 0) {
-    throw refuse(a, kRateRule);
-  }
-  return x * scale;
+  const std::optional<double> r = parseRateText(a.text);
+  if (!r) throw refuse(a, kRateRule);
+  return *r;
 }
 
 // "tcp://HOST:PORT" with a numeric port (or '*': any free port).
@@ -330,9 +309,45 @@ void declareShaping(Options& o) {
   o.value("--link-latency", "TIME", "added to every message, e.g. 50us, 2ms");
   o.repeated("--slow-rank", "R:RATE", "rank R's port at RATE, each direction (repeatable)");
   o.repeated("--slow-link", "A-B:RATE", "the directed link A -> B at RATE (repeatable)");
+  o.value("--topology", "NAME",
+          "a named network (docs/topologies.md): torus:RxC[@RATE] (ranks row-major on an R x C "
+          "grid with wrap-around, a path at RATE / hops) or fat-tree:K[:O][@RATE] (leaves of K "
+          "ranks, uplinks O:1); RATE is one link's, else --nic-bw's; --link-latency is then "
+          "per hop");
 }
 
-LinkShaping parseShaping(const Options& o, int nranks) {
+std::optional<Topology> parseTopologyFlag(const Options& o, int nranks) {
+  const auto v = o.get("--topology");
+  if (!v) return std::nullopt;
+  try {
+    const Topology t = parseTopology(v->text);
+    checkTopology(t, nranks);
+    return t;
+  } catch (const TopologyError& e) {
+    throw refuse(*v, e.what());
+  }
+}
+
+namespace {
+
+// The shaping of --topology over `base` (ports and added latency from the other flags); the
+// latency given is per hop. A slow link would compete with the topology's own links: refused.
+LinkShaping withTopology(const Options& o, const Topology& t, LinkShaping base, int nranks) {
+  if (const std::vector<Arg> links = o.getAll("--slow-link"); !links.empty()) {
+    throw refuse(links.front(), "--topology sets every link's rate; give one or the other");
+  }
+  const double hop = base.addedLatencySeconds;
+  base.addedLatencySeconds = 0;
+  try {
+    return expandTopology(t, nranks, std::move(base), hop);
+  } catch (const TopologyError& e) {
+    throw refuse(*o.get("--topology"), e.what());
+  }
+}
+
+}  // namespace
+
+LinkShaping parseUniformShaping(const Options& o) {
   LinkShaping s;
   if (auto v = o.get("--nic-bw")) s.portBytesPerSecond = parseRate(*v);
   if (auto v = o.get("--link-latency")) {
@@ -340,6 +355,11 @@ LinkShaping parseShaping(const Options& o, int nranks) {
     if (!ns || *ns < 0) throw refuse(*v, "must be a duration with its unit, e.g. 50us, 2ms, 1s");
     s.addedLatencySeconds = static_cast<double>(*ns) / 1e9;
   }
+  return s;
+}
+
+LinkShaping parseShaping(const Options& o, int nranks) {
+  LinkShaping s = parseUniformShaping(o);
   for (const Arg& a : o.getAll("--slow-rank")) {
     const auto [who, rate] = withRate(a, "R:RATE, e.g. 2:50M");
     const int r = rankOf(a, who, nranks);
@@ -358,6 +378,7 @@ LinkShaping parseShaping(const Options& o, int nranks) {
       throw refuse(a, "link " + link + " is already slowed");
     }
   }
+  if (const auto t = parseTopologyFlag(o, nranks)) return withTopology(o, *t, std::move(s), nranks);
   return s;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/shaping.h"
+#include "base/topology.h"
 #include "base/types.h"
 #include "exec/run_request.h"
 #include "runtime/run_types.h"
@@ -99,8 +100,9 @@ std::vector<std::string> parseNameList(const Arg& a);
 // A rate in bytes per second: a positive number with an optional K, M or G suffix (powers of
 // ten: 500M = 500e6 B/s).
 double parseRate(const Arg& a);
-// The network shaping flags that `bench` and `plan --run` share (base/shaping.h):
-// --nic-bw RATE, --link-latency TIME, --slow-rank R:RATE, --slow-link A-B:RATE.
+// The network shaping flags that `bench`, `plan`, `train` and `gui` share (base/shaping.h):
+// --nic-bw RATE, --link-latency TIME, --slow-rank R:RATE, --slow-link A-B:RATE and
+// --topology NAME (base/topology.h).
 void declareShaping(Options& o);
 
 // A control endpoint to listen on: "tcp://HOST:PORT" with a numeric port (or '*': any free
@@ -113,8 +115,14 @@ void declareSecurity(Options& o, bool* insecure);
 // Checks them: --keys must be a folder. Giving --keys asks for keys on a loopback listen too.
 ControlSecurity parseSecurity(const Options& o, bool insecure);
 // Their values for a world of `nranks` ranks, checked: a refusal names the flag and value
-// ("--slow-rank 7:50M: rank 7 is out of range for 4 ranks (0..3)").
+// ("--slow-rank 7:50M: rank 7 is out of range for 4 ranks (0..3)"). With --topology every
+// link is the topology's and --link-latency is per hop.
 LinkShaping parseShaping(const Options& o, int nranks);
+// --nic-bw and --link-latency alone, checked (they hold for any number of ranks).
+LinkShaping parseUniformShaping(const Options& o);
+// --topology's value checked for a world of `nranks` ranks ("--topology torus:4x4:
+// torus:4x4 has 16 ranks, the run has 8"); none when not given.
+std::optional<Topology> parseTopologyFlag(const Options& o, int nranks);
 // The value given to `flag` that refusal `e` is about: for --slow-rank and --slow-link, the
 // occurrence that names e.value's rank or link (none when no occurrence spells it so); for
 // other flags, the value given.

@@ -30,6 +30,7 @@ std::unique_ptr<Command> addCalibrateCommand(CLI::App& lab, const std::vector<st
 std::unique_ptr<Command> addLessonCommand(CLI::App& lab, const std::vector<std::string>& args);
 std::unique_ptr<Command> addImportCommand(CLI::App& lab, const std::vector<std::string>& args);
 std::unique_ptr<Command> addKeysCommand(CLI::App& lab, const std::vector<std::string>& args);
+std::unique_ptr<Command> addModelCommand(CLI::App& lab, const std::vector<std::string>& args);
 std::unique_ptr<Command> addTrainCommand(CLI::App& lab, const std::vector<std::string>& args);
 
 }  // namespace arl::app

@@ -66,7 +66,8 @@ struct GuiArgs {
   std::optional<LinkShaping> shaping;
   ControlSecurity security;  // --keys, --allow, --insecure
   bool insecure = false;
-  int chartsTab = -1;  // the charts tab the screenshot shows; -1: the window's default
+  std::string topology;  // --topology, as topologyName() spells it
+  int chartsTab = -1;    // the charts tab the screenshot shows; -1: the window's default
   std::optional<ui::BandwidthOf> bandwidthOf;  // --bandwidth: what the bandwidth charts show
   std::string screenshot;
   std::string recording;
@@ -105,6 +106,7 @@ ui::SessionSetup initialSetup(const GuiArgs& a) {
   }
   if (a.iterations) s.iterations = *a.iterations;
   if (a.warmup) s.warmup = *a.warmup;
+  s.topology = a.topology;
   if (a.shaping) {
     const LinkShaping& sh = *a.shaping;
     s.portMBps = sh.portBytesPerSecond / 1e6;
@@ -124,8 +126,8 @@ ui::SessionSetup initialSetup(const GuiArgs& a) {
 
 // The charts tabs by the names --charts takes, in the panel's order, then the Training view.
 const std::vector<std::string>& chartsTabNames() {
-  static const std::vector<std::string> names = {"busbw",   "algbw",  "slice",   "timeline",
-                                                 "heatmap", "spread", "training"};
+  static const std::vector<std::string> names = {"busbw",   "algbw",  "slice", "timeline",
+                                                 "heatmap", "spread", "map",   "training"};
   return names;
 }
 
@@ -406,7 +408,8 @@ class GuiCommand final : public Command {
                 "replay, a lesson or a game; alone, the window as it opens");
     opts_.value("--charts", "TAB",
                 "with --screenshot: the charts tab it shows: busbw, algbw, slice, timeline, "
-                "heatmap, spread, or training (the Training view)");
+                "heatmap, spread, map (the model's crossover map), or training (the Training "
+                "view)");
     opts_.value("--train-record", "FILE",
                 "show this training record (the JSON allreduce-lab train writes) in the "
                 "Training view; with --screenshot, the window showing it");
@@ -593,7 +596,7 @@ class GuiCommand final : public Command {
       const auto it = std::find(names.begin(), names.end(), v->text);
       if (it == names.end()) {
         throw refuse(*v,
-                     "unknown tab (known: busbw, algbw, slice, timeline, heatmap, spread, "
+                     "unknown tab (known: busbw, algbw, slice, timeline, heatmap, spread, map, "
                      "training)");
       }
       if (!scripted && !opts_.get("--screenshot")) {
@@ -625,10 +628,18 @@ class GuiCommand final : public Command {
     a_.sizes = r;
   }
 
-  // The shaping flags, as the setup panel holds them: one slow rank and one slow link at most.
+  // The shaping flags, as the setup panel holds them: one slow rank and one slow link at most,
+  // or a topology.
   void checkShaping() {
     const int n = a_.workers.value_or(ui::SessionSetup{}.localWorkers) + a_.expect.value_or(0);
-    const LinkShaping sh = parseShaping(opts_, n);
+    LinkShaping sh = parseShaping(opts_, n);
+    if (const auto t = parseTopologyFlag(opts_, n)) {
+      // The panel holds the topology by name, and the per-hop latency as its added latency.
+      a_.topology = topologyName(*t);
+      LinkShaping held = parseUniformShaping(opts_);
+      held.rankPortBytesPerSecond = sh.rankPortBytesPerSecond;
+      sh = held;
+    }
     if (sh.rankPortBytesPerSecond.size() > 1) {
       throw refuse(opts_.getAll("--slow-rank")[1], "the window slows one rank at most");
     }

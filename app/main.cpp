@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   lab.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::vector<std::unique_ptr<arl::app::Command>> commands;
   commands.push_back(arl::app::addPlanCommand(lab, args));
+  commands.push_back(arl::app::addModelCommand(lab, args));
   commands.push_back(arl::app::addBenchCommand(lab, args));
   commands.push_back(arl::app::addExportCommand(lab, args));
   commands.push_back(arl::app::addGuiCommand(lab, args));

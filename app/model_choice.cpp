@@ -72,10 +72,7 @@ ModelChoice chooseModel(const std::optional<Arg>& model) {
 
 std::string paramsText(const ModelParams& p) {
   char buf[160];
-  std::snprintf(buf, sizeof buf,
-                "alpha %.1f us per message, port %.2f GB/s each way, reduce %.2f GB/s",
-                p.alpha * 1e6, 1e-9 / p.beta, 1e-9 / p.gamma);
-  std::string out = buf;
+  std::string out = alphaBetaGammaText(p);
   if (p.shmCopy) {
     std::snprintf(buf, sizeof buf, "; shared memory: copy %.2f GB/s, %d cores, work x%.2f",
                   1e-9 / *p.shmCopy, p.cores, p.shmWorkScale);

@@ -7,13 +7,18 @@
 //   --link-latency TIME    addedLatencySeconds: added to every message
 //   --slow-rank R:RATE     rankPortBytesPerSecond[R]: rank R's port, each direction (repeatable)
 //   --slow-link A-B:RATE   linkBytesPerSecond[{A, B}]: the directed link A -> B (repeatable)
+// A named topology (--topology, base/topology.h) fills linkBytesPerSecond for every pair of
+// ranks and, with --link-latency, linkLatencySeconds: a message from A to B pays
+// addedLatencySeconds plus linkLatencySeconds[{A, B}] (a latency per hop times the hops).
 // Rates are bytes per second. A port or link that no field names is not shaped: it runs at the
 // machine's own speed. Shaping only ever slows a transfer (a rate above the machine's own is
 // the machine's own).
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "base/errors.h"
@@ -25,14 +30,19 @@ struct LinkShaping {
   double addedLatencySeconds = 0;                            // per message
   std::map<int, double> rankPortBytesPerSecond;              // rank -> its port's rate
   std::map<std::pair<int, int>, double> linkBytesPerSecond;  // (from, to) -> the link's rate
+  std::map<std::pair<int, int>, double> linkLatencySeconds;  // (from, to) -> its own latency
 
   // No field set: the network is the machine's own.
   bool empty() const {
     return portBytesPerSecond == 0 && addedLatencySeconds == 0 && rankPortBytesPerSecond.empty() &&
-           linkBytesPerSecond.empty();
+           linkBytesPerSecond.empty() && linkLatencySeconds.empty();
   }
-  // Every rank and link alike (no slow rank, no slow link): a closed form can say it.
-  bool uniform() const { return rankPortBytesPerSecond.empty() && linkBytesPerSecond.empty(); }
+  // Every rank and link alike (no slow rank, no slow link, no link's own latency): a closed
+  // form can say it.
+  bool uniform() const {
+    return rankPortBytesPerSecond.empty() && linkBytesPerSecond.empty() &&
+           linkLatencySeconds.empty();
+  }
   // The rate rank r's port is shaped to (0 = unshaped).
   double portRate(int rank) const;
   // The rate of the directed link from -> to (0 = not shaped beyond its ports).
@@ -40,6 +50,8 @@ struct LinkShaping {
   // The rate a transfer from -> to is paced at: the lowest of the sender's port, the
   // receiver's port and the link's own rate (0 = unshaped), as the data planes pace it.
   double pathRate(int from, int to) const;
+  // The latency a message from -> to pays: the added latency plus the link's own.
+  double pathLatency(int from, int to) const;
   bool operator==(const LinkShaping&) const = default;
 };
 
@@ -50,11 +62,13 @@ enum class ShapingPart {
   AddedLatency,  // addedLatencySeconds (--link-latency)
   SlowRank,      // rankPortBytesPerSecond (--slow-rank)
   SlowLink,      // linkBytesPerSecond (--slow-link)
+  LinkLatency,   // linkLatencySeconds (--topology with --link-latency)
 };
 
 // A refused shaping. what() reads "<part> <value>: <rule>", e.g. "slow rank 7: rank 7 is out of
 // range for 4 ranks (0..3)" or "slow link 2-2: a link joins two different ranks"; `value` is
-// the entry's rank or link ("7", "1-2") for slow ranks and links, the number for the others.
+// the entry's rank or link ("7", "1-2") for slow ranks and links (and links' latencies), the
+// number for the others.
 struct ShapingError : ConfigError {
   ShapingError(ShapingPart p, std::string v, std::string r);
   ShapingPart part;
@@ -72,6 +86,10 @@ void checkShaping(const LinkShaping& s, int nranks);
 
 // The lower of two rates where 0 means unshaped (so 0 only when both are).
 double lowerRate(double a, double b);
+
+// A rate as the flags spell it: a positive number with an optional K, M or G suffix (powers of
+// ten: 500M = 500e6 bytes/s); none when the text is not one.
+std::optional<double> parseRateText(std::string_view text);
 
 // A rate for people: "50 MB/s", "1.25 GB/s".
 std::string describeRate(double bytesPerSecond);

@@ -211,6 +211,8 @@ RunField runFieldOf(ShapingPart p) {
     case ShapingPart::AddedLatency: return RunField::AddedLatency;
     case ShapingPart::SlowRank: return RunField::SlowRank;
     case ShapingPart::SlowLink: return RunField::SlowLink;
+    // A link's own latency is a topology's hops times --link-latency: that flag's to answer.
+    case ShapingPart::LinkLatency: return RunField::AddedLatency;
   }
   return RunField::PortRate;
 }

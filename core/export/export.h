@@ -62,7 +62,8 @@ struct BenchConfig {
   DataPlaneKind dataPlane = DataPlaneKind::Auto;  // --data-plane
   bool cudaIpc = true;                            // --cuda-ipc on|off
   std::chrono::milliseconds stallTimeout{20000};  // --stall-timeout
-  LinkShaping shaping;  // --nic-bw, --link-latency, --slow-rank, --slow-link
+  LinkShaping shaping;   // --nic-bw, --link-latency, --slow-rank, --slow-link, --topology
+  std::string topology;  // --topology as topologyName() spells it ("" = none)
   int root = 0;
   bool inPlace = false;
   int mismatchRank = -1;    // --mismatch-rank (RunRequest::mismatchRank)

@@ -142,6 +142,26 @@ double readRate(const In& x, bool zeroOk) {
   return r;
 }
 
+// The links' own latencies (a named topology's; files written before them have none).
+void readLinkLatencies(const In& o, LinkShaping& s) {
+  if (!o.has("link_latencies")) return;
+  const In links = o["link_latencies"];
+  for (size_t i = 0, n = links.size(); i < n; ++i) {
+    const In l = links[i].object();
+    const int from = l["from"].i32(0, kMaxRanks - 1), to = l["to"].i32(0, kMaxRanks - 1);
+    const std::string name = std::to_string(from) + "-" + std::to_string(to);
+    if (from == to) l.fail(l.path(), "link " + name + " joins a rank to itself");
+    const In lat = l["latency_s"];
+    const double seconds = lat.num();
+    if (!std::isfinite(seconds) || seconds < 0) {
+      lat.fail(lat.path(), "latency " + lat.raw().dump() + " must be 0 or more seconds");
+    }
+    if (!s.linkLatencySeconds.emplace(std::pair{from, to}, seconds).second) {
+      l.fail(l.path(), "latency of link " + name + " is listed twice");
+    }
+  }
+}
+
 // The network's shaping (shapingJson); entries name ranks within the lab's limit, each rank
 // and link once. Whether the ranks exist in the run's world is the run's to say, not the file's.
 LinkShaping readShaping(const In& a) {
@@ -172,6 +192,7 @@ LinkShaping readShaping(const In& a) {
       l.fail(l.path(), "link " + name + " is listed twice");
     }
   }
+  readLinkLatencies(o, s);
   return s;
 }
 
@@ -230,6 +251,7 @@ BenchConfig readConfig(const In& o) {
   }
   // Absent from files written before the network could be shaped: the machine's own.
   if (o.has("shaping")) c.shaping = readShaping(o["shaping"]);
+  if (o.has("topology") && !o["topology"].raw().is_null()) c.topology = o["topology"].str();
   c.root = o["root"].i32();
   c.inPlace = o["in_place"].boolean();
   c.jsonPath = o["json"].str();

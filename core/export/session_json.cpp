@@ -13,10 +13,15 @@ Json shapingJson(const LinkShaping& s) {
   for (const auto& [link, rate] : s.linkBytesPerSecond) {
     links.push_back(Json{{"from", link.first}, {"to", link.second}, {"bytes_per_s", rate}});
   }
+  Json latencies = Json::array();
+  for (const auto& [link, seconds] : s.linkLatencySeconds) {
+    latencies.push_back(Json{{"from", link.first}, {"to", link.second}, {"latency_s", seconds}});
+  }
   return Json{{"port_bytes_per_s", s.portBytesPerSecond},
               {"added_latency_s", s.addedLatencySeconds},
               {"slow_ranks", std::move(ranks)},
-              {"slow_links", std::move(links)}};
+              {"slow_links", std::move(links)},
+              {"link_latencies", std::move(latencies)}};
 }
 
 Json configJson(const BenchConfig& c) {
@@ -49,6 +54,7 @@ Json configJson(const BenchConfig& c) {
               {"max_events", c.maxEvents},
               {"stall_timeout_ms", static_cast<int64_t>(c.stallTimeout.count())},
               {"shaping", shapingJson(c.shaping)},
+              {"topology", c.topology.empty() ? Json() : Json(c.topology)},
               {"root", c.root},
               {"in_place", c.inPlace},
               {"json", c.jsonPath},

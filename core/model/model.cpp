@@ -24,6 +24,7 @@
 // forms below say how much of that overlaps (parameter server, tree all-reduce).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -499,20 +500,38 @@ bool ringLike(const CostQuery& q) {
           q.collective == Collective::AllGather);
 }
 
-// The rate of the ring's slowest link under the shaping (0 = none shaped): every link
-// order[i] -> order[i+1] at the lower of its ends' ports and its own rate.
-double slowestRingLink(const CostQuery& q) {
+// Calls f(a, b) for every link a -> b of q's ring (ringOrder, or 0, 1, ..., n-1).
+template <typename F>
+void forEachRingLink(const CostQuery& q, F&& f) {
   std::vector<int> order = q.ringOrder;
   if (order.empty()) {
     for (int r = 0; r < q.nranks; ++r) order.push_back(r);
   }
-  double slowest = 0;
   const size_t n = order.size();
-  for (size_t i = 0; i < n && n > 1; ++i) {
-    const int a = order[i], b = order[(i + 1) % n];
-    slowest = lowerRate(slowest, q.shaping.pathRate(a, b));
-  }
+  for (size_t i = 0; i < n && n > 1; ++i) f(order[i], order[(i + 1) % n]);
+}
+
+// The rate of the ring's slowest link under the shaping (0 = none shaped): every link
+// order[i] -> order[i+1] at the lower of its ends' ports and its own rate.
+double slowestRingLink(const CostQuery& q) {
+  double slowest = 0;
+  forEachRingLink(q, [&](int a, int b) { slowest = lowerRate(slowest, q.shaping.pathRate(a, b)); });
   return slowest;
+}
+
+// The mean latency of the ring's links under the shaping: the added latency plus each link's
+// own (a named topology's hops). Latencies overlap, unlike a link's bytes: the ring's 2(n-1)
+// steps form a chain whose k-th message crosses the k-th link after the first, so the chain
+// pays each link's latency in turn, their mean per step, where the slowest link's rate bounds
+// the bytes of every step.
+double meanRingLatency(const CostQuery& q) {
+  double sum = 0;
+  int links = 0;
+  forEachRingLink(q, [&](int a, int b) {
+    sum += q.shaping.pathLatency(a, b);
+    ++links;
+  });
+  return links > 0 ? sum / links : q.shaping.addedLatencySeconds;
 }
 
 // beta no less than a byte's time at `rate` (0 = unshaped).
@@ -543,7 +562,7 @@ ModelParams shapedParams(const CostQuery& q, const ModelParams& p) {
   const LinkShaping& sh = q.shaping;
   ModelParams r = p;
   const double rate = ringLike(q) ? slowestRingLink(q) : sh.portBytesPerSecond;
-  r.alpha += sh.addedLatencySeconds;
+  r.alpha += ringLike(q) ? meanRingLatency(q) : sh.addedLatencySeconds;
   r.beta = slowedBeta(p.beta, rate);
   if (p.intraHostAlpha) r.intraHostAlpha = *p.intraHostAlpha + sh.addedLatencySeconds;
   if (p.intraHostBeta) r.intraHostBeta = slowedBeta(*p.intraHostBeta, rate);
@@ -688,11 +707,22 @@ Prediction predict(const CostQuery& q, const ModelParams& p) {
   if (closedFormCovers(q)) {
     return {terms.seconds(shapedParams(q, p)), PredictionMethod::ClosedForm};
   }
-  return {iterationSeconds(scheduleOf(q), linkModelFor(q, p), simOptionsOf(q)),
-          PredictionMethod::Simulation};
+  return {simulatedSeconds(q, p), PredictionMethod::Simulation};
 }
 
 double predictSeconds(const CostQuery& q, const ModelParams& p) { return predict(q, p).seconds; }
+
+std::string alphaBetaGammaText(const ModelParams& p) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "alpha %.1f us per message, port %.2f GB/s each way, reduce %.2f GB/s",
+                p.alpha * 1e6, 1e-9 / p.beta, 1e-9 / p.gamma);
+  return buf;
+}
+
+double simulatedSeconds(const CostQuery& q, const ModelParams& p) {
+  return iterationSeconds(scheduleOf(q), linkModelFor(q, p), simOptionsOf(q));
+}
 
 LinearFit fitLine(const std::vector<double>& x, const std::vector<double>& y) {
   ARL_ENFORCE(x.size() == y.size(), x.size() << " x values for " << y.size() << " y values");

@@ -93,6 +93,11 @@ LinkModel LinkModel::shaped(const ModelParams& p, const LinkShaping& s, int rank
     lp.bytesPerSecond = minRate(lp.bytesPerSecond, rate);
     m.overrides[dir] = lp;
   }
+  for (const auto& [dir, seconds] : s.linkLatencySeconds) {
+    LinkParams lp = m.link(dir.first, dir.second);
+    lp.latencySeconds += seconds;
+    m.overrides[dir] = lp;
+  }
   return m;
 }
 

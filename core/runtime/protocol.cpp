@@ -788,13 +788,20 @@ void toPb(const RunConfig& m, pb::RunConfig& p) {
     l->set_to_rank(link.second);
     l->set_bytes_per_second(rate);
   }
+  for (const auto& [link, seconds] : m.shaping.linkLatencySeconds) {
+    auto* l = p.add_link_latencies();
+    l->set_from_rank(link.first);
+    l->set_to_rank(link.second);
+    l->set_seconds(seconds);
+  }
 }
 
 // The shaping of a RunConfig body; a rank or link named twice is refused (check() judges the
 // values).
 Reason shapingFromPb(const pb::RunConfig& p, LinkShaping& s) {
-  if (p.slow_ranks_size() > kMaxRanks || p.slow_links_size() > kMaxRanks * kMaxRanks) {
-    return std::to_string(p.slow_ranks_size() + p.slow_links_size()) +
+  if (p.slow_ranks_size() > kMaxRanks || p.slow_links_size() > kMaxRanks * kMaxRanks ||
+      p.link_latencies_size() > kMaxRanks * kMaxRanks) {
+    return std::to_string(p.slow_ranks_size() + p.slow_links_size() + p.link_latencies_size()) +
            " slow ranks and links listed, more than a world has";
   }
   s.portBytesPerSecond = p.port_bytes_per_second();
@@ -809,6 +816,12 @@ Reason shapingFromPb(const pb::RunConfig& p, LinkShaping& s) {
              .second) {
       return "slow link " + std::to_string(l.from_rank()) + "-" + std::to_string(l.to_rank()) +
              " listed twice";
+    }
+  }
+  for (const auto& l : p.link_latencies()) {
+    if (!s.linkLatencySeconds.emplace(std::pair{l.from_rank(), l.to_rank()}, l.seconds()).second) {
+      return "latency of link " + std::to_string(l.from_rank()) + "-" +
+             std::to_string(l.to_rank()) + " listed twice";
     }
   }
   return std::nullopt;

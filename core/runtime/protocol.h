@@ -57,6 +57,7 @@ namespace arl {
 //     algorithm file's text (scheduleXml) that every rank imports.
 //     CURVE on the data plane: Hello carries the worker's data-plane public key (dataKey),
 //     RunConfig every rank's (dataKeys).
+//     RunConfig carries each link's own latency (link_latencies: a named topology's hops).
 inline constexpr uint16_t kProtocolVersion = 13;
 
 inline constexpr size_t kHeaderBytes = 16;

@@ -26,12 +26,12 @@ std::unique_ptr<Pacer> Pacer::make(const LinkShaping& s, int rank, int nranks,
 Pacer::Pacer(const LinkShaping& s, int rank, int nranks, int64_t clockOffsetNs)
     : rank_(rank),
       offsetNs_(clockOffsetNs),
-      latencyNs_(static_cast<int64_t>(std::llround(s.addedLatencySeconds * 1e9))),
       egressNsPerByte_(nsPerByte(s.portRate(rank))),
       ingressNsPerByte_(egressNsPerByte_),
       linkOutNsPerByte_(static_cast<size_t>(nranks), 0),
       leaveNsPerByte_(static_cast<size_t>(nranks), 0),
       arriveNsPerByte_(static_cast<size_t>(nranks), 0),
+      arriveLatencyNs_(static_cast<size_t>(nranks), 0),
       linkFreeNs_(static_cast<size_t>(nranks), 0) {
   ARL_ENFORCE(rank >= 0 && rank < nranks, "rank " << rank << " of " << nranks);
   for (int p = 0; p < nranks; ++p) {
@@ -39,6 +39,7 @@ Pacer::Pacer(const LinkShaping& s, int rank, int nranks, int64_t clockOffsetNs)
     linkOutNsPerByte_[i] = nsPerByte(s.linkRate(rank, p));
     leaveNsPerByte_[i] = std::max(egressNsPerByte_, linkOutNsPerByte_[i]);
     arriveNsPerByte_[i] = std::max(nsPerByte(s.portRate(p)), nsPerByte(s.linkRate(p, rank)));
+    arriveLatencyNs_[i] = static_cast<int64_t>(std::llround(s.pathLatency(p, rank) * 1e9));
   }
 }
 
@@ -58,9 +59,10 @@ int64_t Pacer::claimReceive(int peer, size_t bytes, int64_t startNs) {
   // The start is taken as stamped, also when it is later than now: the message was handed
   // over while the sender's egress was still busy with earlier ones, and it leaves only when
   // its turn comes.
-  const int64_t left = startNs + holdNs(bytes, arriveNsPerByte_[static_cast<size_t>(peer)]);
+  const auto p = static_cast<size_t>(peer);
+  const int64_t left = startNs + holdNs(bytes, arriveNsPerByte_[p]);
   ingressFreeNs_ = std::max(startNs, ingressFreeNs_) + holdNs(bytes, ingressNsPerByte_);
-  return std::max(left, ingressFreeNs_) + latencyNs_;
+  return std::max(left, ingressFreeNs_) + arriveLatencyNs_[p];
 }
 
 uint32_t stampMicros32(int64_t ns) {

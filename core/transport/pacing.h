@@ -17,9 +17,10 @@
 //  - The receiver claims its ingress port when it takes the message: the bytes come in from
 //    max(start, ingress free) for b / ingress rate, so a rank fed by k senders at once takes
 //    k times as long as from one (a parameter server's port). The message is available at
-//      max(start + b / min(egress, link), ingress end) + added latency
-//    and recv() waits until then. The latency is added to the arrival of each message, not
-//    held on a port: messages in flight overlap their latencies.
+//      max(start + b / min(egress, link), ingress end) + latency
+//    and recv() waits until then, where the latency is the added one plus the link's own
+//    (LinkShaping::pathLatency). It is added to the arrival of each message, not held on a
+//    port: messages in flight overlap their latencies.
 //
 // The cost model's simulation (model/model.h, simulate()) follows the same rules. A port
 // shaped faster than the machine's own transfers takes the machine's time: pacing only ever
@@ -76,13 +77,13 @@ class Pacer {
  private:
   int rank_;
   int64_t offsetNs_;
-  int64_t latencyNs_;
   double egressNsPerByte_ = 0;            // this rank's egress (0 = unshaped)
   double ingressNsPerByte_ = 0;           // this rank's ingress (0 = unshaped)
   std::vector<double> linkOutNsPerByte_;  // by peer: the link this rank -> peer (0 = none)
   std::vector<double> leaveNsPerByte_;    // by peer: the slower of the egress and that link
   std::vector<double> arriveNsPerByte_;   // by peer: the pace of its messages here, the
                                           // slower of its egress and the link peer -> rank
+  std::vector<int64_t> arriveLatencyNs_;  // by peer: the latency of its messages here
   int64_t egressFreeNs_ = 0;
   int64_t ingressFreeNs_ = 0;
   std::vector<int64_t> linkFreeNs_;  // by peer

@@ -41,6 +41,13 @@ constexpr Case kBad[] = {
     {"--slow-link 1-4:50M", "--slow-link 1-4:50M: rank 4 is out of range for 4 ranks (0..3)"},
     {"--slow-link 1:50M", "--slow-link 1:50M: expected A-B:RATE"},
     {"--slow-link 1-2:5x", "--slow-link 1-2:5x: '5x' must be a rate"},
+    {"--topology torus:4x4@1G", "--topology torus:4x4@1G: torus:4x4 has 16 ranks, the run has 4"},
+    {"--topology torus:2x2x", "--topology torus:2x2x: torus dimensions '2x2x'"},
+    {"--topology fat-tree:3@1G",
+     "--topology fat-tree:3@1G: fat-tree:3: leaves of 3 ranks do not divide 4 ranks"},
+    {"--topology mesh:2x2", "--topology mesh:2x2: unknown topology 'mesh'"},
+    {"--topology torus:2x2@1G --slow-link 1-2:5M",
+     "--slow-link 1-2:5M: --topology sets every link's rate; give one or the other"},
 };
 
 TEST(ShapingCli, PlanRefusesBadShapingNamingTheFlag) {
@@ -114,6 +121,23 @@ TEST(ShapingCli, PlanRunIsPacedByNicBw) {
   EXPECT_EQ(v.at("shaping").get<std::string>(), "ports 50 MB/s");
   // The prediction is made for the same network.
   EXPECT_GE(v.at("predicted_us").get<double>(), 0.7 * expectedUs);
+}
+
+// On torus:2x2 the ring 0, 1, 2, 3 crosses two diagonals (1 -> 2, 3 -> 0), each two hops at
+// half the link rate: the ring runs at 25 MB/s, so each rank's 2(n-1)/n x 1 MiB takes about
+// 63 ms, measured as the model predicts it.
+TEST(ShapingCli, PlanRunIsPacedByATorus) {
+  const Result r =
+      lab("plan --algo ring --ranks 4 --count 256K --slice 256K --run --iters 2 --warmup 1 "
+          "--json --topology torus:2x2@50M");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  const nlohmann::json v = nlohmann::json::parse(r.out);
+  const double expectedUs = 1.5 * 1048576.0 / 25e6 * 1e6;
+  EXPECT_GE(v.at("time_us").get<double>(), 0.7 * expectedUs);
+  EXPECT_LE(v.at("time_us").get<double>(), 3.0 * expectedUs);
+  EXPECT_GE(v.at("predicted_us").get<double>(), 0.7 * expectedUs);
+  EXPECT_LE(v.at("predicted_us").get<double>(), 1.5 * expectedUs);
+  EXPECT_EQ(v.at("shaping").get<std::string>(), "12 links at 25 MB/s to 50 MB/s");
 }
 
 }  // namespace

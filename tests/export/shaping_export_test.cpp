@@ -168,7 +168,8 @@ TEST(ShapingExport, RecordingKeepsEachRunsShapingAndPredictionMethod) {
 TEST(ShapingExport, RecordingsWrittenBeforeShapingStillRead) {
   std::string old = recordingJson(shapedReport({}));
   const std::string unshaped =
-      R"(,"shaping":{"port_bytes_per_s":0.0,"added_latency_s":0.0,"slow_ranks":[],"slow_links":[]})";
+      R"(,"shaping":{"port_bytes_per_s":0.0,"added_latency_s":0.0,"slow_ranks":[],"slow_links":[],)"
+      R"("link_latencies":[]})";
   for (int i = 0; i < 3; ++i) replaceOnce(old, unshaped, "");  // the config and two runs
   replaceOnce(old, R"(,"predicted_method":"closed form")", "");
   replaceOnce(old, R"(,"predicted_method":null)", "");
@@ -268,6 +269,30 @@ TEST(ShapingExport, TraceOfAShapedSessionNamesItsNetwork) {
   EXPECT_NE(text.find("allreduce-lab bench (network: shaped differently per run"),
             std::string::npos);
   EXPECT_NE(text.find(R"("network":"unshaped")"), std::string::npos);
+}
+
+// A named topology's links (their own latencies) and its name travel through the results JSON
+// and the recording, and a file without them reads as none.
+TEST(ShapingExport, TopologyAndLinkLatenciesRoundTrip) {
+  LinkShaping torus = classroomNetwork();
+  torus.linkLatencySeconds[{0, 3}] = 4e-6;
+  torus.linkLatencySeconds[{3, 0}] = 2e-6;
+  BenchReport r = shapedReport(torus);
+  r.config.topology = "torus:2x2@100M";
+  const nlohmann::json v = nlohmann::json::parse(benchResultsJson(r));
+  EXPECT_EQ(v.at("config").at("topology").get<std::string>(), "torus:2x2@100M");
+  const nlohmann::json& lat = v.at("config").at("shaping").at("link_latencies");
+  ASSERT_EQ(lat.size(), 2u);
+  EXPECT_EQ(lat[0].at("from").get<int>(), 0);
+  EXPECT_EQ(lat[0].at("to").get<int>(), 3);
+  EXPECT_EQ(lat[0].at("latency_s").get<double>(), 4e-6);
+  const BenchReport back = parseRecording(recordingJson(r));
+  EXPECT_EQ(back.config.topology, "torus:2x2@100M");
+  EXPECT_EQ(back.config.shaping, torus);
+  EXPECT_EQ(back.rows[0].result.request.shaping, torus);
+  const BenchReport plain = parseRecording(recordingJson(shapedReport(classroomNetwork())));
+  EXPECT_TRUE(plain.config.topology.empty());
+  EXPECT_TRUE(plain.config.shaping.linkLatencySeconds.empty());
 }
 
 }  // namespace

@@ -19,11 +19,39 @@ using testing::madeRow;
 // What the panel does on its own timer is done within this.
 constexpr int kRedrawWaitMs = 2000;
 
-TEST(ChartsPanel, HasOneTabPerChart) {
+TEST(ChartsPanel, HasOneTabPerChartThenTheMap) {
   ChartsPanel panel;
-  ASSERT_EQ(panel.count(), kChartKinds);
+  ASSERT_EQ(panel.count(), kChartKinds + 1);
   for (int i = 0; i < kChartKinds; ++i) {
     EXPECT_EQ(panel.tabText(i).toStdString(), chartTabTitle(ChartsPanel::kindOfTab(i)));
+  }
+  EXPECT_EQ(panel.tabText(ChartsPanel::kMapTab).toStdString(), "map (model)");
+}
+
+// The Map tab: the model's map over the window's grid, and the recording's measured runs as
+// its measured winners, each the fastest algorithm measured at its ranks and size.
+TEST(ChartsPanel, MapsTheModelAndMarksTheMeasuredWinners) {
+  ChartsPanel panel;
+  const CrossoverView& before = panel.crossover();
+  ASSERT_EQ(before.map.ranks.front(), 2);
+  ASSERT_EQ(before.map.ranks.back(), 4096);
+  EXPECT_TRUE(before.measured.empty());
+  for (const MapCell& c : before.map.cells) EXPECT_FALSE(c.ranked.empty());
+  const BenchReport report = readRecording(testing::samplePath());
+  panel.setReport(report);
+  const CrossoverView& v = panel.crossover();
+  ASSERT_FALSE(v.measured.empty());
+  for (const MeasuredWinner& w : v.measured) {
+    double winner = 0, fastest = 0;
+    for (const SweepRow& sr : report.rows) {
+      const ChartRow r = chartRow(sr);
+      if (r.nranks != w.nranks || r.sizeBytes != w.bytes || !r.ok) continue;
+      if (fastest == 0 || r.timeUs < fastest) fastest = r.timeUs;
+      if (r.algorithm == w.algorithm && (winner == 0 || r.timeUs < winner)) winner = r.timeUs;
+    }
+    EXPECT_GT(winner, 0) << w.algorithm;
+    EXPECT_EQ(winner, fastest) << w.nranks << " ranks, " << w.bytes << " bytes";
+    EXPECT_GE(w.margin, 0);
   }
 }
 

@@ -276,7 +276,7 @@ TEST_F(TrainingFiles, TheCommandLineShowsARecordOrSaysWhyNot) {
              QStringLiteral("--screenshot"), shot});
   ASSERT_TRUE(tab.waitForFinished(30000));
   EXPECT_EQ(tab.exitCode(), 2);
-  EXPECT_TRUE(tab.readAllStandardError().contains("heatmap, spread, training)"));
+  EXPECT_TRUE(tab.readAllStandardError().contains("heatmap, spread, map, training)"));
 }
 
 }  // namespace

@@ -716,6 +716,7 @@ TEST(Protocol, ShapingRoundTripsAndIsChecked) {
   c.shaping.rankPortBytesPerSecond[3] = 50e6;
   c.shaping.linkBytesPerSecond[{1, 2}] = 25e6;
   c.shaping.linkBytesPerSecond[{2, 1}] = 75e6;
+  c.shaping.linkLatencySeconds[{0, 3}] = 4e-6;  // version 13
   expectRoundTrip(c);
   const auto link = [](int from, int to) {
     Bytes nested;
@@ -736,6 +737,8 @@ TEST(Protocol, ShapingRoundTripsAndIsChecked) {
                          putBytes(b, 29, link(1, 2));
                        }),
           "slow link 1-2 listed twice");
+  rejects(withAppended(sampleConfig(4), [&](Bytes& b) { putBytes(b, 33, link(3, 3)); }),
+          "link shaping: link latency 3-3: a link joins two different ranks");
 }
 
 // The data-plane setup: RunConfig names the hosts, each Ready reports its rank's endpoint,

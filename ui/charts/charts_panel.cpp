@@ -40,6 +40,11 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QTabWidget(parent) {
     addTab(pages[static_cast<size_t>(k)],
            QString::fromStdString(chartTabTitle(static_cast<ChartKind>(k))));
   }
+  map_ = new FigureWidget([this](QPainter& p, const QRectF& r, const FigureStyle& s) {
+    paintCrossoverMap(p, r, crossover_, s);
+  });
+  map_->setMinimumSize(320, 240);
+  addTab(wrap(map_, nullptr), tr("map (model)"));
   // What the bandwidth charts measure by, at the tabs' corner: the mean (nccl-tests) or the
   // median iteration, which the model's dashed line predicts.
   bandwidthBox_ = new QComboBox(this);
@@ -55,8 +60,9 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QTabWidget(parent) {
   // Shown only on the tabs it changes: the timeline, heat map and spread are not bandwidths.
   connect(this, &QTabWidget::currentChanged, this, [this](int tab) {
     const ChartKind k = kindOfTab(tab);
-    bandwidthBox_->setVisible(k == ChartKind::BusbwVsSize || k == ChartKind::AlgbwVsSize ||
-                              k == ChartKind::BusbwVsSlice);
+    bandwidthBox_->setVisible(tab < kChartKinds &&
+                              (k == ChartKind::BusbwVsSize || k == ChartKind::AlgbwVsSize ||
+                               k == ChartKind::BusbwVsSlice));
   });
   timer_.setSingleShot(true);
   timer_.setInterval(kRedrawIntervalMs);
@@ -64,10 +70,27 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QTabWidget(parent) {
   // No configuration has come yet: a default one would name sizes and a slice nobody chose.
   charts_.subtitle = noRunSubtitle();
   fillRunCharts(charts_, nullptr);
+  computeMap();
   redraw();
 }
 
 ChartsPanel::~ChartsPanel() = default;
+
+void ChartsPanel::setModel(const ModelParams& p, const std::string& source) {
+  mapParams_ = p;
+  mapSource_ = source;
+  computeMap();
+  map_->update();
+}
+
+// The map over the session's ports and added latency (windowMapQuery); every cell is a closed
+// form or a small simulation, quick enough for the GUI thread.
+void ChartsPanel::computeMap() {
+  const MapQuery q = windowMapQuery(mapParams_, config_.shaping);
+  crossover_.map = crossoverMap(q);
+  crossover_.modelText = alphaBetaGammaText(q.params) + " · " + describeShaping(q.network) +
+                         (mapSource_.empty() ? "" : " · " + mapSource_);
+}
 
 QWidget* ChartsPanel::wrap(QWidget* view, QLabel** note) {
   auto* page = new QWidget;
@@ -109,6 +132,7 @@ void ChartsPanel::beginSession(const BenchConfig& config, const std::vector<Work
   charts_.modelSource = modelSource;
   charts_.bandwidthOf = bandwidthOf_;
   fillRunCharts(charts_, nullptr);
+  computeMap();
   timer_.stop();
   redraw();
 }
@@ -130,6 +154,9 @@ void ChartsPanel::setReport(const BenchReport& report) {
   charts_.subtitle = sessionSubtitle(config_, workers_);
   charts_.modelSource = report.modelSource;
   fillRunCharts(charts_, defaultTimelineRow(report.rows));
+  mapParams_ = report.model;
+  mapSource_ = report.modelSource;
+  computeMap();
   redraw();
 }
 
@@ -187,8 +214,10 @@ void ChartsPanel::redraw() {
     notes_[static_cast<size_t>(kXYKinds[i])]->setText(QString::fromStdString(d.note));
   }
   charts_ = std::move(next);
+  crossover_.measured = measuredWinners(rows_);
   timeline_->update();
   heatMap_->update();
+  map_->update();
   ++redraws_;
 }
 

@@ -1,6 +1,7 @@
 // The charts of a session, in tabs: busbw and algbw against size (one series per algorithm, the
 // model's prediction dashed beside each), busbw against slice size, the per-step timeline of
-// one run, the link load heat map of one run, and the spread of iteration times.
+// one run, the link load heat map of one run, the spread of iteration times, and the cost
+// model's crossover map with the session's measured winners on it (the last tab, Map).
 // Fed whole (a recording) or row by row (a live sweep; redrawn at most 30 times a second);
 // before either, they show the setup Run would measure and say that nothing has run yet.
 #pragma once
@@ -11,6 +12,7 @@
 #include <memory>
 
 #include "charts/chart_data.h"
+#include "charts/crossover_view.h"
 #include "export/export.h"
 
 class QChartView;
@@ -46,6 +48,13 @@ class ChartsPanel : public QTabWidget {
   // read; the row need not outlive the call).
   void showRun(const SweepRow& row);
 
+  // The cost model the Map tab is drawn with, and where its parameters came from; a
+  // recording's own model (setReport) replaces it.
+  void setModel(const ModelParams& p, const std::string& source);
+  // The Map tab's index: after the ChartKind tabs.
+  static constexpr int kMapTab = kChartKinds;
+  const CrossoverView& crossover() const { return crossover_; }
+
   // What the bandwidth charts measure a run by (the combo box at the tabs' corner); they
   // redraw at once.
   void setBandwidthOf(BandwidthOf of);
@@ -64,6 +73,7 @@ class ChartsPanel : public QTabWidget {
   void scheduleRedraw();
   QWidget* wrap(QWidget* view, QLabel** note);
   void applyLiveAxes(XYChartData& d, ChartKind k) const;
+  void computeMap();
 
   BenchConfig config_;
   std::vector<WorkerInfo> workers_;
@@ -80,6 +90,10 @@ class ChartsPanel : public QTabWidget {
   std::array<QLabel*, kChartKinds> notes_{};
   FigureWidget* timeline_ = nullptr;
   FigureWidget* heatMap_ = nullptr;
+  FigureWidget* map_ = nullptr;
+  ModelParams mapParams_;
+  std::string mapSource_;
+  CrossoverView crossover_;
   QTimer timer_;
   int redraws_ = 0;
 };

@@ -346,9 +346,21 @@ void centre(Layout& l) {
   for (LayoutBox& b : l.boxes) b.rect.translate(shift);
 }
 
+// The rate a link is slow against: the ports'; where every link has a rate of its own and the
+// ports none (a named topology), the fastest link's, so only its longer paths are marked.
+double normalRate(const LinkShaping& sh, size_t nodes) {
+  if (sh.portBytesPerSecond > 0 || nodes < 2 ||
+      sh.linkBytesPerSecond.size() < nodes * (nodes - 1)) {
+    return sh.portBytesPerSecond;
+  }
+  double fastest = 0;
+  for (const auto& [link, rate] : sh.linkBytesPerSecond) fastest = std::max(fastest, rate);
+  return fastest;
+}
+
 void applyShaping(Layout& l, const TopologyRun& run) {
   const LinkShaping& sh = run.shaping;
-  const double base = sh.portBytesPerSecond;
+  const double base = normalRate(sh, l.nodes.size());
   for (const auto& [rank, rate] : sh.rankPortBytesPerSecond) {
     if (base == 0 || rate < base) l.slowRanks[rank] = rate;
   }

@@ -112,6 +112,7 @@ void MainWindow::buildDocks() {
   addDockWidget(Qt::LeftDockWidgetArea, setupDock_);
 
   charts_ = new ChartsPanel(this);
+  charts_->setModel(options_.model, options_.modelSource);
   chartsDock_ = new QDockWidget(tr("Charts"), this);
   chartsDock_->setObjectName(QStringLiteral("chartsDock"));
   chartsDock_->setWidget(charts_);

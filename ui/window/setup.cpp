@@ -7,6 +7,7 @@
 #include "backend/registry.h"
 #include "base/errors.h"
 #include "base/limits.h"
+#include "base/topology.h"
 #include "exec/collective_library.h"
 #include "exec/run_request.h"
 #include "export/bench_sweep.h"
@@ -147,6 +148,15 @@ void checkShapingFields(const SessionSetup& s, Problems& out) {
     link.linkBytesPerSecond[{s.slowLinkFrom, s.slowLinkTo}] = s.slowLinkMBps * 1e6;
     checkShapingField(link, n, SetupField::SlowLink, out);
   }
+  if (s.topology.empty()) return;
+  try {
+    expandTopology(parseTopology(s.topology), n, port, 0);
+  } catch (const TopologyError& e) {
+    out.add(SetupField::Topology, e.what());
+  }
+  if (s.slowLinkFrom >= 0) {
+    out.add(SetupField::SlowLink, "a topology sets every link's rate: clear one or the other");
+  }
 }
 
 // The smallest size that gives the collective at least one element on every rank.
@@ -215,7 +225,15 @@ LinkShaping SessionSetup::shaping() const {
   if (slowLinkFrom >= 0 && slowLinkTo >= 0) {
     s.linkBytesPerSecond[{slowLinkFrom, slowLinkTo}] = slowLinkMBps * 1e6;
   }
-  return s;
+  if (topology.empty()) return s;
+  // A topology that does not fit is checkSetup's to report; until it fits, the rest holds.
+  LinkShaping ports = s;
+  ports.addedLatencySeconds = 0;
+  try {
+    return expandTopology(parseTopology(topology), nranks(), ports, s.addedLatencySeconds);
+  } catch (const TopologyError&) {
+    return s;
+  }
 }
 
 namespace {
@@ -346,6 +364,13 @@ BenchConfig benchConfigOf(const SessionSetup& s) {
   c.listen = s.listen;
   c.root = s.root;
   c.shaping = s.shaping();
+  if (!s.topology.empty()) {
+    try {
+      c.topology = topologyName(parseTopology(s.topology));
+    } catch (const TopologyError&) {
+      c.topology.clear();
+    }
+  }
   return c;
 }
 

@@ -59,6 +59,9 @@ struct SessionSetup {
   int slowLinkFrom = -1;      // one slow directed link ...
   int slowLinkTo = -1;
   double slowLinkMBps = 100;  // ... at this rate
+  // A named topology (base/topology.h, --topology's NAME; empty: none): every link's rate,
+  // and latencyUs is then per hop.
+  std::string topology;
 
   bool operator==(const SessionSetup&) const = default;
   int nranks() const { return localWorkers + remoteWorkers; }
@@ -88,6 +91,7 @@ enum class SetupField {
   Latency,
   SlowRank,
   SlowLink,
+  Topology,
 };
 
 struct SetupProblem {

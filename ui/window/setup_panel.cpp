@@ -354,6 +354,12 @@ void SetupPanel::buildShaping() {
            row({slowLinkOn_, slowFrom_, new QLabel(QStringLiteral("→")), slowTo_,
                 new QLabel(tr("at")), slowLinkRate_}),
            tr("One directed link slower than its ports"));
+  topology_ = new QLineEdit(in);
+  topology_->setPlaceholderText(tr("none (e.g. torus:2x2@100M, fat-tree:2:4)"));
+  addField(shapingSection_, SetupField::Topology, tr("Topology"), topology_,
+           tr("A named network (docs/topologies.md): torus:RxC[@RATE] or fat-tree:K[:O][@RATE]; "
+              "RATE is one link's, else the port rate's; the added latency is then per hop"));
+  connect(topology_, &QLineEdit::textChanged, this, &SetupPanel::changed);
   for (QDoubleSpinBox* b : {portRate_, latency_, slowRankRate_, slowLinkRate_}) {
     connect(b, &QDoubleSpinBox::valueChanged, this, &SetupPanel::changed);
   }
@@ -474,6 +480,7 @@ SessionSetup SetupPanel::setup(std::vector<SetupProblem>* problems) const {
   s.slowLinkFrom = slowLinkOn_->isChecked() ? slowFrom_->value() : -1;
   s.slowLinkTo = slowLinkOn_->isChecked() ? slowTo_->value() : -1;
   s.slowLinkMBps = slowLinkRate_->value();
+  s.topology = topology_->text().trimmed().toStdString();
   return s;
 }
 
@@ -517,6 +524,7 @@ void SetupPanel::setSetup(const SessionSetup& s) {
   slowLinkOn_->setChecked(s.slowLinkFrom >= 0);
   slowFrom_->setValue(std::max(s.slowLinkFrom, 0));
   slowTo_->setValue(std::max(s.slowLinkTo, 0));
+  topology_->setText(QString::fromStdString(s.topology));
   slowLinkRate_->setValue(s.slowLinkMBps);
   updateDependentFields();
   updateSummaries();
@@ -607,7 +615,10 @@ void SetupPanel::updateSummaries() {
                                : QString::fromStdString(formatRingOrder(s.ringOrder)));
   QStringList shaping;
   if (s.portMBps > 0) shaping << tr("ports %1 MB/s").arg(s.portMBps);
-  if (s.latencyUs > 0) shaping << tr("+%1 µs").arg(s.latencyUs);
+  if (!s.topology.empty()) shaping << QString::fromStdString(s.topology);
+  if (s.latencyUs > 0) {
+    shaping << (s.topology.empty() ? tr("+%1 µs") : tr("+%1 µs per hop")).arg(s.latencyUs);
+  }
   if (s.slowRank >= 0) shaping << tr("rank %1 at %2 MB/s").arg(s.slowRank).arg(s.slowRankMBps);
   if (s.slowLinkFrom >= 0) {
     shaping

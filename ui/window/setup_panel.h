@@ -127,6 +127,7 @@ class SetupPanel : public QWidget {
   RingOrderModel* ring_;
   QDoubleSpinBox* portRate_;
   QDoubleSpinBox* latency_;
+  QLineEdit* topology_;
   QCheckBox* slowRankOn_;
   QSpinBox* slowRank_;
   QDoubleSpinBox* slowRankRate_;

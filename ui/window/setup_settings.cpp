@@ -63,6 +63,7 @@ void saveSetup(QSettings& st, const SessionSetup& s) {
   st.setValue(QStringLiteral("slowLinkFrom"), s.slowLinkFrom);
   st.setValue(QStringLiteral("slowLinkTo"), s.slowLinkTo);
   st.setValue(QStringLiteral("slowLinkMBps"), s.slowLinkMBps);
+  st.setValue(QStringLiteral("topology"), QString::fromStdString(s.topology));
   st.endGroup();
 }
 
@@ -112,6 +113,7 @@ SessionSetup loadSetup(QSettings& st) {
   s.slowLinkFrom = st.value(QStringLiteral("slowLinkFrom"), d.slowLinkFrom).toInt();
   s.slowLinkTo = st.value(QStringLiteral("slowLinkTo"), d.slowLinkTo).toInt();
   s.slowLinkMBps = st.value(QStringLiteral("slowLinkMBps"), d.slowLinkMBps).toDouble();
+  s.topology = st.value(QStringLiteral("topology"), QString()).toString().toStdString();
   st.endGroup();
   return s;
 }
