@@ -431,16 +431,4 @@ std::string printfString(const char* format, ...) {
   return out;
 }
 
-void checkListen(const Arg& a) {
-  const std::string expected = "expected tcp://ADDR:PORT, PORT in 1..65535 or *";
-  const auto ep = splitTcp(a.text);
-  if (!ep) throw refuse(a, expected);
-  const std::string& port = ep->port;
-  if (port == "*") return;
-  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) ||
-      std::stoi(port) < 1 || std::stoi(port) > 65535) {
-    throw refuse(a, expected);
-  }
-}
-
 }  // namespace arl::app

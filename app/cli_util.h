@@ -105,10 +105,6 @@ double parseRate(const Arg& a);
 // --topology NAME (base/topology.h).
 void declareShaping(Options& o);
 
-// A control endpoint to listen on: "tcp://HOST:PORT" with a numeric port (or '*': any free
-// port).
-void checkListen(const Arg& a);
-
 // The control socket's keys when the lab listens (docs/security.md), as bench and gui take
 // them: --keys DIR, --allow FILE, --insecure (into *insecure).
 void declareSecurity(Options& o, bool* insecure);
