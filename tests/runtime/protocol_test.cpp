@@ -737,7 +737,7 @@ TEST(Protocol, ShapingRoundTripsAndIsChecked) {
                          putBytes(b, 29, link(1, 2));
                        }),
           "slow link 1-2 listed twice");
-  rejects(withAppended(sampleConfig(4), [&](Bytes& b) { putBytes(b, 33, link(3, 3)); }),
+  rejects(withAppended(sampleConfig(4), [&](Bytes& b) { putBytes(b, 35, link(3, 3)); }),
           "link shaping: link latency 3-3: a link joins two different ranks");
 }
 
