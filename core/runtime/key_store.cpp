@@ -123,7 +123,8 @@ std::optional<CurveKeyPair> loadKeyPair(const std::string& dir) {
 }
 
 std::string readServerKey(const std::string& keyOrFile) {
-  if (isZ85Key(keyOrFile)) return keyOrFile;
+  // A file first: a path can be 40 characters of Z85's alphabet too ("/tmp/.../lab/curve.pub").
+  if (isZ85Key(keyOrFile) && ::access(keyOrFile.c_str(), F_OK) != 0) return keyOrFile;
   const auto line = firstKeyLine(keyOrFile);
   if (!line) {
     throw ConfigError("'" + keyOrFile +

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -46,6 +47,17 @@ TEST(KeyStore, WritesThePairWithTheSecretForItsOwnerAlone) {
   EXPECT_EQ(loaded->publicKey, keys.publicKey);
   EXPECT_EQ(readServerKey(f.publicPath), keys.publicKey);
   EXPECT_EQ(readServerKey(keys.publicKey), keys.publicKey);
+}
+
+// A path of 40 characters, all of them in Z85's alphabet, is still a path when the file is
+// there (scripts/hosts' temporary folders made such paths).
+TEST(KeyStore, AServerKeyFileWhosePathLooksLikeAKeyIsRead) {
+  const CurveKeyPair keys = makeCurveKeyPair();
+  std::string path = "/tmp/arl-z85-" + std::to_string(::getpid()) + "-";
+  path += std::string(40 - path.size(), 'k');
+  writeText(path, "# a key\n" + keys.publicKey + "\n");
+  EXPECT_EQ(readServerKey(path), keys.publicKey);
+  std::remove(path.c_str());
 }
 
 TEST(KeyStore, RefusesToReplaceAPairUnlessForced) {
