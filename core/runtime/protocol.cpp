@@ -281,6 +281,42 @@ std::optional<std::string> checkEpoch(uint64_t epoch) {
   return std::string("epoch 0 on a run-scoped message (runs start at epoch 1)");
 }
 
+// RunConfig's lists of one entry per rank (hosts, pid namespaces, data-plane keys): their
+// sizes, and what the shm data plane needs of them.
+std::optional<std::string> checkPerRank(const RunConfig& m) {
+  const auto n = static_cast<uint64_t>(m.worldSize);
+  if (!m.hosts.empty() && m.hosts.size() != n) {
+    return std::to_string(m.hosts.size()) + " host names for a world of " + std::to_string(n);
+  }
+  if (!m.pidNamespaces.empty() && m.pidNamespaces.size() != n) {
+    return std::to_string(m.pidNamespaces.size()) + " pid namespaces for a world of " +
+           std::to_string(n);
+  }
+  if (!m.dataKeys.empty() && m.dataKeys.size() != n) {
+    return std::to_string(m.dataKeys.size()) + " data-plane keys for a world of " +
+           std::to_string(n);
+  }
+  for (size_t r = 0; r < m.dataKeys.size(); ++r) {
+    if (!isZ85Key(m.dataKeys[r])) {
+      return "the data-plane key of rank " + std::to_string(r) + " is not a Z85 CURVE key";
+    }
+  }
+  for (size_t r = 0; r < m.pidNamespaces.size(); ++r) {
+    if (m.dataPlane == DataPlaneKind::Shm && m.pidNamespaces[r] != m.pidNamespaces[0]) {
+      return "the shm data plane needs every rank in one pid namespace (rank " + std::to_string(r) +
+             " is in another than rank 0: a container of its own?)";
+    }
+  }
+  for (size_t r = 0; r < m.hosts.size(); ++r) {
+    if (auto e = checkName("host of rank " + std::to_string(r), m.hosts[r])) return e;
+    if (m.dataPlane == DataPlaneKind::Shm && m.hosts[r] != m.hosts[0]) {
+      return "the shm data plane needs every rank on one host (rank " + std::to_string(r) +
+             " is on " + m.hosts[r] + ", rank 0 on " + m.hosts[0] + ")";
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> check(const RunConfig& m) {
   if (auto e = firstError({checkEpoch(m.epoch),
                            checkRange<int32_t>("world size", m.worldSize, 1, kMaxRanks),
@@ -320,35 +356,7 @@ std::optional<std::string> check(const RunConfig& m) {
     return "an MSCCL file of " + std::to_string(m.scheduleXml.size()) + " bytes, over " +
            std::to_string(kMscclMaxFileBytes);
   }
-  if (!m.hosts.empty() && m.hosts.size() != n) {
-    return std::to_string(m.hosts.size()) + " host names for a world of " + std::to_string(n);
-  }
-  if (!m.pidNamespaces.empty() && m.pidNamespaces.size() != n) {
-    return std::to_string(m.pidNamespaces.size()) + " pid namespaces for a world of " +
-           std::to_string(n);
-  }
-  if (!m.dataKeys.empty() && m.dataKeys.size() != n) {
-    return std::to_string(m.dataKeys.size()) + " data-plane keys for a world of " +
-           std::to_string(n);
-  }
-  for (size_t r = 0; r < m.dataKeys.size(); ++r) {
-    if (!isZ85Key(m.dataKeys[r])) {
-      return "the data-plane key of rank " + std::to_string(r) + " is not a Z85 CURVE key";
-    }
-  }
-  for (size_t r = 0; r < m.pidNamespaces.size(); ++r) {
-    if (m.dataPlane == DataPlaneKind::Shm && m.pidNamespaces[r] != m.pidNamespaces[0]) {
-      return "the shm data plane needs every rank in one pid namespace (rank " + std::to_string(r) +
-             " is in another than rank 0: a container of its own?)";
-    }
-  }
-  for (size_t r = 0; r < m.hosts.size(); ++r) {
-    if (auto e = checkName("host of rank " + std::to_string(r), m.hosts[r])) return e;
-    if (m.dataPlane == DataPlaneKind::Shm && m.hosts[r] != m.hosts[0]) {
-      return "the shm data plane needs every rank on one host (rank " + std::to_string(r) +
-             " is on " + m.hosts[r] + ", rank 0 on " + m.hosts[0] + ")";
-    }
-  }
+  if (auto e = checkPerRank(m)) return e;
   try {
     checkShaping(m.shaping, m.worldSize);
   } catch (const ConfigError& e) {

@@ -66,7 +66,7 @@ std::string rankCountRefusal(std::string_view algo, int nranks) {
   const bool pow2 = nranks > 0 && (nranks & (nranks - 1)) == 0;
   if ((algo == "swing" || algo == "swing-latency") && !pow2) {
     return std::string(algo) + " needs a power-of-two number of ranks (got " +
-           std::to_string(nranks) + "); its extension to other counts is not implemented";
+           std::to_string(nranks) + "): the lab runs the paper's power-of-two form";
   }
   return {};
 }

@@ -307,7 +307,8 @@ TEST(PlanCli, NamesUnexpectedArgumentsInTheOrderTyped) {
   EXPECT_EQ(r.err, "allreduce-lab plan: unexpected arguments: --bogus x y (see --help)\n");
   const testutil::Result cmd = testutil::runBinary(ARL_LAB_BINARY, "frobnicate");
   EXPECT_EQ(cmd.rc, 2);
-  EXPECT_NE(cmd.err.find("unknown command 'frobnicate' (known: plan, model, bench,"), std::string::npos)
+  EXPECT_NE(cmd.err.find("unknown command 'frobnicate' (known: plan, model, bench,"),
+            std::string::npos)
       << cmd.err;
   EXPECT_NE(cmd.err.find("train"), std::string::npos) << cmd.err;
 }
