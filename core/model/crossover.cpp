@@ -83,8 +83,12 @@ const char* toString(MapMethod m) {
 }
 
 double MapCell::margin() const {
-  if (ranked.size() < 2 || ranked[0].seconds <= 0) return 0;
-  return ranked[1].seconds / ranked[0].seconds - 1;
+  if (ranked.empty() || ranked[0].seconds <= 0) return 0;
+  const double best = ranked[0].seconds;
+  for (size_t i = 1; i < ranked.size(); ++i) {
+    if (ranked[i].seconds > best * (1 + 1e-9)) return ranked[i].seconds / best - 1;
+  }
+  return 0;
 }
 
 CrossoverMap crossoverMap(const MapQuery& q) {

@@ -48,7 +48,9 @@ struct MapCell {
   uint64_t bytes = 0;
   std::vector<MapEntry> ranked;  // fastest first; empty when no algorithm could be priced
   // How much longer the runner-up takes than the winner (0.12 = 12% longer); 0 with fewer
-  // than two entries.
+  // than two entries. An algorithm that ties the winner exactly is no runner-up: on a uniform
+  // network swing's closed form is halving-doubling's, swing-latency's recursive doubling's,
+  // so the margin is over the next algorithm that takes longer.
   double margin() const;
 };
 
