@@ -7,6 +7,7 @@
 #include <QChartView>
 #include <QComboBox>
 
+#include "base/topology.h"
 #include "charts/charts_panel.h"
 #include "charts_fixture.h"
 #include "wait_until.h"
@@ -53,6 +54,50 @@ TEST(ChartsPanel, MapsTheModelAndMarksTheMeasuredWinners) {
     EXPECT_EQ(winner, fastest) << w.nranks << " ranks, " << w.bytes << " bytes";
     EXPECT_GE(w.margin, 0);
   }
+}
+
+// On a named topology the map is the topology's: the rank counts it fits, every cell priced
+// over its links as the command line's `model map --topology` prices it, and the model line
+// names it.
+TEST(ChartsPanel, MapsASessionOnATopologyOverThatTopology) {
+  ChartsPanel panel;
+  BenchConfig config;
+  config.topology = "torus:4x4";
+  LinkShaping ports;
+  ports.portBytesPerSecond = 1e9;
+  config.shaping = expandTopology(parseTopology(config.topology), 16, ports, 2e-6);
+  panel.beginSession(config, {}, "test");
+  const CrossoverView& v = panel.crossover();
+  ASSERT_EQ(v.map.ranks, std::vector<int>{16});
+  EXPECT_NE(v.modelText.find("torus:4x4"), std::string::npos) << v.modelText;
+  // The same map as the command line's: the per-hop latency comes back from the links.
+  MapQuery q;
+  q.ranks = {16};
+  q.sizes = v.map.sizes;
+  q.params = ModelParams{};
+  q.network.portBytesPerSecond = 1e9;
+  q.topology = parseTopology("torus:4x4");
+  q.hopLatencySeconds = 2e-6;
+  const CrossoverMap cli = crossoverMap(q);
+  ASSERT_EQ(cli.cells.size(), v.map.cells.size());
+  for (size_t i = 0; i < cli.cells.size(); ++i) {
+    ASSERT_FALSE(cli.cells[i].ranked.empty());
+    ASSERT_EQ(cli.cells[i].ranked.size(), v.map.cells[i].ranked.size());
+    for (size_t k = 0; k < cli.cells[i].ranked.size(); ++k) {
+      const MapEntry& want = cli.cells[i].ranked[k];
+      const MapEntry& got = v.map.cells[i].ranked[k];
+      EXPECT_EQ(got.algorithm, want.algorithm);
+      EXPECT_DOUBLE_EQ(got.seconds, want.seconds) << want.algorithm;
+      EXPECT_EQ(got.method, want.method) << want.algorithm;
+    }
+  }
+  // Not the uniform map: the torus's distances are priced (ring's slowest link is a hop away
+  // at most, halving-doubling's partners up to four).
+  bool simulated = false;
+  for (const MapCell& c : v.map.cells) {
+    for (const MapEntry& e : c.ranked) simulated |= e.method == MapMethod::Simulation;
+  }
+  EXPECT_TRUE(simulated);
 }
 
 TEST(ChartsPanel, ShowsTheSampleRecording) {

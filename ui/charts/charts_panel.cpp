@@ -5,7 +5,9 @@
 #include <QLabel>
 #include <QVBoxLayout>
 #include <cmath>
+#include <cstdio>
 
+#include "base/topology.h"
 #include "charts/chart_adapter.h"
 #include "charts/chart_render.h"
 
@@ -83,12 +85,22 @@ void ChartsPanel::setModel(const ModelParams& p, const std::string& source) {
   map_->update();
 }
 
-// The map over the session's ports and added latency (windowMapQuery); every cell is a closed
-// form or a small simulation, quick enough for the GUI thread.
+// The map over the session's ports, added latency and topology (windowMapQuery); every cell is
+// a closed form or a small simulation, quick enough for the GUI thread.
 void ChartsPanel::computeMap() {
-  const MapQuery q = windowMapQuery(mapParams_, config_.shaping);
+  const MapQuery q = windowMapQuery(mapParams_, config_.shaping, config_.topology);
   crossover_.map = crossoverMap(q);
-  crossover_.modelText = alphaBetaGammaText(q.params) + " · " + describeShaping(q.network) +
+  std::string network = describeShaping(q.network);
+  if (q.topology) {
+    network = topologyName(*q.topology) + ", links " +
+              describeRate(topologyLinkRate(*q.topology, q.network));
+    if (q.hopLatencySeconds > 0) {
+      char hop[48];
+      std::snprintf(hop, sizeof hop, ", +%.3g us per hop", q.hopLatencySeconds * 1e6);
+      network += hop;
+    }
+  }
+  crossover_.modelText = alphaBetaGammaText(q.params) + " · " + network +
                          (mapSource_.empty() ? "" : " · " + mapSource_);
 }
 

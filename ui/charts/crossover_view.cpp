@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "base/topology.h"
 #include "charts/paint_util.h"
 #include "style/palette.h"
 
@@ -35,31 +36,24 @@ double bandPosition(const std::vector<double>& values, double v, double start, d
   return start + (static_cast<double>(values.size()) - 0.5) * band;
 }
 
-void drawCells(QPainter& p, const QRectF& plot, const CrossoverMap& m, const FigureStyle& s) {
+// The cell of row r and column c: rows grow upward, the most ranks at the top.
+QRectF cellBox(const QRectF& plot, const CrossoverMap& m, size_t r, size_t c) {
   const double cw = plot.width() / static_cast<double>(m.sizes.size());
   const double ch = plot.height() / static_cast<double>(m.ranks.size());
-  const QFont f = withSize(s.font, 0.85);
-  p.setFont(f);
-  const bool labels = QFontMetricsF(f).horizontalAdvance(QStringLiteral("ring 99%")) < cw - 4 &&
-                      QFontMetricsF(f).height() < ch;
+  return {plot.left() + static_cast<double>(c) * cw,
+          plot.bottom() - static_cast<double>(r + 1) * ch, cw, ch};
+}
+
+void drawCells(QPainter& p, const QRectF& plot, const CrossoverMap& m, const FigureStyle& s) {
   for (size_t r = 0; r < m.ranks.size(); ++r) {
     for (size_t c = 0; c < m.sizes.size(); ++c) {
       const MapCell& cell = m.at(r, c);
-      // Rows grow upward: the most ranks at the top.
-      const QRectF box(plot.left() + static_cast<double>(c) * cw,
-                       plot.bottom() - static_cast<double>(r + 1) * ch, cw, ch);
+      const QRectF box = cellBox(plot, m, r, c);
       if (cell.ranked.empty()) {
         p.fillRect(box, s.grid);
         continue;
       }
-      const MapEntry& w = cell.ranked.front();
-      p.fillRect(box, shaded(algorithmColor(qs(w.algorithm)), cell.margin(), s));
-      if (!labels) continue;
-      p.setPen(s.text);
-      const QString text = qs(shortAlgorithmName(w.algorithm)) + QStringLiteral(" ") +
-                           QString::number(std::lround(cell.margin() * 100)) + QStringLiteral("%") +
-                           (w.method == MapMethod::Simulation ? QStringLiteral("*") : QString());
-      p.drawText(box, Qt::AlignCenter, text);
+      p.fillRect(box, shaded(algorithmColor(qs(cell.ranked.front().algorithm)), cell.margin(), s));
     }
   }
   p.setPen(QPen(s.muted, 1));
@@ -95,23 +89,71 @@ void drawAxes(QPainter& p, const QRectF& plot, const CrossoverMap& m, const Figu
   p.restore();
 }
 
-// The measured winners as rings in their algorithm's colour at their ranks and size.
-void drawMeasured(QPainter& p, const QRectF& plot, const CrossoverView& v, const FigureStyle& s) {
-  if (v.measured.empty()) return;
+// Where a measured winner's ring sits: at its ranks and size on the map's log axes, between
+// bands for a point between the grid's values.
+QPointF markCentre(const QRectF& plot, const CrossoverMap& m, const MeasuredWinner& w) {
   std::vector<double> sizes, ranks;
-  for (uint64_t b : v.map.sizes) sizes.push_back(static_cast<double>(b));
-  for (int n : v.map.ranks) ranks.push_back(n);
+  for (uint64_t b : m.sizes) sizes.push_back(static_cast<double>(b));
+  for (int n : m.ranks) ranks.push_back(n);
   const double cw = plot.width() / static_cast<double>(sizes.size());
   const double ch = plot.height() / static_cast<double>(ranks.size());
-  const double radius = std::clamp(std::min(cw, ch) * 0.3, 5.0, 14.0);
+  return {bandPosition(sizes, static_cast<double>(w.bytes), plot.left(), cw),
+          plot.bottom() - bandPosition(ranks, w.nranks, 0, ch)};
+}
+
+double markRadius(const QRectF& plot, const CrossoverMap& m) {
+  const double cw = plot.width() / static_cast<double>(m.sizes.size());
+  const double ch = plot.height() / static_cast<double>(m.ranks.size());
+  return std::clamp(std::min(cw, ch) * 0.3, 5.0, 14.0);
+}
+
+// The measured winners as rings in their algorithm's colour at their ranks and size.
+void drawMeasured(QPainter& p, const QRectF& plot, const CrossoverView& v, const FigureStyle& s) {
+  const double radius = markRadius(plot, v.map);
   for (const MeasuredWinner& w : v.measured) {
-    const double x = bandPosition(sizes, static_cast<double>(w.bytes), plot.left(), cw);
-    const double y = plot.bottom() - (bandPosition(ranks, w.nranks, 0, ch));
+    const QPointF c = markCentre(plot, v.map, w);
     p.setPen(QPen(s.text, 3));
     p.setBrush(algorithmColor(qs(w.algorithm)));
-    p.drawEllipse(QPointF(x, y), radius, radius);
+    p.drawEllipse(c, radius, radius);
     p.setPen(QPen(algorithmColor(qs(w.algorithm)), 1.5));
-    p.drawEllipse(QPointF(x, y), radius - 1.5, radius - 1.5);
+    p.drawEllipse(c, radius - 1.5, radius - 1.5);
+  }
+}
+
+// Each cell's winner and margin, where they fit: centred, or beside a measured mark in the
+// cell (to its right, else its left), so that neither hides the other.
+void drawCellLabels(QPainter& p, const QRectF& plot, const CrossoverView& v, const FigureStyle& s) {
+  const CrossoverMap& m = v.map;
+  const QRectF first = cellBox(plot, m, 0, 0);
+  const QFont f = withSize(s.font, 0.85);
+  const QFontMetricsF fm(f);
+  if (fm.horizontalAdvance(QStringLiteral("ring 99%")) >= first.width() - 4 ||
+      fm.height() >= first.height()) {
+    return;
+  }
+  p.setFont(f);
+  const double radius = markRadius(plot, m);
+  for (size_t r = 0; r < m.ranks.size(); ++r) {
+    for (size_t c = 0; c < m.sizes.size(); ++c) {
+      const MapCell& cell = m.at(r, c);
+      if (cell.ranked.empty()) continue;
+      const MapEntry& w = cell.ranked.front();
+      const QString text = qs(shortAlgorithmName(w.algorithm)) + QStringLiteral(" ") +
+                           QString::number(std::lround(cell.margin() * 100)) + QStringLiteral("%") +
+                           (w.method == MapMethod::Simulation ? QStringLiteral("*") : QString());
+      const QRectF box = cellBox(plot, m, r, c);
+      const double width = fm.horizontalAdvance(text) + 4;
+      QRectF patch(box.center().x() - width / 2, box.center().y() - fm.height() / 2, width,
+                   fm.height());
+      for (const MeasuredWinner& mw : v.measured) {
+        const QPointF at = markCentre(plot, m, mw);
+        if (!box.contains(at)) continue;
+        patch.moveLeft(at.x() + radius + 2);
+        if (patch.right() > box.right()) patch.moveRight(at.x() - radius - 2);
+      }
+      p.setPen(s.text);
+      p.drawText(patch, Qt::AlignCenter, text);
+    }
   }
 }
 
@@ -147,15 +189,40 @@ void drawLegend(QPainter& p, const QRectF& area, const CrossoverView& v, const F
 
 }  // namespace
 
-MapQuery windowMapQuery(const ModelParams& p, const LinkShaping& network) {
+MapQuery windowMapQuery(const ModelParams& p, const LinkShaping& network,
+                        const std::string& topology) {
   MapQuery q;
-  for (int n = 2; n <= 4096; n *= 2) q.ranks.push_back(n);
   for (uint64_t b = 4096; b <= (uint64_t{4} << 30); b *= 4) q.sizes.push_back(b);
   q.params = p;
   // A shaping that differs per link has no one map over every rank count: the window's map
-  // takes the session's ports and added latency only, and says so.
+  // takes the session's ports and added latency, and the topology by name.
   q.network.portBytesPerSecond = network.portBytesPerSecond;
   q.network.addedLatencySeconds = network.addedLatencySeconds;
+  if (!topology.empty()) {
+    try {
+      q.topology = parseTopology(topology);
+    } catch (const TopologyError&) {
+      q.topology.reset();  // the setup panel names the problem; the map stays uniform
+    }
+  }
+  if (!q.topology) {
+    for (int n = 2; n <= 4096; n *= 2) q.ranks.push_back(n);
+    return q;
+  }
+  // The session's shaping is the topology expanded with each link's latency at hops x the
+  // per-hop latency; one link gives that latency back.
+  if (const auto it = network.linkLatencySeconds.find({0, 1});
+      it != network.linkLatencySeconds.end()) {
+    q.hopLatencySeconds = it->second / topologyHops(*q.topology, 0, 1);
+  }
+  q.network.addedLatencySeconds = 0;
+  for (int n = 2; n <= kMapSimulatedRanks; ++n) {
+    try {
+      checkTopology(*q.topology, n);
+      q.ranks.push_back(n);
+    } catch (const TopologyError&) {
+    }
+  }
   return q;
 }
 
@@ -196,6 +263,7 @@ void paintCrossoverMap(QPainter& p, const QRectF& r, const CrossoverView& v, con
   drawCells(p, plot, v.map, s);
   drawAxes(p, plot, v.map, s);
   drawMeasured(p, plot, v, s);
+  drawCellLabels(p, plot, v, s);
   drawLegend(p, QRectF(plot.right() + 16, plot.top(), legendWidth, plot.height()), v, s);
 }
 

@@ -31,8 +31,12 @@ struct CrossoverView {
   std::vector<MeasuredWinner> measured;
 };
 
-// The grid of the window's map: 2..4096 ranks doubling, 4K..4G bytes times 4.
-MapQuery windowMapQuery(const ModelParams& p, const LinkShaping& network);
+// The grid of the window's map: 2..4096 ranks doubling, 4K..4G bytes times 4, over the
+// session's ports and added latency. With a named topology (its name as topologyName() spells
+// it, `network` expanded over it), the rows are the rank counts the topology fits up to
+// kMapSimulatedRanks, each cell priced over its links as `model map --topology` prices it.
+MapQuery windowMapQuery(const ModelParams& p, const LinkShaping& network,
+                        const std::string& topology = {});
 
 // The fastest algorithm at each (ranks, size) of the finished rows (failed rows left out).
 std::vector<MeasuredWinner> measuredWinners(const std::vector<ChartRow>& rows);
