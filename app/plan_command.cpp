@@ -18,6 +18,7 @@
 
 #include "base/errors.h"
 #include "base/limits.h"
+#include "base/topology.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "exec/collective_library.h"
@@ -151,6 +152,8 @@ PlanArgs PlanCommand::parse() const {
   if (auto v = opts_.get("--stall-timeout"))
     a.req.stallTimeout = parseMillis(*v, kMaxStallTimeoutMs);
   a.req.shaping = parseShaping(opts_, a.ranks);
+  if (const auto t = parseTopologyFlag(opts_, a.ranks))
+    a.req.torusDims = torusDimsOf(topologyName(*t));
   return a;
 }
 
@@ -364,6 +367,7 @@ CostQuery costQuery(const PlanArgs& a, const Schedule& s) {
   q.ringOrder = a.req.ringOrder;
   q.inflight = a.req.inflight;
   q.shaping = a.req.shaping;
+  q.torusDims = a.req.torusDims;
   return q;
 }
 

@@ -168,4 +168,11 @@ std::string describeTopology(const Topology& t, double linkRate) {
          number(t.oversubscription) + ":1, links " + describeRate(linkRate);
 }
 
+std::vector<int> torusDimsOf(const std::string& name) {
+  if (name.empty()) return {};
+  const Topology t = parseTopology(name);
+  if (t.kind != Topology::Kind::Torus) return {};
+  return {t.rows, t.cols};
+}
+
 }  // namespace arl

@@ -24,6 +24,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/errors.h"
 #include "base/shaping.h"
@@ -81,6 +82,11 @@ LinkShaping expandTopology(const Topology& t, int nranks, LinkShaping base,
 // The rate of t's links: its @RATE, else the ports' rate of `base`, else
 // kDefaultLinkBytesPerSecond.
 double topologyLinkRate(const Topology& t, const LinkShaping& base);
+
+// The dimensions of the torus `name` names ({R, C} for torus:RxC), for swing's steps
+// (GenParams::torusDims); empty for no name or another topology. Throws TopologyError for a
+// name parseTopology() refuses.
+std::vector<int> torusDimsOf(const std::string& name);
 
 // One line for headers: "torus 4x4 with wrap-around, links 1 GB/s, paths at RATE / hops",
 // "fat tree, leaves of 8 ranks, uplinks 4:1, links 1 GB/s".

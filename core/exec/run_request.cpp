@@ -241,7 +241,8 @@ GenParams genParams(const RunRequest& req, const ResolvedRun& run) {
           .sliceElems = run.sliceElems,
           .root = req.root,
           .ranksPerHost = run.ranksPerHost,
-          .ring = run.ringOrder};
+          .ring = run.ringOrder,
+          .torusDims = req.torusDims};
 }
 
 LocalRunOptions localRunOptions(const RunRequest& req) {

@@ -34,6 +34,7 @@ struct RunRequest {
   int root = 0;
   int ranksPerHost = 0;        // 0 = group by the ranks' real host names
   std::vector<int> ringOrder;  // the ring as a permutation of 0..n-1; empty = 0, 1, ..., n-1
+  std::vector<int> torusDims;  // the torus the ranks lie on (GenParams::torusDims); empty: none
   int inflight = 4;            // slices a rank may have in flight
   bool inPlace = false;
   int warmup = 1;

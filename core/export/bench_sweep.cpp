@@ -1,6 +1,8 @@
 // The sweep of a bench configuration (bench_sweep.h).
 #include "export/bench_sweep.h"
 
+#include "base/topology.h"
+
 namespace arl {
 
 RunRequest runRequestOf(const BenchConfig& c) {
@@ -23,6 +25,7 @@ RunRequest runRequestOf(const BenchConfig& c) {
   q.mismatchRank = c.mismatchRank;
   q.randomData = c.randomData;
   q.scheduleXml = c.scheduleXml;
+  q.torusDims = torusDimsOf(c.topology);
   return q;
 }
 

@@ -67,6 +67,11 @@ MapCell priceCell(const MapQuery& q, const std::vector<std::string>& algorithms,
   cq.nranks = nranks;
   cq.bytes = bytes;
   cq.shaping = network;
+  // On a torus that fits the row swing takes its dimensions in turn, as the runs do.
+  if (q.topology && q.topology->kind == Topology::Kind::Torus &&
+      q.topology->rows * q.topology->cols == nranks) {
+    cq.torusDims = {q.topology->rows, q.topology->cols};
+  }
   for (const std::string& a : algorithms) {
     cq.algorithm = a;
     if (auto e = price(cq, q.params, misses)) cell.ranked.push_back(std::move(*e));

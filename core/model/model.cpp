@@ -597,6 +597,7 @@ Schedule scheduleOf(const CostQuery& q) {
   g.ranksPerHost = q.ranksPerHost;
   g.ring = q.ringOrder;
   g.radix = q.radix;
+  g.torusDims = q.torusDims;
   return generate(q.algorithm, g);
 }
 

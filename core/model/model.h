@@ -116,6 +116,7 @@ struct CostQuery {
   int root = 0;                // reduce and broadcast
   std::vector<int> ringOrder;  // empty = 0, 1, ..., n-1
   int radix = 4;               // knomial's k (GenParams::radix)
+  std::vector<int> torusDims;  // swing's torus (GenParams::torusDims); empty: one ring
   int inflight = 4;            // as SimOptions::inflight
   LinkShaping shaping;         // the network the run is shaped to (empty: the machine's own)
   bool sharedMemory = false;   // the data plane is shared memory (every rank on one host)

@@ -282,7 +282,7 @@ std::optional<std::string> checkEpoch(uint64_t epoch) {
 }
 
 // RunConfig's lists of one entry per rank (hosts, pid namespaces, data-plane keys): their
-// sizes, and what the shm data plane needs of them.
+// sizes, and what the shm data plane needs of them; the torus's dimensions hold the world.
 std::optional<std::string> checkPerRank(const RunConfig& m) {
   const auto n = static_cast<uint64_t>(m.worldSize);
   if (!m.hosts.empty() && m.hosts.size() != n) {
@@ -291,6 +291,17 @@ std::optional<std::string> checkPerRank(const RunConfig& m) {
   if (!m.pidNamespaces.empty() && m.pidNamespaces.size() != n) {
     return std::to_string(m.pidNamespaces.size()) + " pid namespaces for a world of " +
            std::to_string(n);
+  }
+  if (!m.torusDims.empty()) {
+    uint64_t product = 1;
+    for (uint32_t d : m.torusDims) {
+      if (d < 1 || d > n) {
+        return "a torus dimension of " + std::to_string(d) + " in a world of " + std::to_string(n);
+      }
+      product *= d;
+      if (product > n) break;
+    }
+    if (product != n) return "the torus's dimensions do not hold the world of " + std::to_string(n);
   }
   if (!m.dataKeys.empty() && m.dataKeys.size() != n) {
     return std::to_string(m.dataKeys.size()) + " data-plane keys for a world of " +
@@ -775,6 +786,7 @@ void toPb(const RunConfig& m, pb::RunConfig& p) {
   p.set_check(m.check);
   p.set_telemetry(static_cast<pb::TelemetryLevel>(enumToWire(m.telemetry)));
   for (int32_t r : m.ringOrder) p.add_ring_order(r);
+  for (uint32_t d : m.torusDims) p.add_torus_dims(d);
   for (const auto& host : m.hosts) p.add_hosts(host);
   for (const uint64_t ns : m.pidNamespaces) p.add_pid_namespaces(ns);
   for (const auto& key : m.dataKeys) p.add_data_keys(key);
@@ -852,7 +864,8 @@ Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
            std::to_string(h.epoch);
   }
   // Bounded before copying so that a hostile list costs nothing.
-  if (p.ring_order_size() > kMaxRanks || p.hosts_size() > kMaxRanks) {
+  if (p.ring_order_size() > kMaxRanks || p.hosts_size() > kMaxRanks ||
+      p.torus_dims_size() > kMaxRanks) {
     return std::to_string(std::max(p.ring_order_size(), p.hosts_size())) +
            " ranks listed, more than " + std::to_string(kMaxRanks);
   }
@@ -874,6 +887,7 @@ Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
   m.check = p.check();
   m.telemetry = *level;
   m.ringOrder.assign(p.ring_order().begin(), p.ring_order().end());
+  m.torusDims.assign(p.torus_dims().begin(), p.torus_dims().end());
   m.hosts.assign(p.hosts().begin(), p.hosts().end());
   m.pidNamespaces.assign(p.pid_namespaces().begin(), p.pid_namespaces().end());
   m.dataKeys.assign(p.data_keys().begin(), p.data_keys().end());

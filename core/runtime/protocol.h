@@ -58,7 +58,9 @@ namespace arl {
 //     CURVE on the data plane: Hello carries the worker's data-plane public key (dataKey),
 //     RunConfig every rank's (dataKeys).
 //     RunConfig carries each link's own latency (link_latencies: a named topology's hops).
-inline constexpr uint16_t kProtocolVersion = 13;
+// 14: RunConfig carries the torus the ranks lie on (torusDims), whose dimensions swing takes
+//     in turn.
+inline constexpr uint16_t kProtocolVersion = 14;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
@@ -321,6 +323,9 @@ struct RunConfig {
   uint32_t check = 1;       // 0..kMaxIterations: iterations checked (RankRunOptions::check)
   TelemetryLevel telemetry = TelemetryLevel::Chunks;
   std::vector<int32_t> ringOrder;  // a permutation of 0..worldSize-1
+  // The torus the ranks lie on (GenParams::torusDims): each 1..worldSize, their product
+  // worldSize; empty: none.
+  std::vector<uint32_t> torusDims;
   // hosts[r]: host name of rank r, or empty (not given). A worker binds ipc:// when every
   // rank is on its host, tcp:// otherwise.
   std::vector<std::string> hosts;

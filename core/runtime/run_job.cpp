@@ -142,6 +142,7 @@ Schedule runSchedule(const RunConfig& c, int rank, const std::atomic<bool>& canc
   p.root = c.root;
   p.ranksPerHost = static_cast<int>(c.ranksPerHost);
   p.ring.assign(c.ringOrder.begin(), c.ringOrder.end());
+  p.torusDims.assign(c.torusDims.begin(), c.torusDims.end());
   Schedule s;
   try {
     s = c.scheduleXml.empty()

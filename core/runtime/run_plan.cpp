@@ -69,6 +69,7 @@ RunConfig runConfigOf(const RunRequest& req, const ResolvedRun& run,
   c.randomData = req.randomData;
   c.telemetry = req.telemetry;
   c.ringOrder.assign(run.ringOrder.begin(), run.ringOrder.end());
+  c.torusDims.assign(req.torusDims.begin(), req.torusDims.end());
   c.hosts = hosts;
   c.dataPlane = req.dataPlane;
   c.cudaIpc = req.cudaIpc;

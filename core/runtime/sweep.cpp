@@ -23,6 +23,7 @@ CostQuery costQueryOf(const SweepRow& row, const LinkShaping& shaping) {
   cq.dtype = q.dtype;
   cq.root = q.root;
   cq.ringOrder = row.result.effective.ringOrder;
+  cq.torusDims = q.torusDims;
   cq.inflight = q.inflight;
   cq.shaping = shaping;
   return cq;

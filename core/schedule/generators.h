@@ -20,6 +20,11 @@ struct GenParams {
   int ranksPerHost = 0;     // hierarchical grouping; 0 = all ranks on one host
   std::vector<int> ring;    // ring order (a permutation of 0..n-1); empty = identity
   int radix = 4;            // knomial: children per parent and round (k >= 2; 2 = binomial)
+  // swing and swing-latency on a torus: its dimensions, ranks row-major over them (the last
+  // varies fastest; torus:RxC is {R, C}), each a power of two, their product nranks. The steps
+  // then take the dimensions in turn, as the paper runs Swing on a D-dimensional torus. Empty:
+  // the ranks as one ring. Other algorithms ignore it.
+  std::vector<int> torusDims;
 };
 
 // Thrown for parameters a generator refuses (unknown algorithm, unsupported collective,
@@ -39,6 +44,14 @@ bool algorithmSupports(std::string_view algo, Collective c);
 // Why `algo` cannot run on `nranks` ranks, or empty when it can: swing and swing-latency need a
 // power of two; every other algorithm takes any count the generators take (1..kMaxRanks).
 std::string rankCountRefusal(std::string_view algo, int nranks);
+
+// Swing's step s on a torus of `dims` (GenParams::torusDims; empty: one ring of nranks): the
+// dimension it moves along and that dimension's own step k (its peers are rho(k) away there).
+struct SwingStep {
+  int dimension = 0;
+  int k = 0;
+};
+SwingStep swingStep(const std::vector<int>& dims, int nranks, int s);
 
 // Generates the schedule. Throws GenError on bad parameters.
 Schedule generate(std::string_view algo, const GenParams& p);

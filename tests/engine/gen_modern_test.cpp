@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -253,6 +254,57 @@ TEST(GenModern, SwingPeersFollowRho) {
     if (op.sendPeer >= 0) odd.push_back(op.sendPeer);
   }
   EXPECT_EQ(odd, (std::vector<int>{4, 6, 2, 10, 58, 26}));
+}
+
+// On a torus the steps take the dimensions in turn: on 4x4, rank 0 (row 0, column 0) talks to
+// row 1, column 1, row 3 (0 + rho(1) = -1), column 3, each one hop away, where the flat form
+// reaches rank 11, three hops away.
+TEST(GenModern, SwingOnATorusTakesTheDimensionsInTurn) {
+  GenParams p = params(Collective::AllReduce, 16, 64, 64);
+  p.torusDims = {4, 4};
+  const Schedule s = generate("swing-latency", p);
+  std::vector<int> peers;
+  for (const Op& op : s.ranks[0]) {
+    if (op.sendPeer >= 0) peers.push_back(op.sendPeer);
+  }
+  EXPECT_EQ(peers, (std::vector<int>{4, 1, 12, 3}));
+  // Every peer of every rank is one hop away along one dimension of the 4x4 torus.
+  for (int r = 0; r < 16; ++r) {
+    for (const Op& op : s.ranks[static_cast<size_t>(r)]) {
+      if (op.sendPeer < 0) continue;
+      const int dr = std::abs(r / 4 - op.sendPeer / 4), dc = std::abs(r % 4 - op.sendPeer % 4);
+      EXPECT_EQ(std::min(dr, 4 - dr) + std::min(dc, 4 - dc), 1) << r << " -> " << op.sendPeer;
+    }
+  }
+}
+
+// Every torus of power-of-two dimensions up to 64 ranks, both forms, proven by the verifier;
+// dimensions that are not powers of two or do not hold the ranks are refused by name.
+TEST(GenModern, SwingOnATorusVerifies) {
+  const std::vector<std::vector<int>> tori = {{2, 2}, {2, 4}, {4, 2},    {4, 4},    {2, 8},
+                                              {8, 4}, {8, 8}, {2, 2, 2}, {4, 2, 2}, {1, 8}};
+  for (const std::vector<int>& dims : tori) {
+    int n = 1;
+    for (int d : dims) n *= d;
+    for (const std::string algo : {"swing", "swing-latency"}) {
+      for (const auto& [count, slice] : sizesFor(n)) {
+        GenParams p = params(Collective::AllReduce, n, count, slice);
+        p.torusDims = dims;
+        expectVerifies(algo, p);
+      }
+    }
+  }
+  GenParams odd = params(Collective::AllReduce, 12, 64, 64);
+  odd.torusDims = {3, 4};
+  EXPECT_THROW(generate("swing", odd), GenError);
+  GenParams wrong = params(Collective::AllReduce, 16, 64, 64);
+  wrong.torusDims = {4, 2};
+  try {
+    generate("swing", wrong);
+    ADD_FAILURE() << "a torus of 8 ranks for a run of 16 was taken";
+  } catch (const GenError& e) {
+    EXPECT_NE(std::string(e.what()).find("hold 8 ranks"), std::string::npos) << e.what();
+  }
 }
 
 // Unsliced, a message pays one latency and a step lasts as long as its busiest rank's messages:

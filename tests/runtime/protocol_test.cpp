@@ -188,7 +188,7 @@ Frames withAppended(const T& m, F&& append) {
 
 TEST(Protocol, HeaderLayoutIsLittleEndianAndSixteenBytes) {
   const Bytes h = encodeHeader({kProtocolVersion, MsgType::TelemetryBatch, 0x0102030405060708});
-  const Bytes expected = {'A',  'R',  'L',  '1',  0x0D, 0x00, 0x0A, 0x00,
+  const Bytes expected = {'A',  'R',  'L',  '1',  0x0E, 0x00, 0x0A, 0x00,
                           0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01};
   EXPECT_EQ(h, expected);
   auto back = decodeHeader(h);
@@ -220,7 +220,7 @@ TEST(Protocol, RejectsOtherVersions) {
   Frames f = Heartbeat{}.encode();
   f[0][4] = 3;  // the version before packed telemetry records
   const auto e = expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 3");
-  EXPECT_TRUE(contains(e.reason, "speaks version 13"));
+  EXPECT_TRUE(contains(e.reason, "speaks version 14"));
   f[0][4] = 0;
   expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 0");
   f[0][4] = 4;
@@ -705,6 +705,25 @@ TEST(Protocol, RejectsBadTelemetryBatches) {
       withAppended(empty, [](Bytes& b) { putBytes(b, 17, sampleRecords(kMaxEventsPerBatch + 1)); }),
       std::to_string(kMaxEventsPerBatch + 1) + " events exceed the maximum of " +
           std::to_string(kMaxEventsPerBatch) + " per batch");
+}
+
+// The torus (version 14): its dimensions round-trip, and dimensions that do not hold the world
+// are refused naming it.
+TEST(Protocol, TorusDimensionsRoundTripAndMustHoldTheWorld) {
+  RunConfig c = sampleConfig(4);
+  c.torusDims = {2, 2};
+  expectRoundTrip(c);
+  const auto rejects = [](const Frames& f, std::string_view part) {
+    expectRejected(f[0], f[1], DecodeErrc::InvalidField, part);
+  };
+  rejects(withAppended(sampleConfig(4),
+                       [](Bytes& b) {
+                         putField(b, 41, 2);
+                         putField(b, 41, 4);
+                       }),
+          "the torus's dimensions do not hold the world of 4");
+  rejects(withAppended(sampleConfig(4), [](Bytes& b) { putField(b, 41, 0); }),
+          "a torus dimension of 0 in a world of 4");
 }
 
 // Link shaping (version 5): every field round-trips, and a shaping the world cannot have is

@@ -6,10 +6,13 @@
 #include <QSizePolicy>
 #include <QStringList>
 #include <QVBoxLayout>
+#include <cstdlib>
 #include <map>
+#include <vector>
 
 #include "exec/collective_library.h"
 #include "runtime/sweep.h"
+#include "schedule/generators.h"
 #include "style/palette.h"
 #include "topology/arithmetic.h"
 #include "topology/explain_result.h"
@@ -115,14 +118,26 @@ int swingRho(int t) {
   return rho;
 }
 
-QString swingRule(bool latency, Phase p, int s, int n) {
+QString swingRule(bool latency, Phase p, int s, int n, const std::vector<int>& torus) {
   const int L = halfSteps(n);
   const int t = p == Phase::AllGather ? L - 1 - s % L : s % L;
-  const QString pair =
-      QStringLiteral(
-          "An even rank i talks to i + ρ, an odd one to i − ρ, ρ = %1: the peers swing "
-          "from side to side and stay nearer than recursive doubling's. ")
-          .arg(swingRho(t));
+  const SwingStep step = swingStep(torus, n, t);
+  QString pair = QStringLiteral(
+                     "An even rank i talks to i + ρ, an odd one to i − ρ, ρ = %1: the peers swing "
+                     "from side to side and stay nearer than recursive doubling's. ")
+                     .arg(swingRho(step.k));
+  if (torus.size() > 1) {
+    pair = QStringLiteral(
+               "On the torus the steps take its dimensions in turn; this one moves %1. A "
+               "rank whose coordinate there is even talks to the one ρ = %2 further, an odd one "
+               "to the one ρ nearer: every peer is %3 hop%4 away, fewer than the flat form's. ")
+               .arg(torus.size() != 2 ? QStringLiteral("along dimension %1").arg(step.dimension + 1)
+                    : step.dimension == 0 ? QStringLiteral("between rows, its column kept")
+                                          : QStringLiteral("along its row"))
+               .arg(swingRho(step.k))
+               .arg(std::abs(swingRho(step.k)))
+               .arg(std::abs(swingRho(step.k)) == 1 ? QString() : QStringLiteral("s"));
+  }
   if (latency) {
     return pair + QStringLiteral(
                       "Each pair swaps its whole partial sum and adds: log₂ n steps, the whole "
@@ -152,7 +167,8 @@ QString knomialRule(Phase p) {
 
 }  // namespace
 
-QString ruleFor(const std::string& algorithm, uint8_t phase, int s, int n) {
+QString ruleFor(const std::string& algorithm, uint8_t phase, int s, int n,
+                const std::vector<int>& torus) {
   const auto p = static_cast<Phase>(phase);
   if (algorithm == "ring") return ringRule(p, s);
   if (algorithm == "tree") return treeRule(p);
@@ -195,7 +211,7 @@ QString ruleFor(const std::string& algorithm, uint8_t phase, int s, int n) {
   }
   if (algorithm == "bruck" || algorithm == "pat") return shiftRule(algorithm == "pat", p, s, n);
   if (algorithm == "swing" || algorithm == "swing-latency") {
-    return swingRule(algorithm == "swing-latency", p, s, n);
+    return swingRule(algorithm == "swing-latency", p, s, n, torus);
   }
   if (algorithm == "knomial") return knomialRule(p);
   if (algorithm == "hierarchical") {
@@ -363,8 +379,8 @@ void ExplainPanel::showAt(const RunModel& model, const StepMark* m, int64_t stri
                        .arg(model.planned()
                                 ? QStringLiteral("the plan: from the schedule, not measured")
                                 : clockNote(*m)));
-    rule_->setText(
-        ruleFor(model.run().request.algorithm, m->phase, m->phaseIndex - 1, model.nranks()));
+    rule_->setText(ruleFor(model.run().request.algorithm, m->phase, m->phaseIndex - 1,
+                           model.nranks(), model.run().request.torusDims));
     // The step's messages change only with the step (a scan of every transfer).
     const auto key = std::make_tuple(m->iteration, m->step, model.timeline().transfers().size());
     if (key != messagesKey_) {

@@ -1,5 +1,6 @@
 #include "topology/topology_run.h"
 
+#include "base/topology.h"
 #include "export/export.h"
 #include "runtime/run_types.h"
 #include "runtime/sweep.h"
@@ -30,7 +31,16 @@ TopologyRun firstRunOf(const SweepSpec& spec, int nranks, const std::vector<Work
 
 TopologyRun topologyRunOf(const BenchReport& report, const SweepRow& row) {
   const RunResult& r = row.result;
-  return topologyRunOf(r.runId, r.request, r.nranks, r.workers.empty() ? report.workers : r.workers,
+  RunRequest request = r.request;
+  // A recording keeps the session's topology by name; swing's steps follow its torus.
+  if (request.torusDims.empty()) {
+    try {
+      request.torusDims = torusDimsOf(report.config.topology);
+    } catch (const TopologyError&) {
+      request.torusDims.clear();  // a name no longer understood: the flat form
+    }
+  }
+  return topologyRunOf(r.runId, request, r.nranks, r.workers.empty() ? report.workers : r.workers,
                        report.config.shaping);
 }
 
