@@ -26,6 +26,7 @@
 #include "base/limits.h"
 #include "base/shaping.h"
 #include "base/types.h"
+#include "exec/flight_recorder.h"
 #include "exec/progress.h"
 #include "exec/telemetry.h"
 #include "train/train_types.h"
@@ -58,7 +59,8 @@ namespace arl {
 //     CURVE on the data plane: Hello carries the worker's data-plane public key (dataKey),
 //     RunConfig every rank's (dataKeys).
 //     RunConfig carries each link's own latency (link_latencies: a named topology's hops).
-inline constexpr uint16_t kProtocolVersion = 13;
+// 14: FlightRecord: a worker's last collectives, sent when a run fails or is aborted on it.
+inline constexpr uint16_t kProtocolVersion = 14;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
@@ -122,8 +124,9 @@ enum class MsgType : uint16_t {
   StoreSet = 16,
   StoreGet = 17,
   StoreValue = 18,
+  FlightRecord = 19,
 };
-inline constexpr uint16_t kMaxMsgType = 18;
+inline constexpr uint16_t kMaxMsgType = 19;
 
 // "Hello", "RunFailed", ...; "?" for a value outside the enum.
 std::string_view typeName(MsgType t);
@@ -567,10 +570,28 @@ struct StoreValue {
   bool operator==(const StoreValue&) const = default;
 };
 
+// worker -> coordinator, when a run fails on this rank or is aborted: its flight recorder's
+// records (exec/flight_recorder.h), sent just before its RunFailed, so that the coordinator
+// holds them when it counts the rank's acknowledgement.
+struct FlightRecord {
+  static constexpr MsgType kType = MsgType::FlightRecord;
+  uint64_t epoch = 0;  // >= 1
+  int32_t rank = 0;
+  uint64_t recorded = 0;  // collectives recorded since the worker started: >= records.size()
+  // Oldest first, at most kFlightRecords, in the order they ran (seq ascending). Each names
+  // its run, algorithm (an identifier), a world of 1..kMaxRanks, a last step below its nsteps
+  // (or -1), ranks waited on within the world, an end no earlier than its start.
+  std::vector<CollectiveRecord> records;
+
+  Frames encode() const;
+  static DecodeResult<FlightRecord> decode(ByteView header, ByteView body);
+  bool operator==(const FlightRecord&) const = default;
+};
+
 // Any message. The index order is MsgType's order: index i holds type i+1.
 using Message = std::variant<Hello, Welcome, Ping, Pong, Heartbeat, RunConfig, Ready, Start,
                              IterationResult, TelemetryBatch, RunDone, RunFailed, Abort, Shutdown,
-                             Log, StoreSet, StoreGet, StoreValue>;
+                             Log, StoreSet, StoreGet, StoreValue, FlightRecord>;
 
 struct Envelope {
   FrameHeader header;

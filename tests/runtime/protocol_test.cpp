@@ -126,6 +126,7 @@ std::vector<Message> sampleMessages() {
                  std::string("\0\x01"
                              "addr",
                              6)},
+      FlightRecord{7, 2, 1, {CollectiveRecord{}}},
   };
 }
 
@@ -220,7 +221,7 @@ TEST(Protocol, RejectsOtherVersions) {
   Frames f = Heartbeat{}.encode();
   f[0][4] = 3;  // the version before packed telemetry records
   const auto e = expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 3");
-  EXPECT_TRUE(contains(e.reason, "speaks version 13"));
+  EXPECT_TRUE(contains(e.reason, "speaks version 14"));
   f[0][4] = 0;
   expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 0");
   f[0][4] = 4;
