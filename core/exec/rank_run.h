@@ -74,6 +74,7 @@ struct IterationPlace {
   // Warmup, Timed: 0-based among the iterations of its kind. Checked: k of
   // RankRunOptions::check, 2..check (the first iteration checked is the last timed one).
   uint32_t index = 0;
+  bool operator==(const IterationPlace&) const = default;
 };
 IterationPlace iterationPlace(uint32_t it, uint32_t warmup, uint32_t iterations);
 

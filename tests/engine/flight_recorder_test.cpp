@@ -91,14 +91,15 @@ TEST(FlightRecorder, ALongAlgorithmNameIsCutToTheProtocolsLimit) {
 }
 
 // Rank `r`'s flight as the coordinator holds it: `lastSteps` per timed iteration 0.., the last
-// one failed (or aborted), the others completed.
-RankFlight rankFlight(int r, const std::vector<int>& lastSteps, uint64_t waited = 0) {
+// one aborted (unless `allCompleted`), the others completed.
+RankFlight rankFlight(int r, const std::vector<int>& lastSteps, uint64_t waited = 0,
+                      bool allCompleted = false) {
   FlightRecorder f;
   f.setRun(runOf(7));
   for (size_t i = 0; i < lastSteps.size(); ++i) {
     f.begin(timed(static_cast<uint32_t>(i)), 100);
     for (int s = 0; s <= lastSteps[i]; ++s) f.stepDone(static_cast<uint32_t>(s));
-    const bool last = i + 1 == lastSteps.size();
+    const bool last = i + 1 == lastSteps.size() && !allCompleted;
     if (last) f.waitedOn(waited);
     f.end(last ? CollectiveState::Aborted : CollectiveState::Completed, 200);
   }
@@ -120,9 +121,9 @@ RankFlight gone(int r, std::string why) {
 TEST(FlightAnalysis, NamesTheRanksThatNeverReachedTheFailingStep) {
   // Rank 3 died in timed iteration 2; rank 0 got to step 2 of it waiting on rank 3, rank 1 to
   // step 3, rank 2 never started iteration 2.
-  const std::vector<RankFlight> flight = {rankFlight(0, {5, 5, 1}, 1u << 3),
-                                          rankFlight(1, {5, 5, 2}, 1u << 0), rankFlight(2, {5, 5}),
-                                          gone(3, "the process is gone")};
+  const std::vector<RankFlight> flight = {
+      rankFlight(0, {5, 5, 1}, 1u << 3), rankFlight(1, {5, 5, 2}, 1u << 0),
+      rankFlight(2, {5, 5}, 0, true), gone(3, "the process is gone")};
   const FlightAnalysis a = analyzeFlight(flight, 7);
   ASSERT_TRUE(a.found);
   EXPECT_EQ(a.place.kind, IterationPlace::Kind::Timed);

@@ -100,6 +100,19 @@ TelemetryBatch sampleBatch(size_t events) {
 }
 
 // One valid message of every type, in MsgType order.
+// A rank's collective that was aborted at step 3 of 6 waiting on rank 1.
+CollectiveRecord sampleCollectiveRecord() {
+  CollectiveRecord c;
+  c.run = {7, "ring", Collective::AllReduce, DataType::Float, 1024, 4, 4096, 6};
+  c.place = {IterationPlace::Kind::Timed, 2};
+  c.startNs = 1000;
+  c.endNs = 2000;
+  c.lastStep = 2;
+  c.waitedOn = 1u << 1;
+  c.state = CollectiveState::Aborted;
+  return c;
+}
+
 std::vector<Message> sampleMessages() {
   return {
       Hello{"worker-a", "node01", 4242, "cpu", -1, kProtocolVersion},
@@ -126,7 +139,7 @@ std::vector<Message> sampleMessages() {
                  std::string("\0\x01"
                              "addr",
                              6)},
-      FlightRecord{7, 2, 1, {CollectiveRecord{}}},
+      FlightRecord{7, 2, 1, {sampleCollectiveRecord()}},
   };
 }
 
@@ -189,7 +202,7 @@ Frames withAppended(const T& m, F&& append) {
 
 TEST(Protocol, HeaderLayoutIsLittleEndianAndSixteenBytes) {
   const Bytes h = encodeHeader({kProtocolVersion, MsgType::TelemetryBatch, 0x0102030405060708});
-  const Bytes expected = {'A',  'R',  'L',  '1',  0x0D, 0x00, 0x0A, 0x00,
+  const Bytes expected = {'A',  'R',  'L',  '1',  0x0E, 0x00, 0x0A, 0x00,
                           0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01};
   EXPECT_EQ(h, expected);
   auto back = decodeHeader(h);
