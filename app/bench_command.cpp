@@ -41,6 +41,7 @@
 #include "exec/run_request.h"
 #include "export/bench_sweep.h"
 #include "export/export.h"
+#include "export/flight_json.h"
 #include "export/nccl_tests.h"
 #if ARL_HAVE_GPU
 #include "gpu/cuda_device.h"
@@ -592,6 +593,7 @@ bool Bench::writeOutputs() {
     return t;
   });
   write(c_.recordPath, [&] { return recordingJson(report_); });
+  write(c_.flightRecordPath, [&] { return flightRecordFileJson(report_); });
   return ok;
 }
 
@@ -657,6 +659,11 @@ int Bench::runSweep(Coordinator& coord) {
   const std::string what = label(sweep.points()[sweep.index()]) + " " +
                            std::string(toString(last.state)) + ": " + report_.error;
   progress_.line(stderr, std::string(kProg) + ": " + what);
+  if (!last.flight.empty()) {
+    std::string summary = flightSummaryText(last.flight, last.runId);
+    if (!summary.empty() && summary.back() == '\n') summary.pop_back();
+    progress_.line(stderr, summary);
+  }
   return last.state == RunState::Refused ? 2 : 1;
 }
 

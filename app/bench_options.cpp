@@ -175,6 +175,9 @@ void BenchOptions::declare() {
   o.value("--csv", "FILE", "results as CSV");
   o.value("--trace", "FILE", "Chrome trace-event JSON for ui.perfetto.dev");
   o.value("--record", "FILE", "a recording of everything, for replay and export (FILE.arlrec)");
+  o.value("--flight-record", "FILE",
+          "every failed run's flight record as JSON: each rank's last collectives, the step "
+          "where the run failed and the ranks that never reached it (docs/reliability.md)");
 }
 
 BenchArgs BenchOptions::check() const {
@@ -531,11 +534,9 @@ std::vector<uint64_t> BenchOptions::checkSizes(BenchConfig& c) const {
 
 void BenchOptions::checkOutputs(BenchConfig& c) const {
   const std::pair<const char*, std::string*> outputs[] = {
-      {"--json", &c.jsonPath},
-      {"--nccl-tests-json", &c.ncclTestsJsonPath},
-      {"--csv", &c.csvPath},
-      {"--trace", &c.tracePath},
-      {"--record", &c.recordPath}};
+      {"--json", &c.jsonPath},     {"--nccl-tests-json", &c.ncclTestsJsonPath},
+      {"--csv", &c.csvPath},       {"--trace", &c.tracePath},
+      {"--record", &c.recordPath}, {"--flight-record", &c.flightRecordPath}};
   std::set<std::string> used;
   for (const auto& [flag, path] : outputs) {
     const auto v = opts_.get(flag);

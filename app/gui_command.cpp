@@ -36,6 +36,7 @@
 #include "schedule/msccl_import.h"
 #include "topology/topology_pane.h"
 #include "window/error_banner.h"
+#include "window/flight_record_view.h"
 #include "window/main_window.h"
 #include "window/runtime_types.h"
 #include "window/setup.h"
@@ -177,13 +178,45 @@ size_t rowToShow(const BenchReport& report) {
   return best;
 }
 
+// "shot-flight.png" for "shot.png": where a failed run's flight record view is saved.
+std::string flightShotPath(const std::string& path) {
+  const size_t dot = path.rfind('.');
+  const size_t slash = path.rfind('/');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) {
+    return path + "-flight";
+  }
+  return path.substr(0, dot) + "-flight" + path.substr(dot);
+}
+
+// A failed run with --screenshot: the window with its error banner, and the flight record
+// view beside it (flightShotPath) when the run left one. Exits 1: the run failed.
+void failedShot(ui::MainWindow& w, const GuiArgs& a) {
+  QTimer::singleShot(a.settleMs, &w, [&w, a] {
+    saveScreenshot(w, a.screenshot);
+    ui::FlightRecordDialog* d =
+        w.banner()->flightRecordAvailable() ? w.showFlightRecord() : nullptr;
+    if (d == nullptr) {
+      QApplication::exit(1);
+      return;
+    }
+    QTimer::singleShot(200, &w, [d, a] {
+      saveScreenshot(*d, flightShotPath(a.screenshot));
+      QApplication::exit(1);
+    });
+  });
+}
+
 // Runs the setup once; `settleMs` after the session ended (the charts have drawn it), shows
 // one run paused mid-flight and saves the screenshot.
 void autorun(ui::MainWindow& w, const GuiArgs& a) {
   QObject::connect(&w, &ui::MainWindow::sessionEnded, &w, [&w, a](const ui::SessionEnd& end) {
     if (!end.error.empty()) {
       std::fprintf(stderr, "%s: the run failed: %s\n", kProg, end.error.c_str());
-      QApplication::exit(1);
+      if (a.screenshot.empty()) {
+        QApplication::exit(1);
+      } else {
+        failedShot(w, a);
+      }
       return;
     }
     QTimer::singleShot(a.settleMs, &w, [&w, a] {
@@ -359,7 +392,9 @@ class GuiCommand final : public Command {
         wrap("Opens the window: set up a run, watch the chunks move between the workers, read "
              "the charts. 'allreduce-lab' with no command, or with only these options, "
              "opens it too. With --autorun it runs once, saves --screenshot and exits "
-             "(0 on success, 1 when the run or the screenshot failed, 2 on bad arguments); "
+             "(0 on success, 1 when the run or the screenshot failed, 2 on bad arguments; a "
+             "failed run's screenshot shows the error banner, and FILE-flight.png its flight "
+             "record); "
              "with --screenshot alone it saves the window as it opens (the setup's plan, "
              "before any run) and exits.",
              92) +

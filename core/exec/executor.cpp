@@ -41,6 +41,8 @@
 
 #include "base/clock.h"
 #include "base/errors.h"
+#include "base/limits.h"
+#include "exec/flight_recorder.h"
 
 namespace arl {
 
@@ -340,6 +342,20 @@ class Run {
     }
   }
 
+  // After a failure, before abandon(): the peers this rank still waited on (bit r), the one
+  // it was blocked on and those whose sends had not completed. For the flight recorder.
+  uint64_t unfinishedPeers() const noexcept {
+    uint64_t mask = 0;
+    const auto add = [&](int peer) {
+      if (peer >= 0 && peer < kMaxRanks) mask |= uint64_t{1} << peer;
+    };
+    add(blockedOn_);
+    for (const auto& e : st_.window) {
+      if (e.sendPending || (e.send && !e.send->done())) add(opAt(e.opIndex).sendPeer);
+    }
+    return mask;
+  }
+
   // After a failure: let the backend finish with every message and temporary before they
   // are released. Sends that have not completed keep their staged views (the transport may
   // still read them); the backend reclaims those when it is destroyed.
@@ -364,9 +380,11 @@ class Run {
 
   // What this rank blocks on, for the stall report (exec/progress.h): a few relaxed stores.
   void waiting(WaitKind k, int peer, uint32_t step) noexcept {
+    blockedOn_ = peer;
     if (opt_.progress) opt_.progress->beginWait(k, peer, step);
   }
   void doneWaiting() noexcept {
+    blockedOn_ = -1;
     if (opt_.progress) opt_.progress->endWait();
   }
 
@@ -463,6 +481,7 @@ class Run {
     if (e.deviceEndNs) {
       deviceHorizonNs_ = std::max(deviceHorizonNs_.value_or(*e.deviceEndNs), *e.deviceEndNs);
     }
+    if (e.stepEnd && opt_.flight) opt_.flight->stepDone(opAt(e.opIndex).step);
     if (e.stepEnd && sink_) {
       const Op& op = opAt(e.opIndex);
       // On a device backend: when the device had finished every op retired so far, this
@@ -762,6 +781,7 @@ class Run {
   int64_t clockShiftNs_;
   std::optional<int64_t> deviceHorizonNs_;  // the latest device end of the entries retired
   size_t pendingSends_ = 0;
+  int blockedOn_ = -1;  // the peer a wait in progress is for; -1: none
 };
 
 }  // namespace
@@ -778,6 +798,7 @@ void Executor::run(const RankBuffers& bufs, uint32_t iteration, uint64_t seq) {
   try {
     r.execute();
   } catch (...) {
+    if (opt_.flight) opt_.flight->waitedOn(r.unfinishedPeers());
     r.abandon();
     throw;
   }

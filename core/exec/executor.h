@@ -15,6 +15,8 @@
 
 namespace arl {
 
+class FlightRecorder;
+
 struct ExecOptions {
   DataType dtype = DataType::Float;
   RedOp op = RedOp::Sum;
@@ -25,6 +27,10 @@ struct ExecOptions {
   std::chrono::milliseconds recvTimeout = kNoTimeout;
   // Where the executor reports what it waits for and that it moves on; null = nowhere.
   RankProgress* progress = nullptr;
+  // The rank's flight recorder (exec/flight_recorder.h): the executor marks each step done
+  // and, when a collective fails, the peers it still waited on; null = none. The RankRun
+  // running the executor begins and ends its records.
+  FlightRecorder* flight = nullptr;
   uint64_t runId = 0;
   uint64_t epoch = 0;
   // Clock for telemetry timestamps (ns); defaults to steadyNowNs() (base/clock.h). It must

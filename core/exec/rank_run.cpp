@@ -6,6 +6,7 @@
 #include "base/clock.h"
 #include "base/errors.h"
 #include "exec/check.h"
+#include "exec/flight_recorder.h"
 
 namespace arl {
 
@@ -171,6 +172,28 @@ bool RankRun::run(const std::function<void(const RankBuffers&)>& collective,
       hooks);
 }
 
+int64_t RankRun::runCollective(const std::function<void(uint32_t, bool)>& one, uint32_t it,
+                               bool timed) {
+  FlightRecorder* flight = opt_.exec.flight;
+  // The record's times are on the telemetry's clock (the coordinator's, in a worker).
+  const auto now = [&] { return opt_.exec.clock ? opt_.exec.clock() : steadyNowNs(); };
+  if (flight != nullptr) flight->begin(iterationPlace(it, opt_.warmup, opt_.iterations), now());
+  const int64_t t0 = steadyNowNs();
+  try {
+    one(it, timed);
+    backend_.synchronize();
+  } catch (...) {
+    if (flight != nullptr) {
+      const bool cancelled = opt_.cancel != nullptr && opt_.cancel->load();
+      flight->end(cancelled ? CollectiveState::Aborted : CollectiveState::Failed, now());
+    }
+    throw;
+  }
+  const int64_t t1 = steadyNowNs();
+  if (flight != nullptr) flight->end(CollectiveState::Completed, now());
+  return t1 - t0;
+}
+
 bool RankRun::iterate(const std::function<void(uint32_t, bool)>& one, const RankRunHooks& hooks) {
   const uint32_t total = opt_.warmup + opt_.iterations;
   for (uint32_t it = 0; it < total; ++it) {
@@ -183,14 +206,11 @@ bool RankRun::iterate(const std::function<void(uint32_t, bool)>& one, const Rank
       p->setPhase(RunPhase::Iterating);
     }
     const bool isTimed = it >= opt_.warmup;
-    const int64_t t0 = steadyNowNs();
-    one(it, isTimed);
-    backend_.synchronize();
-    const int64_t t1 = steadyNowNs();
+    const int64_t ns = runCollective(one, it, isTimed);
     if (!isTimed) continue;
     TimedIteration r;
     r.index = it - opt_.warmup;
-    r.ns = std::max<int64_t>(t1 - t0, 0);
+    r.ns = std::max<int64_t>(ns, 0);
     if (checks() && it + 1 == total) {
       if (RankProgress* p = opt_.exec.progress) p->setPhase(RunPhase::Checking);
       if (hooks.beforeCheck) hooks.beforeCheck();
@@ -218,8 +238,7 @@ std::optional<uint64_t> RankRun::checkMore(const std::function<void(uint32_t, bo
       p->setCheckIteration(iterationPlace(it, opt_.warmup, opt_.iterations).index, opt_.check);
       p->setPhase(RunPhase::Iterating);
     }
-    one(it, false);
-    backend_.synchronize();
+    (void)runCollective(one, it, false);
     if (!checks()) continue;
     if (RankProgress* p = opt_.exec.progress) p->setPhase(RunPhase::Checking);
     if (hooks.beforeCheck) hooks.beforeCheck();

@@ -74,6 +74,7 @@ struct IterationPlace {
   // Warmup, Timed: 0-based among the iterations of its kind. Checked: k of
   // RankRunOptions::check, 2..check (the first iteration checked is the last timed one).
   uint32_t index = 0;
+  bool operator==(const IterationPlace&) const = default;
 };
 IterationPlace iterationPlace(uint32_t it, uint32_t warmup, uint32_t iterations);
 
@@ -138,6 +139,9 @@ class RankRun {
   // The warm-up, timed and the check's further iterations, each done by
   // `one(iteration, timed)`.
   bool iterate(const std::function<void(uint32_t, bool)>& one, const RankRunHooks& hooks);
+  // One collective, `one(it, timed)` and the backend synchronised, inside a flight record
+  // (ExecOptions::flight) when there is a recorder: this rank's time for it, in ns.
+  int64_t runCollective(const std::function<void(uint32_t, bool)>& one, uint32_t it, bool timed);
   // The check's iterations after the timed ones (RankRunOptions::check - 1 of them), numbered
   // from `first`: their #wrong summed (0 where this rank's output is not checked), nullopt
   // when beforeIteration ended the run.

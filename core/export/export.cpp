@@ -11,6 +11,7 @@
 #include "base/input_file.h"
 #include "exec/collective_library.h"
 #include "export/fields.h"
+#include "export/flight_json.h"
 #include "export/session_json.h"
 
 namespace arl {
@@ -119,6 +120,7 @@ Json resultJson(const BenchRow& row, const std::string& workers) {
               {"events_dropped", res.eventsDropped},
               {"events_dropped_slow_client", res.telemetry.droppedSlowClient},
               {"sent_bytes", sentJson(res.sent)},
+              {"flight_record", flightRecordJson(res.flight, res.runId)},
               {"effective", effectiveJson(res.effective)}};
 }
 

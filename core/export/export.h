@@ -69,6 +69,7 @@ struct BenchConfig {
   int mismatchRank = -1;    // --mismatch-rank (RunRequest::mismatchRank)
   bool randomData = false;  // --data random (RunRequest::randomData)
   std::string jsonPath, csvPath, tracePath, recordPath;
+  std::string flightRecordPath;   // --flight-record: failed runs' flight records as JSON
   std::string ncclTestsJsonPath;  // -J: nccl-tests' JSON (export/nccl_tests.h)
   bool perIterTiming = false;     // -I 1: nccl-tests' per-iteration summary
 };

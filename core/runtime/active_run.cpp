@@ -253,6 +253,36 @@ void ActiveRun::onFailed(const RunFailed& m, int r) {
   }
 }
 
+void ActiveRun::onFlightRecord(FlightRecord& m, int r) {
+  flight_.resize(static_cast<size_t>(n_));
+  flight_[static_cast<size_t>(r)] = std::move(m);
+}
+
+std::vector<RankFlight> ActiveRun::flightOfRanks() const {
+  std::vector<RankFlight> out(static_cast<size_t>(n_));
+  for (int r = 0; r < n_; ++r) {
+    const auto k = static_cast<size_t>(r);
+    RankFlight& f = out[k];
+    f.rank = r;
+    if (k < flight_.size() && flight_[k]) {
+      f.received = true;
+      f.recorded = flight_[k]->recorded;
+      f.records = flight_[k]->records;
+    } else if (r == failedRank_ && kind_ == FailKind::Silent) {
+      f.missing = "the process stopped responding";
+    } else if ((r == failedRank_ && kind_ == FailKind::Died) || gone_[k]) {
+      f.missing = "the process is gone";
+    } else if (r == failedRank_ && kind_ == FailKind::Unreachable) {
+      f.missing = "it could not be reached";
+    } else if (done_[k]) {
+      f.missing = "it had completed the run";
+    } else {
+      f.missing = "none arrived within " + std::to_string(kAckWait.count()) + " ms of the abort";
+    }
+  }
+  return out;
+}
+
 void ActiveRun::fail(FailKind kind, int rank, const std::string& text) {
   if (failing()) return;
   kind_ = kind;
@@ -435,6 +465,7 @@ RunResult ActiveRun::result() const {
   res.state = e.state;
   res.error = e.error;
   res.failedRank = e.state == RunState::Done ? -1 : failedRank_;
+  if (e.state != RunState::Done && kind_ != FailKind::None) res.flight = flightOfRanks();
   res.perRank = perRank_;
   for (const auto& ns : iterNs_) {
     if (ns.empty() || std::any_of(ns.begin(), ns.end(), [](int64_t t) { return t < 0; })) {

@@ -85,6 +85,8 @@ class ActiveRun {
   void onTelemetry(TelemetryBatch& m, int r);
   void onDone(const RunDone& m, int r);
   void onFailed(const RunFailed& m, int r);
+  // Rank r's flight recorder, sent ahead of its RunFailed; kept for the result.
+  void onFlightRecord(FlightRecord& m, int r);
   // The run's rendezvous store (runtime/control_store.h): kept as long as the run, at most
   // kMaxStoreKeys keys; a set beyond them fails the run, naming the rank.
   void onStoreSet(const StoreSet& m, int r);
@@ -148,6 +150,8 @@ class ActiveRun {
   void resendMissed(const Heartbeat& hb, int r, SteadyClock::time_point now);
   std::string stallText(SteadyClock::time_point now) const;
   std::string failureWithStep() const;
+  // Every rank's flight record for a failed run's result, or why it has none.
+  std::vector<RankFlight> flightOfRanks() const;
 
   RunLink& link_;
   EventQueue& events_;
@@ -179,6 +183,7 @@ class ActiveRun {
   std::vector<std::string> samples_;
   std::vector<uint64_t> nextBatchSeq_;
   std::map<std::string, std::string, std::less<>> store_;  // StoreSet's keys and values
+  std::vector<std::optional<FlightRecord>> flight_;        // per rank, once its FlightRecord came
 
   // A failure being wound down (kind_ != None): acknowledgements until ackDeadline_.
   FailKind kind_ = FailKind::None;

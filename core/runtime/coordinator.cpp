@@ -384,6 +384,7 @@ void Coordinator::Impl::onMessage(std::vector<zmq::message_t>& frames) {
         if constexpr (std::is_same_v<T, TelemetryBatch>) run->onTelemetry(m, r);
         if constexpr (std::is_same_v<T, RunDone>) run->onDone(m, r);
         if constexpr (std::is_same_v<T, RunFailed>) run->onFailed(m, r);
+        if constexpr (std::is_same_v<T, FlightRecord>) run->onFlightRecord(m, r);
         if constexpr (std::is_same_v<T, StoreSet>) run->onStoreSet(m, r);
         if constexpr (std::is_same_v<T, StoreGet>) sendMsg(id, run->onStoreGet(m));
       },

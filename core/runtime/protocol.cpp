@@ -540,6 +540,50 @@ std::optional<std::string> check(const StoreValue& m) {
   return checkStoreValue(m.value);
 }
 
+std::optional<std::string> checkCollectiveRecord(const CollectiveRecord& c) {
+  const FlightRun& run = c.run;
+  if (auto e = firstError({checkIdent("algorithm", run.algorithm),
+                           checkRange<int64_t>("ranks", run.nranks, 1, kMaxRanks)})) {
+    return e;
+  }
+  if (c.lastStep < -1 || (c.lastStep >= 0 && static_cast<uint32_t>(c.lastStep) >= run.nsteps)) {
+    return "last step " + std::to_string(c.lastStep) + " outside -1.." +
+           std::to_string(static_cast<int64_t>(run.nsteps) - 1);
+  }
+  if (run.nranks < kMaxRanks && (c.waitedOn >> run.nranks) != 0) {
+    return "waited on a rank outside a world of " + std::to_string(run.nranks);
+  }
+  if (c.startNs < 0 || (c.endNs != 0 && c.endNs < c.startNs)) {
+    return "ends at " + std::to_string(c.endNs) + " ns, before its start " +
+           std::to_string(c.startNs) + " ns";
+  }
+  if ((c.state == CollectiveState::InFlight) != (c.endNs == 0)) {
+    return std::string("state ") + toString(c.state) +
+           (c.endNs == 0 ? " without an end" : " with an end");
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check(const FlightRecord& m) {
+  if (auto e = firstError({checkEpoch(m.epoch), checkRank("rank", m.rank)})) return e;
+  if (m.records.size() > kFlightRecords) {
+    return std::to_string(m.records.size()) + " records, more than the " +
+           std::to_string(kFlightRecords) + " a recorder keeps";
+  }
+  if (m.recorded < m.records.size()) {
+    return std::to_string(m.records.size()) + " records of " + std::to_string(m.recorded) +
+           " recorded";
+  }
+  for (size_t i = 0; i < m.records.size(); ++i) {
+    if (i > 0 && m.records[i].seq <= m.records[i - 1].seq) {
+      return "record " + std::to_string(i) + " is not after record " + std::to_string(i - 1);
+    }
+    if (auto e = checkCollectiveRecord(m.records[i]))
+      return "record " + std::to_string(i) + ": " + *e;
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> check(const Log& m) {
   if (m.level > kLastLogLevel) {
     return "unknown log level " + std::to_string(static_cast<int>(m.level));
@@ -634,6 +678,10 @@ struct PbOf<StoreGet> {
 template <>
 struct PbOf<StoreValue> {
   using type = pb::StoreValue;
+};
+template <>
+struct PbOf<FlightRecord> {
+  using type = pb::FlightRecord;
 };
 
 using Reason = std::optional<std::string>;
@@ -1177,6 +1225,76 @@ Reason fromPb(const pb::StoreValue& p, const FrameHeader& h, StoreValue& m) {
   return std::nullopt;
 }
 
+void collectiveRecordToPb(const CollectiveRecord& c, pb::CollectiveRecord& p) {
+  p.set_run_id(c.run.runId);
+  p.set_algorithm(c.run.algorithm);
+  p.set_collective(static_cast<pb::Collective>(enumToWire(c.run.collective)));
+  p.set_dtype(static_cast<pb::DataType>(enumToWire(c.run.dtype)));
+  p.set_count(c.run.count);
+  p.set_nranks(c.run.nranks);
+  p.set_slice_bytes(c.run.sliceBytes);
+  p.set_nsteps(c.run.nsteps);
+  p.set_seq(c.seq);
+  p.set_place_kind(static_cast<uint32_t>(c.place.kind));
+  p.set_place_index(c.place.index);
+  p.set_start_ns(c.startNs);
+  p.set_end_ns(c.endNs);
+  p.set_last_step(c.lastStep);
+  p.set_waited_on(c.waitedOn);
+  p.set_state(static_cast<uint32_t>(c.state));
+}
+
+Reason collectiveRecordFromPb(const pb::CollectiveRecord& p, CollectiveRecord& c) {
+  const auto collective = enumFromWire(p.collective(), kLastCollective);
+  if (!collective) return "unknown collective " + std::to_string(p.collective());
+  const auto dtype = enumFromWire(p.dtype(), kLastDataType);
+  if (!dtype) return "unknown data type " + std::to_string(p.dtype());
+  if (p.place_kind() > static_cast<uint32_t>(IterationPlace::Kind::Checked)) {
+    return "unknown iteration kind " + std::to_string(p.place_kind());
+  }
+  if (p.state() > kMaxCollectiveState) return "unknown state " + std::to_string(p.state());
+  c.run.runId = p.run_id();
+  c.run.algorithm = p.algorithm();
+  c.run.collective = *collective;
+  c.run.dtype = *dtype;
+  c.run.count = p.count();
+  c.run.nranks = p.nranks();
+  c.run.sliceBytes = p.slice_bytes();
+  c.run.nsteps = p.nsteps();
+  c.seq = p.seq();
+  c.place.kind = static_cast<IterationPlace::Kind>(p.place_kind());
+  c.place.index = p.place_index();
+  c.startNs = p.start_ns();
+  c.endNs = p.end_ns();
+  c.lastStep = p.last_step();
+  c.waitedOn = p.waited_on();
+  c.state = static_cast<CollectiveState>(p.state());
+  return std::nullopt;
+}
+
+void toPb(const FlightRecord& m, pb::FlightRecord& p) {
+  p.set_rank(m.rank);
+  p.set_recorded(m.recorded);
+  for (const CollectiveRecord& c : m.records) collectiveRecordToPb(c, *p.add_records());
+}
+Reason fromPb(const pb::FlightRecord& p, const FrameHeader& h, FlightRecord& m) {
+  m.epoch = h.epoch;
+  m.rank = p.rank();
+  m.recorded = p.recorded();
+  // Refused before any is converted: a hostile count costs no more than the body's parse.
+  if (static_cast<size_t>(p.records_size()) > kFlightRecords) {
+    return std::to_string(p.records_size()) + " records, more than the " +
+           std::to_string(kFlightRecords) + " a recorder keeps";
+  }
+  m.records.resize(static_cast<size_t>(p.records_size()));
+  for (int i = 0; i < p.records_size(); ++i) {
+    if (auto e = collectiveRecordFromPb(p.records(i), m.records[static_cast<size_t>(i)])) {
+      return "record " + std::to_string(i) + ": " + *e;
+    }
+  }
+  return std::nullopt;
+}
+
 // ---- Generic encode / decode ----------------------------------------------------------------
 
 template <class T>
@@ -1299,6 +1417,7 @@ std::string_view typeName(MsgType t) {
     case MsgType::StoreSet: return "StoreSet";
     case MsgType::StoreGet: return "StoreGet";
     case MsgType::StoreValue: return "StoreValue";
+    case MsgType::FlightRecord: return "FlightRecord";
   }
   return "?";
 }
@@ -1315,6 +1434,7 @@ bool sentByWorker(MsgType t) {
     case MsgType::RunFailed:
     case MsgType::StoreSet:
     case MsgType::StoreGet:
+    case MsgType::FlightRecord:
     case MsgType::Log: return true;
     default: return false;
   }
@@ -1347,7 +1467,8 @@ bool isRunScoped(MsgType t) {
     case MsgType::Abort:
     case MsgType::StoreSet:
     case MsgType::StoreGet:
-    case MsgType::StoreValue: return true;
+    case MsgType::StoreValue:
+    case MsgType::FlightRecord: return true;
     default: return false;
   }
 }
@@ -1520,6 +1641,7 @@ ARL_PROTOCOL_MEMBERS(Log)
 ARL_PROTOCOL_MEMBERS(StoreSet)
 ARL_PROTOCOL_MEMBERS(StoreGet)
 ARL_PROTOCOL_MEMBERS(StoreValue)
+ARL_PROTOCOL_MEMBERS(FlightRecord)
 
 #undef ARL_PROTOCOL_MEMBERS
 
@@ -1692,6 +1814,8 @@ std::string describe(const Message& m) {
         } else if constexpr (std::is_same_v<T, StoreValue>) {
           os << " seq=" << x.seq
              << (x.found ? " bytes=" + std::to_string(x.value.size()) : std::string(" not found"));
+        } else if constexpr (std::is_same_v<T, FlightRecord>) {
+          os << " rank=" << x.rank << " records=" << x.records.size() << " of " << x.recorded;
         }
       },
       m);

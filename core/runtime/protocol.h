@@ -26,6 +26,7 @@
 #include "base/limits.h"
 #include "base/shaping.h"
 #include "base/types.h"
+#include "exec/flight_recorder.h"
 #include "exec/progress.h"
 #include "exec/telemetry.h"
 #include "train/train_types.h"
@@ -59,7 +60,8 @@ namespace arl {
 //     RunConfig every rank's (dataKeys).
 //     RunConfig carries each link's own latency (link_latencies: a named topology's hops).
 // 14: RunConfig carries the torus the ranks lie on (torusDims), whose dimensions swing takes
-//     in turn.
+//     in turn. FlightRecord: a worker's last collectives, sent when a run fails or is aborted
+//     on it.
 inline constexpr uint16_t kProtocolVersion = 14;
 
 inline constexpr size_t kHeaderBytes = 16;
@@ -124,8 +126,9 @@ enum class MsgType : uint16_t {
   StoreSet = 16,
   StoreGet = 17,
   StoreValue = 18,
+  FlightRecord = 19,
 };
-inline constexpr uint16_t kMaxMsgType = 18;
+inline constexpr uint16_t kMaxMsgType = 19;
 
 // "Hello", "RunFailed", ...; "?" for a value outside the enum.
 std::string_view typeName(MsgType t);
@@ -572,10 +575,28 @@ struct StoreValue {
   bool operator==(const StoreValue&) const = default;
 };
 
+// worker -> coordinator, when a run fails on this rank or is aborted: its flight recorder's
+// records (exec/flight_recorder.h), sent just before its RunFailed, so that the coordinator
+// holds them when it counts the rank's acknowledgement.
+struct FlightRecord {
+  static constexpr MsgType kType = MsgType::FlightRecord;
+  uint64_t epoch = 0;  // >= 1
+  int32_t rank = 0;
+  uint64_t recorded = 0;  // collectives recorded since the worker started: >= records.size()
+  // Oldest first, at most kFlightRecords, in the order they ran (seq ascending). Each names
+  // its run, algorithm (an identifier), a world of 1..kMaxRanks, a last step below its nsteps
+  // (or -1), ranks waited on within the world, an end no earlier than its start.
+  std::vector<CollectiveRecord> records;
+
+  Frames encode() const;
+  static DecodeResult<FlightRecord> decode(ByteView header, ByteView body);
+  bool operator==(const FlightRecord&) const = default;
+};
+
 // Any message. The index order is MsgType's order: index i holds type i+1.
 using Message = std::variant<Hello, Welcome, Ping, Pong, Heartbeat, RunConfig, Ready, Start,
                              IterationResult, TelemetryBatch, RunDone, RunFailed, Abort, Shutdown,
-                             Log, StoreSet, StoreGet, StoreValue>;
+                             Log, StoreSet, StoreGet, StoreValue, FlightRecord>;
 
 struct Envelope {
   FrameHeader header;

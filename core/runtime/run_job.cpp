@@ -161,6 +161,30 @@ Schedule runSchedule(const RunConfig& c, int rank, const std::atomic<bool>& canc
   return s;
 }
 
+void recordRun(RunJob& j, uint32_t nsteps) {
+  if (j.flight == nullptr) return;
+  const RunConfig& c = j.cfg;
+  FlightRun run;
+  run.runId = c.runId;
+  run.algorithm = c.algorithm;
+  run.collective = c.collective;
+  run.dtype = c.dtype;
+  run.count = c.count;
+  run.nranks = c.worldSize;
+  run.sliceBytes = c.sliceBytes;
+  run.nsteps = nsteps;
+  j.flight->setRun(run);
+}
+
+FlightRecord flightRecord(const RunJob& j) {
+  FlightRecord m;
+  m.epoch = j.cfg.epoch;
+  m.rank = j.rank;
+  m.recorded = j.flight->recorded();
+  m.records = j.flight->records();
+  return m;
+}
+
 RankRunOptions rankRunOptions(RunJob& j) {
   const RunConfig& c = j.cfg;
   RankRunOptions ro;
@@ -186,6 +210,7 @@ RankRunOptions rankRunOptions(RunJob& j) {
     }
   };
   ro.exec.progress = &j.progress;
+  ro.exec.flight = j.flight;
   ro.recordEveryOther = j.recordEveryOther;
   ro.inPlace = c.inPlace;
   ro.warmup = c.warmup;
@@ -652,6 +677,7 @@ void runLibraryJob(RunJob& j, const LibraryAlgorithm& algo, int64_t& iteration,
   std::unique_ptr<RankRun> run;
   std::unique_ptr<CollectiveLibrary> lib = makeCollectiveLibrary(spec);
   const Schedule s = libraryShape(c.algorithm, c.collective, c.worldSize, c.count, c.root);
+  recordRun(j, 0);  // a library's collective is one call: no steps of ours to follow
   uint64_t wrong = 0;
   LibraryEventCounts own;
   const auto collect = [&](bool final) {
@@ -705,6 +731,7 @@ void runScheduleJob(RunJob& j, RunDataPlane& plane, int64_t& iteration,
   }
   const auto t0 = SteadyClock::now();
   const Schedule s = runSchedule(j.cfg, j.rank, j.cancelled);
+  recordRun(j, s.nsteps);
   RankRun run(s, j.rank, *backend, rankRunOptions(j));
   if (j.verbose) {
     const double ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
@@ -734,6 +761,9 @@ void runJobMain(RunJob& j) {
   const auto fail = [&](const std::exception& e) {
     RunFailed f = runFailed(j, e, iteration);  // names the step while `running` says one is
     j.running.store(false);
+    // Ahead of the RunFailed: the coordinator holds the records when it counts the failure
+    // acknowledged.
+    if (j.flight != nullptr) j.out.post(flightRecord(j), false);
     j.progress.setPhase(RunPhase::Reported);
     j.reportedAt = SteadyClock::now();
     j.reported.store(true);

@@ -102,6 +102,9 @@ struct RunJob {
   Outbox out;
   // The rank's telemetry (the session's ring, emptied for this run); null at level Off.
   TelemetryRing* ring = nullptr;
+  // The session's flight recorder (exec/flight_recorder.h), written by the run thread alone;
+  // null: none. On a failure its records go out just before the RunFailed.
+  FlightRecorder* flight = nullptr;
   uint64_t batchSeq = 0;  // control thread only
 
   std::mutex mu;

@@ -47,6 +47,10 @@ Schedule runSchedule(const RunConfig& c, int rank, const std::atomic<bool>& canc
 // The executor's options for the run (telemetry on the coordinator's clock, progress, the
 // test's stall), with the rank's buffers' options.
 RankRunOptions rankRunOptions(RunJob& j);
+// The run's summary for the flight recorder's records (RunJob::flight), `nsteps` its steps.
+void recordRun(RunJob& j, uint32_t nsteps);
+// The flight recorder's records as the message a failed rank sends (j.flight is set).
+FlightRecord flightRecord(const RunJob& j);
 // Phase 1 of the data plane: creates it and binds it for messages from peers.recvFrom (and
 // to peers.sendTo); shared memory sized by `shm`. Returns the endpoint for Ready.
 std::string bindDataPlaneFor(RunJob& j, RunDataPlane& plane, DataPlanePeers peers,

@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "exec/flight_recorder.h"
 #include "exec/run_request.h"
 #include "exec/sent_bytes.h"
 #include "exec/telemetry.h"
@@ -126,6 +127,9 @@ struct RunResult {
   RunState state = RunState::Idle;
   std::string error;  // empty on success; otherwise names the rank, the step and the reason
   int failedRank = -1;
+  // A failed or aborted run's flight record: one entry per rank, its recorder's last
+  // collectives or why it has none (exec/flight_recorder.h); empty when the run completed.
+  std::vector<RankFlight> flight;
 };
 
 // perIterationPerRankUs(res)[i][r]: rank r's time in timed iteration i in us, from the

@@ -538,6 +538,7 @@ void WorkerSession::startJob(const RunConfig& c, uint64_t epoch) {
   j.offsetNs = offsetNs_;
   j.dataSecretKey = dataKeys_.secretKey;
   j.recordEveryOther = recordEveryOther_;
+  j.flight = &flight_;
   j.faults.corruption = corruption_;
   j.faults.stall = std::exchange(stall_, std::nullopt);
   j.verbose = opt_.verbose;

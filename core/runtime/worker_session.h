@@ -184,6 +184,9 @@ class WorkerSession {
   int64_t offsetNs_ = 0;
 
   std::unique_ptr<TelemetryRing> ring_;  // the runs' telemetry, one run at a time
+  // The last collectives of every run of the session, written by one run thread at a time
+  // (a job starts once the previous one's thread has finished).
+  FlightRecorder flight_;
   std::unique_ptr<RunJob> job_;
   // A RunConfig that waits for the previous run thread to finish.
   struct PendingRun {

@@ -12,6 +12,7 @@
 #include "base/errors.h"
 #include "export/bench_sweep.h"
 #include "topology/topology_run.h"
+#include "window/flight_record_view.h"
 #include "window/ring_order_model.h"
 #include "window/setup.h"
 #include "window/setup_settings.h"
@@ -48,6 +49,55 @@ TEST(WindowModels, WorkerListPassesTheModelTester) {
   m.setWorkers({worker(0, true), spare});
   EXPECT_EQ(m.data(m.index(1, WorkerListModel::Rank)).toString(), QStringLiteral("spare"));
   m.setWorkers({});
+  EXPECT_EQ(m.rowCount(), 0);
+}
+
+// Rank `r` of a 3-rank run 5: timed iteration 0 completed, iteration 1 aborted after
+// `lastStep`, waiting on rank 2.
+RankFlight flightOf(int r, int lastStep) {
+  FlightRecorder f;
+  FlightRun run;
+  run.runId = 5;
+  run.algorithm = "ring";
+  run.nranks = 3;
+  run.nsteps = 4;
+  f.setRun(run);
+  f.begin({IterationPlace::Kind::Timed, 0}, 1);
+  f.stepDone(3);
+  f.end(CollectiveState::Completed, 2);
+  f.begin({IterationPlace::Kind::Timed, 1}, 3);
+  for (int s = 0; s <= lastStep; ++s) f.stepDone(static_cast<uint32_t>(s));
+  f.waitedOn(uint64_t{1} << 2);
+  f.end(CollectiveState::Aborted, 4);
+  RankFlight rf;
+  rf.rank = r;
+  rf.received = true;
+  rf.records = f.records();
+  return rf;
+}
+
+TEST(WindowModels, FlightRecordPassesTheModelTesterAndNamesTheRankThatNeverReachedTheStep) {
+  FlightRecordModel m;
+  Tester t(&m, Tester::FailureReportingMode::Fatal);
+  RankFlight gone;
+  gone.rank = 2;
+  gone.missing = "the process is gone";
+  const std::vector<RankFlight> flight = {flightOf(0, 0), flightOf(1, 1), gone};
+  m.setAnalysis(analyzeFlight(flight, 5));
+  ASSERT_EQ(m.rowCount(), 3);
+  EXPECT_EQ(m.data(m.index(0, FlightRecordModel::State)).toString(), QStringLiteral("aborted"));
+  EXPECT_EQ(m.data(m.index(0, FlightRecordModel::LastStep)).toString(), QStringLiteral("0"));
+  EXPECT_EQ(m.data(m.index(0, FlightRecordModel::WaitedOn)).toString(), QStringLiteral("2"));
+  EXPECT_EQ(m.data(m.index(0, FlightRecordModel::Reached)).toString(), QStringLiteral("yes"));
+  EXPECT_EQ(m.data(m.index(2, FlightRecordModel::Reached)).toString(),
+            QStringLiteral("never reached step 1"));
+  EXPECT_EQ(m.data(m.index(2, FlightRecordModel::Note)).toString(),
+            QStringLiteral("no record, the process is gone"));
+  EXPECT_EQ(flightHeadline(m.analysis()),
+            QStringLiteral("Failed in iteration 1 (timed) at step 1 of 4 (numbered from 0)"));
+  EXPECT_EQ(flightNeverReachedText(m.analysis()),
+            QStringLiteral("Ranks that never reached step 1: 2"));
+  m.setAnalysis({});
   EXPECT_EQ(m.rowCount(), 0);
 }
 

@@ -7,6 +7,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
+#include <QToolButton>
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "topology/topology_view.h"
 #include "wait_until.h"
 #include "window/error_banner.h"
+#include "window/flight_record_view.h"
 #include "window/main_window.h"
 #include "window/setup_fields.h"
 #include "window/setup_panel.h"
@@ -305,6 +307,21 @@ TEST(WindowRun, AKilledWorkerShowsTheBannerAndTheNextRunWorks) {
               headline.contains(QStringLiteral("step")))
       << headline.toStdString() << " / " << w->banner()->details().toStdString();
   EXPECT_TRUE(w->runAction()->isEnabled());
+  // The banner's "Flight record" opens the survivors' records: rank 1 never reached the step
+  // where the others stopped.
+  ASSERT_TRUE(w->banner()->flightRecordAvailable());
+  w->banner()->flightRecordButton()->click();
+  const FlightRecordDialog* fr = w->findChild<FlightRecordDialog*>();
+  ASSERT_NE(fr, nullptr);
+  EXPECT_TRUE(fr->isVisible());
+  const FlightAnalysis& fa = fr->model().analysis();
+  ASSERT_TRUE(fa.found);
+  EXPECT_EQ(fa.neverReached, std::vector<int>{1});
+  ASSERT_EQ(fr->model().rowCount(), 4);
+  EXPECT_EQ(fr->model().data(fr->model().index(1, FlightRecordModel::State)).toString(),
+            QStringLiteral("no record"));
+  EXPECT_EQ(fr->model().data(fr->model().index(1, FlightRecordModel::Note)).toString(),
+            QStringLiteral("no record, the process is gone"));
   // The next run: a replacement worker has joined (or is joining) and the sweep completes.
   Feed next;
   next.attach(*w);
@@ -314,6 +331,7 @@ TEST(WindowRun, AKilledWorkerShowsTheBannerAndTheNextRunWorks) {
   EXPECT_EQ(next.end->error, "");
   EXPECT_EQ(next.rows.size(), 3u);
   EXPECT_TRUE(w->banner()->isHidden());
+  EXPECT_FALSE(w->banner()->flightRecordAvailable());
 }
 
 TEST(WindowRun, ClosingMidRunLeavesNoWorker) {

@@ -59,6 +59,33 @@ double cpuSeconds(int64_t pid) {
   return static_cast<double>(ticks) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
+// The rank bench's header gives the worker of `pid` ("#  Rank  2 Pid  12345 on ..."); -1: none.
+int rankOfPid(const std::string& out, int64_t pid) {
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    int rank = -1;
+    long long p = 0;
+    if (std::sscanf(line.c_str(), "#  Rank %d Pid %lld", &rank, &p) == 2 && p == pid) return rank;
+  }
+  return -1;
+}
+
+// Whether the flight record's summary in `err` lists `rank` among the ranks that never
+// reached the failing step.
+bool neverReachedNames(const std::string& err, int rank) {
+  const size_t at = err.find("ranks that never reached step ");
+  if (at == std::string::npos) return false;
+  const std::string line = err.substr(at, err.find('\n', at) - at);
+  const std::string list = line.substr(line.find(": ") + 2);
+  std::istringstream in(list);
+  std::string r;
+  while (std::getline(in, r, ',')) {
+    if (std::stoi(r) == rank) return true;
+  }
+  return false;
+}
+
 size_t lines(const std::string& s) {
   size_t n = 0;
   for (char c : s) n += c == '\n' ? 1 : 0;
@@ -733,6 +760,69 @@ TEST_F(BenchCli, AWorkerKilledMidRunFailsTheBenchNamingRankAndStep) {
   EXPECT_NE(last.find("ring allreduce 8M failed: rank "), std::string::npos) << err;
   EXPECT_NE(last.find("killed by signal 9"), std::string::npos) << err;
   EXPECT_NE(last.find("step"), std::string::npos) << err;
+  // The flight recorder's summary: the dead rank has no record and never reached the step
+  // where the others stopped.
+  const int victim = rankOfPid(slurp(p.out), pids[1]);
+  ASSERT_GE(victim, 0) << slurp(p.out);
+  const std::string v = std::to_string(victim);
+  EXPECT_NE(last.find("Flight record of run"), std::string::npos) << err;
+  EXPECT_NE(last.find("rank " + v + ": no record, the process is gone"), std::string::npos) << err;
+  EXPECT_TRUE(neverReachedNames(last, victim)) << err;
+  expectNoWorkerLeft();
+}
+
+// A stopped worker (SIGSTOP) mid-run: the coordinator finds it silent and aborts the others,
+// which hand over their flight records. bench's summary names the stopped rank among those
+// that never reached the failing step, --json carries every rank's records in the failed
+// result, and --flight-record writes them.
+TEST_F(BenchCli, AStoppedWorkerIsNamedByTheFlightRecordAsNeverReachingTheFailingStep) {
+  const std::string json = file("stopped.json"), fr = file("stopped-flight.json");
+  const Proc p = start({"--workers", "3", "-b", "8M", "-e", "8M", "-n", "100000", "-w", "0",
+                        "--json", json, "--flight-record", fr},
+                       "stopped");
+  ASSERT_TRUE(waitForText(p.out, "#  Rank  2 Pid")) << slurp(p.err);
+  const std::vector<int64_t> pids = workerPids();
+  ASSERT_EQ(pids.size(), 3u);
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (cpuSeconds(pids[2]) < 0.5 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(static_cast<pid_t>(pids[2]), SIGSTOP);
+  const int rc = finish(p, std::chrono::seconds(30));
+  const std::string err = slurp(p.err);
+  EXPECT_EQ(rc, 1) << err;
+  const int victim = rankOfPid(slurp(p.out), pids[2]);
+  ASSERT_GE(victim, 0) << slurp(p.out);
+  const std::string v = std::to_string(victim);
+  EXPECT_NE(err.find("stopped responding"), std::string::npos) << err;
+  EXPECT_NE(err.find("rank " + v + ": no record, the process stopped responding"),
+            std::string::npos)
+      << err;
+  EXPECT_TRUE(neverReachedNames(err, victim)) << err;
+  for (int r = 0; r < 3; ++r) {
+    if (r != victim) {
+      EXPECT_NE(err.find("rank " + std::to_string(r) + ": aborted"), std::string::npos) << err;
+    }
+  }
+
+  const nlohmann::json out = nlohmann::json::parse(slurp(json));
+  const nlohmann::json& failed = out["results"].back();
+  ASSERT_EQ(failed["state"], "failed") << failed.dump();
+  const nlohmann::json& flight = failed["flight_record"];
+  ASSERT_TRUE(flight.is_object()) << failed.dump();
+  EXPECT_EQ(flight["analysis"]["never_reached"], nlohmann::json::array({victim})) << flight.dump();
+  ASSERT_EQ(flight["ranks"].size(), 3u);
+  for (const auto& rank : flight["ranks"]) {
+    const bool isVictim = rank["rank"] == victim;
+    EXPECT_EQ(rank["received"], !isVictim) << rank.dump();
+    if (isVictim) continue;
+    ASSERT_FALSE(rank["records"].empty()) << rank.dump();
+    EXPECT_EQ(rank["records"].back()["state"], "aborted") << rank.dump();
+    EXPECT_EQ(rank["records"].back()["algorithm"], "ring") << rank.dump();
+  }
+  const nlohmann::json file = nlohmann::json::parse(slurp(fr));
+  ASSERT_EQ(file["runs"].size(), 1u);
+  EXPECT_EQ(file["runs"][0], flight);
   expectNoWorkerLeft();
 }
 

@@ -414,6 +414,25 @@ TEST_P(RuntimeFailure, WorkerLostMidRunEndsTheRunAndTheNextRunWorks) {
     EXPECT_NE(res.error.find(fc.words), std::string::npos) << res.error;
     EXPECT_NE(res.error.find("step"), std::string::npos) << res.error;
     EXPECT_NE(res.error.find(std::to_string(victim)), std::string::npos) << res.error;
+    // Every surviving rank handed over its flight record; the lost one could not.
+    ASSERT_EQ(res.flight.size(), 4u);
+    for (const RankFlight& f : res.flight) {
+      if (f.rank == fc.rank) {
+        EXPECT_FALSE(f.received);
+        EXPECT_EQ(f.missing,
+                  fc.signal == SIGKILL ? "the process is gone" : "the process stopped responding");
+        continue;
+      }
+      EXPECT_TRUE(f.received) << "rank " << f.rank << ": " << f.missing;
+      ASSERT_FALSE(f.records.empty()) << "rank " << f.rank;
+      const CollectiveRecord& last = f.records.back();
+      EXPECT_EQ(last.run.runId, id);
+      EXPECT_NE(last.state, CollectiveState::Completed) << "rank " << f.rank;
+      EXPECT_NE(last.state, CollectiveState::InFlight) << "rank " << f.rank;
+    }
+    const FlightAnalysis fa = analyzeFlight(res.flight, id);
+    ASSERT_TRUE(fa.found);
+    EXPECT_EQ(fa.neverReached, std::vector<int>{fc.rank}) << flightSummaryText(res.flight, id);
     // The worker's leaving says why.
     ASSERT_TRUE(client.waitLeft(1));
     const WorkerLeft gone = client.left().front();

@@ -100,6 +100,19 @@ TelemetryBatch sampleBatch(size_t events) {
 }
 
 // One valid message of every type, in MsgType order.
+// A rank's collective that was aborted at step 3 of 6 waiting on rank 1.
+CollectiveRecord sampleCollectiveRecord() {
+  CollectiveRecord c;
+  c.run = {7, "ring", Collective::AllReduce, DataType::Float, 1024, 4, 4096, 6};
+  c.place = {IterationPlace::Kind::Timed, 2};
+  c.startNs = 1000;
+  c.endNs = 2000;
+  c.lastStep = 2;
+  c.waitedOn = 1u << 1;
+  c.state = CollectiveState::Aborted;
+  return c;
+}
+
 std::vector<Message> sampleMessages() {
   return {
       Hello{"worker-a", "node01", 4242, "cpu", -1, kProtocolVersion},
@@ -126,6 +139,7 @@ std::vector<Message> sampleMessages() {
                  std::string("\0\x01"
                              "addr",
                              6)},
+      FlightRecord{7, 2, 1, {sampleCollectiveRecord()}},
   };
 }
 

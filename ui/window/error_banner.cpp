@@ -32,6 +32,7 @@ ErrorBanner::ErrorBanner(QWidget* parent)
       icon_(new QLabel(this)),
       headline_(new QLabel(this)),
       details_(new QLabel(this)),
+      flight_(new QToolButton(this)),
       close_(new QToolButton(this)) {
   setObjectName(QStringLiteral("errorBanner"));
   setFrameShape(QFrame::NoFrame);
@@ -48,6 +49,13 @@ ErrorBanner::ErrorBanner(QWidget* parent)
   details_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   const int iconSize = style()->pixelMetric(QStyle::PM_LargeIconSize);
   icon_->setPixmap(style()->standardIcon(QStyle::SP_MessageBoxCritical).pixmap(iconSize, iconSize));
+  flight_->setText(tr("Flight record"));
+  flight_->setToolTip(
+      tr("Each rank's last collectives: the step where the run failed and the "
+         "ranks that never reached it"));
+  flight_->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  flight_->hide();
+  connect(flight_, &QToolButton::clicked, this, &ErrorBanner::flightRecordRequested);
   close_->setText(tr("Dismiss"));
   close_->setToolTip(tr("Hide this message (the next run works as usual)"));
   close_->setToolButtonStyle(Qt::ToolButtonTextOnly);
@@ -64,6 +72,7 @@ ErrorBanner::ErrorBanner(QWidget* parent)
   row->setSpacing(12);
   row->addWidget(icon_, 0, Qt::AlignTop);
   row->addLayout(text, 1);
+  row->addWidget(flight_, 0, Qt::AlignTop);
   row->addWidget(close_, 0, Qt::AlignTop);
   hide();
 }
@@ -71,14 +80,19 @@ ErrorBanner::ErrorBanner(QWidget* parent)
 void ErrorBanner::showError(const QString& error, int rank, int lastStep) {
   headline_->setText(failureHeadline(error, rank, lastStep));
   details_->setText(error);
+  flight_->hide();
   show();
 }
 
 void ErrorBanner::showProblem(const QString& headline, const QString& details) {
   headline_->setText(headline);
   details_->setText(details);
+  flight_->hide();
   show();
 }
+
+void ErrorBanner::setFlightRecordAvailable(bool available) { flight_->setVisible(available); }
+bool ErrorBanner::flightRecordAvailable() const { return !flight_->isHidden(); }
 
 QString ErrorBanner::headline() const { return headline_->text(); }
 QString ErrorBanner::details() const { return details_->text(); }

@@ -1,6 +1,7 @@
 // A banner across the top of the window for a run that failed: a bold headline naming the rank
 // (and the step, when the error names one) and the runtime's message under it. Dismissible;
-// the window stays usable while it shows.
+// the window stays usable while it shows. When the run left a flight record, a "Flight record"
+// button opens it (flightRecordRequested).
 #pragma once
 
 #include <QFrame>
@@ -23,14 +24,21 @@ class ErrorBanner : public QFrame {
   void showProblem(const QString& headline, const QString& details);
   QString headline() const;
   QString details() const;
+  // Whether the failure shown has a flight record to open (the button shows then); cleared by
+  // each showError and showProblem.
+  void setFlightRecordAvailable(bool available);
+  bool flightRecordAvailable() const;
+  QToolButton* flightRecordButton() const { return flight_; }
 
  signals:
   void dismissed();
+  void flightRecordRequested();
 
  private:
   QLabel* icon_;
   QLabel* headline_;
   QLabel* details_;
+  QToolButton* flight_;
   QToolButton* close_;
 };
 

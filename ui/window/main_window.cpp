@@ -25,6 +25,7 @@
 #include "topology/topology_pane.h"
 #include "topology/topology_run.h"
 #include "window/error_banner.h"
+#include "window/flight_record_view.h"
 #include "window/frame_meter.h"
 #include "window/lab_runtime.h"
 #include "window/setup_fields.h"
@@ -54,6 +55,7 @@ MainWindow::MainWindow(WindowOptions options, QWidget* parent)
   setObjectName(QStringLiteral("allreduceLabWindow"));
   setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks);
   banner_ = new ErrorBanner(this);
+  connect(banner_, &ErrorBanner::flightRecordRequested, this, [this] { showFlightRecord(); });
   topology_ = new TopologyPane(this);
   auto* centre = new QWidget(this);
   auto* col = new QVBoxLayout(centre);
@@ -372,10 +374,22 @@ void MainWindow::onSessionFinished(const SessionEnd& end) {
     statusBar()->showMessage(tr("Stopped: %1 runs completed").arg(report_.rows.size()), 8000);
   } else if (!end.error.empty()) {
     banner_->showError(QString::fromStdString(end.error), end.failedRank, end.lastStep);
+    banner_->setFlightRecordAvailable(!report_.rows.empty() &&
+                                      !report_.rows.back().result.flight.empty());
   } else {
     statusBar()->showMessage(tr("Finished: %1 runs").arg(report_.rows.size()), 8000);
   }
   emit sessionEnded(end);
+}
+
+FlightRecordDialog* MainWindow::showFlightRecord() {
+  if (report_.rows.empty() || report_.rows.back().result.flight.empty()) return nullptr;
+  const RunResult& failed = report_.rows.back().result;
+  if (flightDialog_ == nullptr) flightDialog_ = new FlightRecordDialog(this);
+  flightDialog_->setFlightRecord(failed.flight, failed.runId);
+  flightDialog_->show();
+  flightDialog_->raise();
+  return flightDialog_;
 }
 
 void MainWindow::onRecording(const BenchReport& report, const QString& path) {

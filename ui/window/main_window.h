@@ -33,6 +33,7 @@ class PlayRankPanel;
 
 class ChartsPanel;
 class ErrorBanner;
+class FlightRecordDialog;
 class FrameMeter;
 class LabRuntime;
 class SetupPanel;
@@ -103,6 +104,9 @@ class MainWindow : public QMainWindow {
   // Shows the Play a rank dock (View -> Play a rank) with the keyboard on it.
   void openPlayRank();
   ErrorBanner* banner() const { return banner_; }
+  // The failed run's flight record (the banner's "Flight record"), opened; null when the last
+  // failure left none.
+  FlightRecordDialog* showFlightRecord();
   QAction* runAction() const { return runAction_; }
   QAction* stopAction() const { return stopAction_; }
 
@@ -177,6 +181,7 @@ class MainWindow : public QMainWindow {
   TopologyPane* topology_ = nullptr;
   ChartsPanel* charts_ = nullptr;
   ErrorBanner* banner_ = nullptr;
+  FlightRecordDialog* flightDialog_ = nullptr;
   QDockWidget* setupDock_ = nullptr;
   QDockWidget* chartsDock_ = nullptr;
   TrainingView* training_ = nullptr;
