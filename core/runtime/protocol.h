@@ -58,7 +58,8 @@ namespace arl {
 //     CURVE on the data plane: Hello carries the worker's data-plane public key (dataKey),
 //     RunConfig every rank's (dataKeys).
 //     RunConfig carries each link's own latency (link_latencies: a named topology's hops).
-inline constexpr uint16_t kProtocolVersion = 13;
+// 14: RunConfig carries knomial's radix (radix).
+inline constexpr uint16_t kProtocolVersion = 14;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
@@ -314,6 +315,7 @@ struct RunConfig {
   uint64_t sliceBytes = 0;    // the pipeline slice: most bytes one message carries; >= 1
   int32_t root = 0;           // 0 <= root < worldSize
   uint32_t ranksPerHost = 1;  // 1..worldSize
+  uint32_t radix = 4;         // knomial's k: 2..kMaxRanks (one above worldSize draws one round)
   uint32_t inflight = 4;      // 1..kMaxInflight
   bool inPlace = false;
   uint32_t warmup = 0;      // 0..kMaxIterations

@@ -220,7 +220,7 @@ TEST(Protocol, RejectsOtherVersions) {
   Frames f = Heartbeat{}.encode();
   f[0][4] = 3;  // the version before packed telemetry records
   const auto e = expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 3");
-  EXPECT_TRUE(contains(e.reason, "speaks version 13"));
+  EXPECT_TRUE(contains(e.reason, "speaks version 14"));
   f[0][4] = 0;
   expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 0");
   f[0][4] = 4;
@@ -503,6 +503,8 @@ TEST(Protocol, RejectsOutOfRangeRunConfig) {
   check([](Bytes& b) { putSigned(b, 10, 4); }, "root 4 is not a rank of a world of 4");
   check([](Bytes& b) { putSigned(b, 10, -1); }, "root -1");
   check([](Bytes& b) { putField(b, 11, 5); }, "ranks per host 5 is outside 1..4");
+  check([](Bytes& b) { putField(b, 36, 1); }, "knomial radix 1 is outside 2..64");
+  check([](Bytes& b) { putField(b, 36, 65); }, "knomial radix 65 is outside 2..64");
   check([](Bytes& b) { putField(b, 12, 0); }, "inflight 0");
   check([](Bytes& b) { putField(b, 14, kMaxIterations + 1); }, "warmup 1000001");
   check([](Bytes& b) { putField(b, 15, 0); }, "iterations 0 is outside 1..1000000");
@@ -705,6 +707,19 @@ TEST(Protocol, RejectsBadTelemetryBatches) {
       withAppended(empty, [](Bytes& b) { putBytes(b, 17, sampleRecords(kMaxEventsPerBatch + 1)); }),
       std::to_string(kMaxEventsPerBatch + 1) + " events exceed the maximum of " +
           std::to_string(kMaxEventsPerBatch) + " per batch");
+}
+
+// knomial's radix (version 14, field 36) travels as set.
+TEST(Protocol, RadixRoundTrips) {
+  for (uint32_t k : {2u, 3u, 7u, 64u}) {
+    RunConfig c = sampleConfig(8);
+    c.radix = k;
+    expectRoundTrip(c);
+    const Envelope env = mustDecode(c.encode());
+    const auto* got = std::get_if<RunConfig>(&env.message);
+    ASSERT_NE(got, nullptr);
+    EXPECT_EQ(got->radix, k);
+  }
 }
 
 // Link shaping (version 5): every field round-trips, and a shaping the world cannot have is
