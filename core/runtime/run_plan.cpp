@@ -70,6 +70,8 @@ RunConfig runConfigOf(const RunRequest& req, const ResolvedRun& run,
   c.randomData = req.randomData;
   c.telemetry = req.telemetry;
   c.ringOrder.assign(run.ringOrder.begin(), run.ringOrder.end());
+  // The world's ring names every worker: the switch's after the ranks' (it sits on no ring).
+  for (int r = run.nranks; r < c.worldSize; ++r) c.ringOrder.push_back(r);
   c.hosts = hosts;
   c.dataPlane = req.dataPlane;
   c.cudaIpc = req.cudaIpc;
