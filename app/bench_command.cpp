@@ -346,6 +346,10 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
               slices.c_str(), inflights.c_str(), ring.c_str(),
               c_.inPlace ? "in-place" : "out-of-place", std::string(toString(c_.telemetry)).c_str(),
               c_.maxEvents, plane.c_str());
+  if (std::find(c_.algorithms.begin(), c_.algorithms.end(), "knomial") != c_.algorithms.end()) {
+    std::printf("# knomial radix %d%s\n", resolveRadix(c_.radix, n),
+                c_.radix > 0 ? "" : " (the default)");
+  }
   if (!c_.topology.empty()) {
     const Topology t = parseTopology(c_.topology);
     std::printf("# topology: %s (%s)\n", c_.topology.c_str(),

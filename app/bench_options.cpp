@@ -104,6 +104,7 @@ void BenchOptions::declare() {
   o.value("--inflight", "K[,K...]",
           "slices in flight per rank to sweep, 1.." + std::to_string(kMaxInflight) +
               ", e.g. 1,2,4,8 (default 4)");
+  o.value("--radix", "K", "knomial's radix, 2..N (2: binomial; default 4, or N when fewer ranks)");
   o.value("--ring-order", "LIST",
           "the ring as a permutation of the ranks 0..N-1, N = --workers + --expect, e.g. "
           "0,2,1,3 (default 0,1,...,N-1)");
@@ -301,6 +302,7 @@ void BenchOptions::checkTelemetry(BenchConfig& c) const {
 
 void BenchOptions::checkPipeline(BenchConfig& c) const {
   if (auto v = opts_.get("--ranks-per-host")) c.ranksPerHost = parseInteger(*v);
+  if (auto v = opts_.get("--radix")) c.radix = parseInteger(*v);
   if (auto v = opts_.get("--slice")) c.sliceSizes = parseSizeList(*v);
   if (auto v = opts_.get("--inflight")) c.inflights = parseIntegerList(*v);
   if (auto v = opts_.get("--ring-order")) c.ringOrder = parseIntegerList(*v);
@@ -352,8 +354,9 @@ void BenchOptions::checkAlgorithms(BenchConfig& c) const {
   if (v && v->text == "all") {
     c.algorithms.clear();
     for (const std::string& name : algorithmNames()) {
-      // "all" means all that can run here: swing's refusal of other rank counts is no error.
-      const bool runs = rankCountRefusal(name, nranksOf(c)).empty();
+      // "all" means all that can run here: swing's refusal of other rank counts is no error,
+      // nor switch's of a world with no worker to spare for the switch.
+      const bool runs = workerCountRefusal(name, nranksOf(c)).empty();
       if (algorithmSupports(name, c.collective) && runs) c.algorithms.push_back(name);
     }
   }

@@ -409,6 +409,7 @@ std::string flagOf(RunField f, const RunFieldFlags& own) {
     case RunField::SlowRank: return "--slow-rank";
     case RunField::SlowLink: return "--slow-link";
     case RunField::MismatchRank: return "--mismatch-rank";
+    case RunField::Radix: return "--radix";
   }
   return std::string(describe(f));
 }

@@ -112,6 +112,8 @@ PlanCommand::PlanCommand(CLI::App& lab, const std::vector<std::string>& args)
   opts_.value("--root", "R", "root of reduce and broadcast, 0..ranks-1 (default 0)");
   opts_.value("--ranks-per-host", "K",
               "ranks per host for hierarchical, 0..ranks (default 0: one host)");
+  opts_.value("--radix", "K",
+              "knomial's radix, 2..ranks (2: binomial; default 4, or ranks when fewer)");
   opts_.value("--ring-order", "LIST",
               "the ring as a permutation of 0..ranks-1, e.g. 0,2,1,3 (default 0,1,...,ranks-1)");
   opts_.value("--inflight", "K",
@@ -145,6 +147,7 @@ PlanArgs PlanCommand::parse() const {
   if (auto v = opts_.get("--slice")) a.req.sliceBytes = parseSize(*v);
   if (auto v = opts_.get("--root")) a.req.root = parseInteger(*v);
   if (auto v = opts_.get("--ranks-per-host")) a.req.ranksPerHost = parseInteger(*v);
+  if (auto v = opts_.get("--radix")) a.req.radix = parseInteger(*v);
   if (auto v = opts_.get("--ring-order")) a.req.ringOrder = parseIntegerList(*v);
   if (auto v = opts_.get("--inflight")) a.req.inflight = parseInteger(*v);
   if (auto v = opts_.get("--iters")) a.req.iterations = parseInteger(*v);
@@ -170,9 +173,14 @@ Schedule PlanCommand::resolve(const PlanArgs& a) const {
                            "workers: allreduce-lab bench --algo " +
                            a.req.algorithm);
   }
+  if (std::string why = rankCountRefusal(a.req.algorithm, a.ranks); !why.empty()) {
+    throw refuse(opts_.get("--ranks").value_or(Arg{"--ranks", std::to_string(a.ranks)}), why);
+  }
+  // The ranks and the workers that serve them (switch's switch), one thread each.
+  const int workers = a.ranks + helperWorkers(a.req.algorithm);
   Schedule s;
   try {
-    (void)resolveRunRequest(a.req, std::vector<std::string>(a.ranks, "localhost"), &s);
+    (void)resolveRunRequest(a.req, std::vector<std::string>(workers, "localhost"), &s);
   } catch (const RunRequestError& e) {
     throw refuse(e, opts_, kRunFlags);
   } catch (const ConfigError& e) {
@@ -185,7 +193,7 @@ Schedule PlanCommand::resolve(const PlanArgs& a) const {
 Schedule PlanCommand::resolveImport(PlanArgs& a,
                                     std::vector<std::vector<MscclOrigin>>& origins) const {
   for (const char* flag :
-       {"--algo", "--collective", "--root", "--ring-order", "--ranks-per-host"}) {
+       {"--algo", "--collective", "--root", "--ring-order", "--ranks-per-host", "--radix"}) {
     if (auto v = opts_.get(flag)) throw refuse(*v, "cannot be given with --import (the file says)");
   }
   try {
@@ -362,6 +370,7 @@ CostQuery costQuery(const PlanArgs& a, const Schedule& s) {
   q.bytes = collectiveBytes(a.req.collective, a.ranks, a.req.count, a.req.dtype);
   q.sliceBytes = s.sliceElems * dtypeSize(a.req.dtype);
   q.ranksPerHost = a.req.ranksPerHost;
+  q.radix = resolveRadix(a.req.radix, a.ranks);
   q.dtype = a.req.dtype;
   q.root = a.req.root;
   q.ringOrder = a.req.ringOrder;
@@ -400,10 +409,22 @@ void printSummary(const PlanArgs& a, const Schedule& s, const VerifyResult& vr,
     std::printf(", root %d", a.req.root);
   }
   if (a.req.ranksPerHost > 0) std::printf(", %d ranks per host", a.req.ranksPerHost);
+  if (a.req.algorithm == "knomial") {
+    std::printf(", radix %d", resolveRadix(a.req.radix, a.ranks));
+  }
   if (!a.req.ringOrder.empty()) std::printf(", ring %s", ringText(a.req.ringOrder).c_str());
   std::printf(", slice %s (%" PRIu64 " elements)\n", formatSize(a.req.sliceBytes).c_str(),
               s.sliceElems);
   printTable(s);
+  if (s.nonResultRanks > 0 && s.count > 0) {
+    // busbw's factor speaks of a ring's traffic: say what crossed each port here.
+    const int sw = resultRanks(s);
+    std::printf(
+        "bytes: each rank sends %s to the switch and receives as much; the switch (rank %d, a "
+        "worker that holds no result) receives and sends %s\n",
+        formatSize(bytesSent(s, 0, a.req.dtype)).c_str(), sw,
+        formatSize(bytesSent(s, sw, a.req.dtype)).c_str());
+  }
   if (vr.ok && !a.importFile.empty()) {
     std::printf(
         "verifier: OK (every rank ends with the collective's result, no deadlock, in the order "
@@ -488,10 +509,12 @@ bool runInProcess(const PlanArgs& a, const Schedule& s, Json* j) {
       (*j)["warmup"] = a.req.warmup;
       (*j)["iteration_us"] = res.iterationUs;
     } else {
+      const std::string helpers =
+          s.nranks > a.ranks ? " and the switch (one thread more)" : std::string();
       std::printf(
-          "run: in process, %d ranks (threads) on the CPU backend over loopback (%s), %s, "
+          "run: in process, %d ranks (threads)%s on the CPU backend over loopback (%s), %s, "
           "warmup %d, iters %d, inflight %d\n",
-          a.ranks, describeShaping(a.req.shaping).c_str(),
+          a.ranks, helpers.c_str(), describeShaping(a.req.shaping).c_str(),
           a.req.inPlace ? "in-place" : "out-of-place", a.req.warmup, a.req.iterations,
           a.req.inflight);
       std::fputs(ncclTestsHeader().c_str(), stdout);
@@ -561,6 +584,7 @@ int PlanCommand::run() {
              {"op", std::string(toString(a.req.op))},
              {"root", a.req.root},
              {"ranks_per_host", a.req.ranksPerHost},
+             {"radix", resolveRadix(a.req.radix, a.ranks)},
              {"slice_bytes", a.req.sliceBytes},
              {"slice_elems", s.sliceElems},
              {"in_place", a.req.inPlace},

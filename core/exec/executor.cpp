@@ -753,7 +753,8 @@ class Run {
   }
 
   void finalizeAvg() {
-    if (opt_.op != RedOp::Avg) return;
+    // A non-result rank (the switch) holds no result; its Output is what it sent.
+    if (opt_.op != RedOp::Avg || rank_ >= resultRanks(s_)) return;
     uint64_t elems = 0;
     switch (s_.collective) {
       case Collective::AllReduce:
@@ -763,7 +764,8 @@ class Run {
       case Collective::Broadcast: return;
     }
     if (elems == 0) return;
-    backend_.wait(backend_.finalize(st_.bufs.output, elems, opt_.dtype, RedOp::Avg, s_.nranks));
+    backend_.wait(
+        backend_.finalize(st_.bufs.output, elems, opt_.dtype, RedOp::Avg, resultRanks(s_)));
   }
 
   const Schedule& s_;

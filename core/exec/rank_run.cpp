@@ -1,6 +1,7 @@
 #include "exec/rank_run.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "base/clock.h"
@@ -110,11 +111,13 @@ void RankRun::fillInput() {
     throwIfCancelled("while filling its input");
     const uint64_t n = std::min(kPieceElems, elems - first);
     unsigned char* host = hostInput_ ? hostInput_.get() + first * es : staging.data();
-    if (opt_.randomData) {
+    if (rank_ >= resultRanks(s_)) {
+      std::memset(host, 0, n * es);  // no contribution (Schedule::nonResultRanks): never read
+    } else if (opt_.randomData) {
       fillRandomInputRange(host, opt_.exec.dtype, rank_, first, n);
     } else {
-      fillInputRange(host, s_.collective, opt_.exec.dtype, opt_.exec.op, rank_, s_.nranks, s_.count,
-                     first, n);
+      fillInputRange(host, s_.collective, opt_.exec.dtype, opt_.exec.op, rank_, resultRanks(s_),
+                     s_.count, first, n);
     }
     backend_.upload(dst + first * es, host, n * es);
   }
@@ -123,7 +126,7 @@ void RankRun::fillInput() {
 void RankRun::fillExpected() {
   const size_t es = dtypeSize(opt_.exec.dtype);
   const uint64_t elems = s_.outputElems;
-  if (elems == 0) return;
+  if (elems == 0 || rank_ >= resultRanks(s_)) return;  // no result to hold
   // Uninitialised: the pages are touched (and faulted in) piece by piece as they are filled.
   auto expected = std::make_unique_for_overwrite<unsigned char[]>(outBytes_);
   const uint64_t piece = expectedPieceElems(s_);
@@ -131,7 +134,7 @@ void RankRun::fillExpected() {
     throwIfCancelled("while computing its expected output");
     const uint64_t n = std::min(piece, elems - first);
     if (!fillExpectedRange(expected.get() + first * es, s_.collective, opt_.exec.dtype,
-                           opt_.exec.op, rank_, s_.nranks, s_.count, s_.root, first, n)) {
+                           opt_.exec.op, rank_, resultRanks(s_), s_.count, s_.root, first, n)) {
       return;  // the collective leaves this rank's output undefined
     }
   }

@@ -90,10 +90,12 @@ void checkSize(const RunRequest& req, int n) {
   }
 }
 
-void checkScalars(const RunRequest& req, int n) {
+// `workers`: n and the helpers (helperWorkers), every one of which has a port to shape.
+void checkScalars(const RunRequest& req, int n, int workers) {
   checkInt(RunField::Root, req.root, 0, n - 1);
   checkInt(RunField::MismatchRank, req.mismatchRank, -1, n - 1);
   checkInt(RunField::RanksPerHost, req.ranksPerHost, 0, n);
+  if (req.radix != 0) checkInt(RunField::Radix, req.radix, 2, std::max(n, 2));
   checkInt(RunField::Inflight, req.inflight, 1, kMaxInflight);
   checkInt(RunField::Iterations, req.iterations, 1, kMaxIterations);
   checkInt(RunField::Warmup, req.warmup, 0, kMaxIterations);
@@ -102,7 +104,7 @@ void checkScalars(const RunRequest& req, int n) {
                           "must be in 1.." + std::to_string(kMaxStallTimeoutMs) + " ms");
   }
   try {
-    checkShaping(req.shaping, n);
+    checkShaping(req.shaping, workers);
   } catch (const ShapingError& e) {
     throw RunRequestError(runFieldOf(e.part), e.value, e.rule);
   }
@@ -201,6 +203,7 @@ std::string_view describe(RunField f) {
     case RunField::SlowRank: return describe(ShapingPart::SlowRank);
     case RunField::SlowLink: return describe(ShapingPart::SlowLink);
     case RunField::MismatchRank: return "mismatched rank";
+    case RunField::Radix: return "knomial radix";
   }
   return "?";
 }
@@ -223,6 +226,10 @@ RunRequestError::RunRequestError(RunField f, std::string v, std::string r)
       value(std::move(v)),
       rule(std::move(r)) {}
 
+int resolveRadix(int requested, int nranks) {
+  return requested > 0 ? requested : std::min(kDefaultRadix, std::max(nranks, 2));
+}
+
 int ranksPerHost(int requested, const std::vector<std::string>& hosts) {
   if (requested > 0) return requested;
   std::map<std::string, int> perHost;
@@ -242,6 +249,7 @@ GenParams genParams(const RunRequest& req, const ResolvedRun& run) {
           .root = req.root,
           .ranksPerHost = run.ranksPerHost,
           .ring = run.ringOrder,
+          .radix = run.radix,
           .torusDims = req.torusDims};
 }
 
@@ -260,21 +268,28 @@ LocalRunOptions localRunOptions(const RunRequest& req) {
 
 ResolvedRun resolveRunRequest(const RunRequest& req, const std::vector<std::string>& hosts,
                               Schedule* schedule) {
-  const int n = static_cast<int>(hosts.size());
-  checkInt(RunField::Ranks, n, 1, kMaxRanks);
+  const int workers = static_cast<int>(hosts.size());
+  checkInt(RunField::Ranks, workers, 1, kMaxRanks);
   checkAlgorithm(req);
-  if (std::string why = rankCountRefusal(req.algorithm, n); !why.empty()) {
-    throw RunRequestError(RunField::Ranks, std::to_string(n), why);
+  const int helpers = req.scheduleXml.empty() ? helperWorkers(req.algorithm) : 0;
+  if (std::string why = workerCountRefusal(req.algorithm, workers); !why.empty()) {
+    throw RunRequestError(RunField::Ranks, std::to_string(workers), why);
   }
+  if (helpers > 0 && req.train) {
+    throw RunRequestError(RunField::Algorithm, req.algorithm,
+                          "trains no model: its switch worker would hold no replica");
+  }
+  const int n = workers - helpers;
   checkSlice(req);
   checkSize(req, n);
-  checkScalars(req, n);
+  checkScalars(req, n, workers);
   checkEvenHosts(req, hosts);
 
   ResolvedRun run;
   run.nranks = n;
   run.ranksPerHost = ranksPerHost(req.ranksPerHost, hosts);
   run.ringOrder = resolveRing(req, n);
+  run.radix = resolveRadix(req.radix, n);
   run.sliceElems = req.sliceBytes / dtypeSize(req.dtype);
   if (findLibraryAlgorithm(req.algorithm) != nullptr) {
     // The library moves the bytes its own way: no steps, and what each rank sends is unknown
@@ -292,7 +307,7 @@ ResolvedRun resolveRunRequest(const RunRequest& req, const std::vector<std::stri
     throw ConfigError(e.what());
   }
   run.steps = s.nsteps;
-  for (int r = 0; r < n; ++r) run.bytesSent.push_back(bytesSent(s, r, req.dtype));
+  for (int r = 0; r < s.nranks; ++r) run.bytesSent.push_back(bytesSent(s, r, req.dtype));
   if (schedule != nullptr) *schedule = std::move(s);
   return run;
 }

@@ -34,6 +34,9 @@ struct RunRequest {
   int root = 0;
   int ranksPerHost = 0;        // 0 = group by the ranks' real host names
   std::vector<int> ringOrder;  // the ring as a permutation of 0..n-1; empty = 0, 1, ..., n-1
+  // knomial's k, 2..n (2 = binomial); 0 = kDefaultRadix, or n when there are fewer ranks (a
+  // radix of n or more draws the same one-round tree). Other algorithms ignore it.
+  int radix = 0;
   std::vector<int> torusDims;  // the torus the ranks lie on (GenParams::torusDims); empty: none
   int inflight = 4;            // slices a rank may have in flight
   bool inPlace = false;
@@ -104,6 +107,7 @@ enum class RunField {
   SlowRank,
   SlowLink,
   MismatchRank,
+  Radix,
 };
 
 // How a refusal speaks of `f` when no client names it: "slices in flight", "ring order", ...
@@ -128,21 +132,29 @@ inline constexpr uint64_t kMaxSlicesPerRun = uint64_t{4} << 20;
 
 // What a request becomes on a given world of ranks: the values the ranks run with.
 struct ResolvedRun {
-  int nranks = 0;
+  int nranks = 0;              // the collective's ranks: the workers less helperWorkers()
   int ranksPerHost = 0;        // resolved: never 0
   std::vector<int> ringOrder;  // resolved: always nranks entries
+  int radix = 0;               // resolved: 2..max(n, 2)
   uint64_t sliceElems = 0;
-  uint32_t steps = 0;               // the schedule's algorithm steps (Schedule::nsteps)
-  std::vector<uint64_t> bytesSent;  // per rank: bytes it sends in one collective
+  uint32_t steps = 0;  // the schedule's algorithm steps (Schedule::nsteps)
+  // Per rank of the schedule: bytes it sends in one collective (the switch's after the ranks').
+  std::vector<uint64_t> bytesSent;
 };
 
-// Checks `req` for ranks whose hosts are `hosts` (in rank order; one entry per rank) and
-// resolves it; generates the schedule once, since the generator is the authority on what
-// it accepts, and hands it over through `schedule` when not null. Throws RunRequestError
-// naming the offending field and the accepted range (ConfigError for what the generator
-// alone refuses).
+// Checks `req` for workers whose hosts are `hosts` (in rank order; one entry per worker: the
+// collective's ranks, then the helpers an algorithm takes, helperWorkers()) and resolves it;
+// generates the schedule once, since the generator is the authority on what it accepts, and hands
+// it over through `schedule` when not null. Throws RunRequestError naming the offending field and
+// the accepted range (ConfigError for what the generator alone refuses).
 ResolvedRun resolveRunRequest(const RunRequest& req, const std::vector<std::string>& hosts,
                               Schedule* schedule = nullptr);
+
+// knomial's radix when none is asked for.
+inline constexpr int kDefaultRadix = 4;
+
+// The radix a run uses: `requested` when positive, else kDefaultRadix capped at max(n, 2).
+int resolveRadix(int requested, int nranks);
 
 // Ranks per host: `requested` when positive, else derived from the ranks' host names (in
 // rank order): the ranks of one host when every host has as many, all ranks otherwise.

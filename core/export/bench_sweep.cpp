@@ -12,6 +12,7 @@ RunRequest runRequestOf(const BenchConfig& c) {
   q.op = c.op;
   q.root = c.root;
   q.ranksPerHost = c.ranksPerHost;
+  q.radix = c.radix;
   q.ringOrder = c.ringOrder;
   q.inPlace = c.inPlace;
   q.warmup = c.warmup;

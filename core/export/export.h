@@ -40,6 +40,7 @@ struct BenchConfig {
   std::string scheduleXml;
   int workers = 4;  // local workers
   int ranksPerHost = 0;
+  int radix = 0;  // --radix: knomial's k (RunRequest::radix; 0 = its default)
   // Slice sizes and slices in flight to sweep (every combination is a run). 1 MiB: fewer,
   // larger slices win until the pipeline gets too short, on the ZeroMQ data plane (about
   // 30 us of CPU a message) more so than on shared memory (docs/performance.md).

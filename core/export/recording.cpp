@@ -232,6 +232,7 @@ BenchConfig readConfig(const In& o) {
   c.algorithms = readArray<std::string>(o["algorithms"], [](const In& x) { return x.str(); });
   c.workers = o["workers"].i32();
   c.ranksPerHost = o["ranks_per_host"].i32();
+  if (o.has("radix")) c.radix = o["radix"].i32(0, kMaxRanks);  // absent before protocol 14
   readSweepLists(o, c);
   c.backend = o["backend"].str();
   // Absent from files written before the backend list and Open MPI.
@@ -289,6 +290,7 @@ RunRequest readRequest(const In& a) {
   q.sliceBytes = o["slice_bytes"].u64();
   q.root = o["root"].i32(0, kMaxRanks - 1);
   q.ranksPerHost = o["ranks_per_host"].i32(0, kMaxRanks);
+  if (o.has("radix")) q.radix = o["radix"].i32(0, kMaxRanks);  // absent before protocol 14
   // Absent from files written before the ring order was editable.
   if (o.has("ring_order")) q.ringOrder = ints(o["ring_order"], 0, kMaxRanks - 1);
   q.inflight = o["inflight"].i32(1, static_cast<int>(kMaxInflight));
@@ -434,8 +436,11 @@ std::vector<TelemetryEvent> parseEvents(std::string_view text, uint64_t runId,
 ResolvedRun readEffective(const In& a, int nranks) {
   const In o = a.object();
   ResolvedRun e;
-  e.nranks = nranks;
+  // The collective's ranks: the workers less the switch's (absent before protocol 14: all).
+  e.nranks = o.has("ranks") ? o["ranks"].i32(1, nranks) : nranks;
   e.ranksPerHost = o["ranks_per_host"].i32(0, kMaxRanks);
+  // Absent before protocol 14: such runs used the default.
+  e.radix = o.has("radix") ? o["radix"].i32(2, kMaxRanks) : resolveRadix(0, nranks);
   e.ringOrder = ints(o["ring_order"], 0, kMaxRanks - 1);
   e.steps = static_cast<uint32_t>(o["steps"].u64(std::numeric_limits<uint32_t>::max()));
   e.bytesSent = readArray<uint64_t>(o["bytes_sent"], [](const In& x) { return x.u64(); });

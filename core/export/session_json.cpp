@@ -40,6 +40,7 @@ Json configJson(const BenchConfig& c) {
               {"algorithms", c.algorithms},
               {"workers", c.workers},
               {"ranks_per_host", c.ranksPerHost},
+              {"radix", c.radix},
               {"slice_sizes", c.sliceSizes},
               {"inflights", c.inflights},
               {"ring_order", c.ringOrder},
@@ -125,6 +126,7 @@ Json requestJson(const RunRequest& q) {
          {"slice_bytes", q.sliceBytes},
          {"root", q.root},
          {"ranks_per_host", q.ranksPerHost},
+         {"radix", q.radix},
          {"ring_order", q.ringOrder},
          {"inflight", q.inflight},
          {"in_place", q.inPlace},
@@ -150,10 +152,9 @@ uint64_t totalDropped(const BenchReport& r) {
 }
 
 Json effectiveJson(const ResolvedRun& e) {
-  return Json{{"ranks_per_host", e.ranksPerHost},
-              {"ring_order", e.ringOrder},
-              {"steps", e.steps},
-              {"bytes_sent", e.bytesSent}};
+  return Json{{"ranks", e.nranks}, {"ranks_per_host", e.ranksPerHost},
+              {"radix", e.radix},  {"ring_order", e.ringOrder},
+              {"steps", e.steps},  {"bytes_sent", e.bytesSent}};
 }
 
 }  // namespace arl

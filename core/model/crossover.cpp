@@ -126,6 +126,7 @@ std::string shortAlgorithmName(const std::string& algorithm) {
   static const std::map<std::string, std::string> names{
       {"halving-doubling", "hd"}, {"recursive-doubling", "rd"}, {"reduce-broadcast", "rb"},
       {"parameter-server", "ps"}, {"hierarchical", "hier"},     {"swing-latency", "swl"},
+      {"switch", "swtch"},
   };
   const auto it = names.find(algorithm);
   if (it != names.end()) return it->second;

@@ -330,6 +330,25 @@ CostTerms parameterServerCost(int n, double S, double s) {
   return c;
 }
 
+// In-network reduction through a switch (gen_switch.cpp): each rank sends S to the switch and
+// receives S back, two messages per slice pipeline. SHARP (Graham et al., COMHPC 2016; NVIDIA's
+// SHARP documentation) and NVLS (NCCL's NVLink SHARP: the NVSwitch reduces and multicasts) add
+// in the switch's ASIC at line rate and multicast in the fabric, so there a rank's port is the
+// bound, S each way. The lab's switch is a worker: its one port takes the n ranks' slices in
+// and sends n copies of each sum out, so its egress carries n S, and it is costed as the
+// parameter server's busy port above, with n senders, none of them the switch itself:
+// 2 alpha, n S + sigma through its egress per back-to-back iteration, and its n - 1
+// reductions of the last slice.
+CostTerms switchCost(int n, double S, double s) {
+  CostTerms c;
+  if (S <= 0) return c;
+  const double slice = S / slices(S, s);
+  c.alphaCount = 2;
+  c.betaBytes = n * S + slice;
+  c.gammaBytes = (n - 1) * slice;
+  return c;
+}
+
 // Inside a host: the same terms counted against the host's parameters.
 CostTerms insideHost(CostTerms t) {
   t.hostAlphaCount += t.alphaCount;
@@ -388,6 +407,7 @@ CostTerms closedForm(const CostQuery& q) {
   if (a == "bruck") return shiftCost(false, q.collective, n, S, s);
   if (a == "pat") return shiftCost(true, q.collective, n, S, s);
   if (a == "knomial") return knomialCost(q.collective, n, q.radix, S, s);
+  if (a == "switch") return switchCost(n, S, s);
   throw GenError("the cost model has no closed form for algorithm '" + std::string(a) + "'");
 }
 
@@ -463,6 +483,7 @@ std::string closedFormText(std::string_view a, Collective c) {
   if (a == "bruck" || a == "pat") return shiftFormText(a == "pat", c);
   if (a == "knomial") return knomialFormText(c);
   if (a == "parameter-server") return "2α + ((n−1)·S + σ)·β + (n−1)·σ·γ";
+  if (a == "switch") return "2α + (n·S + σ)·β + (n−1)·σ·γ; the switch a worker, its port n·S";
   if (a == "hierarchical") {
     return "ring-reducescatter(K, S) at α_h, β_h + ring-allreduce(H, S/K) at α, β + "
            "ring-allgather(K, S) at α_h, β_h";

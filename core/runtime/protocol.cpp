@@ -349,6 +349,7 @@ std::optional<std::string> check(const RunConfig& m) {
   if (auto e =
           firstError({checkRange<uint32_t>("ranks per host", m.ranksPerHost, 1,
                                            static_cast<uint32_t>(m.worldSize)),
+                      checkRange<uint32_t>("knomial radix", m.radix, 2, kMaxRanks),
                       checkRange<uint32_t>("inflight", m.inflight, 1, kMaxInflight),
                       checkRange<uint32_t>("warmup", m.warmup, 0, kMaxIterations),
                       checkRange<uint32_t>("iterations", m.iterations, 1, kMaxIterations),
@@ -827,6 +828,7 @@ void toPb(const RunConfig& m, pb::RunConfig& p) {
   p.set_slice_bytes(m.sliceBytes);
   p.set_root(m.root);
   p.set_ranks_per_host(m.ranksPerHost);
+  p.set_radix(m.radix);
   p.set_inflight(m.inflight);
   p.set_in_place(m.inPlace);
   p.set_warmup(m.warmup);
@@ -928,6 +930,7 @@ Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
   m.sliceBytes = p.slice_bytes();
   m.root = p.root();
   m.ranksPerHost = p.ranks_per_host();
+  m.radix = p.radix();
   m.inflight = p.inflight();
   m.inPlace = p.in_place();
   m.warmup = p.warmup();

@@ -60,8 +60,8 @@ namespace arl {
 //     RunConfig every rank's (dataKeys).
 //     RunConfig carries each link's own latency (link_latencies: a named topology's hops).
 // 14: RunConfig carries the torus the ranks lie on (torusDims), whose dimensions swing takes
-//     in turn. FlightRecord: a worker's last collectives, sent when a run fails or is aborted
-//     on it.
+//     in turn, and knomial's radix (radix). FlightRecord: a worker's last collectives, sent
+//     when a run fails or is aborted on it.
 inline constexpr uint16_t kProtocolVersion = 14;
 
 inline constexpr size_t kHeaderBytes = 16;
@@ -319,6 +319,7 @@ struct RunConfig {
   uint64_t sliceBytes = 0;    // the pipeline slice: most bytes one message carries; >= 1
   int32_t root = 0;           // 0 <= root < worldSize
   uint32_t ranksPerHost = 1;  // 1..worldSize
+  uint32_t radix = 4;         // knomial's k: 2..kMaxRanks (one above worldSize draws one round)
   uint32_t inflight = 4;      // 1..kMaxInflight
   bool inPlace = false;
   uint32_t warmup = 0;      // 0..kMaxIterations

@@ -136,11 +136,13 @@ Schedule runSchedule(const RunConfig& c, int rank, const std::atomic<bool>& canc
   if (cancel.load()) throw PeerError(rank, -1, -1, "run aborted before it started");
   GenParams p;
   p.collective = c.collective;
-  p.nranks = c.worldSize;
+  // The world holds the collective's ranks and the workers that serve them (the switch).
+  p.nranks = c.worldSize - (c.scheduleXml.empty() ? helperWorkers(c.algorithm) : 0);
   p.count = c.count;
   p.sliceElems = c.sliceBytes / dtypeSize(c.dtype);
   p.root = c.root;
   p.ranksPerHost = static_cast<int>(c.ranksPerHost);
+  p.radix = static_cast<int>(c.radix);
   p.ring.assign(c.ringOrder.begin(), c.ringOrder.end());
   p.torusDims.assign(c.torusDims.begin(), c.torusDims.end());
   Schedule s;

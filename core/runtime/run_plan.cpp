@@ -51,7 +51,7 @@ RunConfig runConfigOf(const RunRequest& req, const ResolvedRun& run,
   RunConfig c;
   c.runId = 1;
   c.epoch = 1;
-  c.worldSize = run.nranks;
+  c.worldSize = run.nranks + (req.scheduleXml.empty() ? helperWorkers(req.algorithm) : 0);
   c.algorithm = req.algorithm;
   c.collective = req.collective;
   c.dtype = req.dtype;
@@ -60,6 +60,7 @@ RunConfig runConfigOf(const RunRequest& req, const ResolvedRun& run,
   c.sliceBytes = req.sliceBytes;
   c.root = req.root;
   c.ranksPerHost = static_cast<uint32_t>(run.ranksPerHost);
+  c.radix = static_cast<uint32_t>(run.radix);
   // Out-of-range counts stay out of range (one past the limit), so that validate() names them.
   c.inflight = static_cast<uint32_t>(std::min<int64_t>(req.inflight, kMaxInflight + 1));
   c.inPlace = req.inPlace;
@@ -69,7 +70,13 @@ RunConfig runConfigOf(const RunRequest& req, const ResolvedRun& run,
   c.randomData = req.randomData;
   c.telemetry = req.telemetry;
   c.ringOrder.assign(run.ringOrder.begin(), run.ringOrder.end());
-  c.torusDims.assign(req.torusDims.begin(), req.torusDims.end());
+  // The world's ring names every worker: the switch's after the ranks' (it sits on no ring).
+  for (int r = run.nranks; r < c.worldSize; ++r) c.ringOrder.push_back(r);
+  // Swing alone takes the torus's dimensions; they hold the ranks, and a switch run's world has
+  // one worker more.
+  if (req.algorithm == "swing" || req.algorithm == "swing-latency") {
+    c.torusDims.assign(req.torusDims.begin(), req.torusDims.end());
+  }
   c.hosts = hosts;
   c.dataPlane = req.dataPlane;
   c.cudaIpc = req.cudaIpc;

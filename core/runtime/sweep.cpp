@@ -20,6 +20,7 @@ CostQuery costQueryOf(const SweepRow& row, const LinkShaping& shaping) {
   cq.bytes = row.sizeBytes;
   cq.sliceBytes = q.sliceBytes;
   cq.ranksPerHost = row.result.effective.ranksPerHost;
+  cq.radix = row.result.effective.radix;
   cq.dtype = q.dtype;
   cq.root = q.root;
   cq.ringOrder = row.result.effective.ringOrder;
@@ -128,16 +129,21 @@ void Sweep::finish() {
   holding_ = false;
 }
 
+int Sweep::collectiveRanks(const std::string& algorithm) const {
+  return spec_.base.scheduleXml.empty() ? nranks_ - helperWorkers(algorithm) : nranks_;
+}
+
 void Sweep::submitNext() {
   if (stopping_ || next_ >= points_.size()) {
     finish();
     return;
   }
   const SweepPoint& p = points_[next_++];
-  RunRequest q = sweepRequest(spec_, p, nranks_);
+  RunRequest q = sweepRequest(spec_, p, collectiveRanks(p.algorithm));
   current_ = SweepRow{};
   current_.count = q.count;
-  current_.sizeBytes = collectiveBytes(q.collective, nranks_, q.count, q.dtype);
+  current_.sizeBytes =
+      collectiveBytes(q.collective, collectiveRanks(p.algorithm), q.count, q.dtype);
   current_.startNs = steadyNowNs();
   current_.result.request = q;  // until the run's result replaces it (currentRequest())
   runId_ = coord_.submit(std::move(q));
@@ -166,8 +172,8 @@ void Sweep::complete(RunResult res) {
   row.result.events = telemetry_.take();
   row.eventsKept = row.result.telemetry.delivered;
   const RunRequest& q = row.result.request;
-  row.metrics = computeMetrics(q.collective, nranks_, row.count, q.dtype, row.result.iterationUs,
-                               row.result.wrong);
+  row.metrics = computeMetrics(q.collective, collectiveRanks(q.algorithm), row.count, q.dtype,
+                               row.result.iterationUs, row.result.wrong);
   row.metrics.ncclTimeUs = meanOfRankMeansUs(perIterationPerRankUs(row.result));
   row.predictedUs = std::numeric_limits<double>::quiet_NaN();
   if (row.result.effective.nranks > 0) {

@@ -108,7 +108,10 @@ class Sweep {
   Coordinator& coord_;
   SweepSpec spec_;
   std::vector<WorkerInfo> world_;
-  int nranks_;
+  int nranks_;  // the world's workers
+  // The ranks of `algorithm`'s collective on the world: the workers less its helpers (the
+  // switch; helperWorkers()).
+  int collectiveRanks(const std::string& algorithm) const;
   RowHandler onRow_;
   std::vector<SweepPoint> points_;
   bool sharedMemory_;   // runsOverSharedMemory(): the predictions cost the shared-memory plane

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "base/limits.h"
 #include "schedule/generators.h"
 
 namespace arl {
@@ -41,6 +42,7 @@ constexpr Entry kGenerators[] = {
     {"swing", swingAllReduce},
     {"swing-latency", swingLatencyAllReduce},
     {"knomial", knomialSchedule},
+    {"switch", switchAllReduce},
 };
 
 }  // namespace
@@ -62,11 +64,27 @@ bool algorithmSupports(std::string_view algo, Collective c) {
   return c == Collective::AllReduce || supportsBeyondAllReduce(algo, c);
 }
 
+int helperWorkers(std::string_view algo) { return algo == "switch" ? 1 : 0; }
+
+std::string workerCountRefusal(std::string_view algo, int workers) {
+  const int helpers = helperWorkers(algo);
+  if (workers <= helpers) {
+    return std::string(algo) + " takes a worker beside its ranks to play the switch: at least " +
+           std::to_string(helpers + 1) + " workers";
+  }
+  return rankCountRefusal(algo, workers - helpers);
+}
+
 std::string rankCountRefusal(std::string_view algo, int nranks) {
   const bool pow2 = nranks > 0 && (nranks & (nranks - 1)) == 0;
   if ((algo == "swing" || algo == "swing-latency") && !pow2) {
     return std::string(algo) + " needs a power-of-two number of ranks (got " +
            std::to_string(nranks) + "): the lab runs the paper's power-of-two form";
+  }
+  if (nranks + helperWorkers(algo) > kMaxRanks) {
+    return std::string(algo) + " takes a worker beside its ranks for the switch: at most " +
+           std::to_string(kMaxRanks - helperWorkers(algo)) + " ranks (got " +
+           std::to_string(nranks) + ")";
   }
   return {};
 }

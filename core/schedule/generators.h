@@ -42,7 +42,8 @@ const std::vector<std::string>& algorithmNames();
 bool algorithmSupports(std::string_view algo, Collective c);
 
 // Why `algo` cannot run on `nranks` ranks, or empty when it can: swing and swing-latency need a
-// power of two; every other algorithm takes any count the generators take (1..kMaxRanks).
+// power of two; switch at most kMaxRanks - 1, its switch being one more worker; every other
+// algorithm takes any count the generators take (1..kMaxRanks).
 std::string rankCountRefusal(std::string_view algo, int nranks);
 
 // Swing's step s on a torus of `dims` (GenParams::torusDims; empty: one ring of nranks): the
@@ -69,5 +70,17 @@ Schedule patSchedule(const GenParams& p);            // AllReduce, AllGather, Re
 Schedule swingAllReduce(const GenParams& p);         // power-of-two ranks
 Schedule swingLatencyAllReduce(const GenParams& p);  // power-of-two ranks
 Schedule knomialSchedule(const GenParams& p);        // AllReduce, Reduce, Broadcast
+// AllReduce through a switch: p.nranks ranks and one more node, the switch (nonResultRanks 1).
+Schedule switchAllReduce(const GenParams& p);
+
+// Workers an algorithm takes beside the collective's ranks: 1 for switch (the worker that
+// plays the switch), 0 for every other. A run of `algo` on W workers reduces over
+// W - helperWorkers(algo) ranks.
+int helperWorkers(std::string_view algo);
+
+// Why `algo` cannot run on a world of `workers` workers (too few to spare its helpers, or a
+// rank count rankCountRefusal() refuses), or empty when it can: what "all the algorithms that
+// run here" means to bench and the window, and the check every run request passes.
+std::string workerCountRefusal(std::string_view algo, int workers);
 
 }  // namespace arl

@@ -68,6 +68,11 @@ RankGame::RankGame(Schedule s, int rank) : s_(std::move(s)), rank_(rank) {
                    std::to_string(n - 1));
   }
   if (s_.collective != Collective::AllReduce) throw GenError("play a rank: allreduce only");
+  if (rank >= resultRanks(s_)) {
+    throw GenError("play a rank: rank " + std::to_string(rank) +
+                   " is the switch, which holds no vector of its own; play one of ranks 0.." +
+                   std::to_string(resultRanks(s_) - 1));
+  }
   for (const auto& ops : s_.ranks) {
     for (const Op& op : ops) {
       if (op.slice != 0) {
@@ -206,7 +211,7 @@ PlayVerdict RankGame::check(const PlayMove& m) const {
 PlayVerdict RankGame::explain(const PlayMove& m) const {
   PlayVerdict v;
   const std::string at = " at " + stepText(step_);
-  const uint64_t all = allRanks(s_.nranks);
+  const uint64_t all = allRanks(resultRanks(s_));
   // The right move: a pending one of the same kind (and chunk) first, else any pending one,
   // else ending the step.
   int right = -1;

@@ -70,14 +70,18 @@ struct Schedule {
   std::string algorithm;  // "ring", "tree", ...
   Collective collective = Collective::AllReduce;
   int nranks = 0;
-  int root = 0;                        // Reduce / Broadcast root
-  uint64_t count = 0;                  // NCCL API count: elements per rank buffer (recvcount for
-                                       // ReduceScatter, sendcount for AllGather)
-  uint64_t sliceElems = 0;             // pipeline slice size in elements
-  uint64_t inputElems = 0;             // per-rank Input size
-  uint64_t outputElems = 0;            // per-rank Output size
-  uint64_t scratchElems = 0;           // per-rank Scratch size (0 when unused)
-  uint32_t nsteps = 0;                 // number of algorithm steps (max Op::step + 1, 0 when none)
+  int root = 0;               // Reduce / Broadcast root
+  uint64_t count = 0;         // NCCL API count: elements per rank buffer (recvcount for
+                              // ReduceScatter, sendcount for AllGather)
+  uint64_t sliceElems = 0;    // pipeline slice size in elements
+  uint64_t inputElems = 0;    // per-rank Input size
+  uint64_t outputElems = 0;   // per-rank Output size
+  uint64_t scratchElems = 0;  // per-rank Scratch size (0 when unused)
+  uint32_t nsteps = 0;        // number of algorithm steps (max Op::step + 1, 0 when none)
+  // The last `nonResultRanks` ranks are nodes that serve the others (switch's switch): they
+  // contribute nothing (their Input is not part of the collective and is never read) and
+  // hold no result. The collective's ranks are 0 .. resultRanks(s) - 1.
+  int nonResultRanks = 0;
   std::vector<std::vector<Op>> ranks;  // ranks[r] = ops of rank r in program order
 };
 
@@ -90,6 +94,9 @@ uint64_t inPlaceOffset(const Schedule& s, int rank);
 // Per-rank Input and Output sizes of a collective (NCCL conventions).
 uint64_t inputElemsFor(Collective c, int nranks, uint64_t count);
 uint64_t outputElemsFor(Collective c, int nranks, uint64_t count);
+
+// The ranks whose contributions the collective reduces and whose Output holds its result.
+inline int resultRanks(const Schedule& s) { return s.nranks - s.nonResultRanks; }
 
 // Total bytes rank r sends in the schedule.
 uint64_t bytesSent(const Schedule& s, int rank, DataType t);

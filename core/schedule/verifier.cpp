@@ -284,6 +284,7 @@ class Machine {
       phys(r, 0).reset(s_.inputElems);
       phys(r, 1).reset(s_.outputElems);
       phys(r, 2).reset(s_.scratchElems);
+      if (r >= resultRanks(s_)) continue;  // no contribution: its Input holds nothing to read
       const Place in = place(r, Buffer::Input);
       Pieces init{Seg{s_.inputElems, true, 1ULL << r, 0, -1}};
       phys(r, in.phys).write(in.base, init);
@@ -569,9 +570,10 @@ class Machine {
   }
 
   std::string postcondition() {
-    const uint64_t all = n_ == kMaxRanks ? ~0ULL : (1ULL << n_) - 1;
+    const int results = resultRanks(s_);
+    const uint64_t all = results == kMaxRanks ? ~0ULL : (1ULL << results) - 1;
     const uint64_t c = s_.count;
-    for (int r = 0; r < n_; ++r) {
+    for (int r = 0; r < results; ++r) {
       std::vector<Expect> want;
       switch (s_.collective) {
         case Collective::AllReduce: want.push_back({0, c, all, 0}); break;
@@ -639,12 +641,16 @@ std::string checkStatic(const Schedule& s) {
       (s.root < 0 || s.root >= s.nranks)) {
     return "root " + std::to_string(s.root) + " is not a rank";
   }
-  const uint64_t wantIn = inputElemsFor(s.collective, s.nranks, s.count);
-  const uint64_t wantOut = outputElemsFor(s.collective, s.nranks, s.count);
+  if (s.nonResultRanks < 0 || s.nonResultRanks >= s.nranks) {
+    return "schedule has " + std::to_string(s.nonResultRanks) + " non-result ranks of " +
+           std::to_string(s.nranks) + " (at least one rank must hold the result)";
+  }
+  const uint64_t wantIn = inputElemsFor(s.collective, resultRanks(s), s.count);
+  const uint64_t wantOut = outputElemsFor(s.collective, resultRanks(s), s.count);
   if (s.inputElems != wantIn || s.outputElems != wantOut) {
     return "schedule header gives Input/Output sizes " + std::to_string(s.inputElems) + "/" +
            std::to_string(s.outputElems) + " elements, but " + std::string(toString(s.collective)) +
-           " of count " + std::to_string(s.count) + " over " + std::to_string(s.nranks) +
+           " of count " + std::to_string(s.count) + " over " + std::to_string(resultRanks(s)) +
            " ranks needs " + std::to_string(wantIn) + "/" + std::to_string(wantOut);
   }
   for (int r = 0; r < s.nranks; ++r) {

@@ -220,6 +220,26 @@ TEST(PlanCli, RingOrderChangesThePeersAndRunsExactly) {
   }
 }
 
+// --radix sets knomial's k: the header says it, the rounds follow it, the result stays exact.
+TEST(PlanCli, RadixShapesTheKnomialTreeAndRunsExactly) {
+  const Result text = plan("--algo knomial --ranks 9 --count 100 --slice 64 --radix 3");
+  ASSERT_EQ(text.rc, 0) << text.err;
+  EXPECT_NE(text.out.find(", radix 3,"), std::string::npos) << text.out;
+  EXPECT_NE(plan("--algo knomial --ranks 9 --count 100").out.find(", radix 4,"), std::string::npos);
+  for (const auto& [radix, steps] : {std::pair{2, 8}, std::pair{3, 4}, std::pair{9, 2}}) {
+    const Result r = plan(
+        "--algo knomial --ranks 9 --count 1001 --slice 64 --dtype int32 --json "
+        "--run --iters 1 --radix " +
+        std::to_string(radix));
+    ASSERT_EQ(r.rc, 0) << radix << ": " << r.err;
+    const nlohmann::json v = nlohmann::json::parse(r.out);
+    EXPECT_EQ(v.at("radix").get<int>(), radix);
+    EXPECT_EQ(v.at("steps").get<int>(), steps) << radix;  // 2 ceil(log_k 9)
+    EXPECT_TRUE(v.at("verified").get<bool>()) << radix;
+    EXPECT_EQ(v.at("wrong").get<int>(), 0) << radix;
+  }
+}
+
 TEST(PlanCli, BadInputIsOneLineNamingTheArgument) {
   struct Case {
     const char* args;
@@ -251,6 +271,9 @@ TEST(PlanCli, BadInputIsOneLineNamingTheArgument) {
       // Once accepted up to 64 whatever the ranks, and 1048576 slices in flight.
       {"--ranks-per-host 5", "--ranks-per-host 5: must be in 0..4"},
       {"--ranks 2 --ranks-per-host 64", "--ranks-per-host 64: must be in 0..2"},
+      {"--algo knomial --radix 1", "--radix 1: must be in 2..4"},
+      {"--algo knomial --radix 5", "--radix 5: must be in 2..4"},
+      {"--algo knomial --radix two", "--radix two: not an integer"},
       {"--inflight 0", "--inflight 0: must be in 1..1024"},
       {"--inflight 1025", "--inflight 1025: must be in 1..1024"},
       {"--inflight 1048576", "--inflight 1048576: must be in 1..1024"},

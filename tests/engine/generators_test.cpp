@@ -86,8 +86,10 @@ TEST_P(GeneratorSweep, VerifiesInAndOutOfPlace) {
     const Schedule s = generate(c.algo, p);
     SCOPED_TRACE("count " + std::to_string(count) + " slice " + std::to_string(slice));
     ASSERT_EQ(s.algorithm, c.algo);
-    ASSERT_EQ(s.nranks, c.nranks);
-    ASSERT_EQ(s.ranks.size(), static_cast<size_t>(c.nranks));
+    // The ranks and the workers that serve them (switch's switch).
+    ASSERT_EQ(s.nranks, c.nranks + helperWorkers(c.algo));
+    ASSERT_EQ(resultRanks(s), c.nranks);
+    ASSERT_EQ(s.ranks.size(), static_cast<size_t>(s.nranks));
     const VerifyResult v = verify(s);
     ASSERT_TRUE(v.ok) << v.message;
     uint32_t maxStep = 0;
@@ -250,7 +252,8 @@ TEST(GeneratorDispatch, NamesAndSupport) {
                                       "pat",
                                       "swing",
                                       "swing-latency",
-                                      "knomial"};
+                                      "knomial",
+                                      "switch"};
   EXPECT_EQ(algorithmNames(), want);
   for (const std::string& a : want) {
     for (Collective c : kAllCollectives) {

@@ -45,6 +45,12 @@ TEST(RunRequest, EachRefusalNamesItsFieldValueAndRange) {
        4, RunField::Collective,
        "collective reduce: algorithm recursive-doubling does not implement it (it implements "
        "allreduce)"},
+      {"radix 1", [](RunRequest& q) { q.radix = 1; }, 4, RunField::Radix,
+       "knomial radix 1: must be in 2..4"},
+      {"radix above the ranks", [](RunRequest& q) { q.radix = 5; }, 4, RunField::Radix,
+       "knomial radix 5: must be in 2..4"},
+      {"negative radix", [](RunRequest& q) { q.radix = -2; }, 4, RunField::Radix,
+       "knomial radix -2: must be in 2..4"},
       {"zero slice", [](RunRequest& q) { q.sliceBytes = 0; }, 4, RunField::SliceBytes,
        "slice size in bytes 0: must be a whole number, at least 1, of float elements (4 bytes "
        "each)"},
@@ -175,6 +181,28 @@ TEST(RunRequest, ResolvesRingRanksPerHostAndTheSchedule) {
   EXPECT_EQ(ranksPerHost(0, {"a", "b", "b"}), 3);
   EXPECT_EQ(ranksPerHost(0, {"a", "b"}), 1);
   EXPECT_EQ(ranksPerHost(3, {"a", "b"}), 3);
+}
+
+// The radix reaches the generator: k = 2 is binomial (log2 n rounds each way), a larger k
+// fewer rounds; unset, it is 4, or n when there are fewer ranks.
+TEST(RunRequest, RadixResolvesAndShapesTheKnomialTree) {
+  RunRequest q = valid();
+  q.algorithm = "knomial";
+  const auto steps = [&](int radix, int n) {
+    q.radix = radix;
+    Schedule s;
+    const ResolvedRun run = resolveRunRequest(q, oneHost(n), &s);
+    EXPECT_EQ(run.steps, s.nsteps);
+    return std::pair{run.radix, s.nsteps};
+  };
+  EXPECT_EQ(steps(2, 16), (std::pair{2, 8u}));  // 4 rounds up, 4 down
+  EXPECT_EQ(steps(4, 16), (std::pair{4, 4u}));
+  EXPECT_EQ(steps(16, 16), (std::pair{16, 2u}));
+  EXPECT_EQ(steps(0, 16), (std::pair{4, 4u}));
+  EXPECT_EQ(steps(0, 3), (std::pair{3, 2u}));
+  EXPECT_EQ(steps(0, 1).first, 2);
+  EXPECT_EQ(resolveRadix(0, 64), kDefaultRadix);
+  EXPECT_EQ(resolveRadix(7, 64), 7);
 }
 
 }  // namespace

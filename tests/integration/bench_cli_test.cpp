@@ -342,6 +342,44 @@ TEST_F(BenchCli, EveryAlgorithmSweepsExactlyAndWritesJson) {
 // -c N, as nccl-tests' -c: the last timed iteration and N - 1 more are checked; the header and
 // the JSON say how many, every element stays exact in place and out of place, and the timed
 // iterations are still -n of them.
+// switch takes one of the 4 workers to play the switch: its rows reduce over the other 3
+// ranks, exactly, beside ring's and tree's over 4; --radix reaches knomial and its header line.
+TEST_F(BenchCli, SwitchPlaysTheSwitchOnAWorkerAndRadixReachesKnomial) {
+  const std::string json = file("switch.json");
+  const Result r = run({"--workers", "4", "--algo", "switch,ring,tree,knomial", "--radix", "3",
+                        "-b", "4K", "-e", "32K", "-f", "8", "-c", "2", "--json", json});
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("# knomial radix 3\n"), std::string::npos) << r.out;
+  const nlohmann::json v = nlohmann::json::parse(slurp(json));
+  std::map<std::string, int> rows;
+  for (const nlohmann::json& row : v.at("results")) {
+    const std::string algo = row.at("algorithm").get<std::string>();
+    ++rows[algo];
+    EXPECT_EQ(row.at("state").get<std::string>(), "done") << algo;
+    EXPECT_EQ(row.at("wrong").get<int64_t>(), 0) << algo;
+    EXPECT_EQ(row.at("ranks").get<int64_t>(), 4) << algo;  // the workers
+    const nlohmann::json& e = row.at("effective");
+    EXPECT_EQ(e.at("ranks").get<int64_t>(), algo == "switch" ? 3 : 4) << algo;
+    EXPECT_EQ(e.at("radix").get<int64_t>(), 3) << algo;
+    if (algo != "switch") continue;
+    // Each rank sends S, the switch (rank 3) three times S.
+    const auto sent = e.at("bytes_sent").get<std::vector<uint64_t>>();
+    const auto size = row.at("size_bytes").get<uint64_t>();
+    EXPECT_EQ(sent, (std::vector<uint64_t>{size, size, size, 3 * size}));
+  }
+  EXPECT_EQ(rows, (std::map<std::string, int>{{"knomial", 2}, {"ring", 2}, {"switch", 2},
+                                              {"tree", 2}}));
+  // With one worker there is no rank beside the switch: refused by name before any run.
+  const Result one = run({"--workers", "1", "--algo", "switch", "-b", "4K", "-e", "4K"});
+  EXPECT_EQ(one.rc, 2) << one.err;
+  EXPECT_NE(one.err.find("switch takes a worker beside its ranks to play the switch"),
+            std::string::npos)
+      << one.err;
+  const Result radix = run({"--workers", "4", "--algo", "knomial", "--radix", "5"});
+  EXPECT_EQ(radix.rc, 2) << radix.err;
+  EXPECT_NE(radix.err.find("--radix 5: must be in 2..4"), std::string::npos) << radix.err;
+}
+
 TEST_F(BenchCli, CheckingSeveralIterationsSaysHowManyAndStaysExact) {
   const std::string json = file("checked.json");
   const Result r = run({"--workers", "3", "--algo", "ring,tree", "-b", "64K", "-e", "64K", "-n",

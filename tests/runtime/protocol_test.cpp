@@ -517,6 +517,8 @@ TEST(Protocol, RejectsOutOfRangeRunConfig) {
   check([](Bytes& b) { putSigned(b, 10, 4); }, "root 4 is not a rank of a world of 4");
   check([](Bytes& b) { putSigned(b, 10, -1); }, "root -1");
   check([](Bytes& b) { putField(b, 11, 5); }, "ranks per host 5 is outside 1..4");
+  check([](Bytes& b) { putField(b, 36, 1); }, "knomial radix 1 is outside 2..64");
+  check([](Bytes& b) { putField(b, 36, 65); }, "knomial radix 65 is outside 2..64");
   check([](Bytes& b) { putField(b, 12, 0); }, "inflight 0");
   check([](Bytes& b) { putField(b, 14, kMaxIterations + 1); }, "warmup 1000001");
   check([](Bytes& b) { putField(b, 15, 0); }, "iterations 0 is outside 1..1000000");
@@ -738,6 +740,19 @@ TEST(Protocol, TorusDimensionsRoundTripAndMustHoldTheWorld) {
           "the torus's dimensions do not hold the world of 4");
   rejects(withAppended(sampleConfig(4), [](Bytes& b) { putField(b, 41, 0); }),
           "a torus dimension of 0 in a world of 4");
+}
+
+// knomial's radix (version 14, field 36) travels as set.
+TEST(Protocol, RadixRoundTrips) {
+  for (uint32_t k : {2u, 3u, 7u, 64u}) {
+    RunConfig c = sampleConfig(8);
+    c.radix = k;
+    expectRoundTrip(c);
+    const Envelope env = mustDecode(c.encode());
+    const auto* got = std::get_if<RunConfig>(&env.message);
+    ASSERT_NE(got, nullptr);
+    EXPECT_EQ(got->radix, k);
+  }
 }
 
 // Link shaping (version 5): every field round-trips, and a shaping the world cannot have is

@@ -57,7 +57,8 @@ PlayRankPanel::PlayRankPanel(QWidget* parent)
   algo_ = new QComboBox(this);
   algo_->addItems({QStringLiteral("ring"), QStringLiteral("tree"),
                    QStringLiteral("halving-doubling"), QStringLiteral("bruck"),
-                   QStringLiteral("pat"), QStringLiteral("swing"), QStringLiteral("knomial")});
+                   QStringLiteral("pat"), QStringLiteral("swing"), QStringLiteral("knomial"),
+                   QStringLiteral("switch")});
   algo_->setFocusPolicy(Qt::ClickFocus);
   nranks_ = new QSpinBox(this);
   nranks_->setRange(2, 8);
@@ -146,7 +147,7 @@ bool PlayRankPanel::start(const QString& algorithm, int nranks, int rank) {
   nranks_->setValue(nranks);
   rank_->setValue(rank);
   chunk_ = 0;
-  peer_ = nextPeer(rank, 1, rank, nranks);
+  peer_ = nextPeer(rank, 1, rank, all_.front().nranks());
   anim_->stop();
   canvasMoving_.clear();
   canvas_->setMoving({}, 0, false);
@@ -386,6 +387,8 @@ QPointF PlayRankCanvas::centre(int rank) const {
   const double cy = top + (height() - top - bottom) / 2.0;
   const double r =
       std::max(10.0, std::min(width() / 2.0 - node - 40, (height() - top - bottom) / 2.0));
+  // A rank past the played ones serves them (switch's switch): in the middle of the circle.
+  if (rank >= n) return {cx, cy};
   // Rank 0 at the top, clockwise: a ring's neighbour is the next one round.
   const double a = -M_PI / 2 + 2 * M_PI * rank / n;
   return {cx + r * std::cos(a), cy + r * std::sin(a)};
@@ -441,6 +444,15 @@ void PlayRankCanvas::paintEvent(QPaintEvent*) {
   QFont f = font();
   f.setBold(true);
   f.setPixelSize(static_cast<int>(radius * 0.9));
+  for (int r = n; r < me.nranks(); ++r) {  // the switch: no vector of its own to shade
+    p.setPen(QPen(QColor(0x77, 0x77, 0x77), 1.5));
+    p.setBrush(QColor(0x55, 0x55, 0x55));
+    p.drawEllipse(centre(r), radius, radius);
+    p.setFont(f);
+    p.setPen(Qt::white);
+    p.drawText(QRectF(centre(r).x() - radius, centre(r).y() - radius, 2 * radius, 2 * radius),
+               Qt::AlignCenter, QStringLiteral("SW"));
+  }
   for (int r = 0; r < n; ++r) {
     const RankGame& g = (*all_)[static_cast<size_t>(r)];
     const QPointF c = centre(r);

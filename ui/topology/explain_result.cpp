@@ -226,6 +226,7 @@ QString runLine(const RunExplanation& x) {
                     nb(QStringLiteral("S = %1").arg(sizeText(x.bytes)))};
   if (x.sliceBytes > 0) parts << nb(QStringLiteral("s = %1").arg(sizeText(x.sliceBytes)));
   if (x.ranksPerHost < x.nranks) parts << nb(QStringLiteral("K = %1").arg(x.ranksPerHost));
+  if (x.algorithm == "knomial") parts << nb(QStringLiteral("k = %1").arg(x.radix));
   return parts.join(QStringLiteral(", "));
 }
 
@@ -286,6 +287,14 @@ QString flatFabricNote(const RunExplanation& x, double ratio) {
                       " A parameter server's busbw overstates nothing, but its port is the "
                       "bottleneck: it carries (n−1)·S each way, where the ring puts 2(n−1)/n·S on "
                       "every port.");
+  }
+  if (x.algorithm == "switch") {
+    return note + QStringLiteral(
+                      " busbw is nccl-tests' ring formula with n = %1 ranks; through the switch "
+                      "each rank sent S and received S, and the switch (rank %1, a worker) "
+                      "took n·S in and sent n·S out, n copies where SHARP and NVLS multicast "
+                      "one: its port is the bottleneck.")
+                      .arg(x.nranks);
   }
   // Where the algorithm's own bytes are not busbw's factor (swing-latency and recursive
   // doubling send log₂n·S, a tree's root more), busbw undercounts what crossed the ports.

@@ -380,6 +380,24 @@ void applyShaping(Layout& l, const TopologyRun& run) {
 
 }  // namespace
 
+// In-network reduction: the switch (the schedule's last rank, played by a worker) above a row
+// of its ranks, each rank linked to it alone.
+void switchLayout(Layout& l, const TopologyRun& run, const Schedule* s) {
+  const int n = (s != nullptr ? s->nranks : run.nranks) - 1;  // the ranks; rank n is the switch
+  const int sw = addNode(l, n, QPointF(0, -kHalfHeight * 0.55), QPointF(0, -1));
+  l.nodes[static_cast<size_t>(sw)].label = QStringLiteral("SW");
+  l.boxes.push_back({QRectF(-160, -kHalfHeight * 0.55 - 140, 320, 60),
+                     QStringLiteral("switch (rank %1, a worker)").arg(n), false});
+  const double gap = 2 * kHalfWidth / std::max(n, 1);
+  for (int r = 0; r < n; ++r) {
+    addNode(l, r, QPointF(-kHalfWidth + gap * (r + 0.5), kHalfHeight * 0.45), QPointF(0, 1));
+  }
+  linkScheduleEdges(l, s);
+  if (s == nullptr) {
+    for (int r = 0; r < n; ++r) addLink(l, sw, l.nodeOf[{r, 0}]);
+  }
+}
+
 std::pair<int, int> Layout::route(int sender, int receiver, uint32_t chunk) const {
   int group = 0;
   if (const auto g = chunkGroup.find(chunk); g != chunkGroup.end()) group = g->second;
@@ -408,6 +426,9 @@ Layout makeLayout(const TopologyRun& run, const Schedule* schedule) {
   } else if (algo == "knomial" && schedule != nullptr) {
     l.kind = QStringLiteral("knomial");
     knomialLayout(l, run, *schedule);
+  } else if (algo == "switch" && run.nranks > 1) {
+    l.kind = QStringLiteral("switch");
+    switchLayout(l, run, schedule);
   } else if (algo == "hierarchical") {
     l.kind = QStringLiteral("hosts");
     hostsLayout(l, run, schedule);

@@ -1,7 +1,8 @@
 // Where the topology view puts ranks and links, to suit the algorithm: the ring on a circle in
 // ring order, the tree algorithm's two trees as trees (each rank drawn once per tree), the
 // hypercube of halving- and recursive-doubling, the star of the parameter server and of
-// reduce-broadcast, the k-nomial tree top-down, hosts containing their ranks for hierarchical;
+// reduce-broadcast, the k-nomial tree top-down, the switch above its ranks (switch), hosts
+// containing their ranks for hierarchical;
 // any other algorithm (bruck, pat, swing) on a circle in rank order, its chords the distances
 // its steps span. Links are the rank pairs the
 // schedule connects, with their shaping. Scene units: the layout fits a 1000 x 800 box
@@ -27,6 +28,7 @@ struct LayoutNode {
   QPointF pos;
   QPointF outward;  // unit vector pointing away from the drawing's centre: where its strip goes
   int group = 0;    // the tree it belongs to (tree layout), else 0
+  QString label;    // drawn instead of the rank's number (the switch: "SW"); empty: the number
 };
 
 struct LayoutLink {
@@ -47,7 +49,7 @@ struct LayoutBox {
 };
 
 struct Layout {
-  QString kind;  // "ring", "tree", "hypercube", "star", "knomial", "hosts", "circle"
+  QString kind;  // "ring", "tree", "hypercube", "star", "knomial", "switch", "hosts", "circle"
   std::vector<LayoutNode> nodes;
   std::vector<LayoutLink> links;
   std::vector<LayoutBox> boxes;

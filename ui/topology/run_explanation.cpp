@@ -114,6 +114,7 @@ RunExplanation explainRun(const SweepRow& row, const ModelContext& model) {
   x.bytes = row.sizeBytes;
   x.sliceBytes = req.sliceBytes;
   x.ranksPerHost = res.effective.ranksPerHost > 0 ? res.effective.ranksPerHost : x.nranks;
+  x.radix = res.effective.radix > 0 ? res.effective.radix : resolveRadix(req.radix, x.nranks);
   x.shaping = req.shaping;
   x.dataPlane = model.dataPlane;
   if (const LibraryAlgorithm* lib = findLibraryAlgorithm(req.algorithm)) {

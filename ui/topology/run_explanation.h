@@ -70,6 +70,7 @@ struct RunExplanation {
   uint64_t bytes = 0;  // S
   uint64_t sliceBytes = 0;
   int ranksPerHost = 0;  // ranks per host the run resolved to (n: one host)
+  int radix = 0;         // knomial's k the run resolved to
   LinkShaping shaping;
   std::string dataPlane;  // ModelContext::dataPlane
 

@@ -179,7 +179,8 @@ RankItem::RankItem(const Layout& layout, const LayoutNode& node, const SceneStyl
   setAcceptHoverEvents(true);
   if (const auto it = layout.slowRanks.find(node.rank); it != layout.slowRanks.end())
     slowRate_ = it->second;
-  setToolTip(QStringLiteral("rank %1").arg(node.rank));
+  setToolTip(node.label.isEmpty() ? QStringLiteral("rank %1").arg(node.rank)
+                                  : QStringLiteral("rank %1 (%2)").arg(node.rank).arg(node.label));
 }
 
 double RankItem::labelScreenPx(double scale) const {
@@ -218,7 +219,7 @@ void RankItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
       f.setPixelSize(projectorPx(*p, f.pixelSize(), SceneStyle::kProjectorLabelPx));
     }
     p->setFont(f);
-    const QString text = QString::number(node_.rank);
+    const QString text = node_.label.isEmpty() ? QString::number(node_.rank) : node_.label;
     if (labelled_) {
       p->setPen(c.lightness() > 150 ? style_.ink : QColor(Qt::white));
       p->drawText(QRectF(-radius_, -radius_, 2 * radius_, 2 * radius_), Qt::AlignCenter, text);

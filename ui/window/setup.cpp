@@ -36,6 +36,7 @@ SetupField setupFieldOf(RunField f) {
     case RunField::SliceBytes: return SetupField::Slice;
     case RunField::Root: return SetupField::Root;
     case RunField::RanksPerHost: return SetupField::RanksPerHost;
+    case RunField::Radix: return SetupField::Radix;
     case RunField::RingOrder: return SetupField::RingOrder;
     case RunField::Inflight: return SetupField::Inflight;
     case RunField::Warmup: return SetupField::Warmup;
@@ -76,6 +77,7 @@ bool standIn(RunRequest& q, RunField f) {
     case RunField::SliceBytes: q.sliceBytes = dtypeSize(q.dtype) << 16; return true;
     case RunField::Root: q.root = 0; return true;
     case RunField::RanksPerHost: q.ranksPerHost = 1; return true;
+    case RunField::Radix: q.radix = 0; return true;
     case RunField::RingOrder: q.ringOrder.clear(); return true;
     case RunField::Inflight: q.inflight = 1; return true;
     case RunField::Warmup: q.warmup = 0; return true;
@@ -190,7 +192,7 @@ std::vector<std::string> SessionSetup::algorithms() const {
   std::vector<std::string> out;
   if (backend != "nccl") {
     for (const std::string& a : algorithmNames()) {
-      if (algorithmSupports(a, collective) && rankCountRefusal(a, nranks()).empty()) {
+      if (algorithmSupports(a, collective) && workerCountRefusal(a, nranks()).empty()) {
         out.push_back(a);
       }
     }
@@ -355,6 +357,7 @@ BenchConfig benchConfigOf(const SessionSetup& s) {
   c.workers = s.localWorkers;
   c.expect = s.remoteWorkers;
   c.ranksPerHost = s.ranksPerHost;
+  c.radix = s.radix;
   c.sliceSizes = s.slice.values(kMaxSweepValues);
   c.inflights.clear();
   for (uint64_t k : s.inflight.values(kMaxSweepValues)) c.inflights.push_back(inflightOf(k));

@@ -50,6 +50,7 @@ struct SessionSetup {
   int iterations = 5;
   int warmup = 1;
   int ranksPerHost = 0;        // 0: from the workers' host names
+  int radix = 0;               // knomial's k (RunRequest::radix); 0: its default
   std::vector<int> ringOrder;  // empty: 0, 1, ..., n-1
   // Link shaping, field by field (0 or -1: not set).
   double portMBps = 0;        // every rank's port, each direction
@@ -86,6 +87,7 @@ enum class SetupField {
   Iterations,
   Warmup,
   RanksPerHost,
+  Radix,
   RingOrder,
   PortRate,
   Latency,

@@ -275,15 +275,21 @@ void SetupPanel::buildSizes() {
   ranksPerHost_ = new QSpinBox(in);
   ranksPerHost_->setRange(0, kMaxRanks);
   ranksPerHost_->setSpecialValueText(tr("from host names"));
+  radix_ = new QSpinBox(in);
+  // 1 stands for "not set": the spin box's special value, since no tree has radix 1.
+  radix_->setRange(1, kMaxRanks);
+  radix_->setSpecialValueText(tr("default (4)"));
   addField(runsSection_, SetupField::Iterations, tr("Iterations"), iterations_,
            tr("Timed iterations per run"));
   addField(runsSection_, SetupField::Warmup, tr("Warm-up"), warmup_,
            tr("Untimed iterations before them"));
   addField(runsSection_, SetupField::RanksPerHost, tr("Ranks per host"), ranksPerHost_,
            tr("How hierarchical groups the ranks into hosts"));
+  addField(runsSection_, SetupField::Radix, tr("knomial radix"), radix_,
+           tr("knomial's k, 2..ranks: children per parent and round (2: binomial)"));
   for (RangeField* r : {size_, slice_, inflight_})
     connect(r, &RangeField::edited, this, &SetupPanel::changed);
-  for (QSpinBox* s : {iterations_, warmup_, ranksPerHost_}) {
+  for (QSpinBox* s : {iterations_, warmup_, ranksPerHost_, radix_}) {
     connect(s, &QSpinBox::valueChanged, this, &SetupPanel::changed);
   }
 }
@@ -418,7 +424,7 @@ void SetupPanel::updateDependentFields() {
       why = tr("the nccl backend runs NCCL's own collectives only");
     } else if (lib == nullptr) {
       why = QString::fromStdString(
-          rankCountRefusal(a, std::max(1, local_->value() + remote_->value())));
+          workerCountRefusal(a, std::max(1, local_->value() + remote_->value())));
     }
     algorithm_->setItemData(i, why.isEmpty() ? QVariant() : QVariant(0), Qt::UserRole - 1);
     algorithm_->setItemData(i, why.isEmpty() ? QVariant() : QVariant(why), Qt::ToolTipRole);
@@ -468,6 +474,7 @@ SessionSetup SetupPanel::setup(std::vector<SetupProblem>* problems) const {
   s.iterations = iterations_->value();
   s.warmup = warmup_->value();
   s.ranksPerHost = ranksPerHost_->value();
+  s.radix = radix_->value() >= 2 ? radix_->value() : 0;
   try {
     s.ringOrder = parseRingOrder(ringText_->text().toStdString());
   } catch (const ConfigError& e) {
@@ -514,6 +521,7 @@ void SetupPanel::setSetup(const SessionSetup& s) {
   iterations_->setValue(s.iterations);
   warmup_->setValue(s.warmup);
   ranksPerHost_->setValue(s.ranksPerHost);
+  radix_->setValue(s.radix >= 2 ? s.radix : 1);
   ringText_->setText(QString::fromStdString(formatRingOrder(s.ringOrder)));
   ring_->setRing(s.nranks(), s.ringOrder);
   portRate_->setValue(s.portMBps);
@@ -609,6 +617,7 @@ void SetupPanel::updateSummaries() {
   presentSection_->setSummary(tr("%1 joined").arg(workers_->rowCount()));
   QString runs = tr("%1 iterations, %2 warm-up").arg(s.iterations).arg(s.warmup);
   if (s.ranksPerHost > 0) runs += tr(", %1 per host").arg(s.ranksPerHost);
+  if (s.radix > 0) runs += tr(", radix %1").arg(s.radix);
   runsSection_->setSummary(runs);
   ringSection_->setSummary(s.ringOrder.empty()
                                ? tr("0 … n−1 (default)")

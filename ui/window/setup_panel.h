@@ -122,6 +122,7 @@ class SetupPanel : public QWidget {
   QSpinBox* iterations_;
   QSpinBox* warmup_;
   QSpinBox* ranksPerHost_;
+  QSpinBox* radix_;
   QLineEdit* ringText_;
   QListView* ringList_;
   RingOrderModel* ring_;
