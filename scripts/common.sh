@@ -15,6 +15,7 @@ ARL_PACKAGES=(
   xvfb xauth fonts-dejavu-core poppler-utils
   openmpi-bin libopenmpi-dev
   clang-format clang-tidy
+  clang-14 libclang-rt-14-dev
   libcli11-dev nlohmann-json3-dev libeigen3-dev
   desktop-file-utils appstream
   iproute2
@@ -24,6 +25,12 @@ ARL_PACKAGES=(
 # collectives (core/engines/gloo, gloo-* algorithms); without it CMake builds no Gloo engine and
 # the lab refuses gloo-* with a line that says to install it.
 ARL_OPTIONAL_PACKAGES=(libgloo-dev)
+
+# Whether clang 14 and libFuzzer's runtime are here: the fuzz targets (scripts/fuzz) need both.
+arl_have_libfuzzer() {
+  command -v clang++-14 >/dev/null 2>&1 || return 1
+  [ -f "$(clang++-14 -print-resource-dir 2>/dev/null)/lib/linux/libclang_rt.fuzzer-x86_64.a" ]
+}
 
 arl_installed() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"

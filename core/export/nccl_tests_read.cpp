@@ -101,7 +101,7 @@ void readConfig(const In& top, ImportedSession& s) {
   if (!top.has("config")) return;
   const In cfg = top["config"].object();
   if (cfg.has("iterations")) s.iters = cfg["iterations"].i32(0, kMaxIterations);
-  if (cfg.has("warmup_iters")) s.warmup = cfg["warmup_iters"].i32(0);
+  if (cfg.has("warmup_iters")) s.warmup = cfg["warmup_iters"].i32(0, kMaxIterations);
   readDevices(cfg, s);
 }
 

@@ -394,6 +394,25 @@ DataType typeOf(const ImportedRow& r, const std::string& file) {
       "' is not one the lab has (float, double, half, bfloat16, int32, int64, uint8)");
 }
 
+// A result's timed iterations: the file's count, else its number of per-iteration times. A
+// file that gives neither cannot become a recording (which `import` writes): a run of the lab's
+// times 1 to kMaxIterations iterations.
+int timedIterations(const ImportedSession& s, const ImportedRow& r) {
+  const size_t n = s.iters > 0 ? static_cast<size_t>(s.iters) : r.iterationUs.size();
+  const std::string where =
+      s.file + ": " + (r.line > 0 ? "line " + std::to_string(r.line) : r.where) + ": ";
+  if (n == 0) {
+    throw ImportError(where +
+                      "says neither how many iterations were timed (nccl-tests' 'iters:', "
+                      "config.iterations) nor the time of each");
+  }
+  if (n > kMaxIterations) {
+    throw ImportError(where + std::to_string(n) + " timed iterations, more than the " +
+                      std::to_string(kMaxIterations) + " a run holds");
+  }
+  return static_cast<int>(n);
+}
+
 BenchRow rowOf(const ImportedSession& s, const ImportedRow& r, const std::string& label, int nranks,
                size_t index) {
   BenchRow row;
@@ -407,7 +426,7 @@ BenchRow rowOf(const ImportedSession& s, const ImportedRow& r, const std::string
   q.sliceBytes = 0;  // not the lab's pipeline: no slice to chart against
   q.root = std::max(r.root, 0);
   q.inPlace = r.placement == "in_place";
-  q.iterations = s.iters > 0 ? s.iters : static_cast<int>(r.iterationUs.size());
+  q.iterations = timedIterations(s, r);
   q.warmup = s.warmup;
   q.check = r.wrong >= 0 ? 1 : 0;
   q.telemetry = TelemetryLevel::Off;

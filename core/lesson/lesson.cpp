@@ -7,6 +7,7 @@
 
 #include "base/errors.h"
 #include "base/input_file.h"
+#include "export/json.h"
 #include "export/json_in.h"
 
 namespace arl {
@@ -22,6 +23,8 @@ namespace fs = std::filesystem;
 
 // A lesson file is small; anything larger is not one.
 constexpr uintmax_t kMaxLessonBytes = 1 << 20;
+// A lesson nests 5 levels deep and holds a few hundred values: far more is not a lesson.
+const JsonLimits kLessonJsonLimits{kMaxLessonBytes, 16, 100'000};
 constexpr size_t kMaxOptions = 8;
 constexpr size_t kMaxArgs = 96;
 
@@ -216,9 +219,9 @@ Lesson parseLesson(const std::string& text, const std::string& name, const std::
   };
   JsonIn doc;
   try {
-    doc = JsonIn::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(where + ": not JSON (" + std::string(e.what()) + ")");
+    doc = parseJsonLimited(text, kLessonJsonLimits);
+  } catch (const JsonInputError& e) {
+    throw ConfigError(where + ": " + e.what());
   }
   const In root = In(doc, "lesson", fail).object();
   Lesson l;

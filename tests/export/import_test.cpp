@@ -152,6 +152,31 @@ TEST(ImportRefusal, JsonFieldNamesItsPath) {
       << why;
 }
 
+// `allreduce-lab import` writes what it imports as a recording, which holds 1 to 1e6 timed
+// iterations per run: a table whose header lost its "iters:" (and that has no per-iteration
+// times) used to be imported with 0 and written as a recording that replay refused (found by
+// the nccl_tests_text and nccl_tests_json fuzz targets; their inputs are kept in
+// tests/fuzz/corpus/).
+TEST(ImportRefusal, AFileThatCannotSayHowManyIterationsWereTimedIsRefused) {
+  std::string t = readData("nccl_tests_allreduce_2hosts.txt");
+  const std::string counts = "warmup iters: 5 iters: 20 agg iters: 1";
+  t.replace(t.find(counts), counts.size(), "");
+  std::string why = refusal([&] { importText(t, "t.txt"); });
+  EXPECT_NE(why.find("t.txt: line "), std::string::npos) << why;
+  EXPECT_NE(why.find("says neither how many iterations were timed"), std::string::npos) << why;
+
+  std::string j = readData("nccl_tests_allreduce.json");
+  const std::string four = "\"iterations\": 4";
+  j.replace(j.find(four), four.size(), "\"iterations\": 0");
+  why = refusal([&] { importText(j, "j.json"); });
+  EXPECT_NE(why.find("j.json: nccl-tests.results[0]: says neither"), std::string::npos) << why;
+  j = readData("nccl_tests_allreduce.json");
+  const std::string five = "\"warmup_iters\": 5";
+  j.replace(j.find(five), five.size(), "\"warmup_iters\": 9000000");
+  why = refusal([&] { importText(j, "w.json"); });
+  EXPECT_NE(why.find("warmup_iters"), std::string::npos) << why;
+}
+
 TEST(ImportRefusal, CollectiveTheLabLacks) {
   std::string t = readData("nccl_tests_allreduce_2hosts.txt");
   t.replace(t.find("starting: all_reduce_perf"), 25, "starting: alltoall_perf");

@@ -95,8 +95,18 @@ TEST(Lessons, AMinimalLessonReads) {
   EXPECT_TRUE(l.pauses.empty());
 }
 
+// A number beyond a double's range used to escape the reader as nlohmann's out_of_range (found
+// by the lesson fuzz target; its input is kept in tests/fuzz/corpus/lesson/).
+TEST(Lessons, ANumberBeyondADoubleOrJsonBeyondTheLimitsIsRefusedNamingTheFile) {
+  std::string s = minimal();
+  s.replace(s.find('{'), 1, R"({"x": 11e308, )");
+  EXPECT_NE(refusal(s).find("x.json: not valid JSON"), std::string::npos) << refusal(s);
+  EXPECT_NE(refusal(std::string(40, '[') + std::string(40, ']')).find("x.json: JSON nested deeper"),
+            std::string::npos);
+}
+
 TEST(Lessons, ADamagedLessonIsRefusedNamingTheFileAndTheField) {
-  EXPECT_NE(refusal("{").find("x.json: not JSON"), std::string::npos);
+  EXPECT_NE(refusal("{").find("x.json: not valid JSON"), std::string::npos) << refusal("{");
   std::string s = minimal();
   s.replace(s.find(R"("answer": "a")"), 13, R"("answer": "c")");
   EXPECT_NE(refusal(s).find("lesson.answer: 'c' is none of the options' ids"), std::string::npos)

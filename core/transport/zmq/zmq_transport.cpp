@@ -27,6 +27,7 @@
 #include "base/errors.h"
 #include "transport/pacing.h"
 #include "transport/stale_owner.h"
+#include "transport/zmq/chunk_frame.h"
 #include "transport/zmq/curve_keys.h"
 #include "transport/zmq/zap_handler.h"
 
@@ -59,17 +60,6 @@ void checkCurve(const BindOptions& opt, int nranks, const std::string& who) {
 }
 // How long a failing rank still tries to acknowledge goodbyes it owes.
 constexpr milliseconds kAckGrace{300};
-
-// Control messages of the goodbye exchange: a ChunkHeader with one of these magics and an
-// empty payload. FIN follows a rank's last data message to a peer; ACK answers a FIN once
-// everything before it has been read.
-constexpr uint32_t kFinMagic = 0x41524C46;  // "ARLF"
-constexpr uint32_t kAckMagic = 0x41524C41;  // "ARLA"
-
-bool knownMagic(uint32_t m) {
-  return m == ChunkHeader::kMagic || m == ChunkHeader::kNoticeMagic || m == kFinMagic ||
-         m == kAckMagic;
-}
 
 milliseconds until(SteadyClock::time_point deadline) {
   const auto left = deadline - SteadyClock::now();
@@ -187,9 +177,6 @@ class ZmqInMessage final : public InMessage {
   int64_t sentWireNs_;
 };
 
-// A shaped data message's header frame: the ChunkHeader, then the send's start (int64 ns).
-constexpr size_t kStampedHeaderBytes = sizeof(ChunkHeader) + sizeof(int64_t);
-
 // Waits until `sock` has `events` or the abort pipe fires, at most `timeout` (and never
 // longer than kAbortCheck).
 void waitSocket(zmq::socket_t& sock, short events, const SharedState& st, milliseconds timeout) {
@@ -207,17 +194,8 @@ void waitSocket(zmq::socket_t& sock, short events, const SharedState& st, millis
   }
 }
 
-// Sender named in a header frame, or -1 when the frame is not a readable header.
-int senderOf(const zmq::message_t& frame, int nranks) {
-  if (frame.size() != sizeof(ChunkHeader) && frame.size() != kStampedHeaderBytes) {
-    return -1;
-  }
-  ChunkHeader h;
-  std::memcpy(&h, frame.data(), sizeof h);
-  if (!knownMagic(h.magic) || h.src < 0 || h.src >= nranks) {
-    return -1;
-  }
-  return h.src;
+std::span<const uint8_t> bytesOf(const zmq::message_t& frame) {
+  return {static_cast<const uint8_t*>(frame.data()), frame.size()};
 }
 
 constexpr std::string_view kIpcDirPrefix = "arl-dp-";
@@ -397,25 +375,6 @@ struct ZmqDataPlane::Impl {
     return head;
   }
 
-  // Reads the header frame: a ChunkHeader, which a shaped data message follows with its send's
-  // start. Only the size is checked here.
-  void readHeader(const zmq::message_t& head, int src, uint32_t step, ChunkHeader& h,
-                  int64_t& sentWireNs) {
-    const size_t want = pacer ? kStampedHeaderBytes : sizeof(ChunkHeader);
-    if (head.size() != want && head.size() != sizeof(ChunkHeader)) {
-      throw malformed(src, step,
-                      "header frame is " + std::to_string(head.size()) + " bytes, expected " +
-                          std::to_string(want));
-    }
-    std::memcpy(&h, head.data(), sizeof h);
-    if (head.size() == kStampedHeaderBytes) {
-      std::memcpy(&sentWireNs, static_cast<const char*>(head.data()) + sizeof h, sizeof sentWireNs);
-    } else if (pacer && h.magic == ChunkHeader::kMagic) {
-      // (A notice may go unpaced, an acknowledgement; pacedBytesOf() tells them apart.)
-      throw malformed(src, step, "a data message without its send time in a shaped run");
-    }
-  }
-
   // Reads one whole message if one is waiting: returns false when none is; sets `out` to a
   // data message, or leaves it empty after handling a control message. Messages are checked
   // before they are queued, so a bad one fails the receive that met it instead of waiting in
@@ -433,7 +392,7 @@ struct ZmqDataPlane::Impl {
       throw shared->fail(rank, forPeer, step,
                          std::string("data-plane receive failed: ") + e.what());
     }
-    const int src = senderOf(head, nranks);
+    const int src = senderOf(bytesOf(head), nranks);
     if (!head.more()) {
       throw malformed(src, step, "1 frame, expected 2 (header, payload)");
     }
@@ -449,25 +408,12 @@ struct ZmqDataPlane::Impl {
     if (frames != 2) {
       throw malformed(src, step, std::to_string(frames) + " frames, expected 2 (header, payload)");
     }
-    ChunkHeader h;
-    int64_t sentWireNs = 0;
-    readHeader(head, src, step, h, sentWireNs);
-    if (!knownMagic(h.magic)) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "bad magic 0x%08X, expected 0x%08X", h.magic,
-                    ChunkHeader::kMagic);
-      throw malformed(-1, step, buf);
+    auto decoded = decodeChunkFrame(bytesOf(head), body.size(), nranks, pacer != nullptr);
+    if (auto* bad = std::get_if<ChunkFrameError>(&decoded)) {
+      throw malformed(bad->src, step, bad->reason);
     }
-    if (h.src < 0 || h.src >= nranks) {
-      throw malformed(
-          -1, step,
-          "sender rank " + std::to_string(h.src) + " not in [0, " + std::to_string(nranks) + ")");
-    }
-    if (h.length != body.size()) {
-      throw malformed(src, step,
-                      "header says " + std::to_string(h.length) +
-                          " payload bytes, payload frame has " + std::to_string(body.size()));
-    }
+    const ChunkHeader h = std::get<ChunkFrame>(decoded).header;
+    const int64_t sentWireNs = std::get<ChunkFrame>(decoded).sentWireNs;
     const auto s = static_cast<size_t>(h.src);
     if (h.magic == kFinMagic) {
       if (!finSeen[s]) {

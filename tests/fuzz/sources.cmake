@@ -1,0 +1,77 @@
+# The core sources the fuzz targets' decoders reach (ARL_FUZZ builds core/ with only these):
+# export/export.cpp reaches the coordinator through runtime/sweep.cpp (dataPlaneUse), which is
+# why most of runtime/ is here. Found with nm on a dev build's objects: a source a decoder comes
+# to need shows as an undefined symbol when the targets link.
+set(ARL_FUZZ_CORE_SOURCES
+  backend/cpu/cpu_backend.cpp
+  backend/cpu/reduce_kernels.cpp
+  backend/registry.cpp
+  base/clock_sample.cpp
+  base/endpoint.cpp
+  base/errors.cpp
+  base/input_file.cpp
+  base/shaping.cpp
+  base/types.cpp
+  exec/collective_library.cpp
+  exec/nccl_events.cpp
+  exec/progress.cpp
+  exec/run_request.cpp
+  exec/sent_bytes.cpp
+  exec/telemetry.cpp
+  exec/telemetry_record.cpp
+  exec/timeline.cpp
+  export/bench_sweep.cpp
+  export/calibration.cpp
+  export/export.cpp
+  export/json.cpp
+  export/nccl_tests_read.cpp
+  export/nccl_tests_text.cpp
+  export/recording.cpp
+  export/session_json.cpp
+  export/trace.cpp
+  export/train_export.cpp
+  lesson/lesson.cpp
+  model/metrics.cpp
+  model/model.cpp
+  model/simulate.cpp
+  runtime/active_run.cpp
+  runtime/control_security.cpp
+  runtime/coordinator.cpp
+  runtime/key_store.cpp
+  runtime/membership.cpp
+  runtime/mpi_launch.cpp
+  runtime/mpi_set.cpp
+  runtime/process.cpp
+  runtime/protocol.cpp
+  runtime/run_plan.cpp
+  runtime/run_types.cpp
+  runtime/sweep.cpp
+  runtime/telemetry_collector.cpp
+  schedule/gen_baselines.cpp
+  schedule/gen_blocks.cpp
+  schedule/gen_bruck.cpp
+  schedule/gen_halving_doubling.cpp
+  schedule/gen_hierarchical.cpp
+  schedule/gen_knomial.cpp
+  schedule/gen_pat.cpp
+  schedule/gen_ring.cpp
+  schedule/gen_swing.cpp
+  schedule/gen_tree.cpp
+  schedule/gen_util.cpp
+  schedule/generators.cpp
+  schedule/msccl_import.cpp
+  schedule/msccl_parse.cpp
+  schedule/msccl_xml.cpp
+  schedule/schedule.cpp
+  schedule/verifier.cpp
+  train/train_types.cpp
+  transport/pacing.cpp
+  transport/peer_transport.cpp
+  transport/shm/shm_transport.cpp
+  transport/shm_ring.cpp
+  transport/stale_owner.cpp
+  transport/transport.cpp
+  transport/zmq/chunk_frame.cpp
+  transport/zmq/curve_keys.cpp
+  transport/zmq/zap_handler.cpp
+)
