@@ -58,7 +58,9 @@ namespace arl {
 //     CURVE on the data plane: Hello carries the worker's data-plane public key (dataKey),
 //     RunConfig every rank's (dataKeys).
 //     RunConfig carries each link's own latency (link_latencies: a named topology's hops).
-inline constexpr uint16_t kProtocolVersion = 13;
+// 14: the tcp data plane (DataPlaneKind::Tcp, DATA_PLANE_TCP): plain TCP between the ranks,
+//     with a handshake on the CURVE keys of protocol 13.
+inline constexpr uint16_t kProtocolVersion = 14;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};

@@ -220,7 +220,7 @@ TEST(Protocol, RejectsOtherVersions) {
   Frames f = Heartbeat{}.encode();
   f[0][4] = 3;  // the version before packed telemetry records
   const auto e = expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 3");
-  EXPECT_TRUE(contains(e.reason, "speaks version 13"));
+  EXPECT_TRUE(contains(e.reason, "speaks version 14"));
   f[0][4] = 0;
   expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 0");
   f[0][4] = 4;
@@ -754,6 +754,8 @@ TEST(Protocol, DataPlaneSetupRoundTripsAndIsChecked) {
   expectRoundTrip(c);
   c.hosts.assign(4, "node01");
   c.dataPlane = DataPlaneKind::Shm;
+  expectRoundTrip(c);
+  c.dataPlane = DataPlaneKind::Tcp;  // protocol 14
   expectRoundTrip(c);
   expectRoundTrip(Ready{7, 3, 42, "tcp://10.0.0.7:40001", -1'500'000});
   expectRoundTrip(Ready{7, 3, 42, "ipc://" + std::string(kMaxEndpointBytes - 6, 'p'), kI64Min});
