@@ -188,7 +188,7 @@ Frames withAppended(const T& m, F&& append) {
 
 TEST(Protocol, HeaderLayoutIsLittleEndianAndSixteenBytes) {
   const Bytes h = encodeHeader({kProtocolVersion, MsgType::TelemetryBatch, 0x0102030405060708});
-  const Bytes expected = {'A',  'R',  'L',  '1',  0x0D, 0x00, 0x0A, 0x00,
+  const Bytes expected = {'A',  'R',  'L',  '1',  0x0E, 0x00, 0x0A, 0x00,
                           0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01};
   EXPECT_EQ(h, expected);
   auto back = decodeHeader(h);

@@ -41,6 +41,10 @@ constexpr int64_t kSpinNs = 20'000;
 // sooner); and the wait between dialling attempts a listener refused.
 constexpr milliseconds kAbortCheck{50};
 constexpr milliseconds kRedial{50};
+// How long a receive that finds its peer's connection ended waits before it fails: a killed
+// worker's connection ends at once, and the run's liveness, which can say why the peer went
+// (killed by a signal, with its pid), should speak first; its abort ends the wait.
+constexpr int64_t kEndGraceNs = 1'000'000'000;
 // A payload larger than this is refused when BindOptions::maxMessageBytes sets no limit.
 constexpr uint64_t kLengthSanity = uint64_t{1} << 40;
 
@@ -82,6 +86,7 @@ struct Conn {
   std::deque<std::unique_ptr<TcpInMessage>> queue;
   bool ended = false;  // no more bytes will come: endReason says why
   std::string endReason;
+  int64_t endedAtNs = 0;
 };
 
 void setSocketOptions(int fd, int bufferBytes) {
@@ -262,6 +267,7 @@ struct TcpDataPlane::Impl {
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
     c.ended = true;
+    c.endedAtNs = steadyNowNs();
     const bool midMessage = c.partial || c.tail > c.head;
     c.endReason =
         n == 0 ? "rank " + std::to_string(peer) + " closed its connection" +
@@ -307,6 +313,16 @@ struct TcpDataPlane::Impl {
     return !conns[static_cast<size_t>(peer)].queue.empty();
   }
 
+  // Waits up to `ns` for an abort (and throws "run aborted" then): see kEndGraceNs.
+  void awaitAbortFor(int64_t ns, int peer, int64_t step) {
+    pollfd p{state->fds[0], POLLIN, 0};
+    for (const int64_t end = steadyNowNs() + ns; steadyNowNs() < end;) {
+      checkAbort(peer, step);
+      ::poll(&p, 1, static_cast<int>(kAbortCheck.count()));
+    }
+    checkAbort(peer, step);
+  }
+
   std::unique_ptr<TcpInMessage> pop(Conn& c) {
     auto m = std::move(c.queue.front());
     c.queue.pop_front();
@@ -325,7 +341,8 @@ struct TcpDataPlane::Impl {
     for (;;) {
       pump(peer, step, true);
       if (!c.queue.empty()) return pop(c);
-      if (c.ended) {
+      if (c.ended &&
+          (steadyNowNs() - c.endedAtNs >= kEndGraceNs || SteadyClock::now() >= deadline)) {
         throw fail(peer, step,
                    c.endReason + " before sending data for step " + std::to_string(step));
       }
@@ -353,9 +370,10 @@ struct TcpDataPlane::Impl {
       checkAbort(peer, step);
       const ssize_t n = ::sendmsg(c.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        throw fail(
-            peer, step,
-            "the connection to rank " + std::to_string(peer) + " failed: " + errnoText(errno));
+        const std::string why = errnoText(errno);
+        awaitAbortFor(kEndGraceNs, peer, step);
+        throw fail(peer, step,
+                   "the connection to rank " + std::to_string(peer) + " failed: " + why);
       }
       for (size_t left = n > 0 ? static_cast<size_t>(n) : 0; left > 0;) {
         const size_t use = std::min(left, msg.msg_iov->iov_len);
