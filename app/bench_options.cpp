@@ -141,8 +141,8 @@ void BenchOptions::declare() {
           "recursive-doubling, ring, segmented-ring, rabenseifner: coll_tuned's forced "
           "algorithm, set per run), shown as mpi-NAME and timed whole; needs mpi in --backend");
   o.value("--data-plane", "NAME",
-          "auto, shm or zmq: shared memory or ZeroMQ between workers (default auto: shm when "
-          "every worker is on one host)");
+          "auto, shm, zmq or tcp: shared memory, ZeroMQ or plain TCP between workers (default "
+          "auto: shm when every worker is on one host)");
   o.value("--cuda-ipc", "on|off",
           "cuda workers of one host read each other's slices in place, device to device "
           "(default on); off stages every slice through host memory and the data plane");
@@ -285,7 +285,7 @@ void BenchOptions::checkTelemetry(BenchConfig& c) const {
   if (auto v = opts_.get("--stall-timeout")) c.stallTimeout = parseMillis(*v, kMaxStallTimeoutMs);
   if (auto v = opts_.get("--data-plane")) {
     const auto d = parseDataPlaneKind(v->text);
-    if (!d) throw refuse(*v, "unknown data plane (known: auto, shm, zmq)");
+    if (!d) throw refuse(*v, "unknown data plane (known: auto, shm, zmq, tcp)");
     c.dataPlane = *d;
   }
   if (auto v = opts_.get("--cuda-ipc")) {

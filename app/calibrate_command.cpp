@@ -627,6 +627,7 @@ CalibrateArgs CalibrateCommand::parse() const {
   if (auto v = opts_.get("--data-plane")) {
     const auto d = parseDataPlaneKind(v->text);
     if (!d) throw refuse(*v, "unknown data plane (known: auto, shm, zmq)");
+    if (*d == DataPlaneKind::Tcp) throw refuse(*v, "calibrate measures shm or zmq, not tcp");
     c.dataPlane = *d;
   }
   if (auto v = opts_.get("--algo")) c.algorithms = parseNameList(*v);

@@ -210,7 +210,7 @@ constexpr Collective kLastCollective = Collective::Broadcast;
 constexpr DataType kLastDataType = DataType::Uint8;
 constexpr RedOp kLastRedOp = RedOp::Avg;
 constexpr TelemetryLevel kLastTelemetryLevel = TelemetryLevel::Chunks;
-constexpr DataPlaneKind kLastDataPlane = DataPlaneKind::Shm;
+constexpr DataPlaneKind kLastDataPlane = DataPlaneKind::Tcp;
 constexpr LogLevel kLastLogLevel = LogLevel::Error;
 
 // ---- Semantic rules per message (shared by encode and decode) ------------------------------

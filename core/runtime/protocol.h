@@ -61,7 +61,9 @@ namespace arl {
 //     RunConfig carries each link's own latency (link_latencies: a named topology's hops).
 // 14: RunConfig carries the torus the ranks lie on (torusDims), whose dimensions swing takes
 //     in turn, and knomial's radix (radix). FlightRecord: a worker's last collectives, sent
-//     when a run fails or is aborted on it.
+//     when a run fails or is aborted on it. The tcp data plane (DataPlaneKind::Tcp,
+//     DATA_PLANE_TCP): plain TCP between the ranks, with a handshake on the CURVE keys of
+//     protocol 13.
 inline constexpr uint16_t kProtocolVersion = 14;
 
 inline constexpr size_t kHeaderBytes = 16;

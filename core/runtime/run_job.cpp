@@ -264,11 +264,12 @@ std::string bindDataPlane(RunJob& j, const Schedule& s, RunDataPlane& plane) {
 }
 
 // Which ranks this one reaches over shared memory in a run on several hosts, with the
-// automatic choice: the ranks of its own host (sameHostPeers). Empty when one plane carries
-// every pair: one host (shared memory), another pid namespace or an explicit choice.
+// automatic choice or tcp: the ranks of its own host (sameHostPeers). Empty when one plane
+// carries every pair: one host, another pid namespace or an explicit zmq or shm.
 std::vector<bool> shmPeersAcrossHosts(const RunJob& j, bool oneHost) {
   const RunConfig& c = j.cfg;
-  if (oneHost || c.dataPlane != DataPlaneKind::Auto) return {};
+  if (oneHost) return {};
+  if (c.dataPlane != DataPlaneKind::Auto && c.dataPlane != DataPlaneKind::Tcp) return {};
   if (c.hosts.size() != static_cast<size_t>(c.worldSize)) return {};
   std::vector<uint64_t> namespaces = c.pidNamespaces;
   if (namespaces.size() != c.hosts.size()) namespaces.clear();
@@ -283,22 +284,49 @@ std::pair<std::vector<int>, std::vector<int>> splitRanks(const std::vector<int>&
   return out;
 }
 
+// tcp:// is open to every machine that reaches the port: the run's keys keep it to the run's
+// members (CURVE on zmq, the handshake on tcp). ipc:// sits in a directory only this user can
+// open (ZmqDataPlane::bind).
+void keepToMembers(const RunJob& j, BindOptions& bo) {
+  if (bo.kind != BindOptions::Kind::Tcp || j.cfg.dataKeys.empty()) return;
+  bo.curveSecretKey = j.dataSecretKey;
+  bo.curvePeerKeys = j.cfg.dataKeys;
+}
+
+// Creates the network plane of `c`'s choice (tcp, or zmq for auto and zmq); the Transport.
+Transport* makeNetworkPlane(const RunConfig& c, int rank, RunDataPlane& plane) {
+  if (c.dataPlane == DataPlaneKind::Tcp) {
+    plane.tcp = std::make_unique<TcpDataPlane>(rank, c.worldSize);
+    return plane.tcp.get();
+  }
+  plane.zmq = std::make_unique<ZmqDataPlane>(rank, c.worldSize);
+  return plane.zmq.get();
+}
+
+// Binds the network plane that makeNetworkPlane made; its endpoint.
+std::string bindNetworkPlane(const RunJob& j, RunDataPlane& plane, BindOptions bo) {
+  keepToMembers(j, bo);
+  bo.shaping = j.cfg.shaping;
+  bo.clockOffsetNs = j.offsetNs;
+  return plane.tcp ? plane.tcp->bind(bo) : plane.zmq->bind(bo);
+}
+
 // Binds both planes of a run on several hosts: shared memory for the peers of this host,
-// ZeroMQ tcp:// for the others, each only when some peer needs it; returns the joined
-// endpoint.
+// the network (tcp:// of ZeroMQ or of the tcp plane) for the others, each only when some
+// peer needs it; returns the joined endpoint.
 std::string bindSplitDataPlane(RunJob& j, RunDataPlane& plane, const ShmOptions& shm) {
   const RunConfig& c = j.cfg;
   const auto [nearSend, farSend] = splitRanks(plane.peers.sendTo, plane.viaShm);
   const auto [nearRecv, farRecv] = splitRanks(plane.peers.recvFrom, plane.viaShm);
   const bool needShm = !nearSend.empty() || !nearRecv.empty();
-  const bool needZmq = !farSend.empty() || !farRecv.empty() || !needShm;
+  const bool needNet = !farSend.empty() || !farRecv.empty() || !needShm;
   if (needShm) plane.shm = std::make_unique<ShmDataPlane>(j.rank, c.worldSize);
-  if (needZmq) plane.zmq = std::make_unique<ZmqDataPlane>(j.rank, c.worldSize);
-  if (needShm && needZmq) {
-    plane.split = std::make_unique<SplitTransport>(*plane.shm, *plane.zmq, plane.viaShm);
+  Transport* net = needNet ? makeNetworkPlane(c, j.rank, plane) : nullptr;
+  if (needShm && needNet) {
+    plane.split = std::make_unique<SplitTransport>(*plane.shm, *net, plane.viaShm);
     plane.dp = plane.split.get();
   } else {
-    plane.dp = needShm ? static_cast<Transport*>(plane.shm.get()) : plane.zmq.get();
+    plane.dp = needShm ? static_cast<Transport*>(plane.shm.get()) : net;
   }
   {
     std::lock_guard<std::mutex> lock(j.mu);
@@ -306,12 +334,7 @@ std::string bindSplitDataPlane(RunJob& j, RunDataPlane& plane, const ShmOptions&
     j.dp = plane.dp;
   }
   std::string shmEndpoint, zmqEndpoint;
-  if (needZmq) {
-    BindOptions bo = tcpBindOptions(j);
-    bo.shaping = c.shaping;
-    bo.clockOffsetNs = j.offsetNs;
-    zmqEndpoint = plane.zmq->bind(bo);
-  }
+  if (needNet) zmqEndpoint = bindNetworkPlane(j, plane, tcpBindOptions(j));
   if (needShm) {
     try {
       shmEndpoint = plane.shm->bind(shm, nearRecv);
@@ -355,8 +378,7 @@ std::string bindDataPlaneFor(RunJob& j, RunDataPlane& plane, DataPlanePeers peer
     plane.shm = std::make_unique<ShmDataPlane>(rank, c.worldSize);
     plane.dp = plane.shm.get();
   } else {
-    plane.zmq = std::make_unique<ZmqDataPlane>(rank, c.worldSize);
-    plane.dp = plane.zmq.get();
+    plane.dp = makeNetworkPlane(c, rank, plane);
   }
   {
     std::lock_guard<std::mutex> lock(j.mu);
@@ -367,15 +389,9 @@ std::string bindDataPlaneFor(RunJob& j, RunDataPlane& plane, DataPlanePeers peer
   // container with a /tmp of its own.
   if (!useShm) {
     BindOptions bo = oneHost && oneNamespace ? BindOptions{} : tcpBindOptions(j);
-    // tcp:// is open to every machine that reaches the port: CURVE keeps it to the run's
-    // members. ipc:// sits in a directory only this user can open (ZmqDataPlane::bind).
-    if (bo.kind == BindOptions::Kind::Tcp && !c.dataKeys.empty()) {
-      bo.curveSecretKey = j.dataSecretKey;
-      bo.curvePeerKeys = c.dataKeys;
-    }
-    bo.shaping = c.shaping;
-    bo.clockOffsetNs = j.offsetNs;
-    return plane.zmq->bind(bo);
+    // The tcp plane on one host listens on loopback.
+    if (plane.tcp) bo.kind = BindOptions::Kind::Tcp;
+    return bindNetworkPlane(j, plane, bo);
   }
   try {
     return plane.shm->bind(shm, plane.peers.recvFrom);
@@ -435,6 +451,10 @@ void connectSplitDataPlane(RunDataPlane& plane, const std::vector<std::string>& 
   };
   if (plane.shm) plane.shm->connect(ofScheme("shm://"), nearSend);
   if (plane.zmq) plane.zmq->connect(ofScheme("tcp://"), farSend);
+  if (plane.tcp) {
+    const auto [nearRecv, farRecv] = splitRanks(plane.peers.recvFrom, plane.viaShm);
+    plane.tcp->connect(ofScheme("tcp://"), partnersOf({farSend, farRecv}));
+  }
 }
 
 // Phase 2: waits for Start, which carries every rank's endpoint, and connects.
@@ -448,6 +468,7 @@ void connectDataPlane(RunJob& j, RunDataPlane& plane) {
     if (plane.viaShm.empty()) {
       if (plane.shm) plane.shm->connect(endpoints, plane.peers.sendTo);
       if (plane.zmq) plane.zmq->connect(endpoints, plane.peers.sendTo);
+      if (plane.tcp) plane.tcp->connect(endpoints, partnersOf(plane.peers));
     } else {
       connectSplitDataPlane(plane, endpoints);
     }

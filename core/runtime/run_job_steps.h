@@ -16,17 +16,21 @@
 #include "runtime/run_job.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/split_transport.h"
+#include "transport/tcp/tcp_transport.h"
 #include "transport/zmq/zmq_transport.h"
 
 namespace arl::jobsteps {
 
-// The run's data plane: shared memory or ZeroMQ, bound before Ready and connected on Start.
+// The run's data plane: shared memory, ZeroMQ or TCP, bound before Ready and connected on
+// Start.
 struct RunDataPlane {
   std::unique_ptr<ZmqDataPlane> zmq;
+  std::unique_ptr<TcpDataPlane> tcp;
   std::unique_ptr<ShmDataPlane> shm;
-  // Both, chosen per peer, in a run on several hosts (shared memory inside this host).
+  // Shared memory and the network (zmq or tcp), chosen per peer, in a run on several hosts
+  // (shared memory inside this host).
   std::unique_ptr<SplitTransport> split;
-  Transport* dp = nullptr;   // split, or the one of the two that exists
+  Transport* dp = nullptr;   // split, or the one plane that exists
   std::vector<bool> viaShm;  // by rank, with split planes: the peers over shared memory
   DataPlanePeers peers;
   // The backend's memory that ranks of this host may read in place (CUDA IPC), when the run
@@ -37,6 +41,7 @@ struct RunDataPlane {
 
   void close() {
     if (zmq) zmq->close();
+    if (tcp) tcp->close();
     if (shm) shm->close();
   }
 };

@@ -44,12 +44,15 @@ DataPlaneUse dataPlaneUse(DataPlaneKind plane, const std::vector<WorkerInfo>& wo
   for (const WorkerInfo& w : world) hosts.push_back(w.host);
   std::sort(hosts.begin(), hosts.end());
   u.hosts = static_cast<int>(std::unique(hosts.begin(), hosts.end()) - hosts.begin());
-  if (u.hosts > 1) u.acrossHosts = "zmq";
-  if (plane != DataPlaneKind::Auto) {
+  // The network between hosts; tcp, once chosen, splits the pairs as auto does.
+  const std::string net = plane == DataPlaneKind::Tcp ? "tcp" : "zmq";
+  if (u.hosts > 1) u.acrossHosts = net;
+  if (plane != DataPlaneKind::Auto && (plane != DataPlaneKind::Tcp || u.hosts <= 1)) {
     u.insideHosts = std::string(toString(plane));
     u.text = u.insideHosts;
     return u;
   }
+  const std::string why = plane == DataPlaneKind::Auto ? "auto: " : "";
   // Shared memory inside a host needs its ranks in one pid namespace.
   const bool hostsShareNamespaces =
       std::all_of(world.begin(), world.end(), [&](const WorkerInfo& a) {
@@ -57,19 +60,19 @@ DataPlaneUse dataPlaneUse(DataPlaneKind plane, const std::vector<WorkerInfo>& wo
           return a.host != b.host || a.pidNamespace == b.pidNamespace;
         });
       });
-  u.insideHosts = hostsShareNamespaces ? "shm" : "zmq";
+  u.insideHosts = hostsShareNamespaces ? "shm" : net;
   // No two ranks share a host: every pair crosses, and insideHosts stays empty.
   if (u.hosts > 1 && u.hosts == static_cast<int>(world.size())) {
     u.insideHosts.clear();
-    u.text = "zmq across (" + std::to_string(u.hosts) + " hosts, one rank each)";
+    u.text = net + " across (" + std::to_string(u.hosts) + " hosts, one rank each)";
     return u;
   }
   if (u.hosts <= 1) {
     u.text = hostsShareNamespaces ? "shm (auto)" : "zmq (auto: several pid namespaces)";
   } else if (hostsShareNamespaces) {
-    u.text = "shm inside hosts, zmq across (" + std::to_string(u.hosts) + " hosts)";
+    u.text = "shm inside hosts, " + net + " across (" + std::to_string(u.hosts) + " hosts)";
   } else {
-    u.text = "zmq (auto: " + std::to_string(u.hosts) + " hosts, several pid namespaces)";
+    u.text = net + " (" + why + std::to_string(u.hosts) + " hosts, several pid namespaces)";
   }
   return u;
 }

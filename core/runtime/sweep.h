@@ -136,10 +136,11 @@ CostQuery costQueryOf(const SweepRow& row, const LinkShaping& shaping);
 bool runsOverSharedMemory(DataPlaneKind plane, const std::vector<WorkerInfo>& world);
 
 // Which data plane the pairs of a world use, as the workers choose it (runtime/run_job.cpp's
-// bindDataPlaneFor): inside a host, across hosts.
+// bindDataPlaneFor): inside a host, across hosts. tcp on several hosts splits the pairs as
+// auto does (shared memory inside a host).
 struct DataPlaneUse {
-  std::string insideHosts;  // "shm" or "zmq"
-  std::string acrossHosts;  // "zmq", or "" with one host
+  std::string insideHosts;  // "shm", "zmq" or "tcp"
+  std::string acrossHosts;  // "zmq" or "tcp", or "" with one host
   int hosts = 0;            // distinct host names
   // For a header line: "shm (auto)", "zmq (auto: several pid namespaces)",
   // "shm inside hosts, zmq across (2 hosts)", "zmq".

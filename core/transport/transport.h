@@ -14,14 +14,16 @@ namespace arl {
 
 // Which data plane carries chunk payloads between worker processes. Auto: shared memory when
 // every rank is on one host, ZeroMQ otherwise. Zmq: ZeroMQ PUSH/PULL, ipc:// on one host and
-// tcp:// across hosts. Shm: shared memory (one host only).
-enum class DataPlaneKind : uint8_t { Auto, Zmq, Shm };
+// tcp:// across hosts. Shm: shared memory (one host only). Tcp: plain TCP sockets read and
+// written by the ranks' own threads (transport/tcp/tcp_transport.h), on one host or across.
+enum class DataPlaneKind : uint8_t { Auto, Zmq, Shm, Tcp };
 
 constexpr std::string_view toString(DataPlaneKind k) {
   switch (k) {
     case DataPlaneKind::Auto: return "auto";
     case DataPlaneKind::Zmq: return "zmq";
     case DataPlaneKind::Shm: return "shm";
+    case DataPlaneKind::Tcp: return "tcp";
   }
   return "?";
 }
@@ -30,6 +32,7 @@ constexpr std::optional<DataPlaneKind> parseDataPlaneKind(std::string_view s) {
   if (s == "auto") return DataPlaneKind::Auto;
   if (s == "zmq") return DataPlaneKind::Zmq;
   if (s == "shm") return DataPlaneKind::Shm;
+  if (s == "tcp") return DataPlaneKind::Tcp;
   return std::nullopt;
 }
 

@@ -6,7 +6,10 @@
 //                                                tcp://127.0.0.1, zero-copy or copying sends,
 //                                                each rank with its own ZeroMQ context and
 //                                                I/O thread
-//   DataPlane/{shm,ipc,tcp}/pingpong/4KiB        round trip of a 4 KiB message
+//   DataPlane/tcpplane/<size>                    arl::TcpDataPlane, plain TCP on 127.0.0.1
+//                                                read and written by the ranks' own threads
+//   DataPlane/{shm,ipc,tcp,tcpplane}/pingpong/{16B,4KiB}
+//                                                round trip of a 16-byte or 4 KiB message
 //
 // Throughput, 64 KiB to 16 MiB messages: one sender thread (rank 0) and one receiver thread
 // (rank 1). The sender keeps at most 4 sends in flight, as the executor does with its default
@@ -21,12 +24,11 @@
 // (5 messages of 64 KiB or 1 MiB) stays there: those figures are a memcpy within the cache,
 // an upper bound for a receiver that reduces the data out of the ring.
 //
-// Round trip: rank 0 sends a 4 KiB message and waits for the answer; rank 1 (another thread)
-// receives each message, drops it unread and sends a 4 KiB message back. The time of one
-// iteration is one round trip (two messages, each one send and one receive), in microseconds
-// of wall time; 16 untimed round trips come first (they connect ZeroMQ's sockets). ZeroMQ
-// copies 4 KiB payloads (below BindOptions::zeroCopyMinBytes), so it has no zero-copy variant
-// here.
+// Round trip: rank 0 sends a 16-byte or 4 KiB message and waits for the answer; rank 1
+// (another thread) receives each message, drops it unread and sends one as large back. The time of
+// one iteration is one round trip (two messages, each one send and one receive), in microseconds of
+// wall time; 16 untimed round trips come first (they connect ZeroMQ's sockets). ZeroMQ copies 4 KiB
+// payloads (below BindOptions::zeroCopyMinBytes), so it has no zero-copy variant here.
 //
 // The shm cases wait as a worker does: ShmOptions' defaults, or ARL_SHM_SPIN_US and
 // ARL_SHM_YIELD_US when set (docs/dataplane.md); the values used head the output. On a machine
@@ -54,6 +56,7 @@
 
 #include "base/errors.h"
 #include "transport/shm/shm_transport.h"
+#include "transport/tcp/tcp_transport.h"
 #include "transport/transport.h"
 #include "transport/zmq/zmq_transport.h"
 
@@ -64,13 +67,13 @@ using arl::ChunkHeader;
 using arl::SendCompletion;
 using arl::ShmDataPlane;
 using arl::ShmOptions;
+using arl::TcpDataPlane;
 using arl::Transport;
 using arl::ZmqDataPlane;
 
 constexpr size_t KiB = size_t{1} << 10;
 constexpr size_t MiB = size_t{1} << 20;
 constexpr int kInflight = 4;
-constexpr size_t kPingBytes = 4 * KiB;
 constexpr int kWarmupRoundTrips = 16;
 constexpr std::chrono::seconds kRecvTimeout{30};
 
@@ -85,6 +88,24 @@ struct ZmqPair {
     r1.connect(endpoints, duplex ? std::vector<int>{0} : std::vector<int>{});
   }
   // Both ranks close at once, as finished workers do, so each goodbye meets its peer's.
+  void close() {
+    std::thread closer([&] { r1.close(); });
+    r0.close();
+    closer.join();
+  }
+};
+
+// Two ranks of the TCP data plane, connected both ways (one connection per pair).
+struct TcpPair {
+  TcpDataPlane r0{0, 2};
+  TcpDataPlane r1{1, 2};
+
+  TcpPair(const BindOptions& opt, bool /*duplex*/) {
+    const std::vector<std::string> endpoints = {r0.bind(opt), r1.bind(opt)};
+    std::thread other([&] { r1.connect(endpoints, {0}); });
+    r0.connect(endpoints, {1});
+    other.join();
+  }
   void close() {
     std::thread closer([&] { r1.close(); });
     r0.close();
@@ -186,14 +207,14 @@ void throughput(benchmark::State& state, const Options& opt, size_t bytes) {
 }
 
 template <class Pair, class Options>
-void roundTrip(benchmark::State& state, const Options& opt) {
+void roundTrip(benchmark::State& state, const Options& opt, size_t pingBytes) {
   Pair pair(opt, true);
   Transport& a = pair.r0;
   Transport& b = pair.r1;
 
   const uint64_t total = kWarmupRoundTrips + static_cast<uint64_t>(state.max_iterations);
-  std::vector<unsigned char> ping(kPingBytes, 0x5a);
-  std::vector<unsigned char> pong(kPingBytes, 0xa5);
+  std::vector<unsigned char> ping(pingBytes, 0x5a);
+  std::vector<unsigned char> pong(pingBytes, 0xa5);
 
   std::string echoError;
   std::thread echo([&] {
@@ -249,6 +270,7 @@ void roundTrip(benchmark::State& state, const Options& opt) {
 }
 
 std::string sizeName(size_t bytes) {
+  if (bytes < KiB) return std::to_string(bytes) + "B";
   return bytes >= MiB ? std::to_string(bytes / MiB) + "MiB" : std::to_string(bytes / KiB) + "KiB";
 }
 
@@ -282,20 +304,39 @@ void registerAll(const ShmOptions& waits) {
     }
   }
 
-  ShmOptions shm = waits;
-  shm.ringBytes = arl::shmRingBytes(kPingBytes, kInflight);
-  benchmark::RegisterBenchmark(("DataPlane/shm/pingpong/" + sizeName(kPingBytes)).c_str(),
-                               [shm](benchmark::State& st) { roundTrip<ShmPair>(st, shm); })
-      ->UseRealTime()
-      ->Unit(benchmark::kMicrosecond);
-  for (auto kind : {BindOptions::Kind::Ipc, BindOptions::Kind::Tcp}) {
+  for (size_t bytes : {64 * KiB, 1 * MiB, 16 * MiB}) {
     BindOptions opt;
-    opt.kind = kind;
-    const std::string name = std::string("DataPlane/") +
-                             (kind == BindOptions::Kind::Ipc ? "ipc" : "tcp") + "/pingpong/" +
-                             sizeName(kPingBytes);
-    benchmark::RegisterBenchmark(name.c_str(),
-                                 [opt](benchmark::State& st) { roundTrip<ZmqPair>(st, opt); })
+    opt.kind = BindOptions::Kind::Tcp;
+    benchmark::RegisterBenchmark(
+        ("DataPlane/tcpplane/" + sizeName(bytes)).c_str(),
+        [opt, bytes](benchmark::State& st) { throughput<TcpPair>(st, opt, bytes); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  for (size_t bytes : {size_t{16}, 4 * KiB}) {
+    ShmOptions shm = waits;
+    shm.ringBytes = arl::shmRingBytes(bytes, kInflight);
+    benchmark::RegisterBenchmark(
+        ("DataPlane/shm/pingpong/" + sizeName(bytes)).c_str(),
+        [shm, bytes](benchmark::State& st) { roundTrip<ShmPair>(st, shm, bytes); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+    for (auto kind : {BindOptions::Kind::Ipc, BindOptions::Kind::Tcp}) {
+      BindOptions opt;
+      opt.kind = kind;
+      const std::string name = std::string("DataPlane/") +
+                               (kind == BindOptions::Kind::Ipc ? "ipc" : "tcp") + "/pingpong/" +
+                               sizeName(bytes);
+      benchmark::RegisterBenchmark(
+          name.c_str(), [opt, bytes](benchmark::State& st) { roundTrip<ZmqPair>(st, opt, bytes); })
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+    BindOptions tcp;
+    tcp.kind = BindOptions::Kind::Tcp;
+    benchmark::RegisterBenchmark(
+        ("DataPlane/tcpplane/pingpong/" + sizeName(bytes)).c_str(),
+        [tcp, bytes](benchmark::State& st) { roundTrip<TcpPair>(st, tcp, bytes); })
         ->UseRealTime()
         ->Unit(benchmark::kMicrosecond);
   }

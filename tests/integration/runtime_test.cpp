@@ -177,7 +177,8 @@ TEST_P(RuntimeSweep, EveryAlgorithmAndCollectiveIsExact) {
 INSTANTIATE_TEST_SUITE_P(Ranks, RuntimeSweep,
                          ::testing::Combine(::testing::Values(2, 3, 4),
                                             ::testing::Values(DataPlaneKind::Shm,
-                                                              DataPlaneKind::Zmq)),
+                                                              DataPlaneKind::Zmq,
+                                                              DataPlaneKind::Tcp)),
                          [](const auto& info) {
                            return std::to_string(std::get<0>(info.param)) + "ranks_" +
                                   std::string(toString(std::get<1>(info.param)));
@@ -474,7 +475,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(FailureCase{SIGKILL, 2, "killed by signal 9", DataPlaneKind::Shm},
                       FailureCase{SIGSTOP, 1, "stopped responding", DataPlaneKind::Shm},
                       FailureCase{SIGKILL, 2, "killed by signal 9", DataPlaneKind::Zmq},
-                      FailureCase{SIGSTOP, 1, "stopped responding", DataPlaneKind::Zmq}),
+                      FailureCase{SIGSTOP, 1, "stopped responding", DataPlaneKind::Zmq},
+                      FailureCase{SIGKILL, 2, "killed by signal 9", DataPlaneKind::Tcp}),
     [](const auto& info) {
       return std::string(info.param.signal == SIGKILL ? "Killed" : "Stopped") + "_" +
              std::string(toString(info.param.plane));

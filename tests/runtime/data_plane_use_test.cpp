@@ -58,5 +58,19 @@ TEST(DataPlaneUse, AnExplicitPlaneIsEveryPair) {
   EXPECT_EQ(u.text, "zmq");
 }
 
+TEST(DataPlaneUse, TcpSplitsThePairsAcrossHosts) {
+  const DataPlaneUse u = dataPlaneUse(DataPlaneKind::Tcp, world({"a", "a", "b", "b"}));
+  EXPECT_EQ(u.insideHosts, "shm");
+  EXPECT_EQ(u.acrossHosts, "tcp");
+  EXPECT_EQ(u.text, "shm inside hosts, tcp across (2 hosts)");
+}
+
+TEST(DataPlaneUse, TcpOnOneHostIsEveryPair) {
+  const DataPlaneUse u = dataPlaneUse(DataPlaneKind::Tcp, world({"a", "a", "a"}));
+  EXPECT_EQ(u.insideHosts, "tcp");
+  EXPECT_EQ(u.acrossHosts, "");
+  EXPECT_EQ(u.text, "tcp");
+}
+
 }  // namespace
 }  // namespace arl

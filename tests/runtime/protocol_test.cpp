@@ -708,6 +708,8 @@ TEST(Protocol, DataPlaneSetupRoundTripsAndIsChecked) {
   c.hosts.assign(4, "node01");
   c.dataPlane = DataPlaneKind::Shm;
   expectRoundTrip(c);
+  c.dataPlane = DataPlaneKind::Tcp;  // protocol 14
+  expectRoundTrip(c);
   expectRoundTrip(Ready{7, 3, 42, "tcp://10.0.0.7:40001", -1'500'000});
   expectRoundTrip(Ready{7, 3, 42, "ipc://" + std::string(kMaxEndpointBytes - 6, 'p'), kI64Min});
   expectRoundTrip(Ready{7, 3, 42, "tcp://[::1]:*", kI64Max});

@@ -26,6 +26,7 @@
 #include "base/endpoint.h"
 #include "base/errors.h"
 #include "transport/pacing.h"
+#include "transport/plane_state.h"
 #include "transport/stale_owner.h"
 #include "transport/zmq/chunk_frame.h"
 #include "transport/zmq/curve_keys.h"
@@ -66,38 +67,7 @@ milliseconds until(SteadyClock::time_point deadline) {
   return left.count() <= 0 ? milliseconds(0) : std::chrono::ceil<milliseconds>(left);
 }
 
-// State shared by the data plane and its outstanding completions (which may outlive it).
-// A self-pipe lets a thread blocked in zmq::poll wake at once without touching a socket.
-struct SharedState {
-  std::atomic<bool> aborted{false};
-  std::atomic<bool> failed{false};  // a send, receive or wait threw PeerError
-  int fds[2] = {-1, -1};
-
-  SharedState() {
-    if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) {
-      throw std::system_error(errno, std::generic_category(), "data plane: pipe2");
-    }
-  }
-  ~SharedState() {
-    ::close(fds[0]);
-    ::close(fds[1]);
-  }
-  SharedState(const SharedState&) = delete;
-  SharedState& operator=(const SharedState&) = delete;
-
-  void abort() {
-    if (!aborted.exchange(true)) {
-      const char c = 1;
-      const ssize_t n = ::write(fds[1], &c, 1);
-      (void)n;  // the flag alone suffices; the byte only shortens the wait
-    }
-  }
-  bool isAborted() const { return aborted.load(std::memory_order_acquire); }
-  PeerError fail(int rank, int peer, int64_t step, const std::string& reason) {
-    failed.store(true, std::memory_order_release);
-    return PeerError(rank, peer, step, reason);
-  }
-};
+using SharedState = PlaneState;
 
 // Set by ZeroMQ's I/O thread when it releases a zero-copy payload.
 struct ZeroCopyState {
