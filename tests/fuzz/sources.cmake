@@ -11,8 +11,10 @@ set(ARL_FUZZ_CORE_SOURCES
   base/errors.cpp
   base/input_file.cpp
   base/shaping.cpp
+  base/topology.cpp
   base/types.cpp
   exec/collective_library.cpp
+  exec/flight_recorder.cpp
   exec/nccl_events.cpp
   exec/progress.cpp
   exec/run_request.cpp
@@ -23,6 +25,7 @@ set(ARL_FUZZ_CORE_SOURCES
   export/bench_sweep.cpp
   export/calibration.cpp
   export/export.cpp
+  export/flight_json.cpp
   export/json.cpp
   export/nccl_tests_read.cpp
   export/nccl_tests_text.cpp
@@ -56,6 +59,7 @@ set(ARL_FUZZ_CORE_SOURCES
   schedule/gen_pat.cpp
   schedule/gen_ring.cpp
   schedule/gen_swing.cpp
+  schedule/gen_switch.cpp
   schedule/gen_tree.cpp
   schedule/gen_util.cpp
   schedule/generators.cpp
