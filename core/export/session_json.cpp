@@ -152,9 +152,14 @@ uint64_t totalDropped(const BenchReport& r) {
 }
 
 Json effectiveJson(const ResolvedRun& e) {
-  return Json{{"ranks", e.nranks}, {"ranks_per_host", e.ranksPerHost},
-              {"radix", e.radix},  {"ring_order", e.ringOrder},
-              {"steps", e.steps},  {"bytes_sent", e.bytesSent}};
+  Json j{{"ranks_per_host", e.ranksPerHost},
+         {"radix", e.radix},
+         {"ring_order", e.ringOrder},
+         {"steps", e.steps},
+         {"bytes_sent", e.bytesSent}};
+  // A result whose ranks were never resolved (nothing ran) leaves them to the run's count.
+  if (e.nranks > 0) j["ranks"] = e.nranks;
+  return j;
 }
 
 }  // namespace arl

@@ -142,12 +142,13 @@ TEST_P(RuntimeSweep, EveryAlgorithmAndCollectiveIsExact) {
     int k = 0;
     for (const std::string& algo : algorithmNames()) {
       for (Collective c : kAllCollectives) {
-        if (!algorithmSupports(algo, c) || !rankCountRefusal(algo, n).empty()) continue;
+        if (!algorithmSupports(algo, c) || !workerCountRefusal(algo, n).empty()) continue;
         RunRequest req = smallRequest(algo, c);
         req.dtype = dtypes[k % 5];
         req.op = ops[(k / 2) % 5];
         req.inPlace = k % 3 == 1;
-        req.root = n - 1;
+        // The last rank that holds a result (a switch run's last worker plays the switch).
+        req.root = n - 1 - helperWorkers(algo);
         req.dataPlane = plane;
         ++k;
         const RunResult res = client.run(req);

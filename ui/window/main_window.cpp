@@ -270,6 +270,7 @@ bool MainWindow::run() {
   eventsDropped_ = 0;
   progress_ = RunProgress{};
   banner_->hide();
+  banner_->setFlightRecordAvailable(false);  // the last failure's record leaves with its banner
   setRunning(true);
   setMode(tr("● waiting for workers"), QStringLiteral("#9a6700"));
   if (options_.persistSettings) saveSettings();
