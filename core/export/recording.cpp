@@ -436,11 +436,13 @@ std::vector<TelemetryEvent> parseEvents(std::string_view text, uint64_t runId,
 ResolvedRun readEffective(const In& a, int nranks) {
   const In o = a.object();
   ResolvedRun e;
-  // The collective's ranks: the workers less the switch's (absent before protocol 14: all).
-  e.nranks = o.has("ranks") ? o["ranks"].i32(1, nranks) : nranks;
+  // The collective's ranks: the workers less the switch's (absent before protocol 14: all; 0:
+  // a result that never resolved, as a run refused before it started).
+  e.nranks = o.has("ranks") ? o["ranks"].i32(0, nranks) : nranks;
   e.ranksPerHost = o["ranks_per_host"].i32(0, kMaxRanks);
-  // Absent before protocol 14: such runs used the default.
-  e.radix = o.has("radix") ? o["radix"].i32(2, kMaxRanks) : resolveRadix(0, nranks);
+  // Absent before protocol 14: such runs used the default; 0 with nothing resolved.
+  e.radix =
+      o.has("radix") ? o["radix"].i32(e.nranks == 0 ? 0 : 2, kMaxRanks) : resolveRadix(0, nranks);
   e.ringOrder = ints(o["ring_order"], 0, kMaxRanks - 1);
   e.steps = static_cast<uint32_t>(o["steps"].u64(std::numeric_limits<uint32_t>::max()));
   e.bytesSent = readArray<uint64_t>(o["bytes_sent"], [](const In& x) { return x.u64(); });

@@ -152,15 +152,9 @@ uint64_t totalDropped(const BenchReport& r) {
 }
 
 Json effectiveJson(const ResolvedRun& e) {
-  Json j{{"ranks_per_host", e.ranksPerHost},
-         {"ring_order", e.ringOrder},
-         {"steps", e.steps},
-         {"bytes_sent", e.bytesSent}};
-  // A result that was never resolved (nothing ran) leaves its ranks and radix to the reader's
-  // defaults: the run's count, and the default radix over it.
-  if (e.nranks > 0) j["ranks"] = e.nranks;
-  if (e.radix > 0) j["radix"] = e.radix;
-  return j;
+  return Json{{"ranks", e.nranks}, {"ranks_per_host", e.ranksPerHost},
+              {"radix", e.radix},  {"ring_order", e.ringOrder},
+              {"steps", e.steps},  {"bytes_sent", e.bytesSent}};
 }
 
 }  // namespace arl
