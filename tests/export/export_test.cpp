@@ -679,7 +679,8 @@ TEST(Export, RecordingsWrittenBeforeTheSweepListsStillRead) {
     old.replace(p, from.size(), to);
   };
   for (int i = 0; i < 2; ++i) {
-    cut("\"effective\":{\"ranks_per_host\":0,\"ring_order\":[],\"steps\":0,\"bytes_sent\":[]},",
+    cut("\"effective\":{\"ranks\":0,\"ranks_per_host\":0,\"radix\":0,\"ring_order\":[],"
+        "\"steps\":0,\"bytes_sent\":[]},",
         "");
   }
   cut("\"slice_sizes\":[65536],\"inflights\":[2],\"ring_order\":[],",
