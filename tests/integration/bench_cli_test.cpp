@@ -367,8 +367,8 @@ TEST_F(BenchCli, SwitchPlaysTheSwitchOnAWorkerAndRadixReachesKnomial) {
     const auto size = row.at("size_bytes").get<uint64_t>();
     EXPECT_EQ(sent, (std::vector<uint64_t>{size, size, size, 3 * size}));
   }
-  EXPECT_EQ(rows, (std::map<std::string, int>{{"knomial", 2}, {"ring", 2}, {"switch", 2},
-                                              {"tree", 2}}));
+  EXPECT_EQ(rows,
+            (std::map<std::string, int>{{"knomial", 2}, {"ring", 2}, {"switch", 2}, {"tree", 2}}));
   // With one worker there is no rank beside the switch: refused by name before any run.
   const Result one = run({"--workers", "1", "--algo", "switch", "-b", "4K", "-e", "4K"});
   EXPECT_EQ(one.rc, 2) << one.err;
