@@ -58,7 +58,8 @@ namespace arl {
 //     CURVE on the data plane: Hello carries the worker's data-plane public key (dataKey),
 //     RunConfig every rank's (dataKeys).
 //     RunConfig carries each link's own latency (link_latencies: a named topology's hops).
-inline constexpr uint16_t kProtocolVersion = 13;
+// 14: Hello carries where a cluster launcher placed the worker (launchRank, launchLocalRank).
+inline constexpr uint16_t kProtocolVersion = 14;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
@@ -224,6 +225,10 @@ struct Hello {
   // Public key (Z85) of the key pair the worker made for its data planes this session; "":
   // in the clear. Sent over the control connection, encrypted when it is (CURVE).
   std::string dataKey;
+  // Where a cluster launcher placed the worker (runtime/launcher.h): its rank in the launch
+  // and on its host, 0..kMaxRanks-1; -1: not started by one.
+  int32_t launchRank = -1;
+  int32_t launchLocalRank = -1;
 
   Frames encode() const;
   static DecodeResult<Hello> decode(ByteView header, ByteView body);

@@ -220,7 +220,7 @@ TEST(Protocol, RejectsOtherVersions) {
   Frames f = Heartbeat{}.encode();
   f[0][4] = 3;  // the version before packed telemetry records
   const auto e = expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 3");
-  EXPECT_TRUE(contains(e.reason, "speaks version 13"));
+  EXPECT_TRUE(contains(e.reason, "speaks version 14"));
   f[0][4] = 0;
   expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 0");
   f[0][4] = 4;
@@ -268,6 +268,10 @@ TEST(Protocol, RoundTripsEdgeValues) {
   expectRoundTrip(Hello{longName, "h\xC3\xA9te-\xE2\x82\xAC-\xF0\x9F\x98\x80", kI64Max,
                         std::string(kMaxNameBytes, 'b'), kMaxDeviceIndex, 0xFFFF});
   expectRoundTrip(Hello{"w", "h", 1, "cuda", 0, 1});
+  Hello placed{"w", "h", 1, "cpu", -1, kProtocolVersion};
+  placed.launchRank = kMaxRanks - 1;
+  placed.launchLocalRank = 0;
+  expectRoundTrip(placed);
   expectRoundTrip(
       Welcome{kMaxRanks - 1, kMaxRanks, kMaxHeartbeatIntervalMs, kMaxHeartbeatLiveness});
   expectRoundTrip(Welcome{0, 1, 1, 1});
@@ -455,6 +459,9 @@ TEST(Protocol, RejectsOutOfRangeHello) {
   check([](Bytes& b) { putSigned(b, 5, kMaxDeviceIndex + 1); }, "device index 1024");
   check([](Bytes& b) { putField(b, 6, 70000); }, "protocol version 70000");
   check([](Bytes& b) { putField(b, 6, 0); }, "protocol version 0");
+  check([](Bytes& b) { putSigned(b, 12, -2); }, "launch rank -2");
+  check([](Bytes& b) { putSigned(b, 12, kMaxRanks); }, "launch rank 64");
+  check([](Bytes& b) { putSigned(b, 13, kMaxRanks); }, "launch local rank 64");
 }
 
 TEST(Protocol, RejectsOutOfRangeWelcomeAndClockMessages) {
