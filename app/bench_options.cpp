@@ -337,16 +337,16 @@ void BenchOptions::checkLaunchHosts(const Arg& launch, LaunchSpec& s) const {
   const auto file = opts_.get("--hostfile");
   if (!file) throw refuse(launch, "needs --hostfile FILE (Open MPI's: HOST slots=N a line)");
   s.hostfile = file->text;
-  int slots = 0;
+  int hostSlots = 0;
   try {
-    slots = hostfileSlots(readInputFile(file->text, size_t{1} << 20));
+    hostSlots = hostfileSlots(readInputFile(file->text, size_t{1} << 20));
   } catch (const InputFileError& e) {
     throw refuse(*file, e.what());
   } catch (const ConfigError& e) {
     throw refuse(*file, e.what());
   }
-  if (slots == 0) throw refuse(*file, "names no host");
-  if (s.tasks == 0) s.tasks = slots;
+  if (hostSlots == 0) throw refuse(*file, "names no host");
+  if (s.tasks == 0) s.tasks = hostSlots;
 }
 
 void BenchOptions::checkOperation(BenchConfig& c) const {

@@ -23,7 +23,7 @@ std::string_view launcherName(LauncherKind k) {
 int launchedWorkers(const LaunchSpec& spec) {
   if (spec.kind == LauncherKind::Ssh) {
     int n = 0;
-    for (const SshHost& h : spec.hosts) n += h.slots;
+    for (const SshHost& h : spec.hosts) n += h.slotCount;
     return n;
   }
   if (spec.tasks > 0) return spec.tasks;
@@ -43,7 +43,7 @@ std::vector<std::vector<std::string>> sshCommands(const LaunchSpec& spec,
   std::vector<std::vector<std::string>> out;
   int rank = 0;
   for (const SshHost& h : spec.hosts) {
-    for (int local = 0; local < h.slots; ++local, ++rank) {
+    for (int local = 0; local < h.slotCount; ++local, ++rank) {
       std::vector<std::string> remote = {"env", "ARL_LAUNCH_RANK=" + std::to_string(rank),
                                          "ARL_LAUNCH_LOCAL_RANK=" + std::to_string(local)};
       remote.insert(remote.end(), worker.begin(), worker.end());
@@ -106,8 +106,8 @@ std::vector<SshHost> parseSshHosts(std::string_view text) {
     SshHost h{std::string(part.substr(0, colon)), 1};
     const bool nameOk = !h.host.empty() && h.host.front() != '-' &&
                         std::all_of(h.host.begin(), h.host.end(), hostChar);
-    if (colon != std::string_view::npos) h.slots = rankValue(part.substr(colon + 1));
-    if (!nameOk || h.slots < 1) {
+    if (colon != std::string_view::npos) h.slotCount = rankValue(part.substr(colon + 1));
+    if (!nameOk || h.slotCount < 1) {
       throw ConfigError("'" + std::string(part) + "' in '" + std::string(text) + "': " + rule);
     }
     hosts.push_back(std::move(h));

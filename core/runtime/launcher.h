@@ -19,8 +19,8 @@ std::string_view launcherName(LauncherKind k);
 
 // A host of the ssh launcher and the workers it runs ("node1:2").
 struct SshHost {
-  std::string host;  // a name or address ssh takes, user@ allowed
-  int slots = 1;     // workers on it, 1..kMaxRanks
+  std::string host;   // a name or address ssh takes, user@ allowed
+  int slotCount = 1;  // workers on it, 1..kMaxRanks (Qt reserves "slots")
   bool operator==(const SshHost&) const = default;
 };
 
