@@ -279,6 +279,7 @@ std::unique_ptr<Coordinator> Bench::startCoordinator() {
     opt.mpirunArgs.insert(opt.mpirunArgs.end(), {"--mca", c_.mpiMca[i], c_.mpiMca[i + 1]});
   }
   opt.localDevices = c_.devices;
+  opt.launch = a_.launch;
   opt.joinTimeout = std::chrono::milliseconds(kLocalJoinTimeout);
   try {
     return std::make_unique<Coordinator>(opt);
@@ -363,8 +364,12 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
   for (const WorkerInfo& w : ws) {
     const std::string device = w.device >= 0 ? " device " + std::to_string(w.device) : "";
     const std::string key = w.keyFingerprint.empty() ? "" : ", key " + w.keyFingerprint;
-    std::printf("#  Rank %2d Pid %7" PRId64 " on %s%s (%s, %s%s)\n", w.rank, w.pid, w.host.c_str(),
-                device.c_str(), w.backend.c_str(), w.local ? "local" : "remote", key.c_str());
+    const std::string placed = w.launchRank < 0 ? ""
+                                                : printfString(", launch rank %d (%d on its host)",
+                                                               w.launchRank, w.launchLocalRank);
+    std::printf("#  Rank %2d Pid %7" PRId64 " on %s%s (%s, %s%s%s)\n", w.rank, w.pid,
+                w.host.c_str(), device.c_str(), w.backend.c_str(), w.local ? "local" : "remote",
+                key.c_str(), placed.c_str());
   }
   printLibraryNote();
   printDeviceSharingNote(ws);
@@ -685,7 +690,13 @@ int Bench::run() {
                                ": aborting (a second signal quits at once)");
   });
   security_ = coord->security();
-  if (!c_.listen.empty() || c_.expect > 0) {
+  if (a_.launch) {
+    progress_.line(stderr, std::string(kProg) + ": listening on " + coord->endpoint() +
+                               listenSecurityText(security_) + "; " +
+                               std::string(launcherName(a_.launch->kind)) + " starts the " +
+                               std::to_string(c_.expect) + " remote workers:");
+    for (const std::string& line : coord->launchCommands()) progress_.line(stderr, line);
+  } else if (!c_.listen.empty() || c_.expect > 0) {
     progress_.line(stderr, std::string(kProg) + ": listening on " + coord->endpoint() +
                                listenSecurityText(security_) + "; a remote worker joins with:");
     progress_.line(stderr, coord->joinCommand());

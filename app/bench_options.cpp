@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cstdio>
 #include <iterator>
+#include <map>
 #include <set>
 
 #include "backend/registry.h"
@@ -17,6 +18,7 @@
 #include "base/limits.h"
 #include "exec/collective_library.h"
 #include "exec/run_request.h"
+#include "runtime/mpi_launch.h"
 #include "runtime/protocol.h"
 #include "runtime/run_types.h"
 #include "schedule/generators.h"
@@ -120,6 +122,16 @@ void BenchOptions::declare() {
   o.value("--expect", "N", "remote workers to wait for (default 0)");
   o.value("--listen", "tcp://ADDR:PORT",
           "control endpoint for remote workers; the command that joins one is printed on stderr");
+  o.value("--launch", "NAME",
+          "start the remote workers with a cluster launcher: mpirun (Open MPI, --hostfile), "
+          "srun (Slurm) or ssh (--hosts), each running allreduce-worker --connect to --listen "
+          "with these keys; ranks follow the launcher's placement (docs/hosts.md)");
+  o.value("--hostfile", "FILE", "--launch mpirun: Open MPI's hostfile (HOST slots=N a line)");
+  o.value("--np", "N",
+          "--launch mpirun or srun: the workers to start (mpirun -np, srun -n; default: the "
+          "hostfile's slots, srun's --nodes)");
+  o.value("--nodes", "N", "--launch srun: the nodes (srun -N)");
+  o.value("--hosts", "HOST[:SLOTS],...", "--launch ssh: the hosts and the workers on each");
   o.value("--ranks-per-host", "K", "ranks per host for hierarchical (default: from host names)");
   o.value("--backend", "NAME[,NAME...]",
           "cpu, mpi (Open MPI under mpirun), gloo (Gloo's collectives on cpu workers); cuda and "
@@ -185,7 +197,7 @@ BenchArgs BenchOptions::check() const {
   BenchArgs a;
   BenchConfig& c = a.cfg;
   c.inPlace = inPlace_;
-  checkWorkers(c);
+  checkWorkers(c, a.launch);
   checkOperation(c);
   checkTelemetry(c);
   checkPipeline(c);
@@ -225,11 +237,12 @@ void checkBackends(const Arg& v, BenchConfig& c) {
 }
 
 // The backend first (a build without CUDA says so before anything else), then the world.
-void BenchOptions::checkWorkers(BenchConfig& c) const {
+void BenchOptions::checkWorkers(BenchConfig& c, std::optional<LaunchSpec>& launch) const {
   if (auto v = opts_.get("--backend")) checkBackends(*v, c);
   const auto workers = opts_.get("--workers"), expect = opts_.get("--expect");
   if (workers) c.workers = parseInt(*workers, 0, kMaxRanks);
   if (expect) c.expect = parseInt(*expect, 0, kMaxRanks);
+  launch = checkLaunch(c);
   if (nranksOf(c) == 0) {
     throw refuse(workers.value_or(Arg{"--workers", "0"}),
                  "leaves no rank to run on with --expect 0; one of them must be positive");
@@ -247,6 +260,97 @@ void BenchOptions::checkWorkers(BenchConfig& c) const {
   c.shaping = parseShaping(opts_, nranksOf(c));
   c.security = parseSecurity(opts_, insecure_);
   if (const auto t = parseTopologyFlag(opts_, nranksOf(c))) c.topology = topologyName(*t);
+}
+
+// --launch and its hosts; the launcher's workers are the remote ones (--expect). Refuses a
+// host option that the launcher does not take, so that a mistyped command fails before any
+// process starts.
+std::optional<LaunchSpec> BenchOptions::checkLaunch(BenchConfig& c) const {
+  const auto launch = opts_.get("--launch");
+  const std::map<std::string, std::set<std::string>> takes = {
+      {"mpirun", {"--hostfile", "--np"}}, {"srun", {"--np", "--nodes"}}, {"ssh", {"--hosts"}}};
+  for (const char* flag : {"--hostfile", "--np", "--nodes", "--hosts"}) {
+    const auto v = opts_.get(flag);
+    if (!v) continue;
+    if (!launch) throw refuse(*v, "needs --launch (mpirun, srun or ssh)");
+    const auto it = takes.find(launch->text);
+    if (it != takes.end() && it->second.count(flag) == 0) {
+      throw refuse(*v, "is not an option of --launch " + launch->text);
+    }
+  }
+  if (!launch) return std::nullopt;
+  LaunchSpec s;
+  if (launch->text == "mpirun") {
+    s.kind = LauncherKind::Mpirun;
+  } else if (launch->text == "srun") {
+    s.kind = LauncherKind::Srun;
+  } else if (launch->text == "ssh") {
+    s.kind = LauncherKind::Ssh;
+  } else {
+    throw refuse(*launch, "unknown launcher (known: mpirun, srun, ssh)");
+  }
+  s.program = findOnPath(launch->text);
+  if (s.program.empty()) {
+    throw refuse(*launch, launch->text + " is not on PATH" +
+                              (s.kind == LauncherKind::Mpirun ? " (Debian: openmpi-bin)"
+                               : s.kind == LauncherKind::Srun ? " (Debian: slurm-client)"
+                                                              : " (Debian: openssh-client)"));
+  }
+  if (auto e = opts_.get("--expect")) {
+    throw refuse(*e, "the launcher starts the remote workers: their number comes from " +
+                         std::string(s.kind == LauncherKind::Ssh ? "--hosts" : "--np"));
+  }
+  if (!opts_.get("--listen")) {
+    throw refuse(*launch,
+                 "needs --listen tcp://ADDR:PORT, an address of this machine that the hosts "
+                 "reach (tcp://0.0.0.0:PORT listens on all)");
+  }
+  if (c.backend != "cpu" && !(c.backend == "mpi" && s.kind == LauncherKind::Mpirun)) {
+    throw refuse(*launch, "starts workers of backend cpu (or mpi under mpirun), not " + c.backend);
+  }
+  if (s.kind == LauncherKind::Mpirun) {
+    // --mca's two values arrive as one Arg each.
+    const std::vector<Arg> mca = opts_.getAll("--mca");
+    for (size_t i = 0; i + 1 < mca.size(); i += 2) {
+      s.extra.insert(s.extra.end(), {"--mca", mca[i].text, mca[i + 1].text});
+    }
+  }
+  checkLaunchHosts(*launch, s);
+  // Local workers are asked for by name: a cluster run starts none by default.
+  if (!opts_.get("--workers")) c.workers = 0;
+  c.expect = launchedWorkers(s);
+  return s;
+}
+
+// The launcher's hosts into `s`, and the workers it starts: mpirun's -np or its hostfile's
+// slots, srun's -n (else -N), the slots of ssh's hosts.
+void BenchOptions::checkLaunchHosts(const Arg& launch, LaunchSpec& s) const {
+  if (auto v = opts_.get("--nodes")) s.nodes = parseInt(*v, 1, kMaxRanks);
+  if (auto v = opts_.get("--np")) s.tasks = parseInt(*v, 1, kMaxRanks);
+  if (auto v = opts_.get("--hosts")) {
+    try {
+      s.hosts = parseSshHosts(v->text);
+    } catch (const ConfigError& e) {
+      throw refuse(*v, e.what());
+    }
+  }
+  if (s.kind == LauncherKind::Ssh && s.hosts.empty()) {
+    throw refuse(launch, "needs --hosts HOST[:SLOTS],... (the hosts ssh reaches)");
+  }
+  if (s.kind != LauncherKind::Mpirun) return;
+  const auto file = opts_.get("--hostfile");
+  if (!file) throw refuse(launch, "needs --hostfile FILE (Open MPI's: HOST slots=N a line)");
+  s.hostfile = file->text;
+  int hostSlots = 0;
+  try {
+    hostSlots = hostfileSlots(readInputFile(file->text, size_t{1} << 20));
+  } catch (const InputFileError& e) {
+    throw refuse(*file, e.what());
+  } catch (const ConfigError& e) {
+    throw refuse(*file, e.what());
+  }
+  if (hostSlots == 0) throw refuse(*file, "names no host");
+  if (s.tasks == 0) s.tasks = hostSlots;
 }
 
 void BenchOptions::checkOperation(BenchConfig& c) const {
@@ -393,8 +497,10 @@ std::vector<std::string> BenchOptions::checkEngines(BenchConfig& c) const {
   if (mpiAlgo && !mpi)
     throw refuse(*mpiAlgo, "Open MPI runs on workers of mpirun: add mpi to --backend");
   const std::vector<Arg> mca = opts_.getAll("--mca");
-  if (!mca.empty() && !mpi)
-    throw refuse(mca.front(), "passes Open MPI's parameters: add mpi to --backend");
+  const auto launch = opts_.get("--launch");
+  if (!mca.empty() && !mpi && !(launch && launch->text == "mpirun"))
+    throw refuse(mca.front(),
+                 "passes Open MPI's parameters: add mpi to --backend, or --launch mpirun");
   for (const Arg& m : mca) c.mpiMca.push_back(m.text);
   if (c.backends.empty()) return {};
   std::vector<std::string> notes;

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli_util.h"
 #include "export/bench_sweep.h"
 #include "export/export.h"
+#include "runtime/launcher.h"
 #include "runtime/sweep.h"
 
 namespace arl::app {
@@ -23,6 +25,8 @@ struct BenchArgs {
   std::vector<std::string> commandLine;
   // Lab algorithms an engine of --backend's list has not (expandBackends), one line each.
   std::vector<std::string> notes;
+  // --launch: the cluster launcher that starts the cfg.expect remote workers.
+  std::optional<LaunchSpec> launch;
 };
 
 // Ranks of the run: local workers plus remote ones.
@@ -40,7 +44,9 @@ class BenchOptions {
 
  private:
   void declare();
-  void checkWorkers(BenchConfig& c) const;
+  void checkWorkers(BenchConfig& c, std::optional<LaunchSpec>& launch) const;
+  std::optional<LaunchSpec> checkLaunch(BenchConfig& c) const;
+  void checkLaunchHosts(const Arg& launch, LaunchSpec& s) const;
   void checkOperation(BenchConfig& c) const;
   void checkTelemetry(BenchConfig& c) const;
   void checkPipeline(BenchConfig& c) const;

@@ -1,6 +1,7 @@
 #include "worker_options.h"
 
 #include <charconv>
+#include <cstdlib>
 
 #include "backend/registry.h"
 #include "base/errors.h"
@@ -134,6 +135,11 @@ WorkerOptions toOptions(const WorkerArgs& a) {
   checkName("--host", a.host);
   o.name = a.name;
   o.hostName = a.host;
+  o.placement = launchPlacement([](const char* name) { return std::getenv(name); });
+  if (o.hostName.empty() && !o.placement.host.empty()) {
+    checkName("SLURMD_NODENAME", o.placement.host);
+    o.hostName = o.placement.host;
+  }
   if (!a.parentPid.empty()) o.parentPid = parseInt("--parent-pid", a.parentPid, 1, 1 << 30);
   o.verbose = a.verbose;
   checkKeys(a, o);

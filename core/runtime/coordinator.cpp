@@ -449,6 +449,7 @@ void Coordinator::Impl::loop() {
   } else {
     for (int k = 0; k < opt.localWorkers; ++k) spawnLocal(localDevice(opt.localDevices, k));
   }
+  startLaunchers();
   nextHeartbeat = Clock::now() + opt.heartbeat;
   while (!stopping.load()) {
     pollAndDrain(router, *wake, kTick, 1000, [&](std::vector<zmq::message_t>& frames) {
@@ -510,6 +511,7 @@ void Coordinator::Impl::shutdownAll() {
   }
   children.clear();
   shutdownMpiSet();
+  shutdownLaunchers();
   for (const auto& p : peers) {
     emit(WorkerLeft{p.info, {LeaveKind::Shutdown, 0, "the lab is closing"}, true});
   }
@@ -541,7 +543,7 @@ Coordinator::Coordinator(CoordinatorOptions opt) : impl_(std::make_unique<Impl>(
     throw ConfigError("missed heartbeats must be in 1.." + std::to_string(kMaxHeartbeatLiveness));
   }
   requireBackend(opt.backend);
-  if (opt.localWorkers > 0) {
+  if (opt.localWorkers > 0 || opt.launch) {
     impl.workerBinary = findWorkerBinary(opt.workerBinary);
     if (impl.workerBinary.empty()) {
       throw ConfigError(opt.workerBinary.empty()
@@ -585,13 +587,16 @@ Coordinator::Coordinator(CoordinatorOptions opt) : impl_(std::make_unique<Impl>(
       shown = hostAddress();
       if (shown.empty()) shown = hostName();
     }
-    impl.joinCmd = "allreduce-worker --connect tcp://" + shown + ":" + tcp->port;
+    impl.remoteEndpoint = "tcp://" + shown + ":" + tcp->port;
+    impl.joinCmd = "allreduce-worker --connect " + impl.remoteEndpoint;
   } else {
     impl.localEndpoint = impl.boundEndpoint;
+    impl.remoteEndpoint = impl.boundEndpoint;
     impl.joinCmd = "allreduce-worker --connect " + impl.boundEndpoint;
   }
   // Quoted: Z85 has characters a shell reads (& < > $ ...), but no single quote.
   if (impl.security.curve) impl.joinCmd += " --server-key '" + impl.security.serverKey + "'";
+  impl.planLaunchers();
   // Workers of backend mpi share one MPI world: one mpirun starts them all, on the hosts the
   // user names (Open MPI's --host list).
   if (impl.opt.backend == "mpi") {
@@ -619,6 +624,11 @@ Coordinator::~Coordinator() {
 
 std::string Coordinator::endpoint() const { return impl_->boundEndpoint; }
 std::string Coordinator::joinCommand() const { return impl_->joinCmd; }
+std::vector<std::string> Coordinator::launchCommands() const {
+  std::vector<std::string> lines;
+  for (const auto& argv : impl_->launchArgv) lines.push_back(shellLine(argv));
+  return lines;
+}
 ControlSecurityState Coordinator::security() const { return impl_->security; }
 
 std::vector<WorkerInfo> Coordinator::workers() const {

@@ -10,12 +10,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "base/types.h"
 #include "exec/run_request.h"
+#include "runtime/launcher.h"
 #include "runtime/run_types.h"
 
 namespace arl {
@@ -50,6 +52,12 @@ struct CoordinatorOptions {
   // Backend mpi: the local workers run under one mpirun (runtime/mpi_launch.h), given these
   // arguments before the worker's (--mca btl LIST ...).
   std::vector<std::string> mpirunArgs;
+  // When set, the coordinator starts the expectRemote remote workers itself with this cluster
+  // launcher (mpirun, srun or ssh; runtime/launcher.h), joining the control endpoint as other
+  // hosts reach it with this lab's keys, and supervises it: a launcher that ends before its
+  // workers joined ends their wait at once (a WorkerLeft naming it), and whatever of it still
+  // runs at the end is ended and reaped. workerBinary is then the path on the hosts too.
+  std::optional<LaunchSpec> launch;
   // Room in the client's event queue, in telemetry events (a batch weighs its size) plus
   // iteration reports (one each). What does not fit is dropped and counted in the run's
   // result; control events (joins, leaves, states, run finished, logs) always fit.
@@ -78,6 +86,8 @@ class Coordinator {
   // The bound control endpoint, and the command line a remote worker runs to join.
   std::string endpoint() const;
   std::string joinCommand() const;
+  // The command lines of CoordinatorOptions::launch's processes, one each (empty without).
+  std::vector<std::string> launchCommands() const;
   // Whether the control socket uses keys, and which.
   ControlSecurityState security() const;
 

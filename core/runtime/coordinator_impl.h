@@ -91,6 +91,13 @@ struct MpiSet {
   std::set<int64_t> workers;  // pids of those that joined
 };
 
+// A cluster launcher the coordinator started (CoordinatorOptions::launch): mpirun or srun
+// for all the remote workers, or one ssh per worker.
+struct Launcher {
+  int64_t pid = 0;   // 0: reaped
+  std::string name;  // "mpirun", "srun", "ssh node1"
+};
+
 // The world held by holdWorld(): fixed by the hold's own list, or by the first run planned
 // after it. Its members keep their ranks (their index in `ids`) while it is held.
 struct HeldWorld {
@@ -142,7 +149,10 @@ struct Coordinator::Impl final : RunLink {
   std::vector<Peer> peers;  // in rank order
   std::map<int64_t, Child> children;
   std::optional<coord::MpiSet> mpiSet;
-  std::string mpirun;    // path of mpirun, for local workers of backend mpi
+  std::string mpirun;  // path of mpirun, for local workers of backend mpi
+  std::vector<coord::Launcher> launchers;
+  std::vector<std::vector<std::string>> launchArgv;  // CoordinatorOptions::launch's processes
+  std::string remoteEndpoint;                        // the control endpoint as other hosts reach it
   int pendingLocal = 0;  // local children spawned that have not joined (or ended) yet
   // Removed workers by identity; true when the process is known to be gone (a local one,
   // killed and reaped), whose late messages are dropped without a word.
@@ -240,6 +250,17 @@ struct Coordinator::Impl final : RunLink {
   // At shutdown: waits up to kShutdownWait for mpirun to end once its workers have left (they
   // were told to), then ends what is left.
   void shutdownMpiSet();
+
+  // CoordinatorOptions::launch's command lines (runtime/launcher.h), once the endpoint and
+  // the keys are known; startLaunchers() runs them, on the coordinator's thread.
+  void planLaunchers();
+  void startLaunchers();
+  // A launcher that ended before the remote workers had all joined fails their wait at once
+  // (a WorkerLeft that never joined, naming it and its exit status); later, it is logged.
+  void watchLaunchers();
+  // At shutdown, once the workers were told to leave: waits up to kShutdownWait for each
+  // launcher to end with them, then SIGTERMs and reaps what is left.
+  void shutdownLaunchers();
 
   // ---- Liveness ------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "base/limits.h"
@@ -32,11 +33,12 @@ using std::chrono::milliseconds;
 
 }  // namespace
 
-// Ranks in join order, grouped by host (this machine first, then the others in the order
-// they first joined), so that the ranks of one host are contiguous: what hierarchical
-// schedules and the ring expect. During a run the ranks of its participants stay as they
-// are, and workers that join meanwhile get rank -1 until it ends; while the world is held,
-// its members keep their ranks and every other worker is a spare until the release.
+// Ranks in join order, or a launcher's (WorkerInfo::launchRank), grouped by host (this
+// machine first, then the others in the order they first joined or were placed), so that the ranks
+// of one host are contiguous: what hierarchical schedules and the ring expect. During a run the
+// ranks of its participants stay as they are, and workers that join meanwhile get rank -1 until it
+// ends; while the world is held, its members keep their ranks and every other worker is a spare
+// until the release.
 void Coordinator::Impl::assignRanks() {
   if (run) {
     for (auto& p : peers) {
@@ -49,12 +51,17 @@ void Coordinator::Impl::assignRanks() {
     rankHeldWorld();
     return;
   }
-  // This machine first (its local workers), then the other hosts as they joined.
+  // This machine first (its local workers), then the other hosts as they joined, or for
+  // workers a launcher placed, in its order: join order races, the launch's ranks do not.
+  const auto placedOrder = [](const WorkerInfo& w) {
+    return std::make_tuple(w.launchRank >= 0, w.launchRank, w.serial);
+  };
   std::vector<std::string> hostOrder = {hostName()};
   std::vector<Peer*> byJoin;
   for (auto& p : peers) byJoin.push_back(&p);
-  std::sort(byJoin.begin(), byJoin.end(),
-            [](const Peer* a, const Peer* b) { return a->info.serial < b->info.serial; });
+  std::sort(byJoin.begin(), byJoin.end(), [&](const Peer* a, const Peer* b) {
+    return placedOrder(a->info) < placedOrder(b->info);
+  });
   for (const Peer* p : byJoin) {
     if (std::find(hostOrder.begin(), hostOrder.end(), p->info.host) == hostOrder.end()) {
       hostOrder.push_back(p->info.host);
@@ -63,9 +70,13 @@ void Coordinator::Impl::assignRanks() {
   auto hostIndex = [&](const std::string& h) {
     return std::find(hostOrder.begin(), hostOrder.end(), h) - hostOrder.begin();
   };
+  // Inside a host, placed workers by their rank on it.
+  const auto inHost = [](const WorkerInfo& w) {
+    return std::make_tuple(w.launchRank >= 0, w.launchLocalRank, w.launchRank, w.serial);
+  };
   std::stable_sort(peers.begin(), peers.end(), [&](const Peer& a, const Peer& b) {
     const auto ha = hostIndex(a.info.host), hb = hostIndex(b.info.host);
-    return ha != hb ? ha < hb : a.info.serial < b.info.serial;
+    return ha != hb ? ha < hb : inHost(a.info) < inHost(b.info);
   });
   for (size_t r = 0; r < peers.size(); ++r) {
     peers[r].info.rank = static_cast<int>(r);
@@ -243,6 +254,7 @@ void Coordinator::Impl::reapChildren() {
   // A worker killed before every sender attached left its segment named in /dev/shm.
   if (!ended.empty()) sweepStaleShmSegments();
   watchMpiSet();
+  watchLaunchers();
 }
 
 // "; host H also runs ranks 2, 3" when other ranks share rank `r`'s host `host`: a host
@@ -389,6 +401,8 @@ void Coordinator::Impl::onHello(const std::string& id, const Hello& h,
   p.info.backend = h.backend;
   p.info.device = h.deviceIndex;
   p.info.pidNamespace = h.pidNamespace;
+  p.info.launchRank = h.launchRank;
+  p.info.launchLocalRank = h.launchLocalRank;
   p.info.keyFingerprint = fingerprint;
   // A data key offered in the clear would be no one's proof: only a CURVE peer's counts.
   if (!fingerprint.empty()) p.info.dataKey = h.dataKey;

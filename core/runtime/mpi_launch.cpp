@@ -7,14 +7,16 @@
 
 namespace arl {
 
-std::string findMpirun() {
+std::string findMpirun() { return findOnPath("mpirun"); }
+
+std::string findOnPath(const std::string& name) {
   const char* path = std::getenv("PATH");
   std::string_view dirs = path != nullptr ? path : "";
   while (!dirs.empty()) {
     const size_t colon = dirs.find(':');
     std::string dir(dirs.substr(0, colon));
     if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/mpirun";
+    const std::string candidate = dir + "/" + name;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
     if (colon == std::string_view::npos) break;
     dirs.remove_prefix(colon + 1);

@@ -10,6 +10,8 @@ namespace arl {
 
 // The mpirun on PATH (the first executable file named mpirun), or "" when there is none.
 std::string findMpirun();
+// The first executable file called `name` in PATH's folders, or "" when there is none.
+std::string findOnPath(const std::string& name);
 
 // mpirun's command line for `n` workers running `worker` (the worker's argv, its path first):
 // -np n, --oversubscribe (more workers than cores, as local workers often are),

@@ -227,7 +227,9 @@ std::optional<std::string> check(const Hello& m) {
                               : std::optional<std::string>("protocol version 0 is not a version"),
        m.dataKey.empty() || isZ85Key(m.dataKey)
            ? std::nullopt
-           : std::optional<std::string>("data key is not a Z85 CURVE key")});
+           : std::optional<std::string>("data key is not a Z85 CURVE key"),
+       checkRange<int32_t>("launch rank", m.launchRank, -1, kMaxRanks - 1),
+       checkRange<int32_t>("launch local rank", m.launchLocalRank, -1, kMaxRanks - 1)});
 }
 
 std::optional<std::string> check(const Welcome& m) {
@@ -696,6 +698,8 @@ void toPb(const Hello& m, pb::Hello& p) {
   p.set_protocol_version(m.protocolVersion);
   p.set_pid_namespace(m.pidNamespace);
   p.set_data_key(m.dataKey);
+  p.set_launch_rank(m.launchRank);
+  p.set_launch_local_rank(m.launchLocalRank);
 }
 Reason fromPb(const pb::Hello& p, const FrameHeader&, Hello& m) {
   if (p.protocol_version() > std::numeric_limits<uint16_t>::max()) {
@@ -709,6 +713,8 @@ Reason fromPb(const pb::Hello& p, const FrameHeader&, Hello& m) {
   m.protocolVersion = static_cast<uint16_t>(p.protocol_version());
   m.pidNamespace = p.pid_namespace();
   m.dataKey = p.data_key();
+  m.launchRank = p.launch_rank();
+  m.launchLocalRank = p.launch_local_rank();
   return std::nullopt;
 }
 

@@ -63,7 +63,8 @@ namespace arl {
 //     in turn, and knomial's radix (radix). FlightRecord: a worker's last collectives, sent
 //     when a run fails or is aborted on it. The tcp data plane (DataPlaneKind::Tcp,
 //     DATA_PLANE_TCP): plain TCP between the ranks, with a handshake on the CURVE keys of
-//     protocol 13.
+//     protocol 13. Hello carries where a cluster launcher placed the
+//     worker (launchRank, launchLocalRank).
 inline constexpr uint16_t kProtocolVersion = 14;
 
 inline constexpr size_t kHeaderBytes = 16;
@@ -231,6 +232,10 @@ struct Hello {
   // Public key (Z85) of the key pair the worker made for its data planes this session; "":
   // in the clear. Sent over the control connection, encrypted when it is (CURVE).
   std::string dataKey;
+  // Where a cluster launcher placed the worker (runtime/launcher.h): its rank in the launch
+  // and on its host, 0..kMaxRanks-1; -1: not started by one.
+  int32_t launchRank = -1;
+  int32_t launchLocalRank = -1;
 
   Frames encode() const;
   static DecodeResult<Hello> decode(ByteView header, ByteView body);

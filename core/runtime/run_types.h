@@ -48,6 +48,9 @@ struct WorkerInfo {
   std::string keyFingerprint;
   // Public key (Z85) of its data planes this session (Hello::dataKey); "": in the clear.
   std::string dataKey;
+  // Where a cluster launcher placed it (Hello::launchRank, launchLocalRank); -1: no launcher.
+  int launchRank = -1;
+  int launchLocalRank = -1;
 };
 
 // Keys of the control socket (docs/security.md, runtime/key_store.h).

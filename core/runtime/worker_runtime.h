@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/launcher.h"
 #include "transport/zmq/curve_keys.h"
 
 namespace arl {
@@ -41,6 +42,8 @@ struct WorkerOptions {
   // talk over tcp:// and are grouped apart by hierarchical schedules, so naming two workers
   // of one machine differently makes it behave like two hosts (a teaching aid, and a test).
   std::string hostName;
+  // Where a cluster launcher placed the worker (runtime/launcher.h), told in its Hello.
+  LaunchPlacement placement;
   // Liveness until the coordinator's Welcome sets its own values.
   std::chrono::milliseconds heartbeat{250};
   int liveness = 4;

@@ -172,6 +172,8 @@ int WorkerSession::run() {
   h.deviceIndex = opt_.device;
   h.pidNamespace = pidNamespaceId();
   h.dataKey = dataKeys_.publicKey;
+  h.launchRank = opt_.placement.rank;
+  h.launchLocalRank = opt_.placement.localRank;
   send(h);
   sendPing();
   const auto started = SteadyClock::now();

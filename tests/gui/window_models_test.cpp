@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <QAbstractItemModelTester>
+#include <QFont>
 #include <QMimeData>
 #include <QSettings>
 #include <QTemporaryDir>
@@ -48,6 +49,19 @@ TEST(WindowModels, WorkerListPassesTheModelTester) {
   spare.rank = -1;
   m.setWorkers({worker(0, true), spare});
   EXPECT_EQ(m.data(m.index(1, WorkerListModel::Rank)).toString(), QStringLiteral("spare"));
+  EXPECT_EQ(m.data(m.index(1, WorkerListModel::State)).toString(),
+            QStringLiteral("spare: joins the next run"));
+  EXPECT_EQ(m.data(m.index(0, WorkerListModel::State)).toString(), QStringLiteral("ranked"));
+  // A spare's whole row is set apart (grey, italics); a ranked worker's is not.
+  for (int c = 0; c < WorkerListModel::ColumnCount; ++c) {
+    EXPECT_TRUE(m.data(m.index(1, c), Qt::FontRole).value<QFont>().italic()) << c;
+    EXPECT_TRUE(m.data(m.index(1, c), Qt::ForegroundRole).isValid()) << c;
+    EXPECT_FALSE(m.data(m.index(0, c), Qt::FontRole).isValid()) << c;
+  }
+  EXPECT_FALSE(m.data(m.index(1, WorkerListModel::Rank), Qt::DecorationRole).isValid());
+  EXPECT_TRUE(m.data(m.index(1, WorkerListModel::Name), Qt::ToolTipRole)
+                  .toString()
+                  .contains(QStringLiteral("takes part from the next run")));
   m.setWorkers({});
   EXPECT_EQ(m.rowCount(), 0);
 }

@@ -7,6 +7,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
+#include <QFont>
 #include <QToolButton>
 #include <algorithm>
 #include <map>
@@ -17,6 +18,7 @@
 #include "base/clock.h"
 #include "charts/charts_panel.h"
 #include "model/model.h"
+#include "runtime/process.h"
 #include "runtime/sweep.h"
 #include "topology/run_model.h"
 #include "topology/topology_pane.h"
@@ -27,6 +29,7 @@
 #include "window/main_window.h"
 #include "window/setup_fields.h"
 #include "window/setup_panel.h"
+#include "window/worker_list_model.h"
 
 namespace arl::ui {
 namespace {
@@ -332,6 +335,66 @@ TEST(WindowRun, AKilledWorkerShowsTheBannerAndTheNextRunWorks) {
   EXPECT_EQ(next.rows.size(), 3u);
   EXPECT_TRUE(w->banner()->isHidden());
   EXPECT_FALSE(w->banner()->flightRecordAvailable());
+}
+
+// The row of the worker called `name` in the setup panel's worker table, -1 when none.
+int workerRow(const WorkerListModel& m, const QString& name) {
+  for (int r = 0; r < m.rowCount(); ++r) {
+    if (m.data(m.index(r, WorkerListModel::Name)).toString() == name) return r;
+  }
+  return -1;
+}
+
+TEST(WindowRun, AWorkerJoiningMidRunIsASpareAndTheNextRunUsesIt) {
+  SessionSetup s = longRun();
+  s.localWorkers = 2;
+  auto w = makeWindow(s);
+  Feed feed;
+  feed.attach(*w);
+  std::vector<int> ranksShown;
+  QObject::connect(w.get(), &MainWindow::runShown, w.get(),
+                   [&](const TopologyRun& r) { ranksShown.push_back(r.nranks); });
+  ASSERT_TRUE(workersJoined(*w, 2));
+  ASSERT_TRUE(w->run());
+  ASSERT_TRUE(waitUntil([&] { return feed.events > 0; }));
+  // "allreduce-worker --connect ENDPOINT": the latecomer joins as a remote worker would.
+  const QString endpoint = w->setupPanel()->joinCommand().section(QLatin1Char(' '), 2, 2);
+  ASSERT_TRUE(endpoint.startsWith(QStringLiteral("tcp://"))) << endpoint.toStdString();
+  const int64_t late =
+      spawnChild({ARL_WORKER_BINARY, "--connect", endpoint.toStdString(), "--name", "latecomer"});
+  const WorkerListModel& m = *w->setupPanel()->workerModel();
+  const QString name = QStringLiteral("latecomer");
+  ASSERT_TRUE(waitUntil([&] { return workerRow(m, name) >= 0; }, 30000));
+  const int row = workerRow(m, name);
+  EXPECT_EQ(m.data(m.index(row, WorkerListModel::Rank)).toString(), QStringLiteral("spare"));
+  EXPECT_EQ(m.data(m.index(row, WorkerListModel::State)).toString(),
+            QStringLiteral("spare: joins the next run"));
+  EXPECT_TRUE(m.data(m.index(row, WorkerListModel::Name), Qt::FontRole).value<QFont>().italic());
+  EXPECT_EQ(m.data(m.index(0, WorkerListModel::State)).toString(), QStringLiteral("ranked"));
+  EXPECT_TRUE(w->isRunning());
+  EXPECT_EQ(w->setupPanel()->setup().remoteWorkers, 0);  // locked while the session runs
+
+  w->stopAction()->trigger();
+  ASSERT_TRUE(waitUntil([&] { return feed.end.has_value(); }));
+  // The session is over: the spare has its rank, and the setup counts it.
+  ASSERT_TRUE(waitUntil([&] {
+    const int r = workerRow(m, name);
+    return r >= 0 &&
+           m.data(m.index(r, WorkerListModel::State)).toString() == QStringLiteral("ranked");
+  }));
+  EXPECT_EQ(w->setupPanel()->setup().remoteWorkers, 1);
+
+  Feed next;
+  next.attach(*w);
+  ASSERT_TRUE(w->run());
+  ASSERT_TRUE(waitUntil([&] { return next.events > 0; }, 60000));
+  ASSERT_EQ(ranksShown.size(), 2u);
+  EXPECT_EQ(ranksShown[0], 2);
+  EXPECT_EQ(ranksShown[1], 3);  // the latecomer is rank 2 of the next run
+  w->stopAction()->trigger();
+  ASSERT_TRUE(waitUntil([&] { return next.end.has_value(); }));
+  w.reset();  // tells every worker to leave, the latecomer too
+  EXPECT_TRUE(waitFor(late, std::chrono::seconds(10)).has_value());
 }
 
 TEST(WindowRun, ClosingMidRunLeavesNoWorker) {

@@ -187,6 +187,10 @@ TEST(Protocol, RoundTripsEdgeValues) {
   expectRoundTrip(Hello{longName, "h\xC3\xA9te-\xE2\x82\xAC-\xF0\x9F\x98\x80", kI64Max,
                         std::string(kMaxNameBytes, 'b'), kMaxDeviceIndex, 0xFFFF});
   expectRoundTrip(Hello{"w", "h", 1, "cuda", 0, 1});
+  Hello placed{"w", "h", 1, "cpu", -1, kProtocolVersion};
+  placed.launchRank = kMaxRanks - 1;
+  placed.launchLocalRank = 0;
+  expectRoundTrip(placed);
   expectRoundTrip(
       Welcome{kMaxRanks - 1, kMaxRanks, kMaxHeartbeatIntervalMs, kMaxHeartbeatLiveness});
   expectRoundTrip(Welcome{0, 1, 1, 1});
@@ -374,6 +378,9 @@ TEST(Protocol, RejectsOutOfRangeHello) {
   check([](Bytes& b) { putSigned(b, 5, kMaxDeviceIndex + 1); }, "device index 1024");
   check([](Bytes& b) { putField(b, 6, 70000); }, "protocol version 70000");
   check([](Bytes& b) { putField(b, 6, 0); }, "protocol version 0");
+  check([](Bytes& b) { putSigned(b, 12, -2); }, "launch rank -2");
+  check([](Bytes& b) { putSigned(b, 12, kMaxRanks); }, "launch rank 64");
+  check([](Bytes& b) { putSigned(b, 13, kMaxRanks); }, "launch local rank 64");
 }
 
 TEST(Protocol, RejectsOutOfRangeWelcomeAndClockMessages) {

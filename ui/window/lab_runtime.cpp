@@ -126,11 +126,27 @@ void LabRuntime::ensureCoordinator() {
   }
 }
 
+namespace {
+
+std::vector<std::pair<uint64_t, int>> ranksOf(const std::vector<WorkerInfo>& workers) {
+  std::vector<std::pair<uint64_t, int>> out;
+  for (const WorkerInfo& w : workers) out.emplace_back(w.serial, w.spare ? -1 : w.rank);
+  return out;
+}
+
+}  // namespace
+
 void LabRuntime::emitWorkers() {
   if (!coord_) return;
   const ControlSecurityState sec = coord_->security();
-  emit workersChanged(coord_->workers(), QString::fromStdString(coord_->joinCommand()),
-                      controlText(sec), sec.clearOnNetwork);
+  const std::vector<WorkerInfo> workers = coord_->workers();
+  shownRanks_ = ranksOf(workers);
+  emit workersChanged(workers, QString::fromStdString(coord_->joinCommand()), controlText(sec),
+                      sec.clearOnNetwork);
+}
+
+bool LabRuntime::ranksChanged() const {
+  return coord_ && ranksOf(coord_->workers()) != shownRanks_;
 }
 
 void LabRuntime::startSession(const SessionRequest& req) {
@@ -202,7 +218,7 @@ void LabRuntime::drain() {
         std::holds_alternative<WorkerJoined>(ev) || std::holds_alternative<WorkerLeft>(ev);
     handle(ev);
   }
-  if (workersMoved) emitWorkers();
+  if (workersMoved || ranksChanged()) emitWorkers();
   if (pending_) checkJoinDeadline();
   if (evs.size() == kEventsPerDrain) {
     QMetaObject::invokeMethod(this, &LabRuntime::drain, Qt::QueuedConnection);

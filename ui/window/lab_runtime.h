@@ -13,6 +13,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "runtime/coordinator.h"
 #include "runtime/sweep.h"
@@ -76,6 +78,9 @@ class LabRuntime : public QObject {
   void finishSession();
   void checkJoinDeadline();
   void emitWorkers();
+  // Whether a worker's rank changed since the list was last emitted: the coordinator ranks
+  // the spares when a sweep releases the world, and says so in no join or leave.
+  bool ranksChanged() const;
 
   std::string workerBinary_;
   WorkerSetup want_, have_;
@@ -86,6 +91,7 @@ class LabRuntime : public QObject {
   SessionEnd end_;
   uint64_t announcedRun_ = 0;
   TelemetryBatches batches_;
+  std::vector<std::pair<uint64_t, int>> shownRanks_;  // (serial, rank) as last emitted
   std::map<int, uint32_t> lastStep_;  // per rank, the current run's latest telemetry step
   QTimer* handOver_;
   QTimer* poll_;

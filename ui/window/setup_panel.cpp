@@ -578,6 +578,12 @@ QString SetupPanel::fieldName(SetupField f) const {
 void SetupPanel::setWorkers(const std::vector<WorkerInfo>& workers, const QString& joinCommand) {
   const int remoteBefore = workers_->remoteCount();
   workers_->setWorkers(workers);
+  // A run's ranks are the setup's workers: a remote worker that joined beyond them (a spare
+  // of the last session, or one started by hand) counts from the next run on. Not while a
+  // session runs: its world is fixed, and the field is locked.
+  if (remote_->isEnabled() && workers_->remoteCount() > remote_->value()) {
+    remote_->setValue(workers_->remoteCount());
+  }
   // A worker from another machine joining is news: its key's fingerprint is there to check.
   if (remoteBefore == 0 && workers_->remoteCount() > 0) presentSection_->setOpen(true);
   joinCommand_->setText(joinCommand);
@@ -590,6 +596,8 @@ void SetupPanel::setWorkers(const std::vector<WorkerInfo>& workers, const QStrin
   workerTable_->setFixedHeight(h);
   updateSummaries();
 }
+
+QString SetupPanel::joinCommand() const { return joinCommand_->text(); }
 
 void SetupPanel::setControlSecurity(const QString& text, bool insecure) {
   control_->setText(text);

@@ -61,6 +61,8 @@ class SetupPanel : public QWidget {
   RangeField* sizeField() const { return size_; }
   RangeField* sliceField() const { return slice_; }
   WorkerListModel* workerModel() const { return workers_; }
+  // The command a remote worker joins with, as the "Join with" field shows it.
+  QString joinCommand() const;
   RingOrderModel* ringModel() const { return ring_; }
   QLineEdit* ringOrderEdit() const { return ringText_; }
 

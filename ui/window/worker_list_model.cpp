@@ -1,5 +1,7 @@
 #include "window/worker_list_model.h"
 
+#include <QColor>
+#include <QFont>
 #include <algorithm>
 
 #include "style/palette.h"
@@ -33,17 +35,26 @@ QVariant WorkerListModel::data(const QModelIndex& index, int role) const {
   }
   const WorkerInfo& w = workers_[static_cast<size_t>(index.row())];
   const int n = static_cast<int>(workers_.size());
-  if (role == Qt::DecorationRole && index.column() == Rank && w.rank >= 0) {
-    return rankColor(w.rank, n);
-  }
+  const bool spare = w.spare || w.rank < 0;
+  if (role == Qt::DecorationRole && index.column() == Rank && !spare) return rankColor(w.rank, n);
   if (role == Qt::ToolTipRole) {
-    return QStringLiteral("%1 on %2, pid %3")
-        .arg(QString::fromStdString(w.name), QString::fromStdString(w.host))
-        .arg(w.pid);
+    const QString where = QStringLiteral("%1 on %2, pid %3")
+                              .arg(QString::fromStdString(w.name), QString::fromStdString(w.host))
+                              .arg(w.pid);
+    return spare ? where + tr(": a spare, joined while a session ran; it gets a rank when the "
+                              "session ends and takes part from the next run on")
+                 : where;
+  }
+  if (spare && role == Qt::ForegroundRole) return QColor(0x75, 0x75, 0x75);
+  if (spare && role == Qt::FontRole) {
+    QFont f;
+    f.setItalic(true);
+    return f;
   }
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
-    case Rank: return w.spare || w.rank < 0 ? QStringLiteral("spare") : QString::number(w.rank);
+    case Rank: return spare ? QStringLiteral("spare") : QString::number(w.rank);
+    case State: return spare ? tr("spare: joins the next run") : tr("ranked");
     case Name: return QString::fromStdString(w.name);
     case Host: return QString::fromStdString(w.host);
     case Backend: return QString::fromStdString(w.backend);
@@ -60,6 +71,7 @@ QVariant WorkerListModel::headerData(int section, Qt::Orientation o, int role) c
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
   switch (section) {
     case Rank: return tr("Rank");
+    case State: return tr("State");
     case Name: return tr("Name");
     case Host: return tr("Host");
     case Backend: return tr("Backend");

@@ -1,6 +1,8 @@
-// The session's workers as a table for the setup panel: rank, name, host, backend, device and
-// whether the window started it or it joined from elsewhere. Refilled whole from the
-// coordinator's list each time a worker joins or leaves.
+// The session's workers as a table for the setup panel: rank, state, name, host, backend,
+// device and whether the window started it or it joined from elsewhere. Refilled whole from
+// the coordinator's list each time a worker joins or leaves, and when a session ends. A spare
+// (a worker that joined while a session held its ranks) is greyed and in italics: it takes
+// part from the next run on.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -14,7 +16,7 @@ class WorkerListModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum Column { Rank, Name, Host, Backend, Device, Origin, Key, ColumnCount };
+  enum Column { Rank, State, Name, Host, Backend, Device, Origin, Key, ColumnCount };
 
   explicit WorkerListModel(QObject* parent = nullptr);
 
