@@ -17,7 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "emulated_hosts.h"
-#include "run_binary.h"
+#include "../run_binary.h"
 
 namespace arl {
 namespace {
