@@ -132,7 +132,7 @@ SoakDraw SoakDrawer::endless() {
   d.req.count = 1 << 16;
   d.req.sliceBytes = 64 << 10;
   d.req.warmup = 0;
-  d.req.iterations = 1000000;
+  d.req.iterations = 100000;
   d.req.check = 0;
   // Paced to about 20 ms an iteration: a run that spins as fast as the machine allows
   // starves the coordinator's thread on a small machine, and the fault would be that.

@@ -225,7 +225,10 @@ FaultOutcome badFrames(const FaultRun& fr, uint64_t id) {
       }
     };
     send({Bytes{0xde, 0xad, 0xbe, 0xef}, Bytes{1, 2, 3}});
-    send(Start{}.encode());
+    Start start;  // well formed: only its direction is wrong
+    start.epoch = 1;
+    start.endpoints = {"tcp://127.0.0.1:1"};
+    send(start.encode());
     send(Heartbeat{}.encode());
   }
   const std::vector<std::string> expected = {
