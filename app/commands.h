@@ -32,5 +32,6 @@ std::unique_ptr<Command> addImportCommand(CLI::App& lab, const std::vector<std::
 std::unique_ptr<Command> addKeysCommand(CLI::App& lab, const std::vector<std::string>& args);
 std::unique_ptr<Command> addModelCommand(CLI::App& lab, const std::vector<std::string>& args);
 std::unique_ptr<Command> addTrainCommand(CLI::App& lab, const std::vector<std::string>& args);
+std::unique_ptr<Command> addSoakCommand(CLI::App& lab, const std::vector<std::string>& args);
 
 }  // namespace arl::app

@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   commands.push_back(arl::app::addTrainCommand(lab, args));
   commands.push_back(arl::app::addImportCommand(lab, args));
   commands.push_back(arl::app::addKeysCommand(lab, args));
+  commands.push_back(arl::app::addSoakCommand(lab, args));
 
   std::string prog = "allreduce-lab";
   const bool known = std::any_of(commands.begin(), commands.end(), [&](const auto& c) {
