@@ -56,7 +56,7 @@ void ActiveRun::configure() {
     // bench --mismatch-rank: this rank disagrees about the message (RunRequest::mismatchRank).
     if (r == req_.mismatchRank) c.count *= 2;
     const Delivery d = send(r, c);
-    if (d == Delivery::Sent) continue;
+    if (handedOver(d)) continue;
     // The ranks after r were never configured: there is nothing for them to abort.
     for (int later = r + 1; later < n_; ++later) acked_[static_cast<size_t>(later)] = true;
     failUndelivered(r, d);
@@ -99,7 +99,7 @@ void ActiveRun::onReady(const Ready& m, int r) {
   if (!std::all_of(ready_.begin(), ready_.end(), [](bool b) { return b; })) return;
   const Start s = startMessage();
   for (int rank = 0; rank < n_; ++rank) {
-    if (const Delivery d = send(rank, s); d != Delivery::Sent) {
+    if (const Delivery d = send(rank, s); !handedOver(d)) {
       failUndelivered(rank, d);
       return;
     }
@@ -300,7 +300,7 @@ void ActiveRun::fail(FailKind kind, int rank, const std::string& text) {
     if (r == rank && kind != FailKind::Reported && kind != FailKind::Protocol) continue;
     if (done_[k] || gone_[k] || acked_[k]) continue;
     // A rank that cannot be told has nothing to acknowledge: the run ends without it.
-    if (send(r, ab) != Delivery::Sent) acked_[k] = true;
+    if (!handedOver(send(r, ab))) acked_[k] = true;
   }
   link_.log(kind == FailKind::Aborted ? 1 : 2, "run " + std::to_string(runId_) + ": " + text);
 }

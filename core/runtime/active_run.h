@@ -33,7 +33,15 @@ enum class Delivery : uint8_t {
   Sent,
   QueueFull,    // the worker's control queue is at its high-water mark
   Unreachable,  // no connection to the worker (ROUTER_MANDATORY's EHOSTUNREACH)
+  // No connection, found only just now (coord::kReconnectGrace): the worker's DEALER may be
+  // connecting again (a reset connection). The message is lost; what the rank missed is said
+  // again once its heartbeats show it (ActiveRun::resendMissed; it says Ready again while it
+  // waits for Start). Past the grace, sends to it are Unreachable.
+  Reconnecting,
 };
+
+// The message is on its way, or will be said again when the worker is back.
+inline bool handedOver(Delivery d) { return d == Delivery::Sent || d == Delivery::Reconnecting; }
 
 // What a run needs of the session around it.
 class RunLink {

@@ -108,13 +108,26 @@ Delivery Coordinator::Impl::sendFrames(const std::string& id, const Frames& f) {
     unreachable.erase(id);
     return Delivery::Sent;
   } catch (const zmq::error_t& e) {
-    if (unreachable.insert(id).second) {
-      const Peer* p = findPeer(id);
+    const Peer* p = findPeer(id);
+    const auto now = Clock::now();
+    const auto [since, first] = unreachable.try_emplace(id, now);
+    // Found closed only just now: a reset connection that its DEALER is connecting again
+    // (ZeroMQ's reconnect interval, 100 ms), or a worker that died. The grace tells them apart
+    // long before liveness would, and no longer than liveness allows.
+    const bool reconnecting =
+        e.num() == EHOSTUNREACH && p != nullptr &&
+        now - since->second < std::min<Clock::duration>(coord::kReconnectGrace,
+                                                        opt.heartbeat * opt.missedHeartbeats);
+    if (first) {
       logLimited(1, "cannot send to worker " + (p ? p->info.name : printableId(id)) + ": " +
                         e.what() +
-                        (e.num() == EHOSTUNREACH ? " (its control connection is closed)" : ""));
+                        (e.num() != EHOSTUNREACH ? ""
+                         : reconnecting
+                             ? " (its control connection is closed; waiting up to " +
+                                   secondsText(coord::kReconnectGrace) + " for it to connect again)"
+                             : " (its control connection is closed)"));
     }
-    return Delivery::Unreachable;
+    return reconnecting ? Delivery::Reconnecting : Delivery::Unreachable;
   }
 }
 
@@ -304,6 +317,7 @@ void Coordinator::Impl::onMessage(std::vector<zmq::message_t>& frames) {
   Peer* peer = findPeer(id);
   if (peer) {
     peer->lastSeen = Clock::now();
+    unreachable.erase(id);  // it is connected again
     if (!peer->info.proven &&
         peer->lastSeen - peer->joinedAt >= opt.heartbeat * opt.missedHeartbeats) {
       peer->info.proven = true;

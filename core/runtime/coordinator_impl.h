@@ -36,6 +36,10 @@ using Clock = SteadyClock;
 inline constexpr std::chrono::milliseconds kTick{10};
 // How long the destructor waits for workers to leave after Shutdown before killing them.
 inline constexpr std::chrono::milliseconds kShutdownWait{1000};
+// How long a worker whose control connection was found closed is taken for reconnecting (a
+// reset connection is back within ZeroMQ's reconnect interval, 100 to 200 ms measured) before
+// what cannot reach it fails its run as unreachable.
+inline constexpr std::chrono::milliseconds kReconnectGrace{1000};
 
 // Why a local worker left, from its exit status.
 LeaveReason leaveReason(const ExitStatus& st);
@@ -162,8 +166,10 @@ struct Coordinator::Impl final : RunLink {
   std::deque<QueuedRun> queued;  // submitted runs, in order; the front may be planning
   std::unique_ptr<ActiveRun> run;
   std::optional<HeldWorld> held;  // set from a hold until its release
-  // Workers whose control connection was found closed, logged once until a send works again.
-  std::set<std::string> unreachable;
+  // Workers whose control connection was found closed, and since when: logged once, and taken
+  // for reconnecting (Delivery::Reconnecting) for kReconnectGrace, until a send works again or
+  // a message comes from them.
+  std::map<std::string, Clock::time_point> unreachable;
   Clock::time_point nextHeartbeat;
   // Log rate limit for messages from unknown or misbehaving senders.
   Clock::time_point logWindow;

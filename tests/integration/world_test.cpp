@@ -160,6 +160,8 @@ void holdWorldWithARemoteWorker(Coordinator& coord, test::EventClient& client,
   ASSERT_GE(remoteRank, 0);
 }
 
+// The next run's RunConfig finds its connection closed; the coordinator gives it the reconnect
+// grace (coord::kReconnectGrace, 1 s: a reset connection is back by then) and fails the run.
 TEST(HeldWorld, ARemoteWorkerKilledBetweenRunsFailsTheNextRunAtOnce) {
   Coordinator coord(remoteWorldOptions());
   test::EventClient client(coord);
