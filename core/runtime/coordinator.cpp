@@ -116,8 +116,8 @@ Delivery Coordinator::Impl::sendFrames(const std::string& id, const Frames& f) {
     // long before liveness would, and no longer than liveness allows.
     const bool reconnecting =
         e.num() == EHOSTUNREACH && p != nullptr &&
-        now - since->second < std::min<Clock::duration>(coord::kReconnectGrace,
-                                                        opt.heartbeat * opt.missedHeartbeats);
+        now - since->second <
+            std::min<Clock::duration>(coord::kReconnectGrace, opt.heartbeat * opt.missedHeartbeats);
     if (first) {
       logLimited(1, "cannot send to worker " + (p ? p->info.name : printableId(id)) + ": " +
                         e.what() +
