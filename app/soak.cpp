@@ -155,6 +155,8 @@ std::optional<ProcessSample> sampleProcess(int64_t pid) {
     std::string key;
     in >> key;
     if (key == "VmRSS:") in >> s.rssKb;
+    if (key == "RssAnon:") in >> s.anonKb;
+    if (key == "RssShmem:") in >> s.shmemKb;
     if (key == "Threads:") in >> s.threads;
     if (key == "State:") {
       std::string st;
@@ -179,9 +181,13 @@ namespace {
 
 struct Range {
   uint64_t rssLo = UINT64_MAX, rssHi = 0;
+  // The median RSS of the first and of the second half of the samples: a leak raises it, a
+  // reading taken while a large run's buffers were still held does not.
+  uint64_t rssMidFirst = 0, rssMidSecond = 0;
   int thrLo = INT32_MAX, thrHi = 0, fdLo = INT32_MAX, fdHi = 0;
   size_t n = 0;
   uint64_t rssSpread() const { return n ? rssHi - rssLo : 0; }
+  uint64_t rssGrowth() const { return rssMidSecond > rssMidFirst ? rssMidSecond - rssMidFirst : 0; }
   int thrSpread() const { return n ? thrHi - thrLo : 0; }
   int fdSpread() const { return n ? fdHi - fdLo : 0; }
 };
@@ -189,9 +195,11 @@ struct Range {
 template <class S>
 Range rangeAfter(const std::vector<S>& samples, uint64_t warmup) {
   Range r;
+  std::vector<uint64_t> rss;
   for (const S& x : samples) {
     if (x.run < warmup) continue;
     ++r.n;
+    rss.push_back(x.s.rssKb);
     r.rssLo = std::min(r.rssLo, x.s.rssKb);
     r.rssHi = std::max(r.rssHi, x.s.rssKb);
     r.thrLo = std::min(r.thrLo, x.s.threads);
@@ -199,6 +207,17 @@ Range rangeAfter(const std::vector<S>& samples, uint64_t warmup) {
     r.fdLo = std::min(r.fdLo, x.s.fds);
     r.fdHi = std::max(r.fdHi, x.s.fds);
   }
+  // The lower median: of two readings, the smaller (a reading that caught a run's buffers is
+  // the larger). Fewer than four readings tell no growth.
+  if (rss.size() < 4) return r;
+  const auto median = [](std::vector<uint64_t> v) {
+    const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    return *mid;
+  };
+  const auto half = rss.begin() + static_cast<std::ptrdiff_t>(rss.size() / 2);
+  r.rssMidFirst = median({rss.begin(), half});
+  r.rssMidSecond = median({half, rss.end()});
   return r;
 }
 
@@ -212,11 +231,12 @@ std::vector<std::string> SoakSeries::violations(const Limits& lim) const {
     const Range r = rangeAfter(samples, lim.warmup);
     if (r.n < 2) continue;
     const uint64_t rssLimit = isCoordinator(process) ? lim.coordinatorRssKb : lim.workerRssKb;
-    if (r.rssSpread() > rssLimit) {
-      out.push_back(printfString("%s: RSS went from %" PRIu64 " to %" PRIu64
-                                 " KiB after the warm-up, a spread of %" PRIu64
-                                 " KiB over the limit of %" PRIu64 " KiB",
-                                 process.c_str(), r.rssLo, r.rssHi, r.rssSpread(), rssLimit));
+    if (r.rssGrowth() > rssLimit) {
+      out.push_back(
+          printfString("%s: RSS kept growing: its median reading rose from %" PRIu64
+                       " KiB in the first half of the samples after the warm-up to %" PRIu64
+                       " KiB in the second, by %" PRIu64 " KiB, over the limit of %" PRIu64 " KiB",
+                       process.c_str(), r.rssMidFirst, r.rssMidSecond, r.rssGrowth(), rssLimit));
     }
     if (r.thrSpread() > lim.threads) {
       out.push_back(printfString("%s: threads went from %d to %d, over the limit of +-%d",
@@ -231,13 +251,14 @@ std::vector<std::string> SoakSeries::violations(const Limits& lim) const {
 }
 
 std::string SoakSeries::table(uint64_t warmup) const {
-  std::string t = printfString("%-26s %7s %21s %11s %11s\n", "process", "samples",
-                               "RSS KiB min..max", "threads", "fds");
+  std::string t = printfString("%-26s %7s %21s %11s %11s %11s\n", "process", "samples",
+                               "RSS KiB min..max", "growth KiB", "threads", "fds");
   for (const auto& [process, samples] : byProcess_) {
     const Range r = rangeAfter(samples, warmup);
     if (r.n == 0) continue;
-    t += printfString("%-26s %7zu %10" PRIu64 "..%-9" PRIu64 " %5d..%-4d %5d..%-4d\n",
-                      process.c_str(), r.n, r.rssLo, r.rssHi, r.thrLo, r.thrHi, r.fdLo, r.fdHi);
+    t += printfString("%-26s %7zu %10" PRIu64 "..%-9" PRIu64 " %11" PRIu64 " %5d..%-4d %5d..%-4d\n",
+                      process.c_str(), r.n, r.rssLo, r.rssHi, r.rssGrowth(), r.thrLo, r.thrHi,
+                      r.fdLo, r.fdHi);
   }
   return t;
 }
@@ -248,17 +269,29 @@ SoakSeries::Spreads SoakSeries::spreads(uint64_t warmup) const {
     const Range r = rangeAfter(samples, warmup);
     if (r.n < 2) continue;
     if (isCoordinator(process)) {
-      s.coordinatorRssKb = r.rssSpread();
+      s.coordinatorRssKb = r.rssGrowth();
       s.coordinatorThreads = r.thrSpread();
       s.coordinatorFds = r.fdSpread();
       continue;
     }
     ++s.workerSeries;
-    s.workerRssKb = std::max(s.workerRssKb, r.rssSpread());
+    s.workerRssKb = std::max(s.workerRssKb, r.rssGrowth());
     s.workerThreads = std::max(s.workerThreads, r.thrSpread());
     s.workerFds = std::max(s.workerFds, r.fdSpread());
   }
   return s;
+}
+
+std::string SoakSeries::csv() const {
+  std::string out = "process,runs,rss_kib,anon_kib,shmem_kib,threads,fds\n";
+  for (const auto& [process, samples] : byProcess_) {
+    for (const Sample& x : samples) {
+      out += printfString("%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%d,%d\n",
+                          process.c_str(), x.run, x.s.rssKb, x.s.anonKb, x.s.shmemKb, x.s.threads,
+                          x.s.fds);
+    }
+  }
+  return out;
 }
 
 std::vector<std::string> shmSegmentsOf(const std::vector<int64_t>& pids) {

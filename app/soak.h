@@ -52,9 +52,11 @@ class SoakDrawer {
 
 // What /proc says of one process now; nullopt when it is gone.
 struct ProcessSample {
-  uint64_t rssKb = 0;  // VmRSS
-  int threads = 0;     // Threads
-  int fds = 0;         // entries of /proc/PID/fd
+  uint64_t rssKb = 0;    // VmRSS
+  uint64_t anonKb = 0;   // RssAnon: the process's own memory
+  uint64_t shmemKb = 0;  // RssShmem: shared memory it maps (the data planes' rings)
+  int threads = 0;       // Threads
+  int fds = 0;           // entries of /proc/PID/fd
 };
 std::optional<ProcessSample> sampleProcess(int64_t pid);
 
@@ -64,8 +66,10 @@ class SoakSeries {
   // `run`: the runs completed when the sample was taken.
   void add(const std::string& process, uint64_t run, const ProcessSample& s);
 
-  // The limits the spread (max - min) of each series may reach, over the samples taken after
-  // `warmup` runs.
+  // The bounds of the samples taken after `warmup` runs: RSS may grow by at most its limit (the
+  // median reading of the second half of the samples over that of the first: a leak raises it,
+  // a reading taken while a large run's buffers were still held does not), threads and fds may
+  // spread (max - min) by at most theirs.
   struct Limits {
     uint64_t warmup = 0;
     uint64_t coordinatorRssKb = 0;
@@ -74,17 +78,20 @@ class SoakSeries {
     int fds = 0;
   };
   // One line per series over its limit, naming the process and the series; empty when all
-  // hold. A series with fewer than two samples after the warm-up has no spread.
+  // hold. A series with fewer than two samples after the warm-up has no spread or growth.
   std::vector<std::string> violations(const Limits& lim) const;
-  // The table: per process, samples after the warm-up and each series' min, max and spread.
+  // The table: per process, samples after the warm-up, RSS min, max and growth, threads' and
+  // fds' min and max.
   std::string table(uint64_t warmup) const;
-  // Largest spread of each quantity over the workers, and the coordinator's (for the summary).
+  // Largest RSS growth and thread and fd spread over the workers, and the coordinator's.
   struct Spreads {
     uint64_t coordinatorRssKb = 0, workerRssKb = 0;
     int coordinatorThreads = 0, workerThreads = 0, coordinatorFds = 0, workerFds = 0;
     size_t workerSeries = 0;  // workers with two or more samples after the warm-up
   };
   Spreads spreads(uint64_t warmup) const;
+  // Every sample as CSV: process, runs, rss_kib, anon_kib, shmem_kib, threads, fds.
+  std::string csv() const;
 
  private:
   struct Sample {

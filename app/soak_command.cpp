@@ -4,8 +4,9 @@
 // worker, a stopped one, a reset control connection, bad frames from a stranger) must end
 // their run with the error that names the rank and the cause, the session must restore its
 // worker count, and the next run must be exact. Every K runs it reads the RSS, threads and
-// open fds of the coordinator and of every worker; after a warm-up each series' spread must
-// stay within its limit. At the end nothing may be left in /dev/shm or the temporary folder.
+// open fds of the coordinator and of every worker; after a warm-up RSS may not keep growing
+// (the median reading of the second half over the first's) and threads and fds may not
+// spread beyond their limits. At the end nothing may be left in /dev/shm or the temporary folder.
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/input_file.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "runtime/coordinator.h"
@@ -49,7 +51,9 @@ constexpr const char* kAbout =
     "stranger; each must end its run with the error that names the rank and the cause, the "
     "session must restore its worker count and the next run must be exact. Every --every "
     "runs the RSS, threads and open fds of the coordinator and of each worker are read; after "
-    "--warmup runs the spread (max - min) of each series must stay within its limit. At the "
+    "--warmup runs RSS may not keep growing (the median reading of the second half of the "
+    "samples over that of the first, within --rss-limit) and threads and fds may spread "
+    "(max - min) by 2 and 4 at most. At the "
     "end no shared-memory segment of the session's workers and nothing in its temporary "
     "folder may be left (docs/reliability.md).\n"
     "Exit status: 0 when every run was exact, every fault ended as it should and every bound "
@@ -63,6 +67,7 @@ struct SoakArgs {
   int maxRanks = 16;
   int every = 10;
   SoakSeries::Limits limits;
+  std::string seriesCsv;  // --series: every sample, as CSV
 };
 
 // The run after each fault must be exact; these say which fault preceded it.
@@ -271,11 +276,18 @@ int Soak::report(bool ok, double secs) {
   }
   std::printf("runs right after a fault: %d, all exact\n", runsAfterFaults_);
   std::fputs(series_.table(a_.limits.warmup).c_str(), stdout);
+  if (!a_.seriesCsv.empty()) {
+    try {
+      writeFileAtomically(a_.seriesCsv, series_.csv());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+    }
+  }
   const auto sp = series_.spreads(a_.limits.warmup);
   std::printf(
-      "spread after %" PRIu64 " warm-up runs: coordinator RSS %" PRIu64 " KiB (limit %" PRIu64
-      "), threads %d, fds %d; workers (%zu series) RSS at most %" PRIu64 " KiB (limit %" PRIu64
-      "), threads %d, fds %d (limits %d, %d)\n",
+      "after %" PRIu64 " warm-up runs: coordinator RSS growth %" PRIu64 " KiB (limit %" PRIu64
+      "), threads spread %d, fds %d; workers (%zu series) RSS growth at most %" PRIu64
+      " KiB (limit %" PRIu64 "), threads spread %d, fds %d (limits %d, %d)\n",
       a_.limits.warmup, sp.coordinatorRssKb, a_.limits.coordinatorRssKb, sp.coordinatorThreads,
       sp.coordinatorFds, sp.workerSeries, sp.workerRssKb, a_.limits.workerRssKb, sp.workerThreads,
       sp.workerFds, a_.limits.threads, a_.limits.fds);
@@ -305,11 +317,12 @@ class SoakCommand final : public Command {
     opts_.value("--plane", "PLANE", "shm, zmq or both (default both: alternating)");
     opts_.value("--max-ranks", "R", "local workers; each run takes 2..R of them (default 16)");
     opts_.value("--every", "K", "read the processes' resources every K runs (default 10)");
+    opts_.value("--series", "FILE", "write every reading of the resources to FILE (CSV)");
     opts_.value("--warmup", "W", "runs before the bounds apply (default N / 10, at most 100)");
     opts_.value("--rss-limit", "SIZE",
-                "most a worker's RSS may spread after the warm-up (default 24M)");
+                "most a worker's RSS may grow after the warm-up (default 4M)");
     opts_.value("--coordinator-rss-limit", "SIZE",
-                "most the coordinator's RSS may spread after the warm-up (default 32M)");
+                "most the coordinator's RSS may grow after the warm-up (default 8M)");
   }
 
   int run() override {
@@ -332,10 +345,11 @@ class SoakCommand final : public Command {
     }
     a.maxRanks = parseInt(opts_.getOr("--max-ranks", "16"), 2, 64);
     a.every = parseInt(opts_.getOr("--every", "10"), 1, 1000000);
+    a.seriesCsv = opts_.getOr("--series", "").text;
     a.limits.warmup = static_cast<uint64_t>(parseInt(
         opts_.getOr("--warmup", std::to_string(std::min(100, a.configs / 10))), 0, a.configs));
-    a.limits.workerRssKb = parseSize(opts_.getOr("--rss-limit", "24M")) / 1024;
-    a.limits.coordinatorRssKb = parseSize(opts_.getOr("--coordinator-rss-limit", "32M")) / 1024;
+    a.limits.workerRssKb = parseSize(opts_.getOr("--rss-limit", "4M")) / 1024;
+    a.limits.coordinatorRssKb = parseSize(opts_.getOr("--coordinator-rss-limit", "8M")) / 1024;
     // A worker sampled right after a run may still hold its run's thread and data-plane fds
     // (measured: +1 thread, +2 fds over 30 runs); twice that is the limit.
     a.limits.threads = 2;

@@ -77,6 +77,11 @@ int main(int argc, char** argv) {
   // would fault the same pages in again (docs/performance.md, "Page faults on receive").
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+  // One arena. Each run has a thread of its own; glibc gives threads arenas of their own (up
+  // to 8 per core), and each kept the high-water mark of the runs it served: a worker's RSS
+  // climbed in steps to 45-50 MiB over a 1,000-configuration soak, and stayed at 3 MiB with one
+  // arena (docs/reliability.md, "Soak"), at the same bench times within the noise.
+  mallopt(M_ARENA_MAX, 1);
 #if ARL_WITH_NCCL
   arl::gpu::registerNccl();
 #endif

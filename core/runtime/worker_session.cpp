@@ -1,6 +1,7 @@
 // The worker's control thread (runtime/worker_session.h).
 #include "runtime/worker_session.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -378,6 +379,11 @@ void WorkerSession::retireJob() {
   flushOutbox(true);
   if (!job_->th.joinable()) return;
   job_->th.join();
+  // The run's buffers are given back; glibc keeps freed memory for reuse, and its mmap
+  // threshold rises with each large buffer freed, so a worker's RSS would stay at the high
+  // water mark of the largest run it ever had. An idle worker holds what it needs, no more,
+  // and the soak's flat RSS is then what it says (docs/reliability.md).
+  ::malloc_trim(0);
   if (opt_.verbose && job_->abortedAt && job_->reportedAt >= *job_->abortedAt) {
     // Reported: the run's RunFailed was queued; stopped: the thread had also closed its
     // data plane and given its buffers back.

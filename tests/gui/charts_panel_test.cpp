@@ -59,6 +59,44 @@ TEST(ChartsPanel, MapsTheModelAndMarksTheMeasuredWinners) {
 // On a named topology the map is the topology's: the rank counts it fits, every cell priced
 // over its links as the command line's `model map --topology` prices it, and the model line
 // names it.
+// Before any run, the map follows the setup: its topology by name, its ports, and
+// --link-latency as the per-hop latency (the links are expanded only for a run).
+TEST(ChartsPanel, MapsTheSetupsTopologyBeforeAnyRun) {
+  ChartsPanel panel;
+  BenchConfig setup;
+  setup.topology = "torus:4x4";
+  setup.shaping.portBytesPerSecond = 1e9;
+  setup.shaping.addedLatencySeconds = 2e-6;
+  panel.showSetup(setup);
+  const CrossoverView& v = panel.crossover();
+  ASSERT_EQ(v.map.ranks, std::vector<int>{16});
+  EXPECT_NE(v.modelText.find("torus:4x4"), std::string::npos) << v.modelText;
+  EXPECT_NE(v.modelText.find("+2 us per hop"), std::string::npos) << v.modelText;
+  // The same cells as the session's map over the expanded links.
+  ChartsPanel session;
+  BenchConfig config = setup;
+  LinkShaping ports;
+  ports.portBytesPerSecond = 1e9;
+  config.shaping = expandTopology(parseTopology(config.topology), 16, ports, 2e-6);
+  session.beginSession(config, {}, "test");
+  const CrossoverMap& want = session.crossover().map;
+  ASSERT_EQ(want.cells.size(), v.map.cells.size());
+  for (size_t i = 0; i < want.cells.size(); ++i) {
+    ASSERT_EQ(want.cells[i].ranked.size(), v.map.cells[i].ranked.size());
+    for (size_t k = 0; k < want.cells[i].ranked.size(); ++k) {
+      EXPECT_EQ(v.map.cells[i].ranked[k].algorithm, want.cells[i].ranked[k].algorithm);
+      EXPECT_DOUBLE_EQ(v.map.cells[i].ranked[k].seconds, want.cells[i].ranked[k].seconds);
+    }
+  }
+  // A uniform setup maps every power of two.
+  ChartsPanel uniform;
+  BenchConfig flat;
+  flat.shaping.portBytesPerSecond = 1e9;
+  uniform.showSetup(flat);
+  EXPECT_EQ(uniform.crossover().map.ranks.front(), 2);
+  EXPECT_EQ(uniform.crossover().map.ranks.back(), 4096);
+}
+
 TEST(ChartsPanel, MapsASessionOnATopologyOverThatTopology) {
   ChartsPanel panel;
   BenchConfig config;

@@ -126,6 +126,8 @@ void ChartsPanel::showSetup(const BenchConfig& setup) {
   planned_ = true;
   charts_.subtitle = noRunSubtitle(&setup);
   fillRunCharts(charts_, nullptr);
+  computeMap();  // the setup's ports and topology, before any run
+  map_->update();
   // The y axes are chosen again: the sizes' axes move with the setup.
   for (ChartKind k : kXYKinds) charts_.xy(k)->y = {};
   scheduleRedraw();

@@ -214,6 +214,9 @@ MapQuery windowMapQuery(const ModelParams& p, const LinkShaping& network,
   if (const auto it = network.linkLatencySeconds.find({0, 1});
       it != network.linkLatencySeconds.end()) {
     q.hopLatencySeconds = it->second / topologyHops(*q.topology, 0, 1);
+  } else {
+    // Not expanded yet (the setup before a run): --link-latency is the per-hop latency.
+    q.hopLatencySeconds = network.addedLatencySeconds;
   }
   q.network.addedLatencySeconds = 0;
   for (int n = 2; n <= kMapSimulatedRanks; ++n) {

@@ -297,9 +297,13 @@ void ExplainPanel::setRun(const RunModel& model) {
   const RunRequest& req = run.request;
   const size_t es = dtypeSize(req.dtype);
   const QString collective = QString::fromUtf8(toString(req.collective).data());
-  header_->setText(QStringLiteral("<b>%1</b> %2 · %3 ranks<br/>%4 message: %5 × %6 · %7")
-                       .arg(QString::fromStdString(req.algorithm), collective)
-                       .arg(run.nranks)
+  // The collective's ranks: a helper worker (switch's in-network reducer) is none of them.
+  const int helpers = helperWorkers(req.algorithm);
+  const QString ranks = helpers > 0
+                            ? QStringLiteral("%1 ranks + the switch").arg(run.nranks - helpers)
+                            : QStringLiteral("%1 ranks").arg(run.nranks);
+  header_->setText(QStringLiteral("<b>%1</b> %2 · %3<br/>%4 message: %5 × %6 · %7")
+                       .arg(QString::fromStdString(req.algorithm), collective, ranks)
                        .arg(QString::fromStdString(formatSize(req.count * es)),
                             QLocale::c().toString(static_cast<qulonglong>(req.count)),
                             QString::fromUtf8(toString(req.dtype).data()),
