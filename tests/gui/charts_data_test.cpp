@@ -494,6 +494,18 @@ TEST(ChartsData, SubtitleNamesRanksAlgorithmSliceAndHost) {
   }
 }
 
+// The switch's helper worker is no rank: alone, its runs have one rank fewer than workers; beside
+// other algorithms the subtitle counts workers.
+TEST(ChartsData, SubtitleCountsTheSwitchApartFromTheRanks) {
+  BenchConfig c;
+  c.algorithms = {"switch"};
+  std::vector<WorkerInfo> w(5);
+  EXPECT_NE(sessionSubtitle(c, w).find("4 ranks + the switch"), std::string::npos)
+      << sessionSubtitle(c, w);
+  c.algorithms = {"ring", "switch"};
+  EXPECT_NE(sessionSubtitle(c, w).find("5 workers"), std::string::npos) << sessionSubtitle(c, w);
+}
+
 // Before a run the charts describe the setup Run would measure, never a default one.
 TEST(ChartsData, NoRunSubtitleSaysSoAndFollowsTheSetup) {
   EXPECT_EQ(noRunSubtitle(), "No run yet");

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "model/metrics.h"
+#include "schedule/generators.h"
 
 namespace arl::ui {
 namespace {
@@ -172,7 +173,23 @@ std::vector<std::string> subtitleParts(const BenchConfig& config,
   const size_t n = workers.empty()
                        ? static_cast<size_t>(std::max(config.workers + config.expect, 0))
                        : workers.size();
-  std::vector<std::string> parts{std::to_string(n) + (n == 1 ? " rank" : " ranks")};
+  // A helper worker (switch's in-network reducer) is no rank of the collective: alone, the
+  // switch's runs have n - 1 ranks; beside other algorithms the count is of workers.
+  size_t helpers = 0;
+  bool allHelped = !config.algorithms.empty();
+  for (const std::string& a : config.algorithms) {
+    const auto h = static_cast<size_t>(std::max(helperWorkers(a), 0));
+    helpers = std::max(helpers, h);
+    allHelped = allHelped && h > 0;
+  }
+  std::vector<std::string> parts;
+  if (helpers > 0 && allHelped && n > helpers) {
+    parts.push_back(std::to_string(n - helpers) + " ranks + the switch");
+  } else if (helpers > 0) {
+    parts.push_back(std::to_string(n) + " workers");
+  } else {
+    parts.push_back(std::to_string(n) + (n == 1 ? " rank" : " ranks"));
+  }
   std::string algos;
   for (const std::string& a : config.algorithms) algos += (algos.empty() ? "" : ", ") + a;
   if (!algos.empty()) parts.push_back(algos);
