@@ -45,13 +45,16 @@ SoakDrawer::SoakDrawer(uint64_t seed, int maxRanks, SoakPlanes planes)
     : rng_(seed), maxRanks_(maxRanks), planes_(planes) {}
 
 DataPlaneKind SoakDrawer::drawPlane() {
+  // Taking them in turn keeps the shares equal whatever the number of runs.
   switch (planes_) {
     case SoakPlanes::Shm: return DataPlaneKind::Shm;
     case SoakPlanes::Zmq: return DataPlaneKind::Zmq;
-    case SoakPlanes::Both: break;
+    case SoakPlanes::Tcp: return DataPlaneKind::Tcp;
+    case SoakPlanes::Both: return drawn_ % 2 == 0 ? DataPlaneKind::Shm : DataPlaneKind::Zmq;
+    case SoakPlanes::All: break;
   }
-  // Alternating keeps the halves equal whatever the number of runs.
-  return (drawn_ % 2 == 0) ? DataPlaneKind::Shm : DataPlaneKind::Zmq;
+  constexpr DataPlaneKind kAll[] = {DataPlaneKind::Shm, DataPlaneKind::Zmq, DataPlaneKind::Tcp};
+  return kAll[drawn_ % 3];
 }
 
 // Edge counts (none, one element, fewer elements than ranks, one more) a quarter of the time;

@@ -15,7 +15,8 @@
 namespace arl::app {
 
 // Which data planes the soak's runs use.
-enum class SoakPlanes { Shm, Zmq, Both };
+// The data planes a soak's runs take: one, or in turn (Both: shm and zmq; All: shm, zmq, tcp).
+enum class SoakPlanes { Shm, Zmq, Tcp, Both, All };
 
 // One drawn run: the request and the number of ranks it runs on.
 struct SoakDraw {

@@ -63,7 +63,7 @@ struct SoakArgs {
   int configs = 100;
   uint64_t seed = 1;
   int faults = 5;
-  SoakPlanes planes = SoakPlanes::Both;
+  SoakPlanes planes = SoakPlanes::All;
   int maxRanks = 16;
   int every = 10;
   SoakSeries::Limits limits;
@@ -106,7 +106,7 @@ class Soak {
   std::set<int64_t> workerPids_;  // every worker the session had
   std::map<FaultKind, FaultTally> faults_;
   int exactRuns_ = 0, runsAfterFaults_ = 0;
-  uint64_t shmRuns_ = 0, zmqRuns_ = 0, elements_ = 0;
+  uint64_t shmRuns_ = 0, zmqRuns_ = 0, tcpRuns_ = 0, elements_ = 0;
   bool afterFault_ = false;
   std::vector<std::string> leftovers_;
 };
@@ -194,7 +194,9 @@ bool Soak::runConfig(int index) {
   ++exactRuns_;
   runsAfterFaults_ += afterFault_ ? 1 : 0;
   afterFault_ = false;
-  (d.req.dataPlane == DataPlaneKind::Shm ? shmRuns_ : zmqRuns_) += 1;
+  (d.req.dataPlane == DataPlaneKind::Shm   ? shmRuns_
+   : d.req.dataPlane == DataPlaneKind::Zmq ? zmqRuns_
+                                           : tcpRuns_) += 1;
   elements_ += d.req.count;
   return true;
 }
@@ -267,9 +269,9 @@ int Soak::report(bool ok, double secs) {
               "), %d faults, %d workers, "
               "%.0f s\n",
               a_.configs, a_.seed, a_.faults, a_.maxRanks, secs);
-  std::printf("runs exact: %d of %d (%" PRIu64 " on shm, %" PRIu64 " on zmq; %" PRIu64
-              " draws the lab refused were drawn again)\n",
-              exactRuns_, a_.configs, shmRuns_, zmqRuns_, drawer_.refusedDraws());
+  std::printf("runs exact: %d of %d (%" PRIu64 " on shm, %" PRIu64 " on zmq, %" PRIu64
+              " on tcp; %" PRIu64 " draws the lab refused were drawn again)\n",
+              exactRuns_, a_.configs, shmRuns_, zmqRuns_, tcpRuns_, drawer_.refusedDraws());
   for (const auto& [kind, t] : faults_) {
     std::printf("fault %-9s %d of %d ended as expected; e.g. \"%s\"\n",
                 std::string(toString(kind)).c_str(), t.ok, t.done, t.example.c_str());
@@ -314,7 +316,9 @@ class SoakCommand final : public Command {
     opts_.value("--configs", "N", "random configurations to run (default 100)");
     opts_.value("--seed", "S", "seed of the draws (default 1)");
     opts_.value("--faults", "F", "faults to interleave (default: N / 20)");
-    opts_.value("--plane", "PLANE", "shm, zmq or both (default both: alternating)");
+    opts_.value("--plane", "PLANE",
+                "shm, zmq, tcp, both (shm and zmq in turn) or all (default: shm, zmq and tcp "
+                "in turn)");
     opts_.value("--max-ranks", "R", "local workers; each run takes 2..R of them (default 16)");
     opts_.value("--every", "K", "read the processes' resources every K runs (default 10)");
     opts_.value("--series", "FILE", "write every reading of the resources to FILE (CSV)");
@@ -335,14 +339,15 @@ class SoakCommand final : public Command {
     a.configs = parseInt(opts_.getOr("--configs", "100"), 1, 1000000);
     a.seed = parseSize(opts_.getOr("--seed", "1"));
     a.faults = parseInt(opts_.getOr("--faults", std::to_string(a.configs / 20)), 0, a.configs);
-    const Arg plane = opts_.getOr("--plane", "both");
-    if (plane.text == "shm") {
-      a.planes = SoakPlanes::Shm;
-    } else if (plane.text == "zmq") {
-      a.planes = SoakPlanes::Zmq;
-    } else if (plane.text != "both") {
-      throw refuse(plane, "expected shm, zmq or both");
-    }
+    const Arg plane = opts_.getOr("--plane", "all");
+    const std::map<std::string, SoakPlanes> planes = {{"shm", SoakPlanes::Shm},
+                                                      {"zmq", SoakPlanes::Zmq},
+                                                      {"tcp", SoakPlanes::Tcp},
+                                                      {"both", SoakPlanes::Both},
+                                                      {"all", SoakPlanes::All}};
+    const auto it = planes.find(plane.text);
+    if (it == planes.end()) throw refuse(plane, "expected shm, zmq, tcp, both or all");
+    a.planes = it->second;
     a.maxRanks = parseInt(opts_.getOr("--max-ranks", "16"), 2, 64);
     a.every = parseInt(opts_.getOr("--every", "10"), 1, 1000000);
     a.seriesCsv = opts_.getOr("--series", "").text;

@@ -44,8 +44,9 @@ DataPlaneUse dataPlaneUse(DataPlaneKind plane, const std::vector<WorkerInfo>& wo
   for (const WorkerInfo& w : world) hosts.push_back(w.host);
   std::sort(hosts.begin(), hosts.end());
   u.hosts = static_cast<int>(std::unique(hosts.begin(), hosts.end()) - hosts.begin());
-  // The network between hosts; tcp, once chosen, splits the pairs as auto does.
-  const std::string net = plane == DataPlaneKind::Tcp ? "tcp" : "zmq";
+  // The network between hosts: tcp for auto (run_job.cpp, makeNetworkPlane) and tcp, which
+  // splits the pairs as auto does; zmq when chosen.
+  const std::string net = plane == DataPlaneKind::Zmq ? "zmq" : "tcp";
   if (u.hosts > 1) u.acrossHosts = net;
   if (plane != DataPlaneKind::Auto && (plane != DataPlaneKind::Tcp || u.hosts <= 1)) {
     u.insideHosts = std::string(toString(plane));
@@ -68,7 +69,7 @@ DataPlaneUse dataPlaneUse(DataPlaneKind plane, const std::vector<WorkerInfo>& wo
     return u;
   }
   if (u.hosts <= 1) {
-    u.text = hostsShareNamespaces ? "shm (auto)" : "zmq (auto: several pid namespaces)";
+    u.text = hostsShareNamespaces ? "shm (auto)" : net + " (auto: several pid namespaces)";
   } else if (hostsShareNamespaces) {
     u.text = "shm inside hosts, " + net + " across (" + std::to_string(u.hosts) + " hosts)";
   } else {

@@ -142,8 +142,8 @@ struct DataPlaneUse {
   std::string insideHosts;  // "shm", "zmq" or "tcp"
   std::string acrossHosts;  // "zmq" or "tcp", or "" with one host
   int hosts = 0;            // distinct host names
-  // For a header line: "shm (auto)", "zmq (auto: several pid namespaces)",
-  // "shm inside hosts, zmq across (2 hosts)", "zmq".
+  // For a header line: "shm (auto)", "tcp (auto: several pid namespaces)",
+  // "shm inside hosts, tcp across (2 hosts)", "zmq".
   std::string text;
 };
 DataPlaneUse dataPlaneUse(DataPlaneKind plane, const std::vector<WorkerInfo>& world);

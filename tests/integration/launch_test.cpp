@@ -16,8 +16,8 @@
 
 #include <gtest/gtest.h>
 
-#include "emulated_hosts.h"
 #include "../run_binary.h"
+#include "emulated_hosts.h"
 
 namespace arl {
 namespace {
@@ -144,7 +144,7 @@ TEST(Launch, SrunPlacesTheRanksByProcidAndNodeName) {
     EXPECT_EQ(ranks[k].first, "node" + std::to_string(k / 2)) << r.out;
     EXPECT_EQ(ranks[k].second, k) << r.out;
   }
-  EXPECT_NE(r.out.find("shm inside hosts, zmq across (2 hosts)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("shm inside hosts, tcp across (2 hosts)"), std::string::npos) << r.out;
   EXPECT_EQ(processesMarked(mark), 0);
 }
 
@@ -218,7 +218,7 @@ TEST(Launch, MpirunStartsTheWorkersOnTheHostsOfItsHostfileInItsOrder) {
     EXPECT_EQ(ranks[k].first, k < 2 ? "arl-h1" : "arl-h0") << r.out;
     EXPECT_EQ(ranks[k].second, k) << r.out;
   }
-  EXPECT_NE(r.out.find("shm inside hosts, zmq across (2 hosts)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("shm inside hosts, tcp across (2 hosts)"), std::string::npos) << r.out;
   EXPECT_EQ(processesMarked(mark), 0);
 }
 

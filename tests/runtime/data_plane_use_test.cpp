@@ -34,21 +34,21 @@ TEST(DataPlaneUse, OneHostIsSharedMemory) {
 TEST(DataPlaneUse, SeveralHostsSplitThePairs) {
   const DataPlaneUse u = dataPlaneUse(DataPlaneKind::Auto, world({"a", "a", "b", "b"}));
   EXPECT_EQ(u.insideHosts, "shm");
-  EXPECT_EQ(u.acrossHosts, "zmq");
+  EXPECT_EQ(u.acrossHosts, "tcp");
   EXPECT_EQ(u.hosts, 2);
-  EXPECT_EQ(u.text, "shm inside hosts, zmq across (2 hosts)");
+  EXPECT_EQ(u.text, "shm inside hosts, tcp across (2 hosts)");
 }
 
 TEST(DataPlaneUse, HostsOfOneRankOnlyCross) {
   const DataPlaneUse u = dataPlaneUse(DataPlaneKind::Auto, world({"a", "b"}));
   EXPECT_EQ(u.insideHosts, "");
-  EXPECT_EQ(u.text, "zmq across (2 hosts, one rank each)");
+  EXPECT_EQ(u.text, "tcp across (2 hosts, one rank each)");
 }
 
-TEST(DataPlaneUse, AHostOfSeveralPidNamespacesIsZmq) {
+TEST(DataPlaneUse, AHostOfSeveralPidNamespacesIsTcp) {
   const DataPlaneUse one = dataPlaneUse(DataPlaneKind::Auto, world({"a", "a"}, {1, 2}));
-  EXPECT_EQ(one.insideHosts, "zmq");
-  EXPECT_EQ(one.text, "zmq (auto: several pid namespaces)");
+  EXPECT_EQ(one.insideHosts, "tcp");
+  EXPECT_EQ(one.text, "tcp (auto: several pid namespaces)");
 }
 
 TEST(DataPlaneUse, AnExplicitPlaneIsEveryPair) {
