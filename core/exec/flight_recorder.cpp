@@ -140,7 +140,21 @@ FlightAnalysis analyzeFlight(const std::vector<RankFlight>& flight, uint64_t run
   FlightAnalysis a;
   a.runId = runId;
   const std::optional<CollectiveRecord> failing = failingCollective(flight, runId);
-  if (!failing) return a;
+  if (!failing) {
+    // No collective of the run was left unfinished (it failed while its ranks were being
+    // configured, or after their last collective): each rank's line says what it has.
+    for (const RankFlight& f : flight) {
+      FlightRankLine line;
+      line.rank = f.rank;
+      const CollectiveRecord* last = f.received ? lastOfRun(f, runId) : nullptr;
+      line.note = !f.received ? "no record, " + f.missing
+                  : last ? "its last collective of this run: " + placeText(last->place) + ", " +
+                               toString(last->state)
+                         : "no collective of this run started";
+      a.ranks.push_back(std::move(line));
+    }
+    return a;
+  }
   a.found = true;
   a.place = failing->place;
   a.nsteps = failing->run.nsteps;
@@ -198,9 +212,7 @@ std::string flightSummaryText(const std::vector<RankFlight>& flight, uint64_t ru
   std::string s = "Flight record of run " + std::to_string(runId) + ":\n";
   if (!a.found) {
     s += "  no rank recorded an unfinished collective of this run\n";
-    for (const RankFlight& f : flight) {
-      if (!f.received) s += "  rank " + std::to_string(f.rank) + ": no record, " + f.missing + "\n";
-    }
+    for (const FlightRankLine& l : a.ranks) s += rankLineText(l) + "\n";
     return s;
   }
   s += "  failed in " + placeText(a.place) + " at step " + std::to_string(a.failingStep);

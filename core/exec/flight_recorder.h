@@ -129,7 +129,8 @@ struct FlightAnalysis {
   IterationPlace place;
   uint32_t nsteps = 0;
   int32_t failingStep = -1;
-  std::vector<FlightRankLine> ranks;  // one per rank, in rank order
+  // One per rank, in rank order; also when nothing was found (each with its note).
+  std::vector<FlightRankLine> ranks;
   std::vector<int> neverReached;      // ranks that never reached failingStep
 };
 

@@ -155,6 +155,13 @@ TEST(FlightAnalysis, RecordsOfAnotherRunAreNotThisRunsFailure) {
       << text;
   EXPECT_NE(text.find("rank 1: no record, the process is gone"), std::string::npos) << text;
   EXPECT_TRUE(flightSummaryText({}, 8).empty());
+  // Every rank still has its line (the window's dialog lists them): rank 0 started no
+  // collective of run 8, rank 1 is gone.
+  ASSERT_EQ(a.ranks.size(), 2u);
+  EXPECT_EQ(a.ranks[0].rank, 0);
+  EXPECT_EQ(a.ranks[0].note, "no collective of this run started");
+  EXPECT_EQ(a.ranks[1].note, "no record, the process is gone");
+  EXPECT_NE(text.find("rank 0: no collective of this run started"), std::string::npos) << text;
 }
 
 // A real failure over the loopback: 4 ranks of a ring, one warm-up and three timed

@@ -41,6 +41,8 @@ set(ARL_FUZZ_CORE_SOURCES
   runtime/control_security.cpp
   runtime/coordinator.cpp
   runtime/key_store.cpp
+  runtime/launch_set.cpp
+  runtime/launcher.cpp
   runtime/membership.cpp
   runtime/mpi_launch.cpp
   runtime/mpi_set.cpp

@@ -258,5 +258,22 @@ TEST(ChartsPanel, LiveRowsAreRedrawnTogetherOnTheTimer) {
   EXPECT_GE(c.busbw.x.max, 20);
 }
 
+// A run far below 1 GB/s (a shaped 20 MB/s port) gets an axis of its own scale, not the 0 to
+// 1 GB/s drawn before any row.
+TEST(ChartsPanel, ASlowRunsAxisFitsItsRows) {
+  ChartsPanel panel;
+  BenchConfig config;
+  config.minBytes = config.maxBytes = 4 << 20;
+  config.algorithms = {"ring"};
+  panel.beginSession(config, std::vector<WorkerInfo>(2));
+  const int before = panel.redraws();
+  // 4 MiB in 0.2 s each way: about 0.02 GB/s; the model says the same.
+  panel.addRow(madeRow("ring", 4 << 20, 262144, 200000, 200000, 2));
+  ASSERT_TRUE(waitUntil([&] { return panel.redraws() > before; }, kRedrawWaitMs));
+  const ChartAxis& y = panel.charts().busbw.y;
+  EXPECT_GT(y.max, 0.02);
+  EXPECT_LT(y.max, 0.1) << "the axis drawn before any row was kept";
+}
+
 }  // namespace
 }  // namespace arl::ui

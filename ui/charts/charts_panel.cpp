@@ -214,7 +214,12 @@ void ChartsPanel::applyLiveAxes(XYChartData& d, ChartKind k) const {
     d.x.max = rows_.empty() ? hi + 0.5 : std::max(d.x.max, hi + 0.5);
     d.x.ticks = log2SizeTicks(d.x.min + 0.5, d.x.max - 0.5);
   }
-  if (!before.y.ticks.empty() && d.y.min >= before.y.min && d.y.max <= before.y.max) d.y = before.y;
+  // The y axis only grows while rows come in (no jumping), unless it is more than twice what
+  // the rows need: the axis drawn before any row (0 to 1 GB/s) would flatten a 20 MB/s run.
+  if (!before.y.ticks.empty() && d.y.min >= before.y.min && d.y.max <= before.y.max &&
+      before.y.max <= 2 * d.y.max) {
+    d.y = before.y;
+  }
 }
 
 void ChartsPanel::redraw() {

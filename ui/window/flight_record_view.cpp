@@ -47,6 +47,7 @@ QVariant FlightRecordModel::text(const FlightRankLine& l, int column) const {
       return r->lastStep < 0 ? tr("none") : QString::number(r->lastStep);
     case WaitedOn: return r ? rankList(ranksOf(r->waitedOn)) : QString();
     case Reached:
+      if (!a_.found) return QStringLiteral("\u2014");  // no failing step
       return l.reachedStep ? tr("yes") : tr("never reached step %1").arg(a_.failingStep);
     case Note: return QString::fromStdString(l.note);
     default: return {};
@@ -57,8 +58,10 @@ QVariant FlightRecordModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
   const FlightRankLine& l = a_.ranks[static_cast<size_t>(index.row())];
   if (role == Qt::DisplayRole) return text(l, index.column());
-  if (role == Qt::ForegroundRole && !l.reachedStep) return QBrush(QColor(0xc6, 0x28, 0x28));
-  if (role == Qt::FontRole && !l.reachedStep) {
+  if (role == Qt::ForegroundRole && a_.found && !l.reachedStep) {
+    return QBrush(QColor(0xc6, 0x28, 0x28));
+  }
+  if (role == Qt::FontRole && a_.found && !l.reachedStep) {
     QFont f;
     f.setBold(true);
     return f;
