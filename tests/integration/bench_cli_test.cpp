@@ -837,11 +837,20 @@ TEST_F(BenchCli, AStoppedWorkerIsNamedByTheFlightRecordAsNeverReachingTheFailing
             std::string::npos)
       << err;
   EXPECT_TRUE(neverReachedNames(err, victim)) << err;
+  // A survivor's last record is the collective the coordinator's Abort ended, or, as the
+  // abort races the ranks: its own failure (the peer it waited on closed first), or the
+  // collective it had just completed (the abort came between two). Some survivor was aborted.
+  const auto survivorEnded = [](const std::string& state) {
+    return state == "aborted" || state == "failed" || state == "completed";
+  };
+  int abortedSurvivors = 0;
   for (int r = 0; r < 3; ++r) {
-    if (r != victim) {
-      EXPECT_NE(err.find("rank " + std::to_string(r) + ": aborted"), std::string::npos) << err;
-    }
+    if (r == victim) continue;
+    const std::string line = "rank " + std::to_string(r) + ": ";
+    EXPECT_NE(err.find(line), std::string::npos) << err;
+    abortedSurvivors += err.find(line + "aborted") != std::string::npos;
   }
+  EXPECT_GE(abortedSurvivors, 1) << err;
 
   const nlohmann::json out = nlohmann::json::parse(slurp(json));
   const nlohmann::json& failed = out["results"].back();
@@ -855,7 +864,7 @@ TEST_F(BenchCli, AStoppedWorkerIsNamedByTheFlightRecordAsNeverReachingTheFailing
     EXPECT_EQ(rank["received"], !isVictim) << rank.dump();
     if (isVictim) continue;
     ASSERT_FALSE(rank["records"].empty()) << rank.dump();
-    EXPECT_EQ(rank["records"].back()["state"], "aborted") << rank.dump();
+    EXPECT_TRUE(survivorEnded(rank["records"].back()["state"].get<std::string>())) << rank.dump();
     EXPECT_EQ(rank["records"].back()["algorithm"], "ring") << rank.dump();
   }
   const nlohmann::json file = nlohmann::json::parse(slurp(fr));
