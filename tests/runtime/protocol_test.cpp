@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -1163,6 +1164,23 @@ TEST(Protocol, TrainingConfigAndStepRoundTrip) {
   expectRoundTrip(trainingStep());
   EXPECT_FALSE(validate(Message(trainingConfig())));
   EXPECT_FALSE(validate(Message(trainingStep())));
+}
+
+// A diverged training step says so: its NaN or infinite loss and spread cross the wire bit for
+// bit (a NaN is not == to itself, so the bytes are compared).
+TEST(Protocol, ADivergedTrainingStepKeepsItsNaNAndInfinity) {
+  IterationResult r = trainingStep();
+  r.train->loss = std::numeric_limits<double>::infinity();
+  r.train->spread = std::bit_cast<double>(uint64_t{0xffffffffffffff7full});  // a NaN
+  EXPECT_FALSE(validate(Message(r)));
+  const Frames f = encode(Message(r));
+  const auto back = decode(f);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  const auto& got = std::get<IterationResult>(back->message);
+  ASSERT_TRUE(got.train.has_value());
+  EXPECT_EQ(got.train->loss, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(std::bit_cast<uint64_t>(got.train->spread), uint64_t{0xffffffffffffff7full});
+  EXPECT_EQ(encode(back->message), f);
 }
 
 TEST(Protocol, RefusesInconsistentTrainingMessages) {
