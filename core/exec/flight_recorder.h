@@ -131,7 +131,7 @@ struct FlightAnalysis {
   int32_t failingStep = -1;
   // One per rank, in rank order; also when nothing was found (each with its note).
   std::vector<FlightRankLine> ranks;
-  std::vector<int> neverReached;      // ranks that never reached failingStep
+  std::vector<int> neverReached;  // ranks that never reached failingStep
 };
 
 FlightAnalysis analyzeFlight(const std::vector<RankFlight>& flight, uint64_t runId);

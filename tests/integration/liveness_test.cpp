@@ -219,8 +219,8 @@ TEST(Liveness, LostAbortStillEndsTheRunAndTheNextWorks) {
 // The local TCP ports of the connections to the coordinator's control port.
 std::vector<std::string> controlPorts(int port) {
   std::vector<std::string> out;
-  const std::string cmd = "ss -tnH state established dst 127.0.0.1:" + std::to_string(port) +
-                          " 2>/dev/null";
+  const std::string cmd =
+      "ss -tnH state established dst 127.0.0.1:" + std::to_string(port) + " 2>/dev/null";
   FILE* f = ::popen(cmd.c_str(), "r");
   if (f == nullptr) return out;
   char line[512];
