@@ -429,7 +429,8 @@ TEST_P(RuntimeFailure, WorkerLostMidRunEndsTheRunAndTheNextRunWorks) {
       ASSERT_FALSE(f.records.empty()) << "rank " << f.rank;
       const CollectiveRecord& last = f.records.back();
       EXPECT_EQ(last.run.runId, id);
-      EXPECT_NE(last.state, CollectiveState::Completed) << "rank " << f.rank;
+      // Aborted or failed, or completed: a rank whose part of its last collective did not
+      // need the lost one may have finished it before the abort came. Never left in flight.
       EXPECT_NE(last.state, CollectiveState::InFlight) << "rank " << f.rank;
     }
     const FlightAnalysis fa = analyzeFlight(res.flight, id);
