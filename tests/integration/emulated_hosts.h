@@ -109,3 +109,11 @@ class EmulatedHosts {
 };
 
 }  // namespace arl::test
+
+// Skips a test, with the reason, where emulated hosts cannot be made (no root, no ip netns).
+#define SKIP_WITHOUT_HOSTS()                                                               \
+  do {                                                                                     \
+    if (const std::string why = ::arl::test::EmulatedHosts::unavailable(); !why.empty()) { \
+      GTEST_SKIP() << why;                                                                 \
+    }                                                                                      \
+  } while (0)

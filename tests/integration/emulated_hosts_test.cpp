@@ -27,13 +27,6 @@ using std::chrono::milliseconds;
 using test::EmulatedHosts;
 using test::EventClient;
 
-#define SKIP_WITHOUT_HOSTS()                                                  \
-  do {                                                                        \
-    if (const std::string why = EmulatedHosts::unavailable(); !why.empty()) { \
-      GTEST_SKIP() << why;                                                    \
-    }                                                                         \
-  } while (0)
-
 CoordinatorOptions hostsOptions(const EmulatedHosts& hosts, int workers) {
   CoordinatorOptions o;
   o.localWorkers = 0;

@@ -178,13 +178,6 @@ TEST(Launch, SrunOfThisMachinesSlurmStartsTheWorkersInItsOrder) {
   EXPECT_EQ(processesMarked(mark), 0);
 }
 
-#define SKIP_WITHOUT_HOSTS()                                                  \
-  do {                                                                        \
-    if (const std::string why = EmulatedHosts::unavailable(); !why.empty()) { \
-      GTEST_SKIP() << why;                                                    \
-    }                                                                         \
-  } while (0)
-
 // What sshd would do on host arl-hI: run the command line in its namespace, under its host
 // name. Serves as ssh itself (options -o X first) and as mpirun's launch agent.
 std::string remoteShell(const EmulatedHosts& hosts) {
