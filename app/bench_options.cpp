@@ -78,6 +78,21 @@ BenchOptions::BenchOptions(CLI::App& lab, const std::vector<std::string>& args)
   declare();
 }
 
+// The cluster launchers' options, in the Workers group (checkLaunch reads them).
+void BenchOptions::declareLaunch() {
+  Options& o = opts_;
+  o.value("--launch", "NAME",
+          "start the remote workers with a cluster launcher: mpirun (Open MPI, --hostfile), "
+          "srun (Slurm) or ssh (--hosts), each running allreduce-worker --connect to --listen "
+          "with these keys; ranks follow the launcher's placement (docs/hosts.md)");
+  o.value("--hostfile", "FILE", "--launch mpirun: Open MPI's hostfile (HOST slots=N a line)");
+  o.value("--np", "N",
+          "--launch mpirun or srun: the workers to start (mpirun -np, srun -n; default: the "
+          "hostfile's slots, srun's --nodes)");
+  o.value("--nodes", "N", "--launch srun: the nodes (srun -N)");
+  o.value("--hosts", "HOST[:SLOTS],...", "--launch ssh: the hosts and the workers on each");
+}
+
 void BenchOptions::declare() {
   Options& o = opts_;
   o.group("Sizes (bytes; K, M, G = 2^10, 2^20, 2^30; the collective's total, as in nccl-tests)");
@@ -122,16 +137,7 @@ void BenchOptions::declare() {
   o.value("--expect", "N", "remote workers to wait for (default 0)");
   o.value("--listen", "tcp://ADDR:PORT",
           "control endpoint for remote workers; the command that joins one is printed on stderr");
-  o.value("--launch", "NAME",
-          "start the remote workers with a cluster launcher: mpirun (Open MPI, --hostfile), "
-          "srun (Slurm) or ssh (--hosts), each running allreduce-worker --connect to --listen "
-          "with these keys; ranks follow the launcher's placement (docs/hosts.md)");
-  o.value("--hostfile", "FILE", "--launch mpirun: Open MPI's hostfile (HOST slots=N a line)");
-  o.value("--np", "N",
-          "--launch mpirun or srun: the workers to start (mpirun -np, srun -n; default: the "
-          "hostfile's slots, srun's --nodes)");
-  o.value("--nodes", "N", "--launch srun: the nodes (srun -N)");
-  o.value("--hosts", "HOST[:SLOTS],...", "--launch ssh: the hosts and the workers on each");
+  declareLaunch();
   o.value("--ranks-per-host", "K", "ranks per host for hierarchical (default: from host names)");
   o.value("--backend", "NAME[,NAME...]",
           "cpu, mpi (Open MPI under mpirun), gloo (Gloo's collectives on cpu workers); cuda and "
