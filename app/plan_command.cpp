@@ -442,6 +442,10 @@ void printSummary(const PlanArgs& a, const Schedule& s, const VerifyResult& vr,
     std::printf(
         "  alpha-beta-gamma closed form  none for an imported schedule (the simulation is the "
         "authority)\n");
+  } else if (!hasClosedForm(costQuery(a, s))) {
+    std::printf(
+        "  alpha-beta-gamma closed form  none for swing off a power of two (the simulation is "
+        "the authority)\n");
   } else {
     std::printf(
         "  alpha-beta-gamma closed form  none for this shaping (the simulation is the "

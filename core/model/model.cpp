@@ -23,6 +23,7 @@
 // workers, a tree's leaves) they start the next iteration while the others finish, and the
 // forms below say how much of that overlaps (parameter server, tree all-reduce).
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -380,9 +381,17 @@ CostTerms hierarchicalCost(int n, int perHost, double S, double s) {
 
 }  // namespace
 
+bool hasClosedForm(const CostQuery& q) {
+  return !(q.algorithm == "swing" && q.nranks > 0 && !std::has_single_bit(unsigned(q.nranks)));
+}
+
 CostTerms closedForm(const CostQuery& q) {
   if (q.nranks < 1) {
     throw GenError("ranks must be at least 1 (got " + std::to_string(q.nranks) + ")");
+  }
+  if (!hasClosedForm(q)) {
+    throw GenError("swing has no closed form on " + std::to_string(q.nranks) +
+                   " ranks, only on a power of two: the model simulates it");
   }
   if (!algorithmSupports(q.algorithm, q.collective)) {
     throw GenError("algorithm '" + std::string(q.algorithm) + "' does not implement " +
@@ -401,7 +410,7 @@ CostTerms closedForm(const CostQuery& q) {
   if (a == "hierarchical") return hierarchicalCost(n, q.ranksPerHost, S, s);
   // Swing's steps move what halving-doubling's and recursive doubling's do on a power of two
   // (De Sensi et al., NSDI 2024): only the peers differ, which a uniform network
-  // does not see.
+  // does not see. Off a power of two swing-latency folds as recursive doubling does.
   if (a == "swing") return halvingDoublingCost(n, S, s);
   if (a == "swing-latency") return recursiveDoublingCost(n, S, s);
   if (a == "bruck") return shiftCost(false, q.collective, n, S, s);
@@ -477,9 +486,13 @@ std::string closedFormText(std::string_view a, Collective c) {
     return "log₂p·k(S)·α + log₂p·S·β + log₂p·S·γ; plus 2α + 2S·β + S·γ when n ≠ p";
   }
   if (a == "reduce-broadcast") return "2H·α + 2D·S·β + H·σ·γ";
-  if (a == "swing")
-    return "2·Σ_{d=2,4,…,n} k(S/d)·α + 2(n−1)/n·S·β + (n−1)/n·S·γ; n a power of two";
-  if (a == "swing-latency") return "log₂n·k(S)·α + log₂n·S·β + log₂n·S·γ; n a power of two";
+  if (a == "swing") {
+    return "2·Σ_{d=2,4,…,n} k(S/d)·α + 2(n−1)/n·S·β + (n−1)/n·S·γ; n a power of two (else "
+           "simulated)";
+  }
+  if (a == "swing-latency") {
+    return "log₂p·k(S)·α + log₂p·S·β + log₂p·S·γ; plus 2α + 2S·β + S·γ when n ≠ p";
+  }
   if (a == "bruck" || a == "pat") return shiftFormText(a == "pat", c);
   if (a == "knomial") return knomialFormText(c);
   if (a == "parameter-server") return "2α + ((n−1)·S + σ)·β + (n−1)·σ·γ";
@@ -506,8 +519,10 @@ std::optional<SentFormula> sentFormula(std::string_view a, Collective c, int n, 
     if (c == Collective::AllReduce) return SentFormula{"2(n−1)/n·S", 2 * part};
     return SentFormula{"(n−1)/n·S", part};
   }
+  // Swing on any even n: each rank still sends each block once a half (gen_swing.cpp).
+  if (a == "swing" && n % 2 == 0) return SentFormula{"2(n−1)/n·S", 2 * part};
   if (!isPowerOfTwo(n)) return std::nullopt;
-  if (a == "halving-doubling" || a == "swing") return SentFormula{"2(n−1)/n·S", 2 * part};
+  if (a == "halving-doubling") return SentFormula{"2(n−1)/n·S", 2 * part};
   if (a == "swing-latency") return SentFormula{"log₂n·S", ceilLog2(n) * S};
   if (a == "recursive-doubling") return SentFormula{"log₂n·S", ceilLog2(n) * S};
   return std::nullopt;
@@ -573,7 +588,7 @@ bool closedFormIsPerIteration(const CostQuery& q) {
 }
 
 bool closedFormCovers(const CostQuery& q) {
-  if (!closedFormIsPerIteration(q)) return false;
+  if (!closedFormIsPerIteration(q) || !hasClosedForm(q)) return false;
   const bool hosts = q.ranksPerHost >= 1 && q.ranksPerHost < q.nranks;
   if (hosts && q.algorithm != "hierarchical") return false;
   return q.shaping.uniform() || ringLike(q);
@@ -720,14 +735,15 @@ double predictSharedMemory(const CostQuery& q, const ModelParams& p) {
 }
 
 Prediction predict(const CostQuery& q, const ModelParams& p) {
-  const CostTerms terms = closedForm(q);  // refuses what has no closed form, in every case
+  // Refuses what has no closed form, in every case but the one the simulation prices.
+  if (hasClosedForm(q)) (void)closedForm(q);
   if (sharedMemoryCovers(q, p)) {
     const SharedMemoryCost c = costSharedMemory(q, p);
     return {c.seconds,
             c.cacheRates ? PredictionMethod::SharedMemoryCached : PredictionMethod::SharedMemory};
   }
   if (closedFormCovers(q)) {
-    return {terms.seconds(shapedParams(q, p)), PredictionMethod::ClosedForm};
+    return {closedForm(q).seconds(shapedParams(q, p)), PredictionMethod::ClosedForm};
   }
   return {simulatedSeconds(q, p), PredictionMethod::Simulation};
 }

@@ -128,6 +128,12 @@ struct CostQuery {
 // iteration among back-to-back ones, as bench measures; elsewhere of one collective alone.
 CostTerms closedForm(const CostQuery& q);
 
+// Whether closedForm(q) has a form at q's rank count. Swing's bandwidth-optimal form off a power
+// of two has none: its steps' overlapping reach sets split a step into a rank-dependent number
+// of messages (gen_swing.cpp), so closedForm() refuses it and predict() simulates it. True
+// elsewhere (closedForm() may still refuse an unknown algorithm or collective).
+bool hasClosedForm(const CostQuery& q);
+
 // closedForm() as docs/algorithms.md writes it, in that page's notation (UTF-8): for the
 // ring's all-reduce "2(n−1)·k(S/n)·α + 2(n−1)/n·S·β + (n−1)/n·S·γ"; what qualifies it follows
 // a "; " ("…; x = S/2"). Empty for an algorithm or collective without a closed form.
@@ -135,8 +141,8 @@ std::string closedFormText(std::string_view algorithm, Collective c);
 
 // What every rank sends in one collective by the algorithm's formula, where every rank sends
 // the same: the ring's 2(n−1)/n·S for all-reduce, (n−1)/n·S for reduce-scatter and all-gather;
-// bruck's and pat's the same as ring's; on a power of two, halving-doubling's and swing's
-// 2(n−1)/n·S, recursive doubling's and swing-latency's log₂n·S (the bytes the generators'
+// bruck's and pat's the same as ring's; swing's on an even n and halving-doubling's on a power
+// of two 2(n−1)/n·S, recursive doubling's and swing-latency's log₂n·S (the bytes the generators'
 // opening comments give). `text` in docs/algorithms.md's notation, `bytes` for
 // S = `bytes`. None elsewhere (ranks that send different amounts: a tree's, a server's, a
 // fold's).
@@ -185,7 +191,8 @@ bool sharedMemoryCovers(const CostQuery& q, const ModelParams& p);
 
 // The model's time for q: predictSharedMemory() when sharedMemoryCovers(q, p); else the closed
 // form with shapedParams() when closedFormCovers(q); else the simulation of q's schedule over
-// linkModelFor(q, p). Throws GenError as closedForm(), or for a schedule the generator refuses.
+// linkModelFor(q, p) (also where !hasClosedForm(q)). Throws GenError as closedForm(), or for a
+// schedule the generator refuses.
 Prediction predict(const CostQuery& q, const ModelParams& p = {});
 
 // The network's parameters for people: "alpha 8.1 us per message, port 2.95 GB/s each way,

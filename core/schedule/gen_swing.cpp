@@ -25,10 +25,27 @@
 // collectives at once, each starting in another dimension) is left out: a lab rank sends one
 // message at a time per peer and the lab's torus is distance-priced, so the single-port form
 // shows the hops saved.
-// Both need a power-of-two number of ranks here (every torus dimension a power of two): the
-// paper's extension to other counts is not implemented, and the generators refuse such counts
-// (rankCountRefusal()). Step kinds: Send and RecvReduceCopy (reduce-scatter, latency-optimal),
-// Send and Recv (all-gather).
+// Other rank counts, as the authors' library extends them
+// (libswing, github.com/HLC-Lab/bine_trees_fugaku, lib/libswing.cc):
+// - swing, an even n: the same rule mod n still pairs the ranks (rho(s) is odd, so an even rank's
+//   peer is odd and the other way round), over ceil(log2 n) steps. The reach sets of the steps
+//   now overlap, so a block is sent only at the step that reaches its receiver first in the
+//   all-gather (the last in the reduce-scatter): at all-gather step s rank r hands its peer the
+//   blocks it holds that the peer does not. Each rank still receives each block once: 2(n-1)/n
+//   of the vector per rank, as on a power of two; a step's blocks are no longer one run of
+//   pieces, so a step can take a few messages (the layout follows rank 0's arrival order, which
+//   keeps one message a step on a power of two and on 3 x 2^k ranks).
+// - swing, an odd n: no rule pairs every rank, so rank n-1 folds into its neighbour n-2 (it
+//   hands it its partial sums of the other blocks first and gets them back finished last, its
+//   own block taken back and forth through n-2), and the n-1 others run the even form:
+//   2 ceil(log2(n-1)) + 4 steps.
+// - swing-latency, n not a power of two (libswing's MPI_Allreduce_lat_optimal_swing): with p
+//   the largest power of two below n, the last 2(n-p) ranks pair up with their neighbour
+//   (2p-n + 2i, 2p-n + 2i + 1); the second of each pair sends its vector to the first and sits
+//   out, the p ranks left run the power-of-two form, then the first sends the result back:
+//   log2 p + 2 steps, as recursive doubling's fold, between neighbours.
+// On a torus every dimension must still be a power of two. Step kinds: Send and RecvReduceCopy
+// (reduce-scatter, latency-optimal, the fold), Send and Recv (all-gather, the unfold).
 #include <bit>
 #include <string>
 #include <string_view>
@@ -52,164 +69,230 @@ int rho(int k) {
 
 int wrap(int v, int n) { return ((v % n) + n) % n; }
 
-// The steps on a torus of `dims`: the dimensions in turn, each for its log2 steps.
-std::vector<SwingStep> swingSteps(const std::vector<int>& dims) {
+int ceilLog2(int n) {
+  return n <= 1 ? 0 : static_cast<int>(std::bit_width(static_cast<unsigned>(n - 1)));
+}
+
+uint64_t bit(int r) { return 1ULL << r; }
+
+// The ranks that exchange: all of them on a power of two; else swing leaves out rank n-1 of an
+// odd n, swing-latency all but the largest power of two below n (the file comment).
+int exchangingRanks(bool latency, int n) {
+  if (n <= 1 || std::has_single_bit(static_cast<unsigned>(n))) return n;
+  if (latency) return static_cast<int>(std::bit_floor(static_cast<unsigned>(n)));
+  return n % 2 == 0 ? n : n - 1;
+}
+
+// The exchanges on a torus of `dims`: the dimensions in turn, each for ceil(log2) of its size.
+std::vector<SwingStep> exchangeSteps(const std::vector<int>& dims) {
+  int ranks = 1;
+  for (int d : dims) ranks *= d;
   std::vector<SwingStep> steps;
   std::vector<int> taken(dims.size(), 0);
   for (bool more = true; more;) {
     more = false;
     for (size_t d = 0; d < dims.size(); ++d) {
-      if (taken[d] == std::countr_zero(static_cast<unsigned>(dims[d]))) continue;
-      steps.push_back({static_cast<int>(d), taken[d]++});
+      if (taken[d] == ceilLog2(dims[d])) continue;
+      steps.push_back({SwingStep::Role::Exchange, static_cast<int>(d), taken[d]++, ranks});
       more = true;
     }
   }
   return steps;
 }
 
-// Every step's peers: one dimension of n ranks without GenParams::torusDims, else the torus's.
+// Every exchange's peers among the m exchanging ranks: one dimension without
+// GenParams::torusDims, else the torus's (whose dimensions hold all the run's ranks).
 class SwingPeers {
  public:
-  SwingPeers(std::string_view algo, const GenParams& p) : n_(p.nranks) {
+  SwingPeers(std::string_view algo, const GenParams& p, int m) : m_(m) {
     if (std::string why = rankCountRefusal(algo, p.nranks); !why.empty()) throw GenError(why);
-    dims_ = p.torusDims.empty() ? std::vector<int>{p.nranks} : p.torusDims;
-    checkDims(algo);
+    dims_ = p.torusDims.empty() ? std::vector<int>{m} : p.torusDims;
+    if (!p.torusDims.empty()) checkTorus(algo, p.nranks);
     // Dimension d's stride in the row-major rank number, and the steps taken in turn.
     strides_.assign(dims_.size(), 1);
     for (size_t d = dims_.size() - 1; d > 0; --d) strides_[d - 1] = strides_[d] * dims_[d];
-    steps_ = swingSteps(dims_);
+    steps_ = exchangeSteps(dims_);
   }
   int steps() const { return static_cast<int>(steps_.size()); }
-  int ranks() const { return n_; }
+  int ranks() const { return m_; }
   int peer(int r, int s) const {
-    const auto [d, k] = steps_[static_cast<size_t>(s)];
-    const int stride = strides_[static_cast<size_t>(d)], size = dims_[static_cast<size_t>(d)];
+    const SwingStep& st = steps_[static_cast<size_t>(s)];
+    const int stride = strides_[static_cast<size_t>(st.dimension)];
+    const int size = dims_[static_cast<size_t>(st.dimension)];
     const int c = (r / stride) % size;
-    const int to = wrap(c % 2 == 0 ? c + rho(k) : c - rho(k), size);
+    const int to = wrap(c % 2 == 0 ? c + rho(st.k) : c - rho(st.k), size);
     return r + (to - c) * stride;
   }
 
  private:
-  void checkDims(std::string_view algo) const {
+  void checkTorus(std::string_view algo, int n) const {
     int product = 1;
     for (int d : dims_) {
-      if (d < 1 || (d & (d - 1)) != 0) {
+      if (d < 1 || !std::has_single_bit(static_cast<unsigned>(d))) {
         throw GenError(std::string(algo) +
                        " on a torus needs every dimension a power of two (got " +
                        std::to_string(d) + ")");
       }
       product *= d;
     }
-    if (product != n_) {
+    if (product != n) {
       throw GenError(std::string(algo) + ": the torus's dimensions hold " +
-                     std::to_string(product) + " ranks, the run has " + std::to_string(n_));
+                     std::to_string(product) + " ranks, the run has " + std::to_string(n));
     }
   }
 
-  int n_;
+  int m_;
   std::vector<int> dims_, strides_;
   std::vector<SwingStep> steps_;
 };
 
-// reach[s][r] as a rank mask (n <= kMaxRanks = 64): the ranks r reaches in steps s .. L-1.
-std::vector<std::vector<uint64_t>> reachSets(const SwingPeers& peers) {
-  const int n = peers.ranks();
-  const int steps = peers.steps();
-  std::vector<std::vector<uint64_t>> reach(static_cast<size_t>(steps) + 1,
-                                           std::vector<uint64_t>(static_cast<size_t>(n)));
-  for (int r = 0; r < n; ++r) reach[static_cast<size_t>(steps)][static_cast<size_t>(r)] = 1ULL << r;
-  for (int s = steps - 1; s >= 0; --s) {
-    const auto& next = reach[static_cast<size_t>(s) + 1];
-    for (int r = 0; r < n; ++r) {
-      const uint64_t mine = next[static_cast<size_t>(r)];
-      const uint64_t theirs = next[static_cast<size_t>(peers.peer(r, s))];
-      ARL_ENFORCE((mine & theirs) == 0, "swing reach sets overlap at step " << s << ", rank " << r);
-      reach[static_cast<size_t>(s)][static_cast<size_t>(r)] = mine | theirs;
-    }
-  }
-  return reach;
-}
+// The bandwidth-optimal form's all-gather on n ranks, and the AllReduce layout (BlockPlan's
+// `piece`) that keeps each step's blocks side by side.
+struct SwingBlocks {
+  std::vector<gen::BlockStep> allGather;
+  std::vector<int> piece;
+};
 
-// The all-gather half: steps s = L-1 .. 0, rank r handing reach(r, s+1) to its peer.
-std::vector<gen::BlockStep> swingAllGather(const SwingPeers& peers) {
-  const int n = peers.ranks();
-  const auto reach = reachSets(peers);
-  std::vector<gen::BlockStep> out;
-  for (int s = static_cast<int>(reach.size()) - 2; s >= 0; --s) {
+// At all-gather step s = L-1 .. 0 rank r hands peer(r, s) every block it holds that the peer
+// does not (on a power of two: all it holds, reach(r, s+1)). held[r] lists r's blocks in the
+// order they reached it, a peer's in the peer's order; rank 0's final order is the layout. An
+// odd n's rank n-1 hands its block to n-2 first and gets the others from it last.
+SwingBlocks swingBlocks(const SwingPeers& peers, int n) {
+  const int m = peers.ranks();
+  std::vector<std::vector<int>> held(static_cast<size_t>(n));
+  std::vector<uint64_t> mask(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    held[static_cast<size_t>(r)] = {r};
+    mask[static_cast<size_t>(r)] = bit(r);
+  }
+  SwingBlocks out;
+  auto give = [&](gen::BlockStep& step, int from, int to, int b) {
+    step.push_back({from, to, b});
+    held[static_cast<size_t>(to)].push_back(b);
+    mask[static_cast<size_t>(to)] |= bit(b);
+  };
+  if (m < n) {
+    gen::BlockStep fold;
+    give(fold, n - 1, m - 1, n - 1);
+    out.allGather.push_back(std::move(fold));
+  }
+  for (int s = peers.steps() - 1; s >= 0; --s) {
+    const auto before = held;
+    const auto beforeMask = mask;
     gen::BlockStep step;
-    for (int r = 0; r < n; ++r) {
-      const uint64_t mine = reach[static_cast<size_t>(s) + 1][static_cast<size_t>(r)];
-      for (int b = 0; b < n; ++b) {
-        if ((mine >> b) & 1) step.push_back({r, peers.peer(r, s), b});
+    for (int r = 0; r < m; ++r) {
+      const int q = peers.peer(r, s);
+      ARL_ENFORCE(peers.peer(q, s) == r, "swing step " << s << " does not pair rank " << r);
+      for (int b : before[static_cast<size_t>(r)]) {
+        if ((beforeMask[static_cast<size_t>(q)] & bit(b)) == 0) give(step, r, q, b);
       }
     }
-    out.push_back(std::move(step));
+    out.allGather.push_back(std::move(step));
   }
+  for (int r = 0; r < m; ++r) {
+    ARL_ENFORCE(static_cast<int>(held[static_cast<size_t>(r)].size()) == n,
+                "swing on " << n << " ranks: rank " << r << " holds "
+                            << held[static_cast<size_t>(r)].size() << " blocks after "
+                            << peers.steps() << " steps");
+  }
+  if (m < n) {
+    gen::BlockStep unfold;
+    for (int b : std::vector<int>(held[static_cast<size_t>(m) - 1])) {
+      if (b != n - 1) give(unfold, m - 1, n - 1, b);
+    }
+    out.allGather.push_back(std::move(unfold));
+  }
+  out.piece.assign(static_cast<size_t>(n), 0);
+  for (int pos = 0; pos < n; ++pos)
+    out.piece[static_cast<size_t>(held[0][static_cast<size_t>(pos)])] = pos;
   return out;
 }
 
-// The reach sets nest (each of step s is two of step s+1), so listing the blocks depth first
-// along that nesting makes every reach set a run of neighbouring pieces: each step of the
-// reduce-scatter and the all-gather is one message, as the paper's contiguous layout.
-void appendDepthFirst(const std::vector<std::vector<uint64_t>>& reach, uint64_t group, size_t s,
-                      std::vector<int>& order) {
-  if (s + 1 == reach.size()) {
-    order.push_back(std::countr_zero(group));
-    return;
-  }
-  const uint64_t first = reach[s + 1][static_cast<size_t>(std::countr_zero(group))];
-  ARL_ENFORCE((first & ~group) == 0, "swing reach sets do not nest at step " << s);
-  appendDepthFirst(reach, first, s + 1, order);
-  appendDepthFirst(reach, group & ~first, s + 1, order);
-}
-
-std::vector<int> swingOrder(const SwingPeers& peers) {
-  const int n = peers.ranks();
-  const auto reach = reachSets(peers);
-  std::vector<int> order;
-  appendDepthFirst(reach, reach[0][0], 0, order);
-  std::vector<int> piece(static_cast<size_t>(n));
-  for (int pos = 0; pos < n; ++pos)
-    piece[static_cast<size_t>(order[static_cast<size_t>(pos)])] = pos;
-  return piece;
+// Rank v of the p exchanging ranks of swing-latency on n: ranks below 2p - n keep their number,
+// the first of each pair beyond stands for it (the file comment).
+int latencyRankOf(int v, int n, int p) {
+  const int firstPaired = 2 * p - n;
+  return v < firstPaired ? v : firstPaired + 2 * (v - firstPaired);
 }
 
 }  // namespace
 
-SwingStep swingStep(const std::vector<int>& dims, int nranks, int s) {
-  const std::vector<SwingStep> steps = swingSteps(dims.empty() ? std::vector<int>{nranks} : dims);
-  return s >= 0 && static_cast<size_t>(s) < steps.size() ? steps[static_cast<size_t>(s)]
-                                                         : SwingStep{};
+SwingStep swingStep(bool latency, const std::vector<int>& dims, int nranks, int s) {
+  const int m = dims.empty() ? exchangingRanks(latency, nranks) : nranks;
+  const std::vector<SwingStep> exchanges = exchangeSteps(dims.empty() ? std::vector<int>{m} : dims);
+  const int L = static_cast<int>(exchanges.size());
+  const bool folds = m != nranks;
+  auto exchange = [&](int k) {
+    return k >= 0 && k < L ? exchanges[static_cast<size_t>(k)] : SwingStep{};
+  };
+  auto role = [&](SwingStep::Role r) { return SwingStep{r, 0, 0, m}; };
+  if (s < 0) return {};
+  if (latency) {
+    if (folds && s == 0) return role(SwingStep::Role::Fold);
+    if (folds && s == L + 1) return role(SwingStep::Role::Unfold);
+    return exchange(s - (folds ? 1 : 0));
+  }
+  // Reduce-scatter: [fold] exchanges 0 .. L-1 [unfold]; all-gather: [fold] L-1 .. 0 [unfold].
+  const int half = L + (folds ? 2 : 0);
+  if (s >= 2 * half) return {};
+  const int t = s % half;
+  if (folds && t == 0) return role(SwingStep::Role::Fold);
+  if (folds && t == half - 1) return role(SwingStep::Role::Unfold);
+  const int k = t - (folds ? 1 : 0);
+  return exchange(s < half ? k : L - 1 - k);
 }
 
 Schedule swingAllReduce(const GenParams& p) {
   gen::makeSkeleton("swing", p);
-  const SwingPeers peers("swing", p);
+  const SwingPeers peers("swing", p, exchangingRanks(false, p.nranks));
+  const SwingBlocks blocks = swingBlocks(peers, p.nranks);
   return gen::blockCollective(
-      "swing", p, [&](int) { return swingAllGather(peers); },
-      [&](int) { return swingOrder(peers); });
+      "swing", p, [&](int) { return blocks.allGather; }, [&](int) { return blocks.piece; });
 }
 
 // Within a step each slice is sent and then received and reduced, on both partners alike (as
-// recursive-doubling does), so one message per channel suffices.
+// recursive-doubling does), so one message per channel suffices. Folding pairs stream the
+// whole vector one way, slice by slice, before and after.
 Schedule swingLatencyAllReduce(const GenParams& p) {
   Schedule s = gen::makeSkeleton("swing-latency", p);
-  const SwingPeers peers("swing-latency", p);
+  const int n = p.nranks;
+  const int m = exchangingRanks(true, n);
+  const SwingPeers peers("swing-latency", p, m);
   const int steps = peers.steps();
-  if (p.nranks == 1) {
+  if (n == 1) {
     gen::singleRankCopy(s);
     gen::finishSteps(s);
     return s;
   }
   const uint64_t slices = gen::sliceCount(p.count, p.sliceElems);
-  for (int r = 0; r < p.nranks; ++r) {
+  const auto fold = static_cast<uint32_t>(m < n ? 1 : 0);
+  // One way, slice by slice: the fold reduces into the receiver's Output, the unfold copies.
+  auto oneWay = [&](int from, int to, bool reduce, uint32_t step) {
+    for (uint64_t j = 0; j < slices; ++j) {
+      const Range sl = gen::slice({0, p.count}, p.sliceElems, j);
+      const auto js = static_cast<uint32_t>(j);
+      const BufRef src = reduce ? gen::in(sl.begin) : gen::out(sl.begin);
+      s.ranks[static_cast<size_t>(from)].push_back(
+          gen::makeOp(OpKind::Send, reduce ? Phase::Reduce : Phase::Broadcast, to, -1, src, {},
+                      sl.len, step, 0, js));
+      s.ranks[static_cast<size_t>(to)].push_back(gen::makeOp(
+          reduce ? OpKind::RecvReduceCopy : OpKind::Recv, reduce ? Phase::Reduce : Phase::Broadcast,
+          -1, from, reduce ? gen::in(sl.begin) : BufRef{}, gen::out(sl.begin), sl.len, step, 0,
+          js));
+    }
+  };
+  const int firstPaired = 2 * m - n;
+  for (int r = firstPaired; r + 1 < n; r += 2) oneWay(r + 1, r, true, 0);
+  for (int v = 0; v < m; ++v) {
+    const int r = latencyRankOf(v, n, m);
+    const bool folded = r >= firstPaired && m < n;  // its Output already holds its pair's sum
     auto& prog = s.ranks[static_cast<size_t>(r)];
     for (int k = 0; k < steps; ++k) {
-      const int peer = peers.peer(r, k);
+      const int peer = latencyRankOf(peers.peer(v, k), n, m);
       for (uint64_t j = 0; j < slices; ++j) {
         const Range sl = gen::slice({0, p.count}, p.sliceElems, j);
-        const BufRef partial = k == 0 ? gen::in(sl.begin) : gen::out(sl.begin);
-        const auto step = static_cast<uint32_t>(k);
+        const BufRef partial = k == 0 && !folded ? gen::in(sl.begin) : gen::out(sl.begin);
+        const auto step = fold + static_cast<uint32_t>(k);
         const auto js = static_cast<uint32_t>(j);
         prog.push_back(
             gen::makeOp(OpKind::Send, Phase::Reduce, peer, -1, partial, {}, sl.len, step, 0, js));
@@ -217,6 +300,9 @@ Schedule swingLatencyAllReduce(const GenParams& p) {
                                    gen::out(sl.begin), sl.len, step, 0, js));
       }
     }
+  }
+  for (int r = firstPaired; r + 1 < n; r += 2) {
+    oneWay(r, r + 1, false, fold + static_cast<uint32_t>(steps));
   }
   gen::finishSteps(s);
   return s;

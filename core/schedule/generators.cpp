@@ -76,11 +76,6 @@ std::string workerCountRefusal(std::string_view algo, int workers) {
 }
 
 std::string rankCountRefusal(std::string_view algo, int nranks) {
-  const bool pow2 = nranks > 0 && (nranks & (nranks - 1)) == 0;
-  if ((algo == "swing" || algo == "swing-latency") && !pow2) {
-    return std::string(algo) + " needs a power-of-two number of ranks (got " +
-           std::to_string(nranks) + "): the lab runs the paper's power-of-two form";
-  }
   if (nranks + helperWorkers(algo) > kMaxRanks) {
     return std::string(algo) + " takes a worker beside its ranks for the switch: at most " +
            std::to_string(kMaxRanks - helperWorkers(algo)) + " ranks (got " +

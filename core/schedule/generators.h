@@ -41,18 +41,25 @@ const std::vector<std::string>& algorithmNames();
 // Broadcast).
 bool algorithmSupports(std::string_view algo, Collective c);
 
-// Why `algo` cannot run on `nranks` ranks, or empty when it can: swing and swing-latency need a
-// power of two; switch at most kMaxRanks - 1, its switch being one more worker; every other
-// algorithm takes any count the generators take (1..kMaxRanks).
+// Why `algo` cannot run on `nranks` ranks, or empty when it can: switch at most kMaxRanks - 1,
+// its switch being one more worker; every other algorithm takes any count the generators take
+// (1..kMaxRanks).
 std::string rankCountRefusal(std::string_view algo, int nranks);
 
-// Swing's step s on a torus of `dims` (GenParams::torusDims; empty: one ring of nranks): the
-// dimension it moves along and that dimension's own step k (its peers are rho(k) away there).
+// What step s (the schedule's numbering: the all-gather's steps after the reduce-scatter's) of
+// swing or swing-latency (`latency`) does on nranks ranks, on a torus of `dims`
+// (GenParams::torusDims; empty: one ring). An exchange moves along `dimension`, at that
+// dimension's own step k (its peers are rho(k) away there), among `ranks` ranks. Other than a
+// power of two some ranks fold into a neighbour first and get the result from it last
+// (gen_swing.cpp): Fold and Unfold. Role::None for a step beyond the schedule's.
 struct SwingStep {
+  enum class Role { None, Exchange, Fold, Unfold };
+  Role role = Role::None;
   int dimension = 0;
   int k = 0;
+  int ranks = 0;
 };
-SwingStep swingStep(const std::vector<int>& dims, int nranks, int s);
+SwingStep swingStep(bool latency, const std::vector<int>& dims, int nranks, int s);
 
 // Generates the schedule. Throws GenError on bad parameters.
 Schedule generate(std::string_view algo, const GenParams& p);
@@ -67,8 +74,8 @@ Schedule parameterServerAllReduce(const GenParams& p);
 Schedule hierarchicalAllReduce(const GenParams& p);
 Schedule bruckSchedule(const GenParams& p);          // AllReduce, AllGather, ReduceScatter
 Schedule patSchedule(const GenParams& p);            // AllReduce, AllGather, ReduceScatter
-Schedule swingAllReduce(const GenParams& p);         // power-of-two ranks
-Schedule swingLatencyAllReduce(const GenParams& p);  // power-of-two ranks
+Schedule swingAllReduce(const GenParams& p);         // AllReduce
+Schedule swingLatencyAllReduce(const GenParams& p);  // AllReduce
 Schedule knomialSchedule(const GenParams& p);        // AllReduce, Reduce, Broadcast
 // AllReduce through a switch: p.nranks ranks and one more node, the switch (nonResultRanks 1).
 Schedule switchAllReduce(const GenParams& p);

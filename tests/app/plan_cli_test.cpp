@@ -240,6 +240,27 @@ TEST(PlanCli, RadixShapesTheKnomialTreeAndRunsExactly) {
   }
 }
 
+// Swing off a power of two (gen_swing.cpp): an even count by overlapping reach sets, an odd
+// one folding rank n-1 in, swing-latency folding neighbour pairs; verified and exact, with the
+// steps the file comment gives.
+TEST(PlanCli, SwingRunsOffAPowerOfTwoExactly) {
+  const struct {
+    const char* algo;
+    int ranks;
+    int steps;
+  } cases[] = {{"swing", 6, 6},         {"swing", 7, 10},        {"swing", 12, 8},
+               {"swing-latency", 6, 4}, {"swing-latency", 7, 4}, {"swing-latency", 12, 5}};
+  for (const auto& c : cases) {
+    const Result r = plan(std::string("--algo ") + c.algo + " --ranks " + std::to_string(c.ranks) +
+                          " --count 1001 --slice 64 --dtype int32 --json --run --iters 1");
+    ASSERT_EQ(r.rc, 0) << c.algo << " " << c.ranks << ": " << r.err;
+    const nlohmann::json v = nlohmann::json::parse(r.out);
+    EXPECT_TRUE(v.at("verified").get<bool>()) << c.algo << " " << c.ranks;
+    EXPECT_EQ(v.at("wrong").get<int>(), 0) << c.algo << " " << c.ranks;
+    EXPECT_EQ(v.at("steps").get<int>(), c.steps) << c.algo << " " << c.ranks;
+  }
+}
+
 TEST(PlanCli, BadInputIsOneLineNamingTheArgument) {
   struct Case {
     const char* args;

@@ -10,6 +10,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -105,25 +106,56 @@ TEST(GenModern, PatVerifiesEveryCollectiveAtEveryRankCount) {
   }
 }
 
-TEST(GenModern, SwingVerifiesAtPowersOfTwoAndRefusesOtherCounts) {
+// Every count 1..64: a power of two as the paper, an even count by the overlapping reach sets,
+// an odd one with rank n-1 folded in; swing-latency folds the ranks beyond a power of two.
+TEST(GenModern, SwingVerifiesAtEveryRankCount) {
   for (const std::string algo : {"swing", "swing-latency"}) {
     for (int n = 1; n <= 64; ++n) {
-      if (!std::has_single_bit(static_cast<unsigned>(n))) {
-        if (n <= 33) {
-          try {
-            generate(algo, params(Collective::AllReduce, n, 100, 16));
-            ADD_FAILURE() << algo << " accepted " << n << " ranks";
-          } catch (const GenError& e) {
-            EXPECT_NE(std::string(e.what()).find("power-of-two"), std::string::npos) << e.what();
-          }
-        }
-        continue;
-      }
       for (const auto& [count, slice] : sizesFor(n)) {
+        if (n > 33 && count != 1000) continue;
         expectVerifies(algo, params(Collective::AllReduce, n, count, slice));
       }
     }
   }
+}
+
+// Off a power of two swing-latency's folding pairs are neighbours at the end (2p - n + 2i and
+// the next), as the authors' library pairs them; swing folds only rank n-1 of an odd n, into
+// n-2; an even n's steps pair every rank.
+TEST(GenModern, SwingOffAPowerOfTwoFoldsNeighbours) {
+  auto peersOf = [](const Schedule& s, int r, uint32_t step) {
+    std::set<int> peers;
+    for (const Op& op : s.ranks[static_cast<size_t>(r)]) {
+      if (op.step == step && opSends(op.kind)) peers.insert(op.sendPeer);
+    }
+    return peers;
+  };
+  const Schedule lat = generate("swing-latency", params(Collective::AllReduce, 6, 60, 64));
+  EXPECT_EQ(lat.nsteps, 4u);  // fold, log2 4 exchanges, unfold
+  EXPECT_EQ(peersOf(lat, 3, 0), std::set<int>{2});
+  EXPECT_EQ(peersOf(lat, 5, 0), std::set<int>{4});
+  EXPECT_TRUE(peersOf(lat, 3, 1).empty());
+  EXPECT_EQ(peersOf(lat, 2, 3), std::set<int>{3});
+  for (int r : {0, 1}) EXPECT_TRUE(peersOf(lat, r, 0).empty()) << r;
+  const Schedule odd = generate("swing", params(Collective::AllReduce, 7, 70, 64));
+  EXPECT_EQ(odd.nsteps, 2u * (3 + 2));  // ceil(log2 6) exchanges and a fold and unfold a half
+  EXPECT_EQ(peersOf(odd, 6, 0), std::set<int>{5});
+  for (int r = 0; r < 6; ++r) EXPECT_TRUE(peersOf(odd, r, 0).empty()) << r;
+  const Schedule even = generate("swing", params(Collective::AllReduce, 6, 60, 64));
+  EXPECT_EQ(even.nsteps, 6u);
+  for (uint32_t step = 0; step < 6; ++step) {
+    for (int r = 0; r < 6; ++r) {
+      const std::set<int> to = peersOf(even, r, step);
+      ASSERT_EQ(to.size(), 1u) << "rank " << r << " step " << step;
+      EXPECT_EQ(peersOf(even, *to.begin(), step), std::set<int>{r}) << r << " step " << step;
+    }
+  }
+  const SwingStep first = swingStep(true, {}, 6, 0);
+  EXPECT_EQ(first.role, SwingStep::Role::Fold);
+  EXPECT_EQ(first.ranks, 4);
+  EXPECT_EQ(swingStep(false, {}, 7, 9).role, SwingStep::Role::Unfold);
+  EXPECT_EQ(swingStep(false, {}, 6, 5).k, 0);
+  EXPECT_EQ(swingStep(false, {}, 6, 6).role, SwingStep::Role::None);
 }
 
 TEST(GenModern, KnomialVerifiesEveryCollectiveRootAndRadix) {
@@ -155,10 +187,13 @@ TEST(GenModern, StepCountsMatchTheClosedForms) {
       EXPECT_EQ(generate(a, params(Collective::AllGather, n, 10, 64)).nsteps, half) << a << n;
       EXPECT_EQ(generate(a, params(Collective::ReduceScatter, n, 10, 64)).nsteps, half) << a << n;
     }
-    if (std::has_single_bit(static_cast<unsigned>(n))) {
-      EXPECT_EQ(generate("swing", params(Collective::AllReduce, n, 1000, 64)).nsteps, 2 * half);
-      EXPECT_EQ(generate("swing-latency", params(Collective::AllReduce, n, 1000, 64)).nsteps, half);
-    }
+    const bool pow2 = std::has_single_bit(static_cast<unsigned>(n));
+    const auto swingHalf = n % 2 == 0 ? half : static_cast<uint32_t>(ceilLog(n - 1, 2)) + 2;
+    EXPECT_EQ(generate("swing", params(Collective::AllReduce, n, 1000, 64)).nsteps, 2 * swingHalf)
+        << n;
+    EXPECT_EQ(generate("swing-latency", params(Collective::AllReduce, n, 1000, 64)).nsteps,
+              pow2 ? half : half - 1 + 2)
+        << n;
     for (int k : {2, 3, 4, 8}) {
       const auto rounds = static_cast<uint32_t>(ceilLog(n, k));
       EXPECT_EQ(generate("knomial", params(Collective::AllReduce, n, 100, 64, k)).nsteps,
@@ -177,7 +212,7 @@ TEST(GenModern, BytesPerRankMatchTheClosedForms) {
     const uint64_t count = static_cast<uint64_t>(n) * 60;
     const bool pow2 = std::has_single_bit(static_cast<unsigned>(n));
     for (const char* a : {"bruck", "pat", "swing"}) {
-      if (std::string(a) == "swing" && !pow2) continue;
+      if (std::string(a) == "swing" && n % 2 == 1) continue;  // rank n-1 folds in
       const Schedule s = generate(a, params(Collective::AllReduce, n, count, 16));
       const Schedule ag = std::string(a) == "swing"
                               ? Schedule{}
@@ -379,7 +414,9 @@ TEST(GenModern, SentFormulasOfTheNewAlgorithms) {
   ASSERT_TRUE(lat);
   EXPECT_EQ(lat->bytes, 3 * 800.0);
   EXPECT_EQ(sentFormula("swing", Collective::AllReduce, 8, 800)->bytes, 2 * 7 / 8.0 * 800);
-  EXPECT_FALSE(sentFormula("swing", Collective::AllReduce, 6, 800));
+  EXPECT_DOUBLE_EQ(sentFormula("swing", Collective::AllReduce, 6, 600)->bytes, 2 * 5 / 6.0 * 600);
+  EXPECT_FALSE(sentFormula("swing", Collective::AllReduce, 7, 700));  // rank 6 folds in
+  EXPECT_FALSE(sentFormula("swing-latency", Collective::AllReduce, 6, 600));
   EXPECT_EQ(sentFormula("bruck", Collective::AllGather, 5, 800)->bytes, 4 / 5.0 * 800);
   EXPECT_EQ(sentFormula("pat", Collective::AllReduce, 5, 800)->bytes, 2 * 4 / 5.0 * 800);
   EXPECT_FALSE(sentFormula("knomial", Collective::AllReduce, 8, 800));
@@ -396,7 +433,8 @@ TEST(GenModern, EveryNewAlgorithmCanBePlayed) {
       for (int r = 0; r < n; ++r) EXPECT_NO_THROW(RankGame(s, r)) << a << " n=" << n;
     }
   }
-  EXPECT_THROW(RankGame::playSchedule("swing", 6), GenError);
+  EXPECT_NO_THROW(RankGame(RankGame::playSchedule("swing", 6), 5));
+  EXPECT_NO_THROW(RankGame(RankGame::playSchedule("swing-latency", 7), 6));
 }
 
 }  // namespace

@@ -214,6 +214,7 @@ std::vector<CostQuery> everyQuery(uint64_t bytes) {
         const bool split = c == Collective::ReduceScatter || c == Collective::AllGather;
         CostQuery q = query(a, n, split ? bytes / (4 * n) * (4 * n) : bytes, c);
         if (a == "hierarchical" && n >= 4) q.ranksPerHost = (n + 1) / 2;
+        if (!hasClosedForm(q)) continue;  // swing off a power of two: simulated only
         out.push_back(q);
       }
     }

@@ -50,7 +50,7 @@ class CudaRuns : public ::testing::TestWithParam<RunsParam> {
   }
 };
 
-// The algorithms "--algo all" runs on n ranks (swing's need a power of two).
+// The algorithms "--algo all" runs on n ranks (those rankCountRefusal lets run there).
 size_t runnableOn(int n) {
   size_t k = 0;
   for (const std::string& a : algorithmNames()) k += rankCountRefusal(a, n).empty() ? 1 : 0;

@@ -6,6 +6,7 @@
 #include <QSizePolicy>
 #include <QStringList>
 #include <QVBoxLayout>
+#include <bit>
 #include <cstdlib>
 #include <map>
 #include <vector>
@@ -118,10 +119,45 @@ int swingRho(int t) {
   return rho;
 }
 
+// A fold or unfold step of swing off a power of two (gen_swing.cpp).
+QString swingFoldRule(bool latency, Phase p, SwingStep::Role role, int exchanging, int n) {
+  const bool fold = role == SwingStep::Role::Fold;
+  if (latency) {
+    return fold ? QStringLiteral(
+                      "%1 ranks is not a power of two: the last %2 pair up with a neighbour, and "
+                      "the second of each pair sends its whole vector to the first, which adds it "
+                      "and stands for both in the %3 exchanging ranks.")
+                      .arg(n)
+                      .arg(2 * (n - exchanging))
+                      .arg(exchanging)
+                : QStringLiteral(
+                      "The first of each folded pair sends the sum back to its neighbour: "
+                      "2 steps more than on a power of two, the whole vector each.");
+  }
+  if (p == Phase::ReduceScatter) {
+    return fold ? QStringLiteral(
+                      "%1 ranks is odd, so no rule pairs them all: rank %2 hands its partial sums "
+                      "of the other blocks to its neighbour, rank %3, which stands for it.")
+                      .arg(n)
+                      .arg(n - 1)
+                      .arg(n - 2)
+                : QStringLiteral(
+                      "Rank %1 gets the partial sum of its own block back from rank %2 "
+                      "and adds its own.")
+                      .arg(n - 1)
+                      .arg(n - 2);
+  }
+  return fold ? QStringLiteral("Rank %1 hands its finished block to rank %2.").arg(n - 1).arg(n - 2)
+              : QStringLiteral("Rank %1 gets every other finished block from rank %2.")
+                    .arg(n - 1)
+                    .arg(n - 2);
+}
+
 QString swingRule(bool latency, Phase p, int s, int n, const std::vector<int>& torus) {
-  const int L = halfSteps(n);
-  const int t = p == Phase::AllGather ? L - 1 - s % L : s % L;
-  const SwingStep step = swingStep(torus, n, t);
+  const SwingStep step = swingStep(latency, torus, n, s);
+  if (step.role == SwingStep::Role::Fold || step.role == SwingStep::Role::Unfold) {
+    return swingFoldRule(latency, p, step.role, step.ranks, n);
+  }
   QString pair = QStringLiteral(
                      "An even rank i talks to i + ρ, an odd one to i − ρ, ρ = %1: the peers swing "
                      "from side to side and stay nearer than recursive doubling's. ")
@@ -138,10 +174,21 @@ QString swingRule(bool latency, Phase p, int s, int n, const std::vector<int>& t
                .arg(std::abs(swingRho(step.k)))
                .arg(std::abs(swingRho(step.k)) == 1 ? QString() : QStringLiteral("s"));
   }
+  const bool pow2 = std::has_single_bit(static_cast<unsigned>(step.ranks));
   if (latency) {
     return pair + QStringLiteral(
                       "Each pair swaps its whole partial sum and adds: log₂ n steps, the whole "
                       "vector every step.");
+  }
+  if (!pow2) {
+    return pair +
+           (p == Phase::ReduceScatter
+                ? QStringLiteral(
+                      "Off a power of two the peers' sides overlap: a partial sum goes "
+                      "only at the last step that reaches its block's owner, so each rank "
+                      "still sends each block once.")
+                : QStringLiteral("Off a power of two each sends only the finished blocks its peer "
+                                 "lacks, so each rank still receives each block once."));
   }
   if (p == Phase::ReduceScatter) {
     return pair + QStringLiteral(

@@ -52,8 +52,9 @@ void explainModel(RunExplanation& x, const CostQuery& q, const ModelParams& p) {
   x.used = shapedParams(q, p);
   x.closedFormPerIteration = closedFormIsPerIteration(q);
   // closedFormText() is empty exactly where closedForm() has no form (a library's algorithm,
-  // a collective the algorithm does not implement); closedForm() also refuses no ranks.
-  if (q.nranks < 1) return;
+  // a collective the algorithm does not implement); closedForm() also refuses no ranks, and
+  // swing off a power of two (hasClosedForm).
+  if (q.nranks < 1 || !hasClosedForm(q)) return;
   x.formText = closedFormText(q.algorithm, q.collective);
   if (x.formText.empty()) return;
   x.terms = closedForm(q);
