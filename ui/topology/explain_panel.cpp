@@ -174,11 +174,20 @@ QString swingRule(bool latency, Phase p, int s, int n, const std::vector<int>& t
                .arg(std::abs(swingRho(step.k)))
                .arg(std::abs(swingRho(step.k)) == 1 ? QString() : QStringLiteral("s"));
   }
+  if (step.ranks < n) {
+    // gen_swing.cpp numbers the ranks that did not fold in by rank order, 0 .. ranks - 1.
+    pair += QStringLiteral(
+                "Here %1 ranks exchange, the ones that did not fold in, numbered 0 … %2 in rank "
+                "order; i and ρ count in those numbers, mod %1. ")
+                .arg(step.ranks)
+                .arg(step.ranks - 1);
+  }
   const bool pow2 = std::has_single_bit(static_cast<unsigned>(step.ranks));
   if (latency) {
     return pair + QStringLiteral(
-                      "Each pair swaps its whole partial sum and adds: log₂ n steps, the whole "
-                      "vector every step.");
+                      "Each pair swaps its whole partial sum and adds: log₂ %1 steps, the whole "
+                      "vector every step.")
+                      .arg(step.ranks < n ? QString::number(step.ranks) : QStringLiteral("n"));
   }
   if (!pow2) {
     return pair +
