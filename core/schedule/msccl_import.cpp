@@ -551,7 +551,8 @@ Layout layoutFor(const MscclProgram& p, uint64_t count, uint64_t sliceElems) {
   for (const MscclGpu& g : p.gpus) {
     for (const MscclTb& t : g.tbs) steps += t.steps.size() + 1;
   }
-  if (lay.loops() > kMscclMaxOps / steps) {
+  // A program without thread blocks has no steps (the verifier then says what it lacks).
+  if (steps > 0 && lay.loops() > kMscclMaxOps / steps) {
     fail(p, 0,
          "count " + std::to_string(count) + " in slices of " + std::to_string(sliceElems) +
              " elements makes " + std::to_string(lay.loops()) + " loops of " +

@@ -191,6 +191,21 @@ TEST(MscclImport, ReadsOnlyRegularFilesUnderTheCap) {
 }
 
 // Random damage to the examples: every outcome is a program or a refusal with a line.
+// A program whose GPUs have no thread blocks has no steps: it imports to a schedule the
+// verifier refuses (found by libFuzzer: the op bound divided by its zero steps, SIGFPE).
+TEST(MscclImport, AProgramWithoutThreadBlocksIsTheVerifiersToRefuse) {
+  const std::string t =
+      "<algo name=\"ring2\" proto=\"Simple\" nchannels=\"1\" nchunksperloop=\"8\" ngpus=\"2\" "
+      "coll=\"allreduce\" inplace=\"1\">\n"
+      "  <gpu id=\"0\" i_chunks=\"2\" o_chunks=\"2\" s_chunks=\"0\">\n  </gpu>\n"
+      "  <gpu id=\"1\" i_chunks=\"2\" o_chunks=\"2\" s_chunks=\"0\">\n  </gpu>\n"
+      "</algo>\n";
+  const Schedule s = mscclSchedule(parseMscclProgram(t, "f.xml"), 4096, 512);
+  const VerifyResult v = verify(s);
+  EXPECT_FALSE(v.ok);
+  EXPECT_FALSE(v.message.empty());
+}
+
 TEST(MscclImport, FuzzedFilesNeverCrash) {
   const std::vector<std::string> seeds{exampleText("msccl-ring-4.xml"),
                                        exampleText("msccl-hierarchical-4.xml")};
