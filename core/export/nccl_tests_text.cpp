@@ -424,6 +424,12 @@ BenchRow rowOf(const ImportedSession& s, const ImportedRow& r, const std::string
   q.op = parseRedOp(r.redop).value_or(RedOp::Sum);
   q.count = r.count;
   q.sliceBytes = 0;  // not the lab's pipeline: no slice to chart against
+  // A recording holds roots 0..kMaxRanks-1 (-1, no root, reads as 0): refuse what it would.
+  if (r.root >= kMaxRanks) {
+    throw ImportError(s.file + ": result " + std::to_string(index + 1) + ": root " +
+                      std::to_string(r.root) + " is beyond the lab's " + std::to_string(kMaxRanks) +
+                      " ranks");
+  }
   q.root = std::max(r.root, 0);
   q.inPlace = r.placement == "in_place";
   q.iterations = timedIterations(s, r);
