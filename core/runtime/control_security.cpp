@@ -6,6 +6,7 @@
 // this machine's users reach it, as for MPI's and NCCL's bootstrap sockets, which assume a
 // trusted network everywhere.
 #include <algorithm>
+#include <cstdio>
 
 #include "base/endpoint.h"
 #include "base/errors.h"
@@ -13,6 +14,46 @@
 #include "runtime/key_store.h"
 
 namespace arl {
+namespace {
+
+// The control socket's handshakes that fail before the ZAP handler sees a key, read from its
+// monitor (zmq_socket_monitor) on the coordinator's thread. A CURVE server that cannot open a
+// client's HELLO (the client was given another server key) reports
+// ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC; a client without keys, mismatched mechanisms. The
+// monitor names the listening endpoint, not the peer: libzmq reports a bound socket's events
+// under the address it bound.
+class HandshakeLog final : public zmq::monitor_t {
+ public:
+  HandshakeLog(zmq::socket_t& router, std::string serverKey, std::vector<std::string>& out)
+      : serverKey_(std::move(serverKey)), out_(out) {
+    init(router, "inproc://arl-coordinator-monitor", ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL);
+  }
+
+ private:
+  void on_event_handshake_failed_protocol(const zmq_event_t& e, const char* addr) override {
+    const std::string at = "refused a connection to " + std::string(addr ? addr : "?");
+    std::string why;
+    if (e.value == ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC) {
+      why = " before its key could be checked: its CURVE hello is not sealed for this lab's key " +
+            keyFingerprint(serverKey_) +
+            " (a worker given another --server-key than the one the join command shows)";
+    } else if (e.value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) {
+      why =
+          ": it offered no CURVE key (a worker started without --keys and --server-key, or a "
+          "client that is not a worker)";
+    } else {
+      char code[16];
+      std::snprintf(code, sizeof code, "0x%08x", static_cast<unsigned>(e.value));
+      why = ": its handshake broke the ZeroMQ protocol (error " + std::string(code) + ")";
+    }
+    if (out_.size() < 1000) out_.push_back(at + why);
+  }
+
+  std::string serverKey_;
+  std::vector<std::string>& out_;  // read on the same thread
+};
+
+}  // namespace
 
 void Coordinator::Impl::secure(const std::string& listen) {
   const ControlSecurity& want = opt.security;
@@ -58,6 +99,7 @@ void Coordinator::Impl::secure(const std::string& listen) {
   router.set(zmq::sockopt::curve_server, true);
   router.set(zmq::sockopt::curve_secretkey, keys->secretKey);
   router.set(zmq::sockopt::zap_domain, "allreduce-lab");
+  handshakes = std::make_unique<HandshakeLog>(router, keys->publicKey, failedHandshakes);
 }
 
 std::vector<std::string> Coordinator::Impl::keyArgs() const {
@@ -70,6 +112,12 @@ void Coordinator::Impl::logRefusals() {
   {
     std::lock_guard<std::mutex> lock(refusedMu);
     lines.swap(refused);
+  }
+  if (handshakes) {
+    while (handshakes->check_event(0)) {
+    }
+    lines.insert(lines.end(), failedHandshakes.begin(), failedHandshakes.end());
+    failedHandshakes.clear();
   }
   for (const auto& l : lines) logLimited(1, l);
 }

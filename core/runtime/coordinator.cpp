@@ -633,6 +633,7 @@ Coordinator::~Coordinator() {
   impl_->stopping.store(true);
   impl_->wake->raise();
   if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->handshakes.reset();  // it stops monitoring `router`, which must still be open
   impl_->router.close();
 }
 

@@ -134,6 +134,10 @@ struct Coordinator::Impl final : RunLink {
   std::mutex refusedMu;
   std::vector<std::string> refused;
   std::unique_ptr<ZapHandler> zap;  // before the socket: it admits the socket's peers
+  // The control socket's handshakes that fail before ZAP sees a key (control_security.cpp),
+  // collected on the loop's thread; `handshakes` is reset before `router` closes.
+  std::vector<std::string> failedHandshakes;
+  std::unique_ptr<zmq::monitor_t> handshakes;
   std::thread thread;
   std::atomic<bool> stopping{false};
   // Raised by API threads when they queue a command or stop the loop, and by planning
@@ -334,7 +338,8 @@ struct Coordinator::Impl final : RunLink {
   // The arguments that give a local worker the lab's keys (none in the clear).
   std::vector<std::string> keyArgs() const;
 
-  // Logs what the ZAP handler refused since the last look.
+  // Logs what the ZAP handler refused since the last look, and the handshakes that failed
+  // before it could (a worker given another server key, a client without keys).
   void logRefusals();
 
   // A local child's routing identity ends with ":p<our pid>" (from its --parent-pid), which a
