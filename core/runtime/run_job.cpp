@@ -14,8 +14,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
+#include <string_view>
 
 #include "backend/registry.h"
 #include "base/errors.h"
@@ -300,6 +302,13 @@ void keepToMembers(const RunJob& j, BindOptions& bo) {
 Transport* makeNetworkPlane(const RunConfig& c, int rank, RunDataPlane& plane) {
   if (c.dataPlane == DataPlaneKind::Tcp || c.dataPlane == DataPlaneKind::Auto) {
     plane.tcp = std::make_unique<TcpDataPlane>(rank, c.worldSize);
+    // Small messages made while a batch of arrived ones is handled leave together
+    // (tcp_transport.h, "Held sends"): every user of a run's plane (the executor, the
+    // asynchronous parameter server) waits only on the plane itself or after the executor's
+    // reclaimAll(). ARL_TCP_HOLD_SENDS=0 turns them off, to measure what they save
+    // (docs/hosts.md).
+    const char* hold = std::getenv("ARL_TCP_HOLD_SENDS");
+    plane.tcp->holdSmallSends(hold == nullptr || std::string_view(hold) != "0");
     return plane.tcp.get();
   }
   plane.zmq = std::make_unique<ZmqDataPlane>(rank, c.worldSize);
@@ -326,7 +335,10 @@ std::string bindSplitDataPlane(RunJob& j, RunDataPlane& plane, const ShmOptions&
   if (needShm) plane.shm = std::make_unique<ShmDataPlane>(j.rank, c.worldSize);
   Transport* net = needNet ? makeNetworkPlane(c, j.rank, plane) : nullptr;
   if (needShm && needNet) {
-    plane.split = std::make_unique<SplitTransport>(*plane.shm, *net, plane.viaShm);
+    std::function<void()> flushFar;
+    if (plane.tcp) flushFar = [tcp = plane.tcp.get()] { tcp->flush(); };
+    plane.split =
+        std::make_unique<SplitTransport>(*plane.shm, *net, plane.viaShm, std::move(flushFar));
     plane.dp = plane.split.get();
   } else {
     plane.dp = needShm ? static_cast<Transport*>(plane.shm.get()) : net;

@@ -201,6 +201,7 @@ std::shared_ptr<SendCompletion> PeerMemoryTransport::send(int peer, const ChunkH
 }
 
 void PeerMemoryTransport::reclaimAll(uint32_t step) {
+  inner_.reclaimAll(step);  // what the inner plane holds back leaves first
   for (int p = 0; p < size(); ++p) {
     Channel& ch = channels_[static_cast<size_t>(p)];
     if (ch.slicesSent > 0) awaitReturn(p, ch.slicesSent - 1, step);

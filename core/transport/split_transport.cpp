@@ -37,8 +37,9 @@ std::string endpointOfScheme(std::string_view joined, std::string_view scheme) {
   return {};
 }
 
-SplitTransport::SplitTransport(Transport& near, Transport& far, std::vector<bool> viaNear)
-    : near_(near), far_(far), viaNear_(std::move(viaNear)) {
+SplitTransport::SplitTransport(Transport& near, Transport& far, std::vector<bool> viaNear,
+                               std::function<void()> flushFar)
+    : near_(near), far_(far), viaNear_(std::move(viaNear)), flushFar_(std::move(flushFar)) {
   if (near.rank() != far.rank() || near.size() != far.size() ||
       viaNear_.size() != static_cast<size_t>(near.size())) {
     throw ConfigError("split data plane: rank " + std::to_string(near.rank()) + " of " +
@@ -60,12 +61,29 @@ std::shared_ptr<SendCompletion> SplitTransport::send(int peer, const ChunkHeader
 
 std::unique_ptr<InMessage> SplitTransport::recv(int peer, uint32_t step,
                                                 std::chrono::milliseconds timeout) {
-  return of(peer).recv(peer, step, timeout);
+  Transport& t = of(peer);
+  if (flushFar_ && &t == &near_ && !near_.arrived(peer)) flushFar_();
+  return t.recv(peer, step, timeout);
 }
 
-bool SplitTransport::ready(int peer, uint32_t step) { return of(peer).ready(peer, step); }
+bool SplitTransport::ready(int peer, uint32_t step) {
+  Transport& t = of(peer);
+  const bool yes = t.ready(peer, step);
+  if (!yes && flushFar_ && &t == &near_) flushFar_();
+  return yes;
+}
 
-bool SplitTransport::arrived(int peer) { return of(peer).arrived(peer); }
+bool SplitTransport::arrived(int peer) {
+  Transport& t = of(peer);
+  const bool yes = t.arrived(peer);
+  if (!yes && flushFar_ && &t == &near_) flushFar_();
+  return yes;
+}
+
+void SplitTransport::reclaimAll(uint32_t step) {
+  far_.reclaimAll(step);
+  near_.reclaimAll(step);
+}
 
 void SplitTransport::abort() {
   near_.abort();

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -31,9 +32,12 @@ std::string endpointOfScheme(std::string_view joined, std::string_view scheme);
 class SplitTransport final : public Transport {
  public:
   // `near` carries the messages of the peers with viaNear[peer], `far` the others; both
-  // outlive this and have the same rank and size. Throws ConfigError when they differ or
-  // viaNear has not one entry per rank.
-  SplitTransport(Transport& near, Transport& far, std::vector<bool> viaNear);
+  // outlive this and have the same rank and size. `flushFar` writes what `far` holds back
+  // (TcpDataPlane::flush with held sends); it runs before a receive from `near` that would
+  // wait, so that no peer across waits for what this rank has sent. Throws ConfigError when
+  // the planes differ or viaNear has not one entry per rank.
+  SplitTransport(Transport& near, Transport& far, std::vector<bool> viaNear,
+                 std::function<void()> flushFar = {});
 
   int rank() const override { return near_.rank(); }
   int size() const override { return near_.size(); }
@@ -45,6 +49,8 @@ class SplitTransport final : public Transport {
   bool arrived(int peer) override;
   // Aborts both planes.
   void abort() override;
+  // Both planes', the far one first.
+  void reclaimAll(uint32_t step) override;
 
  private:
   Transport& of(int peer) const;
@@ -52,6 +58,7 @@ class SplitTransport final : public Transport {
   Transport& near_;
   Transport& far_;
   std::vector<bool> viaNear_;
+  std::function<void()> flushFar_;
 };
 
 }  // namespace arl

@@ -138,9 +138,9 @@ class Transport {
   // in place) instead of host memory: the caller then passes backend addresses and must not
   // stage them. False for every plain data plane.
   virtual bool readsBackendMemory(int /*peer*/) const { return false; }
-  // For a transport that lends backend memory (readsBackendMemory): waits until every slice
-  // lent to a peer has come back. The executor calls it before a run ends, so that nothing of
-  // the run is left unread on the data plane. A no-op for every plain data plane.
+  // Called by the executor before a run ends, so that nothing of the run is left on the data
+  // plane: a lending transport (readsBackendMemory) waits for every lent slice to come back,
+  // the TCP plane writes the sends it holds (tcp_transport.h); a no-op for the other planes.
   virtual void reclaimAll(uint32_t /*step*/) {}
 };
 

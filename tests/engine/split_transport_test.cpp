@@ -57,6 +57,29 @@ TEST(SplitTransport, AbortEndsWaitsOnBothPlanes) {
   EXPECT_THROW(far.transport(0).recv(1, 0, 5s), PeerError);
 }
 
+// A far plane that holds sends back (the TCP plane's held sends) is flushed before this rank
+// could wait on the near plane, and only then.
+TEST(SplitTransport, FlushesTheFarPlaneBeforeWaitingOnTheNearOne) {
+  LoopbackFabric near(3), far(3);
+  int flushes = 0;
+  SplitTransport t(near.transport(0), far.transport(0), {false, true, false}, [&] { ++flushes; });
+  EXPECT_FALSE(t.ready(1, 0));
+  EXPECT_EQ(flushes, 1) << "a near receive that would wait";
+  EXPECT_FALSE(t.ready(2, 0));
+  EXPECT_FALSE(t.arrived(2));
+  EXPECT_EQ(flushes, 1) << "the far plane's own receives flush it themselves";
+  const int a = 5;
+  near.transport(1).send(0, header(1, 0), &a, sizeof a);
+  EXPECT_TRUE(t.ready(1, 0));
+  EXPECT_EQ(valueOf(*t.recv(1, 0, 1s)), 5);
+  EXPECT_EQ(flushes, 1) << "nothing to wait for";
+  EXPECT_FALSE(t.arrived(1));
+  EXPECT_EQ(flushes, 2);
+  near.transport(0).abort();
+  EXPECT_THROW(t.recv(1, 1, 5s), PeerError);
+  EXPECT_EQ(flushes, 3) << "a near receive that waits";
+}
+
 TEST(SplitTransport, RefusesPlanesOfDifferentWorlds) {
   LoopbackFabric near(2), far(3);
   EXPECT_THROW(SplitTransport(near.transport(0), far.transport(0), {false, true}), ConfigError);

@@ -2,9 +2,9 @@
 // writes a pair; a worker whose key the allow-list names joins a lab that serves CURVE and
 // runs exactly, over a tcp:// data plane that is CURVE too; a worker with an unknown key,
 // with the wrong server key or without keys is refused with one line that says why, and the
-// lab logs each refusal (the unknown key's fingerprint; its own key, which a wrong server key
-// did not match; a client without keys); a listen other machines reach needs keys or
-// --insecure, which bench's header then says.
+// lab logs the refusals (the unknown key's fingerprint; its own key, which a wrong server key
+// did not match); a listen other machines reach needs keys or --insecure, which bench's
+// header then says.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -174,18 +174,16 @@ TEST_F(Curve, WorkersAreRefusedWithALineThatSaysWhy) {
     std::this_thread::sleep_for(milliseconds(10));
   }
   EXPECT_EQ(client.logsContaining(logged), 1) << client.allLogs();
-  // The two refused before ZAP sees a key are logged by the lab too, saying why.
+  // The worker with the wrong server key, refused before ZAP sees a key, is logged by the lab
+  // too, saying why. (The keyless one is logged only when the lab reads its greeting before
+  // the worker, which has already given up, resets the connection: not asserted.)
   const std::string sealed = "CURVE hello is not sealed for this lab's key " +
                              keyFingerprint(lab.publicKey) +
                              " (a worker given another --server-key";
-  const std::string keyless = "it offered no CURVE key";
-  for (int i = 0;
-       i < 200 && (client.logsContaining(sealed) == 0 || client.logsContaining(keyless) == 0);
-       ++i) {
+  for (int i = 0; i < 200 && client.logsContaining(sealed) == 0; ++i) {
     std::this_thread::sleep_for(milliseconds(10));
   }
   EXPECT_GE(client.logsContaining(sealed), 1) << client.allLogs();
-  EXPECT_GE(client.logsContaining(keyless), 1) << client.allLogs();
   EXPECT_EQ(coord.workers().size(), 1u);  // the local one alone
 }
 

@@ -449,6 +449,79 @@ TEST(TcpDataPlane, CloseRightAfterSendingLosesNothing) {
   EXPECT_TRUE(clean[1]);
 }
 
+// Held sends (tcp_transport.h): small messages made while arrived messages wait in a queue
+// are held until the queues are empty, until the sender could wait, or until 64 of them are
+// held, and leave in one write; a larger one goes after them in order; close() sends them
+// before its goodbye.
+TEST(TcpDataPlane, HeldSendsLeaveTogetherBeforeTheSenderWaits) {
+  auto dp = makeMesh(2, tcpOptions());
+  TcpDataPlane& a = *(*dp)[0];
+  TcpDataPlane& b = *(*dp)[1];
+  a.holdSmallSends(true);
+  std::vector<std::vector<unsigned char>> sent;
+  auto sendNext = [&](size_t bytes) {
+    const auto i = static_cast<uint32_t>(sent.size());
+    sent.push_back(pattern(0, i, bytes));
+    EXPECT_TRUE(a.send(1, headerFor(i), sent.back().data(), bytes)->done());
+  };
+  uint32_t fromB = 0;
+  auto queueOneFromB = [&] {  // a message from b that a has read and not yet taken
+    const int v = 7;
+    b.send(0, headerFor(fromB++), &v, sizeof v);
+    const auto giveUp = SteadyClock::now() + milliseconds(10000);
+    while (!a.ready(1, 0) && SteadyClock::now() < giveUp)
+      std::this_thread::sleep_for(milliseconds(1));
+    ASSERT_TRUE(a.ready(1, 0));
+  };
+  auto takeFromB = [&] {
+    EXPECT_EQ(a.recv(1, fromB - 1, milliseconds(1000))->header().step, fromB - 1);
+  };
+  auto bTakes = [&](uint32_t from) {
+    for (uint32_t i = from; i < sent.size(); ++i) {
+      auto m = b.recv(0, i, milliseconds(10000));
+      ASSERT_EQ(m->header().step, i);
+      ASSERT_TRUE(samePayload(*m, sent[i])) << "message " << i;
+    }
+  };
+
+  sendNext(16);  // nothing queued: written at once
+  bTakes(0);
+  queueOneFromB();
+  const size_t before = a.writes();
+  for (int i = 0; i < 40; ++i) sendNext(16);
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(b.ready(0, 1)) << "40 small messages are held";
+  EXPECT_EQ(a.writes(), before);
+  a.flush();
+  EXPECT_EQ(a.writes(), before + 1) << "40 messages in one write";
+  for (int i = 0; i < 200; ++i) sendNext(i % 2 == 0 ? 16 : 200);
+  EXPECT_EQ(a.writes(), before + 4) << "held messages leave every 64";
+  sendNext(20000);  // more than is held: after the 8 held, in order
+  for (int i = 0; i < 10; ++i) sendNext(16);
+  const size_t held10 = a.writes();
+  takeFromB();   // the queue is empty now
+  sendNext(16);  // so this one leaves, after the 10 held, in one write
+  EXPECT_EQ(a.writes(), held10 + 1);
+  bTakes(1);
+
+  queueOneFromB();
+  const auto from = static_cast<uint32_t>(sent.size());
+  for (int i = 0; i < 5; ++i) sendNext(16);
+  takeFromB();
+  EXPECT_FALSE(a.ready(1, 2));  // would wait: sends the 5
+  bTakes(from);
+
+  queueOneFromB();
+  sendNext(16);
+  std::vector<char> clean(2, 0);
+  onThreads(2, [&](int r) {
+    if (r == 1) bTakes(static_cast<uint32_t>(sent.size()) - 1);
+    clean[static_cast<size_t>(r)] = (*dp)[static_cast<size_t>(r)]->close();
+  });
+  EXPECT_TRUE(clean[0]);
+  EXPECT_TRUE(clean[1]) << "close sends what is held before its goodbye";
+}
+
 // Waiting for data from a rank that has closed fails at once, naming it.
 TEST(TcpDataPlane, RecvFromClosedPeerFailsFast) {
   BindOptions opt = tcpOptions();
@@ -607,54 +680,59 @@ TEST(TcpDataPlane, ConnectNamesARankThatNeverComes) {
 TEST(TcpDataPlane, AllReduceOverTheDataPlaneIsExact) {
   constexpr int kRanks = 4;
   for (const std::string algo : {"ring", "halving-doubling"}) {
-    for (const uint64_t slice : {uint64_t{16384}, uint64_t{256}}) {
-      SCOPED_TRACE(algo + " slice " + std::to_string(slice));
-      GenParams p;
-      p.nranks = kRanks;
-      p.count = 100003;
-      p.sliceElems = slice;
-      const Schedule s = generate(algo, p);
-      RunKeys keys(kRanks);
-      std::vector<std::unique_ptr<TcpDataPlane>> dp;
-      std::vector<std::string> endpoints;
-      for (int r = 0; r < kRanks; ++r) {
-        dp.push_back(std::make_unique<TcpDataPlane>(r, kRanks));
-        endpoints.push_back(dp.back()->bind(keys.options(r)));
-      }
-      auto input = [](int r, uint64_t i) {
-        return static_cast<float>((i * 7 + static_cast<uint64_t>(r) * 3) % 11);
-      };
-      std::vector<uint64_t> wrong(kRanks, 0);
-      onThreads(kRanks, [&](int r) {
-        TcpDataPlane& t = *dp[static_cast<size_t>(r)];
-        t.connect(endpoints, partnersOf(dataPlanePeers(s, r)), milliseconds(20000));
-        CpuBackend backend;
-        const size_t bytes = p.count * sizeof(float);
-        std::vector<float> host(p.count);
-        for (uint64_t i = 0; i < p.count; ++i) host[i] = input(r, i);
-        RankBuffers bufs;
-        bufs.input = backend.allocate(bytes);
-        bufs.output = backend.allocate(bytes);
-        backend.upload(bufs.input, host.data(), bytes);
-        ExecOptions eo;
-        eo.epoch = 5;
-        eo.recvTimeout = milliseconds(20000);
-        Executor ex(s, r, t, backend, nullptr, eo);
-        for (uint32_t it = 0; it < 3; ++it) {
-          ex.run(bufs, it, it);
-          std::vector<float> out(p.count);
-          backend.download(out.data(), bufs.output, bytes);
-          for (uint64_t i = 0; i < p.count; ++i) {
-            float want = 0;
-            for (int q = 0; q < kRanks; ++q) want += input(q, i);
-            if (out[i] != want) ++wrong[static_cast<size_t>(r)];
-          }
+    for (const uint64_t slice : {uint64_t{16384}, uint64_t{256}, uint64_t{4}}) {
+      for (const bool hold : {false, true}) {
+        SCOPED_TRACE(algo + " slice " + std::to_string(slice) + (hold ? " held sends" : ""));
+        if (slice == 4 && !hold) continue;  // 16-byte slices one write each: slow, no more cover
+        GenParams p;
+        p.nranks = kRanks;
+        p.count = slice == 4 ? 4099 : 100003;
+        p.sliceElems = slice;
+        const Schedule s = generate(algo, p);
+        RunKeys keys(kRanks);
+        std::vector<std::unique_ptr<TcpDataPlane>> dp;
+        std::vector<std::string> endpoints;
+        for (int r = 0; r < kRanks; ++r) {
+          dp.push_back(std::make_unique<TcpDataPlane>(r, kRanks));
+          endpoints.push_back(dp.back()->bind(keys.options(r)));
         }
-        t.close();
-        backend.deallocate(bufs.input);
-        backend.deallocate(bufs.output);
-      });
-      for (int r = 0; r < kRanks; ++r) EXPECT_EQ(wrong[static_cast<size_t>(r)], 0u) << "rank " << r;
+        auto input = [](int r, uint64_t i) {
+          return static_cast<float>((i * 7 + static_cast<uint64_t>(r) * 3) % 11);
+        };
+        std::vector<uint64_t> wrong(kRanks, 0);
+        onThreads(kRanks, [&](int r) {
+          TcpDataPlane& t = *dp[static_cast<size_t>(r)];
+          t.connect(endpoints, partnersOf(dataPlanePeers(s, r)), milliseconds(20000));
+          t.holdSmallSends(hold);
+          CpuBackend backend;
+          const size_t bytes = p.count * sizeof(float);
+          std::vector<float> host(p.count);
+          for (uint64_t i = 0; i < p.count; ++i) host[i] = input(r, i);
+          RankBuffers bufs;
+          bufs.input = backend.allocate(bytes);
+          bufs.output = backend.allocate(bytes);
+          backend.upload(bufs.input, host.data(), bytes);
+          ExecOptions eo;
+          eo.epoch = 5;
+          eo.recvTimeout = milliseconds(20000);
+          Executor ex(s, r, t, backend, nullptr, eo);
+          for (uint32_t it = 0; it < 3; ++it) {
+            ex.run(bufs, it, it);
+            std::vector<float> out(p.count);
+            backend.download(out.data(), bufs.output, bytes);
+            for (uint64_t i = 0; i < p.count; ++i) {
+              float want = 0;
+              for (int q = 0; q < kRanks; ++q) want += input(q, i);
+              if (out[i] != want) ++wrong[static_cast<size_t>(r)];
+            }
+          }
+          t.close();
+          backend.deallocate(bufs.input);
+          backend.deallocate(bufs.output);
+        });
+        for (int r = 0; r < kRanks; ++r)
+          EXPECT_EQ(wrong[static_cast<size_t>(r)], 0u) << "rank " << r;
+      }
     }
   }
 }

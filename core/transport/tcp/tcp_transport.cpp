@@ -47,6 +47,14 @@ constexpr milliseconds kRedial{50};
 constexpr int64_t kEndGraceNs = 1'000'000'000;
 // A payload larger than this is refused when BindOptions::maxMessageBytes sets no limit.
 constexpr uint64_t kLengthSanity = uint64_t{1} << 40;
+// Held sends (TcpDataPlane::holdSmallSends): a message of at most kHoldMessageBytes of
+// payload, sent while messages already read wait in a queue, is copied into its peer's held
+// bytes, which leave in one sendmsg with the first send made when the queues are empty, before
+// the caller could wait, or once they reach kHoldFlushBytes or kHoldFlushMessages (a bound on
+// how long a peer waits for a message this rank has made: about the time to make that many).
+constexpr size_t kHoldMessageBytes = size_t{16} << 10;
+constexpr size_t kHoldFlushBytes = size_t{64} << 10;
+constexpr size_t kHoldFlushMessages = 64;
 
 std::string errnoText(int e) { return std::strerror(e); }
 
@@ -87,6 +95,8 @@ struct Conn {
   bool ended = false;  // no more bytes will come: endReason says why
   std::string endReason;
   int64_t endedAtNs = 0;
+  std::vector<char> held;  // whole messages sent and not yet written (holdSmallSends)
+  size_t heldMessages = 0;
 };
 
 void setSocketOptions(int fd, int bufferBytes) {
@@ -180,6 +190,9 @@ struct TcpDataPlane::Impl {
   size_t refused = 0;
   bool bound = false;
   bool closed = false;
+  bool hold = false;   // holdSmallSends
+  size_t holding = 0;  // peers with held bytes
+  size_t writes = 0;   // sendmsg calls that wrote data
 
   Impl(int r, int n) : rank(r), nranks(n), conns(static_cast<size_t>(n)) {}
 
@@ -341,6 +354,10 @@ struct TcpDataPlane::Impl {
     for (;;) {
       pump(peer, step, true);
       if (!c.queue.empty()) return pop(c);
+      if (holding > 0) {
+        flushAll(step);  // nothing to read: what is held goes before this rank waits
+        continue;
+      }
       if (c.ended &&
           (steadyNowNs() - c.endedAtNs >= kEndGraceNs || SteadyClock::now() >= deadline)) {
         throw fail(peer, step,
@@ -359,6 +376,48 @@ struct TcpDataPlane::Impl {
 
   // -- sending ----------------------------------------------------------------------------
 
+  // Writes what is held for `peer`, with `more` (a message's header and payload) after it.
+  void flushPeer(int peer, uint32_t step, iovec* more = nullptr, int moreCount = 0) {
+    Conn& c = conns[static_cast<size_t>(peer)];
+    iovec iov[3];
+    int n = 0;
+    if (!c.held.empty()) iov[n++] = {c.held.data(), c.held.size()};
+    for (int i = 0; i < moreCount; ++i) iov[n++] = more[i];
+    if (n > 0) writeAll(peer, step, iov, n);
+    if (!c.held.empty()) {
+      c.held.clear();
+      c.heldMessages = 0;
+      --holding;
+    }
+  }
+
+  // Whether messages already read wait in a queue: the caller is handling a batch that has
+  // arrived, and its sends may wait for the batch's end.
+  bool anyQueued() const {
+    return std::any_of(conns.begin(), conns.end(), [](const Conn& c) { return !c.queue.empty(); });
+  }
+
+  // Writes what is held for every peer.
+  void flushAll(uint32_t step) {
+    for (int p = 0; p < nranks && holding > 0; ++p) {
+      if (!conns[static_cast<size_t>(p)].held.empty()) flushPeer(p, step);
+    }
+  }
+
+  // Holds a message of header `head` and `bytes` at `data` for `peer`; writes the peer's held
+  // bytes once they reach the flush bounds.
+  void holdMessage(int peer, uint32_t step, const char* head, const void* data, size_t bytes) {
+    Conn& c = conns[static_cast<size_t>(peer)];
+    if (c.held.empty()) ++holding;
+    c.held.insert(c.held.end(), head, head + kHeaderBytes);
+    const auto* d = static_cast<const char*>(data);
+    c.held.insert(c.held.end(), d, d + bytes);
+    ++c.heldMessages;
+    if (c.held.size() >= kHoldFlushBytes || c.heldMessages >= kHoldFlushMessages) {
+      flushPeer(peer, step);
+    }
+  }
+
   // Writes the whole of `iov` to `peer`, reading the partners' data while the socket is full.
   void writeAll(int peer, uint32_t step, iovec* iov, int count) {
     Conn& c = conns[static_cast<size_t>(peer)];
@@ -375,6 +434,7 @@ struct TcpDataPlane::Impl {
         throw fail(peer, step,
                    "the connection to rank " + std::to_string(peer) + " failed: " + why);
       }
+      if (n > 0) ++writes;
       for (size_t left = n > 0 ? static_cast<size_t>(n) : 0; left > 0;) {
         const size_t use = std::min(left, msg.msg_iov->iov_len);
         msg.msg_iov->iov_base = static_cast<char*>(msg.msg_iov->iov_base) + use;
@@ -709,6 +769,13 @@ bool TcpDataPlane::close() {
   PlaneState& st = *impl_->state;
   const bool graceful =
       impl_->bound && !st.isAborted() && !st.failed.load() && std::uncaught_exceptions() == 0;
+  try {
+    if (graceful) flush(0);  // what is held goes before the goodbye
+  } catch (const std::exception&) {
+    impl_->closed = true;
+    impl_->closeAll(false);
+    return false;
+  }
   impl_->closed = true;
   try {
     return impl_->closeAll(graceful);
@@ -719,6 +786,8 @@ bool TcpDataPlane::close() {
 }
 
 void TcpDataPlane::abort() { impl_->state->abort(); }
+
+size_t TcpDataPlane::writes() const { return impl_->writes; }
 
 size_t TcpDataPlane::queued(int peer) const {
   ARL_ENFORCE(peer >= 0 && peer < nranks_, peer);
@@ -752,8 +821,13 @@ std::shared_ptr<SendCompletion> TcpDataPlane::send(int peer, const ChunkHeader& 
         slot.leftNs, [st] { return st->isAborted(); }, rank_, peer, h.step);
   }
   std::memcpy(head, &hdr, sizeof hdr);
+  if (impl_->hold && !impl_->pacer && bytes <= kHoldMessageBytes && impl_->anyQueued()) {
+    impl_->holdMessage(peer, h.step, head, data, bytes);
+    return completion;  // copied: the caller's memory is free
+  }
+  // After what is held for this peer, in the same sendmsg: a channel stays in order.
   iovec iov[2] = {{head, kHeaderBytes}, {const_cast<void*>(data), bytes}};
-  impl_->writeAll(peer, h.step, iov, bytes > 0 ? 2 : 1);
+  impl_->flushPeer(peer, h.step, iov, bytes > 0 ? 2 : 1);
   return completion;
 }
 
@@ -777,9 +851,28 @@ std::unique_ptr<InMessage> TcpDataPlane::recv(int peer, uint32_t step,
 }
 
 bool TcpDataPlane::ready(int peer, uint32_t step) {
-  return !impl_->pacer && impl_->readAhead(peer, step);
+  const bool yes = !impl_->pacer && impl_->readAhead(peer, step);
+  if (!yes) flush(step);  // the caller may wait next
+  return yes;
 }
 
-bool TcpDataPlane::arrived(int peer) { return impl_->readAhead(peer, 0); }
+bool TcpDataPlane::arrived(int peer) {
+  const bool yes = impl_->readAhead(peer, 0);
+  if (!yes) flush(0);
+  return yes;
+}
+
+void TcpDataPlane::holdSmallSends(bool on) {
+  if (!on) flush(0);
+  impl_->hold = on;
+}
+
+void TcpDataPlane::flush(uint32_t step) {
+  // An aborted run sends nothing more: its receives fail anyway.
+  if (impl_->holding == 0 || !impl_->bound || impl_->closed || impl_->state->isAborted()) return;
+  impl_->flushAll(step);
+}
+
+void TcpDataPlane::reclaimAll(uint32_t step) { flush(step); }
 
 }  // namespace arl

@@ -23,6 +23,18 @@
 // recv() reads the peer's socket in the caller's thread, spinning briefly before it sleeps
 // in poll.
 //
+// Held sends (holdSmallSends, a run's executor turns them on): an unshaped message of at
+// most 16 KiB is copied and held, and every peer's held messages leave together, in one
+// sendmsg a peer, before this rank could wait: when recv() finds nothing to read, when
+// ready() or arrived() says false, in flush() and reclaimAll() (the executor's end of a run),
+// and before close()'s goodbye; also once a peer's held bytes reach 64 KiB or 64 messages.
+// A larger message goes after what is held for its peer, in the same sendmsg. So a rank
+// that handles the messages that have arrived, as a pipelined executor does, sends their
+// results in one write and its peer takes them in one read: 16-byte slices cost a copy each
+// instead of a system call and a wake-up each (docs/hosts.md). A caller that sends and then
+// waits on something other than this plane must call flush() first. ready() and arrived()
+// that write held messages wait, as send() does, while a socket is full.
+//
 // Closing: close() shuts down its sending side (a TCP FIN after the data) and reads until
 // every partner has done the same, at most closeLinger, so no unread byte makes the kernel
 // reset a connection whose data a peer still reads. A connection that ends where data was
@@ -87,9 +99,19 @@ class TcpDataPlane final : public Transport {
   bool arrived(int peer) override;
   // Thread-safe; touches no socket. Blocked and later calls throw "run aborted".
   void abort() override;
+  // Writes every held message (above).
+  void reclaimAll(uint32_t step) override;
+
+  // Held sends on or off (off by default; turning them off writes what is held).
+  void holdSmallSends(bool on);
+  // Writes every held message now, `step` naming the run's step in an error. Throws
+  // PeerError as send() does.
+  void flush(uint32_t step = 0);
 
   // Messages received from `peer` and queued while the caller waited for another peer.
   size_t queued(int peer) const;
+  // sendmsg calls that wrote data so far (held sends make one for many messages).
+  size_t writes() const;
 
  private:
   struct Impl;
