@@ -447,6 +447,15 @@ BenchRow rowOf(const ImportedSession& s, const ImportedRow& r, const std::string
       for (size_t i = 0; i < r.perProcessUs[p].size(); ++i) {
         const double us = r.perProcessUs[p][i];
         if (!std::isfinite(us)) continue;
+        // A recording holds per-rank times within 2^62 ns (about 146 years): refuse what it
+        // would, as llround would turn a larger one into nonsense.
+        if (us < 0 || us * 1000.0 >= 0x1p62) {
+          std::ostringstream v;
+          v << us;
+          throw ImportError(s.file + ": result " + std::to_string(index + 1) + ": process " +
+                            std::to_string(p) + "'s time of iteration " + std::to_string(i + 1) +
+                            ", " + v.str() + " us, is not a duration a recording can hold");
+        }
         res.perRank.push_back({static_cast<int>(p), static_cast<uint32_t>(i),
                                static_cast<int64_t>(std::llround(us * 1000.0)), 0, std::nullopt});
       }

@@ -177,6 +177,25 @@ TEST(ImportRefusal, AFileThatCannotSayHowManyIterationsWereTimedIsRefused) {
   EXPECT_NE(why.find("warmup_iters"), std::string::npos) << why;
 }
 
+// A per-process time that no recording can hold (more than 2^62 ns, or negative) is refused
+// naming the result, the process and the iteration: llround turned 1e308 us into INT64_MIN,
+// and the recording `allreduce-lab import` wrote was refused (found by the nccl_tests_json
+// fuzz target; its input is kept in tests/fuzz/corpus/nccl_tests_json/).
+TEST(ImportRefusal, APerProcessTimeNoRecordingHoldsIsRefused) {
+  for (const char* bad : {"1e308", "4.7e15", "-5"}) {
+    std::string j = readData("nccl_tests_allreduce_periter.json");
+    j.replace(j.find("50.5"), 4, bad);
+    const std::string why = refusal([&] { importText(j, "p.json"); });
+    EXPECT_NE(why.find("p.json: result 1: process 0's time of iteration 2, "), std::string::npos)
+        << bad << ": " << why;
+    EXPECT_NE(why.find("is not a duration a recording can hold"), std::string::npos) << why;
+  }
+  std::string j = readData("nccl_tests_allreduce_periter.json");
+  j.replace(j.find("50.5"), 4, "4.6e15");  // just within
+  const BenchReport r = importText(j, "p.json");
+  EXPECT_EQ(parseRecording(recordingJson(r)).rows.size(), r.rows.size());
+}
+
 TEST(ImportRefusal, CollectiveTheLabLacks) {
   std::string t = readData("nccl_tests_allreduce_2hosts.txt");
   t.replace(t.find("starting: all_reduce_perf"), 25, "starting: alltoall_perf");
