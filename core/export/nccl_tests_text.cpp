@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -292,6 +293,15 @@ void inspectorLine(std::string_view l, bool last, const std::string& name, size_
   ++ic.lines;
 }
 
+// A recording holds durations of 0 to 2^62 ns (about 146 years; llround would turn a larger
+// one into nonsense): refuses what it would not, `where` naming the value's place in the file.
+void checkDuration(double us, const std::function<std::string()>& where) {
+  if (us >= 0 && us * 1000.0 < 0x1p62) return;
+  std::ostringstream v;
+  v << us;
+  throw ImportError(where() + ", " + v.str() + " us, is not a duration a recording can hold");
+}
+
 // Per coll_sn the slowest rank's time; the bandwidths are the means of Inspector's own.
 ImportedRow inspectorRow(const InspectorColl& ic) {
   ImportedRow r;
@@ -440,6 +450,12 @@ BenchRow rowOf(const ImportedSession& s, const ImportedRow& r, const std::string
   res.state = RunState::Done;
   res.nranks = nranks;
   res.timeUs = r.timeUs;
+  for (size_t i = 0; i < r.iterationUs.size(); ++i) {
+    checkDuration(r.iterationUs[i], [&] {
+      return s.file + ": result " + std::to_string(index + 1) + ": the time of iteration " +
+             std::to_string(i + 1);
+    });
+  }
   res.iterationUs = r.iterationUs;
   res.wrong = r.wrong > 0 ? static_cast<uint64_t>(r.wrong) : 0;
   if (r.perProcessUs.size() == static_cast<size_t>(nranks)) {
@@ -447,15 +463,10 @@ BenchRow rowOf(const ImportedSession& s, const ImportedRow& r, const std::string
       for (size_t i = 0; i < r.perProcessUs[p].size(); ++i) {
         const double us = r.perProcessUs[p][i];
         if (!std::isfinite(us)) continue;
-        // A recording holds per-rank times within 2^62 ns (about 146 years): refuse what it
-        // would, as llround would turn a larger one into nonsense.
-        if (us < 0 || us * 1000.0 >= 0x1p62) {
-          std::ostringstream v;
-          v << us;
-          throw ImportError(s.file + ": result " + std::to_string(index + 1) + ": process " +
-                            std::to_string(p) + "'s time of iteration " + std::to_string(i + 1) +
-                            ", " + v.str() + " us, is not a duration a recording can hold");
-        }
+        checkDuration(us, [&] {
+          return s.file + ": result " + std::to_string(index + 1) + ": process " +
+                 std::to_string(p) + "'s time of iteration " + std::to_string(i + 1);
+        });
         res.perRank.push_back({static_cast<int>(p), static_cast<uint32_t>(i),
                                static_cast<int64_t>(std::llround(us * 1000.0)), 0, std::nullopt});
       }

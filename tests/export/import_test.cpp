@@ -177,16 +177,32 @@ TEST(ImportRefusal, AFileThatCannotSayHowManyIterationsWereTimedIsRefused) {
   EXPECT_NE(why.find("warmup_iters"), std::string::npos) << why;
 }
 
-// A per-process time that no recording can hold (more than 2^62 ns, or negative) is refused
-// naming the result, the process and the iteration: llround turned 1e308 us into INT64_MIN,
-// and the recording `allreduce-lab import` wrote was refused (found by the nccl_tests_json
-// fuzz target; its input is kept in tests/fuzz/corpus/nccl_tests_json/).
-TEST(ImportRefusal, APerProcessTimeNoRecordingHoldsIsRefused) {
+// A per-process or per-iteration time that no recording can hold (more than 2^62 ns, or
+// negative) is refused naming the result, the process and the iteration: llround turned 1e308
+// us into INT64_MIN, and a negative iteration time was written as is, and the recordings
+// `allreduce-lab import` wrote were refused (found by the nccl_tests_json fuzz target; its
+// inputs are kept in tests/fuzz/corpus/nccl_tests_json/).
+TEST(ImportRefusal, ATimeNoRecordingHoldsIsRefused) {
   for (const char* bad : {"1e308", "4.7e15", "-5"}) {
     std::string j = readData("nccl_tests_allreduce_periter.json");
     j.replace(j.find("50.5"), 4, bad);
     const std::string why = refusal([&] { importText(j, "p.json"); });
     EXPECT_NE(why.find("p.json: result 1: process 0's time of iteration 2, "), std::string::npos)
+        << bad << ": " << why;
+    EXPECT_NE(why.find("is not a duration a recording can hold"), std::string::npos) << why;
+  }
+  // The same for the time of an iteration (times_us), and NaN there.
+  for (const char* bad : {"-1", "1e308", "NaN"}) {
+    std::string j = readData("nccl_tests_allreduce_periter.json");
+    const size_t times = j.find("\"times_us\"");
+    const size_t first = j.find_first_of("0123456789", times);
+    j.replace(first, j.find_first_of(",\n ]", first) - first, bad);
+    const std::string why = refusal([&] { importText(j, "i.json"); });
+    if (std::string(bad) == "NaN") {
+      EXPECT_FALSE(why.empty()) << "NaN is not JSON: refused by the parser or as a duration";
+      continue;
+    }
+    EXPECT_NE(why.find("i.json: result 1: the time of iteration 1, "), std::string::npos)
         << bad << ": " << why;
     EXPECT_NE(why.find("is not a duration a recording can hold"), std::string::npos) << why;
   }
