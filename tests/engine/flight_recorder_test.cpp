@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "base/errors.h"
+#include "exec/progress.h"
 #include "schedule/generators.h"
 #include "transport/loopback.h"
 
@@ -166,8 +168,10 @@ TEST(FlightAnalysis, RecordsOfAnotherRunAreNotThisRunsFailure) {
 
 // A real failure over the loopback: 4 ranks of a ring, one warm-up and three timed
 // iterations; rank 2 fails on its 3rd op of timed iteration 1 (its process gone, as far as
-// its peers can tell). Every recorder holds the completed collectives and the failed one;
-// rank 2's peers name it among the ranks they waited on.
+// its peers can tell), once rank 3 waits on it. Every recorder holds the completed
+// collectives and the failed one; rank 3 names rank 2 as the rank it waited on. (Without that
+// wait, rank 1's send to the failed rank 2 could fail rank 1, then rank 0, and rank 3 on a
+// send to rank 0 before it ever waited on rank 2: seen once in CI under load.)
 TEST(FlightRecorder, ARankRunRecordsTheCollectiveThatFailedAndWhomItWaitedOn) {
   constexpr int n = 4;
   GenParams p;
@@ -178,6 +182,7 @@ TEST(FlightRecorder, ARankRunRecordsTheCollectiveThatFailedAndWhomItWaitedOn) {
   const size_t opsPerIteration = s.ranks[2].size();
   LoopbackFabric fabric(n);
   std::vector<FlightRecorder> flight(n);
+  RankProgress progress3;
   std::vector<std::thread> th;
   for (int r = 0; r < n; ++r) {
     th.emplace_back([&, r] {
@@ -185,12 +190,23 @@ TEST(FlightRecorder, ARankRunRecordsTheCollectiveThatFailedAndWhomItWaitedOn) {
       RankRunOptions o;
       o.exec.telemetry = TelemetryLevel::Off;
       o.exec.flight = &flight[static_cast<size_t>(r)];
+      if (r == 3) o.exec.progress = &progress3;
       o.warmup = 1;
       o.iterations = 3;
       size_t ops = 0;
       if (r == 2) {
         o.exec.beforeOp = [&](size_t, const Op&) {
           if (ops++ == 2 * opsPerIteration + 2) {
+            // Rank 3 runs out of rank 2's messages and waits for the next (at most 10 s):
+            // it says it waits on rank 2, and nothing of rank 2's is left in its channel
+            // (rank 2 sends nothing more), so it is blocked in that receive.
+            for (int i = 0; i < 10000; ++i) {
+              const ProgressSnapshot w = progress3.snapshot();
+              if (w.wait == WaitKind::Data && w.peer == 2 && !fabric.transport(3).ready(2, 0)) {
+                break;
+              }
+              std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
             fabric.fail(2);
             throw PeerError(2, -1, -1, "rank 2 stops");
           }
