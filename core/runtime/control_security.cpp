@@ -7,6 +7,7 @@
 // trusted network everywhere.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 
 #include "base/endpoint.h"
 #include "base/errors.h"
@@ -24,8 +25,9 @@ namespace {
 // under the address it bound.
 class HandshakeLog final : public zmq::monitor_t {
  public:
-  HandshakeLog(zmq::socket_t& router, std::string serverKey, std::vector<std::string>& out)
-      : serverKey_(std::move(serverKey)), out_(out) {
+  using Report = std::function<void(std::string)>;
+  HandshakeLog(zmq::socket_t& router, std::string serverKey, Report report)
+      : serverKey_(std::move(serverKey)), report_(std::move(report)) {
     init(router, "inproc://arl-coordinator-monitor", ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL);
   }
 
@@ -46,11 +48,11 @@ class HandshakeLog final : public zmq::monitor_t {
       std::snprintf(code, sizeof code, "0x%08x", static_cast<unsigned>(e.value));
       why = ": its handshake broke the ZeroMQ protocol (error " + std::string(code) + ")";
     }
-    if (out_.size() < 1000) out_.push_back(at + why);
+    report_(at + why);
   }
 
   std::string serverKey_;
-  std::vector<std::string>& out_;  // read on the same thread
+  Report report_;
 };
 
 }  // namespace
@@ -89,17 +91,15 @@ void Coordinator::Impl::secure(const std::string& listen) {
   zap = std::make_unique<ZapHandler>(
       ctx, allowed,
       [this, file = security.allowFile](const std::string& fp, const std::string& address) {
-        std::lock_guard<std::mutex> lock(refusedMu);
-        if (refused.size() < 1000) {
-          refused.push_back("refused a worker from " + address + ": its key " +
-                            (fp.empty() ? std::string("(none)") : fp) +
-                            " is not in the allow-list " + file);
-        }
+        noteRefusal("refused a worker from " + address + ": its key " +
+                    (fp.empty() ? std::string("(none)") : fp) + " is not in the allow-list " +
+                    file);
       });
   router.set(zmq::sockopt::curve_server, true);
   router.set(zmq::sockopt::curve_secretkey, keys->secretKey);
   router.set(zmq::sockopt::zap_domain, "allreduce-lab");
-  handshakes = std::make_unique<HandshakeLog>(router, keys->publicKey, failedHandshakes);
+  handshakes = std::make_unique<HandshakeLog>(router, keys->publicKey,
+                                              [this](std::string line) { noteRefusal(line); });
 }
 
 std::vector<std::string> Coordinator::Impl::keyArgs() const {
@@ -107,17 +107,20 @@ std::vector<std::string> Coordinator::Impl::keyArgs() const {
   return {"--keys", security.keysDir, "--server-key", security.serverKey};
 }
 
+void Coordinator::Impl::noteRefusal(std::string line) {
+  std::lock_guard<std::mutex> lock(refusedMu);
+  if (refused.size() < 1000) refused.push_back(std::move(line));
+}
+
 void Coordinator::Impl::logRefusals() {
+  if (handshakes) {
+    while (handshakes->check_event(0)) {
+    }
+  }
   std::vector<std::string> lines;
   {
     std::lock_guard<std::mutex> lock(refusedMu);
     lines.swap(refused);
-  }
-  if (handshakes) {
-    while (handshakes->check_event(0)) {
-    }
-    lines.insert(lines.end(), failedHandshakes.begin(), failedHandshakes.end());
-    failedHandshakes.clear();
   }
   for (const auto& l : lines) logLimited(1, l);
 }

@@ -130,13 +130,13 @@ struct Coordinator::Impl final : RunLink {
   std::string joinCmd;
   ControlSecurityState security;
   std::optional<CurveKeyPair> keys;  // the lab's, when security.curve
-  // Refusals the ZAP handler's thread reports, logged (rate-limited) by the loop.
+  // Refusals the ZAP handler's thread and `handshakes` report (noteRefusal), logged
+  // (rate-limited) by the loop.
   std::mutex refusedMu;
   std::vector<std::string> refused;
   std::unique_ptr<ZapHandler> zap;  // before the socket: it admits the socket's peers
   // The control socket's handshakes that fail before ZAP sees a key (control_security.cpp),
-  // collected on the loop's thread; `handshakes` is reset before `router` closes.
-  std::vector<std::string> failedHandshakes;
+  // read on the loop's thread; reset before `router` closes.
   std::unique_ptr<zmq::monitor_t> handshakes;
   std::thread thread;
   std::atomic<bool> stopping{false};
@@ -341,6 +341,8 @@ struct Coordinator::Impl final : RunLink {
   // Logs what the ZAP handler refused since the last look, and the handshakes that failed
   // before it could (a worker given another server key, a client without keys).
   void logRefusals();
+  // Keeps a refusal's line for logRefusals (at most 1000 between looks). Thread-safe.
+  void noteRefusal(std::string line);
 
   // A local child's routing identity ends with ":p<our pid>" (from its --parent-pid), which a
   // worker on another machine with the same pid as a child does not carry.

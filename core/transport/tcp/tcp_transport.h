@@ -23,15 +23,15 @@
 // recv() reads the peer's socket in the caller's thread, spinning briefly before it sleeps
 // in poll.
 //
-// Held sends (holdSmallSends, a run's executor turns them on): an unshaped message of at
-// most 16 KiB is copied and held, and every peer's held messages leave together, in one
-// sendmsg a peer, before this rank could wait: when recv() finds nothing to read, when
-// ready() or arrived() says false, in flush() and reclaimAll() (the executor's end of a run),
-// and before close()'s goodbye; also once a peer's held bytes reach 64 KiB or 64 messages.
-// A larger message goes after what is held for its peer, in the same sendmsg. So a rank
-// that handles the messages that have arrived, as a pipelined executor does, sends their
-// results in one write and its peer takes them in one read: 16-byte slices cost a copy each
-// instead of a system call and a wake-up each (docs/hosts.md). A caller that sends and then
+// Held sends (holdSmallSends, on in every run's worker): an unshaped message of at most
+// 16 KiB, sent while messages already read wait in a queue, is copied and held, and every
+// peer's held messages leave together, in one sendmsg a peer, before this rank could wait: when
+// recv() finds nothing to read, when ready() or arrived() says false, in flush() and reclaimAll()
+// (the executor's end of a run), and before close()'s goodbye; also once a peer's held bytes reach
+// 64 KiB or 64 messages. A message not held goes after what is held for its peer, in the same
+// sendmsg. So a rank that handles the messages that have arrived, as a pipelined executor does,
+// sends their results in one write and its peer takes them in one read: 16-byte slices cost a copy
+// each instead of a system call and a wake-up each (docs/hosts.md). A caller that sends and then
 // waits on something other than this plane must call flush() first. ready() and arrived()
 // that write held messages wait, as send() does, while a socket is full.
 //
