@@ -342,9 +342,13 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
   const std::string ring = c_.ringOrder.empty()
                                ? "0..n-1"
                                : joinWith(c_.ringOrder, [](int r) { return std::to_string(r); });
-  std::printf("# slice %s bytes, inflight %s, ring order %s, %s, telemetry %s (at most %" PRIu64
+  const bool windowed = c_.window > 1 && std::find(c_.algorithms.begin(), c_.algorithms.end(),
+                                                    "ring") != c_.algorithms.end();
+  const std::string window =
+      windowed ? ", ring window " + std::to_string(c_.window) + " slices" : std::string();
+  std::printf("# slice %s bytes, inflight %s%s, ring order %s, %s, telemetry %s (at most %" PRIu64
               " events per run), data plane %s\n",
-              slices.c_str(), inflights.c_str(), ring.c_str(),
+              slices.c_str(), inflights.c_str(), window.c_str(), ring.c_str(),
               c_.inPlace ? "in-place" : "out-of-place", std::string(toString(c_.telemetry)).c_str(),
               c_.maxEvents, plane.c_str());
   if (std::find(c_.algorithms.begin(), c_.algorithms.end(), "knomial") != c_.algorithms.end()) {

@@ -121,6 +121,10 @@ void BenchOptions::declare() {
   o.value("--inflight", "K[,K...]",
           "slices in flight per rank to sweep, 1.." + std::to_string(kMaxInflight) +
               ", e.g. 1,2,4,8 (default 4)");
+  o.value("--window", "W",
+          "ring: slices each step takes together, 1.." + std::to_string(kMaxInflight) +
+              ": a rank sends W slices before it waits for one, as NCCL's FIFO lets it (default 1, "
+              "slice by slice; other algorithms ignore it)");
   o.value("--radix", "K", "knomial's radix, 2..N (2: binomial; default 4, or N when fewer ranks)");
   o.value("--ring-order", "LIST",
           "the ring as a permutation of the ranks 0..N-1, N = --workers + --expect, e.g. "
@@ -415,6 +419,7 @@ void BenchOptions::checkPipeline(BenchConfig& c) const {
   if (auto v = opts_.get("--radix")) c.radix = parseInteger(*v);
   if (auto v = opts_.get("--slice")) c.sliceSizes = parseSizeList(*v);
   if (auto v = opts_.get("--inflight")) c.inflights = parseIntegerList(*v);
+  if (auto v = opts_.get("--window")) c.window = parseInteger(*v);
   if (auto v = opts_.get("--ring-order")) c.ringOrder = parseIntegerList(*v);
 }
 

@@ -410,6 +410,7 @@ std::string flagOf(RunField f, const RunFieldFlags& own) {
     case RunField::SlowLink: return "--slow-link";
     case RunField::MismatchRank: return "--mismatch-rank";
     case RunField::Radix: return "--radix";
+    case RunField::Window: return "--window";
   }
   return std::string(describe(f));
 }

@@ -118,6 +118,9 @@ PlanCommand::PlanCommand(CLI::App& lab, const std::vector<std::string>& args)
               "the ring as a permutation of 0..ranks-1, e.g. 0,2,1,3 (default 0,1,...,ranks-1)");
   opts_.value("--inflight", "K",
               "slices in flight per rank, 1.." + std::to_string(kMaxInflight) + " (default 4)");
+  opts_.value("--window", "W",
+              "ring: slices each step takes together, 1.." + std::to_string(kMaxInflight) +
+                  " (default 1, slice by slice; other algorithms ignore it)");
   opts_.flag("--in-place", &inPlace_, "run in place (NCCL's in-place buffers)");
   opts_.value("--iters", "N", "timed iterations with --run (default 5)");
   opts_.value("--warmup", "N", "untimed iterations before them (default 1)");
@@ -150,6 +153,7 @@ PlanArgs PlanCommand::parse() const {
   if (auto v = opts_.get("--radix")) a.req.radix = parseInteger(*v);
   if (auto v = opts_.get("--ring-order")) a.req.ringOrder = parseIntegerList(*v);
   if (auto v = opts_.get("--inflight")) a.req.inflight = parseInteger(*v);
+  if (auto v = opts_.get("--window")) a.req.window = parseInteger(*v);
   if (auto v = opts_.get("--iters")) a.req.iterations = parseInteger(*v);
   if (auto v = opts_.get("--warmup")) a.req.warmup = parseInteger(*v);
   if (auto v = opts_.get("--stall-timeout"))
@@ -375,6 +379,7 @@ CostQuery costQuery(const PlanArgs& a, const Schedule& s) {
   q.root = a.req.root;
   q.ringOrder = a.req.ringOrder;
   q.inflight = a.req.inflight;
+  q.window = a.req.window;
   q.shaping = a.req.shaping;
   q.torusDims = a.req.torusDims;
   return q;
@@ -413,8 +418,10 @@ void printSummary(const PlanArgs& a, const Schedule& s, const VerifyResult& vr,
     std::printf(", radix %d", resolveRadix(a.req.radix, a.ranks));
   }
   if (!a.req.ringOrder.empty()) std::printf(", ring %s", ringText(a.req.ringOrder).c_str());
-  std::printf(", slice %s (%" PRIu64 " elements)\n", formatSize(a.req.sliceBytes).c_str(),
+  std::printf(", slice %s (%" PRIu64 " elements)", formatSize(a.req.sliceBytes).c_str(),
               s.sliceElems);
+  if (s.window > 1) std::printf(", window %u slices", s.window);
+  std::printf("\n");
   printTable(s);
   if (s.nonResultRanks > 0 && s.count > 0) {
     // busbw's factor speaks of a ring's traffic: say what crossed each port here.
@@ -593,6 +600,7 @@ int PlanCommand::run() {
              {"slice_elems", s.sliceElems},
              {"in_place", a.req.inPlace},
              {"inflight", a.req.inflight},
+             {"window", s.window},
              {"size_bytes", q.bytes},
              {"steps", s.nsteps},
              {"ops", static_cast<uint64_t>(totalOps)},

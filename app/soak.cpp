@@ -112,6 +112,8 @@ SoakDraw SoakDrawer::drawOnce() {
   r.stallTimeout = std::chrono::milliseconds(15000);
   r.dataPlane = drawPlane();
   if (chance(rng_, 0.3)) r.shaping = drawShaping(rng_, d.nranks);
+  // A ring that takes its slices by windows (GenParams::window): its channels hold a window.
+  if (r.algorithm == "ring" && chance(rng_, 0.3)) r.window = uniformInt(rng_, 2, 16);
   return d;
 }
 

@@ -97,6 +97,7 @@ void checkScalars(const RunRequest& req, int n, int workers) {
   checkInt(RunField::RanksPerHost, req.ranksPerHost, 0, n);
   if (req.radix != 0) checkInt(RunField::Radix, req.radix, 2, std::max(n, 2));
   checkInt(RunField::Inflight, req.inflight, 1, kMaxInflight);
+  checkInt(RunField::Window, req.window, 1, kMaxInflight);
   checkInt(RunField::Iterations, req.iterations, 1, kMaxIterations);
   checkInt(RunField::Warmup, req.warmup, 0, kMaxIterations);
   if (req.stallTimeout.count() <= 0 || req.stallTimeout.count() > kMaxStallTimeoutMs) {
@@ -204,6 +205,7 @@ std::string_view describe(RunField f) {
     case RunField::SlowLink: return describe(ShapingPart::SlowLink);
     case RunField::MismatchRank: return "mismatched rank";
     case RunField::Radix: return "knomial radix";
+    case RunField::Window: return "ring's window of slices";
   }
   return "?";
 }
@@ -250,7 +252,8 @@ GenParams genParams(const RunRequest& req, const ResolvedRun& run) {
           .ranksPerHost = run.ranksPerHost,
           .ring = run.ringOrder,
           .radix = run.radix,
-          .torusDims = req.torusDims};
+          .torusDims = req.torusDims,
+          .window = slicesWindowOf(req.algorithm, req.window)};
 }
 
 LocalRunOptions localRunOptions(const RunRequest& req) {

@@ -39,6 +39,9 @@ struct RunRequest {
   int radix = 0;
   std::vector<int> torusDims;  // the torus the ranks lie on (GenParams::torusDims); empty: none
   int inflight = 4;            // slices a rank may have in flight
+  // ring's window: slices taken step by step together (GenParams::window), 1..kMaxInflight.
+  // Other algorithms ignore it (slicesWindowOf).
+  int window = 1;
   bool inPlace = false;
   int warmup = 1;
   int iterations = 5;
@@ -108,6 +111,7 @@ enum class RunField {
   SlowLink,
   MismatchRank,
   Radix,
+  Window,
 };
 
 // How a refusal speaks of `f` when no client names it: "slices in flight", "ring order", ...

@@ -27,6 +27,7 @@ RunRequest runRequestOf(const BenchConfig& c) {
   q.randomData = c.randomData;
   q.scheduleXml = c.scheduleXml;
   q.torusDims = torusDimsOf(c.topology);
+  q.window = c.window;
   return q;
 }
 

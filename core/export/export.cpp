@@ -13,6 +13,7 @@
 #include "export/fields.h"
 #include "export/flight_json.h"
 #include "export/session_json.h"
+#include "schedule/generators.h"
 
 namespace arl {
 
@@ -97,6 +98,7 @@ Json resultJson(const BenchRow& row, const std::string& workers) {
               {"in_place", q.inPlace},
               {"slice_bytes", q.sliceBytes},
               {"inflight", q.inflight},
+              {"window", slicesWindowOf(q.algorithm, q.window)},
               {"time_us", row.metrics.timeUs},
               {"time_nccl_us", meanOfRankMeansUs(perIterationPerRankUs(res))},
               {"time_rank_mean_us", slowestOfRankMeansUs(perIterationPerRankUs(res))},

@@ -245,7 +245,7 @@ struct InspectorColl {
   uint64_t sizeBytes = 0;
   int nranks = 0;
   std::map<uint64_t, std::map<int, double>> timesBySn;  // sn -> rank -> exec time
-  double algbw = 0, busbw = 0;
+  double algbw = 0, busbw = 0;  // the means of Inspector's own, over the lines so far
   size_t lines = 0;
 };
 
@@ -288,9 +288,20 @@ void inspectorLine(std::string_view l, bool last, const std::string& name, size_
   const double us = c["coll_exec_time_us"].num();
   if (!std::isfinite(us) || us < 0) fail("inspector.coll_perf.coll_exec_time_us", "not a time");
   ic.timesBySn[c["coll_sn"].u64()][rank] = us;
-  ic.algbw += c["coll_algobw_gbs"].num();
-  ic.busbw += c["coll_busbw_gbs"].num();
+  // A bandwidth below zero is no bandwidth, and a recording refuses one; a running mean of
+  // finite figures stays finite, where their sum need not.
+  const auto bandwidth = [&](const char* key) {
+    const double gbs = c[key].num();
+    if (!std::isfinite(gbs) || gbs < 0) {
+      fail(std::string("inspector.coll_perf.") + key, "not a bandwidth (a number, 0 or more)");
+    }
+    return gbs;
+  };
+  const double algbw = bandwidth("coll_algobw_gbs");
+  const double busbw = bandwidth("coll_busbw_gbs");
   ++ic.lines;
+  ic.algbw += (algbw - ic.algbw) / static_cast<double>(ic.lines);
+  ic.busbw += (busbw - ic.busbw) / static_cast<double>(ic.lines);
 }
 
 // A recording holds durations of 0 to 2^62 ns (about 146 years; llround would turn a larger
@@ -308,8 +319,8 @@ ImportedRow inspectorRow(const InspectorColl& ic) {
   r.sizeBytes = ic.sizeBytes;
   r.count = ic.sizeBytes;
   r.type = "uint8";
-  r.algbwGBps = ic.algbw / static_cast<double>(ic.lines);
-  r.busbwGBps = ic.busbw / static_cast<double>(ic.lines);
+  r.algbwGBps = ic.algbw;
+  r.busbwGBps = ic.busbw;
   double sum = 0;
   for (const auto& [sn, byRank] : ic.timesBySn) {
     double slowest = 0;

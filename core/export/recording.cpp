@@ -233,6 +233,8 @@ BenchConfig readConfig(const In& o) {
   c.workers = o["workers"].i32();
   c.ranksPerHost = o["ranks_per_host"].i32();
   if (o.has("radix")) c.radix = o["radix"].i32(0, kMaxRanks);  // absent before protocol 14
+  // Absent before protocol 15: every ring took its slices one by one.
+  if (o.has("window")) c.window = o["window"].i32(1, static_cast<int>(kMaxInflight));
   readSweepLists(o, c);
   c.backend = o["backend"].str();
   // Absent from files written before the backend list and Open MPI.
@@ -291,6 +293,7 @@ RunRequest readRequest(const In& a) {
   q.root = o["root"].i32(0, kMaxRanks - 1);
   q.ranksPerHost = o["ranks_per_host"].i32(0, kMaxRanks);
   if (o.has("radix")) q.radix = o["radix"].i32(0, kMaxRanks);  // absent before protocol 14
+  if (o.has("window")) q.window = o["window"].i32(1, static_cast<int>(kMaxInflight));  // 15
   // Absent from files written before the ring order was editable.
   if (o.has("ring_order")) q.ringOrder = ints(o["ring_order"], 0, kMaxRanks - 1);
   q.inflight = o["inflight"].i32(1, static_cast<int>(kMaxInflight));

@@ -79,22 +79,24 @@ CostTerms operator+(CostTerms a, const CostTerms& b) {
 // Ring over n ranks (Patarasuk & Yuan 2009; Thakur, Rabenseifner & Gropp 2005, section 4):
 // each of the `steps` steps moves one n-th of S over every link at once. The generator cuts
 // each n-th into k slices and sends every slice around the whole ring before the next one
-// (slice-major, as NCCL's loop over the buffer does), so every slice pays the latency of
-// every step: alpha is counted steps * k times.
-CostTerms ringSteps(int n, double S, double s, double steps, double reducingSteps) {
+// (slice-major), so every slice pays the latency of every step: alpha is counted steps * k
+// times. A window of W slices (GenParams::window) takes W slices through each step together,
+// their messages on the wire at once: steps * ceil(k / W) latencies.
+CostTerms ringSteps(int n, double S, double s, double steps, double reducingSteps,
+                    uint32_t window = 1) {
   CostTerms c;
   if (n <= 1 || S <= 0) return c;
-  c.alphaCount = steps * slices(S / n, s);
+  c.alphaCount = steps * std::ceil(slices(S / n, s) / std::max<uint32_t>(window, 1));
   c.betaBytes = steps * S / n;
   c.gammaBytes = reducingSteps * S / n;
   return c;
 }
 
-CostTerms ringCost(Collective coll, int n, double S, double s) {
+CostTerms ringCost(Collective coll, int n, double S, double s, uint32_t window = 1) {
   switch (coll) {
-    case Collective::AllReduce: return ringSteps(n, S, s, 2.0 * (n - 1), n - 1);
-    case Collective::ReduceScatter: return ringSteps(n, S, s, n - 1, n - 1);
-    case Collective::AllGather: return ringSteps(n, S, s, n - 1, 0);
+    case Collective::AllReduce: return ringSteps(n, S, s, 2.0 * (n - 1), n - 1, window);
+    case Collective::ReduceScatter: return ringSteps(n, S, s, n - 1, n - 1, window);
+    case Collective::AllGather: return ringSteps(n, S, s, n - 1, 0, window);
     // Ring Reduce and Broadcast are pipelined chains along the ring (n - 1 hops), as NCCL's.
     case Collective::Reduce: return chain(n - 1, S, s, true);
     case Collective::Broadcast: return chain(n - 1, S, s, false);
@@ -401,7 +403,7 @@ CostTerms closedForm(const CostQuery& q) {
   const double S = static_cast<double>(q.bytes);
   const double s = static_cast<double>(q.sliceBytes);
   const std::string_view a = q.algorithm;
-  if (a == "ring") return ringCost(q.collective, n, S, s);
+  if (a == "ring") return ringCost(q.collective, n, S, s, slicesWindowOf(a, q.window));
   if (a == "tree") return treeCost(q.collective, n, S, s);
   if (a == "halving-doubling") return halvingDoublingCost(n, S, s);
   if (a == "recursive-doubling") return recursiveDoublingCost(n, S, s);
@@ -634,6 +636,7 @@ Schedule scheduleOf(const CostQuery& q) {
   g.ring = q.ringOrder;
   g.radix = q.radix;
   g.torusDims = q.torusDims;
+  g.window = slicesWindowOf(q.algorithm, q.window);
   return generate(q.algorithm, g);
 }
 

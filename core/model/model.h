@@ -118,6 +118,7 @@ struct CostQuery {
   int radix = 4;               // knomial's k (GenParams::radix)
   std::vector<int> torusDims;  // swing's torus (GenParams::torusDims); empty: one ring
   int inflight = 4;            // as SimOptions::inflight
+  int window = 1;              // ring's window of slices (GenParams::window); others 1
   LinkShaping shaping;         // the network the run is shaped to (empty: the machine's own)
   bool sharedMemory = false;   // the data plane is shared memory (every rank on one host)
 };

@@ -353,6 +353,7 @@ std::optional<std::string> check(const RunConfig& m) {
                                            static_cast<uint32_t>(m.worldSize)),
                       checkRange<uint32_t>("knomial radix", m.radix, 2, kMaxRanks),
                       checkRange<uint32_t>("inflight", m.inflight, 1, kMaxInflight),
+                      checkRange<uint32_t>("window", m.window, 1, kMaxInflight),
                       checkRange<uint32_t>("warmup", m.warmup, 0, kMaxIterations),
                       checkRange<uint32_t>("iterations", m.iterations, 1, kMaxIterations),
                       checkRange<uint32_t>("checked iterations", m.check, 0, kMaxIterations)})) {
@@ -836,6 +837,7 @@ void toPb(const RunConfig& m, pb::RunConfig& p) {
   p.set_ranks_per_host(m.ranksPerHost);
   p.set_radix(m.radix);
   p.set_inflight(m.inflight);
+  p.set_window(m.window);
   p.set_in_place(m.inPlace);
   p.set_warmup(m.warmup);
   p.set_iterations(m.iterations);
@@ -938,6 +940,7 @@ Reason fromPb(const pb::RunConfig& p, const FrameHeader& h, RunConfig& m) {
   m.ranksPerHost = p.ranks_per_host();
   m.radix = p.radix();
   m.inflight = p.inflight();
+  m.window = p.window();
   m.inPlace = p.in_place();
   m.warmup = p.warmup();
   m.iterations = p.iterations();
@@ -1792,7 +1795,8 @@ std::string describe(const Message& m) {
         } else if constexpr (std::is_same_v<T, RunConfig>) {
           os << " run=" << x.runId << " " << x.algorithm << " " << toString(x.collective) << " "
              << toString(x.dtype) << " " << toString(x.op) << " count=" << x.count
-             << " slice=" << x.sliceBytes << " ranks=" << x.worldSize << " root=" << x.root
+             << " slice=" << x.sliceBytes << (x.window > 1 ? " window=" + std::to_string(x.window) : "")
+             << " ranks=" << x.worldSize << " root=" << x.root
              << " warmup=" << x.warmup << " iterations=" << x.iterations
              << (x.inPlace ? " in-place" : "") << " telemetry=" << toString(x.telemetry);
         } else if constexpr (std::is_same_v<T, Ready>) {

@@ -65,7 +65,9 @@ namespace arl {
 //     DATA_PLANE_TCP): plain TCP between the ranks, with a handshake on the CURVE keys of
 //     protocol 13. Hello carries where a cluster launcher placed the
 //     worker (launchRank, launchLocalRank).
-inline constexpr uint16_t kProtocolVersion = 14;
+// 15: RunConfig carries ring's window of slices (window, GenParams::window): the order of a
+//     rank's ops, which every rank must share.
+inline constexpr uint16_t kProtocolVersion = 15;
 
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr char kHeaderMagic[4] = {'A', 'R', 'L', '1'};
@@ -328,6 +330,7 @@ struct RunConfig {
   uint32_t ranksPerHost = 1;  // 1..worldSize
   uint32_t radix = 4;         // knomial's k: 2..kMaxRanks (one above worldSize draws one round)
   uint32_t inflight = 4;      // 1..kMaxInflight
+  uint32_t window = 1;        // ring's window of slices (GenParams::window): 1..kMaxInflight
   bool inPlace = false;
   uint32_t warmup = 0;      // 0..kMaxIterations
   uint32_t iterations = 1;  // 1..kMaxIterations

@@ -147,6 +147,7 @@ Schedule runSchedule(const RunConfig& c, int rank, const std::atomic<bool>& canc
   p.radix = static_cast<int>(c.radix);
   p.ring.assign(c.ringOrder.begin(), c.ringOrder.end());
   p.torusDims.assign(c.torusDims.begin(), c.torusDims.end());
+  p.window = c.window;
   Schedule s;
   try {
     s = c.scheduleXml.empty()
@@ -239,7 +240,9 @@ BindOptions tcpBindOptions(const RunJob& j) {
   return bo;
 }
 
-// Each ring holds `inflight` + 1 of the largest messages this rank receives.
+// Each ring holds `inflight` + 2 of the largest messages this rank receives, or the schedule's
+// window + 2 when that is more: a windowed ring's sender puts a window of messages on a channel
+// before it reads one (Schedule::window), and deadlocks on a ring that holds fewer.
 ShmOptions shmOptions(const Schedule& s, int rank, const RunConfig& c) {
   uint64_t maxElems = 0;
   for (const auto& prog : s.ranks) {
@@ -248,7 +251,8 @@ ShmOptions shmOptions(const Schedule& s, int rank, const RunConfig& c) {
     }
   }
   ShmOptions so = shmWaitsFromEnv(ShmOptions{});
-  so.ringBytes = shmRingBytes(maxElems * dtypeSize(c.dtype), static_cast<int>(c.inflight));
+  so.ringBytes = shmRingBytes(maxElems * dtypeSize(c.dtype),
+                              static_cast<int>(std::max(c.inflight, s.window)));
   so.shaping = c.shaping;
   return so;
 }
@@ -318,6 +322,10 @@ Transport* makeNetworkPlane(const RunConfig& c, int rank, RunDataPlane& plane) {
 // Binds the network plane that makeNetworkPlane made; its endpoint.
 std::string bindNetworkPlane(const RunJob& j, RunDataPlane& plane, BindOptions bo) {
   keepToMembers(j, bo);
+  // ZeroMQ's queues hold a windowed ring's window of messages a channel (Schedule::window).
+  const int window = static_cast<int>(std::min<uint32_t>(j.cfg.window, kMaxInflight));
+  bo.sndHwm = std::max(bo.sndHwm, window);
+  bo.rcvHwm = std::max(bo.rcvHwm, window);
   bo.shaping = j.cfg.shaping;
   bo.clockOffsetNs = j.offsetNs;
   return plane.tcp ? plane.tcp->bind(bo) : plane.zmq->bind(bo);
@@ -649,8 +657,8 @@ void runOnDataPlane(RunJob& j, const Schedule& s, RankRun& run, RunDataPlane& pl
     if (std::count(pairing.viaPeerMemory.begin(), pairing.viaPeerMemory.end(), true) > 0) {
       // As many slices out to a peer as its shared-memory ring would hold (shmRingBytes),
       // and never fewer than the default.
-      const uint32_t loans =
-          std::max(PeerMemoryTransport::kDefaultLoansPerPeer, j.cfg.inflight + 2);
+      const uint32_t loans = std::max(PeerMemoryTransport::kDefaultLoansPerPeer,
+                                      std::max(j.cfg.inflight, j.cfg.window) + 2);
       lending.emplace(*plane.dp, *plane.peerMemory, std::move(pairing), loans);
     }
   }

@@ -63,6 +63,10 @@ RunConfig runConfigOf(const RunRequest& req, const ResolvedRun& run,
   c.radix = static_cast<uint32_t>(run.radix);
   // Out-of-range counts stay out of range (one past the limit), so that validate() names them.
   c.inflight = static_cast<uint32_t>(std::min<int64_t>(req.inflight, kMaxInflight + 1));
+  // The window orders a ring's ops (GenParams::window); an imported schedule keeps its own order.
+  c.window = req.scheduleXml.empty()
+                 ? std::min<uint32_t>(slicesWindowOf(req.algorithm, req.window), kMaxInflight + 1)
+                 : 1;
   c.inPlace = req.inPlace;
   c.warmup = static_cast<uint32_t>(std::min<int64_t>(req.warmup, kMaxIterations + 1));
   c.iterations = static_cast<uint32_t>(std::min<int64_t>(req.iterations, kMaxIterations + 1));

@@ -26,6 +26,7 @@ CostQuery costQueryOf(const SweepRow& row, const LinkShaping& shaping) {
   cq.ringOrder = row.result.effective.ringOrder;
   cq.torusDims = q.torusDims;
   cq.inflight = q.inflight;
+  cq.window = q.window;
   cq.shaping = shaping;
   return cq;
 }

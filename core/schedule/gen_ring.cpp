@@ -21,11 +21,27 @@
 // - Broadcast: a chain from the root along the ring; n-1 steps, count elements sent by every
 //   rank but the last.
 //
-// Every chunk is cut into slices of p.sliceElems elements, and ops are emitted slice-major (for
-// each slice, all of its steps) as NCCL's loop over the buffer does, so a slice's journey around
-// the ring pipelines with the next slice's and one message per channel suffices (no deadlock at
-// channel capacity 1). An op's step is the step of the message it sends, or of the message it
-// receives for receive-only ops; chunks too small to hold a given slice skip it on every rank.
+// Every chunk is cut into slices of p.sliceElems elements. By default ops are emitted slice-major
+// (for each slice, all of its steps), so one message per channel suffices (no deadlock at
+// channel capacity 1). In AllReduce, ReduceScatter and AllGather every rank starts each slice
+// with a send and every later step waits for the previous rank's, so slice by slice the ranks
+// move in lockstep: a slice costs its 2(n-1) (or n-1) message latencies, one after the other,
+// and with small slices the latency is the run's time.
+//
+// A window of W slices (p.window) takes W slices together, step by step: each rank sends the W
+// slices of step 0, then receives, reduces and forwards the W of step 1, and so on, before the
+// next W slices. The W messages of a step are on the wire at once, so a step's latency is paid
+// once per W slices. This is how NCCL's primitives move a chunk: its slices go out back to back
+// through a FIFO of NCCL_STEPS (8) slots a channel, and the receiver works on each as it lands
+// (NCCL, src/device/prims_simple.h). A rank then sends up to W messages on a channel before it
+// reads one, so the schedule is free of deadlock at channel capacity W (Schedule::window) and
+// not below it. Reduce and Broadcast are chains: slice-major, they pipeline already, and a
+// window changes nothing there.
+//
+// An op's step is the step of the message it sends, or of the message it receives for
+// receive-only ops; chunks too small to hold a given slice skip it on every rank.
+#include <algorithm>
+
 #include "gen_util.h"
 
 namespace arl {
@@ -61,6 +77,11 @@ void localCopy(Schedule& s, uint64_t count) {
   s.ranks[0].push_back(makeOp(OpKind::Copy, Phase::Local, -1, -1, in(0), out(0), count, 0, 0, 0));
 }
 
+// The first slice past the window that starts at slice `first`, of `slices` in all.
+uint64_t windowEnd(uint64_t first, uint64_t slices, uint32_t window) {
+  return std::min(slices, first + window);
+}
+
 void ringAllReduce(Schedule& s, const Ring& ring, uint64_t sliceElems) {
   const int n = ring.n;
   const uint64_t count = s.count;
@@ -69,14 +90,11 @@ void ringAllReduce(Schedule& s, const Ring& ring, uint64_t sliceElems) {
     auto& ops = s.ranks[static_cast<size_t>(ring.rankAt(i))];
     const int next = ring.rankAt(i + 1);
     const int prev = ring.rankAt(i - 1);
-    for (uint64_t sl = 0; sl < slices; ++sl) {
+    for (uint64_t first = 0; first < slices; first += s.window) {
+      const uint64_t end = windowEnd(first, slices, s.window);
       for (int j = 0; j <= 2 * n - 2; ++j) {
         const int chunk = ring.rankAt(i - 1 - j);
         const Range ch = gen::part(count, n, static_cast<uint64_t>(chunk));
-        if (sl >= gen::sliceCount(ch.len, sliceElems)) {
-          continue;
-        }
-        const Range r = gen::slice(ch, sliceElems, sl);
         const auto step = static_cast<uint32_t>(j == 2 * n - 2 ? 2 * n - 3 : j);
         const Phase phase = j < n - 1 ? Phase::ReduceScatter : Phase::AllGather;
         OpKind kind = OpKind::RecvCopySend;
@@ -89,9 +107,13 @@ void ringAllReduce(Schedule& s, const Ring& ring, uint64_t sliceElems) {
         } else if (j == 2 * n - 2) {
           kind = OpKind::Recv;
         }
-        ops.push_back(makeOp(kind, phase, opSends(kind) ? next : -1, opRecvs(kind) ? prev : -1,
-                             in(r.begin), out(r.begin), r.len, step, static_cast<uint32_t>(chunk),
-                             static_cast<uint32_t>(sl)));
+        const uint64_t held = gen::sliceCount(ch.len, sliceElems);  // slices this chunk has
+        for (uint64_t sl = first; sl < std::min(end, held); ++sl) {
+          const Range r = gen::slice(ch, sliceElems, sl);
+          ops.push_back(makeOp(kind, phase, opSends(kind) ? next : -1,
+                               opRecvs(kind) ? prev : -1, in(r.begin), out(r.begin), r.len, step,
+                               static_cast<uint32_t>(chunk), static_cast<uint32_t>(sl)));
+        }
       }
     }
   }
@@ -105,8 +127,8 @@ void ringReduceScatter(Schedule& s, const Ring& ring, uint64_t sliceElems) {
     auto& ops = s.ranks[static_cast<size_t>(ring.rankAt(i))];
     const int next = ring.rankAt(i + 1);
     const int prev = ring.rankAt(i - 1);
-    for (uint64_t sl = 0; sl < slices; ++sl) {
-      const Range r = gen::slice({0, count}, sliceElems, sl);
+    for (uint64_t first = 0; first < slices; first += s.window) {
+      const uint64_t end = windowEnd(first, slices, s.window);
       for (int j = 0; j <= n - 1; ++j) {
         const int chunk = ring.rankAt(i - 1 - j);
         const uint64_t base = static_cast<uint64_t>(chunk) * count;
@@ -117,9 +139,12 @@ void ringReduceScatter(Schedule& s, const Ring& ring, uint64_t sliceElems) {
           kind = OpKind::RecvReduceCopy;  // chunk == own rank: the finished sum stays here
         }
         const auto step = static_cast<uint32_t>(j == n - 1 ? n - 2 : j);
-        ops.push_back(makeOp(kind, Phase::ReduceScatter, opSends(kind) ? next : -1,
-                             opRecvs(kind) ? prev : -1, in(base + r.begin), out(r.begin), r.len,
-                             step, static_cast<uint32_t>(chunk), static_cast<uint32_t>(sl)));
+        for (uint64_t sl = first; sl < end; ++sl) {
+          const Range r = gen::slice({0, count}, sliceElems, sl);
+          ops.push_back(makeOp(kind, Phase::ReduceScatter, opSends(kind) ? next : -1,
+                               opRecvs(kind) ? prev : -1, in(base + r.begin), out(r.begin), r.len,
+                               step, static_cast<uint32_t>(chunk), static_cast<uint32_t>(sl)));
+        }
       }
     }
   }
@@ -134,11 +159,14 @@ void ringAllGather(Schedule& s, const Ring& ring, uint64_t sliceElems) {
     auto& ops = s.ranks[static_cast<size_t>(me)];
     const int next = ring.rankAt(i + 1);
     const int prev = ring.rankAt(i - 1);
-    for (uint64_t sl = 0; sl < slices; ++sl) {
-      const Range r = gen::slice({0, count}, sliceElems, sl);
-      const uint64_t own = static_cast<uint64_t>(me) * count;
-      ops.push_back(makeOp(OpKind::Copy, Phase::Local, -1, -1, in(r.begin), out(own + r.begin),
-                           r.len, 0, static_cast<uint32_t>(me), static_cast<uint32_t>(sl)));
+    const uint64_t own = static_cast<uint64_t>(me) * count;
+    for (uint64_t first = 0; first < slices; first += s.window) {
+      const uint64_t end = windowEnd(first, slices, s.window);
+      for (uint64_t sl = first; sl < end; ++sl) {
+        const Range r = gen::slice({0, count}, sliceElems, sl);
+        ops.push_back(makeOp(OpKind::Copy, Phase::Local, -1, -1, in(r.begin), out(own + r.begin),
+                             r.len, 0, static_cast<uint32_t>(me), static_cast<uint32_t>(sl)));
+      }
       for (int j = 0; j <= n - 1; ++j) {
         const int chunk = ring.rankAt(i - j);
         const uint64_t base = static_cast<uint64_t>(chunk) * count;
@@ -149,9 +177,12 @@ void ringAllGather(Schedule& s, const Ring& ring, uint64_t sliceElems) {
           kind = OpKind::Recv;
         }
         const auto step = static_cast<uint32_t>(j == n - 1 ? n - 2 : j);
-        ops.push_back(makeOp(kind, Phase::AllGather, opSends(kind) ? next : -1,
-                             opRecvs(kind) ? prev : -1, in(r.begin), out(base + r.begin), r.len,
-                             step, static_cast<uint32_t>(chunk), static_cast<uint32_t>(sl)));
+        for (uint64_t sl = first; sl < end; ++sl) {
+          const Range r = gen::slice({0, count}, sliceElems, sl);
+          ops.push_back(makeOp(kind, Phase::AllGather, opSends(kind) ? next : -1,
+                               opRecvs(kind) ? prev : -1, in(r.begin), out(base + r.begin), r.len,
+                               step, static_cast<uint32_t>(chunk), static_cast<uint32_t>(sl)));
+        }
       }
     }
   }
@@ -223,6 +254,11 @@ Schedule ringSchedule(const GenParams& p) {
       case Collective::Reduce: ringReduce(s, ring, p.sliceElems); break;
       case Collective::Broadcast: ringBroadcast(s, ring, p.sliceElems); break;
     }
+  }
+  // A chain's slices, or one rank's copy, never wait on a channel for more than one message.
+  if (p.nranks == 1 || p.collective == Collective::Reduce ||
+      p.collective == Collective::Broadcast) {
+    s.window = 1;
   }
   gen::finishSteps(s);
   return s;

@@ -15,6 +15,14 @@ Schedule makeSkeleton(std::string_view algo, const GenParams& p) {
                    std::to_string(p.nranks) + ")");
   }
   if (p.sliceElems == 0) throw GenError("slice size must be at least one element");
+  if (p.window < 1 || p.window > kMaxInflight) {
+    throw GenError("window must be in 1.." + std::to_string(kMaxInflight) + " slices (got " +
+                   std::to_string(p.window) + ")");
+  }
+  if (p.window > 1 && algo != "ring") {
+    throw GenError("a window of slices (" + std::to_string(p.window) + ") is ring's alone; " +
+                   std::string(algo) + " takes its slices one by one (window 1)");
+  }
   if (p.root < 0 || p.root >= p.nranks) {
     throw GenError("root must be in 0.." + std::to_string(p.nranks - 1) + " (got " +
                    std::to_string(p.root) + ")");
@@ -33,6 +41,7 @@ Schedule makeSkeleton(std::string_view algo, const GenParams& p) {
   s.root = p.root;
   s.count = p.count;
   s.sliceElems = p.sliceElems;
+  s.window = p.window;
   s.inputElems = inputElemsFor(p.collective, p.nranks, p.count);
   s.outputElems = outputElemsFor(p.collective, p.nranks, p.count);
   s.ranks.assign(static_cast<size_t>(p.nranks), {});

@@ -47,6 +47,10 @@ constexpr Entry kGenerators[] = {
 
 }  // namespace
 
+uint32_t slicesWindowOf(std::string_view algo, int window) {
+  return algo == "ring" && window > 1 ? static_cast<uint32_t>(window) : 1;
+}
+
 const std::vector<std::string>& algorithmNames() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;

@@ -25,6 +25,11 @@ struct GenParams {
   // then take the dimensions in turn, as the paper runs Swing on a D-dimensional torus. Empty:
   // the ranks as one ring. Other algorithms ignore it.
   std::vector<int> torusDims;
+  // ring's AllReduce, ReduceScatter and AllGather: slices taken together, step by step, as
+  // NCCL's FIFO of several steps lets a rank send ahead (gen_ring.cpp). A rank then sends up
+  // to `window` messages on a channel before it reads one, so a channel must hold that many
+  // (Schedule::window). 1: slice by slice. Other algorithms take only 1.
+  uint32_t window = 1;
 };
 
 // Thrown for parameters a generator refuses (unknown algorithm, unsupported collective,
@@ -60,6 +65,10 @@ struct SwingStep {
   int ranks = 0;
 };
 SwingStep swingStep(bool latency, const std::vector<int>& dims, int nranks, int s);
+
+// The window an algorithm's schedule takes for a run asked for `window`: the window for ring,
+// 1 for every other algorithm (none of which emits its slices by windows).
+uint32_t slicesWindowOf(std::string_view algo, int window);
 
 // Generates the schedule. Throws GenError on bad parameters.
 Schedule generate(std::string_view algo, const GenParams& p);

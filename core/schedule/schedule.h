@@ -82,6 +82,10 @@ struct Schedule {
   // contribute nothing (their Input is not part of the collective and is never read) and
   // hold no result. The collective's ranks are 0 .. resultRanks(s) - 1.
   int nonResultRanks = 0;
+  // Messages a channel must hold for the schedule to be free of deadlock (GenParams::window):
+  // 1 for every schedule but a windowed ring. The verifier checks at this capacity, and a
+  // data plane that runs the schedule must hold as many messages a channel.
+  uint32_t window = 1;
   std::vector<std::vector<Op>> ranks;  // ranks[r] = ops of rank r in program order
 };
 

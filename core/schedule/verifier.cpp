@@ -365,7 +365,8 @@ class Machine {
   }
 
   bool full(int from, int to) {
-    return chan(from, to).size() >= static_cast<size_t>(std::max(1, opt_.channelCapacity));
+    const int64_t cap = opt_.channelCapacity > 0 ? opt_.channelCapacity : s_.window;
+    return chan(from, to).size() >= static_cast<size_t>(std::max<int64_t>(1, cap));
   }
 
   void record(int r, size_t i, uint64_t mask) {

@@ -12,9 +12,10 @@ namespace arl {
 
 struct VerifyOptions {
   // Messages a channel (one ordered sender->receiver pair) may hold before a send blocks.
-  // Kahn-network monotonicity: a schedule free of deadlock at capacity 1 is free of deadlock
-  // at any larger capacity, so 1 is the default and the strongest check.
-  int channelCapacity = 1;
+  // Kahn-network monotonicity: a schedule free of deadlock at capacity c is free of deadlock
+  // at any larger capacity. 0: the schedule's own, Schedule::window (1 for every schedule but
+  // a windowed ring), the strongest check its data planes are held to.
+  int channelCapacity = 0;
   bool checkInPlace = true;  // also verify with Input aliased into Output (NCCL in-place)
 };
 

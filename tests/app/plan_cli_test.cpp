@@ -240,6 +240,31 @@ TEST(PlanCli, RadixShapesTheKnomialTreeAndRunsExactly) {
   }
 }
 
+// ring's window (--window): the plan says it, verifies the schedule at its capacity, runs it
+// exactly, and the model's closed form pays a step's latency once a window; other algorithms
+// take their slices one by one.
+TEST(PlanCli, AWindowOrdersTheRingAndRunsExactly) {
+  const Result text = plan("--algo ring --ranks 4 --count 1000 --slice 16 --window 8");
+  ASSERT_EQ(text.rc, 0) << text.err;
+  EXPECT_NE(text.out.find(", slice 16 (4 elements), window 8 slices"), std::string::npos)
+      << text.out;
+  for (const char* algo : {"ring", "tree"}) {
+    for (const char* window : {"1", "8"}) {
+      const Result r = plan(std::string("--algo ") + algo +
+                            " --ranks 4 --count 1000 --slice 16 --json --run --iters 1 --window " +
+                            window);
+      ASSERT_EQ(r.rc, 0) << algo << " " << window << ": " << r.err;
+      const nlohmann::json v = nlohmann::json::parse(r.out);
+      EXPECT_EQ(v.at("window").get<int>(), std::string(algo) == "ring" ? std::stoi(window) : 1);
+      EXPECT_TRUE(v.at("verified").get<bool>()) << algo << " " << window;
+      EXPECT_EQ(v.at("wrong").get<int>(), 0) << algo << " " << window;
+    }
+  }
+  const Result bad = plan("--algo ring --ranks 4 --count 1000 --window 0");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.err.find("--window 0: must be in 1..1024"), std::string::npos) << bad.err;
+}
+
 // Swing off a power of two (gen_swing.cpp): an even count by overlapping reach sets, an odd
 // one folding rank n-1 in, swing-latency folding neighbour pairs; verified and exact, with the
 // steps the file comment gives.

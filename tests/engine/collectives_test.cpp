@@ -51,6 +51,7 @@ struct Case {
   int root = 0;
   int ranksPerHost = 0;
   int inflight = 4;
+  int window = 1;  // ring's window of slices; other algorithms take 1 (slicesWindowOf)
   int iterations = 1;
 };
 
@@ -60,7 +61,8 @@ std::string describe(const Pair& p, const Case& c) {
          " count=" + std::to_string(c.count) + " slice=" + std::to_string(c.slice) +
          (c.inPlace ? " in-place" : " out-of-place") + " root=" + std::to_string(c.root) +
          " ranks-per-host=" + std::to_string(c.ranksPerHost) +
-         " inflight=" + std::to_string(c.inflight) + " iterations=" + std::to_string(c.iterations);
+         " inflight=" + std::to_string(c.inflight) + " window=" + std::to_string(c.window) +
+         " iterations=" + std::to_string(c.iterations);
 }
 
 LocalRunResult runCase(const Pair& p, const Case& c) {
@@ -71,6 +73,7 @@ LocalRunResult runCase(const Pair& p, const Case& c) {
   gp.sliceElems = c.slice;
   gp.root = c.root;
   gp.ranksPerHost = c.ranksPerHost;
+  gp.window = slicesWindowOf(p.algo, c.window);
   const Schedule s = generate(p.algo, gp);
   LocalRunOptions o;
   o.dtype = c.dtype;
@@ -120,6 +123,7 @@ TEST_P(Collectives, EveryRankCountAndPlacement) {
         c.root = static_cast<int>(k % static_cast<size_t>(n));
         c.ranksPerHost = static_cast<int>(k % 3) + 1 == 1 ? 0 : static_cast<int>(k % 3) + 1;
         c.inflight = 1 + static_cast<int>(k % 3) * 3;  // 1, 4, 7
+        c.window = k % 4 < 2 ? 1 : 3 + static_cast<int>(k % 4) * 2;  // 1, 1, 7, 9: wider than inflight
         c.iterations = 1 + static_cast<int>(k % 2);
         expectExact(p, c);
         ++k;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/clock.h"
@@ -212,6 +213,130 @@ TEST(RingGenerator, FollowsACustomRingOrder) {
   bad.sliceElems = 1;
   bad.ring = {0, 1, 1};
   EXPECT_THROW(ringSchedule(bad), GenError);
+}
+
+GenParams ringParams(Collective c, int n, uint64_t count, uint64_t slice, uint32_t window) {
+  GenParams p;
+  p.collective = c;
+  p.nranks = n;
+  p.count = count;
+  p.sliceElems = slice;
+  p.window = window;
+  return p;
+}
+
+// The ops of one rank, as (kind, chunk, slice) in program order.
+std::vector<std::tuple<OpKind, uint32_t, uint32_t>> opKeys(const std::vector<Op>& ops) {
+  std::vector<std::tuple<OpKind, uint32_t, uint32_t>> k;
+  for (const Op& o : ops) k.emplace_back(o.kind, o.chunk, o.slice);
+  return k;
+}
+
+TEST(RingGenerator, AWindowTakesItsSlicesStepByStep) {
+  // 3 ranks, 4 slices a chunk, windows of 2: rank 0 sends slices 0 and 1 of its first chunk,
+  // then receives, reduces and forwards both, step by step; slices 2 and 3 follow.
+  const Schedule s = ringSchedule(ringParams(Collective::AllReduce, 3, 12, 1, 2));
+  EXPECT_EQ(s.window, 2u);
+  const std::vector<Op>& ops = s.ranks[0];
+  ASSERT_EQ(ops.size(), 4u * 5u);  // 2(n-1)+1 ops a slice
+  for (size_t w = 0; w < 2; ++w) {
+    for (size_t j = 0; j < 5; ++j) {
+      for (size_t k = 0; k < 2; ++k) {
+        const Op& o = ops[w * 10 + j * 2 + k];
+        EXPECT_EQ(o.slice, w * 2 + k) << "op " << w * 10 + j * 2 + k;
+        EXPECT_EQ(o.step, std::min<uint32_t>(static_cast<uint32_t>(j), 3u));
+      }
+    }
+  }
+  EXPECT_EQ(ops[0].kind, OpKind::Send);
+  EXPECT_EQ(ops[1].kind, OpKind::Send);
+  EXPECT_EQ(ops[2].kind, OpKind::RecvReduceSend);
+  EXPECT_EQ(ops[9].kind, OpKind::Recv);
+}
+
+TEST(RingGenerator, AWindowReordersTheSameOpsAndNeedsItsCapacity) {
+  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
+    for (int n : {2, 3, 5, 8}) {
+      // Chunks of unequal length (count not a multiple of n), so some skip a slice.
+      for (uint64_t count : {uint64_t{1}, uint64_t{37}, uint64_t{64}}) {
+        const Schedule plain = ringSchedule(ringParams(c, n, count, 2, 1));
+        for (uint32_t w : {2u, 3u, 8u}) {
+          const std::string at = std::string(toString(c)) + " n=" + std::to_string(n) +
+                                 " count=" + std::to_string(count) + " window=" + std::to_string(w);
+          const Schedule s = ringSchedule(ringParams(c, n, count, 2, w));
+          EXPECT_EQ(s.window, w) << at;
+          for (int r = 0; r < n; ++r) {
+            auto a = opKeys(plain.ranks[static_cast<size_t>(r)]);
+            auto b = opKeys(s.ranks[static_cast<size_t>(r)]);
+            std::sort(a.begin(), a.end());
+            std::sort(b.begin(), b.end());
+            EXPECT_EQ(a, b) << at << " rank " << r;
+          }
+          const VerifyResult v = verify(s);  // at the schedule's own capacity
+          EXPECT_TRUE(v.ok) << at << ": " << v.message;
+          // With a full first window every rank sends w messages before it reads one: at
+          // capacity w - 1 they all wait for room.
+          const uint64_t perRank = c == Collective::AllReduce ? count / static_cast<uint64_t>(n)
+                                                              : count;
+          if (perRank / 2 >= w) {
+            VerifyOptions less;
+            less.channelCapacity = static_cast<int>(w) - 1;
+            const VerifyResult d = verify(s, less);
+            EXPECT_FALSE(d.ok) << at;
+            EXPECT_NE(d.message.find("deadlock"), std::string::npos) << at << ": " << d.message;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(RingGenerator, WindowOneIsTheSliceBySliceOrder) {
+  for (Collective c : kAllCollectives) {
+    const Schedule a = ringSchedule(ringParams(c, 4, 29, 3, 1));
+    GenParams p = ringParams(c, 4, 29, 3, 1);
+    const Schedule b = generate("ring", p);
+    for (int r = 0; r < 4; ++r) {
+      EXPECT_EQ(opKeys(a.ranks[static_cast<size_t>(r)]), opKeys(b.ranks[static_cast<size_t>(r)]));
+    }
+    // Slice-major: a rank's slices never go back.
+    for (const auto& ops : a.ranks) {
+      for (size_t i = 1; i < ops.size(); ++i) EXPECT_GE(ops[i].slice, ops[i - 1].slice);
+    }
+  }
+  // Chains pipeline slice by slice already: a window leaves them as they are.
+  for (Collective c : {Collective::Reduce, Collective::Broadcast}) {
+    const Schedule s = ringSchedule(ringParams(c, 4, 29, 3, 8));
+    EXPECT_EQ(s.window, 1u);
+    const Schedule one = ringSchedule(ringParams(c, 4, 29, 3, 1));
+    for (int r = 0; r < 4; ++r) {
+      EXPECT_EQ(opKeys(s.ranks[static_cast<size_t>(r)]), opKeys(one.ranks[static_cast<size_t>(r)]));
+    }
+  }
+}
+
+TEST(RingGenerator, WindowsOutOfRangeOrOffTheRingAreRefused) {
+  GenParams p = ringParams(Collective::AllReduce, 4, 100, 10, 0);
+  try {
+    generate("ring", p);
+    FAIL() << "no throw";
+  } catch (const GenError& e) {
+    EXPECT_NE(std::string(e.what()).find("window must be in 1..1024 slices (got 0)"),
+              std::string::npos)
+        << e.what();
+  }
+  p.window = 1025;
+  EXPECT_THROW(generate("ring", p), GenError);
+  p.window = 4;
+  EXPECT_NO_THROW(generate("ring", p));
+  try {
+    generate("tree", p);
+    FAIL() << "no throw";
+  } catch (const GenError& e) {
+    EXPECT_NE(std::string(e.what()).find("ring's alone; tree takes its slices one by one"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(BaselineGenerators, StepCountsAndTraffic) {

@@ -109,6 +109,44 @@ TEST(Model, SimulatedRingIsNearItsClosedForm) {
   EXPECT_LT(tl.totalSeconds / closed, 1.5) << tl.totalSeconds << " vs " << closed;
 }
 
+// A window of W slices (GenParams::window) takes W slices through each step together: each
+// step's latency is paid once a window. The closed form counts ceil(k / W) latencies a step,
+// and the simulation of the windowed schedule, on links where latency is all there is, agrees.
+TEST(Model, ARingWindowPaysEachStepsLatencyOncePerWindow) {
+  CostQuery q = query("ring", 8, 8000, 250);  // 4 slices a chunk
+  q.window = 2;
+  EXPECT_DOUBLE_EQ(closedForm(q).alphaCount, 14 * 2);
+  q.window = 3;
+  EXPECT_DOUBLE_EQ(closedForm(q).alphaCount, 14 * 2);
+  q.window = 8;
+  EXPECT_DOUBLE_EQ(closedForm(q).alphaCount, 14);
+  EXPECT_DOUBLE_EQ(closedForm(q).betaBytes, 14 * 1000);
+  // Other algorithms take their slices one by one whatever the window.
+  CostQuery t = query("tree", 8, 8000, 250);
+  const double treeAlpha = closedForm(t).alphaCount;
+  t.window = 8;
+  EXPECT_DOUBLE_EQ(closedForm(t).alphaCount, treeAlpha);
+
+  LinkModel latencyOnly;
+  latencyOnly.port = {1e15, 1e15};
+  latencyOnly.defaults = {1e15, 1e-3};  // 1 ms a message, bytes free
+  latencyOnly.reduceBytesPerSecond = 0;
+  latencyOnly.copyBytesPerSecond = 0;
+  GenParams p;
+  p.nranks = 4;
+  p.count = 64;  // 16 elements a chunk: 16 slices of 1
+  p.sliceElems = 1;
+  const double plain = simulate(ringSchedule(p), latencyOnly).totalSeconds;
+  EXPECT_NEAR(plain, 6 * 16 * 1e-3, 1e-6);  // 2(n-1) latencies a slice, slice after slice
+  for (uint32_t w : {4u, 16u}) {
+    p.window = w;
+    const Schedule s = ringSchedule(p);
+    ASSERT_TRUE(verify(s).ok);
+    const double windowed = simulate(s, latencyOnly).totalSeconds;
+    EXPECT_NEAR(windowed, 6 * (16 / w) * 1e-3, 1e-6) << "window " << w;
+  }
+}
+
 TEST(Model, SimulationMatchesHandComputedTimes) {
   // Ring all-reduce over 2 ranks, 4 floats, one slice per chunk: rank r sends chunk (r+1)%2
   // at step 0 and receives the other at step 1. Per message: 8 bytes at 8 B/s = 1 s on the

@@ -526,6 +526,8 @@ TEST(Export, RecordingRoundTripsEverything) {
   r.config.op = RedOp::Max;
   r.config.check = 3;
   r.rows[1].result.request.check = 5;
+  r.rows[1].result.request.window = 8;
+  r.config.window = 8;
   const std::string path = ::testing::TempDir() + "export_rec_" + std::to_string(::getpid());
   writeTextFile(path, recordingJson(r));
   const BenchReport back = readRecording(path);
@@ -543,6 +545,9 @@ TEST(Export, RecordingRoundTripsEverything) {
   EXPECT_EQ(back.config.telemetry, r.config.telemetry);
   EXPECT_EQ(back.config.op, r.config.op);
   EXPECT_EQ(back.config.check, 3u);
+  EXPECT_EQ(back.config.window, 8);
+  EXPECT_EQ(back.rows[1].result.request.window, 8);
+  EXPECT_EQ(back.rows[0].result.request.window, 1);
   EXPECT_EQ(back.config.jsonPath, r.config.jsonPath);
   EXPECT_EQ(back.config.maxEvents, r.config.maxEvents);
   ASSERT_EQ(back.workers.size(), r.workers.size());
@@ -687,11 +692,17 @@ TEST(Export, RecordingsWrittenBeforeTheSweepListsStillRead) {
       "\"chunk_bytes\":65536,\"inflight\":2,");
   for (int i = 0; i < 2; ++i) cut("\"ring_order\":[],", "");
   cut("\"data_plane\":\"auto\",", "");
+  // Nor a window (protocol 15): every ring took its slices one by one.
+  for (size_t p = old.find("\"window\":1,"); p != std::string::npos; p = old.find("\"window\":1,")) {
+    old.erase(p, std::string("\"window\":1,").size());
+  }
   const BenchReport back = parseRecording(old);
   EXPECT_EQ(back.config.sliceSizes, (std::vector<uint64_t>{65536}));
   EXPECT_EQ(back.config.inflights, (std::vector<int>{2}));
   EXPECT_TRUE(back.config.ringOrder.empty());
+  EXPECT_EQ(back.config.window, 1);
   ASSERT_EQ(back.rows.size(), 2u);
+  EXPECT_EQ(back.rows[1].result.request.window, 1);
   EXPECT_EQ(back.rows[1].result.events, r.rows[1].result.events);
 }
 

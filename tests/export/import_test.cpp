@@ -234,6 +234,34 @@ TEST(ImportRefusal, InspectorLineNamesItsNumber) {
       << why;
 }
 
+// Inspector's own bandwidths are taken as the file gives them (their mean per collective and
+// size): one below zero, or not a number, is refused naming its line and field, where it was
+// once written into a recording that the lab's reader then refused (found by fuzz_inspector_jsonl).
+TEST(ImportRefusal, AnInspectorBandwidthBelowZeroIsRefused) {
+  std::string t = readData("inspector_allreduce.jsonl");
+  const size_t at = t.find("\"coll_busbw_gbs\":13.1072");
+  ASSERT_NE(at, std::string::npos);
+  t.replace(at, 24, "\"coll_busbw_gbs\":-13.1072");
+  std::string why = refusal([&] { importText(t, "insp.jsonl"); });
+  EXPECT_NE(why.find("insp.jsonl: line 1: inspector.coll_perf.coll_busbw_gbs: not a bandwidth (a "
+                     "number, 0 or more)"),
+            std::string::npos)
+      << why;
+  t = readData("inspector_allreduce.jsonl");
+  const size_t second = t.find('\n') + 1;
+  const size_t alg = t.find("\"coll_algobw_gbs\":", second);
+  ASSERT_NE(alg, std::string::npos);
+  t.insert(alg + 18, "-");
+  why = refusal([&] { importText(t, "insp.jsonl"); });
+  EXPECT_NE(why.find("line 2: inspector.coll_perf.coll_algobw_gbs: not a bandwidth"),
+            std::string::npos)
+      << why;
+  // The figures the file gives, averaged, are what the row holds.
+  const BenchReport r = importText(readData("inspector_allreduce.jsonl"), "insp.jsonl");
+  ASSERT_FALSE(r.rows.empty());
+  EXPECT_GE(r.rows.front().metrics.busbwGBps, 0);
+}
+
 TEST(ImportRefusal, BoundedRegularFilesOnly) {
   const std::string dir = ::testing::TempDir();
   EXPECT_NE(refusal([&] { importFile(dir); }).find("not a regular file"), std::string::npos);

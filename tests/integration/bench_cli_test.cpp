@@ -438,6 +438,33 @@ TEST_F(BenchCli, NicBwPacesEveryDataPlane) {
   expectNoWorkerLeft();
 }
 
+// A ring that takes its slices by windows of 8 (GenParams::window) is exact on every data plane
+// between worker processes: its channels hold a window of messages (shm's rings, ZeroMQ's
+// queues, TCP's socket buffers), and a plane that held fewer would deadlock. 16-byte slices, so
+// each 4 KiB run takes 32 windows of 8 and the last window of a chunk is a partial one on 3 ranks.
+TEST_F(BenchCli, ARingWindowIsExactOnEveryDataPlane) {
+  struct Run {
+    const char* plane;
+    const char* collective;
+  };
+  for (const Run& w : {Run{"shm", "allreduce"}, Run{"zmq", "allreduce"}, Run{"tcp", "allreduce"},
+                       Run{"tcp", "reducescatter"}, Run{"shm", "allgather"}}) {
+    const std::string at = std::string(w.plane) + " " + w.collective;
+    const std::string json = file(std::string("window-") + w.plane + "-" + w.collective + ".json");
+    const Result r = run({"--workers", "3", "--algo", "ring", "--collective", w.collective, "-b",
+                          "4K", "-e", "4K", "--slice", "16", "--window", "8", "-n", "2", "-w", "1",
+                          "--data-plane", w.plane, "--json", json});
+    ASSERT_EQ(r.rc, 0) << at << r.err << r.out;
+    EXPECT_NE(r.out.find("inflight 4, ring window 8 slices,"), std::string::npos) << at << r.out;
+    const nlohmann::json v = nlohmann::json::parse(slurp(json));
+    EXPECT_EQ(v.at("config").at("window").get<int>(), 8) << at;
+    const nlohmann::json& row = v.at("results").at(0);
+    EXPECT_EQ(row.at("window").get<int>(), 8) << at;
+    EXPECT_EQ(row.at("wrong").get<int64_t>(), 0) << at;
+  }
+  expectNoWorkerLeft();
+}
+
 // One bad command line and what its refusal must name.
 struct Case {
   std::vector<std::string> args;
@@ -504,6 +531,8 @@ TEST_F(BenchCli, BadFlagsAreOneLineAndStartNoWorker) {
       {{"--inflight", "2000"}, "--inflight 2000: must be in 1..1024"},
       {{"--inflight", "1,2,2000"}, "--inflight 2000: must be in 1..1024"},
       {{"--inflight", "1,x"}, "--inflight x: not an integer"},
+      {{"--window", "0"}, "--window 0: must be in 1..1024"},
+      {{"--window", "2000"}, "--window 2000: must be in 1..1024"},
       {{"--ring-order", "0,2,1"}, "--ring-order 0,2,1: must name each of the 4 ranks 0..3 once"},
       {{"--ring-order", "0,2,2,3"}, "(2 comes twice)"},
       {{"--ring-order", "0,1,2,4"}, "(4 is not a rank)"},

@@ -48,7 +48,7 @@ std::string refusal(const Message& m) {
 }
 
 TEST(FlightProtocol, AFullRecordRoundTripsWithinTheBodyLimit) {
-  EXPECT_EQ(kProtocolVersion, 14);
+  EXPECT_EQ(kProtocolVersion, 15);
   EXPECT_EQ(static_cast<int>(MsgType::FlightRecord), 19);
   const FlightRecord m = full();
   const Frames f = m.encode();

@@ -10,7 +10,7 @@ namespace arl {
 namespace {
 
 TEST(LibraryEndpoint, NcclTokensAndMembersAreEndpoints) {
-  EXPECT_EQ(kProtocolVersion, 14);
+  EXPECT_EQ(kProtocolVersion, 15);
   EXPECT_TRUE(validEndpoint("nccl://id/AAECAwQF-_z9"));
   EXPECT_TRUE(validEndpoint(kLibraryMemberEndpoint));
   EXPECT_TRUE(validEndpoint("nccl://id/" + std::string(171, 'A')));  // a 128-byte id

@@ -108,7 +108,7 @@ Frames withAppended(const T& m, F&& append) {
 
 TEST(Protocol, HeaderLayoutIsLittleEndianAndSixteenBytes) {
   const Bytes h = encodeHeader({kProtocolVersion, MsgType::TelemetryBatch, 0x0102030405060708});
-  const Bytes expected = {'A',  'R',  'L',  '1',  0x0E, 0x00, 0x0A, 0x00,
+  const Bytes expected = {'A',  'R',  'L',  '1',  0x0F, 0x00, 0x0A, 0x00,
                           0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01};
   EXPECT_EQ(h, expected);
   auto back = decodeHeader(h);
@@ -140,7 +140,7 @@ TEST(Protocol, RejectsOtherVersions) {
   Frames f = Heartbeat{}.encode();
   f[0][4] = 3;  // the version before packed telemetry records
   const auto e = expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 3");
-  EXPECT_TRUE(contains(e.reason, "speaks version 14"));
+  EXPECT_TRUE(contains(e.reason, "speaks version 15"));
   f[0][4] = 0;
   expectRejected(f[0], f[1], DecodeErrc::UnsupportedVersion, "version 0");
   f[0][4] = 4;
@@ -665,6 +665,23 @@ TEST(Protocol, RadixRoundTrips) {
     const auto* got = std::get_if<RunConfig>(&env.message);
     ASSERT_NE(got, nullptr);
     EXPECT_EQ(got->radix, k);
+  }
+}
+
+// ring's window (version 15, field 42) travels as set; 0 (a config without one) is refused.
+TEST(Protocol, WindowRoundTripsAndIsChecked) {
+  for (uint32_t w : {1u, 2u, 8u, 1024u}) {
+    RunConfig c = sampleConfig(4);
+    c.window = w;
+    expectRoundTrip(c);
+    const Envelope env = mustDecode(c.encode());
+    const auto* got = std::get_if<RunConfig>(&env.message);
+    ASSERT_NE(got, nullptr);
+    EXPECT_EQ(got->window, w);
+  }
+  for (uint64_t w : {uint64_t{0}, uint64_t{1025}}) {
+    const Frames f = withAppended(sampleConfig(4), [&](Bytes& b) { putField(b, 42, w); });
+    expectRejected(f[0], f[1], DecodeErrc::InvalidField, "window");
   }
 }
 

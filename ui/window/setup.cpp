@@ -47,6 +47,7 @@ SetupField setupFieldOf(RunField f) {
     case RunField::SlowRank: return SetupField::SlowRank;
     case RunField::SlowLink: return SetupField::SlowLink;
     case RunField::MismatchRank: return SetupField::Algorithm;  // bench's teaching flag only
+    case RunField::Window: return SetupField::Inflight;  // bench's and plan's flag, beside it
   }
   return SetupField::Algorithm;
 }
@@ -80,6 +81,7 @@ bool standIn(RunRequest& q, RunField f) {
     case RunField::Radix: q.radix = 0; return true;
     case RunField::RingOrder: q.ringOrder.clear(); return true;
     case RunField::Inflight: q.inflight = 1; return true;
+    case RunField::Window: q.window = 1; return true;
     case RunField::Warmup: q.warmup = 0; return true;
     case RunField::Iterations: q.iterations = 1; return true;
     case RunField::PortRate: q.shaping.portBytesPerSecond = 0; return true;
