@@ -343,7 +343,7 @@ void Bench::printHeader(const std::vector<WorkerInfo>& ws) {
                                ? "0..n-1"
                                : joinWith(c_.ringOrder, [](int r) { return std::to_string(r); });
   const bool windowed = c_.window > 1 && std::find(c_.algorithms.begin(), c_.algorithms.end(),
-                                                    "ring") != c_.algorithms.end();
+                                                   "ring") != c_.algorithms.end();
   const std::string window =
       windowed ? ", ring window " + std::to_string(c_.window) + " slices" : std::string();
   std::printf("# slice %s bytes, inflight %s%s, ring order %s, %s, telemetry %s (at most %" PRIu64

@@ -46,7 +46,7 @@ struct BenchConfig {
   // 30 us of CPU a message) more so than on shared memory (docs/performance.md).
   std::vector<uint64_t> sliceSizes = {uint64_t{1} << 20};
   std::vector<int> inflights = {4};
-  int window = 1;  // --window: ring's window of slices (RunRequest::window)
+  int window = 1;               // --window: ring's window of slices (RunRequest::window)
   std::vector<int> ringOrder;   // empty = 0, 1, ..., n-1
   std::string backend = "cpu";  // the local workers' (mpi when the list has it)
   // --backend's list when it names engines beside cpu (cpu,mpi): each row says which ran it

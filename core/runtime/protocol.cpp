@@ -1795,10 +1795,11 @@ std::string describe(const Message& m) {
         } else if constexpr (std::is_same_v<T, RunConfig>) {
           os << " run=" << x.runId << " " << x.algorithm << " " << toString(x.collective) << " "
              << toString(x.dtype) << " " << toString(x.op) << " count=" << x.count
-             << " slice=" << x.sliceBytes << (x.window > 1 ? " window=" + std::to_string(x.window) : "")
-             << " ranks=" << x.worldSize << " root=" << x.root
-             << " warmup=" << x.warmup << " iterations=" << x.iterations
-             << (x.inPlace ? " in-place" : "") << " telemetry=" << toString(x.telemetry);
+             << " slice=" << x.sliceBytes
+             << (x.window > 1 ? " window=" + std::to_string(x.window) : "")
+             << " ranks=" << x.worldSize << " root=" << x.root << " warmup=" << x.warmup
+             << " iterations=" << x.iterations << (x.inPlace ? " in-place" : "")
+             << " telemetry=" << toString(x.telemetry);
         } else if constexpr (std::is_same_v<T, Ready>) {
           os << " rank=" << x.rank << " run=" << x.runId << " data=" << x.dataEndpoint;
         } else if constexpr (std::is_same_v<T, Start>) {

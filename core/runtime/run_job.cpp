@@ -251,8 +251,8 @@ ShmOptions shmOptions(const Schedule& s, int rank, const RunConfig& c) {
     }
   }
   ShmOptions so = shmWaitsFromEnv(ShmOptions{});
-  so.ringBytes = shmRingBytes(maxElems * dtypeSize(c.dtype),
-                              static_cast<int>(std::max(c.inflight, s.window)));
+  so.ringBytes =
+      shmRingBytes(maxElems * dtypeSize(c.dtype), static_cast<int>(std::max(c.inflight, s.window)));
   so.shaping = c.shaping;
   return so;
 }

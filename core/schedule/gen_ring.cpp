@@ -110,9 +110,9 @@ void ringAllReduce(Schedule& s, const Ring& ring, uint64_t sliceElems) {
         const uint64_t held = gen::sliceCount(ch.len, sliceElems);  // slices this chunk has
         for (uint64_t sl = first; sl < std::min(end, held); ++sl) {
           const Range r = gen::slice(ch, sliceElems, sl);
-          ops.push_back(makeOp(kind, phase, opSends(kind) ? next : -1,
-                               opRecvs(kind) ? prev : -1, in(r.begin), out(r.begin), r.len, step,
-                               static_cast<uint32_t>(chunk), static_cast<uint32_t>(sl)));
+          ops.push_back(makeOp(kind, phase, opSends(kind) ? next : -1, opRecvs(kind) ? prev : -1,
+                               in(r.begin), out(r.begin), r.len, step, static_cast<uint32_t>(chunk),
+                               static_cast<uint32_t>(sl)));
         }
       }
     }

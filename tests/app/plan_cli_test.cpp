@@ -250,9 +250,9 @@ TEST(PlanCli, AWindowOrdersTheRingAndRunsExactly) {
       << text.out;
   for (const char* algo : {"ring", "tree"}) {
     for (const char* window : {"1", "8"}) {
-      const Result r = plan(std::string("--algo ") + algo +
-                            " --ranks 4 --count 1000 --slice 16 --json --run --iters 1 --window " +
-                            window);
+      const Result r =
+          plan(std::string("--algo ") + algo +
+               " --ranks 4 --count 1000 --slice 16 --json --run --iters 1 --window " + window);
       ASSERT_EQ(r.rc, 0) << algo << " " << window << ": " << r.err;
       const nlohmann::json v = nlohmann::json::parse(r.out);
       EXPECT_EQ(v.at("window").get<int>(), std::string(algo) == "ring" ? std::stoi(window) : 1);

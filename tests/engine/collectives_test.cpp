@@ -123,7 +123,8 @@ TEST_P(Collectives, EveryRankCountAndPlacement) {
         c.root = static_cast<int>(k % static_cast<size_t>(n));
         c.ranksPerHost = static_cast<int>(k % 3) + 1 == 1 ? 0 : static_cast<int>(k % 3) + 1;
         c.inflight = 1 + static_cast<int>(k % 3) * 3;  // 1, 4, 7
-        c.window = k % 4 < 2 ? 1 : 3 + static_cast<int>(k % 4) * 2;  // 1, 1, 7, 9: wider than inflight
+        c.window =
+            k % 4 < 2 ? 1 : 3 + static_cast<int>(k % 4) * 2;  // 1, 1, 7, 9: wider than inflight
         c.iterations = 1 + static_cast<int>(k % 2);
         expectExact(p, c);
         ++k;

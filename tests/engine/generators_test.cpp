@@ -276,8 +276,8 @@ TEST(RingGenerator, AWindowReordersTheSameOpsAndNeedsItsCapacity) {
           EXPECT_TRUE(v.ok) << at << ": " << v.message;
           // With a full first window every rank sends w messages before it reads one: at
           // capacity w - 1 they all wait for room.
-          const uint64_t perRank = c == Collective::AllReduce ? count / static_cast<uint64_t>(n)
-                                                              : count;
+          const uint64_t perRank =
+              c == Collective::AllReduce ? count / static_cast<uint64_t>(n) : count;
           if (perRank / 2 >= w) {
             VerifyOptions less;
             less.channelCapacity = static_cast<int>(w) - 1;

@@ -693,7 +693,8 @@ TEST(Export, RecordingsWrittenBeforeTheSweepListsStillRead) {
   for (int i = 0; i < 2; ++i) cut("\"ring_order\":[],", "");
   cut("\"data_plane\":\"auto\",", "");
   // Nor a window (protocol 15): every ring took its slices one by one.
-  for (size_t p = old.find("\"window\":1,"); p != std::string::npos; p = old.find("\"window\":1,")) {
+  for (size_t p = old.find("\"window\":1,"); p != std::string::npos;
+       p = old.find("\"window\":1,")) {
     old.erase(p, std::string("\"window\":1,").size());
   }
   const BenchReport back = parseRecording(old);

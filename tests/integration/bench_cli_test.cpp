@@ -451,9 +451,10 @@ TEST_F(BenchCli, ARingWindowIsExactOnEveryDataPlane) {
                        Run{"tcp", "reducescatter"}, Run{"shm", "allgather"}}) {
     const std::string at = std::string(w.plane) + " " + w.collective;
     const std::string json = file(std::string("window-") + w.plane + "-" + w.collective + ".json");
-    const Result r = run({"--workers", "3", "--algo", "ring", "--collective", w.collective, "-b",
-                          "4K", "-e", "4K", "--slice", "16", "--window", "8", "-n", "2", "-w", "1",
-                          "--data-plane", w.plane, "--json", json});
+    const Result r =
+        run({"--workers", "3",  "--algo",       "ring",  "--collective", w.collective, "-b", "4K",
+             "-e",        "4K", "--slice",      "16",    "--window",     "8",          "-n", "2",
+             "-w",        "1",  "--data-plane", w.plane, "--json",       json});
     ASSERT_EQ(r.rc, 0) << at << r.err << r.out;
     EXPECT_NE(r.out.find("inflight 4, ring window 8 slices,"), std::string::npos) << at << r.out;
     const nlohmann::json v = nlohmann::json::parse(slurp(json));
