@@ -93,6 +93,25 @@ void BenchOptions::declareLaunch() {
   o.value("--hosts", "HOST[:SLOTS],...", "--launch ssh: the hosts and the workers on each");
 }
 
+// The slices, their order and the algorithms' shapes (the Operation group's second half).
+void BenchOptions::declarePipeline() {
+  Options& o = opts_;
+  o.value("--slice,--chunk", "SIZE[,SIZE...]",
+          "pipeline slice sizes to sweep, in bytes, e.g. 64K,256K,1M (default 1M); --chunk is "
+          "its older name");
+  o.value("--inflight", "K[,K...]",
+          "slices in flight per rank to sweep, 1.." + std::to_string(kMaxInflight) +
+              ", e.g. 1,2,4,8 (default 4)");
+  o.value("--window", "W",
+          "ring: slices each step takes together, 1.." + std::to_string(kMaxInflight) +
+              ": a rank sends W slices before it waits for one, as NCCL's FIFO lets it (default 1, "
+              "slice by slice; other algorithms ignore it)");
+  o.value("--radix", "K", "knomial's radix, 2..N (2: binomial; default 4, or N when fewer ranks)");
+  o.value("--ring-order", "LIST",
+          "the ring as a permutation of the ranks 0..N-1, N = --workers + --expect, e.g. "
+          "0,2,1,3 (default 0,1,...,N-1)");
+}
+
 void BenchOptions::declare() {
   Options& o = opts_;
   o.group("Sizes (bytes; K, M, G = 2^10, 2^20, 2^30; the collective's total, as in nccl-tests)");
@@ -115,20 +134,7 @@ void BenchOptions::declare() {
           "float, double, half, bfloat16, int32, int64, uint8 (default float)");
   o.value("-r,--root", "R", "root of reduce and broadcast (default 0)");
   o.flag("--in-place", &inPlace_, "run in place (NCCL's in-place buffers)");
-  o.value("--slice,--chunk", "SIZE[,SIZE...]",
-          "pipeline slice sizes to sweep, in bytes, e.g. 64K,256K,1M (default 1M); --chunk is "
-          "its older name");
-  o.value("--inflight", "K[,K...]",
-          "slices in flight per rank to sweep, 1.." + std::to_string(kMaxInflight) +
-              ", e.g. 1,2,4,8 (default 4)");
-  o.value("--window", "W",
-          "ring: slices each step takes together, 1.." + std::to_string(kMaxInflight) +
-              ": a rank sends W slices before it waits for one, as NCCL's FIFO lets it (default 1, "
-              "slice by slice; other algorithms ignore it)");
-  o.value("--radix", "K", "knomial's radix, 2..N (2: binomial; default 4, or N when fewer ranks)");
-  o.value("--ring-order", "LIST",
-          "the ring as a permutation of the ranks 0..N-1, N = --workers + --expect, e.g. "
-          "0,2,1,3 (default 0,1,...,N-1)");
+  declarePipeline();
   o.group("Performance");
   o.value("-n,--iters", "N", "timed iterations per run (default 20)");
   o.value("-w,--warmup_iters,--warmup", "N", "untimed iterations before them (default 5)");

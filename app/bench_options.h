@@ -44,6 +44,7 @@ class BenchOptions {
 
  private:
   void declare();
+  void declarePipeline();
   void declareLaunch();
   void checkWorkers(BenchConfig& c, std::optional<LaunchSpec>& launch) const;
   std::optional<LaunchSpec> checkLaunch(BenchConfig& c) const;
