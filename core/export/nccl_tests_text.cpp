@@ -468,6 +468,13 @@ BenchRow rowOf(const ImportedSession& s, const ImportedRow& r, const std::string
     });
   }
   res.iterationUs = r.iterationUs;
+  // A count of wrong elements: whole, and within 64 bits (a larger one would not convert).
+  if (r.wrong > 0 && !(r.wrong < 0x1p63 && r.wrong == std::floor(r.wrong))) {
+    std::ostringstream v;
+    v << r.wrong;
+    throw ImportError(s.file + ": result " + std::to_string(index + 1) + ": a #wrong of " +
+                      v.str() + " is not a count of elements");
+  }
   res.wrong = r.wrong > 0 ? static_cast<uint64_t>(r.wrong) : 0;
   if (r.perProcessUs.size() == static_cast<size_t>(nranks)) {
     for (size_t p = 0; p < r.perProcessUs.size(); ++p) {

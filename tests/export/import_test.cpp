@@ -182,6 +182,21 @@ TEST(ImportRefusal, AFileThatCannotSayHowManyIterationsWereTimedIsRefused) {
 // us into INT64_MIN, and a negative iteration time was written as is, and the recordings
 // `allreduce-lab import` wrote were refused (found by the nccl_tests_json fuzz target; its
 // inputs are kept in tests/fuzz/corpus/nccl_tests_json/).
+// A #wrong that is no count of elements (beyond 64 bits, or a fraction) is refused naming the
+// result; converting 2.2e88 to an unsigned count was undefined (found by fuzz_nccl_tests_text).
+TEST(ImportRefusal, AWrongCountThatIsNoCountIsRefused) {
+  for (const char* bad : {"2.2e88", "1.5"}) {
+    std::string j = readData("nccl_tests_allreduce_periter.json");
+    const size_t at = j.find("\"nwrong\": 0");
+    ASSERT_NE(at, std::string::npos);
+    const size_t value = at + 10;
+    j.replace(value, j.find_first_of(",\n }", value) - value, bad);
+    const std::string why = refusal([&] { importText(j, "w.json"); });
+    EXPECT_NE(why.find("w.json: result 1: a #wrong of "), std::string::npos) << bad << ": " << why;
+    EXPECT_NE(why.find("is not a count of elements"), std::string::npos) << why;
+  }
+}
+
 TEST(ImportRefusal, ATimeNoRecordingHoldsIsRefused) {
   for (const char* bad : {"1e308", "4.7e15", "-5"}) {
     std::string j = readData("nccl_tests_allreduce_periter.json");
