@@ -62,6 +62,7 @@ struct GuiArgs {
   std::optional<ui::SweepRange> sizes;  // -b, -e, -f
   std::optional<uint64_t> slice;
   std::optional<int> inflight;
+  std::optional<int> window;  // --window: ring's window of slices
   std::optional<int> radix;
   std::optional<int> iterations;
   std::optional<int> warmup;
@@ -106,6 +107,7 @@ ui::SessionSetup initialSetup(const GuiArgs& a) {
     s.inflight = {false, static_cast<uint64_t>(*a.inflight), s.inflight.min, s.inflight.max,
                   s.inflight.factor};
   }
+  if (a.window) s.window = *a.window;
   if (a.radix) s.radix = *a.radix;
   if (a.iterations) s.iterations = *a.iterations;
   if (a.warmup) s.warmup = *a.warmup;
@@ -438,6 +440,8 @@ class GuiCommand final : public Command {
     opts_.value("-f,--stepfactor", "F", "... multiplying by F (default 4)");
     opts_.value("--slice", "SIZE", "slice size (default 256K)");
     opts_.value("--inflight", "K", "slices in flight (default 4)");
+    opts_.value("--window", "W",
+                "ring's window: slices it takes through each step together, 1..1024 (default 1)");
     opts_.value("--radix", "K", "knomial's radix, 2..ranks (default 4, or ranks when fewer)");
     opts_.value("-n,--iters", "N", "timed iterations per run (default 5)");
     opts_.value("-w,--warmup", "N", "untimed iterations before them (default 1)");
@@ -493,7 +497,8 @@ class GuiCommand final : public Command {
                          QIcon(QStringLiteral(":/icons/org.allreducelab.AllreduceLab.svg"))));
     const bool scripted = a_.autorun || a_.workers || a_.expect || a_.listen || a_.algorithm ||
                           !a_.scheduleXml.empty() || a_.size || a_.sizes || a_.slice ||
-                          a_.inflight || a_.radix || a_.iterations || a_.warmup || a_.shaping;
+                          a_.inflight || a_.window || a_.radix || a_.iterations || a_.warmup ||
+                          a_.shaping;
     // A picture of the window as it opens: as a first start opens it (the saved setup and
     // layout neither read nor written), so that it shows the same on every machine.
     const bool openingShot = !a_.screenshot.empty() && !a_.autorun && a_.recording.empty() &&
@@ -592,6 +597,7 @@ class GuiCommand final : public Command {
     checkSweep();
     if (auto v = opts_.get("--slice")) a_.slice = parseSize(*v);
     if (auto v = opts_.get("--inflight")) a_.inflight = parseInt(*v, 1, 1024);
+    if (auto v = opts_.get("--window")) a_.window = parseInt(*v, 1, 1024);
     if (auto v = opts_.get("--radix")) a_.radix = parseInt(*v, 2, kMaxRanks);
     if (auto v = opts_.get("--iters")) a_.iterations = parseInt(*v, 1, 1'000'000);
     if (auto v = opts_.get("--warmup")) a_.warmup = parseInt(*v, 0, 1'000'000);

@@ -651,6 +651,16 @@ class Run {
     deferSend(e, p, bytes);
   }
 
+  // The peer of the send that follows op i's before this rank could wait on a peer (the next
+  // op sends and receives nothing: a ring window's first step), or -1. Between the two, the
+  // executor waits on nothing but its backend (Transport::sendFollows).
+  int followingSendPeer(size_t i) const {
+    const auto& ops = s_.ranks[static_cast<size_t>(rank_)];
+    if (i + 1 >= ops.size()) return -1;
+    const Op& next = ops[i + 1];
+    return opSends(next.kind) && !opRecvs(next.kind) ? next.sendPeer : -1;
+  }
+
   void startSend(Entry& e, const Op& op, const void* data, uint64_t bytes) {
     ChunkHeader h;
     h.opSignature = st_.signature;
@@ -663,6 +673,9 @@ class Run {
     h.offset = payloadOffset(op);
     h.length = bytes;
     chunkEvent(EventKind::SendStart, op, op.step, op.sendPeer, h.offset, op.provenance);
+    if (const int next = followingSendPeer(e.opIndex); next >= 0) {
+      transport_.sendFollows(op.sendPeer, next);
+    }
     waiting(WaitKind::Room, op.sendPeer, op.step);
     e.send = transport_.send(op.sendPeer, h, data, bytes);
     doneWaiting();

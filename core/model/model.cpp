@@ -425,11 +425,14 @@ CostTerms closedForm(const CostQuery& q) {
 namespace {
 
 // The forms above, as docs/algorithms.md writes them.
-std::string ringFormText(Collective c) {
+// A window of W slices pays a step's latency once a window: k(S/n) becomes ⌈k(S/n)/W⌉.
+std::string ringFormText(Collective c, int window) {
+  const std::string k = window > 1 ? "⌈k(S/n)/W⌉" : "k(S/n)";
+  const std::string w = window > 1 ? "; W = " + std::to_string(window) : "";
   switch (c) {
-    case Collective::AllReduce: return "2(n−1)·k(S/n)·α + 2(n−1)/n·S·β + (n−1)/n·S·γ";
-    case Collective::ReduceScatter: return "(n−1)·k(S/n)·α + (n−1)/n·S·β + (n−1)/n·S·γ";
-    case Collective::AllGather: return "(n−1)·k(S/n)·α + (n−1)/n·S·β";
+    case Collective::AllReduce: return "2(n−1)·" + k + "·α + 2(n−1)/n·S·β + (n−1)/n·S·γ" + w;
+    case Collective::ReduceScatter: return "(n−1)·" + k + "·α + (n−1)/n·S·β + (n−1)/n·S·γ" + w;
+    case Collective::AllGather: return "(n−1)·" + k + "·α + (n−1)/n·S·β" + w;
     case Collective::Reduce: return "(n−1)·α + (n−2+k(S))·(S/k(S))·(β+γ)";
     case Collective::Broadcast: return "(n−1)·α + (n−2+k(S))·(S/k(S))·β";
   }
@@ -476,9 +479,9 @@ std::string knomialFormText(Collective c) {
 
 }  // namespace
 
-std::string closedFormText(std::string_view a, Collective c) {
+std::string closedFormText(std::string_view a, Collective c, int window) {
   if (!algorithmSupports(a, c)) return {};
-  if (a == "ring") return ringFormText(c);
+  if (a == "ring") return ringFormText(c, static_cast<int>(slicesWindowOf(a, window)));
   if (a == "tree") return treeFormText(c);
   if (a == "halving-doubling") {
     return "2·Σ_{d=2,4,…,p} k(S/d)·α + 2(p−1)/p·S·β + (p−1)/p·S·γ; plus 2α + 2S·β + S·γ when "

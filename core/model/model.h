@@ -137,8 +137,9 @@ bool hasClosedForm(const CostQuery& q);
 
 // closedForm() as docs/algorithms.md writes it, in that page's notation (UTF-8): for the
 // ring's all-reduce "2(n−1)·k(S/n)·α + 2(n−1)/n·S·β + (n−1)/n·S·γ"; what qualifies it follows
-// a "; " ("…; x = S/2"). Empty for an algorithm or collective without a closed form.
-std::string closedFormText(std::string_view algorithm, Collective c);
+// a "; " ("…; x = S/2"). A ring's window of W > 1 slices writes ⌈k(S/n)/W⌉ for k(S/n) and
+// "; W = 8" after the form. Empty for an algorithm or collective without a closed form.
+std::string closedFormText(std::string_view algorithm, Collective c, int window = 1);
 
 // What every rank sends in one collective by the algorithm's formula, where every rank sends
 // the same: the ring's 2(n−1)/n·S for all-reduce, (n−1)/n·S for reduce-scatter and all-gather;

@@ -79,6 +79,7 @@ class CorruptingTransport final : public Transport {
                                   std::chrono::milliseconds timeout) override {
     return inner_.recv(peer, step, timeout);
   }
+  void sendFollows(int peer, int nextPeer) override { inner_.sendFollows(peer, nextPeer); }
   bool ready(int peer, uint32_t step) override { return inner_.ready(peer, step); }
   void abort() override { inner_.abort(); }
   bool readsBackendMemory(int peer) const override { return inner_.readsBackendMemory(peer); }

@@ -309,10 +309,11 @@ Transport* makeNetworkPlane(const RunConfig& c, int rank, RunDataPlane& plane) {
     // Small messages made while a batch of arrived ones is handled leave together
     // (tcp_transport.h, "Held sends"): every user of a run's plane (the executor, the
     // asynchronous parameter server) waits only on the plane itself or after the executor's
-    // reclaimAll(). ARL_TCP_HOLD_SENDS=0 turns them off, to measure what they save
-    // (docs/hosts.md).
+    // reclaimAll(). ARL_TCP_HOLD_SENDS=0 turns them off, and =queued ignores the executor's
+    // sendFollows() hints, to measure what each saves (docs/hosts.md).
     const char* hold = std::getenv("ARL_TCP_HOLD_SENDS");
     plane.tcp->holdSmallSends(hold == nullptr || std::string_view(hold) != "0");
+    plane.tcp->heedSendFollows(hold == nullptr || std::string_view(hold) != "queued");
     return plane.tcp.get();
   }
   plane.zmq = std::make_unique<ZmqDataPlane>(rank, c.worldSize);

@@ -94,6 +94,12 @@ class PeerMemoryTransport final : public Transport {
   int size() const override { return inner_.size(); }
   std::shared_ptr<SendCompletion> send(int peer, const ChunkHeader& h, const void* data,
                                        size_t bytes) override;
+  // To `inner` when both sends are plain ones on it (a lent slice's send may wait first).
+  void sendFollows(int peer, int nextPeer) override {
+    if (!readsBackendMemory(peer) && !readsBackendMemory(nextPeer)) {
+      inner_.sendFollows(peer, nextPeer);
+    }
+  }
   std::unique_ptr<InMessage> recv(int peer, uint32_t step,
                                   std::chrono::milliseconds timeout) override;
   void abort() override { inner_.abort(); }

@@ -59,6 +59,11 @@ std::shared_ptr<SendCompletion> SplitTransport::send(int peer, const ChunkHeader
   return of(peer).send(peer, h, data, bytes);
 }
 
+void SplitTransport::sendFollows(int peer, int nextPeer) {
+  Transport& t = of(peer);
+  if (&t == &of(nextPeer)) t.sendFollows(peer, nextPeer);
+}
+
 std::unique_ptr<InMessage> SplitTransport::recv(int peer, uint32_t step,
                                                 std::chrono::milliseconds timeout) {
   Transport& t = of(peer);

@@ -43,6 +43,9 @@ class SplitTransport final : public Transport {
   int size() const override { return near_.size(); }
   std::shared_ptr<SendCompletion> send(int peer, const ChunkHeader& h, const void* data,
                                        size_t bytes) override;
+  // To the plane of `peer`, when `nextPeer` is on it too: a plane holds a send only for one
+  // of its own that follows (a send on the other plane may wait for room meanwhile).
+  void sendFollows(int peer, int nextPeer) override;
   std::unique_ptr<InMessage> recv(int peer, uint32_t step,
                                   std::chrono::milliseconds timeout) override;
   bool ready(int peer, uint32_t step) override;

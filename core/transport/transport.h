@@ -114,6 +114,15 @@ class Transport {
   // until the returned completion reports done. Throws PeerError if the peer is gone.
   virtual std::shared_ptr<SendCompletion> send(int peer, const ChunkHeader& h, const void* data,
                                                size_t bytes) = 0;
+  // A hint, just before send(peer, ...): another send, to `nextPeer`, follows that one before
+  // the caller could wait. A plane may hold the first and write both together (the TCP plane's
+  // held sends); it still writes what it holds before the caller could wait on it, as recv()
+  // and ready() do. The executor gives it where its next op only sends (exec/executor.cpp);
+  // the default ignores it.
+  virtual void sendFollows(int peer, int nextPeer) {
+    (void)peer;
+    (void)nextPeer;
+  }
   // Next message from `peer` (FIFO). Throws PeerError naming the peer and `step` when
   // nothing arrives within `timeout` or the transport was aborted.
   virtual std::unique_ptr<InMessage> recv(int peer, uint32_t step,

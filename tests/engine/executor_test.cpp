@@ -9,24 +9,28 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <future>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 
-#include "exec/check.h"
 #include "backend/cpu/cpu_backend.h"
 #include "base/errors.h"
-#include "schedule/generators.h"
+#include "exec/check.h"
 #include "exec/local_run.h"
-#include "transport/loopback.h"
 #include "exec/numeric.h"
+#include "schedule/generators.h"
 #include "schedule/verifier.h"
+#include "transport/loopback.h"
 
 namespace arl {
 namespace {
@@ -201,6 +205,50 @@ class LazyTransport final : public Transport {
   uint64_t flushed_ = 0;
 };
 
+// Forwards everything and logs, for each send, whether Transport::sendFollows announced it
+// (naming its peer) just before it, and whether each hint was a promise kept: the next send a
+// send to that peer, the one after it a send to the named next peer, both before the run's end.
+class HintLog final : public Transport {
+ public:
+  explicit HintLog(Transport& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  void sendFollows(int peer, int nextPeer) override {
+    if (hint_) ++brokenHints;  // two hints in a row
+    hint_ = {peer, nextPeer};
+  }
+  std::shared_ptr<SendCompletion> send(int peer, const ChunkHeader& h, const void* data,
+                                       size_t bytes) override {
+    if (expectNext_ && *expectNext_ != peer) ++brokenHints;
+    expectNext_.reset();
+    if (hint_ && hint_->first != peer) ++brokenHints;
+    announced.push_back(hint_.has_value());
+    if (hint_) expectNext_ = hint_->second;
+    hint_.reset();
+    return inner_.send(peer, h, data, bytes);
+  }
+  std::unique_ptr<InMessage> recv(int peer, uint32_t step,
+                                  std::chrono::milliseconds timeout) override {
+    return inner_.recv(peer, step, timeout);
+  }
+  bool ready(int peer, uint32_t step) override { return inner_.ready(peer, step); }
+  void abort() override { inner_.abort(); }
+  void reclaimAll(uint32_t step) override {
+    if (hint_ || expectNext_) ++brokenHints;  // the run ends before the promised sends
+    hint_.reset();
+    expectNext_.reset();
+    inner_.reclaimAll(step);
+  }
+
+  std::vector<bool> announced;  // per send, in order
+  int brokenHints = 0;
+
+ private:
+  Transport& inner_;
+  std::optional<std::pair<int, int>> hint_;
+  std::optional<int> expectNext_;
+};
+
 struct RunSpec {
   DataType dtype = DataType::Float;
   RedOp op = RedOp::Sum;
@@ -209,6 +257,7 @@ struct RunSpec {
   bool deferred = false;  // DeferredBackend instead of the CPU backend
   bool lazy = false;      // LazyTransport over the loopback
   int iterations = 2;     // the executor is reused across iterations
+  int window = 1;         // ring's window of slices (GenParams::window)
 };
 
 struct RunOutcome {
@@ -216,6 +265,8 @@ struct RunOutcome {
   std::vector<std::vector<unsigned char>> outputs;
   size_t stagedLeft = 0;
   int finalizeCalls = 0;
+  std::vector<std::vector<bool>> announced;  // per rank, per send: HintLog::announced
+  int brokenHints = 0;
 };
 
 // Runs every rank of `s` on its own thread with the chosen backend and transport, checks the
@@ -253,6 +304,8 @@ RunOutcome runSchedule(const Schedule& s, const RunSpec& spec) {
   }
 
   std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
+  std::vector<std::vector<bool>> announced(static_cast<size_t>(n));
+  std::atomic<int> brokenHints{0};
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
@@ -260,7 +313,7 @@ RunOutcome runSchedule(const Schedule& s, const RunSpec& spec) {
       try {
         Backend& b = *backends[static_cast<size_t>(r)];
         LazyTransport lazy(fabric.transport(r));
-        Transport& t = spec.lazy ? static_cast<Transport&>(lazy) : fabric.transport(r);
+        HintLog t(spec.lazy ? static_cast<Transport&>(lazy) : fabric.transport(r));
         ExecOptions eo;
         eo.dtype = spec.dtype;
         eo.op = spec.op;
@@ -275,6 +328,8 @@ RunOutcome runSchedule(const Schedule& s, const RunSpec& spec) {
           // for the next iteration cannot disturb a slower peer.
           ex.run(rb, static_cast<uint32_t>(it), static_cast<uint64_t>(it));
         }
+        announced[static_cast<size_t>(r)] = t.announced;
+        brokenHints += t.brokenHints;
       } catch (...) {
         errors[static_cast<size_t>(r)] = std::current_exception();
         fabric.abort();
@@ -287,6 +342,8 @@ RunOutcome runSchedule(const Schedule& s, const RunSpec& spec) {
   }
 
   RunOutcome out;
+  out.announced = std::move(announced);
+  out.brokenHints = brokenHints;
   std::vector<unsigned char> expected(s.outputElems * es);
   for (int r = 0; r < n; ++r) {
     Backend& b = *backends[static_cast<size_t>(r)];
@@ -635,6 +692,46 @@ TEST(Executor, InflightAndInPlaceDoNotChangeResults) {
     EXPECT_EQ(one.wrong, 0u) << algo;
     EXPECT_EQ(one.outputs, many.outputs) << algo;
     EXPECT_EQ(one.outputs, ip.outputs) << algo;
+  }
+}
+
+// Transport::sendFollows: the executor announces a send exactly where its next op only sends
+// (a ring window's first step: W sends before anything arrives), so that the TCP plane writes
+// the W together; every hint names the two sends that follow, and none is left at the end.
+TEST(Executor, AnnouncesASendThatAnotherFollows) {
+  for (int window : {1, 4}) {
+    GenParams p;
+    p.collective = Collective::AllReduce;
+    p.nranks = 3;
+    p.count = 3 * 64;
+    p.sliceElems = 4;  // 16 slices a chunk
+    p.window = static_cast<uint32_t>(window);
+    const Schedule s = generate("ring", p);
+    RunSpec spec;
+    spec.inflight = 8;
+    const RunOutcome o = runSchedule(s, spec);
+    SCOPED_TRACE("window " + std::to_string(window));
+    EXPECT_EQ(o.wrong, 0u);
+    EXPECT_EQ(o.brokenHints, 0);
+    for (int r = 0; r < s.nranks; ++r) {
+      // Per send in program order: whether the op after it only sends.
+      std::vector<bool> expected;
+      const auto& ops = s.ranks[static_cast<size_t>(r)];
+      for (size_t i = 0; i < ops.size(); ++i) {
+        if (!opSends(ops[i].kind)) continue;
+        expected.push_back(i + 1 < ops.size() && opSends(ops[i + 1].kind) &&
+                           !opRecvs(ops[i + 1].kind));
+      }
+      std::vector<bool> all;  // two iterations of the same program
+      for (int it = 0; it < spec.iterations; ++it) {
+        all.insert(all.end(), expected.begin(), expected.end());
+      }
+      EXPECT_EQ(o.announced[static_cast<size_t>(r)], all) << "rank " << r;
+      // Slice by slice, a send is never followed by another at once; a window of 4 has 3 of
+      // its 4 first-step sends announced, in each of its 4 windows, each iteration.
+      EXPECT_EQ(std::count(all.begin(), all.end(), true), window == 1 ? 0 : 2 * 4 * 3)
+          << "rank " << r;
+    }
   }
 }
 

@@ -113,6 +113,15 @@ TEST(SentBytes, TheFormulaIsGivenOnlyWhereEveryRankSendsTheSame) {
   // The forms' text is docs/algorithms.md's, for every algorithm the model knows.
   EXPECT_EQ(closedFormText("ring", Collective::AllReduce),
             "2(n−1)·k(S/n)·α + 2(n−1)/n·S·β + (n−1)/n·S·γ");
+  // A ring's window pays a step's latency once a window; other algorithms keep their form.
+  EXPECT_EQ(closedFormText("ring", Collective::AllReduce, 8),
+            "2(n−1)·⌈k(S/n)/W⌉·α + 2(n−1)/n·S·β + (n−1)/n·S·γ; W = 8");
+  EXPECT_EQ(closedFormText("ring", Collective::AllGather, 4),
+            "(n−1)·⌈k(S/n)/W⌉·α + (n−1)/n·S·β; W = 4");
+  EXPECT_EQ(closedFormText("ring", Collective::Broadcast, 8),
+            closedFormText("ring", Collective::Broadcast));
+  EXPECT_EQ(closedFormText("tree", Collective::AllReduce, 8),
+            closedFormText("tree", Collective::AllReduce));
   for (const std::string& a : algorithmNames()) {
     EXPECT_FALSE(closedFormText(a, Collective::AllReduce).empty()) << a;
   }

@@ -528,6 +528,11 @@ TEST(ChartsData, NoRunSubtitleSaysSoAndFollowsTheSetup) {
   const std::string t = noRunSubtitle(&c);
   EXPECT_NE(t.find("slice 64K"), std::string::npos) << t;
   EXPECT_EQ(t.find("256K"), std::string::npos) << t;
+  // Ring's window of slices, only where a ring runs.
+  c.window = 8;
+  EXPECT_EQ(noRunSubtitle(&c).find("window"), std::string::npos) << noRunSubtitle(&c);
+  c.algorithms = {"tree", "ring"};
+  EXPECT_NE(noRunSubtitle(&c).find("ring window 8"), std::string::npos) << noRunSubtitle(&c);
   EXPECT_NE(t.find(" 1M "), std::string::npos) << t;
 }
 

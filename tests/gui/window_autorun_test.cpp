@@ -94,6 +94,13 @@ TEST(WindowAutorun, BadArgumentsExitWithTwoAndAMessage) {
   ASSERT_TRUE(median.waitForFinished(30000));
   EXPECT_EQ(median.exitCode(), 2);
   EXPECT_TRUE(median.readAllStandardError().contains("--bandwidth p99: expected mean or median"));
+  QProcess window;
+  window.setProcessEnvironment(offscreen());
+  window.start(QStringLiteral(ARL_LAB_BINARY),
+               {QStringLiteral("--autorun"), QStringLiteral("--window"), QStringLiteral("0")});
+  ASSERT_TRUE(window.waitForFinished(30000));
+  EXPECT_EQ(window.exitCode(), 2);
+  EXPECT_TRUE(window.readAllStandardError().contains("--window 0: must be in 1..1024"));
 }
 
 }  // namespace

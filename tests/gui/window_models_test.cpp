@@ -262,6 +262,7 @@ TEST(WindowSetup, BuildsTheSweepBenchBuildsFromTheSameSettings) {
   s.size = {true, 0, 4 << 10, 64 << 10, 4};
   s.slice = {true, 0, 16 << 10, 64 << 10, 2};
   s.inflight = {true, 0, 1, 8, 2};
+  s.window = 8;
   s.iterations = 7;
   s.warmup = 2;
   s.ranksPerHost = 2;
@@ -287,6 +288,7 @@ TEST(WindowSetup, BuildsTheSweepBenchBuildsFromTheSameSettings) {
   bench.stepFactor = 4;
   bench.sliceSizes = {16 << 10, 32 << 10, 64 << 10};
   bench.inflights = {1, 2, 4, 8};
+  bench.window = 8;
   bench.iters = 7;
   bench.warmup = 2;
   bench.ranksPerHost = 2;
@@ -325,6 +327,19 @@ TEST(WindowSetup, BuildsTheSweepBenchBuildsFromTheSameSettings) {
   const auto problems = checkSetup(s);
   EXPECT_TRUE(std::any_of(problems.begin(), problems.end(),
                           [](const SetupProblem& p) { return p.field == SetupField::Inflight; }));
+
+  // Ring's window: each run's request carries it, and one beyond 1024 lands on its own field.
+  s.inflight = {false, 4, 1, 8, 2};
+  s.algorithm = "ring";
+  ASSERT_TRUE(checkSetup(s).empty());
+  for (const SweepPoint& p : sweepPoints(sweepSpecOf(s))) {
+    EXPECT_EQ(sweepRequest(sweepSpecOf(s), p, n).window, 8);
+  }
+  s.window = 2000;
+  const auto wide = checkSetup(s);
+  ASSERT_EQ(wide.size(), 1u);
+  EXPECT_EQ(wide.front().field, SetupField::Window);
+  EXPECT_NE(wide.front().rule.find("1024"), std::string::npos) << wide.front().rule;
 }
 
 TEST(WindowSetup, SettingsRoundTrip) {
@@ -342,6 +357,7 @@ TEST(WindowSetup, SettingsRoundTrip) {
   s.slowLinkTo = 2;
   s.slowLinkMBps = 42;
   s.devices = {1, 0, 3, 2, 5, 4};
+  s.window = 16;
   saveSetup(st, s);
   EXPECT_EQ(loadSetup(st), s);
   st.setValue(QStringLiteral("setup/algorithm"), QStringLiteral("no-such-algorithm"));

@@ -511,6 +511,32 @@ TEST(TcpDataPlane, HeldSendsLeaveTogetherBeforeTheSenderWaits) {
   EXPECT_FALSE(a.ready(1, 2));  // would wait: sends the 5
   bTakes(from);
 
+  // Nothing queued, but each send announced by sendFollows (a ring window's first sends): held,
+  // and the first one not announced carries them, in one write. A hint holds one send only.
+  const auto announcedFrom = static_cast<uint32_t>(sent.size());
+  const size_t beforeAnnounced = a.writes();
+  for (int i = 0; i < 7; ++i) {
+    a.sendFollows(1, 1);
+    sendNext(16);
+  }
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(b.ready(0, announcedFrom)) << "7 announced messages are held";
+  EXPECT_EQ(a.writes(), beforeAnnounced);
+  sendNext(16);
+  EXPECT_EQ(a.writes(), beforeAnnounced + 1) << "8 messages in one write";
+  sendNext(16);
+  EXPECT_EQ(a.writes(), beforeAnnounced + 2) << "the hint was spent";
+  a.sendFollows(1, 1);
+  sendNext(16);
+  EXPECT_FALSE(a.ready(1, 3));  // would wait: writes the announced one
+  EXPECT_EQ(a.writes(), beforeAnnounced + 3);
+  a.heedSendFollows(false);  // ARL_TCP_HOLD_SENDS=queued: hints ignored
+  a.sendFollows(1, 1);
+  sendNext(16);
+  EXPECT_EQ(a.writes(), beforeAnnounced + 4);
+  a.heedSendFollows(true);
+  bTakes(announcedFrom);
+
   queueOneFromB();
   sendNext(16);
   std::vector<char> clean(2, 0);

@@ -204,6 +204,11 @@ std::vector<std::string> subtitleParts(const BenchConfig& config,
     inflight += (inflight.empty() ? "" : ", ") + std::to_string(k);
   }
   if (!inflight.empty()) parts.push_back(inflight + " in flight");
+  // Ring's window of slices, where a ring runs (others take no window: slicesWindowOf).
+  const bool ring =
+      std::any_of(config.algorithms.begin(), config.algorithms.end(),
+                  [&](const std::string& a) { return slicesWindowOf(a, config.window) > 1; });
+  if (ring) parts.push_back("ring window " + std::to_string(config.window));
   std::vector<std::string> hosts;
   for (const WorkerInfo& w : workers) {
     if (std::find(hosts.begin(), hosts.end(), w.host) == hosts.end()) hosts.push_back(w.host);

@@ -55,7 +55,7 @@ void explainModel(RunExplanation& x, const CostQuery& q, const ModelParams& p) {
   // a collective the algorithm does not implement); closedForm() also refuses no ranks, and
   // swing off a power of two (hasClosedForm).
   if (q.nranks < 1 || !hasClosedForm(q)) return;
-  x.formText = closedFormText(q.algorithm, q.collective);
+  x.formText = closedFormText(q.algorithm, q.collective, q.window);
   if (x.formText.empty()) return;
   x.terms = closedForm(q);
   x.closedFormUs = x.terms.seconds(x.used) * 1e6;

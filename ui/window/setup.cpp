@@ -47,7 +47,7 @@ SetupField setupFieldOf(RunField f) {
     case RunField::SlowRank: return SetupField::SlowRank;
     case RunField::SlowLink: return SetupField::SlowLink;
     case RunField::MismatchRank: return SetupField::Algorithm;  // bench's teaching flag only
-    case RunField::Window: return SetupField::Inflight;  // bench's and plan's flag, beside it
+    case RunField::Window: return SetupField::Window;
   }
   return SetupField::Algorithm;
 }
@@ -360,6 +360,7 @@ BenchConfig benchConfigOf(const SessionSetup& s) {
   c.expect = s.remoteWorkers;
   c.ranksPerHost = s.ranksPerHost;
   c.radix = s.radix;
+  c.window = s.window;
   c.sliceSizes = s.slice.values(kMaxSweepValues);
   c.inflights.clear();
   for (uint64_t k : s.inflight.values(kMaxSweepValues)) c.inflights.push_back(inflightOf(k));

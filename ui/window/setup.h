@@ -47,6 +47,7 @@ struct SessionSetup {
   SweepRange size{true, uint64_t{1} << 20, uint64_t{4} << 10, uint64_t{16} << 20, 4};
   SweepRange slice{false, uint64_t{256} << 10, uint64_t{16} << 10, uint64_t{1} << 20, 4};
   SweepRange inflight{false, 4, 1, 8, 2};
+  int window = 1;  // ring's window of slices (RunRequest::window); 1: slice by slice
   int iterations = 5;
   int warmup = 1;
   int ranksPerHost = 0;        // 0: from the workers' host names
@@ -84,6 +85,7 @@ enum class SetupField {
   Size,
   Slice,
   Inflight,
+  Window,
   Iterations,
   Warmup,
   RanksPerHost,

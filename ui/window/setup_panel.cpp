@@ -266,6 +266,13 @@ void SetupPanel::buildSizes() {
            tr("The pipeline unit: the most bytes one message carries"));
   addField(sec, SetupField::Inflight, tr("Slices in flight"), inflight_,
            tr("Slices a rank may have in flight at once"));
+  window_ = new QSpinBox(in);
+  window_->setRange(1, static_cast<int>(kMaxInflight));
+  window_->setSpecialValueText(tr("1 (slice by slice)"));
+  addField(sec, SetupField::Window, tr("Ring window"), window_,
+           tr("Slices ring takes through each step together: a step's latency is paid once a "
+              "window (all-reduce, reduce-scatter, all-gather)"));
+  connect(window_, &QSpinBox::valueChanged, this, &SetupPanel::changed);
   runsSection_ = addSection(QStringLiteral("runs"), tr("Iterations, hosts"), true);
   in = runsSection_->body();
   iterations_ = new QSpinBox(in);
@@ -471,6 +478,7 @@ SessionSetup SetupPanel::setup(std::vector<SetupProblem>* problems) const {
   readRange(size_, SetupField::Size, s.size);
   readRange(slice_, SetupField::Slice, s.slice);
   readRange(inflight_, SetupField::Inflight, s.inflight);
+  s.window = window_->value();
   s.iterations = iterations_->value();
   s.warmup = warmup_->value();
   s.ranksPerHost = ranksPerHost_->value();
@@ -518,6 +526,7 @@ void SetupPanel::setSetup(const SessionSetup& s) {
   size_->setRange(s.size);
   slice_->setRange(s.slice);
   inflight_->setRange(s.inflight);
+  window_->setValue(s.window);
   iterations_->setValue(s.iterations);
   warmup_->setValue(s.warmup);
   ranksPerHost_->setValue(s.ranksPerHost);

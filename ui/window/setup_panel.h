@@ -121,6 +121,7 @@ class SetupPanel : public QWidget {
   RangeField* size_;
   RangeField* slice_;
   RangeField* inflight_;
+  QSpinBox* window_;
   QSpinBox* iterations_;
   QSpinBox* warmup_;
   QSpinBox* ranksPerHost_;

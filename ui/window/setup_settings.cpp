@@ -56,6 +56,7 @@ void saveSetup(QSettings& st, const SessionSetup& s) {
   st.setValue(QStringLiteral("warmup"), s.warmup);
   st.setValue(QStringLiteral("ranksPerHost"), s.ranksPerHost);
   st.setValue(QStringLiteral("radix"), s.radix);
+  st.setValue(QStringLiteral("window"), s.window);
   st.setValue(QStringLiteral("ringOrder"), QString::fromStdString(formatRingOrder(s.ringOrder)));
   st.setValue(QStringLiteral("portMBps"), s.portMBps);
   st.setValue(QStringLiteral("latencyUs"), s.latencyUs);
@@ -103,6 +104,7 @@ SessionSetup loadSetup(QSettings& st) {
   s.warmup = st.value(QStringLiteral("warmup"), d.warmup).toInt();
   s.ranksPerHost = st.value(QStringLiteral("ranksPerHost"), d.ranksPerHost).toInt();
   s.radix = st.value(QStringLiteral("radix"), d.radix).toInt();
+  s.window = st.value(QStringLiteral("window"), d.window).toInt();
   try {
     s.ringOrder = parseRingOrder(st.value(QStringLiteral("ringOrder")).toString().toStdString());
   } catch (const ConfigError&) {

@@ -15,6 +15,7 @@
 #include <deque>
 #include <exception>
 #include <optional>
+#include <utility>
 
 #include "base/clock.h"
 #include "base/endpoint.h"
@@ -190,9 +191,11 @@ struct TcpDataPlane::Impl {
   size_t refused = 0;
   bool bound = false;
   bool closed = false;
-  bool hold = false;   // holdSmallSends
-  size_t holding = 0;  // peers with held bytes
-  size_t writes = 0;   // sendmsg calls that wrote data
+  bool hold = false;        // holdSmallSends
+  bool follows = false;     // sendFollows: the next send() may be held
+  bool heedFollows = true;  // heedSendFollows
+  size_t holding = 0;       // peers with held bytes
+  size_t writes = 0;        // sendmsg calls that wrote data
 
   Impl(int r, int n) : rank(r), nranks(n), conns(static_cast<size_t>(n)) {}
 
@@ -821,7 +824,9 @@ std::shared_ptr<SendCompletion> TcpDataPlane::send(int peer, const ChunkHeader& 
         slot.leftNs, [st] { return st->isAborted(); }, rank_, peer, h.step);
   }
   std::memcpy(head, &hdr, sizeof hdr);
-  if (impl_->hold && !impl_->pacer && bytes <= kHoldMessageBytes && impl_->anyQueued()) {
+  const bool follows = std::exchange(impl_->follows, false);
+  if (impl_->hold && !impl_->pacer && bytes <= kHoldMessageBytes &&
+      (follows || impl_->anyQueued())) {
     impl_->holdMessage(peer, h.step, head, data, bytes);
     return completion;  // copied: the caller's memory is free
   }
@@ -849,6 +854,12 @@ std::unique_ptr<InMessage> TcpDataPlane::recv(int peer, uint32_t step,
   }
   return m;
 }
+
+void TcpDataPlane::sendFollows(int /*peer*/, int /*nextPeer*/) {
+  impl_->follows = impl_->heedFollows;
+}
+
+void TcpDataPlane::heedSendFollows(bool on) { impl_->heedFollows = on; }
 
 bool TcpDataPlane::ready(int peer, uint32_t step) {
   const bool yes = !impl_->pacer && impl_->readAhead(peer, step);

@@ -24,7 +24,8 @@
 // in poll.
 //
 // Held sends (holdSmallSends, on in every run's worker): an unshaped message of at most
-// 16 KiB, sent while messages already read wait in a queue, is copied and held, and every
+// 16 KiB, sent while messages already read wait in a queue or after sendFollows() said that
+// another send follows it, is copied and held, and every
 // peer's held messages leave together, in one sendmsg a peer, before this rank could wait: when
 // recv() finds nothing to read, when ready() or arrived() says false, in flush() and reclaimAll()
 // (the executor's end of a run), and before close()'s goodbye; also once a peer's held bytes reach
@@ -92,6 +93,9 @@ class TcpDataPlane final : public Transport {
   // Fills the header's magic, src and length. Blocks until the kernel holds the message.
   std::shared_ptr<SendCompletion> send(int peer, const ChunkHeader& h, const void* data,
                                        size_t bytes) override;
+  // The next send() may be held (above), even with nothing queued: a window's first sends,
+  // made before anything has arrived, leave in one write.
+  void sendFollows(int peer, int nextPeer) override;
   std::unique_ptr<InMessage> recv(int peer, uint32_t step,
                                   std::chrono::milliseconds timeout) override;
   // False on a shaped data plane, whose arrivals recv() paces.
@@ -104,6 +108,9 @@ class TcpDataPlane final : public Transport {
 
   // Held sends on or off (off by default; turning them off writes what is held).
   void holdSmallSends(bool on);
+  // Whether sendFollows() lets the next send be held (on by default); off, only a queue of
+  // arrived messages does, as before the hint existed (for measuring what it saves).
+  void heedSendFollows(bool on);
   // Writes every held message now, `step` naming the run's step in an error. Throws
   // PeerError as send() does.
   void flush(uint32_t step = 0);
