@@ -26,29 +26,43 @@ struct Sent {
   std::vector<unsigned char> payload;
 };
 
-// Forwards everything to `inner` and keeps a copy of every message sent.
-class Capturing final : public Transport {
+// Forwards every call to `inner`: a base for test transports that watch some of them.
+class Forwarding : public Transport {
  public:
-  explicit Capturing(Transport& inner) : inner_(inner) {}
+  explicit Forwarding(Transport& inner) : inner_(inner) {}
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   std::shared_ptr<SendCompletion> send(int peer, const ChunkHeader& h, const void* data,
                                        size_t bytes) override {
-    const auto* b = static_cast<const unsigned char*>(data);
-    sent.push_back({peer, h, {b, b + bytes}});
     return inner_.send(peer, h, data, bytes);
   }
+  void sendFollows(int peer, int nextPeer) override { inner_.sendFollows(peer, nextPeer); }
   std::unique_ptr<InMessage> recv(int peer, uint32_t step,
                                   std::chrono::milliseconds timeout) override {
     return inner_.recv(peer, step, timeout);
   }
   bool ready(int peer, uint32_t step) override { return inner_.ready(peer, step); }
+  bool arrived(int peer) override { return inner_.arrived(peer); }
   void abort() override { inner_.abort(); }
-
-  std::vector<Sent> sent;
+  bool readsBackendMemory(int peer) const override { return inner_.readsBackendMemory(peer); }
+  void reclaimAll(uint32_t step) override { inner_.reclaimAll(step); }
 
  private:
   Transport& inner_;
+};
+
+// Forwards everything to `inner` and keeps a copy of every message sent.
+class Capturing final : public Forwarding {
+ public:
+  using Forwarding::Forwarding;
+  std::shared_ptr<SendCompletion> send(int peer, const ChunkHeader& h, const void* data,
+                                       size_t bytes) override {
+    const auto* b = static_cast<const unsigned char*>(data);
+    sent.push_back({peer, h, {b, b + bytes}});
+    return Forwarding::send(peer, h, data, bytes);
+  }
+
+  std::vector<Sent> sent;
 };
 
 // Replays `incoming` (messages other ranks sent to `rank`) in order per sender. Message k

@@ -23,6 +23,7 @@
 #include <thread>
 #include <utility>
 
+#include "../replay_transport.h"
 #include "backend/cpu/cpu_backend.h"
 #include "base/errors.h"
 #include "exec/check.h"
@@ -208,11 +209,9 @@ class LazyTransport final : public Transport {
 // Forwards everything and logs, for each send, whether Transport::sendFollows announced it
 // (naming its peer) just before it, and whether each hint was a promise kept: the next send a
 // send to that peer, the one after it a send to the named next peer, both before the run's end.
-class HintLog final : public Transport {
+class HintLog final : public testutil::Forwarding {
  public:
-  explicit HintLog(Transport& inner) : inner_(inner) {}
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
+  using testutil::Forwarding::Forwarding;
   void sendFollows(int peer, int nextPeer) override {
     if (hint_) ++brokenHints;  // two hints in a row
     hint_ = {peer, nextPeer};
@@ -225,26 +224,19 @@ class HintLog final : public Transport {
     announced.push_back(hint_.has_value());
     if (hint_) expectNext_ = hint_->second;
     hint_.reset();
-    return inner_.send(peer, h, data, bytes);
+    return testutil::Forwarding::send(peer, h, data, bytes);
   }
-  std::unique_ptr<InMessage> recv(int peer, uint32_t step,
-                                  std::chrono::milliseconds timeout) override {
-    return inner_.recv(peer, step, timeout);
-  }
-  bool ready(int peer, uint32_t step) override { return inner_.ready(peer, step); }
-  void abort() override { inner_.abort(); }
   void reclaimAll(uint32_t step) override {
     if (hint_ || expectNext_) ++brokenHints;  // the run ends before the promised sends
     hint_.reset();
     expectNext_.reset();
-    inner_.reclaimAll(step);
+    testutil::Forwarding::reclaimAll(step);
   }
 
   std::vector<bool> announced;  // per send, in order
   int brokenHints = 0;
 
  private:
-  Transport& inner_;
   std::optional<std::pair<int, int>> hint_;
   std::optional<int> expectNext_;
 };
