@@ -16,6 +16,7 @@
 
 #include "base/clock.h"
 #include "base/errors.h"
+#include "transport/forwarding_transport.h"
 #include "transport/transport.h"
 
 namespace arl::testutil {
@@ -26,40 +27,15 @@ struct Sent {
   std::vector<unsigned char> payload;
 };
 
-// Forwards every call to `inner`: a base for test transports that watch some of them.
-class Forwarding : public Transport {
- public:
-  explicit Forwarding(Transport& inner) : inner_(inner) {}
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  std::shared_ptr<SendCompletion> send(int peer, const ChunkHeader& h, const void* data,
-                                       size_t bytes) override {
-    return inner_.send(peer, h, data, bytes);
-  }
-  void sendFollows(int peer, int nextPeer) override { inner_.sendFollows(peer, nextPeer); }
-  std::unique_ptr<InMessage> recv(int peer, uint32_t step,
-                                  std::chrono::milliseconds timeout) override {
-    return inner_.recv(peer, step, timeout);
-  }
-  bool ready(int peer, uint32_t step) override { return inner_.ready(peer, step); }
-  bool arrived(int peer) override { return inner_.arrived(peer); }
-  void abort() override { inner_.abort(); }
-  bool readsBackendMemory(int peer) const override { return inner_.readsBackendMemory(peer); }
-  void reclaimAll(uint32_t step) override { inner_.reclaimAll(step); }
-
- private:
-  Transport& inner_;
-};
-
 // Forwards everything to `inner` and keeps a copy of every message sent.
-class Capturing final : public Forwarding {
+class Capturing final : public ForwardingTransport {
  public:
-  using Forwarding::Forwarding;
+  using ForwardingTransport::ForwardingTransport;
   std::shared_ptr<SendCompletion> send(int peer, const ChunkHeader& h, const void* data,
                                        size_t bytes) override {
     const auto* b = static_cast<const unsigned char*>(data);
     sent.push_back({peer, h, {b, b + bytes}});
-    return Forwarding::send(peer, h, data, bytes);
+    return ForwardingTransport::send(peer, h, data, bytes);
   }
 
   std::vector<Sent> sent;

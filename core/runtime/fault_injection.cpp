@@ -110,7 +110,7 @@ std::optional<StallAt> stallFromEnv() {
 
 std::shared_ptr<SendCompletion> CorruptingTransport::send(int peer, const ChunkHeader& h,
                                                           const void* data, size_t bytes) {
-  if (done_) return inner_.send(peer, h, data, bytes);
+  if (done_) return ForwardingTransport::send(peer, h, data, bytes);
   done_ = true;
   ChunkHeader c = h;
   if (field_ == "signature") c.opSignature ^= 0x5A5A5A5Au;
@@ -123,7 +123,7 @@ std::shared_ptr<SendCompletion> CorruptingTransport::send(int peer, const ChunkH
   if (field_ == "length") c.length += 1;
   workerLog("test: corrupting the " + field_ + " of the first data-plane header to rank " +
             std::to_string(peer) + " (" + kCorruptHeaderEnv + ")");
-  return inner_.send(peer, c, data, bytes);
+  return ForwardingTransport::send(peer, c, data, bytes);
 }
 
 }  // namespace arl

@@ -12,8 +12,10 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "runtime/protocol.h"
+#include "transport/forwarding_transport.h"
 #include "transport/transport.h"
 
 namespace arl {
@@ -67,26 +69,14 @@ std::optional<StallAt> stallFromEnv();
 
 // A Transport that alters one field of the first header it sends, then forwards everything
 // unchanged: the receiver must report the mismatch instead of summing the payload.
-class CorruptingTransport final : public Transport {
+class CorruptingTransport final : public ForwardingTransport {
  public:
   CorruptingTransport(Transport& inner, std::string field)
-      : inner_(inner), field_(std::move(field)) {}
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
+      : ForwardingTransport(inner), field_(std::move(field)) {}
   std::shared_ptr<SendCompletion> send(int peer, const ChunkHeader& h, const void* data,
                                        size_t bytes) override;
-  std::unique_ptr<InMessage> recv(int peer, uint32_t step,
-                                  std::chrono::milliseconds timeout) override {
-    return inner_.recv(peer, step, timeout);
-  }
-  void sendFollows(int peer, int nextPeer) override { inner_.sendFollows(peer, nextPeer); }
-  bool ready(int peer, uint32_t step) override { return inner_.ready(peer, step); }
-  void abort() override { inner_.abort(); }
-  bool readsBackendMemory(int peer) const override { return inner_.readsBackendMemory(peer); }
-  void reclaimAll(uint32_t step) override { inner_.reclaimAll(step); }
 
  private:
-  Transport& inner_;
   std::string field_;
   bool done_ = false;
 };

@@ -23,7 +23,6 @@
 #include <thread>
 #include <utility>
 
-#include "../replay_transport.h"
 #include "backend/cpu/cpu_backend.h"
 #include "base/errors.h"
 #include "exec/check.h"
@@ -31,6 +30,7 @@
 #include "exec/numeric.h"
 #include "schedule/generators.h"
 #include "schedule/verifier.h"
+#include "transport/forwarding_transport.h"
 #include "transport/loopback.h"
 
 namespace arl {
@@ -209,9 +209,9 @@ class LazyTransport final : public Transport {
 // Forwards everything and logs, for each send, whether Transport::sendFollows announced it
 // (naming its peer) just before it, and whether each hint was a promise kept: the next send a
 // send to that peer, the one after it a send to the named next peer, both before the run's end.
-class HintLog final : public testutil::Forwarding {
+class HintLog final : public ForwardingTransport {
  public:
-  using testutil::Forwarding::Forwarding;
+  using ForwardingTransport::ForwardingTransport;
   void sendFollows(int peer, int nextPeer) override {
     if (hint_) ++brokenHints;  // two hints in a row
     hint_ = {peer, nextPeer};
@@ -224,13 +224,13 @@ class HintLog final : public testutil::Forwarding {
     announced.push_back(hint_.has_value());
     if (hint_) expectNext_ = hint_->second;
     hint_.reset();
-    return testutil::Forwarding::send(peer, h, data, bytes);
+    return ForwardingTransport::send(peer, h, data, bytes);
   }
   void reclaimAll(uint32_t step) override {
     if (hint_ || expectNext_) ++brokenHints;  // the run ends before the promised sends
     hint_.reset();
     expectNext_.reset();
-    testutil::Forwarding::reclaimAll(step);
+    ForwardingTransport::reclaimAll(step);
   }
 
   std::vector<bool> announced;  // per send, in order
